@@ -1,0 +1,50 @@
+// Cross-lane data movement within a wave64: ds_swizzle, ds_bpermute, DPP.
+#pragma once
+#include "moonmath/prelude.hpp"
+
+namespace mm {
+
+// ds_swizzle bit-mask mode: offset = 0x001F-style (and_mask | or_mask<<5 | xor_mask<<10), operates
+// within groups of 32 lanes.
+template <int XorMask>
+MM_DEVICE uint32_t swizzle_xor(uint32_t v) {
+  static_assert(XorMask > 0 && XorMask < 32, "ds_swizzle xor reaches within 32 lanes");
+  return (uint32_t)__builtin_amdgcn_ds_swizzle((int)v, (XorMask << 10) | 0x1F);
+}
+
+// Read v from lane `src_lane` (0..63) of the same wave.
+MM_DEVICE uint32_t bpermute(uint32_t v, uint32_t src_lane) {
+  return (uint32_t)__builtin_amdgcn_ds_bpermute((int)(src_lane << 2), (int)v);
+}
+
+MM_DEVICE float xor_lane(float v, uint32_t mask) {
+  return __builtin_bit_cast(float, bpermute(__builtin_bit_cast(uint32_t, v), lane_id() ^ mask));
+}
+
+// DPP row operations (rows of 16 lanes). Control codes from the gfx9 DPP_CTRL encoding.
+enum DppCtrl : int {
+  kDppRowShr1 = 0x111,
+  kDppRowRor8 = 0x128,
+  kDppRowMirror = 0x140,
+  kDppRowHalfMirror = 0x141,
+  kDppRowBcast15 = 0x142,
+  kDppRowBcast31 = 0x143,
+};
+constexpr int dpp_quad_perm(int a, int b, int c, int d) { return a | (b << 2) | (c << 4) | (d << 6); }
+
+template <int Ctrl>
+MM_DEVICE uint32_t dpp_mov(uint32_t v) {
+  return (uint32_t)__builtin_amdgcn_mov_dpp((int)v, Ctrl, 0xF, 0xF, true);
+}
+
+// Butterfly max / sum across all 64 lanes; every lane gets the result.
+MM_DEVICE float wave_max(float v) {
+  for (uint32_t m = 1; m < 64; m <<= 1) v = __builtin_fmaxf(v, xor_lane(v, m));
+  return v;
+}
+MM_DEVICE float wave_sum(float v) {
+  for (uint32_t m = 1; m < 64; m <<= 1) v += xor_lane(v, m);
+  return v;
+}
+
+}  // namespace mm

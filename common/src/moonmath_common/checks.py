@@ -1,0 +1,133 @@
+"""Input validation shared by every op.
+
+Types and dtypes raise TypeError; shapes, strides, devices and values raise ValueError. Every
+message names the argument, what was expected and what came.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+
+def _fmt_dtypes(dtypes: Sequence[torch.dtype]) -> str:
+    return " or ".join(str(d).replace("torch.", "") for d in dtypes)
+
+
+def tensor(name: str, t: object, *, dtype: torch.dtype | Sequence[torch.dtype] | None = None,
+           ndim: int | None = None, shape: Sequence[int | None] | None = None,
+           contiguous: bool = False, last_dim_contiguous: bool = False,
+           device: torch.device | None = None) -> torch.Tensor:
+    """Check one tensor argument; `shape` entries that are None are free."""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor; got {type(t).__name__}")
+    if dtype is not None:
+        allowed = (dtype,) if isinstance(dtype, torch.dtype) else tuple(dtype)
+        if t.dtype not in allowed:
+            raise TypeError(f"{name} must have dtype {_fmt_dtypes(allowed)}; got {str(t.dtype).replace('torch.', '')}")
+    if ndim is not None and t.dim() != ndim:
+        raise ValueError(f"{name} must be {ndim}-D; got {t.dim()}-D with shape {tuple(t.shape)}")
+    if shape is not None:
+        if t.dim() != len(shape) or any(s is not None and s != d for s, d in zip(shape, t.shape)):
+            want = "[" + ", ".join("*" if s is None else str(s) for s in shape) + "]"
+            raise ValueError(f"{name} must have shape {want}; got {list(t.shape)}")
+    if contiguous and not t.is_contiguous():
+        raise ValueError(f"{name} must be contiguous; got strides {t.stride()} for shape {tuple(t.shape)}")
+    if last_dim_contiguous and t.dim() > 0 and t.size(-1) > 1 and t.stride(-1) != 1:
+        raise ValueError(f"{name} must have a contiguous last dim (stride(-1) == 1); got stride {t.stride(-1)}")
+    if device is not None and t.device != device:
+        raise ValueError(f"{name} must be on {device} (the device of the other inputs); got {t.device}")
+    return t
+
+
+def same_device(**tensors: torch.Tensor | None) -> torch.device:
+    """All given tensors (None skipped) on one device; returns it."""
+    devs = {n: t.device for n, t in tensors.items() if t is not None}
+    uniq = set(devs.values())
+    if len(uniq) > 1:
+        listing = ", ".join(f"{n} on {d}" for n, d in devs.items())
+        raise ValueError(f"all tensors must be on one device; got {listing}")
+    return next(iter(uniq)) if uniq else torch.device("cpu")
+
+
+def integer(name: str, v: object, *, lo: int | None = None, hi: int | None = None) -> int:
+    """A Python int (bool rejected) in [lo, hi]."""
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError(f"{name} must be an int; got {type(v).__name__}")
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        rng = f"[{lo if lo is not None else '-inf'}, {hi if hi is not None else 'inf'}]"
+        raise ValueError(f"{name} must be in {rng}; got {v}")
+    return v
+
+
+def real(name: str, v: object, *, finite: bool = True, positive: bool = False) -> float:
+    """A Python number usable as a float scalar."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TypeError(f"{name} must be a float; got {type(v).__name__}")
+    f = float(v)
+    if finite and f != f or finite and f in (float("inf"), float("-inf")):
+        raise ValueError(f"{name} must be finite; got {f}")
+    if positive and not f > 0:
+        raise ValueError(f"{name} must be > 0; got {f}")
+    return f
+
+
+def choice(name: str, v: object, options: Sequence[object]) -> object:
+    if v not in options:
+        raise ValueError(f"{name} must be one of {', '.join(repr(o) for o in options)}; got {v!r}")
+    return v
+
+
+# ---- helpers added for the op specifications (reference backend, validation) ----
+
+def boolean(name: str, v: object) -> bool:
+    """A Python bool."""
+    if not isinstance(v, bool):
+        raise TypeError(f"{name} must be a bool; got {type(v).__name__}")
+    return v
+
+
+def host_checks() -> bool:
+    """False while torch.compile traces (value checks that read tensor data are skipped then)."""
+    import torch.compiler
+
+    return not torch.compiler.is_compiling()
+
+
+def on_host(*tensors: torch.Tensor | None) -> bool:
+    """True when value checks may read these tensors without a device sync: not tracing, all on the CPU."""
+    return host_checks() and all(t is None or t.device.type == "cpu" for t in tensors)
+
+
+def power_of_two(name: str, v: int, *, lo: int = 1) -> int:
+    """An int that is a power of two and at least `lo`."""
+    integer(name, v)
+    if v < lo or v & (v - 1):
+        raise ValueError(f"{name} must be a power of two >= {lo}; got {v}")
+    return v
+
+
+def values_in(name: str, t: torch.Tensor, lo: int | None = None, hi: int | None = None) -> None:
+    """Every element of integer tensor `t` is in [lo, hi) (host tensors; call under on_host())."""
+    if t.numel() == 0:
+        return
+    if lo is not None:
+        mn = int(t.min())
+        if mn < lo:
+            bad = int(torch.nonzero(t.reshape(-1) < lo)[0])
+            raise ValueError(f"{name} values must be >= {lo}; got {mn} (first bad at flat index {bad})")
+    if hi is not None:
+        mx = int(t.max())
+        if mx >= hi:
+            bad = int(torch.nonzero(t.reshape(-1) >= hi)[0])
+            raise ValueError(f"{name} values must be < {hi}; got {mx} (first bad at flat index {bad})")
+
+
+def nondecreasing(name: str, t: torch.Tensor) -> None:
+    """A 1-D integer tensor never decreases (host tensors; call under on_host())."""
+    if t.numel() > 1:
+        d = t[1:].to(torch.int64) - t[:-1].to(torch.int64)
+        if bool((d < 0).any()):
+            i = int(torch.nonzero(d < 0)[0])
+            raise ValueError(f"{name} must be non-decreasing; got {name}[{i}] = {int(t[i])} > "
+                             f"{name}[{i + 1}] = {int(t[i + 1])}")
