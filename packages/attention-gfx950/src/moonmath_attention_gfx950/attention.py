@@ -1,0 +1,463 @@
+"""bf16 attention forward for gfx950 (MI355X): dense/causal, GQA/MQA, head dims (128,128) and (192,128),
+batch (BHSD/BSHD), varlen (THD) and paged K/V, optional natural-log LSE, RTNE output."""
+from __future__ import annotations
+
+import math
+
+import torch
+from moonmath_common import NoKernelError, get_backend, target_arch
+from moonmath_common import checks
+
+from . import reference
+
+LAYOUTS = ("bhsd", "bshd")
+ROUND_MODES = ("rtne",)
+HEAD_DIMS = ((128, 128), (192, 128))
+MAX_TOKEN_STRIDE = 1 << 22  # elements between consecutive tokens of one tensor
+
+
+# ---------------------------------------------------------------------------------------------
+# shared validation
+# ---------------------------------------------------------------------------------------------
+
+def _qkv_dtypes(q, k, v) -> None:
+    checks.tensor("q", q, dtype=torch.bfloat16)
+    checks.tensor("k", k, dtype=torch.bfloat16)
+    checks.tensor("v", v, dtype=torch.bfloat16)
+
+
+def _head_dims(dqk: int, dqk_k: int, dv: int, kname: str = "k", vname: str = "v") -> None:
+    if dqk_k != dqk:
+        raise ValueError(f"{kname} head dim must equal q's ({dqk}); got {dqk_k}")
+    if (dqk, dv) not in HEAD_DIMS:
+        raise ValueError(f"head dims (q/{kname}, {vname}) must be one of {HEAD_DIMS}; got ({dqk}, {dv})")
+
+
+def _heads(hq: int, hk: int, hv: int, kname: str = "k", vname: str = "v") -> None:
+    if hq < 1:
+        raise ValueError(f"q must have at least 1 head; got {hq}")
+    if hk < 1:
+        raise ValueError(f"{kname} must have at least 1 head; got {hk}")
+    if hv != hk:
+        raise ValueError(f"{vname} must have {kname}'s number of heads ({hk}); got {hv}")
+    if hq % hk:
+        raise ValueError(f"q heads must be a multiple of {kname} heads (MHA, GQA, MQA); got {hq} q heads and {hk} "
+                         f"{kname} heads")
+
+
+def _strides(name: str, t: torch.Tensor, token_dim: int) -> None:
+    checks.tensor(name, t, last_dim_contiguous=True)
+    if t.shape[token_dim] > 1 and t.stride(token_dim) > MAX_TOKEN_STRIDE:
+        raise ValueError(f"{name} tokens must be at most 2^22 elements apart; got token stride "
+                         f"{t.stride(token_dim)} (dim {token_dim})")
+
+
+def _scale(softmax_scale: object, dqk: int) -> float:
+    if softmax_scale is None:
+        return 1.0 / math.sqrt(dqk)
+    return checks.real("softmax_scale", softmax_scale)
+
+
+def _round_mode(round_mode: object) -> None:
+    if round_mode not in ROUND_MODES:
+        raise ValueError(f"round_mode must be 'rtne' on gfx950 (the only mode its attention kernels round "
+                         f"with); got {round_mode!r}")
+
+
+def _cu_seqlens(name: str, cu: torch.Tensor, total: int, total_name: str, max_seqlen: int | None,
+                max_name: str | None) -> list[int]:
+    """Host values of cu_seqlens: 0 <= cu[0], non-decreasing, cu[-1] <= total, lengths <= max_seqlen."""
+    checks.values_in(name, cu[:1], lo=0)
+    checks.nondecreasing(name, cu)
+    vals = [int(x) for x in cu.tolist()]
+    if vals[-1] > total:
+        raise ValueError(f"{name}[-1] must be <= {total_name} ({total}); got {vals[-1]}")
+    if max_seqlen is not None and len(vals) > 1:
+        longest = max(b - a for a, b in zip(vals[:-1], vals[1:]))
+        if longest > max_seqlen:
+            raise ValueError(f"{max_name} must bound every sequence of {name}; got {max_name} = {max_seqlen} "
+                             f"but a sequence of {longest}")
+    return vals
+
+
+def _index_vector(name: str, t: object, numel: int | None = None) -> torch.Tensor:
+    checks.tensor(name, t, dtype=torch.int32, ndim=1, contiguous=True)
+    if numel is not None and t.numel() != numel:
+        raise ValueError(f"{name} must have {numel} elements; got {t.numel()}")
+    return t
+
+
+# ---------------------------------------------------------------------------------------------
+# forward (batch)
+# ---------------------------------------------------------------------------------------------
+
+def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Tensor | None = None,
+            round_mode: str = "rtne", layout: str = "bhsd", causal: bool = False,
+            softmax_scale: float | None = None, return_lse: bool = False):
+    """Attention forward on gfx950 (MI355X), bf16 in, bf16 out (RTNE).
+
+    Args:
+        q: bf16 ``[B, Hq, Sq, Dqk]`` (layout "bhsd", default) or ``[B, Sq, Hq, Dqk]`` ("bshd").
+        k: bf16 ``[B, Hkv, Skv, Dqk]`` / ``[B, Skv, Hkv, Dqk]``; Hq a multiple of Hkv (MHA, GQA, MQA).
+        v: bf16 ``[B, Hkv, Skv, Dv]`` / ``[B, Skv, Hkv, Dv]``. (Dqk, Dv) is (128, 128) or (192, 128).
+        out: optional bf16 tensor of shape q's with Dv, filled in place.
+        round_mode: "rtne", the only mode on gfx950.
+        layout: "bhsd" or "bshd": which of dims 1 and 2 is the sequence. Any strides with a contiguous
+            head dim (stride(-1) == 1) are read in place; tokens at most 2^22 elements apart.
+        causal: bottom-right aligned mask (row i sees keys j <= i + Skv - Sq); a row seeing no key is 0.
+        softmax_scale: default 1/sqrt(Dqk).
+        return_lse: also return the natural-log LSE, fp32 ``[B, Hq, Sq]`` (-inf for a row with no key).
+
+    Any Sq, Skv >= 0. A new output is contiguous in the call's layout.
+
+    Returns:
+        out, or (out, lse) when return_lse.
+    """
+    _qkv_dtypes(q, k, v)
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        checks.tensor(name, t, ndim=4)
+    checks.choice("layout", layout, LAYOUTS)
+    _round_mode(round_mode)
+    checks.boolean("causal", causal)
+    checks.boolean("return_lse", return_lse)
+    dev = checks.same_device(q=q, k=k, v=v, out=out)
+    sd, hd = (1, 2) if layout == "bshd" else (2, 1)
+    if k.shape[0] != q.shape[0] or v.shape[0] != q.shape[0]:
+        raise ValueError(f"k and v must have q's batch size {q.shape[0]}; got {k.shape[0]} and {v.shape[0]}")
+    if v.shape[sd] != k.shape[sd]:
+        raise ValueError(f"v must have k's sequence length {k.shape[sd]} (dim {sd} for layout {layout}); "
+                         f"got {v.shape[sd]}")
+    _heads(q.shape[hd], k.shape[hd], v.shape[hd])
+    _head_dims(q.shape[3], k.shape[3], v.shape[3])
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        _strides(name, t, sd)
+    scale = _scale(softmax_scale, q.shape[3])
+    oshape = list(q.shape[:3]) + [v.shape[3]]
+    if out is None:
+        out = torch.empty(oshape, dtype=torch.bfloat16, device=q.device)
+    else:
+        checks.tensor("out", out, dtype=torch.bfloat16, shape=oshape, device=dev)
+        _strides("out", out, sd)
+    B, Hq, Sq = q.shape[0], q.shape[hd], q.shape[sd]
+    lse = torch.empty(B, Hq, Sq, dtype=torch.float32, device=q.device) if return_lse else None
+    _forward_op(q, k, v, out, lse, layout, causal, scale)
+    return (out, lse) if return_lse else out
+
+
+@torch.library.custom_op("moonmath::attention_gfx950_forward", mutates_args=("out", "lse"))
+def _forward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor | None,
+                layout: str, causal: bool, scale: float) -> None:
+    if get_backend() == "reference":
+        o, l = reference.forward(q, k, v, layout, causal, scale)
+        out.copy_(o)
+        if lse is not None:
+            lse.copy_(l)
+    else:
+        _run_kernel(q, k, v, out, lse, layout, causal, scale)
+
+
+@_forward_op.register_fake
+def _(q, k, v, out, lse, layout, causal, scale) -> None:
+    return None
+
+
+def _run_kernel(q, k, v, out, lse, layout, causal, scale) -> None:
+    """The hip/emu path of forward: launch the gfx950 attention kernel. (Kernel not built yet.)"""
+    raise NoKernelError("moonmath_attention_gfx950.forward", target_arch(), archs_built=())
+
+
+# ---------------------------------------------------------------------------------------------
+# forward_varlen (THD)
+# ---------------------------------------------------------------------------------------------
+
+def _check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, softmax_scale, causal,
+                  return_lse, out, round_mode, host_cu_seqlens_q, host_cu_seqlens_k):
+    _qkv_dtypes(q, k, v)
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        checks.tensor(name, t, ndim=3)
+    _round_mode(round_mode)
+    checks.boolean("causal", causal)
+    checks.boolean("return_lse", return_lse)
+    checks.integer("max_seqlen_q", max_seqlen_q, lo=0)
+    checks.integer("max_seqlen_k", max_seqlen_k, lo=0)
+    _index_vector("cu_seqlens_q", cu_seqlens_q)
+    _index_vector("cu_seqlens_k", cu_seqlens_k, cu_seqlens_q.numel())
+    if cu_seqlens_q.numel() < 1:
+        raise ValueError("cu_seqlens_q must have B + 1 >= 1 elements; got 0")
+    dev = checks.same_device(q=q, k=k, v=v, out=out, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
+    if v.shape[0] != k.shape[0]:
+        raise ValueError(f"v must have k's total tokens {k.shape[0]} (dim 0 of [total_k, Hkv, D]); got {v.shape[0]}")
+    _heads(q.shape[1], k.shape[1], v.shape[1])
+    _head_dims(q.shape[2], k.shape[2], v.shape[2])
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        _strides(name, t, 0)
+    scale = _scale(softmax_scale, q.shape[2])
+    oshape = [q.shape[0], q.shape[1], v.shape[2]]
+    if out is not None:
+        checks.tensor("out", out, dtype=torch.bfloat16, shape=oshape, device=dev)
+        _strides("out", out, 0)
+    hosts = {}
+    for name, cu, host, total, tname, mx in (
+            ("cu_seqlens_q", cu_seqlens_q, host_cu_seqlens_q, q.shape[0], "q.shape[0]", max_seqlen_q),
+            ("cu_seqlens_k", cu_seqlens_k, host_cu_seqlens_k, k.shape[0], "k.shape[0]", max_seqlen_k)):
+        hname = "host_" + name
+        if host is not None:
+            _index_vector(hname, host, cu.numel())
+            if host.device.type != "cpu":
+                raise ValueError(f"{hname} must be a CPU tensor (the host copy of {name}); got {host.device}")
+        src, sname = (host, hname) if host is not None else (cu, name)
+        if checks.on_host(src):
+            hosts[name] = _cu_seqlens(sname, src, total, tname, mx, "max_seqlen_" + name[-1])
+    return scale, oshape, hosts
+
+
+def forward_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
+                   cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, *,
+                   softmax_scale: float | None = None, causal: bool = False, return_lse: bool = False,
+                   out: torch.Tensor | None = None, round_mode: str = "rtne",
+                   host_cu_seqlens_q: torch.Tensor | None = None, host_cu_seqlens_k: torch.Tensor | None = None):
+    """Attention over packed variable-length sequences (THD), ``flash_attn_varlen_func`` argument order.
+
+    Args:
+        q: bf16 ``[total_q, Hq, Dqk]``; k: bf16 ``[total_k, Hkv, Dqk]``; v: bf16 ``[total_k, Hkv, Dv]``.
+            Any strides with a contiguous head dim; (Dqk, Dv) in {(128,128), (192,128)}; Hq % Hkv == 0.
+        cu_seqlens_q, cu_seqlens_k: int32 ``[B + 1]``: sequence b is q rows [cu_q[b], cu_q[b+1]) and k/v
+            rows [cu_k[b], cu_k[b+1]). Non-decreasing, cu[0] >= 0, cu[-1] <= total (checked when on the host).
+        max_seqlen_q, max_seqlen_k: bound every sequence length (checked when the lengths are on the host).
+        softmax_scale: default 1/sqrt(Dqk). causal: bottom-right aligned per sequence.
+        return_lse: also return fp32 LSE ``[Hq, total_q]`` (natural log; -inf for rows that see no key).
+        out: optional bf16 ``[total_q, Hq, Dv]``. Rows outside every sequence are not written (of out and
+            of lse; a new out/lse holds unspecified values there).
+        round_mode: "rtne" only.
+        host_cu_seqlens_q/_k: optional CPU copies of the cu_seqlens (used for checks and host planning).
+
+    Returns:
+        out, or (out, lse).
+    """
+    scale, oshape, hosts = _check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                                         softmax_scale, causal, return_lse, out, round_mode,
+                                         host_cu_seqlens_q, host_cu_seqlens_k)
+    if out is None:
+        out = torch.empty(oshape, dtype=torch.bfloat16, device=q.device)
+    lse = torch.empty(q.shape[1], q.shape[0], dtype=torch.float32, device=q.device) if return_lse else None
+    _varlen_op(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale)
+    return (out, lse) if return_lse else out
+
+
+@torch.library.custom_op("moonmath::attention_gfx950_forward_varlen", mutates_args=("out", "lse"))
+def _varlen_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
+               cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, out: torch.Tensor,
+               lse: torch.Tensor | None, causal: bool, scale: float) -> None:
+    if get_backend() == "reference":
+        reference.forward_varlen(q, k, v, cu_seqlens_q.tolist(), cu_seqlens_k.tolist(), causal, scale, out, lse)
+    else:
+        _run_kernel_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale)
+
+
+@_varlen_op.register_fake
+def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale) -> None:
+    return None
+
+
+def _run_kernel_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal,
+                       scale) -> None:
+    """The hip/emu path of forward_varlen. (Kernel not built yet.)"""
+    raise NoKernelError("moonmath_attention_gfx950.forward_varlen", target_arch(), archs_built=())
+
+
+class VarlenPlan:
+    """forward_varlen split in two: ``plan()`` once per forward pass, ``run(q, k, v)`` per layer.
+
+    ``plan(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, total_q, total_k, heads=, kv_heads=,
+    causal=False, softmax_scale=None)`` checks the sequences and returns the plan itself;
+    ``run(q, k, v, out=None, return_lse=False)`` checks that q/k/v match the planned shapes and runs the
+    attention. Keep the plan alive (and its cu_seqlens tensors unchanged) while it is used.
+    """
+
+    def __init__(self) -> None:
+        self._args: dict | None = None
+
+    def plan(self, cu_seqlens_q: torch.Tensor, cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int,
+             total_q: int, total_k: int, *, heads: int, kv_heads: int, causal: bool = False,
+             softmax_scale: float | None = None) -> "VarlenPlan":
+        checks.integer("total_q", total_q, lo=0)
+        checks.integer("total_k", total_k, lo=0)
+        checks.integer("heads", heads, lo=1)
+        checks.integer("kv_heads", kv_heads, lo=1)
+        if heads % kv_heads:
+            raise ValueError(f"heads must be a multiple of kv_heads; got heads={heads}, kv_heads={kv_heads}")
+        checks.integer("max_seqlen_q", max_seqlen_q, lo=0)
+        checks.integer("max_seqlen_k", max_seqlen_k, lo=0)
+        checks.boolean("causal", causal)
+        if softmax_scale is not None:
+            checks.real("softmax_scale", softmax_scale)
+        _index_vector("cu_seqlens_q", cu_seqlens_q)
+        _index_vector("cu_seqlens_k", cu_seqlens_k, cu_seqlens_q.numel())
+        if cu_seqlens_q.numel() < 1:
+            raise ValueError("cu_seqlens_q must have B + 1 >= 1 elements; got 0")
+        checks.same_device(cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
+        if checks.on_host(cu_seqlens_q, cu_seqlens_k):
+            _cu_seqlens("cu_seqlens_q", cu_seqlens_q, total_q, "total_q", max_seqlen_q, "max_seqlen_q")
+            _cu_seqlens("cu_seqlens_k", cu_seqlens_k, total_k, "total_k", max_seqlen_k, "max_seqlen_k")
+        self._args = dict(cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
+                          max_seqlen_k=max_seqlen_k, total_q=total_q, total_k=total_k, heads=heads,
+                          kv_heads=kv_heads, causal=causal, softmax_scale=softmax_scale)
+        return self
+
+    def run(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Tensor | None = None,
+            return_lse: bool = False):
+        if self._args is None:
+            raise RuntimeError("VarlenPlan.run() called before plan()")
+        a = self._args
+        for name, t, total, h, tname, hname in (("q", q, a["total_q"], a["heads"], "total_q", "heads"),
+                                               ("k", k, a["total_k"], a["kv_heads"], "total_k", "kv_heads"),
+                                               ("v", v, a["total_k"], a["kv_heads"], "total_k", "kv_heads")):
+            checks.tensor(name, t, ndim=3)
+            if t.shape[0] != total or t.shape[1] != h:
+                raise ValueError(f"{name} must be [{tname}={total}, {hname}={h}, D] as planned; got {list(t.shape)}")
+        return forward_varlen(q, k, v, a["cu_seqlens_q"], a["cu_seqlens_k"], a["max_seqlen_q"], a["max_seqlen_k"],
+                              softmax_scale=a["softmax_scale"], causal=a["causal"], return_lse=return_lse, out=out)
+
+
+# ---------------------------------------------------------------------------------------------
+# forward_paged
+# ---------------------------------------------------------------------------------------------
+
+def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cu_seqlens_q: torch.Tensor,
+                  seqlens_k: torch.Tensor, *, kv_indptr: torch.Tensor | None = None,
+                  kv_page_indices: torch.Tensor | None = None, block_table: torch.Tensor | None = None,
+                  causal: bool = False, softmax_scale: float | None = None, return_lse: bool = False,
+                  out: torch.Tensor | None = None, round_mode: str = "rtne"):
+    """Attention of packed queries (THD) against K/V stored in pages.
+
+    Args:
+        q: bf16 ``[total_q, Hq, Dqk]`` (any strides with a contiguous head dim).
+        k_cache: bf16 ``[num_pages, page_size, Hkv, Dqk]``; v_cache: bf16 ``[num_pages, page_size, Hkv, Dv]``.
+            page_size a power of two, >= 8 for Dqk = 128 and >= 16 for Dqk = 192 (MLA); with Dqk = 128,
+            k_cache and v_cache must have the same strides.
+        cu_seqlens_q: int32 ``[B + 1]`` query offsets (as forward_varlen).
+        seqlens_k: int32 ``[B]`` key lengths (read on the host).
+        kv_indptr, kv_page_indices: page lists (SGLang / AITER): sequence b's pages, in order, are
+            kv_page_indices[kv_indptr[b] : kv_indptr[b+1]] (int32; kv_indptr is read on the host).
+        block_table: or vLLM block tables, int32 ``[B, max_pages]``: sequence b's pages are
+            block_table[b, :ceil(seqlens_k[b] / page_size)]. Give exactly one of the two forms.
+        causal, softmax_scale, return_lse, out, round_mode: as forward_varlen (LSE ``[Hq, total_q]``).
+
+    Lengths and kv_indptr are read on the host (CPU tensors avoid a sync), so this op is not graph
+    capturable; page indices are checked against num_pages when they are CPU tensors.
+
+    Returns:
+        out, or (out, lse).
+    """
+    checks.tensor("q", q, dtype=torch.bfloat16, ndim=3)
+    checks.tensor("k_cache", k_cache, dtype=torch.bfloat16, ndim=4)
+    checks.tensor("v_cache", v_cache, dtype=torch.bfloat16, ndim=4)
+    _round_mode(round_mode)
+    checks.boolean("causal", causal)
+    checks.boolean("return_lse", return_lse)
+    _index_vector("cu_seqlens_q", cu_seqlens_q)
+    if cu_seqlens_q.numel() < 1:
+        raise ValueError("cu_seqlens_q must have B + 1 >= 1 elements; got 0")
+    B = cu_seqlens_q.numel() - 1
+    _index_vector("seqlens_k", seqlens_k, B)
+    if block_table is None:
+        if kv_indptr is None or kv_page_indices is None:
+            raise ValueError("give the pages either as kv_indptr= and kv_page_indices= or as block_table=; "
+                             f"got kv_indptr={'set' if kv_indptr is not None else None}, kv_page_indices="
+                             f"{'set' if kv_page_indices is not None else None}, block_table=None")
+        _index_vector("kv_indptr", kv_indptr, B + 1)
+        _index_vector("kv_page_indices", kv_page_indices)
+    else:
+        if kv_indptr is not None or kv_page_indices is not None:
+            raise ValueError("give either block_table= or kv_indptr=/kv_page_indices=, not both")
+        checks.tensor("block_table", block_table, dtype=torch.int32, ndim=2, last_dim_contiguous=True)
+        if block_table.shape[0] != B:
+            raise ValueError(f"block_table must have B = {B} rows (len(cu_seqlens_q) - 1); got {block_table.shape[0]}")
+    dev = checks.same_device(q=q, k_cache=k_cache, v_cache=v_cache, out=out, kv_page_indices=kv_page_indices,
+                             block_table=block_table)
+    num_pages, page_size, hk, dqk = k_cache.shape
+    if v_cache.shape[0] != num_pages or v_cache.shape[1] != page_size:
+        raise ValueError(f"v_cache must have k_cache's [num_pages, page_size] = [{num_pages}, {page_size}]; got "
+                         f"{list(v_cache.shape[:2])}")
+    _heads(q.shape[1], hk, v_cache.shape[2], "k_cache", "v_cache")
+    _head_dims(q.shape[2], dqk, v_cache.shape[3], "k_cache", "v_cache")
+    checks.power_of_two("page_size (k_cache.shape[1])", page_size, lo=8 if dqk == 128 else 16)
+    _strides("q", q, 0)
+    _strides("k_cache", k_cache, 1)
+    _strides("v_cache", v_cache, 1)
+    if dqk == 128 and k_cache.stride() != v_cache.stride():
+        raise ValueError(f"with head dim 128, k_cache and v_cache must have the same strides; got "
+                         f"{k_cache.stride()} and {v_cache.stride()}")
+    scale = _scale(softmax_scale, dqk)
+    oshape = [q.shape[0], q.shape[1], v_cache.shape[3]]
+    if out is not None:
+        checks.tensor("out", out, dtype=torch.bfloat16, shape=oshape, device=dev)
+        _strides("out", out, 0)
+    # lengths and kv_indptr are read on the host (a sync when they live on the GPU)
+    host_lens = seqlens_k.cpu()
+    host_indptr = kv_indptr.cpu() if kv_indptr is not None else None
+    if checks.host_checks():
+        if checks.on_host(cu_seqlens_q):
+            _cu_seqlens("cu_seqlens_q", cu_seqlens_q, q.shape[0], "q.shape[0]", None, None)
+        checks.values_in("seqlens_k", host_lens, lo=0)
+        need = (host_lens.to(torch.int64) + page_size - 1) // page_size
+        if host_indptr is not None:
+            checks.values_in("kv_indptr", host_indptr[:1], lo=0)
+            checks.nondecreasing("kv_indptr", host_indptr)
+            if B and int(host_indptr[-1]) > kv_page_indices.numel():
+                raise ValueError(f"kv_indptr[-1] must be <= kv_page_indices.numel() ({kv_page_indices.numel()}); "
+                                 f"got {int(host_indptr[-1])}")
+            have = (host_indptr[1:] - host_indptr[:-1]).to(torch.int64)
+            if bool((have < need).any()):
+                b = int(torch.nonzero(have < need)[0])
+                raise ValueError(f"kv_indptr gives sequence {b} {int(have[b])} pages but seqlens_k[{b}] = "
+                                 f"{int(host_lens[b])} needs {int(need[b])} pages of {page_size}")
+            if checks.on_host(kv_page_indices) and B:
+                used = kv_page_indices[int(host_indptr[0]):int(host_indptr[-1])]
+                checks.values_in("kv_page_indices", used, lo=0, hi=num_pages)
+        else:
+            if B and int(need.max()) > block_table.shape[1]:
+                b = int(need.argmax())
+                raise ValueError(f"block_table has {block_table.shape[1]} columns but seqlens_k[{b}] = "
+                                 f"{int(host_lens[b])} needs {int(need[b])} pages of {page_size}")
+            if checks.on_host(block_table) and B:
+                cols = torch.arange(block_table.shape[1])
+                used = block_table[cols.view(1, -1) < need.view(-1, 1)]
+                checks.values_in("block_table", used, lo=0, hi=num_pages)
+    if out is None:
+        out = torch.empty(oshape, dtype=torch.bfloat16, device=q.device)
+    lse = torch.empty(q.shape[1], q.shape[0], dtype=torch.float32, device=q.device) if return_lse else None
+    _paged_op(q, k_cache, v_cache, cu_seqlens_q, host_lens, host_indptr, kv_page_indices, block_table, out, lse,
+              causal, scale)
+    return (out, lse) if return_lse else out
+
+
+@torch.library.custom_op("moonmath::attention_gfx950_forward_paged", mutates_args=("out", "lse"))
+def _paged_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cu_seqlens_q: torch.Tensor,
+              seqlens_k: torch.Tensor, kv_indptr: torch.Tensor | None, kv_page_indices: torch.Tensor | None,
+              block_table: torch.Tensor | None, out: torch.Tensor, lse: torch.Tensor | None, causal: bool,
+              scale: float) -> None:
+    if get_backend() == "reference":
+        lens = [int(x) for x in seqlens_k.tolist()]
+        if block_table is not None:
+            pages = [block_table[b] for b in range(len(lens))]
+        else:
+            ip = [int(x) for x in kv_indptr.tolist()]
+            pages = [kv_page_indices[ip[b]:ip[b + 1]] for b in range(len(lens))]
+        reference.forward_paged(q, k_cache, v_cache, [int(x) for x in cu_seqlens_q.tolist()], lens, pages, causal,
+                                scale, out, lse)
+    else:
+        _run_kernel_paged(q, k_cache, v_cache, cu_seqlens_q, seqlens_k, kv_indptr, kv_page_indices, block_table,
+                          out, lse, causal, scale)
+
+
+@_paged_op.register_fake
+def _(q, k_cache, v_cache, cu_seqlens_q, seqlens_k, kv_indptr, kv_page_indices, block_table, out, lse, causal,
+      scale) -> None:
+    return None
+
+
+def _run_kernel_paged(q, k_cache, v_cache, cu_seqlens_q, seqlens_k, kv_indptr, kv_page_indices, block_table, out,
+                      lse, causal, scale) -> None:
+    """The hip/emu path of forward_paged (seqlens_k and kv_indptr arrive as CPU tensors). (Kernel not built yet.)"""
+    raise NoKernelError("moonmath_attention_gfx950.forward_paged", target_arch(), archs_built=())

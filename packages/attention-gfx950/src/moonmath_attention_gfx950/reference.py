@@ -1,0 +1,77 @@
+"""Reference backend of the gfx950 attention forward: plain torch, fp32 accumulation.
+
+For every (batch or sequence, q head h): o = softmax(scale * q k^T [+ causal mask]) v over the keys of
+KV head h // (Hq / Hkv), computed in fp32 from the exact bf16 inputs and rounded once to bf16 by RTNE
+(NaN -> canonical 0x7FFF). Causal masks are bottom-right aligned: query row i of a sequence of Sq rows
+against Skv keys sees keys j <= i + Skv - Sq. A row that sees no key gives o = 0 and lse = -inf.
+lse is the natural-log log-sum-exp of the scaled scores, fp32.
+"""
+from __future__ import annotations
+
+import torch
+from moonmath_common.numerics import round_bf16, softmax_attention
+
+
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float
+            ) -> tuple[torch.Tensor, torch.Tensor]:
+    """q [Hq, Sq, Dqk], k [Hkv, Skv, Dqk], v [Hkv, Skv, Dv] -> (bf16 o [Hq, Sq, Dv], fp32 lse [Hq, Sq])."""
+    Hq, Sq = q.shape[0], q.shape[1]
+    Hkv, Skv = k.shape[0], k.shape[1]
+    g = Hq // Hkv
+    k = k.repeat_interleave(g, dim=0)
+    v = v.repeat_interleave(g, dim=0)
+    end = None
+    if causal:
+        end = torch.arange(Sq, device=q.device) + (Skv - Sq + 1)
+    o, lse = softmax_attention(q, k, v, scale, end)
+    return round_bf16(o, "rtne"), lse
+
+
+def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layout: str, causal: bool, scale: float
+            ) -> tuple[torch.Tensor, torch.Tensor]:
+    """q/k/v in `layout`; returns (o in q's layout with Dv, lse [B, Hq, Sq])."""
+    if layout == "bshd":
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+    B, Hq, Sq = q.shape[0], q.shape[1], q.shape[2]
+    o = torch.empty(B, Hq, Sq, v.shape[-1], dtype=torch.bfloat16, device=q.device)
+    lse = torch.empty(B, Hq, Sq, dtype=torch.float32, device=q.device)
+    for b in range(B):
+        o[b], lse[b] = _attend(q[b], k[b], v[b], causal, scale)
+    return (o.transpose(1, 2) if layout == "bshd" else o), lse
+
+
+def forward_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_q: list[int], cu_k: list[int],
+                   causal: bool, scale: float, out: torch.Tensor, lse: torch.Tensor | None) -> None:
+    """THD q [total_q, Hq, D], k/v [total_k, Hkv, D]; writes rows cu_q[b]:cu_q[b+1] of out (and lse [Hq, total_q])."""
+    for b in range(len(cu_q) - 1):
+        q0, q1, k0, k1 = cu_q[b], cu_q[b + 1], cu_k[b], cu_k[b + 1]
+        if q1 == q0:
+            continue
+        o, l = _attend(q[q0:q1].transpose(0, 1), k[k0:k1].transpose(0, 1), v[k0:k1].transpose(0, 1), causal, scale)
+        out[q0:q1] = o.transpose(0, 1)
+        if lse is not None:
+            lse[:, q0:q1] = l
+
+
+def gather_pages(cache: torch.Tensor, pages: torch.Tensor, length: int) -> torch.Tensor:
+    """Rows [0, length) of a sequence stored in `pages` of cache [num_pages, page_size, H, D] -> [length, H, D]."""
+    page_size = cache.shape[1]
+    need = -(-length // page_size)
+    rows = cache[pages[:need].to(torch.int64)].reshape(need * page_size, cache.shape[2], cache.shape[3])
+    return rows[:length]
+
+
+def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cu_q: list[int],
+                  lens_k: list[int], page_lists: list[torch.Tensor], causal: bool, scale: float,
+                  out: torch.Tensor, lse: torch.Tensor | None) -> None:
+    """Paged K/V: sequence b's keys are rows [0, lens_k[b]) of its pages page_lists[b] (in order)."""
+    for b in range(len(cu_q) - 1):
+        q0, q1 = cu_q[b], cu_q[b + 1]
+        if q1 == q0:
+            continue
+        k = gather_pages(k_cache, page_lists[b], lens_k[b])
+        v = gather_pages(v_cache, page_lists[b], lens_k[b])
+        o, l = _attend(q[q0:q1].transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1), causal, scale)
+        out[q0:q1] = o.transpose(0, 1)
+        if lse is not None:
+            lse[:, q0:q1] = l

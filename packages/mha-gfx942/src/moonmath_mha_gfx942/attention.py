@@ -1,0 +1,84 @@
+"""bf16 MHA forward for gfx942 (MI300X): head dim 128, BHSD or BSHD, RTNA / RTNE / RTZ output rounding."""
+from __future__ import annotations
+
+import torch
+from moonmath_common import NoKernelError, get_backend, target_arch
+from moonmath_common import checks
+
+from . import reference
+
+LAYOUTS = ("bhsd", "bshd")
+ROUND_MODES = ("rtna", "rtne", "rtz")
+HEAD_DIM = 128
+OP = "moonmath_mha_gfx942.forward"
+
+
+def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Tensor | None = None,
+            round_mode: str = "rtna", layout: str = "bhsd") -> torch.Tensor:
+    """Attention forward ``softmax(q k^T / sqrt(128)) v`` with bf16 output, on gfx942 (MI300X).
+
+    Args:
+        q: bf16, contiguous, ``[B, H, Sq, 128]`` (layout "bhsd", the default) or ``[B, Sq, H, 128]`` ("bshd").
+        k: bf16, contiguous, same layout, ``Skv`` rows; batch, heads and head dim equal q's (no GQA).
+        v: bf16, contiguous, exactly k's shape.
+        out: optional bf16 contiguous tensor of q's shape, filled in place and returned.
+        round_mode: rounding of the bf16 output: "rtna" (default), "rtne" or "rtz". NaN is written as
+            the canonical 0x7FFF in every mode.
+        layout: "bhsd" or "bshd"; inputs are read in that layout, the output has it too.
+
+    Sq >= 1 and Skv >= 1 independently (cross-attention). No causal mask, no GQA, no varlen;
+    softmax scale fixed at 1/sqrt(128).
+
+    Returns:
+        The output, bf16, q's shape and layout (``out`` when given).
+    """
+    checks.tensor("q", q, dtype=torch.bfloat16, ndim=4)
+    checks.tensor("k", k, dtype=torch.bfloat16, ndim=4)
+    checks.tensor("v", v, dtype=torch.bfloat16, ndim=4)
+    checks.choice("layout", layout, LAYOUTS)
+    checks.choice("round_mode", round_mode, ROUND_MODES)
+    dev = checks.same_device(q=q, k=k, v=v, out=out)
+    sdim = 1 if layout == "bshd" else 2
+    hdim = 3 - sdim
+    names = "[B, Sq, H, D]" if layout == "bshd" else "[B, H, Sq, D]"
+    if q.shape[3] != HEAD_DIM:
+        raise ValueError(f"q head dim (q.shape[3] of {names}) must be {HEAD_DIM} on gfx942; got {q.shape[3]}")
+    if k.shape[0] != q.shape[0] or k.shape[hdim] != q.shape[hdim] or k.shape[3] != q.shape[3]:
+        raise ValueError(f"k must have q's batch, heads and head dim (gfx942 has no GQA/MQA: heads must be "
+                         f"equal) in layout {layout} {names}; got q {list(q.shape)}, k {list(k.shape)}")
+    if v.shape != k.shape:
+        raise ValueError(f"v must have k's shape {list(k.shape)}; got {list(v.shape)}")
+    if q.shape[sdim] < 1:
+        raise ValueError(f"q sequence length (dim {sdim} for layout {layout}) must be >= 1; got {q.shape[sdim]}")
+    if k.shape[sdim] < 1:
+        raise ValueError(f"k/v sequence length (dim {sdim} for layout {layout}) must be >= 1; got {k.shape[sdim]}")
+    if q.shape[0] < 1 or q.shape[hdim] < 1:
+        raise ValueError(f"q batch and heads must be >= 1; got shape {list(q.shape)}")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        checks.tensor(name, t, contiguous=True)
+    if out is None:
+        out = torch.empty_like(q, memory_format=torch.contiguous_format)
+    else:
+        checks.tensor("out", out, dtype=torch.bfloat16, shape=list(q.shape), contiguous=True, device=dev)
+    _forward_op(q, k, v, out, layout, round_mode)
+    return out
+
+
+@torch.library.custom_op("moonmath::mha_gfx942_forward", mutates_args=("out",))
+def _forward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, layout: str,
+                round_mode: str) -> None:
+    if get_backend() == "reference":
+        out.copy_(reference.forward(q, k, v, layout, round_mode))
+    else:
+        _run_kernel(q, k, v, out, layout, round_mode)
+
+
+@_forward_op.register_fake
+def _(q, k, v, out, layout, round_mode) -> None:
+    return None
+
+
+def _run_kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, layout: str,
+                round_mode: str) -> None:
+    """The hip/emu path: launch the gfx942 MHA kernel into `out`. (Kernel not built yet.)"""
+    raise NoKernelError(OP, target_arch(), archs_built=())

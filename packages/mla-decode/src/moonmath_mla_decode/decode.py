@@ -1,0 +1,155 @@
+"""MLA absorbed decode, bf16 Q against fp8 e4m3fnuz KV (a16w8): plain decode, speculative verify, DCP."""
+from __future__ import annotations
+
+import torch
+from moonmath_common import NoKernelError, get_backend, target_arch
+from moonmath_common import checks
+
+from . import reference
+
+KV_LORA_RANK = 512
+ROPE_DIM = 64
+ROW = KV_LORA_RANK + ROPE_DIM
+MAX_HEADS = 128
+CU_BUDGET = 304        # B * ceil(q_len * H / 96) must fit in one round of MI300X's CUs
+ROWS_PER_CTA = 96      # 16-row tiles x 6, the largest CTA slice of the kernel
+OP = "moonmath_mla_decode.mla_decode_a16w8"
+
+
+def mla_decode_a16w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: torch.Tensor,
+                     seq_lens: torch.Tensor, kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float,
+                     kv_scale: float, lse: torch.Tensor | None = None, glen: torch.Tensor | None = None,
+                     cp_rank: int = 0, cp_world: int = 1) -> None:
+    """MLA absorbed decode: writes ``o_lat`` (and ``lse``) in place.
+
+    Args:
+        q_lat: bf16 ``[T, H, 512]`` contiguous, the absorbed latent queries; T = B * q_len, request b owns
+            rows [b*q_len, (b+1)*q_len). H in 1..128.
+        q_pe: bf16 ``[T, H, 64]`` contiguous, the RoPE queries.
+        kv_pool: ``float8_e4m3fnuz`` ``[slots, 1, 576]`` contiguous: one fused row per token ([:512] latent,
+            [512:] rope), both key and value, at the one per-tensor ``kv_scale``.
+        o_lat: bf16 ``[T, H, 512]`` contiguous, the output (written in place).
+        seq_lens: int32 ``[B]``: KV rows of each request on this rank (including the q_len draft tokens).
+        kv_indices: int32 ``[N]``: pool slots (page_size 1); local row j of request b is slot
+            kv_indices[kv_indptr[b] + j]. Any permutation or subset of the pool is legal.
+        kv_indptr: int32 ``[B + 1]``; B = kv_indptr.numel() - 1.
+        scale: softmax scale applied to q . k (e.g. 576 ** -0.5). kv_scale: the pool's dequant scale.
+        lse: optional fp32 ``[T, H]`` contiguous: base-2 log-sum-exp of the scaled scores (-inf if empty).
+        glen: int32 ``[B]`` global lengths, required when cp_world > 1 (ignored when cp_world == 1).
+        cp_rank, cp_world: decode context parallelism: global position p lives on rank p % cp_world at
+            local row p // cp_world.
+
+    Position t of a request attends global KV positions [0, L - q_len + t] (end-aligned causal window;
+    L = seq_len, or glen under DCP). An empty window gives o = 0 and lse = -inf. Domain:
+    B * ceil(q_len * H / 96) <= 304. Index values (kv_indptr, kv_indices, seq_lens, glen) are checked
+    when they are CPU tensors; on the GPU they are read by the kernel only (no host sync).
+    """
+    checks.tensor("q_lat", q_lat, dtype=torch.bfloat16, ndim=3, contiguous=True)
+    checks.tensor("q_pe", q_pe, dtype=torch.bfloat16, ndim=3, contiguous=True)
+    checks.tensor("kv_pool", kv_pool, dtype=torch.float8_e4m3fnuz, ndim=3, contiguous=True)
+    checks.tensor("o_lat", o_lat, dtype=torch.bfloat16, ndim=3, contiguous=True)
+    checks.tensor("seq_lens", seq_lens, dtype=torch.int32, ndim=1, contiguous=True)
+    checks.tensor("kv_indices", kv_indices, dtype=torch.int32, ndim=1, contiguous=True)
+    checks.tensor("kv_indptr", kv_indptr, dtype=torch.int32, ndim=1, contiguous=True)
+    scale = checks.real("scale", scale)
+    kv_scale = checks.real("kv_scale", kv_scale)
+    if lse is not None:
+        checks.tensor("lse", lse, dtype=torch.float32, ndim=2, contiguous=True)
+    if glen is not None:
+        checks.tensor("glen", glen, dtype=torch.int32, ndim=1, contiguous=True)
+    checks.integer("cp_world", cp_world, lo=1)
+    checks.integer("cp_rank", cp_rank)
+    if not 0 <= cp_rank < cp_world:
+        raise ValueError(f"cp_rank must satisfy 0 <= cp_rank < cp_world ({cp_world}); got {cp_rank}")
+    if cp_world > 1 and glen is None:
+        raise ValueError(f"glen (the GLOBAL lengths, int32 [B]) is required when cp_world > 1; got None with "
+                         f"cp_world={cp_world}")
+    checks.same_device(q_lat=q_lat, q_pe=q_pe, kv_pool=kv_pool, o_lat=o_lat, seq_lens=seq_lens,
+                       kv_indices=kv_indices, kv_indptr=kv_indptr, lse=lse, glen=glen)
+    T, H, lat = q_lat.shape
+    if lat != KV_LORA_RANK:
+        raise ValueError(f"q_lat must be [T, H, {KV_LORA_RANK}] (kv_lora_rank {KV_LORA_RANK}); got {list(q_lat.shape)}")
+    if not 1 <= H <= MAX_HEADS:
+        raise ValueError(f"H (q_lat.shape[1]) must be in [1, {MAX_HEADS}]; got {H}")
+    checks.tensor("q_pe", q_pe, shape=[T, H, ROPE_DIM])
+    checks.tensor("o_lat", o_lat, shape=[T, H, KV_LORA_RANK])
+    if kv_pool.shape[1] != 1 or kv_pool.shape[2] != ROW:
+        raise ValueError(f"kv_pool must be [slots, 1, {ROW}] (page_size 1, fused latent+rope rows); got "
+                         f"{list(kv_pool.shape)}")
+    if kv_indptr.numel() < 2:
+        raise ValueError(f"kv_indptr must have B + 1 >= 2 elements; got {kv_indptr.numel()}")
+    B = kv_indptr.numel() - 1
+    checks.tensor("seq_lens", seq_lens, shape=[B])
+    if glen is not None:
+        checks.tensor("glen", glen, shape=[B])
+    if T < B or T % B:
+        raise ValueError(f"T (q_lat.shape[0]) must be B * q_len with q_len >= 1 (B = kv_indptr.numel() - 1 = {B}); "
+                         f"got T = {T}")
+    q_len = T // B
+    if lse is not None:
+        checks.tensor("lse", lse, shape=[T, H])
+    slices = -(-(q_len * H) // ROWS_PER_CTA)
+    if B * slices > CU_BUDGET:
+        raise ValueError(f"B * ceil(q_len * H / {ROWS_PER_CTA}) must be <= {CU_BUDGET}; got B={B}, q_len={q_len}, "
+                         f"H={H} -> {B * slices}")
+    if checks.on_host(seq_lens, kv_indices, kv_indptr, glen):
+        _check_values(seq_lens, kv_indices, kv_indptr, glen if cp_world > 1 else None, q_len, cp_rank, cp_world,
+                      kv_pool.shape[0])
+    _decode_op(q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, scale, kv_scale, lse, glen, cp_rank,
+               cp_world)
+
+
+def _check_values(seq_lens, kv_indices, kv_indptr, glen, q_len, cp_rank, cp_world, slots) -> None:
+    checks.values_in("kv_indptr", kv_indptr[:1], lo=0)
+    checks.nondecreasing("kv_indptr", kv_indptr)
+    if int(kv_indptr[-1]) > kv_indices.numel():
+        raise ValueError(f"kv_indptr[-1] must be <= kv_indices.numel() ({kv_indices.numel()}); got {int(kv_indptr[-1])}")
+    checks.values_in("seq_lens", seq_lens, lo=0)
+    span = (kv_indptr[1:] - kv_indptr[:-1]).to(torch.int64)
+    lens = seq_lens.to(torch.int64)
+    if bool((lens > span).any()):
+        b = int(torch.nonzero(lens > span)[0])
+        raise ValueError(f"seq_lens[{b}] = {int(lens[b])} exceeds its kv_indices span kv_indptr[{b + 1}] - "
+                         f"kv_indptr[{b}] = {int(span[b])}")
+    if glen is not None:
+        checks.values_in("glen", glen, lo=0)
+        g = glen.to(torch.int64)
+        local = torch.where(g > cp_rank, (g - cp_rank + cp_world - 1) // cp_world, torch.zeros_like(g))
+        if bool((local > lens).any()):
+            b = int(torch.nonzero(local > lens)[0])
+            raise ValueError(f"glen[{b}] = {int(g[b])} puts {int(local[b])} positions on rank {cp_rank} of "
+                             f"{cp_world} but seq_lens[{b}] = {int(lens[b])}")
+    B = lens.numel()
+    starts = kv_indptr[:-1].to(torch.int64)
+    for b in range(B):  # slots actually read: the first seq_lens[b] of each request
+        n = int(lens[b])
+        if n:
+            checks.values_in(f"kv_indices (request {b})", kv_indices[int(starts[b]):int(starts[b]) + n], lo=0, hi=slots)
+
+
+@torch.library.custom_op("moonmath::mla_decode_a16w8", mutates_args=("o_lat", "lse"))
+def _decode_op(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: torch.Tensor,
+               seq_lens: torch.Tensor, kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float,
+               kv_scale: float, lse: torch.Tensor | None, glen: torch.Tensor | None, cp_rank: int,
+               cp_world: int) -> None:
+    if get_backend() == "reference":
+        o, l = reference.mla_decode_a16w8(q_lat, q_pe, kv_pool, seq_lens, kv_indices, kv_indptr, scale, kv_scale,
+                                          glen, cp_rank, cp_world)
+        o_lat.copy_(o)
+        if lse is not None:
+            lse.copy_(l)
+    else:
+        _run_kernel(q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, scale, kv_scale, lse, glen,
+                    cp_rank, cp_world)
+
+
+@_decode_op.register_fake
+def _(q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, scale, kv_scale, lse, glen, cp_rank,
+      cp_world) -> None:
+    return None
+
+
+def _run_kernel(q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, scale, kv_scale, lse, glen, cp_rank,
+                cp_world) -> None:
+    """The hip/emu path: launch the MLA decode kernel and its merge. (Kernel not built yet.)"""
+    raise NoKernelError(OP, target_arch(), archs_built=())
