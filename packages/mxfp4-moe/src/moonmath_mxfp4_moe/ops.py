@@ -1,0 +1,195 @@
+"""The MXFP4 MoE grouped GEMMs: mxfp4_moe_gateup (optional fused SiLU-GLU) and mxfp4_moe_down."""
+from __future__ import annotations
+
+import torch
+from moonmath_common import NoKernelError, checks, get_backend, target_arch
+
+from . import reference
+
+EPI_NONE = 0
+EPI_SITU = 1
+GATEUP_BLOCK_MS = (16, 32, 48)
+DOWN_BLOCK_MS = (16, 32, 64)
+DOWN_KS = (384, 512, 768)
+
+
+def _common(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks,
+            block_m, block_ms, num_valid_tokens, top_k, mul_routed_weight, sorted_name):
+    """Checks shared by gate/up and down; returns (E, K, Ncols of B)."""
+    checks.tensor("A", A, dtype=torch.bfloat16, ndim=2, contiguous=True)
+    if B is not None and isinstance(B, torch.Tensor) and B.dim() == 3:
+        raise ValueError(f"B must be the repacked weights [E, K/32, N, 16] (repack_mxfp4 output); got a 3-D tensor "
+                         f"{list(B.shape)}, which looks like the stock layout [E, N, K/2]: pass repack_mxfp4(B)")
+    checks.tensor("B", B, dtype=torch.uint8, ndim=4, contiguous=True)
+    checks.tensor("Bs", Bs, dtype=torch.uint8, ndim=3, contiguous=True)
+    checks.tensor("C", C, dtype=torch.bfloat16, ndim=2, contiguous=True)
+    if topk_weights is not None:
+        checks.tensor("topk_weights", topk_weights, dtype=(torch.float32, torch.bfloat16), contiguous=True)
+    checks.tensor(sorted_name, sorted_token_ids, dtype=torch.int32, ndim=1, contiguous=True)
+    checks.tensor("expert_ids", expert_ids, dtype=torch.int32, ndim=1, contiguous=True)
+    checks.tensor("num_tokens_post_padded", num_tokens_post_padded, dtype=torch.int32, shape=[1])
+    checks.integer("num_m_blocks", num_m_blocks, lo=0)
+    checks.integer("block_m", block_m)
+    if block_m not in block_ms:
+        raise ValueError(f"block_m must be {', '.join(map(str, block_ms[:-1]))} or {block_ms[-1]}; got {block_m}")
+    checks.integer("num_valid_tokens", num_valid_tokens, lo=0)
+    checks.integer("top_k", top_k, lo=1)
+    checks.boolean("mul_routed_weight", mul_routed_weight)
+    checks.same_device(A=A, B=B, Bs=Bs, C=C, topk_weights=topk_weights, **{sorted_name: sorted_token_ids},
+                       expert_ids=expert_ids, num_tokens_post_padded=num_tokens_post_padded)
+    E, G, ncols, gran = B.shape
+    T, K = A.shape
+    if gran != 16:
+        raise ValueError(f"B must be [E, K/32, N, 16] (repack_mxfp4 output); got last dim {gran}")
+    if K != 32 * G:
+        raise ValueError(f"B must have K/32 = {K // 32 if K % 32 == 0 else K / 32} scale groups (dim 1) for A's "
+                         f"K = {K}; got {G}")
+    checks.tensor("Bs", Bs, shape=[E, G, ncols])
+    if mul_routed_weight and topk_weights is None:
+        raise ValueError("topk_weights is required when mul_routed_weight=True; got None")
+    if topk_weights is not None and topk_weights.numel() < num_valid_tokens:
+        raise ValueError(f"topk_weights must have at least num_valid_tokens = {num_valid_tokens} elements (one per "
+                         f"slot); got {topk_weights.numel()}")
+    if C.shape[0] < num_valid_tokens:
+        raise ValueError(f"C must have at least num_valid_tokens = {num_valid_tokens} rows (row = slot); got "
+                         f"{C.shape[0]}")
+    if T * top_k < num_valid_tokens:
+        raise ValueError(f"A must have at least ceil(num_valid_tokens / top_k) = {-(-num_valid_tokens // top_k)} rows "
+                         f"(row = slot // top_k); got {T}")
+    if sorted_token_ids.numel() < num_m_blocks * block_m:
+        raise ValueError(f"{sorted_name} must have at least num_m_blocks * block_m = {num_m_blocks * block_m} "
+                         f"elements; got {sorted_token_ids.numel()}")
+    if expert_ids.numel() < num_m_blocks:
+        raise ValueError(f"expert_ids must have at least num_m_blocks = {num_m_blocks} elements; got "
+                         f"{expert_ids.numel()}")
+    if checks.on_host(sorted_token_ids, expert_ids, num_tokens_post_padded):
+        checks.values_in("expert_ids", expert_ids[:num_m_blocks], hi=E)
+        checks.values_in(sorted_name, sorted_token_ids[:num_m_blocks * block_m], lo=0)
+        checks.values_in("num_tokens_post_padded", num_tokens_post_padded, lo=0)
+    return E, K, ncols
+
+
+def mxfp4_moe_gateup(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.Tensor,
+                     topk_weights: torch.Tensor | None, sorted_token_ids: torch.Tensor, expert_ids: torch.Tensor,
+                     num_tokens_post_padded: torch.Tensor, num_m_blocks: int, block_m: int, num_valid_tokens: int,
+                     top_k: int, epilogue: int = EPI_NONE, mul_routed_weight: bool = False, situ_beta: float = 1.0,
+                     situ_linear_beta: float = 1.0) -> None:
+    """Grouped MXFP4 GEMM of the gate/up projection, optional fused SiLU-GLU; writes ``C`` in place.
+
+    Args:
+        A: bf16 ``[T, K]`` contiguous activations, one row per token (row of slot s is s // top_k).
+            K a positive multiple of 256.
+        B: repacked weights uint8 ``[E, K/32, Nb, 16]`` (repack_mxfp4). Under EPI_SITU, Nb = 2N: gate
+            columns [0, N), up columns [N, 2N); under EPI_NONE, Nb = N.
+        Bs: repacked E8M0 scales uint8 ``[E, K/32, Nb]`` (repack_mxfp4_scales).
+        C: bf16 ``[rows, N]`` contiguous output, row = slot (rows >= num_valid_tokens).
+        topk_weights: fp32 or bf16, contiguous, >= num_valid_tokens elements (flat index = slot); required
+            when mul_routed_weight. Applied in fp32 under both epilogues (after the SiLU-GLU).
+        sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks: from moe_align_block_size.
+        block_m: 16, 32 or 48 (mxfp4_moe_gateup_block_m). num_valid_tokens: slots s < it are live.
+        top_k: slots per token. epilogue: EPI_NONE or EPI_SITU.
+        situ_beta, situ_linear_beta: b and L of (b tanh(g/b) sigmoid(g)) * (L tanh(u/L)); finite, > 0.
+    """
+    checks.integer("epilogue", epilogue)
+    checks.choice("epilogue", epilogue, (EPI_NONE, EPI_SITU))
+    situ_beta = checks.real("situ_beta", situ_beta, positive=True)
+    situ_linear_beta = checks.real("situ_linear_beta", situ_linear_beta, positive=True)
+    E, K, ncols = _common(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
+                          num_m_blocks, block_m, GATEUP_BLOCK_MS, num_valid_tokens, top_k, mul_routed_weight,
+                          "sorted_token_ids")
+    if K % 256 or K == 0:
+        raise ValueError(f"K (A.shape[1]) must be a positive multiple of 256 for mxfp4_moe_gateup; got {K}")
+    if epilogue == EPI_SITU:
+        if ncols % 2 or C.shape[1] * 2 != ncols:
+            raise ValueError(f"with EPI_SITU, B must have 2 * N columns (gate then up) for C's N = {C.shape[1]}; "
+                             f"got {ncols}")
+    elif C.shape[1] != ncols:
+        raise ValueError(f"with EPI_NONE, C must have B's N = {ncols} columns; got {C.shape[1]}")
+    _gateup_op(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks,
+               block_m, num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta)
+
+
+@torch.library.custom_op("moonmath::mxfp4_moe_gateup", mutates_args=("C",))
+def _gateup_op(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.Tensor, topk_weights: torch.Tensor | None,
+               sorted_token_ids: torch.Tensor, expert_ids: torch.Tensor, num_tokens_post_padded: torch.Tensor,
+               num_m_blocks: int, block_m: int, num_valid_tokens: int, top_k: int, epilogue: int,
+               mul_routed_weight: bool, situ_beta: float, situ_linear_beta: float) -> None:
+    if get_backend() == "reference":
+        reference.grouped_gemm(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
+                               num_m_blocks, block_m, num_valid_tokens, top_k, epilogue, mul_routed_weight,
+                               situ_beta, situ_linear_beta)
+    else:
+        _run_kernel_gateup(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
+                           num_m_blocks, block_m, num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta,
+                           situ_linear_beta)
+
+
+@_gateup_op.register_fake
+def _(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks, block_m,
+      num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta) -> None:
+    return None
+
+
+def _run_kernel_gateup(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
+                       num_m_blocks, block_m, num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta,
+                       situ_linear_beta) -> None:
+    """The hip/emu path of mxfp4_moe_gateup. (Kernel not built yet.)"""
+    raise NoKernelError("moonmath_mxfp4_moe.mxfp4_moe_gateup", target_arch(), archs_built=())
+
+
+def mxfp4_moe_down(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.Tensor,
+                   topk_weights: torch.Tensor | None, sorted_ids: torch.Tensor, expert_ids: torch.Tensor,
+                   ntpp: torch.Tensor, num_m_blocks: int, block_m: int, n_steps: int, nt: int,
+                   num_valid_tokens: int, top_k: int, mul_routed_weight: bool = False) -> None:
+    """Grouped MXFP4 GEMM of the down projection (short K); writes ``C`` in place.
+
+    Args:
+        A: bf16 ``[rows, K]`` contiguous with K in {384, 512, 768} (the gate/up output; row = slot // top_k,
+            so a standard MoE passes top_k = 1).
+        B: repacked weights uint8 ``[E, K/32, N, 16]``; Bs: repacked scales uint8 ``[E, K/32, N]``.
+        C: bf16 ``[rows_out, N]`` contiguous, row = slot.
+        topk_weights: as mxfp4_moe_gateup (fp32 or bf16; required when mul_routed_weight).
+        sorted_ids, expert_ids, ntpp, num_m_blocks: from moe_align_block_size.
+        block_m: 16, 32 or 64 (64 only with K = 384). n_steps >= 1: column steps per CTA (any value gives
+            the same result). nt: 1 or 2 (2 needs an even N). Use mxfp4_moe_down_plan for all three.
+    """
+    checks.integer("n_steps", n_steps, lo=1)
+    checks.integer("nt", nt)
+    checks.choice("nt", nt, (1, 2))
+    E, K, ncols = _common(A, B, Bs, C, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m,
+                          DOWN_BLOCK_MS, num_valid_tokens, top_k, mul_routed_weight, "sorted_ids")
+    if K not in DOWN_KS:
+        raise ValueError(f"K (A.shape[1]) must be 384, 512 or 768 for mxfp4_moe_down (mxfp4_moe_down_block_m returns "
+                         f"0 otherwise: use mxfp4_moe_gateup with EPI_NONE); got {K}")
+    if block_m == 64 and K != 384:
+        raise ValueError(f"block_m 64 needs K = 384 (its A tile must fit the 16-wave CTA); got block_m=64 with K={K}")
+    if C.shape[1] != ncols:
+        raise ValueError(f"C must have B's N = {ncols} columns; got {C.shape[1]}")
+    if nt == 2 and ncols % 2:
+        raise ValueError(f"nt = 2 needs an even N (two adjacent columns per lane); got N = {ncols}")
+    _down_op(A, B, Bs, C, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m, n_steps, nt,
+             num_valid_tokens, top_k, mul_routed_weight)
+
+
+@torch.library.custom_op("moonmath::mxfp4_moe_down", mutates_args=("C",))
+def _down_op(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.Tensor, topk_weights: torch.Tensor | None,
+             sorted_ids: torch.Tensor, expert_ids: torch.Tensor, ntpp: torch.Tensor, num_m_blocks: int, block_m: int,
+             n_steps: int, nt: int, num_valid_tokens: int, top_k: int, mul_routed_weight: bool) -> None:
+    if get_backend() == "reference":
+        reference.grouped_gemm(A, B, Bs, C, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m,
+                               num_valid_tokens, top_k, EPI_NONE, mul_routed_weight)
+    else:
+        _run_kernel_down(A, B, Bs, C, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m, n_steps, nt,
+                         num_valid_tokens, top_k, mul_routed_weight)
+
+
+@_down_op.register_fake
+def _(A, B, Bs, C, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m, n_steps, nt, num_valid_tokens,
+      top_k, mul_routed_weight) -> None:
+    return None
+
+
+def _run_kernel_down(A, B, Bs, C, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m, n_steps, nt,
+                     num_valid_tokens, top_k, mul_routed_weight) -> None:
+    """The hip/emu path of mxfp4_moe_down. (Kernel not built yet.)"""
+    raise NoKernelError("moonmath_mxfp4_moe.mxfp4_moe_down", target_arch(), archs_built=())

@@ -1,0 +1,58 @@
+"""Reference backend of the MXFP4 MoE GEMMs: plain torch, fp32 accumulation.
+
+The reference takes the repacked tensors the API takes, un-repacks them (moonmath_mxfp4_moe.repack) and
+decodes the stock layout: W[e][n, k] = E2M1(code) * 2^(scale - 127), exact in fp32. For every block
+i < min(num_m_blocks, ceil(ntpp / block_m)) with expert_ids[i] = e >= 0, every row r whose slot
+s = sorted_ids[i * block_m + r] is < num_valid_tokens computes acc = A[s // top_k] . W[e]^T in fp32
+(A upcast exactly from bf16), then
+    EPI_NONE: v = acc
+    EPI_SITU: g = acc[:N], u = acc[N:2N];  v = (b * tanh(g / b) * sigmoid(g)) * (L * tanh(u / L))
+    v = v * topk_weights[s] (when mul_routed_weight, the weight as given, fp32 or bf16 upcast)
+and writes C[s] = bf16 RTNE(v) (NaN -> 0x7FFF). Rows of C that no live slot names are not written.
+"""
+from __future__ import annotations
+
+import torch
+from moonmath_common.numerics import e8m0_to_f32, round_bf16, unpack_e2m1
+
+from .repack import unrepack_mxfp4, unrepack_mxfp4_scales
+
+EPI_NONE = 0
+EPI_SITU = 1
+
+
+def dequant_expert(B: torch.Tensor, Bs: torch.Tensor, e: int) -> torch.Tensor:
+    """fp32 [N, K] weights of expert e from repacked B [E, K/32, N, 16] and scales Bs [E, K/32, N]."""
+    w = unpack_e2m1(unrepack_mxfp4(B[e:e + 1]))[0]                        # [N, K]
+    s = e8m0_to_f32(unrepack_mxfp4_scales(Bs[e:e + 1]))[0]                # [N, K/32]
+    return w * s.repeat_interleave(32, dim=1)
+
+
+def situ_glu(g: torch.Tensor, u: torch.Tensor, beta: float, linear_beta: float) -> torch.Tensor:
+    return (beta * torch.tanh(g / beta) * torch.sigmoid(g)) * (linear_beta * torch.tanh(u / linear_beta))
+
+
+def grouped_gemm(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.Tensor,
+                 topk_weights: torch.Tensor | None, sorted_ids: torch.Tensor, expert_ids: torch.Tensor,
+                 num_tokens_post_padded: torch.Tensor, num_m_blocks: int, block_m: int, num_valid_tokens: int,
+                 top_k: int, epilogue: int, mul_routed_weight: bool, situ_beta: float = 1.0,
+                 situ_linear_beta: float = 1.0) -> None:
+    """Writes the live rows of C in place (shared by gate/up and down; down is EPI_NONE)."""
+    ntpp = int(num_tokens_post_padded.reshape(-1)[0])
+    live = min(num_m_blocks, max(0, -(-ntpp // block_m)))
+    if live == 0:
+        return
+    slots = sorted_ids[:live * block_m].to(torch.int64)
+    experts = expert_ids[:live].to(torch.int64).repeat_interleave(block_m)
+    ok = (slots < num_valid_tokens) & (experts >= 0)
+    slots, experts = slots[ok], experts[ok]
+    for e in torch.unique(experts).tolist():
+        rows = slots[experts == e]
+        W = dequant_expert(B, Bs, e)
+        acc = A[rows // top_k].float() @ W.t()
+        if epilogue == EPI_SITU:
+            n = acc.shape[1] // 2
+            acc = situ_glu(acc[:, :n], acc[:, n:], situ_beta, situ_linear_beta)
+        if mul_routed_weight:
+            acc = acc * topk_weights.reshape(-1)[rows].float()[:, None]
+        C[rows] = round_bf16(acc, "rtne")
