@@ -30,7 +30,8 @@ PACKAGES = {
     "moonmath-amd": "packages/moonmath-amd",
 }
 OP_PACKAGES = ["mha-gfx942", "attention-gfx950", "mla-decode", "mxfp4-moe"]
-TEST_DEPS = ["pytest", "hypothesis", "numpy"]
+# ziglang: tests compile their own HIP test kernels (no ROCm needed)
+TEST_DEPS = ["pytest", "hypothesis", "numpy", "ziglang"]
 
 
 def _install_all(session: nox.Session) -> None:
@@ -60,7 +61,7 @@ def package_tests(session: nox.Session, package: str) -> None:
     """One package installed alone with what it declares (common, and the emulator for kernel tests)."""
     session.install(TORCH)
     session.install(*TEST_DEPS)
-    deps = {"common": ["common"], "emu": ["emu"]}.get(package, ["common", "emu", package])
+    deps = {"common": ["common", "emu"], "emu": ["emu"]}.get(package, ["common", "emu", package])
     if package == "moonmath-amd":
         deps = list(PACKAGES)
     session.install(*(f"./{PACKAGES[d]}" for d in deps))
