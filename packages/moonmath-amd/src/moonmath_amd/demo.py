@@ -53,18 +53,154 @@ def _merge_case() -> Case:
     return Case("mla_dcp_lse_merge_ranks", f"R={R} T={T} H={H}", ("gfx942", "gfx950"), run, check)
 
 
+def _rel(got: torch.Tensor, ref: torch.Tensor) -> float:
+    """max |got - ref| / max |ref| over finite reference values."""
+    g, r = got.double(), ref.double()
+    fin = torch.isfinite(r)
+    scale = float(r[fin].abs().max()) if fin.any() else 1.0
+    return float((g - r)[fin].abs().max()) / max(scale, 1e-30) if fin.any() else 0.0
+
+
+def _rel_check(tol: float, what: str = "out"):
+    def check(got, ref):
+        errs = [_rel(g, r) for g, r in zip(got, ref)]
+        worst = max(errs) if errs else 0.0
+        return f"{what} max|d|/max|ref| {worst:.1e} (tol {tol:.0e})", worst <= tol
+    return check
+
+
+def _randn(*shape, seed=0, scale=1.0, dtype=torch.bfloat16):
+    return (torch.randn(*shape, generator=torch.Generator().manual_seed(seed)) * scale).to(dtype)
+
+
+def _forward_gfx942() -> Case:
+    q, k, v = (_randn(1, 2, 40, 128, seed=i) for i in range(3))
+
+    def run():
+        return (ma.forward(q, k, v, round_mode="rtna"),)
+    return Case("forward (gfx942: rtna, bhsd)", "B1 H2 S40 D128", ("gfx942",), run, _rel_check(1e-2))
+
+
+def _forward_gfx950() -> Case:
+    q = _randn(1, 4, 33, 128, seed=1)
+    k, v = _randn(1, 2, 47, 128, seed=2), _randn(1, 2, 47, 128, seed=3)
+
+    def run():
+        return ma.forward(q, k, v, causal=True, return_lse=True)
+    return Case("forward (gfx950: causal GQA + lse)", "B1 Hq4/Hkv2 Sq33 Skv47", ("gfx950",), run, _rel_check(1e-2))
+
+
+def _varlen_inputs():
+    cu = torch.tensor([0, 5, 17, 30], dtype=torch.int32)
+    return cu, _randn(30, 4, 128, seed=4), _randn(30, 2, 128, seed=5), _randn(30, 2, 128, seed=6)
+
+
+def _forward_varlen() -> Case:
+    cu, q, k, v = _varlen_inputs()
+
+    def run():
+        return (ma.forward_varlen(q, k, v, cu, cu, 13, 13, causal=True),)
+    return Case("forward_varlen (gfx950)", "3 seqs, 30 tokens, H4/2", ("gfx950",), run, _rel_check(1e-2))
+
+
+def _varlen_plan() -> Case:
+    cu, q, k, v = _varlen_inputs()
+
+    def run():
+        plan = ma.VarlenPlan().plan(cu, cu, 13, 13, 30, 30, heads=4, kv_heads=2, causal=True)
+        return (plan.run(q, k, v),)
+    return Case("VarlenPlan.run (gfx950)", "3 seqs, 30 tokens, H4/2", ("gfx950",), run, _rel_check(1e-2))
+
+
+def _forward_paged() -> Case:
+    cu = torch.tensor([0, 3, 8], dtype=torch.int32)
+    seqlens_k = torch.tensor([20, 37], dtype=torch.int32)
+    page = 16
+    k_cache, v_cache = _randn(8, page, 2, 128, seed=7), _randn(8, page, 2, 128, seed=8)
+    pages = torch.tensor([5, 1, 7, 0, 3], dtype=torch.int32)  # 2 + 3 pages
+    indptr = torch.tensor([0, 2, 5], dtype=torch.int32)
+    q = _randn(8, 4, 128, seed=9)
+
+    def run():
+        return (ma.forward_paged(q, k_cache, v_cache, cu, seqlens_k, kv_indptr=indptr, kv_page_indices=pages,
+                                 causal=True),)
+    return Case("forward_paged (gfx950)", "2 seqs, page 16", ("gfx950",), run, _rel_check(1e-2))
+
+
+def _mla_decode() -> Case:
+    B, H, S, q_len = 2, 16, 48, 2
+    g = torch.Generator().manual_seed(10)
+    pool = (torch.randn(B * S + 7, 1, 576, generator=g) * 4).to(torch.float8_e4m3fnuz)
+    kv_indices = torch.randperm(B * S + 7, generator=g)[: B * S].to(torch.int32)
+    kv_indptr = torch.arange(B + 1, dtype=torch.int32) * S
+    seq_lens = torch.tensor([S, S - 13], dtype=torch.int32)
+    q_lat, q_pe = _randn(B * q_len, H, 512, seed=11), _randn(B * q_len, H, 64, seed=12)
+
+    def run():
+        o = torch.empty_like(q_lat)
+        lse = torch.empty(B * q_len, H)
+        ma.mla_decode_a16w8(q_lat, q_pe, pool, o, seq_lens, kv_indices, kv_indptr, 576 ** -0.5, 0.02, lse=lse)
+        return o, lse
+
+    def check(got, ref):
+        do = float((got[0].float() - ref[0].float()).abs().max())
+        dl = float((got[1] - ref[1]).abs().max())
+        return f"|d o| {do:.1e} (tol 2e-2), |d lse| {dl:.1e} (tol 5e-2)", do < 2e-2 and dl < 5e-2
+    return Case("mla_decode_a16w8", f"B{B} H{H} S{S} q_len{q_len}", ("gfx942",), run, check)
+
+
+def _moe_inputs(K: int, N: int, E: int = 8, T: int = 6, top_k: int = 2, seed: int = 13):
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randint(0, 256, (E, N, K // 2), generator=g, dtype=torch.uint8)
+    ws = torch.randint(118, 128, (E, N, K // 32), generator=g, dtype=torch.uint8)
+    topk_ids = torch.stack([torch.randperm(E, generator=g)[:top_k] for _ in range(T)]).to(torch.int32)
+    topk_w = torch.rand(T, top_k, generator=g).to(torch.bfloat16)
+    return ma.repack_mxfp4(w), ma.repack_mxfp4_scales(ws), topk_ids, topk_w
+
+
+def _moe_gateup() -> Case:
+    K, N, T, top_k = 512, 64, 6, 2
+    B, Bs, topk_ids, topk_w = _moe_inputs(K, 2 * N, T=T, top_k=top_k)
+    A = _randn(T, K, seed=14)
+    bm = ma.mxfp4_moe_gateup_block_m(T * top_k, 8)
+    sorted_ids, expert_ids, ntpp, nblk = ma.moe_align_block_size(topk_ids, bm, 8)
+
+    def run():
+        C = torch.zeros(T * top_k, N, dtype=torch.bfloat16)
+        ma.mxfp4_moe_gateup(A, B, Bs, C, topk_w.flatten(), sorted_ids, expert_ids, ntpp, nblk, bm, T * top_k, top_k,
+                            epilogue=ma.EPI_SITU, mul_routed_weight=True, situ_beta=4.0, situ_linear_beta=25.0)
+        return (C,)
+    return Case("mxfp4_moe_gateup (SITU, routed w)", f"T{T} top{top_k} K{K} N{N} E8", ("gfx942",), run, _rel_check(2e-2))
+
+
+def _moe_down() -> Case:
+    K, N, T, top_k = 384, 128, 6, 2
+    B, Bs, topk_ids, topk_w = _moe_inputs(K, N, T=T, top_k=top_k, seed=15)
+    A = _randn(T * top_k, K, seed=16)
+    rows = T * top_k
+    bm = ma.mxfp4_moe_down_block_m(rows, 8, K)
+    sorted_ids, expert_ids, ntpp, nblk = ma.moe_align_block_size(topk_ids, bm, 8)
+    bm2, nt, n_steps = ma.mxfp4_moe_down_plan(rows, 8, N, K, nblk, 304)
+
+    def run():
+        C = torch.zeros(rows, N, dtype=torch.bfloat16)
+        ma.mxfp4_moe_down(A, B, Bs, C, topk_w.flatten(), sorted_ids, expert_ids, ntpp, nblk, bm2, n_steps, nt,
+                          rows, 1, mul_routed_weight=True)
+        return (C,)
+    return Case("mxfp4_moe_down (routed w)", f"rows{rows} K{K} N{N} E8", ("gfx942",), run, _rel_check(2e-2))
+
+
 def cases() -> list[Case]:
-    return [_merge_case()]
+    return [_forward_gfx942(), _forward_gfx950(), _forward_varlen(), _varlen_plan(), _forward_paged(),
+            _mla_decode(), _merge_case(), _moe_gateup(), _moe_down()]
 
 
 def run_demo(archs: list[str] | None = None) -> int:
     backend = ma.get_backend()
     if backend == "hip":
         arch_list = [ma.live_arch()]
-    elif backend == "emu":
+    else:  # emu and reference run both archs' kernels / semantics
         arch_list = archs or ["gfx942", "gfx950"]
-    else:
-        arch_list = archs or [ma.emulated_arch()]
     print(f"moonmath-amd demo: backend {backend!r}"
           + (" (no AMD GPU found: the code objects run in moonmath-emu on the CPU)" if backend == "emu" else ""))
     rows, failed = [], 0
