@@ -1,0 +1,215 @@
+// MXFP4 MoE grouped GEMMs on gfx942: the pieces the gate/up and down kernels share.
+//
+// Shapes and layouts (docs/kernels/mxfp4_moe_gfx942.md has the full story):
+//   A   activations, bf16 [A_rows, K] row-major; the A row of sorted slot `s` is s / a_row_div.
+//   W   repacked E2M1 weights, bytes [E, K/32, N, 16]: one 16-byte granule = 32 k of one column.
+//       Inside a granule, dword d holds k = 8d..8d+7: the low nibbles of its bytes 0..3 are
+//       k = 8d+0..3, the high nibbles k = 8d+4..7. Nibble bit 3 is the sign.
+//   S   E8M0 scales, bytes [E, K/32, N] (one per 32 k per column).
+//   C   bf16 [C_rows, ldc]; the C row of slot `s` is s.
+//
+// MFMA mapping (v_mfma_f32_16x16x16_bf16, layouts in moonmath/mfma.hpp): the A operand is the
+// dequantised weight (its 16 "rows" are 16 output columns), the B operand is the activation tile
+// (its 16 "columns" are 16 token rows). So lane (q = lane/16, j = lane%16) ends with output
+// columns 4q..4q+3 of token row j: one 8-byte store per lane.
+//
+// K is walked in slabs of 128. In a slab, lane group q owns the 32-k block kb = 4*slab + q; MFMA
+// m (0..7) of the slab feeds lane group q with k = 32q + 4m + 0..3 of the slab, from both operands.
+// Every output element is one fp32 accumulator chained through the slabs in ascending order and
+// the 8 MFMAs of a slab in order, whatever block_m, column tiles per wave or column steps the
+// planner picked: results do not depend on those choices, bit for bit. The down kernel uses the
+// same chain, so it equals the gate/up kernel with EPI_NONE bit for bit.
+#pragma once
+#include "moonmath/all.hpp"
+
+namespace mm::moe {
+
+constexpr int kWaves = 8;
+constexpr int kThreads = kWaves * kWaveSize;
+constexpr int kSlabK = 128;          // k per slab
+constexpr int kRowBytes = 256;       // bf16 bytes of one A row in one slab
+constexpr int kGranulesPerRow = 16;  // 16-byte granules per A row per slab
+constexpr uint32_t kOOB = 0x80000000u;  // voffset past every buffer we build: loads return 0
+
+typedef uint16_t u16x2 __attribute__((ext_vector_type(2)));
+
+// v_perm_b32: byte i of the result is byte sel.byte[i] of the 8-byte value {hi:lo}
+// (0..3 pick lo's bytes, 4..7 hi's; 0x0C gives 0x00). One-off builtin, no common primitive yet.
+MM_DEVICE uint32_t perm(uint32_t hi, uint32_t lo, uint32_t sel) { return __builtin_amdgcn_perm(hi, lo, sel); }
+
+// Dequantisation table of one E8M0 scale byte e: the bf16 bit pattern of c * 2^(e-127) for the
+// E2M1 magnitudes c = {0, .5, 1, 1.5, 2, 3, 4, 6}, split into high and low bytes so that v_perm can
+// look four of them up at once. Entry 0 is exactly 0. The patterns are the magnitudes' bf16 bits
+// plus (e-127) in the exponent field: exact while every product is a normal bf16, i.e. for
+// e in [2, 252] (2^-126 .. 6*2^125); the ops layer documents that domain.
+struct ScaleTable {
+  uint32_t h03, h47, l03, l47;  // high bytes of entries 0..3 / 4..7, low bytes likewise
+};
+
+MM_DEVICE ScaleTable make_table(uint32_t e) {
+  const uint32_t d = ((e & 0xFFu) << 7) - 0x3F80u;        // (e - 127) << 7, mod 2^16
+  const u16x2 dd = {(uint16_t)d, (uint16_t)d};
+  const u16x2 p0 = bit_cast<u16x2>(0x3F000000u) + dd;    // {0, 0.5}
+  const u16x2 p1 = bit_cast<u16x2>(0x3FC03F80u) + dd;    // {1, 1.5}
+  const u16x2 p2 = bit_cast<u16x2>(0x40404000u) + dd;    // {2, 3}
+  const u16x2 p3 = bit_cast<u16x2>(0x40C04080u) + dd;    // {4, 6}
+  const uint32_t q0 = bit_cast<uint32_t>(p0) & 0xFFFF0000u;  // entry 0 stays exactly zero
+  const uint32_t q1 = bit_cast<uint32_t>(p1), q2 = bit_cast<uint32_t>(p2), q3 = bit_cast<uint32_t>(p3);
+  ScaleTable t;
+  t.h03 = perm(q1, q0, 0x07050301u);
+  t.l03 = perm(q1, q0, 0x06040200u);
+  t.h47 = perm(q3, q2, 0x07050301u);
+  t.l47 = perm(q3, q2, 0x06040200u);
+  return t;
+}
+
+// 8 nibbles (k = 0..3 in the low nibbles of bytes 0..3, k = 4..7 in the high nibbles) -> two MFMA
+// operands of 4 bf16 in k order: lo = k 0..3, hi = k 4..7.
+struct Dequant8 {
+  i16x4 lo, hi;
+};
+
+MM_DEVICE Dequant8 dequant8(uint32_t w, const ScaleTable& t) {
+  const uint32_t m03 = w & 0x07070707u;         // magnitudes of k 0..3, one per byte
+  const uint32_t m47 = (w >> 4) & 0x07070707u;  // magnitudes of k 4..7
+  const uint32_t h03 = perm(t.h47, t.h03, m03) | ((w << 4) & 0x80808080u);  // + sign into bit 15
+  const uint32_t l03 = perm(t.l47, t.l03, m03);
+  const uint32_t h47 = perm(t.h47, t.h03, m47) | (w & 0x80808080u);
+  const uint32_t l47 = perm(t.l47, t.l03, m47);
+  Dequant8 r;
+  r.lo = bit_cast<i16x4>(u32x2{perm(h03, l03, 0x05010400u), perm(h03, l03, 0x07030602u)});
+  r.hi = bit_cast<i16x4>(u32x2{perm(h47, l47, 0x05010400u), perm(h47, l47, 0x07030602u)});
+  return r;
+}
+
+// One lane's share of one column tile in one slab: its 16-byte granule and the scale byte.
+struct WeightSlab {
+  u32x4 nib;
+  uint32_t scale;
+};
+
+// Buffers of one expert's weights and scales: reads at k-blocks >= K/32 fall outside and return 0.
+struct ExpertWeights {
+  buffer_rsrc w, s;
+  uint32_t n;   // columns of W
+  uint32_t kb;  // K / 32
+};
+
+MM_DEVICE ExpertWeights expert_weights(const uint8_t* W, const uint8_t* S, uint32_t expert, uint32_t n,
+                                       uint32_t kb) {
+  const uint64_t per_w = (uint64_t)kb * n * 16u, per_s = (uint64_t)kb * n;
+  ExpertWeights ew;
+  ew.w = make_buffer(W + expert * per_w, (uint32_t)per_w);
+  ew.s = make_buffer(S + expert * per_s, (uint32_t)per_s);
+  ew.n = n;
+  ew.kb = kb;
+  return ew;
+}
+
+// Lane (q, i) of a wave loads the granule of column `col` at k-block 4*slab + q.
+MM_DEVICE WeightSlab load_weight_slab(const ExpertWeights& ew, uint32_t col, uint32_t slab) {
+  const uint32_t q = lane_id() >> 4;
+  const uint32_t kb = slab * 4u + q;
+  const bool in = col < ew.n && kb < ew.kb;
+  const uint32_t idx = kb * ew.n + col;
+  WeightSlab ws;
+  ws.nib = buffer_load_b128(ew.w, in ? idx * 16u : kOOB);
+  ws.scale = buffer_load_u8(ew.s, in ? idx : kOOB);
+  return ws;
+}
+
+// A tile of one slab in LDS: BM rows of 256 bytes; the 16-byte granule g of row r sits at granule
+// slot g ^ (r & 15), so the 16 rows one ds_read_b128 touches hit 16 different granule slots.
+MM_DEVICE uint32_t a_lds_offset(uint32_t row, uint32_t granule) {
+  return row * kRowBytes + ((granule ^ (row & 15u)) << 4);
+}
+
+// Activation operands of one 16-row subtile for the 8 MFMAs of a slab: lane (q, j) reads row j's
+// k = 32q .. 32q+31 (granules 4q..4q+3). frag[m] feeds MFMA m.
+struct ActFrag {
+  i16x4 m[8];
+};
+
+MM_DEVICE ActFrag load_act_frag(const uint8_t* slab_base, uint32_t sub) {
+  const uint32_t lane = lane_id(), q = lane >> 4, j = lane & 15u;
+  const uint32_t row = sub * 16u + j;
+  ActFrag f;
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    const u32x4 v = *(const u32x4*)(slab_base + a_lds_offset(row, q * 4u + p));
+    f.m[2 * p] = bit_cast<i16x4>(u32x2{v.x, v.y});
+    f.m[2 * p + 1] = bit_cast<i16x4>(u32x2{v.z, v.w});
+  }
+  return f;
+}
+
+// acc[r][t] += W(tile t)^T-ish x A(subtile r) over one slab: dequantise each tile's granule once and
+// use it against every row subtile.
+template <int SUBS, int TILES>
+MM_DEVICE void slab_mma(f32x4 (&acc)[SUBS][TILES], const WeightSlab (&ws)[TILES], const uint8_t* slab_base) {
+  ActFrag a[SUBS];
+#pragma unroll
+  for (int r = 0; r < SUBS; ++r) a[r] = load_act_frag(slab_base, r);
+#pragma unroll
+  for (int t = 0; t < TILES; ++t) {
+    const ScaleTable tab = make_table(ws[t].scale);
+    const uint32_t nib[4] = {ws[t].nib.x, ws[t].nib.y, ws[t].nib.z, ws[t].nib.w};
+#pragma unroll
+    for (int d = 0; d < 4; ++d) {
+      const Dequant8 b = dequant8(nib[d], tab);
+#pragma unroll
+      for (int r = 0; r < SUBS; ++r) {
+        acc[r][t] = mfma_16x16x16_bf16(b.lo, a[r].m[2 * d], acc[r][t]);
+        acc[r][t] = mfma_16x16x16_bf16(b.hi, a[r].m[2 * d + 1], acc[r][t]);
+      }
+    }
+  }
+}
+
+// Row bookkeeping of a block: the sorted slot of a block row, and whether it is live.
+struct RowInfo {
+  uint32_t slot;
+  bool live;
+};
+
+MM_DEVICE RowInfo row_info(const int32_t* sorted_ids, uint32_t num_sorted, uint32_t index, uint32_t num_valid) {
+  RowInfo ri;
+  ri.slot = index < num_sorted ? (uint32_t)sorted_ids[index] : 0xFFFFFFFFu;
+  ri.live = ri.slot < num_valid;  // padding sentinels, negatives (as unsigned) and overflow are dead
+  return ri;
+}
+
+// Stage the 16-byte granule `g` of block row `row`, slab `slab` from global memory (0 when the row
+// is dead or the granule lies at or past K).
+MM_DEVICE u32x4 load_a_granule(buffer_rsrc a, uint32_t a_row_off, bool live, uint32_t slab, uint32_t g, uint32_t K) {
+  const uint32_t k0 = slab * kSlabK + g * 8u;
+  const bool in = live && k0 < K;
+  return buffer_load_b128(a, in ? a_row_off + k0 * 2u : kOOB);
+}
+
+MM_DEVICE void store_a_granule(uint8_t* slab_base, uint32_t row, uint32_t g, u32x4 v) {
+  *(u32x4*)(slab_base + a_lds_offset(row, g)) = v;
+}
+
+// Output of one lane for one (subtile, tile): token row j (slot `slot`), columns col0..col0+3.
+MM_DEVICE void store_out4(buffer_rsrc c, uint32_t slot, uint32_t ldc, uint32_t col0, uint32_t ncols, f32x4 v) {
+  const uint32_t off = (slot * ldc + col0) * 2u;
+  if (col0 + 4u <= ncols) {
+    buffer_store_b64(u32x2{pack_bf16x2<Round::RTNE>(v.x, v.y), pack_bf16x2<Round::RTNE>(v.z, v.w)}, c, off);
+  } else {
+    const float e[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      if (col0 + i < ncols) buffer_store_u16(f32_to_bf16<Round::RTNE>(e[i]), c, off + 2u * i);
+  }
+}
+
+// SituGLU: (beta*tanh(g/beta)*sigmoid(g)) * (L*tanh(u/L)), tanh(x) = 2*sigmoid(2x) - 1.
+MM_DEVICE float sigmoid(float x) { return rcp(1.0f + exp2(-x * kLog2e)); }
+MM_DEVICE float situ(float g, float u, float beta, float inv_beta, float lin, float inv_lin) {
+  const float tg = 2.0f * sigmoid(2.0f * g * inv_beta) - 1.0f;
+  const float tu = 2.0f * sigmoid(2.0f * u * inv_lin) - 1.0f;
+  return (beta * tg * sigmoid(g)) * (lin * tu);
+}
+
+}  // namespace mm::moe

@@ -1,0 +1,172 @@
+// MXFP4 MoE gate/up grouped GEMM for gfx942 (also the down projection at K the down kernel does not
+// serve): C[slot, :] = epilogue(A[slot / a_row_div, :] . dequant(W[expert])^T) for every live slot of
+// each block of `sorted_ids`.
+//
+// Workgroup = 8 waves = one block of BM sorted rows x one column block. The waves split the columns:
+// each holds all BM rows and NT column tiles of 16 (EPI_NONE: 128*NT columns per workgroup), or, under
+// EPI_SITU, NT gate tiles and the NT up tiles of the same output columns (128*NT output columns), so
+// the SiLU-GLU epilogue is lane-local. K is walked in slabs of 128: the activation slab is
+// double-buffered in LDS (one barrier per slab), the weights never touch LDS: each lane loads one
+// 16-byte granule and one scale byte per column tile per slab, a slab ahead, and dequantises them in
+// registers. Any K that is a multiple of 32 works: the last, partial slab reads zeros past K (the
+// activation loads are masked, the weight buffer is bounded per expert).
+//
+// Grid: (ceil(N_out / (128*NT)), num_m_blocks). A block past *ntpp or whose expert id is negative
+// (or >= num_experts) returns at once. Dead rows (slot >= num_valid: padding) are never written.
+// Output bf16 RTNE, canonical NaN. mul_routed != 0 multiplies each row by topk_w[slot] (fp32) before
+// rounding, under both epilogues.
+#include "mxfp4_moe_common.hpp"
+
+using namespace mm;
+using namespace mm::moe;
+
+namespace {
+
+enum : int { kEpiNone = 0, kEpiSitu = 1 };
+
+template <int BM, int NT, int EPI>
+MM_DEVICE void gateup(const uint16_t* A, const uint8_t* W, const uint8_t* S, uint16_t* C, const float* topk_w,
+                      const int32_t* sorted_ids, const int32_t* expert_ids, const int32_t* ntpp,
+                      uint32_t num_sorted, uint32_t num_valid, uint32_t a_rows, uint32_t a_row_div, uint32_t K,
+                      uint32_t N, uint32_t num_experts, uint32_t mul_routed, float beta, float lin) {
+  static_assert(BM % 16 == 0 && BM <= 64, "block_m is 16, 32 or 48");
+  constexpr int SUBS = BM / 16;
+  constexpr int TILES = EPI == kEpiSitu ? 2 * NT : NT;
+  constexpr int STAGE = (BM * kGranulesPerRow + kThreads - 1) / kThreads;  // A granules per thread per slab
+  MM_LDS __attribute__((aligned(16))) uint8_t lds[2][BM * kRowBytes];
+
+  const uint32_t m_block = block_id_y();
+  const uint32_t m0 = m_block * BM;
+  if (m0 >= (uint32_t)*ntpp) return;
+  const int32_t expert = expert_ids[m_block];
+  if (expert < 0 || (uint32_t)expert >= num_experts) return;
+
+  const uint32_t tid = thread_id_x(), lane = lane_id(), wave = wave_id();
+  const uint32_t nout = EPI == kEpiSitu ? N / 2u : N;
+  const uint32_t wave_col = block_id_x() * (kWaves * 16 * NT) + wave * (16 * NT);  // first output column
+  const uint32_t kblocks = K / 32u;
+  const uint32_t slabs = (K + kSlabK - 1) / kSlabK;
+  const ExpertWeights ew = expert_weights(W, S, (uint32_t)expert, N, kblocks);
+  const buffer_rsrc abuf = make_buffer(A, a_rows * K * 2u);
+
+  // Weight column of tile t for this lane (SITU: tiles NT.. are the up half of the same outputs).
+  uint32_t wcol[TILES];
+#pragma unroll
+  for (int t = 0; t < TILES; ++t) {
+    const uint32_t c = wave_col + 16u * (t % NT) + (lane & 15u);
+    wcol[t] = (EPI == kEpiSitu && t >= NT) ? nout + c : c;
+  }
+
+  // This thread's staging granules: block row and A row offset.
+  uint32_t st_row[STAGE], st_off[STAGE];
+  bool st_live[STAGE];
+#pragma unroll
+  for (int p = 0; p < STAGE; ++p) {
+    const uint32_t u = tid + p * kThreads;
+    st_row[p] = u >> 4;
+    const RowInfo ri = row_info(sorted_ids, num_sorted, m0 + st_row[p], num_valid);
+    st_live[p] = u < BM * kGranulesPerRow && ri.live;
+    st_off[p] = ri.live ? (ri.slot / a_row_div) * K * 2u : 0u;
+  }
+  const uint32_t g = tid & 15u;
+
+  f32x4 acc[SUBS][TILES];
+#pragma unroll
+  for (int r = 0; r < SUBS; ++r)
+#pragma unroll
+    for (int t = 0; t < TILES; ++t) acc[r][t] = f32x4{0.f, 0.f, 0.f, 0.f};
+
+  // Prologue: slab 0 to LDS buffer 0, slab 0 weights in flight.
+  u32x4 stage[STAGE];
+  WeightSlab wcur[TILES];
+#pragma unroll
+  for (int p = 0; p < STAGE; ++p) stage[p] = load_a_granule(abuf, st_off[p], st_live[p], 0, g, K);
+#pragma unroll
+  for (int t = 0; t < TILES; ++t) wcur[t] = load_weight_slab(ew, wcol[t], 0);
+#pragma unroll
+  for (int p = 0; p < STAGE; ++p)
+    if (tid + p * kThreads < BM * kGranulesPerRow) store_a_granule(lds[0], st_row[p], g, stage[p]);
+  block_sync();
+
+  for (uint32_t s = 0; s < slabs; ++s) {
+    const bool more = s + 1 < slabs;
+    WeightSlab wnext[TILES];
+    if (more) {
+      // Activations first: they are waited for before this slab's end, the weights only next slab.
+#pragma unroll
+      for (int p = 0; p < STAGE; ++p) stage[p] = load_a_granule(abuf, st_off[p], st_live[p], s + 1, g, K);
+#pragma unroll
+      for (int t = 0; t < TILES; ++t) wnext[t] = load_weight_slab(ew, wcol[t], s + 1);
+    }
+    slab_mma<SUBS, TILES>(acc, wcur, lds[s & 1]);
+    if (more) {
+#pragma unroll
+      for (int p = 0; p < STAGE; ++p)
+        if (tid + p * kThreads < BM * kGranulesPerRow) store_a_granule(lds[(s + 1) & 1], st_row[p], g, stage[p]);
+#pragma unroll
+      for (int t = 0; t < TILES; ++t) wcur[t] = wnext[t];
+    }
+    block_sync();
+  }
+
+  // Epilogue: lane (q, j) holds output columns 4q..4q+3 of block row 16r + j.
+  const buffer_rsrc cbuf = make_buffer(C, num_valid * nout * 2u);
+  const float inv_beta = 1.0f / beta, inv_lin = 1.0f / lin;
+#pragma unroll
+  for (int r = 0; r < SUBS; ++r) {
+    const RowInfo ri = row_info(sorted_ids, num_sorted, m0 + 16u * r + (lane & 15u), num_valid);
+    if (!ri.live) continue;
+    const float w = mul_routed ? topk_w[ri.slot] : 1.0f;
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      const uint32_t col0 = wave_col + 16u * t + 4u * (lane >> 4);
+      if (col0 >= nout) continue;
+      f32x4 v;
+      if constexpr (EPI == kEpiSitu) {
+        const f32x4 gt = acc[r][t], up = acc[r][NT + t];
+        v = f32x4{situ(gt.x, up.x, beta, inv_beta, lin, inv_lin), situ(gt.y, up.y, beta, inv_beta, lin, inv_lin),
+                  situ(gt.z, up.z, beta, inv_beta, lin, inv_lin), situ(gt.w, up.w, beta, inv_beta, lin, inv_lin)};
+      } else {
+        v = acc[r][t];
+      }
+      store_out4(cbuf, ri.slot, nout, col0, nout, v * w);
+    }
+  }
+}
+
+}  // namespace
+
+#define MXFP4_GATEUP_ARGS                                                                                    \
+  const uint16_t *A, const uint8_t *W, const uint8_t *S, uint16_t *C, const float *topk_w,                   \
+      const int32_t *sorted_ids, const int32_t *expert_ids, const int32_t *ntpp, uint32_t num_sorted,        \
+      uint32_t num_valid, uint32_t a_rows, uint32_t a_row_div, uint32_t K, uint32_t N, uint32_t num_experts, \
+      uint32_t mul_routed, float beta, float lin
+#define MXFP4_GATEUP_PASS \
+  A, W, S, C, topk_w, sorted_ids, expert_ids, ntpp, num_sorted, num_valid, a_rows, a_row_div, K, N, num_experts, \
+      mul_routed, beta, lin
+
+#define MXFP4_GATEUP(BM, NT, EPI, NAME)                                                      \
+  MM_KERNEL MM_LAUNCH_BOUNDS(kThreads) void mxfp4_moe_gateup_bm##BM##_nt##NT##_##NAME(MXFP4_GATEUP_ARGS) { \
+    gateup<BM, NT, EPI>(MXFP4_GATEUP_PASS);                                                  \
+  }
+
+#ifndef MXFP4_MOE_SINGLE_VARIANT
+MXFP4_GATEUP(16, 1, kEpiNone, none)
+MXFP4_GATEUP(16, 2, kEpiNone, none)
+MXFP4_GATEUP(16, 3, kEpiNone, none)
+MXFP4_GATEUP(32, 1, kEpiNone, none)
+MXFP4_GATEUP(32, 2, kEpiNone, none)
+MXFP4_GATEUP(32, 3, kEpiNone, none)
+MXFP4_GATEUP(48, 1, kEpiNone, none)
+MXFP4_GATEUP(48, 2, kEpiNone, none)
+MXFP4_GATEUP(48, 3, kEpiNone, none)
+MXFP4_GATEUP(16, 1, kEpiSitu, situ)
+MXFP4_GATEUP(16, 2, kEpiSitu, situ)
+MXFP4_GATEUP(32, 1, kEpiSitu, situ)
+MXFP4_GATEUP(32, 2, kEpiSitu, situ)
+MXFP4_GATEUP(48, 1, kEpiSitu, situ)
+MXFP4_GATEUP(48, 2, kEpiSitu, situ)
+#else
+// Development hook: -DMXFP4_MOE_SINGLE_VARIANT -DBMV=.. -DNTV=.. -DEPIV=kEpiNone -DEPIN=none
+MXFP4_GATEUP(BMV, NTV, EPIV, EPIN)
+#endif
