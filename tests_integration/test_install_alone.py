@@ -67,8 +67,8 @@ def test_op_package_installs_alone_with_its_code_objects(pkg, tmp_path):
 def test_emulator_installs_alone(tmp_path):
     subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True)
     py = tmp_path / "venv" / "bin" / "python"
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(REPO / "packages" / "emu")],
-                   check=True)
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                    str(REPO / "packages" / "emu")], check=True)
     r = subprocess.run([str(py), "-c", "import moonmath_emu, sys; print(moonmath_emu.__file__)"],
                        capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import moonmath_emu as emu  # noqa: E402 - the device tests run in the emulator; CI always installs it
 import pytest
 import torch
 from moonmath_common.numerics import e4m3fn_to_f32, e4m3fnuz_to_f32, round_bf16
-
-import moonmath_emu as emu  # noqa: E402 - the device tests run in the emulator; CI always installs it
 
 SRC = Path(__file__).parent / "device" / "primitives.hip"
 ARCHS = ["gfx942", "gfx950"]
@@ -28,7 +27,8 @@ def test_bf16_rounding_modes(mod):
     g = torch.Generator().manual_seed(0)
     special = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1.0 + 2**-8, 1.0 + 3 * 2**-8,
                             -(1.0 + 2**-8), 3.3895313892515355e38, -3.3895313892515355e38, 1e-40, -1e-40])
-    nan_payload = torch.tensor([0x7FC00001, 0xFFFF0000 - 2**32, 0x7F800001], dtype=torch.int64).to(torch.int32).view(torch.float32)
+    payloads = [0x7FC00001, 0xFFFF0000 - 2**32, 0x7F800001]  # quiet, negative, signalling NaNs
+    nan_payload = torch.tensor(payloads, dtype=torch.int64).to(torch.int32).view(torch.float32)
     x = torch.cat([special, nan_payload, torch.randn(1000, generator=g) * 100]).contiguous()
     n = x.numel()
     outs = [torch.zeros(n, dtype=torch.int16) for _ in range(3)]
@@ -58,7 +58,8 @@ def test_decode_every_byte(mod):
     mags = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
     want_e2m1 = torch.tensor([(-1 if n & 8 else 1) * mags[n & 7] for n in range(16)] * 16)
     assert torch.equal(e2m1, want_e2m1)
-    want_e8m0 = torch.tensor([2.0 ** (e - 127) if e < 255 else float("nan") for e in range(256)], dtype=torch.float64).float()
+    e8m0_values = [2.0 ** (e - 127) if e < 255 else float("nan") for e in range(256)]
+    want_e8m0 = torch.tensor(e8m0_values, dtype=torch.float64).float()
     torch.testing.assert_close(e8m0, want_e8m0, equal_nan=True, rtol=0, atol=0)
 
 
@@ -110,9 +111,11 @@ def _bf16(t):
 
 def test_mfma_16x16x16_bf16_layout(mod):
     g = torch.Generator().manual_seed(3)
-    a, b, c = _bf16(torch.randn(16, 16, generator=g)), _bf16(torch.randn(16, 16, generator=g)), torch.randn(16, 16, generator=g)
+    a, b = _bf16(torch.randn(16, 16, generator=g)), _bf16(torch.randn(16, 16, generator=g))
+    c = torch.randn(16, 16, generator=g)
     d = torch.zeros(16, 16)
-    mod.launch("t_mfma16", grid=(1, 1, 1), block=(64, 1, 1), args=[a.view(torch.int16), b.view(torch.int16), c, d])
+    mod.launch("t_mfma16", grid=(1, 1, 1), block=(64, 1, 1),
+               args=[a.view(torch.int16), b.view(torch.int16), c, d])
     want = (a.double() @ b.double() + c.double()).float()
     torch.testing.assert_close(d, want, rtol=1e-5, atol=1e-5)
 
@@ -120,9 +123,11 @@ def test_mfma_16x16x16_bf16_layout(mod):
 def test_mfma_16x16x32_bf16_layout(compile_hip):
     mod = emu.Module(compile_hip(SRC, "gfx950"))
     g = torch.Generator().manual_seed(4)
-    a, b, c = _bf16(torch.randn(16, 32, generator=g)), _bf16(torch.randn(32, 16, generator=g)), torch.randn(16, 16, generator=g)
+    a, b = _bf16(torch.randn(16, 32, generator=g)), _bf16(torch.randn(32, 16, generator=g))
+    c = torch.randn(16, 16, generator=g)
     d = torch.zeros(16, 16)
-    mod.launch("t_mfma16x32", grid=(1, 1, 1), block=(64, 1, 1), args=[a.view(torch.int16), b.view(torch.int16), c, d])
+    mod.launch("t_mfma16x32", grid=(1, 1, 1), block=(64, 1, 1),
+               args=[a.view(torch.int16), b.view(torch.int16), c, d])
     want = (a.double() @ b.double() + c.double()).float()
     torch.testing.assert_close(d, want, rtol=1e-5, atol=1e-5)
 
@@ -138,12 +143,13 @@ def test_online_softmax_and_lse_merge(mod):
     lse_online, lse_merged = torch.zeros(64), torch.zeros(64)
     mod.launch("t_softmax", grid=(1, 1, 1), block=(64, 1, 1),
                args=[s, n_blocks, block_len, lse_online, lses, n_lses, lse_merged])
-    want = torch.logsumexp(s.double().flatten(1) * torch.log(torch.tensor(2.0, dtype=torch.float64)), 1) / torch.log(torch.tensor(2.0, dtype=torch.float64))
+    ln2 = torch.log(torch.tensor(2.0, dtype=torch.float64))
+    want = torch.logsumexp(s.double().flatten(1) * ln2, 1) / ln2
     assert torch.isneginf(lse_online[0])
     torch.testing.assert_close(lse_online[1:].double(), want[1:], rtol=1e-5, atol=1e-5)
     valid = lses.abs() < 3e38
-    ln2 = torch.log(torch.tensor(2.0, dtype=torch.float64))
-    wm = torch.logsumexp(torch.where(valid, lses.double() * ln2, torch.tensor(float("-inf"), dtype=torch.float64)), 1) / ln2
+    neg_inf = torch.tensor(float("-inf"), dtype=torch.float64)
+    wm = torch.logsumexp(torch.where(valid, lses.double() * ln2, neg_inf), 1) / ln2
     assert torch.isneginf(lse_merged[1])
     keep = torch.arange(64) != 1
     torch.testing.assert_close(lse_merged[keep].double(), wm[keep], rtol=1e-5, atol=1e-5)

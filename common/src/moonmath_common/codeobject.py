@@ -116,7 +116,7 @@ class CodeObject:
     kernels: dict[str, KernelMeta]
 
     @classmethod
-    def parse(cls, data: bytes) -> "CodeObject":
+    def parse(cls, data: bytes) -> CodeObject:
         if data[:4] != b"\x7fELF" or data[4] != 2:
             raise CodeObjectError("not a 64-bit ELF code object")
         (e_machine,) = struct.unpack_from("<H", data, 18)

@@ -59,7 +59,7 @@ class KernelSet:
             raise NoKernelError(op, arch, self.archs_built())
         return p
 
-    @functools.lru_cache(maxsize=None)  # noqa: B019 - one KernelSet per package, lives for the process
+    @functools.cache  # noqa: B019 - one KernelSet per package, lives for the process
     def metadata(self, path: Path) -> CodeObject:
         return CodeObject.parse(path.read_bytes())
 

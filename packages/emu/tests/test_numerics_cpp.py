@@ -14,15 +14,39 @@ that this file can compare them against independent references:
 from __future__ import annotations
 
 import math
-import zlib
 import os
 import shutil
 import subprocess
+import sys
+import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mfma_ref import (  # noqa: E402
+    COMMON,
+    F8F6F4,
+    F8F6F4_SEL,
+    FORMATS,
+    GFX950_ONLY,
+    MAX_FINITE,
+    TORCH_DTYPES,
+    check_close,
+    f8f6f4_regs,
+    operand_types,
+    pack_d,
+    pack_operand,
+    random_values,
+    ref_encode,
+    ref_value,
+    reference,
+    scale_images,
+    shape_info,
+    unpack_d,
+)
 
 HERE = Path(__file__).resolve().parent
 CSRC = HERE.parent / "csrc"
@@ -49,42 +73,6 @@ def run(tn: Path, *args: str, stdin: str | None = None) -> str:
 
 def test_selfcheck(tn):
     assert run(tn, "selfcheck").strip() == "ok"
-
-
-# --------------------------------------------------------------------------------------------------
-# Narrow formats: reference from the definitions
-FORMATS = {
-    # name: (ebits, mbits, bias, bits, kind)  kind: fnuz | fn (S.1111.111 NaN) | ieee | plain
-    "e4m3fnuz": (4, 3, 8, 8, "fnuz"),
-    "e5m2fnuz": (5, 2, 16, 8, "fnuz"),
-    "e4m3fn": (4, 3, 7, 8, "fn"),
-    "e5m2": (5, 2, 15, 8, "ieee"),
-    "e2m3": (2, 3, 1, 6, "plain"),
-    "e3m2": (3, 2, 3, 6, "plain"),
-    "e2m1": (2, 1, 1, 4, "plain"),
-}
-MAX_FINITE = {"e4m3fnuz": 240.0, "e5m2fnuz": 57344.0, "e4m3fn": 448.0, "e5m2": 57344.0, "e2m3": 7.5, "e3m2": 28.0, "e2m1": 6.0}
-TORCH_DTYPES = {
-    "e4m3fnuz": torch.float8_e4m3fnuz,
-    "e5m2fnuz": torch.float8_e5m2fnuz,
-    "e4m3fn": torch.float8_e4m3fn,
-    "e5m2": torch.float8_e5m2,
-}
-
-
-def ref_value(name: str, code: int) -> float:
-    e_bits, m_bits, bias, bits, kind = FORMATS[name]
-    sign = code >> (bits - 1)
-    mag = code & ((1 << (bits - 1)) - 1)
-    e, m = mag >> m_bits, mag & ((1 << m_bits) - 1)
-    if kind == "fnuz" and code == 1 << (bits - 1):
-        return math.nan
-    if kind == "fn" and mag == (1 << (bits - 1)) - 1:
-        return math.nan
-    if kind == "ieee" and e == (1 << e_bits) - 1:
-        return math.nan if m else (-math.inf if sign else math.inf)
-    v = (m / 2**m_bits) * 2.0 ** (1 - bias) if e == 0 else (1 + m / 2**m_bits) * 2.0 ** (e - bias)
-    return -v if sign else v
 
 
 def decode_table(tn) -> dict[str, list[float]]:
@@ -123,63 +111,6 @@ def test_decode_matches_definitions_and_torch(tn):
         assert e8[e] == 2.0 ** (e - 127)
     assert math.isnan(e8[255])
 
-
-def ref_encode(name: str, x: float, saturate: bool) -> int:
-    """Nearest representable value by search; ties go to the code with an even mantissa LSB."""
-    e_bits, m_bits, bias, bits, kind = FORMATS[name]
-    sign_bit = 1 << (bits - 1)
-    has_nan = kind != "plain"
-    maxv = MAX_FINITE[name]
-    neg = math.copysign(1.0, x) < 0
-    nan_code = sign_bit if kind == "fnuz" else ((sign_bit if neg else 0) | (sign_bit - 1))
-    if math.isnan(x):
-        if not has_nan:
-            return (sign_bit if neg else 0) | max(c for c in range(sign_bit) if ref_value(name, c) == maxv)
-        return sign_bit if kind == "fnuz" else (0x7F | (0x80 if neg else 0))
-    pos_codes = [c for c in range(sign_bit) if math.isfinite(ref_value(name, c))]
-    vals = sorted((ref_value(name, c), c) for c in pos_codes)
-    ax = abs(x)
-    max_code = max(c for v, c in vals if v == maxv)
-
-    def with_sign(c: int) -> int:
-        if c == 0 and kind == "fnuz":
-            return 0
-        return c | (sign_bit if neg else 0)
-
-    def overflow() -> int:
-        if saturate or not has_nan:
-            return with_sign(max_code)
-        if kind == "ieee":
-            return with_sign(((1 << e_bits) - 1) << m_bits)
-        return nan_code
-
-    if math.isinf(ax):
-        return overflow()
-    # candidates: the value just below and just above ax (above may be "past max": the next binade)
-    below = max((v, c) for v, c in vals if v <= ax)
-    above_list = [(v, c) for v, c in vals if v >= ax]
-    if not above_list:
-        # past max: the next value after max is max + ulp(max) (continuing the top binade's spacing)
-        top_e = math.frexp(maxv)[1] - 1
-        ulp = 2.0 ** (top_e - m_bits)
-        above = (maxv + ulp, None)
-    else:
-        above = min(above_list)
-    if below[0] == ax:
-        return with_sign(below[1])
-    db, da = ax - below[0], above[0] - ax
-    if db < da:
-        pick = below
-    elif da < db:
-        pick = above
-    else:  # tie: even mantissa LSB; "past max" counts as the even side iff max's LSB is odd
-        if above[1] is None:
-            pick = below if (below[1] & 1) == 0 else above
-        else:
-            pick = below if (below[1] & 1) == 0 else above
-    if pick[1] is None:
-        return overflow()
-    return with_sign(pick[1])
 
 
 def sample_inputs(name: str, rng: np.random.Generator) -> np.ndarray:
@@ -302,115 +233,6 @@ def info(tn, mn: str, gfx950: bool):
     return dict(a=a, b=b, cd=cd, M=M, N=N, K=K, blocks=blocks, scaled=bool(scaled))
 
 
-ELEM_BITS = {"f32": 32, "f64": 64, "f16": 16, "bf16": 16, "i8": 8, "fp8": 8, "bf8": 8,
-             "e4m3": 8, "e5m2": 8, "e2m3": 6, "e3m2": 6, "e2m1": 4}
-F8F6F4_SEL = {0: "e4m3", 1: "e5m2", 2: "e2m3", 3: "e3m2", 4: "e2m1"}
-
-
-def operand_types(mn: str) -> tuple[str, str, str]:
-    parts = mn.split("_")
-    if "f8f6f4" in mn:
-        return "f8f6f4", "f8f6f4", "f32"
-    out = {"f32": "f32", "f64": "f64", "i32": "i32"}[parts[2] if parts[1] == "mfma" else parts[2]]
-    if parts[-2] in ("fp8", "bf8"):
-        return parts[-2], parts[-1], out
-    return parts[-1], parts[-1], out
-
-
-def ab_element_of(mn: str, inf: dict, ty: str, lane: int, e: int) -> tuple[int, int, int]:
-    """(block, row-or-col, k) held by element e of `lane` (calculator's register->element direction)."""
-    M, blocks = inf["M"], inf["blocks"]
-    if ty == "f64":
-        if blocks == 1:
-            return 0, lane % 16, lane // 16
-        return (lane // 4) % 4, lane % 4, lane // 16
-    if blocks > 1:
-        return lane // M, lane % M, e
-    G = 64 // M
-    g = lane // M
-    if "f8f6f4" in mn:
-        if ELEM_BITS[ty] == 8:  # two 16-element passes (ROCm blog figure, 32x32x64 fp8)
-            return 0, lane % M, 16 * G * (e // 16) + 16 * g + e % 16
-        return 0, lane % M, 32 * g + e  # fp4 (blog figure) and fp6 (assumed: same as fp4)
-    E = inf["K"] // G
-    return 0, lane % M, E * g + e
-
-
-def d_element_of(inf: dict, out_ty: str, reg: int, lane: int) -> tuple[int, int, int]:
-    M, N, blocks = inf["M"], inf["N"], inf["blocks"]
-    if out_ty == "f64":
-        if blocks == 1:
-            return 0, 4 * (reg // 2) + lane // 16, lane % 16
-        return (lane // 4) % 4, lane // 16, lane % 4
-    if M == 4:
-        return lane // 4, reg, lane % 4
-    per_block = M * N // 64
-    b, r = divmod(reg, per_block)
-    G = 64 // N
-    return b, 4 * G * (r // 4) + 4 * (lane // N) + r % 4, lane % N
-
-
-def encode_values(ty: str, vals: np.ndarray, arch950: bool) -> np.ndarray:
-    """Return integer codes for exactly representable values."""
-    if ty == "f32":
-        return vals.astype(np.float32).view(np.uint32).astype(np.uint64)
-    if ty == "f64":
-        return vals.astype(np.float64).view(np.uint64)
-    if ty == "f16":
-        return vals.astype(np.float16).view(np.uint16).astype(np.uint64)
-    if ty == "bf16":
-        return (vals.astype(np.float32).view(np.uint32) >> 16).astype(np.uint64)
-    if ty == "i8":
-        return (vals.astype(np.int64) & 0xFF).astype(np.uint64)
-    name = {"fp8": "e4m3fn" if arch950 else "e4m3fnuz", "bf8": "e5m2" if arch950 else "e5m2fnuz",
-            "e4m3": "e4m3fn", "e5m2": "e5m2", "e2m3": "e2m3", "e3m2": "e3m2", "e2m1": "e2m1"}[ty]
-    lut = {ref_value(name, c): c for c in range(1 << FORMATS[name][3]) if math.isfinite(ref_value(name, c))}
-    lut[0.0] = 0
-    return np.array([lut[float(v)] for v in vals.ravel()], dtype=np.uint64).reshape(vals.shape)
-
-
-def random_values(ty: str, shape, rng, arch950: bool) -> np.ndarray:
-    if ty == "i8":
-        return rng.integers(-128, 128, shape).astype(np.float64)
-    if ty in ("f32", "f64"):
-        return rng.standard_normal(shape).astype(np.float32 if ty == "f32" else np.float64).astype(np.float64)
-    if ty == "f16":
-        return rng.standard_normal(shape).astype(np.float16).astype(np.float64)
-    if ty == "bf16":
-        return torch.from_numpy(rng.standard_normal(shape)).to(torch.bfloat16).to(torch.float64).numpy()
-    name = {"fp8": "e4m3fn" if arch950 else "e4m3fnuz", "bf8": "e5m2" if arch950 else "e5m2fnuz",
-            "e4m3": "e4m3fn", "e5m2": "e5m2", "e2m3": "e2m3", "e3m2": "e3m2", "e2m1": "e2m1"}[ty]
-    vals = np.array(sorted({ref_value(name, c) for c in range(1 << FORMATS[name][3]) if math.isfinite(ref_value(name, c))}))
-    vals = vals[np.abs(vals) <= 64]  # keep the dot products well inside f32
-    return rng.choice(vals, shape)
-
-
-def pack_operand(mn, inf, ty, mat, regs, arch950):
-    """mat[block][x][k] -> uint32 register image regs x 64."""
-    width = ELEM_BITS[ty]
-    elems = regs * 32 // width if ty != "f64" else 1
-    if "f8f6f4" in mn:
-        elems = 32
-    img = np.zeros((regs, 64), dtype=np.uint64)
-    codes = encode_values(ty, mat, arch950)
-    for lane in range(64):
-        for e in range(elems):
-            b, x, k = ab_element_of(mn, inf, ty, lane, e)
-            if b >= mat.shape[0] or k >= mat.shape[2]:
-                continue
-            c = int(codes[b, x, k])
-            bit = e * width
-            if width == 64:
-                img[0, lane] = c & 0xFFFFFFFF
-                img[1, lane] = c >> 32
-                continue
-            r, o = divmod(bit, 32)
-            img[r, lane] |= (c << o) & 0xFFFFFFFF
-            if o + width > 32:
-                img[r + 1, lane] |= c >> (32 - o)
-    return img.astype(np.uint32)
-
-
 def run_mfma(tn, tmp_path, mn, arch950, a_img, b_img, c_img, sa=None, sb=None, cbsz=0, abid=0, blgp=0, neg=0, opsa=0, opsb=0):
     sa = np.zeros(64, np.uint32) if sa is None else sa.astype(np.uint32)
     sb = np.zeros(64, np.uint32) if sb is None else sb.astype(np.uint32)
@@ -421,81 +243,20 @@ def run_mfma(tn, tmp_path, mn, arch950, a_img, b_img, c_img, sa=None, sb=None, c
     return np.frombuffer(fout.read_bytes(), dtype=np.uint32).reshape(c_img.shape)
 
 
-COMMON = [
-    "v_mfma_f32_32x32x1_2b_f32", "v_mfma_f32_16x16x1_4b_f32", "v_mfma_f32_4x4x1_16b_f32",
-    "v_mfma_f32_32x32x2_f32", "v_mfma_f32_16x16x4_f32",
-    "v_mfma_f32_32x32x4_2b_f16", "v_mfma_f32_16x16x4_4b_f16", "v_mfma_f32_4x4x4_16b_f16",
-    "v_mfma_f32_32x32x8_f16", "v_mfma_f32_16x16x16_f16",
-    "v_mfma_f32_32x32x4_2b_bf16", "v_mfma_f32_16x16x4_4b_bf16", "v_mfma_f32_4x4x4_16b_bf16",
-    "v_mfma_f32_32x32x8_bf16", "v_mfma_f32_16x16x16_bf16",
-    "v_mfma_i32_32x32x4_2b_i8", "v_mfma_i32_16x16x4_4b_i8", "v_mfma_i32_4x4x4_16b_i8",
-    "v_mfma_i32_32x32x16_i8", "v_mfma_i32_16x16x32_i8",
-    "v_mfma_f64_16x16x4_f64", "v_mfma_f64_4x4x4_4b_f64",
-] + [f"v_mfma_f32_{s}_{a}_{b}" for s in ("16x16x32", "32x32x16") for a in ("fp8", "bf8") for b in ("fp8", "bf8")]
-GFX950_ONLY = [
-    "v_mfma_f32_16x16x32_bf16", "v_mfma_f32_32x32x16_bf16", "v_mfma_f32_16x16x32_f16", "v_mfma_f32_32x32x16_f16",
-    "v_mfma_i32_16x16x64_i8", "v_mfma_i32_32x32x32_i8",
-]
+
 CASES = [(mn, False) for mn in COMMON] + [(mn, True) for mn in COMMON + GFX950_ONLY]
 
 
-def reference(ty_out, A, B, C, scale=None):
-    """D[b] = A[b] @ B[b] + C[b] in float64 (i8: exact ints), rounded like the output type."""
-    if ty_out == "i32":
-        D = np.einsum("bik,bkj->bij", A.astype(np.int64), B.astype(np.int64)) + C.astype(np.int64)
-        return ((D + 2**31) % 2**32 - 2**31).astype(np.int64)
-    D = np.einsum("bik,bkj->bij", A, B) + C
-    return D
-
-
-def unpack_d(inf, ty_out, img):
-    M, N, blocks = inf["M"], inf["N"], inf["blocks"]
-    D = np.zeros((blocks, M, N), dtype=np.float64 if ty_out != "i32" else np.int64)
-    seen = np.zeros((blocks, M, N), dtype=int)
-    regs = img.shape[0]
-    step = 2 if ty_out == "f64" else 1
-    for reg in range(0, regs, step):
-        for lane in range(64):
-            b, i, j = d_element_of(inf, ty_out, reg, lane)
-            if ty_out == "f64":
-                D[b, i, j] = np.array([int(img[reg, lane]) | (int(img[reg + 1, lane]) << 32)], dtype=np.uint64).view(np.float64)[0]
-            elif ty_out == "i32":
-                D[b, i, j] = np.array([img[reg, lane]], dtype=np.uint32).view(np.int32)[0]
-            else:
-                D[b, i, j] = np.array([img[reg, lane]], dtype=np.uint32).view(np.float32)[0]
-            seen[b, i, j] += 1
-    assert np.all(seen == 1), "D layout is not a bijection"
-    return D
-
-
-def pack_d(inf, ty_out, D, regs):
-    img = np.zeros((regs, 64), dtype=np.uint64)
-    step = 2 if ty_out == "f64" else 1
-    for reg in range(0, regs, step):
-        for lane in range(64):
-            b, i, j = d_element_of(inf, ty_out, reg, lane)
-            v = D[b, i, j]
-            if ty_out == "f64":
-                u = int(np.array([v], dtype=np.float64).view(np.uint64)[0])
-                img[reg, lane], img[reg + 1, lane] = u & 0xFFFFFFFF, u >> 32
-            elif ty_out == "i32":
-                img[reg, lane] = int(np.array([v], dtype=np.int64).astype(np.int32).view(np.uint32)[0])
-            else:
-                img[reg, lane] = int(np.array([v], dtype=np.float32).view(np.uint32)[0])
-    return img.astype(np.uint32)
-
-
-def check_close(ty_out, got, want):
-    if ty_out == "i32":
-        assert np.array_equal(got, want)
-    elif ty_out == "f64":
-        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
-    else:
-        # our model rounds the exact (double) sum once; numpy's float64 einsum differs only far below
-        # f32 precision, so the f32-rounded values must agree to within one f32 ulp
-        w32 = want.astype(np.float32)
-        ulp = np.spacing(np.abs(w32)).astype(np.float64)
-        assert np.all(np.abs(got - w32.astype(np.float64)) <= ulp), np.max(np.abs(got - w32) / ulp)
+def test_mfma_table_matches_mnemonics(tn):
+    """Register counts and shapes in the C++ table agree with the ones derived from the mnemonic, and
+    each form exists exactly on the archs it should."""
+    for mn in COMMON + GFX950_ONLY + F8F6F4:
+        for arch950 in (False, True):
+            inf = info(tn, mn, arch950)
+            exists = arch950 or (mn in COMMON)
+            assert (inf is not None) == exists, (mn, arch950)
+            if inf is not None:
+                assert inf == shape_info(mn), (mn, inf, shape_info(mn))
 
 
 @pytest.mark.parametrize("mn,arch950", CASES, ids=[f"{'gfx950' if a else 'gfx942'}-{m}" for m, a in CASES])
@@ -573,9 +334,6 @@ def test_mfma_f64_neg(tn, tmp_path):
         check_close("f64", got, np.einsum("bik,bjk->bij", sa * A, sb * B) + sc * C)
 
 
-F8F6F4 = ["v_mfma_f32_16x16x128_f8f6f4", "v_mfma_f32_32x32x64_f8f6f4",
-          "v_mfma_scale_f32_16x16x128_f8f6f4", "v_mfma_scale_f32_32x32x64_f8f6f4"]
-
 
 @pytest.mark.parametrize("mn", F8F6F4)
 @pytest.mark.parametrize("cbsz,blgp", [(0, 0), (1, 1), (0, 1), (2, 2), (3, 3), (4, 4), (0, 4), (4, 2), (1, 3)])
@@ -588,24 +346,13 @@ def test_mfma_f8f6f4(tn, tmp_path, mn, cbsz, blgp):
     A = random_values(ta, (1, M, K), rng, True)
     B = random_values(tb, (1, N, K), rng, True)
     C = rng.standard_normal((1, M, N)).astype(np.float32).astype(np.float64)
-    regs = {8: 8, 6: 6, 4: 4}
-    a_img = pack_operand(mn, inf, ta, A, regs[ELEM_BITS[ta]], True)
-    b_img = pack_operand(mn, inf, tb, B, regs[ELEM_BITS[tb]], True)
+    a_img = pack_operand(mn, inf, ta, A, f8f6f4_regs(cbsz), True)
+    b_img = pack_operand(mn, inf, tb, B, f8f6f4_regs(blgp), True)
     c_img = pack_d(inf, "f32", C, inf["cd"])
     KB = K // 32
     if inf["scaled"]:
-        ea = rng.integers(120, 135, (M, KB))
-        eb = rng.integers(120, 135, (N, KB))
         opsa, opsb = int(rng.integers(0, 4)), int(rng.integers(0, 4))
-        sa = rng.integers(0, 2**32, 64, dtype=np.uint64)
-        sb = rng.integers(0, 2**32, 64, dtype=np.uint64)
-        for kb in range(KB):  # scale of A row i / B column j for k-block kb in lane M*kb + i
-            for i in range(M):
-                lane = M * kb + i
-                sa[lane] = (int(sa[lane]) & ~(0xFF << (8 * opsa))) | (int(ea[i, kb]) << (8 * opsa))
-            for j in range(N):
-                lane = N * kb + j
-                sb[lane] = (int(sb[lane]) & ~(0xFF << (8 * opsb))) | (int(eb[j, kb]) << (8 * opsb))
+        ea, eb, sa, sb = scale_images(rng, M, N, KB, opsa, opsb)
         Asc = A * np.repeat(2.0 ** (ea - 127), 32, axis=1)[None]
         Bsc = B * np.repeat(2.0 ** (eb - 127), 32, axis=1)[None]
         d = run_mfma(tn, tmp_path, mn, True, a_img, b_img, c_img, sa=sa, sb=sb, cbsz=cbsz, blgp=blgp, opsa=opsa, opsb=opsb)

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import math
 
+import moonmath_mla_decode as mld
 import pytest
 import torch
 from moonmath_common import use_backend
-
-import moonmath_mla_decode as mld
 from moonmath_mla_decode.merge import reference
 
 ARCHS = ["gfx942", "gfx950"]

@@ -170,7 +170,8 @@ def _moe_gateup() -> Case:
         ma.mxfp4_moe_gateup(A, B, Bs, C, topk_w.flatten(), sorted_ids, expert_ids, ntpp, nblk, bm, T * top_k, top_k,
                             epilogue=ma.EPI_SITU, mul_routed_weight=True, situ_beta=4.0, situ_linear_beta=25.0)
         return (C,)
-    return Case("mxfp4_moe_gateup (SITU, routed w)", f"T{T} top{top_k} K{K} N{N} E8", ("gfx942",), run, _rel_check(2e-2))
+    return Case("mxfp4_moe_gateup (SITU, routed w)", f"T{T} top{top_k} K{K} N{N} E8", ("gfx942",), run,
+                _rel_check(2e-2))
 
 
 def _moe_down() -> Case:
@@ -233,5 +234,6 @@ def run_demo(archs: list[str] | None = None) -> int:
     widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
     for r in [head, tuple("-" * w for w in widths), *rows]:
         print("  ".join(str(v).ljust(w) for v, w in zip(r, widths)))
-    print(f"\n{len(rows)} rows, {failed} failed" + ("" if backend != "emu" else " (times are emulator wall time, not GPU time)"))
+    note = " (times are emulator wall time, not GPU time)" if backend == "emu" else ""
+    print(f"\n{len(rows)} rows, {failed} failed{note}")
     return 1 if failed else 0
