@@ -144,3 +144,22 @@ def test_zero_rows_is_a_no_op(monkeypatch):
     parts = torch.zeros(2, 0, 4, 512, dtype=torch.bfloat16)
     out, lse_out = run("emu", parts, torch.zeros(2, 0, 4), arch="gfx942", monkeypatch=monkeypatch)
     assert out.numel() == 0 and lse_out.numel() == 0
+
+
+@pytest.mark.parametrize("with_lse", [True, False])
+def test_torch_compile_fullgraph(with_lse):
+    parts, lse = make_inputs(3, 2, 4, seed=9)
+    out = torch.empty(2, 4, 512, dtype=torch.bfloat16)
+    lse_out = torch.empty(2, 4) if with_lse else None
+
+    @torch.compile(fullgraph=True, backend="aot_eager")
+    def f(p, l, o, lo):
+        mld.mla_dcp_lse_merge_ranks(p, l, o, lo)
+        return o
+
+    with use_backend("reference"):
+        f(parts, lse, out, lse_out)
+    ref_out, ref_lse = reference(parts, lse)
+    assert torch.equal(out.view(torch.int16), ref_out.view(torch.int16))
+    if with_lse:
+        assert torch.equal(lse_out, ref_lse)
