@@ -1,0 +1,58 @@
+// moonmath-emu executor interface.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "emu.hpp"
+
+namespace mmemu {
+
+struct Region {
+  uint64_t base = 0, size = 0;
+  std::string name;  // e.g. "arg 0 (a)"
+  bool writable = true;
+};
+
+struct LaunchArg {
+  enum Kind { PTR, INT, FLOAT } kind = INT;
+  uint64_t u = 0;      // pointer value or integer bits
+  double f = 0;
+  bool has_region = false;
+  uint64_t rbase = 0, rsize = 0;  // storage extent for the sanitizer
+};
+
+struct Counters {
+  uint64_t wave_instructions = 0, valu = 0, trans = 0, salu = 0, smem = 0, vmem = 0, ds = 0, waitcnt = 0,
+           barrier = 0, mfma = 0, branch = 0, waves = 0, workgroups = 0;
+  std::map<std::string, uint64_t> mfma_by_opcode;
+};
+
+struct LaunchParams {
+  uint32_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+  uint32_t dynamic_lds = 0;
+  bool check_hazards = true;
+  std::vector<LaunchArg> args;
+};
+
+// A loaded, pre-decoded code object.
+class Module {
+ public:
+  explicit Module(const uint8_t* data, size_t n);
+  ~Module();
+  const CodeObject& co() const { return co_; }
+  Counters launch(const std::string& kernel, const LaunchParams& p);
+  // (kernel, pc (vaddr), text) for every instruction of every kernel
+  std::vector<std::tuple<std::string, uint64_t, std::string>> disassemble() const;
+  std::vector<std::string> opcodes() const;
+  struct Impl;
+
+ private:
+  CodeObject co_;
+  std::unique_ptr<Impl> impl_;
+};
+
+std::vector<std::string> supported_opcodes(bool gfx950);
+
+}  // namespace mmemu

@@ -1,0 +1,136 @@
+"""moonmath-emu: run AMD CDNA3 (gfx942) / CDNA4 (gfx950) code objects on the CPU.
+
+    import moonmath_emu as emu
+    mod = emu.Module(open("k.hsaco", "rb").read())
+    counters = mod.launch("vadd", grid=(4, 1, 1), block=(256, 1, 1), args=[a, b, c, n])
+
+Arguments are torch CPU tensors or numpy arrays (their storage is the kernel's global memory and is
+registered with the memory sanitizer), ``None`` (null pointer), Python ints and floats (packed to the
+parameter's size from the code object metadata). See docs/emulator.md.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from . import _core
+from ._core import EmuError, HazardError, MemoryViolation, UnsupportedInstruction
+
+__all__ = [
+    "Module", "EmuError", "MemoryViolation", "HazardError", "UnsupportedInstruction",
+    "disassemble", "supported_opcodes", "opcodes_in",
+]
+__version__ = "0.1.0"
+
+
+def _dim3(v: Any, what: str) -> list[int]:
+    if isinstance(v, int):
+        v = (v,)
+    v = tuple(int(x) for x in v)
+    if not 1 <= len(v) <= 3:
+        raise ValueError(f"{what} must have 1 to 3 dimensions, got {v!r}")
+    v = v + (1,) * (3 - len(v))
+    if any(x < 1 for x in v):
+        raise ValueError(f"{what} dimensions must be >= 1, got {v!r}")
+    return list(v)
+
+
+def _tensor_extent(t: Any) -> tuple[int, int, int] | None:
+    """(pointer, storage base, storage bytes) for a torch tensor or numpy array, else None."""
+    if hasattr(t, "data_ptr") and hasattr(t, "untyped_storage"):
+        dev = getattr(t, "device", None)
+        if dev is not None and getattr(dev, "type", "cpu") != "cpu":
+            raise ValueError(f"tensor arguments must be on the CPU, got device {dev}")
+        st = t.untyped_storage()
+        return int(t.data_ptr()), int(st.data_ptr()), int(st.nbytes())
+    if hasattr(t, "__array_interface__") and hasattr(t, "ctypes"):
+        import numpy as np
+
+        base = t
+        while isinstance(getattr(base, "base", None), np.ndarray):
+            base = base.base
+        ptr = int(t.__array_interface__["data"][0])
+        bptr = int(base.__array_interface__["data"][0])
+        return ptr, bptr, int(base.nbytes)
+    return None
+
+
+def _pack_args(args: Sequence[Any]) -> list[tuple]:
+    out: list[tuple] = []
+    for i, a in enumerate(args):
+        if a is None:
+            out.append(("int", 0))
+            continue
+        if isinstance(a, bool):
+            out.append(("int", int(a)))
+            continue
+        if isinstance(a, int):
+            out.append(("int", a & 0xFFFFFFFFFFFFFFFF))
+            continue
+        if isinstance(a, float):
+            out.append(("float", a))
+            continue
+        ext = _tensor_extent(a)
+        if ext is not None:
+            out.append(("ptr", ext[0], ext[1], ext[2]))
+            continue
+        # numpy scalars
+        try:
+            import numpy as np
+
+            if isinstance(a, np.integer):
+                out.append(("int", int(a) & 0xFFFFFFFFFFFFFFFF))
+                continue
+            if isinstance(a, np.floating):
+                out.append(("float", float(a)))
+                continue
+        except ImportError:  # pragma: no cover
+            pass
+        raise TypeError(f"argument {i}: expected a CPU tensor, numpy array, None, int or float, got {type(a).__name__}")
+    return out
+
+
+class Module:
+    """A loaded code object (ELF, code object v5) for gfx942 or gfx950."""
+
+    def __init__(self, code_object: bytes | bytearray | memoryview):
+        if isinstance(code_object, (str,)):
+            raise TypeError("Module() takes the code object bytes, not a path (use open(path, 'rb').read())")
+        self._m = _core.Module(bytes(code_object))
+
+    @property
+    def arch(self) -> str:
+        return self._m.arch
+
+    @property
+    def kernels(self) -> list[str]:
+        return list(self._m.kernels)
+
+    def kernel_info(self, name: str) -> dict:
+        return self._m.kernel_info(name)
+
+    def disassemble(self) -> list[tuple[str, int, str]]:
+        return self._m.disassemble()
+
+    def launch(self, name: str, grid: Iterable[int] | int = (1, 1, 1), block: Iterable[int] | int = (64, 1, 1),
+               args: Sequence[Any] = (), dynamic_lds: int = 0, check_hazards: bool = True) -> dict:
+        """Run kernel `name` over `grid` workgroups of `block` work-items; returns the counters dict."""
+        g = _dim3(grid, "grid")
+        b = _dim3(block, "block")
+        if dynamic_lds < 0:
+            raise ValueError("dynamic_lds must be >= 0")
+        return self._m._launch(name, g, b, _pack_args(args), int(dynamic_lds), bool(check_hazards))
+
+
+def disassemble(code_object: bytes) -> list[tuple[str, int, str]]:
+    """[(kernel, pc, text)] for every instruction of every kernel (pc = virtual address in the object)."""
+    return _core.Module(bytes(code_object)).disassemble()
+
+
+def supported_opcodes(arch: str) -> set[str]:
+    """Mnemonics the emulator executes for `arch` ("gfx942" or "gfx950")."""
+    return set(_core.supported_opcodes(arch))
+
+
+def opcodes_in(code_object: bytes) -> set[str]:
+    """Mnemonics present in the kernels of a code object."""
+    return set(_core.Module(bytes(code_object)).opcodes())
