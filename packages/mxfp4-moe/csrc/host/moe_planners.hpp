@@ -4,7 +4,8 @@
 // in integers). The thresholds are the ones tuned on MI300X for the original kernels.
 //
 //   gate/up block_m : 16 if pe <= 12, 32 if pe < 29, else 48
-//   gate/up K       : a positive multiple of 256 (the K loop runs an even number of 128-wide slabs)
+//   gate/up K       : a positive multiple of 32 (one E8M0 scale per 32 k; the gfx942 kernel walks any
+//                     number of 32-k groups, so K % 256 is no longer required)
 //   down block_m    : 0 (down does not serve this K; use gate/up with EPI_NONE) unless K is 384, 512 or
 //                     768; then 16 if pe <= 12, 32 if pe <= 200 or K != 384, else 64
 //   down nt         : 1 if pe <= 4, else 2 (column tiles per lane group; 2 needs an even N)
@@ -43,7 +44,7 @@ inline int gateup_block_m(int64_t num_valid_tokens, int64_t num_active_experts) 
   return 48;
 }
 
-inline bool gateup_supports_k(int64_t K) { return K > 0 && K % 256 == 0; }
+inline bool gateup_supports_k(int64_t K) { return K > 0 && K % 32 == 0; }
 
 inline bool down_supports_k(int64_t K) { return K == 384 || K == 512 || K == 768; }
 

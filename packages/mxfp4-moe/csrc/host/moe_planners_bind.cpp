@@ -13,7 +13,7 @@ void register_moe_planners(py::module_& m) {
   m.def("mxfp4_moe_gateup_block_m", &gateup_block_m, py::arg("num_valid_tokens"), py::arg("num_active_experts"),
         "M tile (16, 32 or 48) of the gate/up GEMM for this many rows over this many active experts.");
   m.def("mxfp4_moe_gateup_supports_k", &gateup_supports_k, py::arg("K"),
-        "Whether the gate/up GEMM serves this K (a positive multiple of 256).");
+        "Whether the gate/up GEMM serves this K (a positive multiple of 32).");
   m.def("mxfp4_moe_down_block_m", &down_block_m, py::arg("num_valid_tokens"), py::arg("num_active_experts"),
         py::arg("K"), "M tile (16, 32 or 64) of the down GEMM, or 0 when it does not serve K (384/512/768 only).");
   m.def("mxfp4_moe_down_nt", &down_nt, py::arg("num_valid_tokens"), py::arg("num_active_experts"),

@@ -78,7 +78,7 @@ def mxfp4_moe_gateup(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torc
 
     Args:
         A: bf16 ``[T, K]`` contiguous activations, one row per token (row of slot s is s // top_k).
-            K a positive multiple of 256.
+            K a positive multiple of 32.
         B: repacked weights uint8 ``[E, K/32, Nb, 16]`` (repack_mxfp4). Under EPI_SITU, Nb = 2N: gate
             columns [0, N), up columns [N, 2N); under EPI_NONE, Nb = N.
         Bs: repacked E8M0 scales uint8 ``[E, K/32, Nb]`` (repack_mxfp4_scales).
@@ -97,8 +97,9 @@ def mxfp4_moe_gateup(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torc
     E, K, ncols = _common(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
                           num_m_blocks, block_m, GATEUP_BLOCK_MS, num_valid_tokens, top_k, mul_routed_weight,
                           "sorted_token_ids")
-    if K % 256 or K == 0:
-        raise ValueError(f"K (A.shape[1]) must be a positive multiple of 256 for mxfp4_moe_gateup; got {K}")
+    if K % 32 or K == 0:
+        raise ValueError(f"K (A.shape[1]) must be a positive multiple of 32 (one E8M0 scale per 32 k) for "
+                         f"mxfp4_moe_gateup; got {K}")
     if epilogue == EPI_SITU:
         if ncols % 2 or C.shape[1] * 2 != ncols:
             raise ValueError(f"with EPI_SITU, B must have 2 * N columns (gate then up) for C's N = {C.shape[1]}; "

@@ -22,7 +22,7 @@ def mxfp4_moe_gateup_block_m(num_valid_tokens: int, num_active_experts: int) -> 
 
 
 def mxfp4_moe_gateup_supports_k(K: int) -> bool:
-    """Whether mxfp4_moe_gateup serves this K (a positive multiple of 256)."""
+    """Whether mxfp4_moe_gateup serves this K (a positive multiple of 32)."""
     checks.integer("K", K)
     return _c().mxfp4_moe_gateup_supports_k(K)
 
