@@ -14,7 +14,7 @@ DOWN_KS = (384, 512, 768)
 
 
 def _common(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks,
-            block_m, block_ms, num_valid_tokens, top_k, mul_routed_weight, sorted_name):
+            block_m, block_ms, num_valid_tokens, top_k, mul_routed_weight, sorted_name, ntpp_name):
     """Checks shared by gate/up and down; returns (E, K, Ncols of B)."""
     checks.tensor("A", A, dtype=torch.bfloat16, ndim=2, contiguous=True)
     if B is not None and isinstance(B, torch.Tensor) and B.dim() == 3:
@@ -27,7 +27,7 @@ def _common(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_
         checks.tensor("topk_weights", topk_weights, dtype=(torch.float32, torch.bfloat16), contiguous=True)
     checks.tensor(sorted_name, sorted_token_ids, dtype=torch.int32, ndim=1, contiguous=True)
     checks.tensor("expert_ids", expert_ids, dtype=torch.int32, ndim=1, contiguous=True)
-    checks.tensor("num_tokens_post_padded", num_tokens_post_padded, dtype=torch.int32, shape=[1])
+    checks.tensor(ntpp_name, num_tokens_post_padded, dtype=torch.int32, shape=[1])
     checks.integer("num_m_blocks", num_m_blocks, lo=0)
     checks.integer("block_m", block_m)
     if block_m not in block_ms:
@@ -36,7 +36,7 @@ def _common(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_
     checks.integer("top_k", top_k, lo=1)
     checks.boolean("mul_routed_weight", mul_routed_weight)
     checks.same_device(A=A, B=B, Bs=Bs, C=C, topk_weights=topk_weights, **{sorted_name: sorted_token_ids},
-                       expert_ids=expert_ids, num_tokens_post_padded=num_tokens_post_padded)
+                       expert_ids=expert_ids, **{ntpp_name: num_tokens_post_padded})
     E, G, ncols, gran = B.shape
     T, K = A.shape
     if gran != 16:
@@ -65,7 +65,7 @@ def _common(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_
     if checks.on_host(sorted_token_ids, expert_ids, num_tokens_post_padded):
         checks.values_in("expert_ids", expert_ids[:num_m_blocks], hi=E)
         checks.values_in(sorted_name, sorted_token_ids[:num_m_blocks * block_m], lo=0)
-        checks.values_in("num_tokens_post_padded", num_tokens_post_padded, lo=0)
+        checks.values_in(ntpp_name, num_tokens_post_padded, lo=0)
     return E, K, ncols
 
 
@@ -96,7 +96,7 @@ def mxfp4_moe_gateup(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torc
     situ_linear_beta = checks.real("situ_linear_beta", situ_linear_beta, positive=True)
     E, K, ncols = _common(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
                           num_m_blocks, block_m, GATEUP_BLOCK_MS, num_valid_tokens, top_k, mul_routed_weight,
-                          "sorted_token_ids")
+                          "sorted_token_ids", "num_tokens_post_padded")
     if K % 32 or K == 0:
         raise ValueError(f"K (A.shape[1]) must be a positive multiple of 32 (one E8M0 scale per 32 k) for "
                          f"mxfp4_moe_gateup; got {K}")
@@ -158,7 +158,7 @@ def mxfp4_moe_down(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.
     checks.integer("nt", nt)
     checks.choice("nt", nt, (1, 2))
     E, K, ncols = _common(A, B, Bs, C, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m,
-                          DOWN_BLOCK_MS, num_valid_tokens, top_k, mul_routed_weight, "sorted_ids")
+                          DOWN_BLOCK_MS, num_valid_tokens, top_k, mul_routed_weight, "sorted_ids", "ntpp")
     if K not in DOWN_KS:
         raise ValueError(f"K (A.shape[1]) must be 384, 512 or 768 for mxfp4_moe_down (mxfp4_moe_down_block_m returns "
                          f"0 otherwise: use mxfp4_moe_gateup with EPI_NONE); got {K}")
