@@ -1,0 +1,123 @@
+"""The seed API as moonmath_amd exposes it: every name, argument order and defaults; arch dispatch and
+the clear errors for features an arch lacks."""
+from __future__ import annotations
+
+import inspect
+import math
+
+import pytest
+import torch
+from moonmath_common import use_backend
+from moonmath_common.numerics import bf16_bits
+
+import moonmath_amd as ma
+
+SEED_API = {
+    "forward": ["q", "k", "v", "out", "round_mode", "layout", "causal", "softmax_scale", "return_lse"],
+    "forward_varlen": ["q", "k", "v", "cu_seqlens_q", "cu_seqlens_k", "max_seqlen_q", "max_seqlen_k"],
+    "forward_paged": ["q", "k_cache", "v_cache", "cu_seqlens_q", "seqlens_k", "kv_indptr", "kv_page_indices",
+                      "block_table", "causal"],
+    "mla_decode_a16w8": ["q_lat", "q_pe", "kv_pool", "o_lat", "seq_lens", "kv_indices", "kv_indptr", "scale",
+                         "kv_scale", "lse", "glen", "cp_rank", "cp_world"],
+    "mla_dcp_lse_merge_ranks": ["parts_in", "lse_in", "out", "lse_out"],
+    "repack_mxfp4": ["B"],
+    "repack_mxfp4_scales": ["Bs"],
+    "mxfp4_moe_gateup_block_m": ["num_valid_tokens", "num_active_experts"],
+    "mxfp4_moe_gateup": ["A", "B", "Bs", "C", "topk_weights", "sorted_token_ids", "expert_ids",
+                         "num_tokens_post_padded", "num_m_blocks", "block_m", "num_valid_tokens", "top_k", "epilogue",
+                         "mul_routed_weight", "situ_beta", "situ_linear_beta"],
+    "mxfp4_moe_down": ["A", "B", "Bs", "C", "topk_weights", "sorted_ids", "expert_ids", "ntpp", "num_m_blocks",
+                       "block_m", "n_steps", "nt", "num_valid_tokens", "top_k", "mul_routed_weight"],
+    "mxfp4_moe_down_block_m": ["num_valid_tokens", "num_active_experts", "K"],
+    "mxfp4_moe_down_nt": ["num_valid_tokens", "num_active_experts"],
+    "mxfp4_moe_down_n_steps": ["m_blocks", "N", "num_cus", "block_m", "nt"],
+    "mxfp4_moe_down_plan": ["num_valid_tokens", "num_active_experts", "N", "K", "m_blocks", "num_cus"],
+    "moe_align_block_size": ["topk_ids", "block_m", "num_experts"],
+}
+DEFAULTS = {
+    ("forward", "round_mode"): None, ("forward", "layout"): "bhsd", ("forward", "causal"): False,
+    ("forward", "return_lse"): False, ("forward", "softmax_scale"): None,
+    ("mla_decode_a16w8", "lse"): None, ("mla_decode_a16w8", "glen"): None, ("mla_decode_a16w8", "cp_rank"): 0,
+    ("mla_decode_a16w8", "cp_world"): 1, ("mla_dcp_lse_merge_ranks", "lse_out"): None,
+    ("mxfp4_moe_gateup", "epilogue"): 0, ("mxfp4_moe_gateup", "mul_routed_weight"): False,
+    ("mxfp4_moe_gateup", "situ_beta"): 1.0, ("mxfp4_moe_gateup", "situ_linear_beta"): 1.0,
+    ("mxfp4_moe_down", "mul_routed_weight"): False, ("mxfp4_moe_down_plan", "num_cus"): 0,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SEED_API))
+def test_names_and_argument_order(name):
+    fn = getattr(ma, name)
+    assert name in ma.__all__
+    params = list(inspect.signature(fn).parameters)
+    assert params[:len(SEED_API[name])] == SEED_API[name]
+    for (op, arg), want in DEFAULTS.items():
+        if op == name:
+            assert inspect.signature(fn).parameters[arg].default == want
+
+
+def test_constants_and_plan():
+    assert (ma.EPI_NONE, ma.EPI_SITU) == (0, 1)
+    assert list(inspect.signature(ma.VarlenPlan.plan).parameters)[1:] == [
+        "cu_seqlens_q", "cu_seqlens_k", "max_seqlen_q", "max_seqlen_k", "total_q", "total_k", "heads", "kv_heads",
+        "causal", "softmax_scale"]
+    assert list(inspect.signature(ma.VarlenPlan.run).parameters)[1:4] == ["q", "k", "v"]
+
+
+@pytest.fixture
+def arch(request, monkeypatch):
+    monkeypatch.setenv("MOONMATH_EMU_ARCH", request.param)
+    with use_backend("reference"):
+        yield request.param
+
+
+def rand(*shape, seed=0):
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed)).to(torch.bfloat16)
+
+
+@pytest.mark.parametrize("arch", ["gfx942"], indirect=True)
+def test_gfx942_dispatch(arch):
+    import moonmath_mha_gfx942 as mha
+
+    q, k, v = rand(1, 2, 5, 128, seed=1), rand(1, 2, 7, 128, seed=2), rand(1, 2, 7, 128, seed=3)
+    out = ma.forward(q, k, v)
+    assert torch.equal(bf16_bits(out), bf16_bits(mha.forward(q, k, v, round_mode="rtna")))  # gfx942 default: RTNA
+    assert torch.equal(bf16_bits(ma.forward(q, k, v, round_mode="rtz")), bf16_bits(mha.forward(q, k, v, round_mode="rtz")))
+    ma.forward(q, k, v, softmax_scale=1 / math.sqrt(128))     # the fixed scale may be spelled out
+    for kwargs, what in ((dict(causal=True), "causal"), (dict(return_lse=True), "return_lse"),
+                         (dict(softmax_scale=0.1), "softmax_scale")):
+        with pytest.raises(ma.ArchFeatureError, match=what):
+            ma.forward(q, k, v, **kwargs)
+    with pytest.raises(ma.ArchFeatureError, match="GQA"):
+        ma.forward(q, k[:, :1], v[:, :1])
+    cu = torch.tensor([0, 5], dtype=torch.int32)
+    with pytest.raises(ma.ArchFeatureError, match="forward_varlen: varlen batching exists on gfx950"):
+        ma.forward_varlen(q[0, 0][:, None], k[0, 0][:, None], v[0, 0][:, None], cu, cu, 5, 5)
+    with pytest.raises(ma.ArchFeatureError, match="forward_paged"):
+        ma.forward_paged(q[0, 0][:, None], k, v, cu, cu[1:], block_table=cu[None])
+    with pytest.raises(ValueError, match="VarlenPlan"):
+        ma.VarlenPlan()
+
+
+@pytest.mark.parametrize("arch", ["gfx950"], indirect=True)
+def test_gfx950_dispatch(arch):
+    import moonmath_attention_gfx950 as att
+
+    q, k, v = rand(1, 7, 4, 192, seed=4), rand(1, 9, 2, 192, seed=5), rand(1, 9, 2, 128, seed=6)
+    out, lse = ma.forward(q, k, v, layout="bshd", causal=True, return_lse=True)
+    o2, l2 = att.forward(q, k, v, layout="bshd", causal=True, return_lse=True)
+    assert torch.equal(bf16_bits(out), bf16_bits(o2)) and torch.equal(lse, l2)
+    with pytest.raises(ValueError, match="round_mode must be 'rtne'"):
+        ma.forward(q, k, v, layout="bshd", round_mode="rtna")
+    cu_q = torch.tensor([0, 3, 7], dtype=torch.int32)
+    cu_k = torch.tensor([0, 4, 9], dtype=torch.int32)
+    a = ma.forward_varlen(q[0], k[0], v[0], cu_q, cu_k, 4, 5, causal=True)
+    plan = ma.VarlenPlan().plan(cu_q, cu_k, 4, 5, 7, 9, heads=4, kv_heads=2, causal=True)
+    assert isinstance(plan, att.VarlenPlan)
+    assert torch.equal(bf16_bits(plan.run(q[0], k[0], v[0])), bf16_bits(a))
+    kc = torch.zeros(2, 16, 2, 192, dtype=torch.bfloat16)
+    vc = torch.zeros(2, 16, 2, 128, dtype=torch.bfloat16)
+    kc[0, :4], kc[1, :5], vc[0, :4], vc[1, :5] = k[0, :4], k[0, 4:], v[0, :4], v[0, 4:]
+    p = ma.forward_paged(q[0], kc, vc, cu_q, torch.tensor([4, 5], dtype=torch.int32),
+                         block_table=torch.tensor([[0], [1]], dtype=torch.int32), causal=True)
+    assert torch.equal(bf16_bits(p), bf16_bits(a))
