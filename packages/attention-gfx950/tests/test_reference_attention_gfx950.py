@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import math
 
+import moonmath_attention_gfx950 as att
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from moonmath_common import use_backend
 from moonmath_common.numerics import bf16_bits
-
-import moonmath_attention_gfx950 as att
 
 
 @pytest.fixture(autouse=True)
@@ -69,7 +68,8 @@ def to_heads_first(t, layout):
 def test_forward_property(B, Hkv, ratio, Sq, Skv, dims, causal, layout, seed):
     Hq = Hkv * ratio
     mk = (lambda H, S, D: (B, H, S, D)) if layout == "bhsd" else (lambda H, S, D: (B, S, H, D))
-    q, k, v = rand(mk(Hq, Sq, dims[0]), seed, 2.0), rand(mk(Hkv, Skv, dims[0]), seed + 1), rand(mk(Hkv, Skv, dims[1]), seed + 2)
+    q = rand(mk(Hq, Sq, dims[0]), seed, 2.0)
+    k, v = rand(mk(Hkv, Skv, dims[0]), seed + 1), rand(mk(Hkv, Skv, dims[1]), seed + 2)
     out, lse = att.forward(q, k, v, layout=layout, causal=causal, return_lse=True)
     assert out.shape == q.shape[:3] + (dims[1],) and out.is_contiguous() and lse.shape == (B, Hq, Sq)
     scale = 1 / math.sqrt(dims[0])

@@ -2,11 +2,10 @@
 with a TypeError/ValueError naming it."""
 from __future__ import annotations
 
+import moonmath_attention_gfx950 as att
 import pytest
 import torch
 from moonmath_common import NoKernelError, use_backend
-
-import moonmath_attention_gfx950 as att
 
 bf = torch.bfloat16
 i32 = torch.int32
@@ -89,7 +88,8 @@ VARLEN = [
                             cu_seqlens_k=torch.tensor([0, 2, 5], dtype=i32, device="meta")), ValueError,
      "q tokens must be at most"),
     ("cu_seqlens_q dtype", dict(cu_seqlens_q=torch.tensor([0, 2, 5])), TypeError, "cu_seqlens_q must have dtype int32"),
-    ("cu_seqlens_q rank", dict(cu_seqlens_q=torch.tensor([[0, 2, 5]], dtype=i32)), ValueError, "cu_seqlens_q must be 1-D"),
+    ("cu_seqlens_q rank", dict(cu_seqlens_q=torch.tensor([[0, 2, 5]], dtype=i32)),
+     ValueError, "cu_seqlens_q must be 1-D"),
     ("cu_seqlens_q empty", dict(cu_seqlens_q=z(0, dtype=i32), cu_seqlens_k=z(0, dtype=i32)), ValueError,
      "cu_seqlens_q must have B \\+ 1 >= 1"),
     ("cu_seqlens_q decreasing", dict(cu_seqlens_q=torch.tensor([0, 3, 2], dtype=i32)), ValueError,
@@ -157,7 +157,8 @@ PAGED = [
     ("v_cache heads", "list", dict(v_cache=z(6, 8, 1, 128)), ValueError, "v_cache must have k_cache's number of heads"),
     ("v_cache dtype", "list", dict(v_cache=z(6, 8, 2, 128, dtype=torch.float32)), TypeError, "v_cache must have dtype"),
     ("strides differ d128", "list", dict(v_cache=z(6, 8, 4, 128)[:, :, :2]), ValueError, "same strides"),
-    ("cu_seqlens_q dtype", "list", dict(cu_seqlens_q=torch.tensor([0, 2, 5])), TypeError, "cu_seqlens_q must have dtype"),
+    ("cu_seqlens_q dtype", "list", dict(cu_seqlens_q=torch.tensor([0, 2, 5])),
+     TypeError, "cu_seqlens_q must have dtype"),
     ("cu_seqlens_q past total", "list", dict(cu_seqlens_q=torch.tensor([0, 2, 7], dtype=i32)), ValueError,
      "cu_seqlens_q\\[-1\\]"),
     ("seqlens_k length", "list", dict(seqlens_k=torch.tensor([9], dtype=i32)), ValueError, "seqlens_k must have 2"),
@@ -211,7 +212,8 @@ def test_paged_valid_inputs_run():
 
 PLAN = [
     ("cu_seqlens_q dtype", dict(cu_seqlens_q=torch.tensor([0, 2])), TypeError, "cu_seqlens_q must have dtype int32"),
-    ("cu_seqlens_k length", dict(cu_seqlens_k=torch.tensor([0, 2, 3], dtype=i32)), ValueError, "cu_seqlens_k must have 2"),
+    ("cu_seqlens_k length", dict(cu_seqlens_k=torch.tensor([0, 2, 3], dtype=i32)),
+     ValueError, "cu_seqlens_k must have 2"),
     ("max_seqlen_q", dict(max_seqlen_q=1), ValueError, "max_seqlen_q must bound"),
     ("max_seqlen_k", dict(max_seqlen_k=-2), ValueError, "max_seqlen_k must be in"),
     ("total_q", dict(total_q=1), ValueError, "cu_seqlens_q\\[-1\\] must be <= total_q"),

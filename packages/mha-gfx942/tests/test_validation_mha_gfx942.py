@@ -1,11 +1,10 @@
 """gfx942 MHA forward: every argument's bad inputs are rejected with a message naming it."""
 from __future__ import annotations
 
+import moonmath_mha_gfx942 as mha
 import pytest
 import torch
 from moonmath_common import NoKernelError, use_backend
-
-import moonmath_mha_gfx942 as mha
 
 
 def qkv(B=1, H=2, Sq=4, Skv=5, D=128, layout="bhsd"):

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import math
 
+import moonmath_mla_decode as mld
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from moonmath_common import use_backend
 from moonmath_common.numerics import bf16_bits
-
-import moonmath_mla_decode as mld
 from moonmath_mla_decode.decode import mla_decode_a16w8
 
 SCALE, KV_SCALE = 0.088, 0.02
@@ -148,13 +147,14 @@ def test_dcp_ranks_merge_to_the_single_rank_result():
     glen = [23, 11]
     full = make(B, q_len, H, glen, seed=5, slots_extra=0)
     o_full, lse_full = run(dict(full))
-    pool, idx, ip = full["kv_pool"], full["kv_indices"], full["kv_indptr"]
+    idx, ip = full["kv_indices"], full["kv_indptr"]
     parts, lses = [], []
     for r in range(W):
         rows = [[int(idx[int(ip[b]) + p]) for p in range(r, glen[b], W)] for b in range(B)]
-        a = dict(full, o_lat=torch.empty_like(full["q_lat"]), seq_lens=torch.tensor([len(x) for x in rows], dtype=torch.int32),
+        n = [len(x) for x in rows]
+        a = dict(full, o_lat=torch.empty_like(full["q_lat"]), seq_lens=torch.tensor(n, dtype=torch.int32),
                  kv_indices=torch.tensor(sum(rows, []), dtype=torch.int32),
-                 kv_indptr=torch.tensor([0] + torch.tensor([len(x) for x in rows]).cumsum(0).tolist(), dtype=torch.int32),
+                 kv_indptr=torch.tensor([0] + torch.tensor(n).cumsum(0).tolist(), dtype=torch.int32),
                  glen=torch.tensor(glen, dtype=torch.int32), cp_rank=r, cp_world=W)
         o, lse = run(a)
         parts.append(o.double())

@@ -4,7 +4,6 @@ from __future__ import annotations
 import pytest
 import torch
 from moonmath_common import use_backend
-
 from moonmath_mla_decode.decode import mla_decode_a16w8
 
 bf, i32 = torch.bfloat16, torch.int32
@@ -25,13 +24,16 @@ CASES = [
     ("q_lat width", dict(q_lat=torch.zeros(4, 4, 256, dtype=bf)), ValueError, "q_lat must be \\[T, H, 512\\]"),
     ("q_lat contiguous", dict(q_lat=torch.zeros(4, 512, 4, dtype=bf).transpose(1, 2)), ValueError,
      "q_lat must be contiguous"),
-    ("H zero", dict(q_lat=torch.zeros(4, 0, 512, dtype=bf)), ValueError, "H \\(q_lat.shape\\[1\\]\\) must be in \\[1, 128\\]"),
+    ("H zero", dict(q_lat=torch.zeros(4, 0, 512, dtype=bf)),
+     ValueError, "H \\(q_lat.shape\\[1\\]\\) must be in \\[1, 128\\]"),
     ("H 129", dict(q_lat=torch.zeros(4, 129, 512, dtype=bf)), ValueError, "H \\(q_lat.shape\\[1\\]\\) must be in"),
     ("T not multiple of B", dict(q_lat=torch.zeros(3, 4, 512, dtype=bf), q_pe=torch.zeros(3, 4, 64, dtype=bf),
-                                 o_lat=torch.zeros(3, 4, 512, dtype=bf)), ValueError, "T \\(q_lat.shape\\[0\\]\\) must be B \\* q_len"),
+                                 o_lat=torch.zeros(3, 4, 512, dtype=bf)),
+                                  ValueError, "T \\(q_lat.shape\\[0\\]\\) must be B \\* q_len"),
     ("q_pe dtype", dict(q_pe=torch.zeros(4, 4, 64)), TypeError, "q_pe must have dtype bfloat16"),
     ("q_pe shape", dict(q_pe=torch.zeros(4, 4, 32, dtype=bf)), ValueError, "q_pe must have shape \\[4, 4, 64\\]"),
-    ("q_pe contiguous", dict(q_pe=torch.zeros(4, 64, 4, dtype=bf).transpose(1, 2)), ValueError, "q_pe must be contiguous"),
+    ("q_pe contiguous", dict(q_pe=torch.zeros(4, 64, 4, dtype=bf).transpose(1, 2)),
+     ValueError, "q_pe must be contiguous"),
     ("kv_pool dtype", dict(kv_pool=torch.zeros(10, 1, 576).to(torch.float8_e4m3fn)), TypeError,
      "kv_pool must have dtype float8_e4m3fnuz"),
     ("kv_pool rank", dict(kv_pool=torch.zeros(10, 576).to(torch.float8_e4m3fnuz)), ValueError, "kv_pool must be 3-D"),
@@ -44,7 +46,8 @@ CASES = [
     ("o_lat contiguous", dict(o_lat=torch.zeros(4, 512, 4, dtype=bf).transpose(1, 2)), ValueError,
      "o_lat must be contiguous"),
     ("seq_lens dtype", dict(seq_lens=torch.tensor([5, 3])), TypeError, "seq_lens must have dtype int32"),
-    ("seq_lens shape", dict(seq_lens=torch.tensor([5, 3, 1], dtype=i32)), ValueError, "seq_lens must have shape \\[2\\]"),
+    ("seq_lens shape", dict(seq_lens=torch.tensor([5, 3, 1], dtype=i32)),
+     ValueError, "seq_lens must have shape \\[2\\]"),
     ("seq_lens negative", dict(seq_lens=torch.tensor([-1, 3], dtype=i32)), ValueError, "seq_lens values must be >= 0"),
     ("seq_lens past span", dict(seq_lens=torch.tensor([6, 3], dtype=i32)), ValueError, "seq_lens\\[0\\] = 6 exceeds"),
     ("kv_indices dtype", dict(kv_indices=torch.arange(8)), TypeError, "kv_indices must have dtype int32"),
@@ -57,8 +60,10 @@ CASES = [
     ("kv_indptr short", dict(kv_indptr=torch.tensor([0], dtype=i32)), ValueError, "kv_indptr must have B \\+ 1 >= 2"),
     ("kv_indptr decreasing", dict(kv_indptr=torch.tensor([0, 5, 4], dtype=i32)), ValueError,
      "kv_indptr must be non-decreasing"),
-    ("kv_indptr past indices", dict(kv_indptr=torch.tensor([0, 5, 9], dtype=i32)), ValueError, "kv_indptr\\[-1\\] must be <="),
-    ("kv_indptr negative", dict(kv_indptr=torch.tensor([-1, 5, 8], dtype=i32)), ValueError, "kv_indptr values must be >= 0"),
+    ("kv_indptr past indices", dict(kv_indptr=torch.tensor([0, 5, 9], dtype=i32)),
+     ValueError, "kv_indptr\\[-1\\] must be <="),
+    ("kv_indptr negative", dict(kv_indptr=torch.tensor([-1, 5, 8], dtype=i32)),
+     ValueError, "kv_indptr values must be >= 0"),
     ("scale type", dict(scale="0.1"), TypeError, "scale must be a float"),
     ("scale nan", dict(scale=float("nan")), ValueError, "scale must be finite"),
     ("kv_scale inf", dict(kv_scale=float("inf")), ValueError, "kv_scale must be finite"),

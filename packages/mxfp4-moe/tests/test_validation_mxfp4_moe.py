@@ -2,11 +2,10 @@
 input with a TypeError/ValueError naming it."""
 from __future__ import annotations
 
+import moonmath_mxfp4_moe as moe
 import pytest
 import torch
 from moonmath_common import use_backend
-
-import moonmath_mxfp4_moe as moe
 
 u8, bf, i32 = torch.uint8, torch.bfloat16, torch.int32
 T, K, N, E, TOPK = 3, 256, 32, 4, 2
@@ -27,12 +26,14 @@ COMMON = [
     ("A dtype", dict(A=torch.zeros(T, K)), TypeError, "A must have dtype bfloat16"),
     ("A rank", dict(A=torch.zeros(T, K, 1, dtype=bf)), ValueError, "A must be 2-D"),
     ("A contiguous", dict(A=torch.zeros(K, T, dtype=bf).t()), ValueError, "A must be contiguous"),
-    ("A rows", dict(A=torch.zeros(2, K, dtype=bf)), ValueError, "A must have at least ceil\\(num_valid_tokens / top_k\\)"),
+    ("A rows", dict(A=torch.zeros(2, K, dtype=bf)),
+     ValueError, "A must have at least ceil\\(num_valid_tokens / top_k\\)"),
     ("A K vs B", dict(A=torch.zeros(T, 2 * K, dtype=bf)), ValueError, "B must have K/32 = 16 scale groups"),
     ("B dtype", dict(B=torch.zeros(E, K // 32, N, 16, dtype=torch.int8)), TypeError, "B must have dtype uint8"),
     ("B stock layout", dict(B=torch.zeros(E, N, K // 2, dtype=u8)), ValueError, "repack_mxfp4"),
     ("B granule", dict(B=torch.zeros(E, K // 32, N, 8, dtype=u8)), ValueError, "B must be \\[E, K/32, N, 16\\]"),
-    ("B contiguous", dict(B=torch.zeros(E, N, K // 32, 16, dtype=u8).transpose(1, 2)), ValueError, "B must be contiguous"),
+    ("B contiguous", dict(B=torch.zeros(E, N, K // 32, 16, dtype=u8).transpose(1, 2)),
+     ValueError, "B must be contiguous"),
     ("Bs dtype", dict(Bs=torch.zeros(E, K // 32, N)), TypeError, "Bs must have dtype uint8"),
     ("Bs shape", dict(Bs=torch.zeros(E, K // 32, N + 1, dtype=u8)), ValueError, "Bs must have shape"),
     ("Bs rank", dict(Bs=torch.zeros(E, K // 32, N, 1, dtype=u8)), ValueError, "Bs must be 3-D"),
@@ -48,7 +49,8 @@ COMMON = [
      "topk_weights is required when mul_routed_weight"),
     ("topk_weights contiguous", dict(topk_weights=torch.ones(TOPK, T).t()), ValueError,
      "topk_weights must be contiguous"),
-    ("expert_ids dtype", dict(expert_ids=torch.zeros(8, dtype=torch.int64)), TypeError, "expert_ids must have dtype int32"),
+    ("expert_ids dtype", dict(expert_ids=torch.zeros(8, dtype=torch.int64)),
+     TypeError, "expert_ids must have dtype int32"),
     ("expert_ids short", dict(expert_ids=torch.zeros(1, dtype=i32)), ValueError, "expert_ids must have at least"),
     ("expert_ids range", dict(expert_ids=torch.full((10,), E, dtype=i32)), ValueError, "expert_ids values must be < 4"),
     ("num_tokens_post_padded dtype", dict(num_tokens_post_padded=torch.zeros(1, dtype=torch.int64)), TypeError,

@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 
 import torch
-from moonmath_common import NoKernelError, get_backend, target_arch
-from moonmath_common import checks
+from moonmath_common import NoKernelError, checks, get_backend, target_arch
 
 from . import reference
 
@@ -279,7 +278,7 @@ class VarlenPlan:
 
     def plan(self, cu_seqlens_q: torch.Tensor, cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int,
              total_q: int, total_k: int, *, heads: int, kv_heads: int, causal: bool = False,
-             softmax_scale: float | None = None) -> "VarlenPlan":
+             softmax_scale: float | None = None) -> VarlenPlan:
         checks.integer("total_q", total_q, lo=0)
         checks.integer("total_k", total_k, lo=0)
         checks.integer("heads", heads, lo=1)

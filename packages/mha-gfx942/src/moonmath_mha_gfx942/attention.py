@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 import torch
-from moonmath_common import NoKernelError, get_backend, target_arch
-from moonmath_common import checks
+from moonmath_common import NoKernelError, checks, get_backend, target_arch
 
 from . import reference
 

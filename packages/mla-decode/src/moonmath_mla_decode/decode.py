@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 import torch
-from moonmath_common import NoKernelError, get_backend, target_arch
-from moonmath_common import checks
+from moonmath_common import NoKernelError, checks, get_backend, target_arch
 
 from . import reference
 
@@ -103,7 +102,8 @@ def _check_values(seq_lens, kv_indices, kv_indptr, glen, q_len, cp_rank, cp_worl
     checks.values_in("kv_indptr", kv_indptr[:1], lo=0)
     checks.nondecreasing("kv_indptr", kv_indptr)
     if int(kv_indptr[-1]) > kv_indices.numel():
-        raise ValueError(f"kv_indptr[-1] must be <= kv_indices.numel() ({kv_indices.numel()}); got {int(kv_indptr[-1])}")
+        raise ValueError(f"kv_indptr[-1] must be <= kv_indices.numel() ({kv_indices.numel()}); got "
+                         f"{int(kv_indptr[-1])}")
     checks.values_in("seq_lens", seq_lens, lo=0)
     span = (kv_indptr[1:] - kv_indptr[:-1]).to(torch.int64)
     lens = seq_lens.to(torch.int64)

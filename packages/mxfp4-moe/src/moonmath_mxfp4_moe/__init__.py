@@ -2,8 +2,14 @@
 scales), the weight repack, the tile planners and moe_align_block_size."""
 from .align import moe_align_block_size
 from .ops import EPI_NONE, EPI_SITU, mxfp4_moe_down, mxfp4_moe_gateup
-from .planners import (mxfp4_moe_down_block_m, mxfp4_moe_down_n_steps, mxfp4_moe_down_nt, mxfp4_moe_down_plan,
-                       mxfp4_moe_gateup_block_m, mxfp4_moe_gateup_supports_k)
+from .planners import (
+                       mxfp4_moe_down_block_m,
+                       mxfp4_moe_down_n_steps,
+                       mxfp4_moe_down_nt,
+                       mxfp4_moe_down_plan,
+                       mxfp4_moe_gateup_block_m,
+                       mxfp4_moe_gateup_supports_k,
+)
 from .repack import repack_mxfp4, repack_mxfp4_scales, unrepack_mxfp4, unrepack_mxfp4_scales
 
 __version__ = "0.1.0"
