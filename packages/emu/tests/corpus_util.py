@@ -2,7 +2,8 @@
 
 Each source is compiled for gfx942 and gfx950 with the product toolchain
 (common/cmake/moonmath_hipcc.py) into a per-session temporary directory, once per (source, arch).
-The `corpus` fixture (conftest.py) hands out one Corpus per session.
+Test modules declare a `corpus` fixture that returns session_corpus(tmp_path_factory): one Corpus,
+hence one compile per (source, arch), per session.
 """
 from __future__ import annotations
 
@@ -46,3 +47,13 @@ class Corpus:
         import moonmath_emu as emu
 
         return emu.Module(self.code_object(name, arch))
+
+
+_SESSION: Corpus | None = None
+
+
+def session_corpus(tmp_path_factory) -> Corpus:
+    global _SESSION
+    if _SESSION is None:
+        _SESSION = Corpus(tmp_path_factory.mktemp("emu_corpus"))
+    return _SESSION

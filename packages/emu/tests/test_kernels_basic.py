@@ -12,7 +12,13 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import moonmath_emu as emu  # noqa: E402
 
-from corpus_util import ARCHS  # noqa: E402
+from corpus_util import ARCHS, session_corpus  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory):
+    return session_corpus(tmp_path_factory)
+
 
 pytestmark = pytest.mark.parametrize("arch", ARCHS)
 
@@ -84,11 +90,12 @@ def test_reduce_dpp(corpus, arch):
     # step 1: quad_perm [2,3,0,1] -> + [lane^2]
     s1 = s0 + s0[:, lane ^ 2]
     assert np.array_equal(st[:, :, 1], s1)
-    # step 2: row_ror:4 -> lane reads (lane%16 + 4)%16 within its row of 16
-    src = (lane & ~15) | ((lane + 4) & 15)
+    # step 2: row_ror:4 (rotate right within a row of 16: data moves to higher lanes, so lane l
+    # reads lane (l - 4) mod 16 of its row, as row_shr:n reads l - n)
+    src = (lane & ~15) | ((lane - 4) & 15)
     s2 = s1 + s1[:, src]
     assert np.array_equal(st[:, :, 2], s2)
-    src = (lane & ~15) | ((lane + 8) & 15)
+    src = (lane & ~15) | ((lane - 8) & 15)
     assert np.array_equal(st[:, :, 3], s2 + s2[:, src])
 
 

@@ -13,7 +13,13 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpus_util import ARCHS  # noqa: E402
+from corpus_util import ARCHS, session_corpus  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory):
+    return session_corpus(tmp_path_factory)
+
 
 pytestmark = pytest.mark.parametrize("arch", ARCHS)
 

@@ -9,7 +9,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import moonmath_emu as emu  # noqa: E402
 
-from corpus_util import ARCHS, sources  # noqa: E402
+from corpus_util import ARCHS, session_corpus, sources  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory):
+    return session_corpus(tmp_path_factory)
 
 
 @pytest.mark.parametrize("arch", ARCHS)

@@ -14,8 +14,14 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpus_util import ARCHS  # noqa: E402
+from corpus_util import ARCHS, session_corpus  # noqa: E402
 from mfma_ref import MAX_FINITE, TORCH_DTYPES, ref_encode, ref_value  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory):
+    return session_corpus(tmp_path_factory)
+
 
 FMT = {
     ("gfx942", "fp8"): "e4m3fnuz", ("gfx942", "bf8"): "e5m2fnuz",

@@ -10,7 +10,13 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpus_util import ARCHS  # noqa: E402
+from corpus_util import ARCHS, session_corpus  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory):
+    return session_corpus(tmp_path_factory)
+
 
 MFMA = {"gfx942": ("v_mfma_f32_16x16x16_bf16", 16), "gfx950": ("v_mfma_f32_16x16x32_bf16", 32)}
 

@@ -12,7 +12,13 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import moonmath_emu as emu  # noqa: E402
 
-from corpus_util import ARCHS  # noqa: E402
+from corpus_util import ARCHS, session_corpus  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory):
+    return session_corpus(tmp_path_factory)
+
 
 pytestmark = pytest.mark.parametrize("arch", ARCHS)
 

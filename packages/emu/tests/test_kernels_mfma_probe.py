@@ -13,7 +13,7 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpus_util import ARCHS  # noqa: E402
+from corpus_util import ARCHS, session_corpus  # noqa: E402
 from mfma_ref import (  # noqa: E402
     COMMON,
     F8F6F4_SEL,
@@ -29,6 +29,11 @@ from mfma_ref import (  # noqa: E402
     shape_info,
     unpack_d,
 )
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory):
+    return session_corpus(tmp_path_factory)
 
 
 def probe_name(mn: str) -> str:

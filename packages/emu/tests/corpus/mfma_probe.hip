@@ -42,11 +42,11 @@ DEVICE void store_regs(u32* p, u32 lane, T v) {
   }
 
 // f32
-PROBE(f32_32x32x1_2b, float, float, f32x32, __builtin_amdgcn_mfma_f32_32x32x1f32(av, bv, cv, 0, 0, 0))
-PROBE(f32_16x16x1_4b, float, float, f32x16, __builtin_amdgcn_mfma_f32_16x16x1f32(av, bv, cv, 0, 0, 0))
-PROBE(f32_4x4x1_16b, float, float, f32x4, __builtin_amdgcn_mfma_f32_4x4x1f32(av, bv, cv, 0, 0, 0))
-PROBE(f32_32x32x2, float, float, f32x16, __builtin_amdgcn_mfma_f32_32x32x2f32(av, bv, cv, 0, 0, 0))
-PROBE(f32_16x16x4, float, float, f32x4, __builtin_amdgcn_mfma_f32_16x16x4f32(av, bv, cv, 0, 0, 0))
+PROBE(f32_32x32x1_2b_f32, float, float, f32x32, __builtin_amdgcn_mfma_f32_32x32x1f32(av, bv, cv, 0, 0, 0))
+PROBE(f32_16x16x1_4b_f32, float, float, f32x16, __builtin_amdgcn_mfma_f32_16x16x1f32(av, bv, cv, 0, 0, 0))
+PROBE(f32_4x4x1_16b_f32, float, float, f32x4, __builtin_amdgcn_mfma_f32_4x4x1f32(av, bv, cv, 0, 0, 0))
+PROBE(f32_32x32x2_f32, float, float, f32x16, __builtin_amdgcn_mfma_f32_32x32x2f32(av, bv, cv, 0, 0, 0))
+PROBE(f32_16x16x4_f32, float, float, f32x4, __builtin_amdgcn_mfma_f32_16x16x4f32(av, bv, cv, 0, 0, 0))
 // f16
 PROBE(f32_32x32x4_2b_f16, f16x4, f16x4, f32x32, __builtin_amdgcn_mfma_f32_32x32x4f16(av, bv, cv, 0, 0, 0))
 PROBE(f32_16x16x4_4b_f16, f16x4, f16x4, f32x16, __builtin_amdgcn_mfma_f32_16x16x4f16(av, bv, cv, 0, 0, 0))
