@@ -1,0 +1,31 @@
+// Hardware number conversions (gfx942/gfx950): fp8 -> f32 with v_cvt_pk_f32_fp8 and f32 -> bf16
+// packing with v_perm_b32. numerics.hpp has portable reference decoders; these are the fast paths
+// for inner loops.
+#pragma once
+#include "moonmath/prelude.hpp"
+
+namespace mm {
+
+#if defined(__gfx942__) || defined(__gfx950__)
+// Two fp8 bytes of `w` -> two f32 (exact). HighWord = false: bytes 0,1; true: bytes 2,3.
+// The format is the arch's native fp8: e4m3fnuz on gfx942, OCP e4m3fn on gfx950.
+template <bool HighWord>
+MM_DEVICE f32x2 cvt_pk_f32_fp8(uint32_t w) {
+  return __builtin_amdgcn_cvt_pk_f32_fp8((int)w, HighWord);
+}
+#endif
+
+// One dword of two bf16 from the high halves of two f32 (lo -> bits 0..15): truncation (RTZ), exact
+// for values that are already bf16 (e.g. widened fp8). One v_perm_b32.
+MM_DEVICE uint32_t pack_bf16x2_hi(float lo, float hi) {
+  return __builtin_amdgcn_perm(__builtin_bit_cast(uint32_t, hi), __builtin_bit_cast(uint32_t, lo), 0x07060302u);
+}
+
+// Two f32 -> two bf16, round to nearest with ties away from zero (u + 0x8000, then the high halves).
+// For finite values and NaN (a NaN stays NaN); no canonicalisation (use numerics.hpp for that).
+MM_DEVICE uint32_t pack_bf16x2_rna(float lo, float hi) {
+  return __builtin_amdgcn_perm(__builtin_bit_cast(uint32_t, hi) + 0x8000u, __builtin_bit_cast(uint32_t, lo) + 0x8000u,
+                               0x07060302u);
+}
+
+}  // namespace mm

@@ -1,0 +1,321 @@
+// MLA absorbed decode, gfx942: bf16 Q against fp8 e4m3fnuz fused KV rows (576 = 512 latent + 64 rope).
+//
+// Work unit: one wave owns one 16-row tile of one request over one KV part.
+//   rows   r = t*H + h (position t, head h) of request b, packed 16 to a tile, so any H and q_len
+//          fill tiles; global row R = b*q_len*H + r indexes q_lat/q_pe/o_lat/lse directly.
+//   parts  request b's window [0, E_b) (E_b = window end of its last position) is cut into nparts
+//          runs of whole 16-token tiles; part p takes tiles [p*tpp, (p+1)*tpp).
+// Waves are independent (no LDS, no barriers): each keeps its Q tile and its full 16x512 fp32
+// output accumulator in registers and streams its part's KV tiles straight from the pool.
+// Wave order inside the grid: rt fastest, then part, then request, so the row tiles that share a
+// KV part sit in one workgroup and share its fetches through L1/L2.
+//
+// Per 16-token KV tile, per wave: 36 MFMA for S = K Q^T (K = all 576 columns) and 32 MFMA for
+// O += P V (V = the first 512 columns), all v_mfma_f32_16x16x16_bf16, fp8 widened exactly to bf16.
+//
+// Operand layouts (16x16x16: A[i][k] in lane 16*(k/4)+i element k%4, B[k][j] in lane 16*(k/4)+j,
+// D[i][j] in reg i%4 of lane 16*(i/4)+j). Lane = 16*g + i. The contraction index of an MFMA may be
+// any permutation of the reduced dimension as long as both operands use the same one:
+//   QK  A = K (i = token), B = Q (j = row), k-step kk in 0..35, slot 4g+e <-> column 144g + 4kk + e:
+//       lane (i, g) needs bytes [144g, 144g+144) of token i's row: nine 16-byte loads. Q likewise.
+//       D = S^T: lane (j, g) holds scores of row j for tokens 4g..4g+3: already the B layout of P.
+//   PV  A = V^T (i = output column, k = token), B = P. Output column of block c (0..31) at A-row i:
+//       col(c, i) = 256*(c/16) + 16*i + c%16, so lane (i, g) needs tokens 4g..4g+3, bytes
+//       [256h + 16i, +16) for h = 0, 1: eight 16-byte loads. D: lane (j, g), block c, reg r holds
+//       O[row j][256*(c/16) + 64g + 16r + c%16]: 16 consecutive columns per (c/16, r).
+//
+// Softmax in the exp2 domain: x = s * scale * kv_scale * log2(e). Lazy max per row: the running
+// max m moves only when a tile's max exceeds it by more than kLazyMax (p <= 2^kLazyMax, exact in
+// the end because l uses the same m); the O rescale runs only when some row of the wave moved.
+// A row's arithmetic depends on its own scores only, so KV outside its window cannot change it.
+//
+// Output: with one part the wave writes o (bf16 RTNE, o = kv_scale * O / l) and lse = m + log2(l);
+// otherwise it writes the fp32 partial (O, m, l) to the workspace and mla_decode_a16w8_merge
+// combines the parts in a fixed order (deterministic, no atomics).
+//
+// Memory safety: every pool access goes through a buffer resource sized to the pool, so a bad slot
+// index reads zeros (or another pool row), never outside it; kv_indices likewise.
+#include "moonmath/all.hpp"
+#include "moonmath/convert.hpp"
+
+namespace {
+
+constexpr uint32_t kLat = 512;
+constexpr uint32_t kRow = 576;           // fused row bytes (fp8)
+constexpr uint32_t kWavesPerBlock = 4;
+constexpr float kLazyMax = 8.0f;         // log2 units: p <= 256
+constexpr uint32_t kFlagLse = 1u;        // write lse (direct mode)
+constexpr uint32_t kFlagPartial = 2u;    // write partials to the workspace instead of o/lse
+
+struct KvRaw {
+  mm::u32x4 k[9];     // token i, bytes [144g + 16m, +16)
+  mm::u32x4 v[4][2];  // token 4g+e, bytes [256h + 16i, +16)
+};
+
+// Window end (local rows) of position t: end-aligned causal, decode context parallel.
+MM_DEVICE int32_t window_end(int32_t glen, int32_t slen, int32_t q_len, int32_t t, int32_t cp_rank,
+                             int32_t cp_world) {
+  const int32_t g = glen - (q_len - 1 - t);
+  int32_t e = g <= cp_rank ? 0 : (g - cp_rank + cp_world - 1) / cp_world;
+  return e < slen ? e : slen;
+}
+
+// kv_indices entry of request-local token `tok` (loaded ahead; validity is applied at use).
+MM_DEVICE uint32_t load_slot(mm::buffer_rsrc idx, uint32_t base, uint32_t tok) {
+  return mm::buffer_load_b32(idx, (base + tok) * 4u);
+}
+
+// Issue the loads of one KV tile. Lane (i, g): K = token i's bytes [144g, +144); V = tokens 4g+e's
+// bytes [256h + 16i, +16). Token i's slot is `slot_raw` if tok_i < k_end, else slot 0 (its scores are
+// masked and its V zeroed, so any finite or non-finite content is harmless).
+MM_DEVICE void load_kv(KvRaw& raw, mm::buffer_rsrc pool, uint32_t slot_raw, uint32_t tok_i, uint32_t k_end,
+                       uint32_t g, uint32_t i) {
+  const uint32_t slot_i = tok_i < k_end ? slot_raw : 0u;
+  const uint32_t koff = slot_i * kRow + 144u * g;
+#pragma unroll
+  for (int m = 0; m < 9; ++m) raw.k[m] = mm::buffer_load_b128(pool, koff + 16u * m);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const uint32_t s = mm::bpermute(slot_i, 4u * g + e);  // slot of token 4g+e (held by lane 4g+e)
+    const uint32_t voff = s * kRow + 16u * i;
+    raw.v[e][0] = mm::buffer_load_b128(pool, voff);
+    raw.v[e][1] = mm::buffer_load_b128(pool, voff + 256u);
+  }
+}
+
+}  // namespace
+
+MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void mla_decode_a16w8_fwd(
+    const uint16_t* __restrict__ q_lat,     // [T, H, 512] bf16
+    const uint16_t* __restrict__ q_pe,      // [T, H, 64] bf16
+    const uint8_t* __restrict__ pool,       // [slots, 576] fp8 e4m3fnuz
+    uint16_t* __restrict__ o_lat,           // [T, H, 512] bf16 (direct mode)
+    const int32_t* __restrict__ seq_lens,   // [B]
+    const int32_t* __restrict__ kv_indices, // [n_idx]
+    const int32_t* __restrict__ kv_indptr,  // [B + 1]
+    const int32_t* __restrict__ glen,       // [B] global lengths (seq_lens when cp_world == 1)
+    float* __restrict__ lse,                // [T, H] fp32 base 2 (direct mode, kFlagLse)
+    float* __restrict__ ws_o,               // [T*H, nparts, 512] fp32 (partial mode)
+    float* __restrict__ ws_ml,              // [T*H, nparts, 2] fp32 (m, l) (partial mode)
+    uint32_t B, uint32_t H, uint32_t q_len, uint32_t nparts, uint32_t pool_bytes, uint32_t n_idx,
+    uint32_t cp_rank, uint32_t cp_world, uint32_t flags, uint32_t c_qk_bits, uint32_t o_scale_bits) {
+  const uint32_t rows = q_len * H;
+  const uint32_t n_rt = (rows + 15u) / 16u;
+  const uint32_t gw = mm::block_id_x() * kWavesPerBlock + mm::wave_id();
+  if (gw >= B * nparts * n_rt) return;
+  const uint32_t rt = gw % n_rt;
+  const uint32_t p = (gw / n_rt) % nparts;
+  const uint32_t b = gw / (n_rt * nparts);
+
+  const uint32_t lane = mm::lane_id();
+  const uint32_t i = lane & 15u, g = lane >> 4;
+  const float c_qk = mm::bit_cast<float>(c_qk_bits);
+  const float o_scale = mm::bit_cast<float>(o_scale_bits);
+
+  // ---- this wave's rows and KV range -------------------------------------------------------------
+  const int32_t slen = seq_lens[b];
+  const int32_t gl = glen[b];
+  const uint32_t base = (uint32_t)kv_indptr[b];
+  const uint32_t r = rt * 16u + i;  // lane's row (as j of S/O) within the request
+  const bool live = r < rows;
+  const int32_t e_row = live ? window_end(gl, slen, (int32_t)q_len, (int32_t)(r / H), (int32_t)cp_rank,
+                                          (int32_t)cp_world)
+                             : 0;
+  const int32_t e_req = window_end(gl, slen, (int32_t)q_len, (int32_t)q_len - 1, (int32_t)cp_rank, (int32_t)cp_world);
+  const uint32_t n_tiles = e_req > 0 ? ((uint32_t)e_req + 15u) / 16u : 0u;
+  const uint32_t tpp = (n_tiles + nparts - 1u) / nparts;
+  const uint32_t tile0 = p * tpp;
+  const uint32_t tile1 = tile0 + tpp < n_tiles ? tile0 + tpp : n_tiles;
+  const uint32_t k0 = tile0 * 16u;
+  const uint32_t k1 = tile1 * 16u < (uint32_t)e_req ? tile1 * 16u : (uint32_t)(e_req > 0 ? e_req : 0);
+  const int32_t e_lane = e_row < (int32_t)k1 ? e_row : (int32_t)k1;  // valid tokens: tok < e_lane
+  const uint32_t R = b * rows + r;                                   // global row
+
+  // ---- stream the part's KV tiles ------------------------------------------------------------------
+  const mm::buffer_rsrc pool_buf = mm::make_buffer(pool, pool_bytes);
+  const mm::buffer_rsrc idx_buf = mm::make_buffer(kv_indices, n_idx * 4u);
+
+  mm::f32x4 acc[32];
+#pragma unroll
+  for (int c = 0; c < 32; ++c) acc[c] = mm::f32x4{0.f, 0.f, 0.f, 0.f};
+  float m_run = -__builtin_inff();
+  float l_run = 0.f;  // this lane's share (tokens 4g..4g+3 of every tile) of row j's sum
+
+  mm::u32x4 q[18];
+  // ---- Q tile: lane (j=i, g) holds columns [144g, 144g+144) of row j as 18 x 8 bf16 ----------------
+  const mm::buffer_rsrc qlat_buf = mm::make_buffer(q_lat, B * rows * kLat * 2u);
+  const mm::buffer_rsrc qpe_buf = mm::make_buffer(q_pe, B * rows * 64u * 2u);
+  auto load_q = [&]() __attribute__((always_inline)) {
+#pragma unroll
+  for (int m = 0; m < 18; ++m) {
+    const uint32_t col = 144u * g + 8u * m;
+    mm::u32x4 v = {0u, 0u, 0u, 0u};
+    if (live) {
+      if (col < kLat) v = mm::buffer_load_b128(qlat_buf, R * kLat * 2u + col * 2u);
+      else v = mm::buffer_load_b128(qpe_buf, R * 64u * 2u + (col - kLat) * 2u);
+    }
+    q[m] = v;
+  }
+  };
+
+  const int32_t nt_signed = (int32_t)tile1 - (int32_t)tile0;  // tile0 may lie past the last tile
+  const uint32_t nt = nt_signed > 0 ? (uint32_t)nt_signed : 0u;
+
+  // One 16-token tile: S, online softmax, O += P V. `it` is the tile's index within the part.
+  auto compute = [&](KvRaw& cur, uint32_t it) __attribute__((always_inline)) {
+    const uint32_t k = k0 + 16u * it;
+    // S^T = K Q^T over 576 columns (36 k-steps).
+    mm::f32x4 s = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int m = 0; m < 9; ++m) {
+#pragma unroll
+      for (int w = 0; w < 4; ++w) {
+        const mm::f32x2 lo = mm::cvt_pk_f32_fp8<false>(cur.k[m][w]);
+        const mm::f32x2 hi = mm::cvt_pk_f32_fp8<true>(cur.k[m][w]);
+        const mm::u32x2 ka = {mm::pack_bf16x2_hi(lo.x, lo.y), mm::pack_bf16x2_hi(hi.x, hi.y)};
+        const int kk = 4 * m + w;  // columns 144g + 4kk .. +3 = Q chunk kk/2, dwords 2(kk%2), +1
+        const mm::u32x2 qb = {q[kk >> 1][2 * (kk & 1)], q[kk >> 1][2 * (kk & 1) + 1]};
+        s = mm::mfma_16x16x16_bf16(mm::bit_cast<mm::i16x4>(ka), mm::bit_cast<mm::i16x4>(qb), s);
+      }
+    }
+
+    // Online softmax for row j over tokens k + 4g + 0..3.
+    float x[4];
+    float mt = -__builtin_inff();
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int32_t tok = (int32_t)(k + 4u * g + e);
+      x[e] = tok < e_lane ? s[e] * c_qk : -__builtin_inff();
+      mt = __builtin_fmaxf(mt, x[e]);
+    }
+    mt = __builtin_fmaxf(mt, mm::xor_lane(mt, 16));
+    mt = __builtin_fmaxf(mt, mm::xor_lane(mt, 32));
+    const bool upd = mt > m_run + kLazyMax;
+    float alpha = 1.f;
+    if (upd) {
+      alpha = mm::exp2(m_run - mt);  // 0 when m_run was -inf
+      m_run = mt;
+    }
+    const float m_sub = m_run == -__builtin_inff() ? 0.f : m_run;
+    float pr[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) pr[e] = mm::exp2(x[e] - m_sub);
+    l_run = l_run * alpha + ((pr[0] + pr[1]) + (pr[2] + pr[3]));
+    if (__builtin_amdgcn_ballot_w64(upd) != 0) {
+#pragma unroll
+      for (int c = 0; c < 32; ++c) acc[c] *= alpha;
+    }
+    const mm::u32x2 pb = {mm::pack_bf16x2_rna(pr[0], pr[1]), mm::pack_bf16x2_rna(pr[2], pr[3])};
+
+    // Tokens at or past the part's end (last tile only): their V may be anything (even NaN), zero it.
+    if (k + 16u > k1) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        if (k + 4u * g + e >= k1) cur.v[e][0] = cur.v[e][1] = mm::u32x4{0u, 0u, 0u, 0u};
+      }
+    }
+
+    // O += P V: block c = 16h + 4w + cc covers output columns 256h + 16i + 4w + cc.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+#pragma unroll
+      for (int w = 0; w < 4; ++w) {
+        mm::f32x2 f[4][2];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          f[e][0] = mm::cvt_pk_f32_fp8<false>(cur.v[e][h][w]);
+          f[e][1] = mm::cvt_pk_f32_fp8<true>(cur.v[e][h][w]);
+        }
+#pragma unroll
+        for (int cc = 0; cc < 4; ++cc) {
+          const float v0 = f[0][cc >> 1][cc & 1], v1 = f[1][cc >> 1][cc & 1];
+          const float v2 = f[2][cc >> 1][cc & 1], v3 = f[3][cc >> 1][cc & 1];
+          const mm::u32x2 va = {mm::pack_bf16x2_hi(v0, v1), mm::pack_bf16x2_hi(v2, v3)};
+          const int c = 16 * h + 4 * w + cc;
+          acc[c] = mm::mfma_16x16x16_bf16(mm::bit_cast<mm::i16x4>(va), mm::bit_cast<mm::i16x4>(pb), acc[c]);
+        }
+      }
+    }
+  };
+
+  // Software pipeline, unrolled by two so the tile buffers never move: while tile `it` computes,
+  // tile it+1's KV and tile it+2's slots are in flight. Each slot load is issued before the KV loads
+  // of the previous tile, so waiting for it never waits for KV that is not needed yet.
+  KvRaw buf_a, buf_b;
+  uint32_t slot_a = 0, slot_b = 0;
+  if (nt > 0) {
+    slot_a = load_slot(idx_buf, base, k0 + i);
+    slot_b = load_slot(idx_buf, base, k0 + 16u + i);
+  }
+  load_q();
+  // One round trip for Q and the first slots together. (Also: the compiler's wait tracking loses the
+  // divergent Q loads at the loop head, so retire them here rather than at the first MFMA.)
+  mm::wait_vmcnt<0>();
+  if (nt > 0) load_kv(buf_a, pool_buf, slot_a, k0 + i, k1, g, i);
+  for (uint32_t it = 0; it < nt; it += 2) {
+    const uint32_t k = k0 + 16u * it;
+    if (it + 1 < nt) {
+      slot_a = load_slot(idx_buf, base, k + 32u + i);
+      load_kv(buf_b, pool_buf, slot_b, k + 16u + i, k1, g, i);
+    }
+    compute(buf_a, it);
+    if (it + 1 >= nt) break;
+    if (it + 2 < nt) {
+      slot_b = load_slot(idx_buf, base, k + 48u + i);
+      load_kv(buf_a, pool_buf, slot_a, k + 32u + i, k1, g, i);
+    }
+    compute(buf_b, it + 1);
+  }
+
+  // ---- epilogue -------------------------------------------------------------------------------------
+  float l_row = l_run + mm::xor_lane(l_run, 16);
+  l_row += mm::xor_lane(l_row, 32);
+  if (!live) return;
+  // Lane (j, g), block 16h + c16, reg rr: column 256h + 64g + 16rr + c16.
+  if (flags & kFlagPartial) {
+    const uint32_t slot = R * nparts + p;
+    const mm::buffer_rsrc wo = mm::make_buffer(ws_o, B * rows * nparts * kLat * 4u);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+#pragma unroll
+      for (int rr = 0; rr < 4; ++rr) {
+        const uint32_t col = 256u * h + 64u * g + 16u * rr;
+#pragma unroll
+        for (int q4 = 0; q4 < 4; ++q4) {
+          mm::u32x4 v;
+#pragma unroll
+          for (int e = 0; e < 4; ++e) v[e] = mm::bit_cast<uint32_t>(acc[16 * h + 4 * q4 + e][rr]);
+          mm::buffer_store_b128(v, wo, (slot * kLat + col + 4u * q4) * 4u);
+        }
+      }
+    }
+    if (g == 0) {
+      const mm::buffer_rsrc wml = mm::make_buffer(ws_ml, B * rows * nparts * 8u);
+      mm::buffer_store_b64(mm::u32x2{mm::bit_cast<uint32_t>(m_run), mm::bit_cast<uint32_t>(l_row)}, wml, slot * 8u);
+    }
+  } else {
+    const float inv = l_row > 0.f ? o_scale / l_row : 0.f;
+    const mm::buffer_rsrc ob = mm::make_buffer(o_lat, B * rows * kLat * 2u);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+#pragma unroll
+      for (int rr = 0; rr < 4; ++rr) {
+        const uint32_t col = 256u * h + 64u * g + 16u * rr;
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          mm::u32x4 v;
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int c = 16 * h + 8 * half + 2 * e;
+            v[e] = mm::pack_bf16x2<mm::Round::RTNE>(acc[c][rr] * inv, acc[c + 1][rr] * inv);
+          }
+          mm::buffer_store_b128(v, ob, (R * kLat + col + 8u * half) * 2u);
+        }
+      }
+    }
+    if ((flags & kFlagLse) && g == 0) {
+      const float out = l_row > 0.f ? m_run + mm::log2(l_row) : -__builtin_inff();
+      mm::buffer_store_f32(out, mm::make_buffer(lse, B * rows * 4u), R * 4u);
+    }
+  }
+}

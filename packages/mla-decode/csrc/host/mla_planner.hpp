@@ -1,0 +1,133 @@
+// Host planner of mla_decode_a16w8 on gfx942: pure C++, no HIP types, a function of shapes only
+// (plus an optional host length hint), so a captured graph replays correctly with new lengths and
+// page tables: the kernel reads lengths, kv_indptr and kv_indices on the device.
+//
+// Work decomposition (see csrc/device/gfx942/mla_decode_a16w8.hip):
+//   rows      q_len * H per request, packed into n_rt = ceil(q_len * H / 16) MFMA row tiles;
+//   parts     each request's window is cut into `nparts` runs of whole 16-token KV tiles;
+//   waves     one wave per (request, part, row tile): B * nparts * n_rt waves, 4 per workgroup.
+// With nparts == 1 the kernel writes o/lse itself; otherwise it writes fp32 partials (O, m, l) to a
+// workspace and a merge kernel (one wave per row) combines them in part order.
+//
+// Cost model (documented in docs/kernels/mla_decode_gfx942.md), in nanoseconds:
+//   waves run one per SIMD (the kernel needs > 256 registers), so a round holds cus * 4 waves;
+//   rounds    = ceil(B * nparts * n_rt / (cus * 4))
+//   t_compute = rounds * (ceil(tiles / nparts) * kTileNs + kWaveNs)      tiles = ceil(L / 16)
+//   t_memory  = (B * L * (576 + 4) + partial_bytes) / (kHbmBytesPerNs * busy_cus / cus)
+//               busy_cus = min(cus, ceil(waves / 4)): HBM bandwidth needs every CU streaming
+//               partial_bytes = 2 * B * q_len * H * nparts * (512 + 2) * 4   (written, then read)
+//   cost      = max(t_compute, t_memory) + (nparts > 1 ? kMergeLaunchNs + merge rows term : 0)
+// nparts is the smallest minimiser over 1..kMaxParts (ties go to fewer parts: less workspace).
+// L is the length hint (tokens per request) or kDefaultLen when none is given.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace moonmath::mla {
+
+constexpr int kLat = 512;
+constexpr int kRope = 64;
+constexpr int kRowBytes = kLat + kRope;  // fp8 pool row
+constexpr int kMaxHeads = 128;
+constexpr int kRowsPerTile = 16;
+constexpr int kTileTokens = 16;
+constexpr int kWavesPerBlock = 4;
+constexpr int kBlockThreads = 64 * kWavesPerBlock;
+constexpr int kMaxParts = 1024;
+
+// gfx942 (MI300X) machine and kernel constants of the cost model.
+constexpr int kDefaultCus = 304;
+constexpr int kSimdsPerCu = 4;
+constexpr int64_t kDefaultLen = 16384;
+constexpr double kTileNs = 1100.0;        // one 16-token tile per wave: 68 MFMA (16 cycles) + ~330 VALU, ~2.1 GHz
+constexpr double kWaveNs = 2000.0;        // Q load, first-tile latency, epilogue stores
+constexpr double kHbmBytesPerNs = 4000.0; // ~4 TB/s achievable of the 5.3 TB/s peak
+constexpr double kMergeLaunchNs = 4000.0; // a second kernel on the stream
+
+struct Plan {
+  int64_t batch = 0, heads = 0, q_len = 0;
+  int64_t rows = 0;           // q_len * heads per request
+  int64_t n_rt = 0;           // 16-row tiles per request
+  int64_t nparts = 1;         // KV parts per request
+  int64_t waves = 0;          // B * nparts * n_rt
+  int64_t grid = 0;           // workgroups of the main kernel (kBlockThreads each)
+  int64_t block = kBlockThreads;
+  int64_t merge_grid = 0;     // workgroups of the merge kernel (0: no merge)
+  int64_t ws_o_floats = 0;    // workspace: partial O, [B*rows, nparts, 512] fp32
+  int64_t ws_ml_floats = 0;   // workspace: partial (m, l), [B*rows, nparts, 2] fp32
+  int64_t len_used = 0;       // the length the cost model assumed
+  double cost_ns = 0;         // the model's estimate for the chosen plan
+};
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Modelled time (ns) of a launch with `nparts` parts.
+inline double plan_cost(int64_t batch, int64_t heads, int64_t q_len, int64_t len, int64_t nparts,
+                        int64_t cus = kDefaultCus) {
+  const int64_t rows = q_len * heads, n_rt = ceil_div(rows, kRowsPerTile);
+  const int64_t tiles = std::max<int64_t>(1, ceil_div(len, kTileTokens));
+  const int64_t slots = cus * kSimdsPerCu;
+  const int64_t rounds = ceil_div(batch * nparts * n_rt, slots);
+  const double t_compute = (double)rounds * ((double)ceil_div(tiles, nparts) * kTileNs + kWaveNs);
+  const double partial = nparts > 1 ? 2.0 * (double)(batch * rows * nparts) * (kLat + 2) * 4.0 : 0.0;
+  // HBM bandwidth is reached only with every CU streaming: scale it by the busy CUs (4 waves each).
+  const double busy_cus = std::min<double>((double)cus, (double)ceil_div(batch * nparts * n_rt, kSimdsPerCu));
+  const double bw = kHbmBytesPerNs * busy_cus / (double)cus;
+  const double t_memory = ((double)batch * (double)len * (kRowBytes + 4) + partial) / bw;
+  double cost = std::max(t_compute, t_memory);
+  if (nparts > 1) {
+    // merge: one wave per row reading nparts * 2 KiB; rows spread over all SIMDs
+    const double merge_rounds = (double)ceil_div(batch * rows, slots);
+    cost += kMergeLaunchNs + merge_rounds * (double)nparts * 50.0;
+  }
+  return cost;
+}
+
+// The launch configuration. Throws std::invalid_argument on shapes outside the kernel's domain.
+// len_hint <= 0: no hint (kDefaultLen). Any batch size is served (more waves, more rounds).
+inline Plan plan(int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint = 0, int64_t cus = kDefaultCus) {
+  if (batch < 1) throw std::invalid_argument("mla planner: batch must be >= 1, got " + std::to_string(batch));
+  if (heads < 1 || heads > kMaxHeads)
+    throw std::invalid_argument("mla planner: heads must be in [1, 128], got " + std::to_string(heads));
+  if (q_len < 1) throw std::invalid_argument("mla planner: q_len must be >= 1, got " + std::to_string(q_len));
+  if (cus < 1) throw std::invalid_argument("mla planner: cus must be >= 1, got " + std::to_string(cus));
+  Plan p;
+  p.batch = batch;
+  p.heads = heads;
+  p.q_len = q_len;
+  p.rows = q_len * heads;
+  p.n_rt = ceil_div(p.rows, kRowsPerTile);
+  p.len_used = len_hint > 0 ? len_hint : kDefaultLen;
+  const int64_t tiles = std::max<int64_t>(1, ceil_div(p.len_used, kTileTokens));
+  const int64_t max_parts = std::min<int64_t>(kMaxParts, tiles);
+  int64_t best = 1;
+  double best_cost = plan_cost(batch, heads, q_len, p.len_used, 1, cus);
+  const int64_t total_rows = batch * p.rows;
+  const int64_t limit = int64_t(1) << 32;  // 32-bit device offsets into every buffer
+  for (int64_t np = 2; np <= max_parts; ++np) {
+    if (total_rows * np * kLat * 4 >= limit) break;  // the partial workspace must stay addressable
+    const double c = plan_cost(batch, heads, q_len, p.len_used, np, cus);
+    if (c < best_cost * 0.999) {  // strictly better by 0.1%: ties keep fewer parts
+      best = np;
+      best_cost = c;
+    }
+  }
+  p.nparts = best;
+  p.cost_ns = best_cost;
+  p.waves = batch * p.nparts * p.n_rt;
+  p.grid = ceil_div(p.waves, kWavesPerBlock);
+  if (p.nparts > 1) {
+    p.merge_grid = ceil_div(total_rows, kWavesPerBlock);
+    p.ws_o_floats = total_rows * p.nparts * kLat;
+    p.ws_ml_floats = total_rows * p.nparts * 2;
+  }
+  if (total_rows * kLat * 2 >= limit || p.grid >= (int64_t(1) << 31))
+    throw std::invalid_argument("mla planner: problem too large for 32-bit buffer offsets (B*q_len*H = " +
+                                std::to_string(total_rows) + ")");
+  return p;
+}
+
+}  // namespace moonmath::mla

@@ -1,0 +1,45 @@
+// pybind11 bindings of the gfx942 MLA decode planner (mla_planner.hpp).
+#include <pybind11/pybind11.h>
+
+#include "mla_planner.hpp"
+
+namespace py = pybind11;
+
+void register_mla_planner(py::module_& m) {
+  using moonmath::mla::Plan;
+  py::class_<Plan>(m, "MlaPlan", "Launch configuration of mla_decode_a16w8 (gfx942); a function of shapes only.")
+      .def_readonly("batch", &Plan::batch)
+      .def_readonly("heads", &Plan::heads)
+      .def_readonly("q_len", &Plan::q_len)
+      .def_readonly("rows", &Plan::rows)
+      .def_readonly("n_rt", &Plan::n_rt)
+      .def_readonly("nparts", &Plan::nparts)
+      .def_readonly("waves", &Plan::waves)
+      .def_readonly("grid", &Plan::grid)
+      .def_readonly("block", &Plan::block)
+      .def_readonly("merge_grid", &Plan::merge_grid)
+      .def_readonly("ws_o_floats", &Plan::ws_o_floats)
+      .def_readonly("ws_ml_floats", &Plan::ws_ml_floats)
+      .def_readonly("len_used", &Plan::len_used)
+      .def_readonly("cost_ns", &Plan::cost_ns)
+      .def("__repr__", [](const Plan& p) {
+        return "MlaPlan(B=" + std::to_string(p.batch) + ", H=" + std::to_string(p.heads) + ", q_len=" +
+               std::to_string(p.q_len) + ", n_rt=" + std::to_string(p.n_rt) + ", nparts=" + std::to_string(p.nparts) +
+               ", grid=" + std::to_string(p.grid) + ", merge_grid=" + std::to_string(p.merge_grid) + ")";
+      });
+  m.def(
+      "plan_mla_decode",
+      [](int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint, int64_t cus) {
+        try {
+          return moonmath::mla::plan(batch, heads, q_len, len_hint, cus);
+        } catch (const std::invalid_argument& e) {
+          throw py::value_error(e.what());
+        }
+      },
+      py::arg("batch"), py::arg("heads"), py::arg("q_len"), py::arg("len_hint") = 0,
+      py::arg("cus") = moonmath::mla::kDefaultCus,
+      "Plan mla_decode_a16w8 on gfx942 from shapes (and an optional tokens-per-request hint).");
+  m.def("mla_plan_cost", &moonmath::mla::plan_cost, py::arg("batch"), py::arg("heads"), py::arg("q_len"),
+        py::arg("len"), py::arg("nparts"), py::arg("cus") = moonmath::mla::kDefaultCus,
+        "The planner's modelled time (ns) for a given number of KV parts.");
+}

@@ -1,0 +1,101 @@
+// Unit tests of the gfx942 MLA decode planner (csrc/host/mla_planner.hpp). Built and run by
+// tests/test_mla_kernel_planner.py with the host C++ compiler; exits non-zero on the first failure.
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+
+#include "mla_planner.hpp"
+
+using namespace moonmath::mla;
+
+static int failures = 0;
+#define CHECK(cond)                                                        \
+  do {                                                                     \
+    if (!(cond)) {                                                         \
+      std::fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+      ++failures;                                                          \
+    }                                                                      \
+  } while (0)
+
+template <typename F>
+static bool throws(F f) {
+  try {
+    f();
+  } catch (const std::invalid_argument&) {
+    return true;
+  }
+  return false;
+}
+
+int main() {
+  // Domain.
+  CHECK(throws([] { plan(1, 0, 1); }));
+  CHECK(throws([] { plan(1, 129, 1); }));
+  CHECK(throws([] { plan(0, 16, 1); }));
+  CHECK(throws([] { plan(1, 16, 0); }));
+  CHECK(!throws([] { plan(1, 1, 1); }));
+  CHECK(!throws([] { plan(1, 128, 8); }));
+
+  // Invariants over a sweep of shapes and hints.
+  const int64_t Bs[] = {1, 2, 3, 8, 32, 64, 304, 1000};
+  const int64_t Hs[] = {1, 12, 16, 64, 128};
+  const int64_t Qs[] = {1, 2, 4, 8};
+  const int64_t Ls[] = {0, 1, 15, 16, 17, 1000, 8192, 150000};
+  for (int64_t B : Bs)
+    for (int64_t H : Hs)
+      for (int64_t q : Qs)
+        for (int64_t L : Ls) {
+          const Plan p = plan(B, H, q, L);
+          CHECK(p.rows == q * H);
+          CHECK(p.n_rt == (q * H + 15) / 16);
+          CHECK(p.nparts >= 1 && p.nparts <= kMaxParts);
+          const int64_t len = L > 0 ? L : kDefaultLen;
+          CHECK(p.len_used == len);
+          CHECK(p.nparts <= (len + 15) / 16 || p.nparts == 1);  // never more parts than tiles
+          CHECK(p.waves == B * p.nparts * p.n_rt);
+          CHECK(p.grid * kWavesPerBlock >= p.waves && (p.grid - 1) * kWavesPerBlock < p.waves);
+          CHECK(p.block == 256);
+          if (p.nparts == 1) {
+            CHECK(p.merge_grid == 0 && p.ws_o_floats == 0 && p.ws_ml_floats == 0);
+          } else {
+            CHECK(p.merge_grid * kWavesPerBlock >= B * q * H);
+            CHECK(p.ws_o_floats == B * q * H * p.nparts * 512);
+            CHECK(p.ws_ml_floats == B * q * H * p.nparts * 2);
+            CHECK(p.ws_o_floats * 4 < (int64_t(1) << 32));
+          }
+          // The chosen split is the model's minimum (up to the 0.1% tie rule).
+          for (int64_t np = 1; np <= std::min<int64_t>(kMaxParts, (len + 15) / 16); ++np) {
+            if (B * q * H * np * 512 * 4 >= (int64_t(1) << 32)) break;
+            CHECK(plan_cost(B, H, q, len, np) >= p.cost_ns * 0.998);
+          }
+          // Pure function of its inputs.
+          const Plan p2 = plan(B, H, q, L);
+          CHECK(p2.nparts == p.nparts && p2.grid == p.grid);
+        }
+
+  // Shapes the issue measures: a long single request splits widely, a full batch much less.
+  {
+    const Plan a = plan(2, 16, 1, 150000);
+    CHECK(a.nparts >= 64);
+    const Plan b = plan(8, 16, 4, 8192);
+    CHECK(b.nparts > 1 && b.nparts < 64);
+    // Very large batches need (almost) no split.
+    const Plan c = plan(4096, 16, 4, 4096);
+    CHECK(c.nparts <= 2);
+    const Plan c1 = plan(2048, 64, 8, 2048);
+    CHECK(c1.nparts == 1 && c1.merge_grid == 0 && c1.ws_o_floats == 0);
+    // Beyond the original's B * ceil(q_len * H / 96) <= 304 cap: still planned.
+    const Plan d = plan(1024, 128, 8, 8192);
+    CHECK(d.nparts >= 1 && d.grid > 0);
+  }
+  // A short hint never splits below one tile per part.
+  CHECK(plan(1, 16, 1, 16).nparts == 1);
+  CHECK(plan(1, 16, 1, 40).nparts <= 3);
+
+  if (failures) {
+    std::fprintf(stderr, "%d failure(s)\n", failures);
+    return 1;
+  }
+  std::printf("mla planner: all checks passed\n");
+  return 0;
+}
