@@ -102,7 +102,7 @@ static bool is_mai_op(int op) {
 }
 
 static void set_src(Inst& in, int i, uint16_t code, int nb, const std::string& fmt) {
-  in.src[i] = code; in.nbits[i] = (uint8_t)nb;
+  in.src[i] = code; in.nbits[i] = (uint16_t)nb;
   if (code < 256) {
     CType t = ctype_of(fmt, nb);
     uint64_t v;
@@ -167,7 +167,7 @@ bool decode_inst(const uint8_t* p, size_t n, bool gfx950, Inst& in, std::string&
     uint32_t w2 = word(2);
     if ((w2 >> 23) == 0x1A7) {
       int op2 = bits(w2, 22, 16);
-      if (isa_lookup(ENC_VOP3PX2, op2)) { enc = ENC_VOP3PX2; }
+      if (isa_lookup(ENC_VOP3PX2, op2)) { enc = ENC_VOP3PX2; op = op2; in.src_enc = ENC_VOP3PX2; }
     }
   }
   const IsaRow* row = isa_lookup(enc, op);
@@ -236,6 +236,7 @@ bool decode_inst(const uint8_t* p, size_t n, bool gfx950, Inst& in, std::string&
       set_src(in, 0, (uint16_t)s0, fb(f0, 32), ff(f0));
       if (enc != ENC_VOP1) set_src(in, 1, OPC_VGPR + bits(w0, 16, 9), fb("vsrc1", 32), ff("vsrc1"));
       if (enc != ENC_VOPC) { in.dst = OPC_VGPR + bits(w0, 24, 17); in.dst_bits = fb("vdst", 32); }
+      if (enc == ENC_VOP1 && op == 2) { in.dst = bits(w0, 24, 17); in.key = ENC_VOP3 * 1024 + 322; return true; }  // readfirstlane: SGPR dst
       if (enc == ENC_VOP1 && op == 82) {  // v_accvgpr_mov_b32: AGPR <- AGPR
         in.dst = OPC_AGPR + bits(w0, 24, 17);
         if (in.src[0] >= OPC_VGPR && in.src[0] < OPC_AGPR) in.src[0] = (uint16_t)(in.src[0] - OPC_VGPR + OPC_AGPR);
@@ -306,12 +307,17 @@ bool decode_inst(const uint8_t* p, size_t n, bool gfx950, Inst& in, std::string&
         } else if (op == 89) {  // v_accvgpr_write_b32 vdst(A) <- src0
           in.dst = OPC_AGPR + vd; set_src(in, 0, (uint16_t)s0, 32, "B32");
         } else {
-          in.dst = (in.acc_cd ? OPC_AGPR : OPC_VGPR) + vd; in.dst_bits = (uint8_t)std::min(255, fb("vdst", 32));
+          in.dst = (in.acc_cd ? OPC_AGPR : OPC_VGPR) + vd; in.dst_bits = (uint16_t)fb("vdst", 32);
           auto av = [&](uint32_t s, int acc) -> uint16_t { return s >= 256 ? (uint16_t)((acc ? OPC_AGPR : OPC_VGPR) + (s - 256)) : (uint16_t)s; };
-          set_src(in, 0, av(s0, a0), fb("src0", 32) > 255 ? 255 : fb("src0", 32), ff("src0"));
-          set_src(in, 1, av(s1, a1), fb("src1", 32) > 255 ? 255 : fb("src1", 32), ff("src1"));
-          set_src(in, 2, av(s2, in.acc_cd), fb("src2", 32) > 255 ? 255 : fb("src2", 32), ff("src2"));
+          set_src(in, 0, av(s0, a0), fb("src0", 32), ff("src0"));
+          set_src(in, 1, av(s1, a1), fb("src1", 32), ff("src1"));
+          set_src(in, 2, av(s2, in.acc_cd), fb("src2", 32), ff("src2"));
           in.neg = bits(q, 63, 61);
+          if (row->name.find("f8f6f4") != std::string::npos) {
+            auto nregs = [](int f) { return f <= 1 ? 8 : f <= 3 ? 6 : 4; };
+            in.nbits[0] = (uint16_t)(32 * nregs(in.cbsz));
+            in.nbits[1] = (uint16_t)(32 * nregs(in.blgp));
+          }
         }
       } else {
         in.dst = OPC_VGPR + bits(q, 7, 0); in.dst_bits = fb("vdst", 32);
@@ -549,13 +555,14 @@ std::string disasm_inst(const Inst& in) {
       if (r->vop3sd) ops.push_back(opnd(in, in.sdst, 64));
       const char* names[3] = {"src0", "src1", "src2"};
       for (int i = 0; i < 3; i++) if (r->fields.count(names[i])) ops.push_back(src_s(i, names[i]));
-      if (in.op == 256 || in.op == 284 || in.op == 285 || in.op == 286) ops.push_back(opnd(in, in.src[2], 64));
+      if ((in.op == 256 || in.op == 284 || in.op == 285 || in.op == 286) && !r->fields.count("src2")) ops.push_back(opnd(in, in.src[2], 64));
       break;
     }
     case ENC_VOP3P: case ENC_VOP3PX2: {
       ops.push_back(opnd(in, in.dst, fb("vdst", 32)));
       const char* names[3] = {"src0", "src1", "src2"};
-      for (int i = 0; i < 3; i++) if (r->fields.count(names[i])) ops.push_back(opnd(in, in.src[i], fb(names[i], 32)));
+      bool f8f6f4 = r->name.find("f8f6f4") != std::string::npos;
+      for (int i = 0; i < 3; i++) if (r->fields.count(names[i])) ops.push_back(opnd(in, in.src[i], (f8f6f4 && i < 2) ? in.nbits[i] : fb(names[i], 32)));
       if (enc == ENC_VOP3PX2) { ops.push_back(opnd(in, in.scale_src[0], 32)); ops.push_back(opnd(in, in.scale_src[1], 32)); }
       break;
     }
@@ -589,22 +596,31 @@ std::string disasm_inst(const Inst& in) {
       if (in.ext == 1) os << " " << dpp_str(in);
       if (in.ext == 2) {
         if (in.clamp) os << " clamp";
-        if (enc != ENC_VOPC) os << " dst_sel:" << sel_names[in.dst_sel] << " dst_unused:" << (in.dst_unused == 0 ? "UNUSED_PAD" : in.dst_unused == 1 ? "UNUSED_SEXT" : "UNUSED_PRESERVE");
+        bool nodst = in.row->name.rfind("v_cvt_f32_fp8", 0) == 0 || in.row->name.rfind("v_cvt_f32_bf8", 0) == 0 || in.row->name.rfind("v_cvt_pk_f32_", 0) == 0;
+        if (enc != ENC_VOPC && !nodst) os << " dst_sel:" << sel_names[in.dst_sel] << " dst_unused:" << (in.dst_unused == 0 ? "UNUSED_PAD" : in.dst_unused == 1 ? "UNUSED_SEXT" : "UNUSED_PRESERVE");
         os << " src0_sel:" << sel_names[in.src_sel[0]];
         if (enc != ENC_VOP1) os << " src1_sel:" << sel_names[in.src_sel[1]];
       }
       break;
     case ENC_VOP3:
-      if (in.opsel) { os << " op_sel:[" << (in.opsel & 1) << "," << (in.opsel >> 1 & 1) << "," << (in.opsel >> 2 & 1) << "," << (in.opsel >> 3 & 1) << "]"; }
+      if (in.opsel) {
+        int ns = (int)r->fields.count("src0") + (int)r->fields.count("src1") + (int)r->fields.count("src2");
+        if (r->name.rfind("v_cvt_sr_", 0) == 0) ns = 3;  // byte select in op_sel[3:2]
+        os << " op_sel:[";
+        for (int i = 0; i < ns; i++) os << (in.opsel >> i & 1) << ",";
+        os << (in.opsel >> 3 & 1) << "]";
+      }
       if (in.clamp) os << " clamp";
       if (in.omod == 1) os << " mul:2"; else if (in.omod == 2) os << " mul:4"; else if (in.omod == 3) os << " div:2";
       break;
     case ENC_VOP3P: case ENC_VOP3PX2:
       if (in.row && (in.row->name.rfind("v_mfma", 0) == 0 || in.row->name.rfind("v_smfmac", 0) == 0)) {
-        if (in.cbsz) os << " cbsz:" << (int)in.cbsz;
-        if (in.abid) os << " abid:" << (int)in.abid;
-        if (in.blgp) os << " blgp:" << (int)in.blgp;
+        bool f64 = in.row->name.find("_f64") != std::string::npos;
         if (enc == ENC_VOP3PX2) os << " op_sel:[" << (in.scale_opsel[0] & 1) << "," << (in.scale_opsel[1] & 1) << ",0] op_sel_hi:[" << (in.scale_opsel[0] >> 1) << "," << (in.scale_opsel[1] >> 1) << ",0]";
+        if (in.cbsz) os << " cbsz:" << (int)in.cbsz;
+        if (in.abid && enc != ENC_VOP3PX2) os << " abid:" << (int)in.abid;
+        if (in.blgp && !f64) os << " blgp:" << (int)in.blgp;
+        if (in.blgp && f64) os << " neg:[" << (in.blgp & 1) << "," << (in.blgp >> 1 & 1) << "," << (in.blgp >> 2 & 1) << "]";
       } else if (!(in.op == 88 || in.op == 89)) {
         if (in.opsel) os << " op_sel:[" << (in.opsel & 1) << "," << (in.opsel >> 1 & 1) << "," << (in.opsel >> 2 & 1) << "]";
         if (in.opsel_hi != 7) os << " op_sel_hi:[" << (in.opsel_hi & 1) << "," << (in.opsel_hi >> 1 & 1) << "," << (in.opsel_hi >> 2 & 1) << "]";

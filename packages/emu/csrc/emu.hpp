@@ -110,8 +110,8 @@ struct Inst {
   // generic operand codes
   uint16_t dst = OPC_NONE, sdst = OPC_NONE;
   uint16_t src[4] = {OPC_NONE, OPC_NONE, OPC_NONE, OPC_NONE};
-  uint8_t nbits[4] = {32, 32, 32, 32};  // source widths
-  uint8_t dst_bits = 32;
+  uint16_t nbits[4] = {32, 32, 32, 32};  // source widths
+  uint16_t dst_bits = 32;
   uint32_t lit = 0;
   bool has_lit = false;
   uint64_t cval[4] = {0, 0, 0, 0};  // precomputed constant value per source (inline or literal)

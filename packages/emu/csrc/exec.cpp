@@ -831,6 +831,7 @@ static inline int dpp_src_lane(int l, unsigned c) {
   if (c <= 0xff) return (l & ~3) | ((c >> ((l & 3) * 2)) & 3);
   if (c >= 0x101 && c <= 0x10f) { int n = c & 0xf; return (l & 15) + n > 15 ? -1 : l + n; }
   if (c >= 0x111 && c <= 0x11f) { int n = c & 0xf; return (l & 15) < n ? -1 : l - n; }
+  // row_ror:n rotates right like row_shr:n shifts right: lane i reads lane i-n of its row (wrapping)
   if (c >= 0x121 && c <= 0x12f) { int n = c & 0xf; return (l & ~15) | (((l & 15) - n + 16) & 15); }
   switch (c) {
     case 0x130: return l == 63 ? -1 : l + 1;
@@ -1662,7 +1663,7 @@ void Ctx::exec_ds(Wave& w, const Inst& in) {
           int andm = off16 & 0x1f, orm = (off16 >> 5) & 0x1f, xorm = (off16 >> 10) & 0x1f;
           sl = (l & 0x20) | ((((l & 0x1f) & andm) | orm) ^ xorm);
         }
-        t[l] = (e >> sl & 1) ? d0[sl] : 0;
+        t[l] = (e >> sl & 1) ? addr[sl] : 0;  // ds_swizzle's data operand is the ADDR VGPR
       }
       lanes(m, [&](int l) { dst[l] = t[l]; });
       break;
@@ -1890,17 +1891,25 @@ void Ctx::exec_mubuf(Wave& w, const Inst& in) {
   uint32_t m0 = w.s[124] & (gfx950 ? 0x3ffffu : 0xffffu);
   int comp = o.bytes >= 4 ? 4 : o.bytes;  // range check per dword component
   int ncomp = o.bytes >= 4 ? o.bytes / 4 : 1;
+  // Addressing and range checking (GFX9/CDNA, as AMD's rocjitsu models it after gfx950 hardware):
+  //   offset = (voffset + inst_offset) mod 2^32 + soffset; address = base + offset + stride * index
+  //   raw / offen-only accesses are checked by byte offset: every dword (or the whole sub-dword access)
+  //   must end within num_records; idxen accesses on a strided buffer are checked by index < num_records;
+  //   add_tid_enable adds lane * stride to the address and is not range checked.
   lanes(m, [&](int l) {
     uint32_t idx = 0, voff = 0;
     if (in.idxen && in.offen) { idx = va[l]; voff = va1[l]; }
     else if (in.idxen) idx = va[l];
     else if (in.offen) voff = va[l];
-    if (add_tid) idx += l;
-    uint64_t off = (uint64_t)voff + in.offset;
-    uint64_t a0 = base + soff + off + (uint64_t)stride * idx;
+    uint64_t off = (uint64_t)(uint32_t)(voff + in.offset) + soff;
+    uint64_t a0 = base + off + (uint64_t)stride * idx + (add_tid ? (uint64_t)stride * l : 0);
+    bool idx_check = stride != 0 && in.idxen;
+    bool whole = o.atomic >= 0;  // atomics: all or nothing
     auto oob = [&](int j) -> bool {
-      if (stride == 0) return off + (uint64_t)j * 4 + comp > num;
-      return idx >= num;
+      if (add_tid) return false;
+      if (idx_check) return idx >= num;
+      if (whole) return off + (uint64_t)o.bytes > num;
+      return off + (uint64_t)j * 4 + comp > num;
     };
     if (lds_mode) {
       uint32_t la = m0 + in.offset + (uint32_t)l * 4 * ncomp;
@@ -2163,6 +2172,7 @@ static std::vector<std::string> probe_supported(bool gfx950) {
     in.dst = OPC_VGPR + 24; in.sdst = 10; in.sbase = 0; in.srsrc = 0; in.soffset = 0; in.target = 0;
     if (r.enc <= ENC_SOPC) { in.src[0] = 4; in.src[1] = 6; in.sdst = 10; in.dst = OPC_NONE; }
     if (r.enc == ENC_VOP3 && (r.op == 322 || r.op == 649)) in.dst = 12;
+    if (r.enc == ENC_VOP3 && (r.op == 649 || r.op == 650)) { in.src[1] = 4; if (r.op == 650) in.src[0] = 6; }
     XInst x; analyse(in, x, gfx950);
     impl.insts.assign(1, in); impl.x.assign(1, x);
     Ctx C(impl, co, kd, P);

@@ -1,0 +1,81 @@
+"""Decoder/disassembler cross-check against LLVM: every instruction of the test kernels is disassembled
+by moonmath-emu, re-assembled by LLVM's AMDGPU assembler (clang -cc1as, the product toolchain's clang)
+and must encode to exactly the original bytes."""
+from __future__ import annotations
+
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import moonmath_emu as emu
+from _emu_build import kernel_source
+
+HERE = Path(__file__).resolve().parent
+
+
+def _clang() -> list[str] | None:
+    try:
+        import ziglang  # noqa: F401
+    except ImportError:
+        return None
+    return [sys.executable, "-m", "ziglang", "clang"]
+
+
+def _file_offset(data: bytes):
+    phoff = struct.unpack_from("<Q", data, 32)[0]
+    phsz, phnum = struct.unpack_from("<HH", data, 54)
+    segs = []
+    for i in range(phnum):
+        o = phoff + i * phsz
+        if struct.unpack_from("<I", data, o)[0] != 1:
+            continue
+        off, va, _pa, fsz = struct.unpack_from("<QQQQ", data, o + 8)
+        segs.append((va, off, fsz))
+
+    def fo(va):
+        for v, o, s in segs:
+            if v <= va < v + s:
+                return o + va - v
+        raise KeyError(va)
+    return fo
+
+
+def roundtrip(data: bytes) -> list[str]:
+    clang = _clang()
+    if clang is None:
+        pytest.skip("ziglang clang not available")
+    m = emu.Module(data)
+    rows = m.disassemble()
+    asm = "\n".join(t.split(" ; ->")[0] for _, _, t in rows) + "\n"
+    r = subprocess.run(clang + ["-cc1as", "-triple", "amdgcn-amd-amdhsa", "-target-cpu", m.arch, "-filetype", "asm",
+                                "-show-encoding", "-", "-o", "-"], input=asm, capture_output=True, text=True)
+    enc_lines = [ln for ln in r.stdout.splitlines() if "encoding:" in ln]
+    assert len(enc_lines) == len(rows), f"LLVM rejected our syntax:\n{r.stderr[:3000]}"
+    fo = _file_offset(data)
+    bad = []
+    for (k, pc, text), ln in zip(rows, enc_lines):
+        enc = bytes(int(x, 16) for x in ln.split("encoding: [")[1].rstrip("]").split(","))
+        orig = data[fo(pc):fo(pc) + len(enc)]
+        if enc != orig:
+            bad.append(f"{k}+{pc:#x}: {text!r} -> LLVM {enc.hex()} != original {orig.hex()}")
+    return bad
+
+
+def _sources():
+    srcs = [("basic.hip", kernel_source("basic.hip"))]
+    corpus = HERE / "corpus"
+    if corpus.is_dir():
+        for p in sorted(corpus.glob("*.hip")):
+            srcs.append((p.name, p.read_text().replace('#include "common.h"', (corpus / "common.h").read_text())
+                         if (corpus / "common.h").exists() else p.read_text()))
+    return srcs
+
+
+@pytest.mark.parametrize("name,src", _sources(), ids=[n for n, _ in _sources()])
+def test_disassembly_reassembles_bit_exact(build, arch, name, src):
+    data = build(src, arch)
+    bad = roundtrip(data)
+    assert not bad, "\n".join(bad[:20])
