@@ -22,7 +22,8 @@ def _reference():
         yield
 
 
-def make(B, q_len, H, lens, *, slots_extra=5, seed=0, cp_world=1, cp_rank=0, glen=None):
+def make(B, q_len, H, lens, *, slots_extra=5, seed=0, cp_world=1, cp_rank=0, glen=None,
+         fp8=torch.float8_e4m3fnuz):
     """Random problem. lens are this rank's seq_lens; the pool holds them at random slots."""
     g = torch.Generator().manual_seed(seed)
     T = B * q_len
@@ -30,7 +31,7 @@ def make(B, q_len, H, lens, *, slots_extra=5, seed=0, cp_world=1, cp_rank=0, gle
     q_pe = (torch.randn(T, H, 64, generator=g)).to(torch.bfloat16)
     n = sum(lens)
     slots = n + slots_extra
-    pool = (torch.randn(slots, 1, 576, generator=g) * 3 / KV_SCALE * 0.02).to(torch.float8_e4m3fnuz)
+    pool = (torch.randn(slots, 1, 576, generator=g) * 3 / KV_SCALE * 0.02).to(fp8)
     kv_indices = torch.randperm(slots, generator=g)[:n].to(torch.int32)
     kv_indptr = torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), dtype=torch.int32)
     return dict(q_lat=q_lat, q_pe=q_pe, kv_pool=pool, o_lat=torch.empty_like(q_lat),
@@ -90,6 +91,13 @@ def check(a):
 @pytest.mark.parametrize("q_len,H", [(1, 1), (2, 12), (4, 16), (8, 3)])
 def test_against_oracle(q_len, H):
     check(make(3, q_len, H, [37, 5, 64], seed=q_len * 100 + H))
+
+
+def test_gfx950_ocp_e4m3fn_pool(monkeypatch):
+    monkeypatch.setenv("MOONMATH_EMU_ARCH", "gfx950")
+    a = make(2, 3, 4, [30, 9], seed=11, fp8=torch.float8_e4m3fn)
+    a["kv_pool"][0, 0, :8] = torch.tensor([448.0, -448.0, 300.0, 2 ** -9, 0.0, -0.0, 1.0, -6.0]).to(torch.float8_e4m3fn)
+    check(a)
 
 
 def test_many_heads_and_export():

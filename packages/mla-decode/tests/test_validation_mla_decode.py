@@ -6,7 +6,7 @@ import torch
 from moonmath_common import use_backend
 from moonmath_mla_decode.decode import mla_decode_a16w8
 
-bf, i32 = torch.bfloat16, torch.int32
+bf, i32, u8 = torch.bfloat16, torch.int32, torch.uint8
 
 
 def good(B=2, q_len=2, H=4, lens=(5, 3), slots=10):
@@ -35,7 +35,8 @@ CASES = [
     ("q_pe contiguous", dict(q_pe=torch.zeros(4, 64, 4, dtype=bf).transpose(1, 2)),
      ValueError, "q_pe must be contiguous"),
     ("kv_pool dtype", dict(kv_pool=torch.zeros(10, 1, 576).to(torch.float8_e4m3fn)), TypeError,
-     "kv_pool must have dtype float8_e4m3fnuz"),
+     "kv_pool must have dtype float8_e4m3fnuz on gfx942"),
+    ("kv_pool not fp8", dict(kv_pool=torch.zeros(10, 1, 576, dtype=u8)), TypeError, "kv_pool must have dtype"),
     ("kv_pool rank", dict(kv_pool=torch.zeros(10, 576).to(torch.float8_e4m3fnuz)), ValueError, "kv_pool must be 3-D"),
     ("kv_pool row", dict(kv_pool=torch.zeros(10, 1, 512).to(torch.float8_e4m3fnuz)), ValueError,
      "kv_pool must be \\[slots, 1, 576\\]"),
@@ -106,3 +107,13 @@ def test_good_inputs_run():
     with use_backend("reference"):
         mla_decode_a16w8(**good())
         mla_decode_a16w8(**good(), lse=torch.empty(4, 4), glen=torch.tensor([10, 6], dtype=i32), cp_rank=1, cp_world=2)
+
+
+def test_gfx950_pool_is_ocp_e4m3fn(monkeypatch):
+    monkeypatch.setenv("MOONMATH_EMU_ARCH", "gfx950")
+    a = good()
+    with use_backend("reference"), pytest.raises(TypeError, match="kv_pool must have dtype float8_e4m3fn on gfx950"):
+        mla_decode_a16w8(**a)
+    a["kv_pool"] = torch.zeros(10, 1, 576).to(torch.float8_e4m3fn)
+    with use_backend("reference"):
+        mla_decode_a16w8(**a)

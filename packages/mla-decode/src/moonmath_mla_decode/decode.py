@@ -13,6 +13,8 @@ MAX_HEADS = 128
 CU_BUDGET = 304        # B * ceil(q_len * H / 96) must fit in one round of MI300X's CUs
 ROWS_PER_CTA = 96      # 16-row tiles x 6, the largest CTA slice of the kernel
 OP = "moonmath_mla_decode.mla_decode_a16w8"
+# The pool's fp8 format is the arch's native one: e4m3fnuz on gfx942 (max 240), OCP e4m3fn on gfx950 (max 448).
+POOL_DTYPES = {"gfx942": torch.float8_e4m3fnuz, "gfx950": torch.float8_e4m3fn}
 
 
 def mla_decode_a16w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: torch.Tensor,
@@ -25,8 +27,9 @@ def mla_decode_a16w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Ten
         q_lat: bf16 ``[T, H, 512]`` contiguous, the absorbed latent queries; T = B * q_len, request b owns
             rows [b*q_len, (b+1)*q_len). H in 1..128.
         q_pe: bf16 ``[T, H, 64]`` contiguous, the RoPE queries.
-        kv_pool: ``float8_e4m3fnuz`` ``[slots, 1, 576]`` contiguous: one fused row per token ([:512] latent,
-            [512:] rope), both key and value, at the one per-tensor ``kv_scale``.
+        kv_pool: fp8 ``[slots, 1, 576]`` contiguous: one fused row per token ([:512] latent, [512:] rope),
+            both key and value, at the one per-tensor ``kv_scale``. ``float8_e4m3fnuz`` on gfx942, OCP
+            ``float8_e4m3fn`` on gfx950 (the arch of ``moonmath_common.target_arch()``).
         o_lat: bf16 ``[T, H, 512]`` contiguous, the output (written in place).
         seq_lens: int32 ``[B]``: KV rows of each request on this rank (including the q_len draft tokens).
         kv_indices: int32 ``[N]``: pool slots (page_size 1); local row j of request b is slot
@@ -45,7 +48,13 @@ def mla_decode_a16w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Ten
     """
     checks.tensor("q_lat", q_lat, dtype=torch.bfloat16, ndim=3, contiguous=True)
     checks.tensor("q_pe", q_pe, dtype=torch.bfloat16, ndim=3, contiguous=True)
-    checks.tensor("kv_pool", kv_pool, dtype=torch.float8_e4m3fnuz, ndim=3, contiguous=True)
+    arch = target_arch()
+    pool_dtype = POOL_DTYPES.get(arch, torch.float8_e4m3fnuz)
+    checks.tensor("kv_pool", kv_pool)
+    if kv_pool.dtype != pool_dtype:
+        raise TypeError(f"kv_pool must have dtype {str(pool_dtype).replace('torch.', '')} on {arch} (its native fp8: "
+                        f"gfx942 e4m3fnuz, gfx950 OCP e4m3fn); got {str(kv_pool.dtype).replace('torch.', '')}")
+    checks.tensor("kv_pool", kv_pool, ndim=3, contiguous=True)
     checks.tensor("o_lat", o_lat, dtype=torch.bfloat16, ndim=3, contiguous=True)
     checks.tensor("seq_lens", seq_lens, dtype=torch.int32, ndim=1, contiguous=True)
     checks.tensor("kv_indices", kv_indices, dtype=torch.int32, ndim=1, contiguous=True)

@@ -1,7 +1,7 @@
 """Reference backend of mla_decode_a16w8: plain torch, fp32 accumulation.
 
-Each pool row (576 fp8 e4m3fnuz values c, decoded exactly from their bits) is both key and value after
-multiplication by kv_scale. For query row (t, h) of request b:
+Each pool row (576 fp8 values c: e4m3fnuz or OCP e4m3fn by the pool's dtype, decoded exactly from the
+bits) is both key and value after multiplication by kv_scale. For query row (t, h) of request b:
     s_j = scale * kv_scale * (q_lat[t,h] . c_j[:512] + q_pe[t,h] . c_j[512:])
     o   = kv_scale * sum_j softmax(s)_j c_j[:512]        rounded to bf16 RTNE (NaN -> 0x7FFF)
     lse = log2(sum_j exp(s_j))                           fp32, base 2
@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 import torch
-from moonmath_common.numerics import e4m3fnuz_to_f32, round_bf16, softmax_attention
+from moonmath_common.numerics import e4m3fn_to_f32, e4m3fnuz_to_f32, round_bf16, softmax_attention
 
 LOG2E = 1.0 / math.log(2.0)
 KV_LORA_RANK = 512
@@ -45,13 +45,14 @@ def mla_decode_a16w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Ten
     ip = [int(x) for x in kv_indptr.tolist()]
     gl = [int(x) for x in glen.tolist()] if (glen is not None and cp_world > 1) else None
     pool = kv_pool.view(kv_pool.shape[0], -1)
+    decode = e4m3fn_to_f32 if kv_pool.dtype == torch.float8_e4m3fn else e4m3fnuz_to_f32
     o = torch.empty(T, H, KV_LORA_RANK, dtype=torch.bfloat16, device=q_lat.device)
     lse = torch.empty(T, H, dtype=torch.float32, device=q_lat.device)
     for b in range(B):
         ends = window_ends(lens[b], q_len, None if gl is None else gl[b], cp_rank, cp_world)
         n = max(ends)
         slots = kv_indices[ip[b]:ip[b] + n].to(torch.int64)
-        c = e4m3fnuz_to_f32(pool[slots])                                  # [n, 576] exact
+        c = decode(pool[slots])                                           # [n, 576] exact
         rows = slice(b * q_len, (b + 1) * q_len)
         q = torch.cat([q_lat[rows], q_pe[rows]], dim=-1).float().reshape(1, q_len * H, -1)
         key_end = torch.tensor(ends, dtype=torch.int64, device=q.device).repeat_interleave(H)
