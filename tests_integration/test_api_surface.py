@@ -121,3 +121,15 @@ def test_gfx950_dispatch(arch):
     p = ma.forward_paged(q[0], kc, vc, cu_q, torch.tensor([4, 5], dtype=torch.int32),
                          block_table=torch.tensor([[0], [1]], dtype=torch.int32), causal=True)
     assert torch.equal(bf16_bits(p), bf16_bits(a))
+
+
+@pytest.mark.parametrize("arch", ["gfx942", "gfx950"], indirect=True)
+def test_dispatch_traces_under_compile(arch):
+    q = rand(1, 2, 6, 128, seed=7)
+    kwargs = dict(causal=True) if arch == "gfx950" else dict(round_mode="rtz")
+
+    def f(q):
+        return ma.forward(q, q, q, **kwargs) * 2
+
+    eager = f(q)
+    assert torch.equal(torch.compile(f, fullgraph=True, backend="aot_eager")(q), eager)
