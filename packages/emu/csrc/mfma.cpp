@@ -47,6 +47,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "numerics.hpp"
 
@@ -237,28 +238,6 @@ void locate_d(const MfmaInfo& info, int block, int i, int j, int* reg, int* lane
   *reg = 4 * (rg / G) + i % 4 + (M * N / 64) * block;
 }
 
-inline uint32_t extract_bits(const uint32_t* regs, int lane, int bitoff, int width) {
-  const int r = bitoff >> 5, b = bitoff & 31;
-  uint64_t w = regs[r * 64 + lane];
-  if (b + width > 32) w |= static_cast<uint64_t>(regs[(r + 1) * 64 + lane]) << 32;
-  return static_cast<uint32_t>((w >> b) & ((width == 32) ? 0xffffffffull : ((1ull << width) - 1ull)));
-}
-
-inline double decode_elem(const ElemFmt& ef, const uint32_t* regs, int lane, int elem) {
-  switch (ef.e) {
-    case Elem::F32: return static_cast<double>(num::f32_from_bits(regs[elem * 64 + lane]));
-    case Elem::F64: {
-      uint64_t lo = regs[(2 * elem) * 64 + lane], hi = regs[(2 * elem + 1) * 64 + lane];
-      return num::f64_from_bits(lo | (hi << 32));
-    }
-    case Elem::F16: return static_cast<double>(num::f16_to_f32(static_cast<uint16_t>(extract_bits(regs, lane, elem * 16, 16))));
-    case Elem::BF16: return static_cast<double>(num::bf16_to_f32(static_cast<uint16_t>(extract_bits(regs, lane, elem * 16, 16))));
-    case Elem::I8: return static_cast<double>(static_cast<int8_t>(extract_bits(regs, lane, elem * 8, 8)));
-    case Elem::N8: return narrow_lut().v[static_cast<int>(ef.f)][extract_bits(regs, lane, elem * ef.width, ef.width)];
-  }
-  return 0.0;
-}
-
 inline int blgp_src_lane(int blgp, int lane) {
   switch (blgp & 7) {
     case 1: return lane & 31;
@@ -324,96 +303,197 @@ bool mfma_locate_d(const MfmaInfo& info, int block, int i, int j, int* reg, int*
   return true;
 }
 
+// ------------------------------------------------------------------------------------------------
+// Precomputed gather/scatter tables (built once, on first use): for every form and operand format
+// the (lane, bit offset) of each A[b][i][k] / B[b][j][k] and the register*64+lane of each D[b][i][j].
+namespace {
+struct Gather { std::vector<uint16_t> lane, bit; int width = 0; };
+struct Layout {
+  Gather a[8], b[8];            // index = format selector (f8f6f4: CBSZ / BLGP; other forms: 0 only)
+  std::vector<uint16_t> d;      // (b*M + i)*N + j -> reg*64 + lane
+};
+
+void build_gather(const MfmaInfo& info, bool is_a, int sel, Gather& g) {
+  const MfmaType t = is_a ? info.a_type : info.b_type;
+  const ElemFmt ef = elem_fmt(t, info.gfx950, sel);
+  const int regs = t == T::F8F6F4 ? regs_for_sel(sel) : (is_a ? info.a_regs : info.b_regs);
+  const int X = is_a ? info.M : info.N;
+  g.width = ef.width;
+  g.lane.resize(static_cast<size_t>(info.blocks) * X * info.K);
+  g.bit.resize(g.lane.size());
+  for (int b = 0; b < info.blocks; ++b)
+    for (int x = 0; x < X; ++x)
+      for (int k = 0; k < info.K; ++k) {
+        int lane, e;
+        locate_ab(info, ef, regs, b, x, k, &lane, &e);
+        const size_t idx = (static_cast<size_t>(b) * X + x) * info.K + k;
+        g.lane[idx] = static_cast<uint16_t>(lane);
+        g.bit[idx] = static_cast<uint16_t>(e * ef.width);
+      }
+}
+
+struct Layouts {
+  Layout l[2][kNumRows];
+  Layouts() {
+    const Tables& t = tables();
+    for (int arch = 0; arch < 2; ++arch)
+      for (int r = 0; r < t.count[arch]; ++r) {
+        const MfmaInfo& info = t.info[arch][r];
+        Layout& L = l[arch][info.index];
+        const int nsel = info.a_type == T::F8F6F4 ? 8 : 1;
+        for (int s = 0; s < nsel; ++s) { build_gather(info, true, s, L.a[s]); build_gather(info, false, s, L.b[s]); }
+        L.d.resize(static_cast<size_t>(info.blocks) * info.M * info.N);
+        for (int b = 0; b < info.blocks; ++b)
+          for (int i = 0; i < info.M; ++i)
+            for (int j = 0; j < info.N; ++j) {
+              int reg, lane;
+              locate_d(info, b, i, j, &reg, &lane);
+              L.d[(static_cast<size_t>(b) * info.M + i) * info.N + j] = static_cast<uint16_t>(reg * 64 + lane);
+            }
+      }
+  }
+};
+const Layout& layout_of(const MfmaInfo& info) {
+  static const Layouts ls;
+  return ls.l[info.gfx950 ? 1 : 0][info.index];
+}
+
+inline uint32_t raw_bits(const uint32_t* regs, int lane, int bit, int width) {
+  const int r = bit >> 5, o = bit & 31;
+  uint32_t v = regs[r * 64 + lane] >> o;
+  if (o + width > 32) v |= regs[(r + 1) * 64 + lane] << (32 - o);
+  return width == 32 ? v : (v & ((1u << width) - 1u));
+}
+
+// Gather n elements (table entries [first, first+n)) into out, decoding with the element format.
+void gather(const ElemFmt& ef, const uint32_t* regs, const Gather& g, size_t first, int n, int blgp_lanes, double* out) {
+  const uint16_t* ln = g.lane.data() + first;
+  const uint16_t* bt = g.bit.data() + first;
+  auto lane_of = [&](int q) { return blgp_lanes ? blgp_src_lane(blgp_lanes, ln[q]) : static_cast<int>(ln[q]); };
+  switch (ef.e) {
+    case Elem::F32:
+      for (int q = 0; q < n; ++q) out[q] = num::f32_from_bits(regs[(bt[q] >> 5) * 64 + lane_of(q)]);
+      break;
+    case Elem::F64:
+      for (int q = 0; q < n; ++q) {
+        const int l = lane_of(q), r = (bt[q] >> 5);
+        out[q] = num::f64_from_bits(regs[r * 64 + l] | (static_cast<uint64_t>(regs[(r + 1) * 64 + l]) << 32));
+      }
+      break;
+    case Elem::F16:
+      for (int q = 0; q < n; ++q) out[q] = num::f16_to_f32(static_cast<uint16_t>(raw_bits(regs, lane_of(q), bt[q], 16)));
+      break;
+    case Elem::BF16:
+      for (int q = 0; q < n; ++q) out[q] = num::bf16_to_f32(static_cast<uint16_t>(raw_bits(regs, lane_of(q), bt[q], 16)));
+      break;
+    case Elem::I8:
+      for (int q = 0; q < n; ++q) out[q] = static_cast<int8_t>(raw_bits(regs, lane_of(q), bt[q], 8));
+      break;
+    case Elem::N8: {
+      const double* lut = narrow_lut().v[static_cast<int>(ef.f)];
+      for (int q = 0; q < n; ++q) out[q] = lut[raw_bits(regs, lane_of(q), bt[q], ef.width)];
+      break;
+    }
+  }
+}
+}  // namespace
+
 void mfma_execute(const MfmaInfo& info, const MfmaOperands& ops) {
   const int M = info.M, N = info.N, K = info.K, NB = info.blocks;
   const bool f8f6f4 = info.a_type == T::F8F6F4;
-  const int a_sel = f8f6f4 ? ops.cbsz : 0;
-  const int b_sel = f8f6f4 ? ops.blgp : 0;
+  const int a_sel = f8f6f4 ? (ops.cbsz & 7) : 0;
+  const int b_sel = f8f6f4 ? (ops.blgp & 7) : 0;
   const ElemFmt efa = elem_fmt(info.a_type, info.gfx950, a_sel);
   const ElemFmt efb = elem_fmt(info.b_type, info.gfx950, b_sel);
-  const int a_regs = mfma_a_regs(info, a_sel);
-  const int b_regs = mfma_b_regs(info, b_sel);
-  int neg = 0;
-  if (info.blgp_is_neg) neg = (ops.neg | ops.blgp) & 7;
+  const Layout& L = layout_of(info);
+  const int neg = info.blgp_is_neg ? ((ops.neg | ops.blgp) & 7) : 0;
+  const int blgp_lanes = info.blgp_lanes ? (ops.blgp & 7) : 0;
 
-  // Decode A[b][i][k] and B[b][k][j] into doubles (exact).
-  const int sizeA = NB * M * K, sizeB = NB * K * N;
-  double abuf[4096], bbuf[4096];  // largest: 32x32x64 (2048), 16x16x128 (2048), 32x32x4_2b (256)
+  // A as [b][i][k], B transposed as [b][j][k] (both contiguous in k), decoded exactly to double.
+  double abuf[4096], bbuf[4096];  // largest: 32x32x64 / 16x16x128 (2048 elements)
   for (int b = 0; b < NB; ++b) {
     int asrc = b;
     if (info.cbsz_abid && ops.cbsz > 0) asrc = (b & ~((1 << ops.cbsz) - 1)) | (ops.abid & ((1 << ops.cbsz) - 1));
-    for (int i = 0; i < M; ++i)
-      for (int k = 0; k < K; ++k) {
-        int lane, e;
-        locate_ab(info, efa, a_regs, asrc, i, k, &lane, &e);
-        double v = decode_elem(efa, ops.a, lane, e);
-        if (neg & 1) v = -v;
-        abuf[(b * M + i) * K + k] = v;
-      }
-    for (int k = 0; k < K; ++k)
-      for (int j = 0; j < N; ++j) {
-        int lane, e;
-        locate_ab(info, efb, b_regs, b, j, k, &lane, &e);
-        if (info.blgp_lanes) lane = blgp_src_lane(ops.blgp, lane);
-        double v = decode_elem(efb, ops.b, lane, e);
-        if (neg & 2) v = -v;
-        bbuf[(b * K + k) * N + j] = v;
-      }
+    gather(efa, ops.a, L.a[a_sel], static_cast<size_t>(asrc) * M * K, M * K, 0, abuf + static_cast<size_t>(b) * M * K);
+    gather(efb, ops.b, L.b[b_sel], static_cast<size_t>(b) * N * K, N * K, blgp_lanes, bbuf + static_cast<size_t>(b) * N * K);
   }
-  (void)sizeA; (void)sizeB;
+  if (neg & 1) for (int q = 0; q < NB * M * K; ++q) abuf[q] = -abuf[q];
+  if (neg & 2) for (int q = 0; q < NB * N * K; ++q) bbuf[q] = -bbuf[q];
 
-  // Scales (scaled forms): one per 32 k per row of A / column of B.
+  // Scales (scaled forms): one E8M0 per 32 k per row of A / column of B.
   const int KB = info.is_scaled ? K / 32 : 1;
   double sa[32 * 4], sb[32 * 4];
   if (info.is_scaled) {
     const int sha = 8 * (ops.scale_a_opsel & 3), shb = 8 * (ops.scale_b_opsel & 3);
     for (int kb = 0; kb < KB; ++kb) {
-      for (int i = 0; i < M; ++i) {
-        uint8_t e = ops.scale_a ? static_cast<uint8_t>(ops.scale_a[M * kb + i] >> sha) : 127;
-        sa[i * KB + kb] = num::e8m0_to_f64(e);
-      }
-      for (int j = 0; j < N; ++j) {
-        uint8_t e = ops.scale_b ? static_cast<uint8_t>(ops.scale_b[N * kb + j] >> shb) : 127;
-        sb[j * KB + kb] = num::e8m0_to_f64(e);
-      }
+      for (int i = 0; i < M; ++i)
+        sa[i * KB + kb] = num::e8m0_to_f64(ops.scale_a ? static_cast<uint8_t>(ops.scale_a[M * kb + i] >> sha) : 127);
+      for (int j = 0; j < N; ++j)
+        sb[j * KB + kb] = num::e8m0_to_f64(ops.scale_b ? static_cast<uint8_t>(ops.scale_b[N * kb + j] >> shb) : 127);
     }
   }
 
   // Compute into a temporary (c may alias d).
   uint32_t out[64 * 32];
-  for (int b = 0; b < NB; ++b) {
+  const uint16_t* dmap = L.d.data();
+  if (info.cd_type == T::F32) {
+    // B as [b][k][j] so that the j loop runs over independent accumulators (vectorisable) while
+    // each output element still sums its products in ascending k.
+    double bkj[4096];
+    for (int b = 0; b < NB; ++b)
+      for (int j = 0; j < N; ++j)
+        for (int k = 0; k < K; ++k)
+          bkj[(static_cast<size_t>(b) * K + k) * N + j] = bbuf[(static_cast<size_t>(b) * N + j) * K + k];
+    for (int b = 0; b < NB; ++b) {
+      for (int i = 0; i < M; ++i) {
+        const double* arow = &abuf[(static_cast<size_t>(b) * M + i) * K];
+        double sum[32];
+        for (int j = 0; j < N; ++j) sum[j] = 0.0;
+        if (info.is_scaled) {
+          for (int kb = 0; kb < KB; ++kb) {
+            double part[32];
+            for (int j = 0; j < N; ++j) part[j] = 0.0;
+            for (int k = kb * 32; k < kb * 32 + 32; ++k) {
+              const double a = arow[k];
+              const double* brow = &bkj[(static_cast<size_t>(b) * K + k) * N];
+              for (int j = 0; j < N; ++j) part[j] += a * brow[j];
+            }
+            for (int j = 0; j < N; ++j) sum[j] += part[j] * sa[i * KB + kb] * sb[j * KB + kb];
+          }
+        } else {
+          for (int k = 0; k < K; ++k) {
+            const double a = arow[k];
+            const double* brow = &bkj[(static_cast<size_t>(b) * K + k) * N];
+            for (int j = 0; j < N; ++j) sum[j] += a * brow[j];
+          }
+        }
+        for (int j = 0; j < N; ++j) {
+          const int di = dmap[(static_cast<size_t>(b) * M + i) * N + j];
+          out[di] = num::bits_from_f32(num::f32_round(sum[j] + static_cast<double>(num::f32_from_bits(ops.c[di]))));
+        }
+      }
+    }
+  }
+  for (int b = 0; b < NB && info.cd_type != T::F32; ++b) {
     for (int i = 0; i < M; ++i) {
-      const double* arow = &abuf[(b * M + i) * K];
+      const double* arow = &abuf[(static_cast<size_t>(b) * M + i) * K];
       for (int j = 0; j < N; ++j) {
-        int reg, lane;
-        locate_d(info, b, i, j, &reg, &lane);
+        const double* bcol = &bbuf[(static_cast<size_t>(b) * N + j) * K];
+        const int di = dmap[(static_cast<size_t>(b) * M + i) * N + j];
         if (info.cd_type == T::F64) {
-          uint64_t lo = ops.c[reg * 64 + lane], hi = ops.c[(reg + 1) * 64 + lane];
-          double acc = num::f64_from_bits(lo | (hi << 32));
+          // di is the first register of the pair: reg*64 + lane
+          const int reg = di / 64, lane = di % 64;
+          double acc = num::f64_from_bits(ops.c[reg * 64 + lane] | (static_cast<uint64_t>(ops.c[(reg + 1) * 64 + lane]) << 32));
           if (neg & 4) acc = -acc;
-          for (int k = 0; k < K; ++k) acc = std::fma(arow[k], bbuf[(b * K + k) * N + j], acc);
-          uint64_t r = num::bits_from_f64(acc);
+          for (int k = 0; k < K; ++k) acc = std::fma(arow[k], bcol[k], acc);
+          const uint64_t r = num::bits_from_f64(acc);
           out[reg * 64 + lane] = static_cast<uint32_t>(r);
           out[(reg + 1) * 64 + lane] = static_cast<uint32_t>(r >> 32);
-        } else if (info.cd_type == T::I32) {
+        } else {  // I32
           int64_t acc = 0;
-          for (int k = 0; k < K; ++k)
-            acc += static_cast<int64_t>(arow[k]) * static_cast<int64_t>(bbuf[(b * K + k) * N + j]);
-          acc += static_cast<int32_t>(ops.c[reg * 64 + lane]);
-          out[reg * 64 + lane] = static_cast<uint32_t>(static_cast<uint64_t>(acc));
-        } else {
-          double sum = 0.0;
-          if (info.is_scaled) {
-            for (int kb = 0; kb < KB; ++kb) {
-              double part = 0.0;
-              for (int k = kb * 32; k < kb * 32 + 32; ++k) part += arow[k] * bbuf[(b * K + k) * N + j];
-              sum += part * sa[i * KB + kb] * sb[j * KB + kb];
-            }
-          } else {
-            for (int k = 0; k < K; ++k) sum += arow[k] * bbuf[(b * K + k) * N + j];
-          }
-          const double c = static_cast<double>(num::f32_from_bits(ops.c[reg * 64 + lane]));
-          out[reg * 64 + lane] = num::bits_from_f32(num::f32_round(sum + c));
+          for (int k = 0; k < K; ++k) acc += static_cast<int64_t>(arow[k]) * static_cast<int64_t>(bcol[k]);
+          acc += static_cast<int32_t>(ops.c[di]);
+          out[di] = static_cast<uint32_t>(static_cast<uint64_t>(acc));
         }
       }
     }
