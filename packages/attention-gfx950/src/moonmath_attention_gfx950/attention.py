@@ -79,6 +79,13 @@ def _cu_seqlens(name: str, cu: torch.Tensor, total: int, total_name: str, max_se
     return vals
 
 
+def _host_or(dev: torch.device, **tensors: torch.Tensor | None) -> None:
+    """Index tensors may live on the host (CPU: planned there, no sync) or on the data's device."""
+    for name, t in tensors.items():
+        if t is not None and t.device != dev and t.device.type != "cpu":
+            raise ValueError(f"{name} must be on the CPU or on {dev} (the device of q); got {t.device}")
+
+
 def _index_vector(name: str, t: object, numel: int | None = None) -> torch.Tensor:
     checks.tensor(name, t, dtype=torch.int32, ndim=1, contiguous=True)
     if numel is not None and t.numel() != numel:
@@ -183,7 +190,8 @@ def _check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_
     _index_vector("cu_seqlens_k", cu_seqlens_k, cu_seqlens_q.numel())
     if cu_seqlens_q.numel() < 1:
         raise ValueError("cu_seqlens_q must have B + 1 >= 1 elements; got 0")
-    dev = checks.same_device(q=q, k=k, v=v, out=out, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
+    dev = checks.same_device(q=q, k=k, v=v, out=out)
+    _host_or(dev, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
     if v.shape[0] != k.shape[0]:
         raise ValueError(f"v must have k's total tokens {k.shape[0]} (dim 0 of [total_k, Hkv, D]); got {v.shape[0]}")
     _heads(q.shape[1], k.shape[1], v.shape[1])
@@ -374,6 +382,7 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
             raise ValueError(f"block_table must have B = {B} rows (len(cu_seqlens_q) - 1); got {block_table.shape[0]}")
     dev = checks.same_device(q=q, k_cache=k_cache, v_cache=v_cache, out=out, kv_page_indices=kv_page_indices,
                              block_table=block_table)
+    _host_or(dev, cu_seqlens_q=cu_seqlens_q, seqlens_k=seqlens_k, kv_indptr=kv_indptr)
     num_pages, page_size, hk, dqk = k_cache.shape
     if v_cache.shape[0] != num_pages or v_cache.shape[1] != page_size:
         raise ValueError(f"v_cache must have k_cache's [num_pages, page_size] = [{num_pages}, {page_size}]; got "
