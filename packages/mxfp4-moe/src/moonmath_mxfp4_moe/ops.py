@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import torch
-from moonmath_common import NoKernelError, checks, get_backend, target_arch
+from moonmath_common import checks, get_backend
 
 from . import reference
 
@@ -134,8 +134,12 @@ def _(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_p
 def _run_kernel_gateup(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
                        num_m_blocks, block_m, num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta,
                        situ_linear_beta) -> None:
-    """The hip/emu path of mxfp4_moe_gateup. (Kernel not built yet.)"""
-    raise NoKernelError("moonmath_mxfp4_moe.mxfp4_moe_gateup", target_arch(), archs_built=())
+    """The hip/emu path of mxfp4_moe_gateup: the gfx942 kernel (kernel.launch_gateup picks the column tiles)."""
+    from . import kernel
+
+    kernel.launch_gateup(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
+                         num_m_blocks, block_m, num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta,
+                         situ_linear_beta)
 
 
 def mxfp4_moe_down(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.Tensor,
@@ -192,5 +196,8 @@ def _(A, B, Bs, C, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, blo
 
 def _run_kernel_down(A, B, Bs, C, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m, n_steps, nt,
                      num_valid_tokens, top_k, mul_routed_weight) -> None:
-    """The hip/emu path of mxfp4_moe_down. (Kernel not built yet.)"""
-    raise NoKernelError("moonmath_mxfp4_moe.mxfp4_moe_down", target_arch(), archs_built=())
+    """The hip/emu path of mxfp4_moe_down: the gfx942 kernel."""
+    from . import kernel
+
+    kernel.launch_down(A, B, Bs, C, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m, n_steps, nt,
+                       num_valid_tokens, top_k, mul_routed_weight)

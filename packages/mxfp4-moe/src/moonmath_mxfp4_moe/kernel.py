@@ -1,0 +1,111 @@
+"""Launching the gfx942 MXFP4 MoE kernels (csrc/device/gfx942/) through moonmath_common's runtime.
+
+Code objects: ``mxfp4_moe_gateup.hsaco`` (kernels ``mxfp4_moe_gateup_bm{16,32,48}_nt{1,2,3}_none`` and
+``..._nt{1,2}_situ``) and ``mxfp4_moe_down.hsaco`` (``mxfp4_moe_down_bm{BM}_k{K}_nt{1,2}`` for the (BM, K)
+pairs whose A tile fits LDS). Both take the same leading arguments (A, W, S, C, topk_w, sorted_ids,
+expert_ids, ntpp, num_sorted, num_valid, a_rows, a_row_div); see the .hip files for the rest.
+
+The callers (ops.py) have validated every tensor; this module only picks the kernel variant, checks the
+32-bit buffer ranges the kernels build, and launches. docs/kernels/mxfp4_moe_gfx942.md has the design.
+"""
+from __future__ import annotations
+
+import torch
+from moonmath_common import target_arch
+from moonmath_common.kernels import KernelSet
+
+EPI_NONE = 0
+EPI_SITU = 1
+THREADS = 512       # 8 waves per workgroup, both kernels
+COLS_PER_NT = 128   # output columns per workgroup (gate/up) or per column step (down) at nt = 1
+GATEUP_NTS = {EPI_NONE: (1, 2, 3), EPI_SITU: (1, 2)}
+DOWN_VARIANTS = {(16, 384), (16, 512), (16, 768), (32, 384), (32, 512), (32, 768), (64, 384)}
+_OOB_LIMIT = 1 << 31  # the kernels use voffset 2^31 as "out of range": every buffer must be <= 2 GiB
+
+KERNELS = KernelSet("moonmath_mxfp4_moe")
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def gateup_nt(block_m: int, n_out: int, epilogue: int) -> int:
+    """Column tiles of 16 per wave for mxfp4_moe_gateup (workgroup width 128 * nt output columns).
+
+    1 at block_m 16 (more column blocks keep the GPU busy at decode). Otherwise the largest of 3
+    (EPI_NONE only) or 2 whose workgroups cover no more padded columns than nt = 1 does. The choice
+    never changes the result (each output element has the same accumulation chain at every nt).
+    """
+    if block_m == 16:
+        return 1
+    covered = _cdiv(n_out, COLS_PER_NT) * COLS_PER_NT
+    for nt in sorted(GATEUP_NTS[epilogue], reverse=True):
+        if _cdiv(n_out, COLS_PER_NT * nt) * COLS_PER_NT * nt <= covered:
+            return nt
+    return 1
+
+
+def _topk(topk_weights: torch.Tensor | None, mul_routed_weight: bool) -> torch.Tensor | None:
+    if not mul_routed_weight or topk_weights is None:
+        return None
+    # The kernels read fp32; a bf16 weight upcasts exactly.
+    return topk_weights if topk_weights.dtype == torch.float32 else topk_weights.float()
+
+
+def _check_ranges(op: str, **sizes: int) -> None:
+    for name, nbytes in sizes.items():
+        if nbytes > _OOB_LIMIT:
+            raise ValueError(f"{op}: {name} spans {nbytes} bytes; the gfx942 kernel addresses at most 2 GiB per "
+                             f"buffer (split the call)")
+
+
+def launch_gateup(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.Tensor,
+                  topk_weights: torch.Tensor | None, sorted_ids: torch.Tensor, expert_ids: torch.Tensor,
+                  ntpp: torch.Tensor, num_m_blocks: int, block_m: int, num_valid_tokens: int, top_k: int,
+                  epilogue: int, mul_routed_weight: bool, situ_beta: float = 1.0, situ_linear_beta: float = 1.0,
+                  nt: int | None = None, op: str = "moonmath_mxfp4_moe.mxfp4_moe_gateup") -> dict | None:
+    """Run the gate/up kernel (also the down projection at K the down kernel does not serve).
+
+    A bf16 [T, K] (K % 32 == 0), B uint8 [E, K/32, Nb, 16], Bs uint8 [E, K/32, Nb], C bf16 [>= nvt, N_out]
+    with N_out = Nb (EPI_NONE) or Nb / 2 (EPI_SITU). nt = None lets gateup_nt choose. Returns the
+    emulator's counters (emu) or None (hip).
+    """
+    E, G, nb, _ = B.shape
+    T, K = A.shape
+    n_out = nb // 2 if epilogue == EPI_SITU else nb
+    if nt is None:
+        nt = gateup_nt(block_m, n_out, epilogue)
+    if nt not in GATEUP_NTS[epilogue]:
+        raise ValueError(f"{op}: nt must be one of {GATEUP_NTS[epilogue]}; got {nt}")
+    if num_m_blocks == 0 or num_valid_tokens == 0:
+        return None
+    _check_ranges(op, A=T * K * 2, B_per_expert=G * nb * 16, C=num_valid_tokens * n_out * 2)
+    name = f"mxfp4_moe_gateup_bm{block_m}_nt{nt}_{'situ' if epilogue == EPI_SITU else 'none'}"
+    grid = (_cdiv(n_out, COLS_PER_NT * nt), num_m_blocks, 1)
+    args = [A, B, Bs, C, _topk(topk_weights, mul_routed_weight), sorted_ids, expert_ids, ntpp,
+            sorted_ids.numel(), num_valid_tokens, T, top_k, K, nb, E, int(bool(mul_routed_weight)),
+            float(situ_beta), float(situ_linear_beta)]
+    return KERNELS.launch(op, target_arch(), "mxfp4_moe_gateup", name, grid, THREADS, args)
+
+
+def launch_down(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.Tensor,
+                topk_weights: torch.Tensor | None, sorted_ids: torch.Tensor, expert_ids: torch.Tensor,
+                ntpp: torch.Tensor, num_m_blocks: int, block_m: int, n_steps: int, nt: int, num_valid_tokens: int,
+                top_k: int, mul_routed_weight: bool, op: str = "moonmath_mxfp4_moe.mxfp4_moe_down") -> dict | None:
+    """Run the down kernel: A bf16 [rows, K] with K in {384, 512, 768}, B [E, K/32, N, 16], C [>= nvt, N]."""
+    E, G, N, _ = B.shape
+    T, K = A.shape
+    if (block_m, K) not in DOWN_VARIANTS:
+        raise ValueError(f"{op}: no down kernel for block_m={block_m}, K={K}; pairs built: {sorted(DOWN_VARIANTS)}")
+    if nt not in (1, 2):
+        raise ValueError(f"{op}: nt must be 1 or 2; got {nt}")
+    if n_steps < 1:
+        raise ValueError(f"{op}: n_steps must be >= 1; got {n_steps}")
+    if num_m_blocks == 0 or num_valid_tokens == 0:
+        return None
+    _check_ranges(op, A=T * K * 2, B_per_expert=G * N * 16, C=num_valid_tokens * N * 2)
+    name = f"mxfp4_moe_down_bm{block_m}_k{K}_nt{nt}"
+    grid = (_cdiv(_cdiv(N, COLS_PER_NT * nt), n_steps), num_m_blocks, 1)
+    args = [A, B, Bs, C, _topk(topk_weights, mul_routed_weight), sorted_ids, expert_ids, ntpp,
+            sorted_ids.numel(), num_valid_tokens, T, top_k, N, E, int(bool(mul_routed_weight)), n_steps]
+    return KERNELS.launch(op, target_arch(), "mxfp4_moe_down", name, grid, THREADS, args)

@@ -1,0 +1,65 @@
+"""ISA budgets of the gfx942 MXFP4 MoE kernels, read from the built code objects' metadata.
+
+Budget (docs/kernels/mxfp4_moe_gfx942.md): 512-thread workgroups (8 waves, 2 per SIMD), so at most 256
+VGPRs per lane; no AGPRs, no scratch; SGPRs <= 80; LDS exactly the A staging: 2 * block_m * 256 bytes
+(gate/up, double-buffered 128-k slabs) or block_m * K * 2 bytes (down, the whole A tile).
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+from moonmath_common.codeobject import CodeObject
+from moonmath_mxfp4_moe import kernel
+
+# Per-variant VGPR ceilings: the counts clang 22 gives today plus headroom of ~10%. A jump past them is a
+# regression to look at (spills come next), not noise.
+GATEUP_VGPR = {(16, 1, "none"): 64, (16, 2, "none"): 84, (16, 3, "none"): 96, (32, 1, "none"): 64,
+               (32, 2, "none"): 108, (32, 3, "none"): 128, (48, 1, "none"): 80, (48, 2, "none"): 144,
+               (48, 3, "none"): 168, (16, 1, "situ"): 88, (16, 2, "situ"): 112, (32, 1, "situ"): 108,
+               (32, 2, "situ"): 148, (48, 1, "situ"): 148, (48, 2, "situ"): 192}
+DOWN_VGPR_MAX = 176
+
+
+def _co(stem: str) -> CodeObject:
+    path = kernel.KERNELS.path(stem, "gfx942", stem)
+    return CodeObject.parse(path.read_bytes())
+
+
+def test_gateup_budget():
+    co = _co("mxfp4_moe_gateup")
+    assert co.arch == "gfx942"
+    names = set(co.kernels)
+    want = {f"mxfp4_moe_gateup_bm{bm}_nt{nt}_{epi}" for (bm, nt, epi) in GATEUP_VGPR}
+    assert names == want
+    for name, k in co.kernels.items():
+        bm, nt, epi = re.fullmatch(r"mxfp4_moe_gateup_bm(\d+)_nt(\d+)_(none|situ)", name).groups()
+        key = (int(bm), int(nt), epi)
+        assert k.scratch == 0, name
+        assert k.agpr == 0, name
+        assert k.vgpr <= GATEUP_VGPR[key], f"{name}: {k.vgpr} VGPRs > budget {GATEUP_VGPR[key]}"
+        assert k.sgpr <= 80, name
+        assert k.lds == 2 * int(bm) * 256, name
+        assert k.max_workgroup_size == kernel.THREADS, name
+
+
+def test_down_budget():
+    co = _co("mxfp4_moe_down")
+    names = set(co.kernels)
+    want = {f"mxfp4_moe_down_bm{bm}_k{K}_nt{nt}" for (bm, K) in kernel.DOWN_VARIANTS for nt in (1, 2)}
+    assert names == want
+    for name, k in co.kernels.items():
+        bm, K, _ = map(int, re.fullmatch(r"mxfp4_moe_down_bm(\d+)_k(\d+)_nt(\d+)", name).groups())
+        assert k.scratch == 0 and k.agpr == 0, name
+        assert k.vgpr <= DOWN_VGPR_MAX, f"{name}: {k.vgpr} VGPRs"
+        assert k.sgpr <= 80, name
+        assert k.lds == bm * K * 2 <= 65536, name
+
+
+@pytest.mark.parametrize("block_m,n_out,epi,want", [
+    (16, 384, kernel.EPI_SITU, 1), (32, 384, kernel.EPI_SITU, 1), (48, 512, kernel.EPI_SITU, 2),
+    (32, 768, kernel.EPI_NONE, 3), (48, 512, kernel.EPI_NONE, 2), (32, 200, kernel.EPI_NONE, 2),
+    (48, 100, kernel.EPI_NONE, 1),
+])
+def test_gateup_nt_choice(block_m, n_out, epi, want):
+    assert kernel.gateup_nt(block_m, n_out, epi) == want
