@@ -1,0 +1,138 @@
+"""Emulator instruction counts of the gfx942 MXFP4 MoE kernels at the seed's Kimi-K3 TP8 shapes.
+
+No timing: the emulator counts instructions (per class) for a launch, and this script turns them into
+counts per 16-row x N-column output tile, bytes of weight read per useful FLOP, and the registers, LDS and
+occupancy of the variant the planners pick.
+
+Shapes (seed README): 896 routed experts, top-16 uniform distinct experts per token, K = 3584, expert
+width I = 384 (the TP8 shard): gate/up [K -> 2I] with the SiLU-GLU epilogue, down [I -> K].
+T = 8, 32, 8192, 16384 tokens.
+
+Counting a representative subset: every m-block of a launch runs the same instruction stream (the
+kernels have no data-dependent branches besides row liveness in the epilogue and the skip of empty
+blocks), so the script runs `--blocks` evenly spaced live m-blocks of the real alignment and scales the
+counts by live_blocks / blocks. The weight values do not change the counts either, so the experts are
+folded onto 4 physical experts (the same code runs; the memory stays small).
+
+    python packages/mxfp4-moe/benchmarks/count_moe.py                 # the four shapes, 16 blocks each
+    python packages/mxfp4-moe/benchmarks/count_moe.py --tokens 8 --blocks 0   # all blocks of T = 8
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+
+import torch
+
+os.environ.setdefault("MOONMATH_EMU_HAZARDS", "0")  # counts do not depend on the checker; it is slower
+
+import moonmath_mxfp4_moe as mm  # noqa: E402
+from moonmath_common import use_backend  # noqa: E402
+from moonmath_common.codeobject import CodeObject  # noqa: E402
+from moonmath_mxfp4_moe import kernel  # noqa: E402
+
+KEYS = ("mfma", "valu", "trans", "salu", "ds", "vmem", "smem", "waitcnt", "barrier", "branch", "wave_instructions")
+PHYS = 4  # physical experts the routed ones are folded onto
+
+
+def route(T: int, E: int, top_k: int, seed: int = 0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.rand(T, E, generator=g).argsort(dim=1)[:, :top_k].to(torch.int32)
+
+
+def subset(sid, eid, ntpp, bm, blocks):
+    live = math.ceil(int(ntpp[0]) / bm)
+    live_ids = [i for i in range(live) if int(eid[i]) >= 0]
+    if blocks and blocks < len(live_ids):
+        step = len(live_ids) / blocks
+        live_ids = [live_ids[int(i * step)] for i in range(blocks)]
+    rows = torch.cat([sid[i * bm:(i + 1) * bm] for i in live_ids])
+    experts = torch.tensor([int(eid[i]) % PHYS for i in live_ids], dtype=torch.int32)
+    return rows, experts, torch.tensor([rows.numel()], dtype=torch.int32), len(live_ids), live
+
+
+def occupancy(meta) -> int:
+    """Waves per SIMD: VGPRs (512 per lane per SIMD, granule 8), LDS (64 KiB per CU; a workgroup puts 2 waves
+    on each of the 4 SIMDs), at most 8."""
+    vg = max(8, math.ceil((meta.vgpr + meta.agpr) / 8) * 8)
+    by_vgpr = 512 // vg
+    by_lds = 2 * (65536 // meta.lds) if meta.lds else 8
+    return min(8, by_vgpr - by_vgpr % 2, by_lds)
+
+
+def measure(name, launch, nvt_rows, live_blocks, n_sub, bm, n_cols, K, meta):
+    c = launch()
+    scale = live_blocks / n_sub
+    tiles = live_blocks * bm // 16
+    per_tile = {k: c[k] * scale / tiles for k in KEYS}
+    w_bytes = live_blocks * n_cols * K * (1 / 2 + 1 / 32)
+    flops = 2 * nvt_rows * n_cols * K
+    return {"name": name, "kernel": meta.name, "blocks": live_blocks, "block_m": bm, "per_tile": per_tile,
+            "w_bytes_per_flop": w_bytes / flops, "vgpr": meta.vgpr, "sgpr": meta.sgpr, "lds": meta.lds,
+            "waves_per_simd": occupancy(meta), "launch_wave_instr": c["wave_instructions"] * scale}
+
+
+def run(T, blocks, E=896, top_k=16, K=3584, I=384, cus=304):
+    ids = route(T, E, top_k, seed=T)
+    nvt = T * top_k
+    active = int(torch.unique(ids).numel())
+    out = []
+    co_g = CodeObject.parse(kernel.KERNELS.path("bench", "gfx942", "mxfp4_moe_gateup").read_bytes())
+    co_d = CodeObject.parse(kernel.KERNELS.path("bench", "gfx942", "mxfp4_moe_down").read_bytes())
+
+    # gate/up: [T, K] x [2I, K] -> SiLU-GLU -> [nvt, I]
+    bm = mm.mxfp4_moe_gateup_block_m(nvt, active)
+    sid, eid, ntpp, _ = mm.moe_align_block_size(ids, bm, E)
+    rows, experts, sub_ntpp, n_sub, live = subset(sid, eid, ntpp, bm, blocks)
+    A = torch.randn(T, K).to(torch.bfloat16)
+    B = torch.randint(0, 256, (PHYS, K // 32, 2 * I, 16), dtype=torch.uint8)
+    Bs = torch.randint(120, 134, (PHYS, K // 32, 2 * I), dtype=torch.uint8)
+    C = torch.zeros(nvt, I, dtype=torch.bfloat16)
+    nt = kernel.gateup_nt(bm, I, kernel.EPI_SITU)
+    meta = co_g.kernels[f"mxfp4_moe_gateup_bm{bm}_nt{nt}_situ"]
+    out.append(measure("gate/up", lambda: kernel.launch_gateup(
+        A, B, Bs, C, None, rows, experts, sub_ntpp, n_sub, bm, nvt, top_k, kernel.EPI_SITU, False, 4.0, 25.0),
+        nvt, live, n_sub, bm, 2 * I, K, meta))
+
+    # down: [nvt, I] x [K, I] -> [nvt, K]
+    dbm, dnt, steps = mm.mxfp4_moe_down_plan(nvt, active, K, I, 0, num_cus=cus)
+    sid, eid, ntpp, nblk = mm.moe_align_block_size(ids, dbm, E)
+    steps = mm.mxfp4_moe_down_n_steps(math.ceil(int(ntpp[0]) / dbm), K, cus, dbm, dnt)
+    rows, experts, sub_ntpp, n_sub, live = subset(sid, eid, ntpp, dbm, blocks)
+    A2 = torch.randn(nvt, I).to(torch.bfloat16)
+    B2 = torch.randint(0, 256, (PHYS, I // 32, K, 16), dtype=torch.uint8)
+    Bs2 = torch.randint(120, 134, (PHYS, I // 32, K), dtype=torch.uint8)
+    C2 = torch.zeros(nvt, K, dtype=torch.bfloat16)
+    meta = co_d.kernels[f"mxfp4_moe_down_bm{dbm}_k{I}_nt{dnt}"]
+    r = measure("down", lambda: kernel.launch_down(
+        A2, B2, Bs2, C2, None, rows, experts, sub_ntpp, n_sub, dbm, steps, dnt, nvt, 1, False),
+        nvt, live, n_sub, dbm, K, I, meta)
+    r["n_steps"] = steps
+    out.append(r)
+    return T, nvt, active, out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tokens", type=int, nargs="+", default=[8, 32, 8192, 16384])
+    ap.add_argument("--blocks", type=int, default=16, help="live m-blocks counted per launch (0 = all)")
+    args = ap.parse_args()
+    hdr = ("| T | rows | experts hit | proj | kernel | live blocks | MFMA | VALU | trans | SALU | DS | VMEM | "
+           "waitcnt | barrier | all | VALU/MFMA | W bytes/FLOP | VGPR | LDS | waves/SIMD |")
+    print(hdr)
+    print("|" + "---|" * (hdr.count("|") - 1))
+    with use_backend("emu"):
+        for T in args.tokens:
+            T, nvt, active, res = run(T, args.blocks)
+            for r in res:
+                p = r["per_tile"]
+                print(f"| {T} | {nvt} | {active} | {r['name']} | {r['kernel']} | {r['blocks']} | {p['mfma']:.0f} | "
+                      f"{p['valu']:.0f} | {p['trans']:.0f} | {p['salu']:.0f} | {p['ds']:.0f} | {p['vmem']:.0f} | "
+                      f"{p['waitcnt']:.0f} | {p['barrier']:.0f} | {p['wave_instructions']:.0f} | "
+                      f"{p['valu'] / p['mfma']:.2f} | {r['w_bytes_per_flop']:.4f} | {r['vgpr']} | {r['lds']} | "
+                      f"{r['waves_per_simd']} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
