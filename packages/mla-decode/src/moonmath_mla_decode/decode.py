@@ -160,5 +160,10 @@ def _(q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, scale, kv_sc
 
 def _run_kernel(q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, scale, kv_scale, lse, glen, cp_rank,
                 cp_world) -> None:
-    """The hip/emu path: launch the MLA decode kernel and its merge. (Kernel not built yet.)"""
-    raise NoKernelError(OP, target_arch(), archs_built=())
+    """The hip/emu path: the gfx942 kernels (kernel.py): the decode kernel, then its split-KV merge."""
+    if target_arch() != "gfx942":
+        from .kernel import KERNELS
+        raise NoKernelError(OP, target_arch(), archs_built=KERNELS.archs_built())
+    from . import kernel
+    kernel.run(q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, scale, kv_scale, lse, glen, cp_rank,
+               cp_world)

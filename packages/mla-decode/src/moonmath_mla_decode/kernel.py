@@ -1,0 +1,96 @@
+"""Launching the gfx942 MLA decode kernels (csrc/device/gfx942/) through moonmath_common's runtime.
+
+Code objects: ``mla_decode_a16w8.hsaco`` (kernel ``mla_decode_a16w8_fwd``: one wave per 16-row tile of
+(position, head) rows per KV part) and ``mla_decode_a16w8_merge.hsaco`` (``mla_decode_a16w8_merge``:
+the fixed-order fp32 merge of the parts). The launch configuration comes from the C++ planner
+(``_C.plan_mla_decode``) and depends on shapes only (plus ``kv_indices.numel() / B`` as a length hint),
+so a captured graph replays correctly with new lengths and page tables.
+
+The caller (decode.py) has validated every tensor; this module checks the 32-bit buffer ranges the
+kernels build, allocates the split-KV workspace, and launches. docs/kernels/mla_decode_gfx942.md has
+the design and the planner's cost model.
+"""
+from __future__ import annotations
+
+import math
+import struct
+
+import torch
+from moonmath_common import target_arch
+from moonmath_common.kernels import KernelSet
+
+OP = "moonmath_mla_decode.mla_decode_a16w8"
+ARCH = "gfx942"
+FWD_CODE_OBJECT, FWD_KERNEL = "mla_decode_a16w8", "mla_decode_a16w8_fwd"
+MERGE_CODE_OBJECT, MERGE_KERNEL = "mla_decode_a16w8_merge", "mla_decode_a16w8_merge"
+LOG2E = 1.0 / math.log(2.0)
+FLAG_LSE = 1
+FLAG_PARTIAL = 2
+_U32 = 1 << 32
+
+KERNELS = KernelSet("moonmath_mla_decode")
+
+
+def _f32_bits(x: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+def plan(batch: int, heads: int, q_len: int, len_hint: int = 0):
+    """The C++ planner's launch configuration (an ``_C.MlaPlan``)."""
+    from . import _C
+
+    return _C.plan_mla_decode(batch, heads, q_len, len_hint)
+
+
+def _check_ranges(**sizes: int) -> None:
+    for name, nbytes in sizes.items():
+        if nbytes >= _U32:
+            raise ValueError(f"{OP}: {name} spans {nbytes} bytes; the gfx942 kernel addresses buffers with 32-bit "
+                             f"offsets (at most {_U32 - 1} bytes: {(_U32 - 1) // 576} pool slots)")
+
+
+def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: torch.Tensor, seq_lens: torch.Tensor,
+        kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float, kv_scale: float,
+        lse: torch.Tensor | None = None, glen: torch.Tensor | None = None, cp_rank: int = 0, cp_world: int = 1,
+        nparts: int | None = None) -> list[dict | None]:
+    """Run mla_decode_a16w8 on the gfx942 kernels (emu or hip backend). Writes o_lat (and lse) in place.
+
+    Tensors as in decode.mla_decode_a16w8 (already validated). ``nparts`` overrides the planner's KV split
+    (tests and benchmarks); the result does not depend on it beyond fp32 rounding. Returns the launches'
+    emulator counters (emu) or Nones (hip).
+    """
+    arch = target_arch()
+    if arch != ARCH:
+        from moonmath_common import NoKernelError
+
+        raise NoKernelError(OP, arch, KERNELS.archs_built())
+    T, H, _ = q_lat.shape
+    B = kv_indptr.numel() - 1
+    q_len = T // B
+    rows = q_len * H
+    p = plan(B, H, q_len, kv_indices.numel() // B)
+    np_ = p.nparts if nparts is None else int(nparts)
+    if np_ < 1:
+        raise ValueError(f"{OP}: nparts must be >= 1; got {np_}")
+    partial = np_ > 1
+    n_rt = p.n_rt
+    waves = B * np_ * n_rt
+    grid = -(-waves // 4)
+    _check_ranges(kv_pool=kv_pool.numel(), q_lat=q_lat.numel() * 2, kv_indices=kv_indices.numel() * 4,
+                  workspace=B * rows * np_ * 512 * 4 if partial else 0)
+    dev = q_lat.device
+    ws_o = torch.empty(B * rows * np_ * 512, dtype=torch.float32, device=dev) if partial else None
+    ws_ml = torch.empty(B * rows * np_ * 2, dtype=torch.float32, device=dev) if partial else None
+    glen_arg = glen if (cp_world > 1 and glen is not None) else seq_lens
+    flags = (FLAG_LSE if lse is not None else 0) | (FLAG_PARTIAL if partial else 0)
+    c_qk = _f32_bits(float(scale) * float(kv_scale) * LOG2E)
+    o_scale = _f32_bits(float(kv_scale))
+    counters = [KERNELS.launch(OP, arch, FWD_CODE_OBJECT, FWD_KERNEL, grid=grid, block=256,
+                               args=[q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, glen_arg, lse,
+                                     ws_o, ws_ml, B, H, q_len, np_, kv_pool.numel(), kv_indices.numel(), cp_rank,
+                                     cp_world, flags, c_qk, o_scale])]
+    if partial:
+        counters.append(KERNELS.launch(OP, arch, MERGE_CODE_OBJECT, MERGE_KERNEL, grid=-(-(B * rows) // 4), block=256,
+                                       args=[ws_o, ws_ml, o_lat, lse, B * rows, np_,
+                                             FLAG_LSE if lse is not None else 0, o_scale]))
+    return counters

@@ -1,0 +1,314 @@
+"""mla_decode_a16w8 on the gfx942 kernels (emu backend; hip with the same tests on hardware).
+
+Every launch runs under the emulator's memory sanitizer and hazard checker (on by default), so each
+test here also shows the kernels clean. Sizes are chosen for CI on a 2-core machine (the whole file
+runs in about a minute under moonmath-emu); the `gpu` marker holds hardware-only sizes.
+
+Data follow the seed's test: pool = randn / kv_scale in fp8 e4m3fnuz, scale 0.088, kv_scale 0.02,
+a random permutation of pool slots; tolerance |o - ref| < 0.02, base-2 lse within 0.05 with the
+finite / -inf pattern exact (the kernel typically lands near 1e-3).
+"""
+from __future__ import annotations
+
+import math
+
+import moonmath_mla_decode as mld
+import pytest
+import torch
+from moonmath_common import use_backend
+from moonmath_mla_decode import kernel as mk
+from moonmath_mla_decode import reference
+
+SCALE, KV_SCALE = 0.088, 0.02
+O_TOL, LSE_TOL = 0.02, 0.05
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+@pytest.fixture(autouse=True)
+def _gfx942(monkeypatch):
+    monkeypatch.setenv("MOONMATH_EMU_ARCH", "gfx942")
+    pytest.importorskip("moonmath_emu")
+
+
+def make_case(B, H, q_len, lens, *, seed=0, extra_slots=7, glen=None):
+    """Inputs of one call. lens: per-request local KV rows (list). Slots are a random permutation."""
+    g = torch.Generator().manual_seed(seed)
+    T = B * q_len
+    total = int(sum(lens))
+    slots = total + extra_slots
+    pool = (torch.randn(slots, 1, 576, generator=g) / KV_SCALE).clamp(-240, 240).to(torch.float8_e4m3fnuz)
+    kv_indices = torch.randperm(slots, generator=g)[:total].to(torch.int32)
+    kv_indptr = torch.zeros(B + 1, dtype=torch.int32)
+    kv_indptr[1:] = torch.cumsum(torch.tensor(lens, dtype=torch.int64), 0).to(torch.int32)
+    seq_lens = torch.tensor(lens, dtype=torch.int32)
+    q_lat = torch.randn(T, H, 512, generator=g).to(torch.bfloat16)
+    q_pe = torch.randn(T, H, 64, generator=g).to(torch.bfloat16)
+    return dict(q_lat=q_lat, q_pe=q_pe, kv_pool=pool, seq_lens=seq_lens, kv_indices=kv_indices,
+                kv_indptr=kv_indptr, glen=glen)
+
+
+def call(backend, case, *, lse=True, cp_rank=0, cp_world=1, nparts=None):
+    """Run the op (or kernel.run with a forced split) and return (o, lse)."""
+    T, H, _ = case["q_lat"].shape
+    dev = case["q_lat"].device
+    o = torch.full((T, H, 512), float("nan"), dtype=torch.bfloat16, device=dev)
+    l_out = torch.full((T, H), float("nan"), dtype=torch.float32, device=dev) if lse else None
+    args = (case["q_lat"], case["q_pe"], case["kv_pool"], o, case["seq_lens"], case["kv_indices"], case["kv_indptr"],
+            SCALE, KV_SCALE)
+    with use_backend(backend):
+        if nparts is not None:
+            assert backend == "emu"
+            mk.run(*args, lse=l_out, glen=case["glen"], cp_rank=cp_rank, cp_world=cp_world, nparts=nparts)
+        else:
+            mld.mla_decode_a16w8(*args, lse=l_out, glen=case["glen"], cp_rank=cp_rank, cp_world=cp_world)
+    return o, l_out
+
+
+def check_close(o, lse, ro, rlse):
+    assert not torch.isnan(o.float()).any()
+    err = (o.float() - ro.float()).abs().max().item()
+    assert err < O_TOL, f"max |o - ref| = {err}"
+    if lse is not None:
+        fin, rfin = torch.isfinite(lse), torch.isfinite(rlse)
+        assert torch.equal(fin, rfin), "finite / -inf pattern of lse differs"
+        assert torch.equal(lse[~fin], rlse[~rfin])
+        if fin.any():
+            lerr = (lse[fin] - rlse[fin]).abs().max().item()
+            assert lerr < LSE_TOL, f"max |lse - ref| = {lerr}"
+    return err
+
+
+# ---- against the reference -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("H", [1, 12, 16, 64, 128])
+@pytest.mark.parametrize("q_len", [1, 2, 4, 8])
+def test_matches_reference(q_len, H):
+    B = 2
+    lens = [37 + q_len, 70 + 3 * q_len]  # partial last tiles; the planner may split
+    case = make_case(B, H, q_len, lens, seed=q_len * 131 + H)
+    o, lse = call("emu", case)
+    ro, rlse = call("reference", case)
+    check_close(o, lse, ro, rlse)
+
+
+@pytest.mark.parametrize("nparts", [1, 2, 3, 7])
+def test_split_counts_agree(nparts):
+    """Any forced KV split gives the reference's answer (1 = direct write, > 1 = partials + merge)."""
+    case = make_case(3, 12, 2, [90, 17, 64], seed=5)
+    o, lse = call("emu", case, nparts=nparts)
+    ro, rlse = call("reference", case)
+    check_close(o, lse, ro, rlse)
+
+
+def test_long_context():
+    """S >= 8192 (one request, q_len 2, H 16): the planner splits it across many parts."""
+    S = 8200
+    case = make_case(1, 16, 2, [S], seed=11)
+    p = mk.plan(1, 16, 2, S)
+    assert p.nparts > 1
+    o, lse = call("emu", case)
+    ro, rlse = call("reference", case)
+    check_close(o, lse, ro, rlse)
+
+
+@pytest.mark.parametrize("B", [1, 3, 8])
+def test_batches_ragged(B):
+    """B from 1 to 8 with 15:1 ragged lengths."""
+    lens = [150 if b % 2 == 0 else 10 for b in range(B)]
+    case = make_case(B, 16, 4, lens, seed=B)
+    o, lse = call("emu", case)
+    ro, rlse = call("reference", case)
+    check_close(o, lse, ro, rlse)
+
+
+def test_beyond_original_cu_cap():
+    """B * ceil(q_len * H / 96) > 304 still runs (kernel.run; more waves, more rounds)."""
+    B, H, q_len = 320, 16, 1
+    lens = [3 + (b % 5) for b in range(B)]
+    case = make_case(B, H, q_len, lens, seed=3)
+    T = B * q_len
+    o = torch.zeros(T, H, 512, dtype=torch.bfloat16)
+    lse = torch.zeros(T, H)
+    with use_backend("emu"):
+        mk.run(case["q_lat"], case["q_pe"], case["kv_pool"], o, case["seq_lens"], case["kv_indices"],
+               case["kv_indptr"], SCALE, KV_SCALE, lse=lse)
+    # the public op keeps the original's cap for now, so take the reference backend's function directly
+    ro, rlse = reference.mla_decode_a16w8(case["q_lat"], case["q_pe"], case["kv_pool"], case["seq_lens"],
+                                          case["kv_indices"], case["kv_indptr"], SCALE, KV_SCALE, None, 0, 1)
+    check_close(o, lse, ro, rlse)
+
+
+# ---- semantics -------------------------------------------------------------------------------------
+
+def test_causal_poisoning():
+    """KV beyond a position's window never changes its output (bit-identical)."""
+    B, H, q_len = 2, 12, 4
+    lens = [40, 77]
+    case = make_case(B, H, q_len, lens, seed=21)
+    o1, l1 = call("emu", case)
+    poisoned = dict(case)
+    pool = case["kv_pool"].clone()
+    g = torch.Generator().manual_seed(99)
+    for b in range(B):
+        s0 = int(case["kv_indptr"][b])
+        # position 0 of request b sees local rows [0, len - q_len]; rows after it are its future
+        future = case["kv_indices"][s0 + lens[b] - (q_len - 1): s0 + lens[b]].long()
+        pool[future] = (torch.randn(len(future), 1, 576, generator=g) * 50).to(torch.float8_e4m3fnuz)
+    poisoned["kv_pool"] = pool
+    o2, l2 = call("emu", poisoned)
+    o1 = o1.view(B, q_len, H, 512)
+    o2 = o2.view(B, q_len, H, 512)
+    assert torch.equal(o1[:, 0], o2[:, 0])
+    assert torch.equal(l1.view(B, q_len, H)[:, 0], l2.view(B, q_len, H)[:, 0])
+    assert not torch.equal(o1[:, -1], o2[:, -1])  # the last position does see them
+
+
+def test_unindexed_slots_never_matter():
+    """Pool rows outside kv_indices (here made NaN) never reach any output."""
+    case = make_case(2, 16, 2, [33, 50], seed=4, extra_slots=40)
+    o1, l1 = call("emu", case)
+    pool = case["kv_pool"].clone()
+    used = torch.zeros(pool.shape[0], dtype=torch.bool)
+    used[case["kv_indices"].long()] = True
+    pool.view(torch.uint8)[~used] = 0x80  # the e4m3fnuz NaN
+    o2, l2 = call("emu", dict(case, kv_pool=pool))
+    assert torch.equal(o1, o2) and torch.equal(l1, l2)
+
+
+def test_lse_does_not_change_o():
+    case = make_case(2, 16, 4, [120, 33], seed=8)
+    o1, _ = call("emu", case, lse=True)
+    o2, _ = call("emu", case, lse=False)
+    assert torch.equal(o1, o2)
+
+
+def test_empty_windows():
+    """A request with no KV rows, and positions whose window is empty, give o = 0 and lse = -inf."""
+    B, H, q_len = 3, 12, 4
+    lens = [0, 2, 30]  # request 1: positions 0 and 1 see nothing (end = 2 - (3 - t))
+    case = make_case(B, H, q_len, lens, seed=13)
+    o, lse = call("emu", case)
+    ro, rlse = call("reference", case)
+    check_close(o, lse, ro, rlse)
+    o4, l4 = o.view(B, q_len, H, 512), lse.view(B, q_len, H)
+    assert torch.equal(o4[0], torch.zeros_like(o4[0])) and bool((l4[0] == -math.inf).all())
+    assert torch.equal(o4[1, :2], torch.zeros_like(o4[1, :2])) and bool((l4[1, :2] == -math.inf).all())
+    assert bool(torch.isfinite(l4[1, 2:]).all())
+
+
+@pytest.mark.parametrize("nparts", [None, 1])
+def test_deterministic(nparts):
+    case = make_case(2, 16, 4, [200, 57], seed=17)
+    a = call("emu", case, nparts=nparts) if nparts else call("emu", case)
+    b = call("emu", case, nparts=nparts) if nparts else call("emu", case)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+
+
+def test_bad_indices_stay_inside_the_pool():
+    """Indices outside the pool (not checkable on a device; here passed straight to kernel.run) read
+    zeros: the sanitizer sees no access outside the pool and the result equals the reference with
+    those rows zero."""
+    B, H, q_len = 2, 16, 1
+    lens = [20, 20]
+    case = make_case(B, H, q_len, lens, seed=23)
+    slots = case["kv_pool"].shape[0]
+    idx = case["kv_indices"].clone()
+    bad_pos = [0, 5, 27, 39]
+    for i, v in zip(bad_pos, [-1, slots, slots + 1000, 2**31 - 1]):
+        idx[i] = v
+    T = B * q_len
+    o = torch.zeros(T, H, 512, dtype=torch.bfloat16)
+    lse = torch.zeros(T, H)
+    with use_backend("emu"):
+        mk.run(case["q_lat"], case["q_pe"], case["kv_pool"], o, case["seq_lens"], idx, case["kv_indptr"], SCALE,
+               KV_SCALE, lse=lse)
+    # reference: a zero row appended to the pool, the bad indices pointing at it
+    pool0 = torch.cat([case["kv_pool"], torch.zeros(1, 1, 576).to(torch.float8_e4m3fnuz)])
+    idx0 = idx.clone()
+    for i in bad_pos:
+        idx0[i] = slots
+    ro, rlse = call("reference", dict(case, kv_pool=pool0, kv_indices=idx0))
+    check_close(o, lse, ro, rlse)
+
+
+# ---- decode context parallelism --------------------------------------------------------------------
+
+def dcp_case(B, H, q_len, glens, cp_world, seed):
+    """A global pool per request plus, for every rank, its local view (slots of positions r, r+W, ...)."""
+    g = torch.Generator().manual_seed(seed)
+    total = int(sum(glens))
+    pool = (torch.randn(total + 5, 1, 576, generator=g) / KV_SCALE).clamp(-240, 240).to(torch.float8_e4m3fnuz)
+    perm = torch.randperm(total + 5, generator=g)[:total].to(torch.int32)
+    gstart = [0]
+    for n in glens:
+        gstart.append(gstart[-1] + n)
+    q_lat = torch.randn(B * q_len, H, 512, generator=g).to(torch.bfloat16)
+    q_pe = torch.randn(B * q_len, H, 64, generator=g).to(torch.bfloat16)
+    glen_t = torch.tensor(glens, dtype=torch.int32)
+
+    def rank_case(r):
+        lens, idx = [], []
+        for b in range(B):
+            pos = list(range(r, glens[b], cp_world))
+            lens.append(len(pos))
+            idx += [int(perm[gstart[b] + p]) for p in pos]
+        ip = torch.zeros(B + 1, dtype=torch.int32)
+        ip[1:] = torch.cumsum(torch.tensor(lens, dtype=torch.int64), 0).to(torch.int32)
+        return dict(q_lat=q_lat, q_pe=q_pe, kv_pool=pool, seq_lens=torch.tensor(lens, dtype=torch.int32),
+                    kv_indices=torch.tensor(idx, dtype=torch.int32), kv_indptr=ip, glen=glen_t)
+
+    full = dict(q_lat=q_lat, q_pe=q_pe, kv_pool=pool, seq_lens=glen_t, kv_indices=perm,
+                kv_indptr=torch.tensor(gstart, dtype=torch.int32), glen=None)
+    return rank_case, full
+
+
+@pytest.mark.parametrize("q_len", range(1, 9))
+def test_dcp_ranks_match_reference(q_len):
+    """Ranks {0, 3, 7} of 8 against the reference that splits the pool by rank."""
+    W = 8
+    B, H = 2, 12
+    glens = [61 + q_len, 29]  # request 1 leaves some ranks with short or empty windows
+    rank_case, _ = dcp_case(B, H, q_len, glens, W, seed=40 + q_len)
+    for r in (0, 3, 7):
+        case = rank_case(r)
+        o, lse = call("emu", case, cp_rank=r, cp_world=W)
+        ro, rlse = call("reference", case, cp_rank=r, cp_world=W)
+        check_close(o, lse, ro, rlse)
+
+
+@pytest.mark.parametrize("q_len", [1, 4])
+def test_dcp_merge_equals_single_rank(q_len):
+    """All 8 ranks through the kernel, merged by mla_dcp_lse_merge_ranks, equal the single-rank kernel."""
+    W = 8
+    B, H = 2, 16
+    glens = [90, 13]
+    rank_case, full = dcp_case(B, H, q_len, glens, W, seed=7 * q_len)
+    parts, lses = [], []
+    for r in range(W):
+        o, lse = call("emu", rank_case(r), cp_rank=r, cp_world=W)
+        parts.append(o)
+        lses.append(lse)
+    parts_t, lse_t = torch.stack(parts), torch.stack(lses)
+    out = torch.empty_like(parts[0])
+    lse_out = torch.empty_like(lses[0])
+    with use_backend("emu"):
+        mld.mla_dcp_lse_merge_ranks(parts_t, lse_t, out, lse_out)
+    o1, l1 = call("emu", full)
+    err = (out.float() - o1.float()).abs().max().item()
+    assert err < O_TOL, err
+    assert torch.equal(torch.isfinite(lse_out), torch.isfinite(l1))
+    fin = torch.isfinite(l1)
+    assert (lse_out[fin] - l1[fin]).abs().max().item() < 0.01
+
+
+# ---- hardware-only sizes ---------------------------------------------------------------------------
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("B,S,q_len", [(8, 8192, 4), (2, 150000, 1), (8, 32768, 4)])
+def test_issue_shapes_gpu(B, S, q_len):
+    case = make_case(B, 16, q_len, [S] * B, seed=1)
+    dev = {k: (v.cuda() if isinstance(v, torch.Tensor) else v) for k, v in case.items()}
+    o, lse = call("hip", dev)
+    ro, rlse = call("reference", case)
+    check_close(o.cpu(), lse.cpu(), ro, rlse)
