@@ -207,6 +207,7 @@ bool decode_inst(const uint8_t* p, size_t n, bool gfx950, Inst& in, std::string&
     case ENC_VOP1: case ENC_VOP2: case ENC_VOPC: {
       uint32_t s0 = bits(w0, 8, 0);
       const char* f0 = "src0";
+      bool sdwa_src1_scalar = false;
       if (s0 == 250 || s0 == 249) {
         if (!need(8)) return false;
         uint32_t w1 = word(1); in.w1 = w1; in.size = 8;
@@ -227,14 +228,16 @@ bool decode_inst(const uint8_t* p, size_t n, bool gfx950, Inst& in, std::string&
             in.clamp = 0; in.omod = 0;
             in.sdst = in.sdwa_sdst ? bits(w1, 14, 8) : 106;
           }
-          if (bits(w1, 31, 31)) { err = "SDWA with scalar src1 is not supported"; }
+          // S1 (SDWA bit 63): VSRC1 names a scalar operand (SGPR or constant), not a VGPR.
+          sdwa_src1_scalar = bits(w1, 31, 31);
         }
       } else {
         bool lit = s0 == 255 || (enc == ENC_VOP2 && (op == 23 || op == 24 || op == 36 || op == 37));
         if (lit) { if (!need(8)) return false; in.lit = word(1); in.has_lit = true; in.size = 8; }
       }
       set_src(in, 0, (uint16_t)s0, fb(f0, 32), ff(f0));
-      if (enc != ENC_VOP1) set_src(in, 1, OPC_VGPR + bits(w0, 16, 9), fb("vsrc1", 32), ff("vsrc1"));
+      if (enc != ENC_VOP1)
+        set_src(in, 1, (uint16_t)((sdwa_src1_scalar ? 0 : OPC_VGPR) + bits(w0, 16, 9)), fb("vsrc1", 32), ff("vsrc1"));
       if (enc != ENC_VOPC) { in.dst = OPC_VGPR + bits(w0, 24, 17); in.dst_bits = fb("vdst", 32); }
       if (enc == ENC_VOP1 && op == 2) { in.dst = bits(w0, 24, 17); in.key = ENC_VOP3 * 1024 + 322; return true; }  // readfirstlane: SGPR dst
       if (enc == ENC_VOP1 && op == 82) {  // v_accvgpr_mov_b32: AGPR <- AGPR
