@@ -8,7 +8,7 @@
 #include <sstream>
 #include <mutex>
 #include <unordered_map>
-#include <xmmintrin.h>
+#include <immintrin.h>
 
 #include "mfma.hpp"
 #include "numerics.hpp"
@@ -85,6 +85,25 @@ static uint32_t f16_class_bit(uint32_t h) {
   if (e > 0) return s ? 3 : 8;
   if (m) return s ? 4 : 7;
   return s ? 5 : 6;
+}
+
+// 64-lane f32 FMA: hardware FMA (AVX2+FMA, chosen at run time) or libm fmaf; both are the exactly
+// rounded fused multiply-add, so results do not depend on the host CPU.
+__attribute__((target("avx2,fma"))) static void fma64_avx2(uint32_t* d, const uint32_t* a, const uint32_t* b, const uint32_t* c) {
+  for (int l = 0; l < 64; l += 8) {
+    __m256 x = _mm256_loadu_ps(reinterpret_cast<const float*>(a + l));
+    __m256 y = _mm256_loadu_ps(reinterpret_cast<const float*>(b + l));
+    __m256 z = _mm256_loadu_ps(reinterpret_cast<const float*>(c + l));
+    _mm256_storeu_ps(reinterpret_cast<float*>(d + l), _mm256_fmadd_ps(x, y, z));
+  }
+}
+static void fma64_generic(uint32_t* d, const uint32_t* a, const uint32_t* b, const uint32_t* c) {
+  for (int l = 0; l < 64; l++) d[l] = B(std::fmaf(F(a[l]), F(b[l]), F(c[l])));
+}
+static const bool g_has_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+static inline void fma_lanes(uint64_t m, uint32_t* d, const uint32_t* a, const uint32_t* b, const uint32_t* c) {
+  if (m == ~0ull) { if (g_has_fma) fma64_avx2(d, a, b, c); else fma64_generic(d, a, b, c); return; }
+  while (m) { int l = __builtin_ctzll(m); m &= m - 1; d[l] = B(std::fmaf(F(a[l]), F(b[l]), F(c[l]))); }
 }
 
 template <class Fn> static inline void lanes(uint64_t m, Fn f) {
@@ -289,6 +308,7 @@ struct Wave {
   int pc = 0, state = WS_RUN, id = 0;
   uint32_t mode = 0;
   uint32_t spec[4][2];
+  alignas(64) uint32_t bc[4][2][64];  // broadcast scalar sources
   uint32_t tmp[4][2][64];
   uint32_t dtmp[2][64];
   // hazard tracking
@@ -304,8 +324,8 @@ struct Wave {
 };
 
 struct SR {
-  const uint32_t* p; uint32_t m;
-  inline uint32_t operator[](int l) const { return p[l & m]; }
+  const uint32_t* p; uint32_t m;  // p: 64 lanes
+  inline uint32_t operator[](int l) const { return p[l]; }
 };
 
 static const uint64_t kSharedAperture = 0x0001000000000000ull;   // src_shared_base
@@ -420,13 +440,18 @@ struct Ctx {
   inline void sw64(Wave& w, uint16_t c, uint64_t v) { if (c < 127) { w.s[c] = (uint32_t)v; w.s[c + 1] = (uint32_t)(v >> 32); } }
 
   // VALU source (half 0 = low dword, 1 = high dword of a 64-bit operand)
+  // Every VALU source is presented as 64 lanes: VGPR rows directly, scalars broadcast into a per-wave
+  // buffer (so the lane loops are unit-stride and vectorise).
   inline SR vs(Wave& w, const Inst& in, int i, int half = 0) {
     uint16_t c = in.src[i];
     if (c >= OPC_VGPR && c != OPC_NONE) return SR{w.row((uint16_t)(c + half)), 63};
-    if (in.is_const[i]) return SR{reinterpret_cast<const uint32_t*>(&in.cval[i]) + half, 0};
-    if (c < 128) return SR{&w.s[c + half], 0};
-    w.spec[i][half] = half ? 0 : sspecial(w, c);
-    return SR{&w.spec[i][half], 0};
+    uint32_t v;
+    if (in.is_const[i]) v = reinterpret_cast<const uint32_t*>(&in.cval[i])[half];
+    else if (c < 128) v = w.s[c + half];
+    else v = half ? 0 : sspecial(w, c);
+    uint32_t* b = w.bc[i][half];
+    for (int l = 0; l < 64; l++) b[l] = v;
+    return SR{b, 63};
   }
 
   // ---------------------------------------------------------------- hazard checks
@@ -1077,9 +1102,11 @@ void Ctx::exec_valu(Wave& w, const Inst& in, const XInst& x) {
     case 276: lanes(m, [&](int l) { d[l] = s0[l] | s1[l]; }); break;
     case 277: lanes(m, [&](int l) { d[l] = s0[l] ^ s1[l]; }); break;
     case 317: lanes(m, [&](int l) { d[l] = ~(s0[l] ^ s1[l]); }); break;
-    case 279: { float k = F(in.lit); lanes(m, [&](int l) { d[l] = B(std::fmaf(F(s0[l]), k, F(s1[l]))); }); break; }  // v_fmamk_f32
-    case 280: { float k = F(in.lit); lanes(m, [&](int l) { d[l] = B(std::fmaf(F(s0[l]), F(s1[l]), k)); }); break; }  // v_fmaak_f32
-    case 315: lanes(m, [&](int l) { d[l] = B(std::fmaf(F(s0[l]), F(s1[l]), F(s2[l]))); }); break;  // v_fmac_f32
+    case 279: case 280: {  // v_fmamk_f32 (S0*K+S1) / v_fmaak_f32 (S0*S1+K)
+      uint32_t* k = w.bc[3][0]; for (int l = 0; l < 64; l++) k[l] = in.lit;
+      if (op == 279) fma_lanes(m, d, s0.p, k, s1.p); else fma_lanes(m, d, s0.p, s1.p, k);
+      break; }
+    case 315: fma_lanes(m, d, s0.p, s1.p, s2.p); break;  // v_fmac_f32
     case 260: { SR a1 = hi64(0), b1 = hi64(1), c1 = vs(w, in, 2, 1);
       lanes(m, [&](int l) { uint64_t r = BD(std::fma(D(mk64(s0[l], a1[l])), D(mk64(s1[l], b1[l])), D(mk64(s2[l], c1[l])))); d[l] = (uint32_t)r; d1[l] = (uint32_t)(r >> 32); }); break; }
     case 278: lanes(m, [&](int l) {  // v_dot2c_f32_bf16: D = S0.bf16[0]*S1.bf16[0] + S0.bf16[1]*S1.bf16[1] + D
@@ -1211,7 +1238,7 @@ void Ctx::exec_valu(Wave& w, const Inst& in, const XInst& x) {
     case 456: lanes(m, [&](int l) { d[l] = bfe_u(s0[l], s1[l], s2[l]); }); break;
     case 457: lanes(m, [&](int l) { d[l] = (uint32_t)bfe_i(s0[l], s1[l], s2[l]); }); break;
     case 458: lanes(m, [&](int l) { d[l] = (s0[l] & s1[l]) | (~s0[l] & s2[l]); }); break;
-    case 459: lanes(m, [&](int l) { d[l] = B(std::fmaf(F(s0[l]), F(s1[l]), F(s2[l]))); }); break;
+    case 459: fma_lanes(m, d, s0.p, s1.p, s2.p); break;
     case 460: { SR a1 = hi64(0), b1 = hi64(1), c1 = hi64(2);
       lanes(m, [&](int l) { uint64_t r = BD(std::fma(D(mk64(s0[l], a1[l])), D(mk64(s1[l], b1[l])), D(mk64(s2[l], c1[l])))); d[l] = (uint32_t)r; d1[l] = (uint32_t)(r >> 32); }); break; }
     case 462: lanes(m, [&](int l) { d[l] = (uint32_t)(mk64(s1[l], s0[l]) >> (s2[l] & 31)); }); break;
@@ -1435,6 +1462,16 @@ void Ctx::exec_vop3p(Wave& w, const Inst& in, const XInst& x) {
     case 48: case 49: case 50: case 51: {  // v_pk_fma/mul/add_f32, v_pk_mov_b32 (64-bit operands)
       SR a1 = vs(w, in, 0, 1), b1 = vs(w, in, 1, 1), c1 = s2.p ? vs(w, in, 2, 1) : SR{nullptr, 0};
       uint32_t* d1 = d + 64;
+      if (op == 48 && !ng && !nh && !in.clamp) {
+        // D.lo = fma(sel(A), sel(B), sel(C)) with op_sel, D.hi with op_sel_hi; outputs staged (D may alias)
+        const uint32_t* lo[3] = {(os & 1) ? a1.p : s0.p, (os & 2) ? b1.p : s1.p, (os & 4) ? c1.p : s2.p};
+        const uint32_t* hi[3] = {(oh & 1) ? a1.p : s0.p, (oh & 2) ? b1.p : s1.p, (oh & 4) ? c1.p : s2.p};
+        uint32_t* tlo = w.dtmp[0]; uint32_t* thi = w.dtmp[1];
+        fma_lanes(~0ull, tlo, lo[0], lo[1], lo[2]);
+        fma_lanes(~0ull, thi, hi[0], hi[1], hi[2]);
+        lanes(m, [&](int l) { d[l] = tlo[l]; d1[l] = thi[l]; });
+        return;
+      }
       lanes(m, [&](int l) {
         uint32_t lo, hi;
         if (op == 51) {

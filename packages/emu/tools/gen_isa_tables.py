@@ -40,6 +40,9 @@ for enc in ENCS:
                 continue
             seen.add(m.value)
             name = m.name.lower()
+            # LLVM spells VOP3-only opcodes (VOP3 op >= 448) without the _e64 suffix
+            if cname == "VOP3Op" and m.value >= 448 and name.endswith("_e64"):
+                name = name[:-4]
             d = by_val.get((cname, m.value), {})
             fl = []
             for f in FIELDS:
