@@ -442,7 +442,7 @@ static std::string opnd(const Inst& in, uint16_t c, int nbits, int idx = -1) {
     static const char* f[] = {"0.5", "-0.5", "1.0", "-1.0", "2.0", "-2.0", "4.0", "-4.0", "0.15915494"};
     return f[c - 240];
   }
-  if (c == 255) { snprintf(b, sizeof b, "0x%x", in.lit); return b; }
+  if (c == 255) { snprintf(b, sizeof b, "0x%x", nbits == 16 ? (in.lit & 0xffff) : in.lit); return b; }
   (void)idx;
   return sreg_name(c, nregs);
 }

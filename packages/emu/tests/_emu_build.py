@@ -46,3 +46,19 @@ def kernel_source(name: str) -> str:
     return (KERNELS / name).read_text()
 
 
+
+
+def compile_path(path: Path, arch: str, includes: tuple[str, ...] = ()) -> bytes:
+    """Compile a HIP file in place (its own includes resolve), without caching."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "k.hsaco"
+        cmd = [sys.executable, str(_repo_root() / "common" / "cmake" / "moonmath_hipcc.py"), "--arch", arch,
+               "-o", str(out), str(path)]
+        for inc in includes:
+            cmd += ["-I", inc]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"compile failed for {arch}:\n{r.stdout}\n{r.stderr}")
+        return out.read_bytes()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import moonmath_emu as emu
-from _emu_build import kernel_source
+from _emu_build import compile_path, kernel_source
 
 HERE = Path(__file__).resolve().parent
 
@@ -43,6 +43,13 @@ def _file_offset(data: bytes):
     return fo
 
 
+def _same_16bit_literal(text: str, enc: bytes, orig: bytes) -> bool:
+    # A 16-bit operand's 32-bit literal: only its low half is used, and clang sign-extends it when it
+    # emits code while the assembler zero-extends it; the instruction is the same.
+    return ("16" in text.split()[0] and len(enc) == 8 and enc[:6] == orig[:6] and enc[6:] == b"\0\0"
+            and orig[6:] == b"\xff\xff")
+
+
 def roundtrip(data: bytes) -> list[str]:
     clang = _clang()
     if clang is None:
@@ -59,7 +66,7 @@ def roundtrip(data: bytes) -> list[str]:
     for (k, pc, text), ln in zip(rows, enc_lines):
         enc = bytes(int(x, 16) for x in ln.split("encoding: [")[1].rstrip("]").split(","))
         orig = data[fo(pc):fo(pc) + len(enc)]
-        if enc != orig:
+        if enc != orig and not _same_16bit_literal(text, enc, orig):
             bad.append(f"{k}+{pc:#x}: {text!r} -> LLVM {enc.hex()} != original {orig.hex()}")
     return bad
 
@@ -79,3 +86,28 @@ def test_disassembly_reassembles_bit_exact(build, arch, name, src):
     data = build(src, arch)
     bad = roundtrip(data)
     assert not bad, "\n".join(bad[:20])
+
+
+def _product_kernels():
+    root = HERE.parents[2]
+    out = []
+    for p in sorted((root / "packages").glob("*/csrc/device/**/*.hip")):
+        if "emu" in p.parts:
+            continue
+        archs = [a for a in ("gfx942", "gfx950") if a in p.parts] or ["gfx942", "gfx950"]
+        for a in archs:
+            out.append((p, a))
+    return out
+
+
+@pytest.mark.parametrize("path,arch_", _product_kernels(), ids=[f"{p.parent.name}/{p.name}-{a}" for p, a in _product_kernels()])
+def test_product_kernels_disassemble_bit_exact_and_are_supported(path, arch_):
+    root = HERE.parents[2]
+    try:
+        data = compile_path(path, arch_, (str(root / "common" / "include"),))
+    except RuntimeError as e:  # another package's kernel that does not build right now is not our failure
+        pytest.skip(f"{path.name} does not compile for {arch_}: {str(e)[:200]}")
+    bad = roundtrip(data)
+    assert not bad, "\n".join(bad[:20])
+    missing = emu.opcodes_in(data) - emu.supported_opcodes(arch_)
+    assert not missing, f"{path.name}: opcodes the emulator lacks: {sorted(missing)}"
