@@ -63,6 +63,28 @@ MM_DEVICE ScaleTable make_table(uint32_t e) {
   return t;
 }
 
+// All 256 tables live in LDS (4 KiB), built once per workgroup before its first barrier: a granule's
+// table is then one ds_read_b128 instead of a dozen VALU ops.
+constexpr int kTableBytes = 256 * 16;
+
+MM_DEVICE void build_tables(uint8_t* tables) {
+  const uint32_t tid = thread_id_x();
+  if (tid < 256) {
+    const ScaleTable t = make_table(tid);
+    *(u32x4*)(tables + tid * 16u) = u32x4{t.h03, t.h47, t.l03, t.l47};
+  }
+}
+
+MM_DEVICE ScaleTable load_table(const uint8_t* tables, uint32_t e) {
+  const u32x4 v = *(const u32x4*)(tables + (e & 0xFFu) * 16u);
+  ScaleTable t;
+  t.h03 = v.x;
+  t.h47 = v.y;
+  t.l03 = v.z;
+  t.l47 = v.w;
+  return t;
+}
+
 // 8 nibbles (k = 0..3 in the low nibbles of bytes 0..3, k = 4..7 in the high nibbles) -> two MFMA
 // operands of 4 bf16 in k order: lo = k 0..3, hi = k 4..7.
 struct Dequant8 {
@@ -106,15 +128,17 @@ MM_DEVICE ExpertWeights expert_weights(const uint8_t* W, const uint8_t* S, uint3
   return ew;
 }
 
-// Lane (q, i) of a wave loads the granule of column `col` at k-block 4*slab + q.
-MM_DEVICE WeightSlab load_weight_slab(const ExpertWeights& ew, uint32_t col, uint32_t slab) {
-  const uint32_t q = lane_id() >> 4;
-  const uint32_t kb = slab * 4u + q;
-  const bool in = col < ew.n && kb < ew.kb;
-  const uint32_t idx = kb * ew.n + col;
+// Lane (q, i) of a wave owns column `col` at k-block 4*slab + q: its granule index is
+// weight_index(col) + 4*N*slab (the scale byte has the same index). No masks: k-blocks >= K/32 lie past
+// the expert's buffers and read 0; a column >= N reads another column's granule, whose products only
+// reach output columns >= N, which are never stored.
+MM_DEVICE uint32_t weight_index(const ExpertWeights& ew, uint32_t col) { return (lane_id() >> 4) * ew.n + col; }
+
+MM_DEVICE WeightSlab load_weight_slab(const ExpertWeights& ew, uint32_t index0, uint32_t slab) {
+  const uint32_t idx = index0 + slab * 4u * ew.n;
   WeightSlab ws;
-  ws.nib = buffer_load_b128(ew.w, in ? idx * 16u : kOOB);
-  ws.scale = buffer_load_u8(ew.s, in ? idx : kOOB);
+  ws.nib = buffer_load_b128(ew.w, idx * 16u);
+  ws.scale = buffer_load_u8(ew.s, idx);
   return ws;
 }
 
@@ -146,13 +170,14 @@ MM_DEVICE ActFrag load_act_frag(const uint8_t* slab_base, uint32_t sub) {
 // acc[r][t] += W(tile t)^T-ish x A(subtile r) over one slab: dequantise each tile's granule once and
 // use it against every row subtile.
 template <int SUBS, int TILES>
-MM_DEVICE void slab_mma(f32x4 (&acc)[SUBS][TILES], const WeightSlab (&ws)[TILES], const uint8_t* slab_base) {
+MM_DEVICE void slab_mma(f32x4 (&acc)[SUBS][TILES], const WeightSlab (&ws)[TILES], const uint8_t* slab_base,
+                        const uint8_t* tables) {
   ActFrag a[SUBS];
 #pragma unroll
   for (int r = 0; r < SUBS; ++r) a[r] = load_act_frag(slab_base, r);
 #pragma unroll
   for (int t = 0; t < TILES; ++t) {
-    const ScaleTable tab = make_table(ws[t].scale);
+    const ScaleTable tab = load_table(tables, ws[t].scale);
     const uint32_t nib[4] = {ws[t].nib.x, ws[t].nib.y, ws[t].nib.z, ws[t].nib.w};
 #pragma unroll
     for (int d = 0; d < 4; ++d) {

@@ -24,13 +24,14 @@ MM_DEVICE void down(const uint16_t* A, const uint8_t* W, const uint8_t* S, uint1
                     const int32_t* sorted_ids, const int32_t* expert_ids, const int32_t* ntpp, uint32_t num_sorted,
                     uint32_t num_valid, uint32_t a_rows, uint32_t a_row_div, uint32_t N, uint32_t num_experts,
                     uint32_t mul_routed, uint32_t n_steps) {
-  static_assert(BM % 16 == 0 && BM * KS * kRowBytes <= 65536, "the A tile must fit in 64 KB of LDS");
+  static_assert(BM % 16 == 0 && BM * KS * kRowBytes + kTableBytes <= 65536, "the A tile must fit in LDS");
   constexpr int SUBS = BM / 16;
   constexpr uint32_t K = KS * kSlabK;
   constexpr int GRANULES = BM * kGranulesPerRow * KS;  // 16-byte granules of the A tile
   constexpr int STAGE = (GRANULES + kThreads - 1) / kThreads;
   constexpr int BN = kWaves * 16 * NT;
   MM_LDS __attribute__((aligned(16))) uint8_t lds[KS][BM * kRowBytes];
+  MM_LDS __attribute__((aligned(16))) uint8_t tables[kTableBytes];
 
   const uint32_t m_block = block_id_y();
   const uint32_t m0 = m_block * BM;
@@ -42,7 +43,8 @@ MM_DEVICE void down(const uint16_t* A, const uint8_t* W, const uint8_t* S, uint1
   const ExpertWeights ew = expert_weights(W, S, (uint32_t)expert, N, K / 32u);
   const buffer_rsrc abuf = make_buffer(A, a_rows * K * 2u);
 
-  // Stage the whole A tile: all loads in flight, then all LDS writes, then the barrier.
+  // Stage the whole A tile: all loads in flight, then all LDS writes (and the dequantisation
+  // tables), then the barrier.
   u32x4 stage[STAGE];
 #pragma unroll
   for (int p = 0; p < STAGE; ++p) {
@@ -52,6 +54,7 @@ MM_DEVICE void down(const uint16_t* A, const uint8_t* W, const uint8_t* S, uint1
     const bool live = u < GRANULES && ri.live;
     stage[p] = load_a_granule(abuf, live ? (ri.slot / a_row_div) * K * 2u : 0u, live, slab, rem & 15u, K);
   }
+  build_tables(tables);
 #pragma unroll
   for (int p = 0; p < STAGE; ++p) {
     const uint32_t u = tid + p * kThreads;
@@ -74,9 +77,9 @@ MM_DEVICE void down(const uint16_t* A, const uint8_t* W, const uint8_t* S, uint1
     const uint32_t chunk = block_id_x() * n_steps + step;
     if (chunk * BN >= N) break;
     const uint32_t wave_col = chunk * BN + wave * (16 * NT);
-    uint32_t wcol[NT];
+    uint32_t widx[NT];
 #pragma unroll
-    for (int t = 0; t < NT; ++t) wcol[t] = wave_col + 16u * t + (lane & 15u);
+    for (int t = 0; t < NT; ++t) widx[t] = weight_index(ew, wave_col + 16u * t + (lane & 15u));
 
     f32x4 acc[SUBS][NT];
 #pragma unroll
@@ -87,14 +90,14 @@ MM_DEVICE void down(const uint16_t* A, const uint8_t* W, const uint8_t* S, uint1
     // Weights one slab ahead; the slab loop is unrolled, so no register copies stall on the loads.
     WeightSlab ws[KS][NT];
 #pragma unroll
-    for (int t = 0; t < NT; ++t) ws[0][t] = load_weight_slab(ew, wcol[t], 0);
+    for (int t = 0; t < NT; ++t) ws[0][t] = load_weight_slab(ew, widx[t], 0);
 #pragma unroll
     for (int s = 0; s < KS; ++s) {
       if (s + 1 < KS) {
 #pragma unroll
-        for (int t = 0; t < NT; ++t) ws[s + 1][t] = load_weight_slab(ew, wcol[t], s + 1);
+        for (int t = 0; t < NT; ++t) ws[s + 1][t] = load_weight_slab(ew, widx[t], s + 1);
       }
-      slab_mma<SUBS, NT>(acc, ws[s], lds[s]);
+      slab_mma<SUBS, NT>(acc, ws[s], lds[s], tables);
     }
 
 #pragma unroll

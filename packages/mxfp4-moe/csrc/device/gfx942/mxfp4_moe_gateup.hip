@@ -8,7 +8,7 @@
 // the SiLU-GLU epilogue is lane-local. K is walked in slabs of 128: the activation slab is
 // double-buffered in LDS (one barrier per slab), the weights never touch LDS: each lane loads one
 // 16-byte granule and one scale byte per column tile per slab, a slab ahead, and dequantises them in
-// registers. Any K that is a multiple of 32 works: the last, partial slab reads zeros past K (the
+// registers (v_perm lookups in the scale byte's table; the 256 tables sit in 4 KiB of LDS). Any K that is a multiple of 32 works: the last, partial slab reads zeros past K (the
 // activation loads are masked, the weight buffer is bounded per expert).
 //
 // Grid: (ceil(N_out / (128*NT)), num_m_blocks). A block past *ntpp or whose expert id is negative
@@ -34,6 +34,7 @@ MM_DEVICE void gateup(const uint16_t* A, const uint8_t* W, const uint8_t* S, uin
   constexpr int TILES = EPI == kEpiSitu ? 2 * NT : NT;
   constexpr int STAGE = (BM * kGranulesPerRow + kThreads - 1) / kThreads;  // A granules per thread per slab
   MM_LDS __attribute__((aligned(16))) uint8_t lds[2][BM * kRowBytes];
+  MM_LDS __attribute__((aligned(16))) uint8_t tables[kTableBytes];
 
   const uint32_t m_block = block_id_y();
   const uint32_t m0 = m_block * BM;
@@ -50,11 +51,11 @@ MM_DEVICE void gateup(const uint16_t* A, const uint8_t* W, const uint8_t* S, uin
   const buffer_rsrc abuf = make_buffer(A, a_rows * K * 2u);
 
   // Weight column of tile t for this lane (SITU: tiles NT.. are the up half of the same outputs).
-  uint32_t wcol[TILES];
+  uint32_t widx[TILES];
 #pragma unroll
   for (int t = 0; t < TILES; ++t) {
     const uint32_t c = wave_col + 16u * (t % NT) + (lane & 15u);
-    wcol[t] = (EPI == kEpiSitu && t >= NT) ? nout + c : c;
+    widx[t] = weight_index(ew, (EPI == kEpiSitu && t >= NT) ? nout + c : c);
   }
 
   // This thread's staging granules: block row and A row offset.
@@ -76,37 +77,42 @@ MM_DEVICE void gateup(const uint16_t* A, const uint8_t* W, const uint8_t* S, uin
 #pragma unroll
     for (int t = 0; t < TILES; ++t) acc[r][t] = f32x4{0.f, 0.f, 0.f, 0.f};
 
-  // Prologue: slab 0 to LDS buffer 0, slab 0 weights in flight.
+  // Prologue: dequantisation tables and slab 0 to LDS, slab 0 weights in flight.
+  build_tables(tables);
   u32x4 stage[STAGE];
-  WeightSlab wcur[TILES];
+  WeightSlab wa[TILES], wb[TILES];
 #pragma unroll
   for (int p = 0; p < STAGE; ++p) stage[p] = load_a_granule(abuf, st_off[p], st_live[p], 0, g, K);
 #pragma unroll
-  for (int t = 0; t < TILES; ++t) wcur[t] = load_weight_slab(ew, wcol[t], 0);
+  for (int t = 0; t < TILES; ++t) wa[t] = load_weight_slab(ew, widx[t], 0);
 #pragma unroll
   for (int p = 0; p < STAGE; ++p)
     if (tid + p * kThreads < BM * kGranulesPerRow) store_a_granule(lds[0], st_row[p], g, stage[p]);
   block_sync();
 
-  for (uint32_t s = 0; s < slabs; ++s) {
-    const bool more = s + 1 < slabs;
-    WeightSlab wnext[TILES];
-    if (more) {
-      // Activations first: they are waited for before this slab's end, the weights only next slab.
+  // One slab: start the next slab's loads (activations first: they are waited for before this slab's
+  // end, the weights only in the next slab), run this slab's MFMAs, stage the next activation slab.
+  // The weight registers alternate between wa and wb (the loop is unrolled by two), so no copy has to
+  // wait for a load in flight.
+  auto slab_step = [&](uint32_t s, const WeightSlab(&cur)[TILES], WeightSlab(&next)[TILES]) {
+    // Unconditional (past the last slab they read zeros): a branch here would make the compiler's
+    // vmcnt bookkeeping merge two paths and wait for everything.
 #pragma unroll
-      for (int p = 0; p < STAGE; ++p) stage[p] = load_a_granule(abuf, st_off[p], st_live[p], s + 1, g, K);
+    for (int p = 0; p < STAGE; ++p) stage[p] = load_a_granule(abuf, st_off[p], st_live[p], s + 1, g, K);
+    sched_barrier();  // keep the issue order: vmcnt retires in order
 #pragma unroll
-      for (int t = 0; t < TILES; ++t) wnext[t] = load_weight_slab(ew, wcol[t], s + 1);
-    }
-    slab_mma<SUBS, TILES>(acc, wcur, lds[s & 1]);
-    if (more) {
+    for (int t = 0; t < TILES; ++t) next[t] = load_weight_slab(ew, widx[t], s + 1);
+    slab_mma<SUBS, TILES>(acc, cur, lds[s & 1], tables);
+    if (s + 1 < slabs) {
 #pragma unroll
       for (int p = 0; p < STAGE; ++p)
         if (tid + p * kThreads < BM * kGranulesPerRow) store_a_granule(lds[(s + 1) & 1], st_row[p], g, stage[p]);
-#pragma unroll
-      for (int t = 0; t < TILES; ++t) wcur[t] = wnext[t];
     }
     block_sync();
+  };
+  for (uint32_t s = 0; s < slabs; s += 2) {
+    slab_step(s, wa, wb);
+    if (s + 1 < slabs) slab_step(s + 1, wb, wa);
   }
 
   // Epilogue: lane (q, j) holds output columns 4q..4q+3 of block row 16r + j.
