@@ -15,7 +15,7 @@
 //   t_compute = rounds * (ceil(tiles / nparts) * kTileNs + kWaveNs)      tiles = ceil(L / 16)
 //   t_memory  = (B * L * (576 + 4) + partial_bytes) / (kHbmBytesPerNs * busy_cus / cus)
 //               busy_cus = min(cus, ceil(waves / 4)): HBM bandwidth needs every CU streaming
-//               partial_bytes = 2 * B * q_len * H * nparts * (512 + 2) * 4   (written, then read)
+//               partial_bytes = 2 * B * q_len * H * nparts * (512 + 4) * 4   (written, then read)
 //   cost      = max(t_compute, t_memory) + (nparts > 1 ? kMergeLaunchNs + merge rows term : 0)
 // nparts is the smallest minimiser over 1..kMaxParts (ties go to fewer parts: less workspace).
 // L is the length hint (tokens per request) or kDefaultLen when none is given.
@@ -57,7 +57,7 @@ struct Plan {
   int64_t block = kBlockThreads;
   int64_t merge_grid = 0;     // workgroups of the merge kernel (0: no merge)
   int64_t ws_o_floats = 0;    // workspace: partial O, [B*rows, nparts, 512] fp32
-  int64_t ws_ml_floats = 0;   // workspace: partial (m, l), [B*rows, nparts, 2] fp32
+  int64_t ws_ml_floats = 0;   // workspace: partial (m, l, ln, 0), [B*rows, nparts, 4] fp32
   int64_t len_used = 0;       // the length the cost model assumed
   double cost_ns = 0;         // the model's estimate for the chosen plan
 };
@@ -72,7 +72,7 @@ inline double plan_cost(int64_t batch, int64_t heads, int64_t q_len, int64_t len
   const int64_t slots = cus * kSimdsPerCu;
   const int64_t rounds = ceil_div(batch * nparts * n_rt, slots);
   const double t_compute = (double)rounds * ((double)ceil_div(tiles, nparts) * kTileNs + kWaveNs);
-  const double partial = nparts > 1 ? 2.0 * (double)(batch * rows * nparts) * (kLat + 2) * 4.0 : 0.0;
+  const double partial = nparts > 1 ? 2.0 * (double)(batch * rows * nparts) * (kLat + 4) * 4.0 : 0.0;
   // HBM bandwidth is reached only with every CU streaming: scale it by the busy CUs (4 waves each).
   const double busy_cus = std::min<double>((double)cus, (double)ceil_div(batch * nparts * n_rt, kSimdsPerCu));
   const double bw = kHbmBytesPerNs * busy_cus / (double)cus;
@@ -122,7 +122,7 @@ inline Plan plan(int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint =
   if (p.nparts > 1) {
     p.merge_grid = ceil_div(total_rows, kWavesPerBlock);
     p.ws_o_floats = total_rows * p.nparts * kLat;
-    p.ws_ml_floats = total_rows * p.nparts * 2;
+    p.ws_ml_floats = total_rows * p.nparts * 4;
   }
   if (total_rows * kLat * 2 >= limit || p.grid >= (int64_t(1) << 31))
     throw std::invalid_argument("mla planner: problem too large for 32-bit buffer offsets (B*q_len*H = " +

@@ -80,7 +80,7 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
                   workspace=B * rows * np_ * 512 * 4 if partial else 0)
     dev = q_lat.device
     ws_o = torch.empty(B * rows * np_ * 512, dtype=torch.float32, device=dev) if partial else None
-    ws_ml = torch.empty(B * rows * np_ * 2, dtype=torch.float32, device=dev) if partial else None
+    ws_ml = torch.empty(B * rows * np_ * 4, dtype=torch.float32, device=dev) if partial else None
     glen_arg = glen if (cp_world > 1 and glen is not None) else seq_lens
     flags = (FLAG_LSE if lse is not None else 0) | (FLAG_PARTIAL if partial else 0)
     c_qk = _f32_bits(float(scale) * float(kv_scale) * LOG2E)

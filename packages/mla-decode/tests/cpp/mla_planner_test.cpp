@@ -60,7 +60,7 @@ int main() {
           } else {
             CHECK(p.merge_grid * kWavesPerBlock >= B * q * H);
             CHECK(p.ws_o_floats == B * q * H * p.nparts * 512);
-            CHECK(p.ws_ml_floats == B * q * H * p.nparts * 2);
+            CHECK(p.ws_ml_floats == B * q * H * p.nparts * 4);
             CHECK(p.ws_o_floats * 4 < (int64_t(1) << 32));
           }
           // The chosen split is the model's minimum (up to the 0.1% tie rule).

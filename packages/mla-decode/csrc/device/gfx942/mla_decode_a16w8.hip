@@ -29,8 +29,8 @@
 // the end because l uses the same m); the O rescale runs only when some row of the wave moved.
 // A row's arithmetic depends on its own scores only, so KV outside its window cannot change it.
 //
-// Output: with one part the wave writes o (bf16 RTNE, o = kv_scale * O / l) and lse = m + log2(l);
-// otherwise it writes the fp32 partial (O, m, l) to the workspace and mla_decode_a16w8_merge
+// Output: with one part the wave writes o (bf16 RTNE, o = kv_scale * O / ln, ln = the sum of the bf16
+// p) and lse = m + log2(l); otherwise it writes the fp32 partial (O, m, l, ln) to the workspace and mla_decode_a16w8_merge
 // combines the parts in a fixed order (deterministic, no atomics).
 //
 // Memory safety: every pool access goes through a buffer resource sized to the pool, so a bad slot
@@ -96,7 +96,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
     const int32_t* __restrict__ glen,       // [B] global lengths (seq_lens when cp_world == 1)
     float* __restrict__ lse,                // [T, H] fp32 base 2 (direct mode, kFlagLse)
     float* __restrict__ ws_o,               // [T*H, nparts, 512] fp32 (partial mode)
-    float* __restrict__ ws_ml,              // [T*H, nparts, 2] fp32 (m, l) (partial mode)
+    float* __restrict__ ws_ml,              // [T*H, nparts, 4] fp32 (m, l, ln, 0) (partial mode)
     uint32_t B, uint32_t H, uint32_t q_len, uint32_t nparts, uint32_t pool_bytes, uint32_t n_idx,
     uint32_t cp_rank, uint32_t cp_world, uint32_t flags, uint32_t c_qk_bits, uint32_t o_scale_bits) {
   const uint32_t rows = q_len * H;
@@ -139,7 +139,8 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
 #pragma unroll
   for (int c = 0; c < 32; ++c) acc[c] = mm::f32x4{0.f, 0.f, 0.f, 0.f};
   float m_run = -__builtin_inff();
-  float l_run = 0.f;  // this lane's share (tokens 4g..4g+3 of every tile) of row j's sum
+  float l_run = 0.f;   // this lane's share (tokens 4g..4g+3 of every tile) of row j's sum of p
+  float ln_run = 0.f;  // the same over the bf16-rounded p
 
   mm::u32x4 q[18];
   // ---- Q tile: lane (j=i, g) holds columns [144g, 144g+144) of row j as 18 x 8 bf16 ----------------
@@ -200,12 +201,16 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
     float pr[4];
 #pragma unroll
     for (int e = 0; e < 4; ++e) pr[e] = mm::exp2(x[e] - m_sub);
+    const mm::u32x2 pb = {mm::pack_bf16x2_rna(pr[0], pr[1]), mm::pack_bf16x2_rna(pr[2], pr[3])};
+    // Two sums: l (fp32 p) for the lse, and ln (the bf16 p the PV MFMA uses) to normalise o, so o is an
+    // exactly normalised average of V rows (normalising by l would scale o by a dominant token's
+    // rounding error, up to 2^-9).
     l_run = l_run * alpha + ((pr[0] + pr[1]) + (pr[2] + pr[3]));
+    ln_run = ln_run * alpha + ((mm::bf16_lo(pb[0]) + mm::bf16_hi(pb[0])) + (mm::bf16_lo(pb[1]) + mm::bf16_hi(pb[1])));
     if (__builtin_amdgcn_ballot_w64(upd) != 0) {
 #pragma unroll
       for (int c = 0; c < 32; ++c) acc[c] *= alpha;
     }
-    const mm::u32x2 pb = {mm::pack_bf16x2_rna(pr[0], pr[1]), mm::pack_bf16x2_rna(pr[2], pr[3])};
 
     // Tokens at or past the part's end (last tile only): their V may be anything (even NaN), zero it.
     if (k + 16u > k1) {
@@ -270,6 +275,8 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
   // ---- epilogue -------------------------------------------------------------------------------------
   float l_row = l_run + mm::xor_lane(l_run, 16);
   l_row += mm::xor_lane(l_row, 32);
+  float ln_row = ln_run + mm::xor_lane(ln_run, 16);
+  ln_row += mm::xor_lane(ln_row, 32);
   if (!live) return;
   // Lane (j, g), block 16h + c16, reg rr: column 256h + 64g + 16rr + c16.
   if (flags & kFlagPartial) {
@@ -290,11 +297,13 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
       }
     }
     if (g == 0) {
-      const mm::buffer_rsrc wml = mm::make_buffer(ws_ml, B * rows * nparts * 8u);
-      mm::buffer_store_b64(mm::u32x2{mm::bit_cast<uint32_t>(m_run), mm::bit_cast<uint32_t>(l_row)}, wml, slot * 8u);
+      const mm::buffer_rsrc wml = mm::make_buffer(ws_ml, B * rows * nparts * 16u);
+      mm::buffer_store_b128(mm::u32x4{mm::bit_cast<uint32_t>(m_run), mm::bit_cast<uint32_t>(l_row),
+                                      mm::bit_cast<uint32_t>(ln_row), 0u},
+                            wml, slot * 16u);
     }
   } else {
-    const float inv = l_row > 0.f ? o_scale / l_row : 0.f;
+    const float inv = ln_row > 0.f ? o_scale / ln_row : 0.f;
     const mm::buffer_rsrc ob = mm::make_buffer(o_lat, B * rows * kLat * 2u);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
