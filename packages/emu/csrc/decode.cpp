@@ -360,7 +360,7 @@ bool decode_inst(const uint8_t* p, size_t n, bool gfx950, Inst& in, std::string&
       uint16_t rb = in.acc ? OPC_AGPR : OPC_VGPR;
       in.src[0] = OPC_VGPR + bits(w1, 7, 0); in.nbits[0] = fb("addr", 64);
       in.src[1] = rb + bits(w1, 15, 8); in.nbits[1] = fb("data", 32);
-      in.saddr = bits(w1, 22, 16);
+      in.saddr = enc == ENC_FLAT ? 0x7f : bits(w1, 22, 16);  // FLAT has no SADDR
       in.dst = rb + bits(w1, 31, 24); in.dst_bits = fb("vdst", 32);
       if (!row->fields.count("data")) in.src[1] = OPC_NONE;
       if (!row->fields.count("vdst")) in.dst = OPC_NONE;

@@ -214,7 +214,7 @@ static void analyse(const Inst& in, XInst& x, bool gfx950) {
     case ENC_FLAT: case ENC_GLOBAL: case ENC_SCRATCH:
       if (in.src[0] != OPC_NONE) add_range(x.rd, x.nrd, 6, in.src[0], in.nbits[0]);
       if (in.src[1] != OPC_NONE) add_range(x.rd, x.nrd, 6, in.src[1], in.nbits[1]);
-      if (in.saddr != 0x7f) add_range(x.rd, x.nrd, 6, in.saddr, enc == ENC_SCRATCH ? 32 : 64);
+      if (in.saddr != 0x7f && enc != ENC_FLAT) add_range(x.rd, x.nrd, 6, in.saddr, enc == ENC_SCRATCH ? 32 : 64);
       if (in.dst != OPC_NONE) add_range(x.wr, x.nwr, 3, in.dst, in.dst_bits);
       break;
     case ENC_MUBUF: case ENC_MTBUF: {
@@ -434,6 +434,12 @@ struct Ctx {
     uint16_t c = in.src[i];
     if (in.is_const[i]) return in.cval[i];
     if (c < 127) return mk64(w.s[c], w.s[c + 1]);
+    return sspecial64(w, c);
+  }
+  // 64-bit view of a special source: the aperture registers are 64-bit bases (low dword 0); as a
+  // 32-bit operand they read as their high dword.
+  uint64_t sspecial64(Wave& w, uint16_t c) {
+    if (c >= 235 && c <= 238) return (uint64_t)sspecial(w, c) << 32;
     return sspecial(w, c);
   }
   inline void sw(Wave& w, uint16_t c, uint32_t v) { if (c < 128 && c != 125) w.s[c] = v; }
@@ -448,6 +454,7 @@ struct Ctx {
     uint32_t v;
     if (in.is_const[i]) v = reinterpret_cast<const uint32_t*>(&in.cval[i])[half];
     else if (c < 128) v = w.s[c + half];
+    else if (in.nbits[i] == 64) v = (uint32_t)(sspecial64(w, c) >> (32 * half));
     else v = half ? 0 : sspecial(w, c);
     uint32_t* b = w.bc[i][half];
     for (int l = 0; l < 64; l++) b[l] = v;
