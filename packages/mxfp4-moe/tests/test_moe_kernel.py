@@ -74,7 +74,10 @@ class Problem:
         div = self.top_k if a_row_div is None else a_row_div
         K = A.shape[1]
         nib = torch.stack([self.w & 15, self.w >> 4], -1).reshape(self.E, self.N, K).long()
-        W = E2M1[nib] * torch.exp2(self.s.double() - 127).repeat_interleave(32, -1)
+        # The weights by definition: E2M1 * 2^(e - 127) in fp32 (inf on overflow, NaN for e = 0xFF).
+        scale = torch.exp2(self.s.float() - 127)
+        scale[self.s == 0xFF] = float("nan")
+        W = (E2M1.float()[nib] * scale.repeat_interleave(32, -1)).double()
         out = torch.empty(self.nvt, self.N, dtype=torch.float64)
         flat = self.ids.reshape(-1).long()
         for s in range(self.nvt):
@@ -300,3 +303,33 @@ def test_public_ops_kernel_vs_reference_backend():
             mm.mxfp4_moe_down(h, q.B, q.Bs, y, q.tw, dsid, deid, dntpp, dnblk, dbm, steps, dnt, nvt, 1, True)
             outs[backend] = y
     assert rel_err(outs["emu"], outs["reference"].double()) < TOL
+
+
+def test_scale_extremes_match_reference():
+    """E8M0 edge bytes: 0 and 1 (weights down to bf16 subnormals), 253/254 (products overflowing to inf),
+    0xFF (NaN scale). Non-finite outputs must sit where the dense reference has them (inf + -inf = NaN
+    does not depend on the summation order), finite ones within tolerance; the tiny column is compared
+    against its own magnitude."""
+    p = Problem(6, 2, 3, 256, 64, seed=31)
+    p.s[:, 0, :] = 1            # column 0: every weight c * 2^-126 (0.5 -> a bf16 subnormal)
+    p.s[:, 1, :] = 0            # column 1: c * 2^-127 (0.5 and 1 -> subnormals)
+    p.s[:, 2, 2] = 0xFF         # column 2: one NaN scale -> NaN outputs
+    p.s[:, 3, 5] = 254          # column 3: a single 6 * 2^127 = inf weight at k = 160, the rest of that block 0
+    p.w[:, 3, 80:96] = 0
+    p.w[:, 3, 80] = 0x07
+    p.s[:, 4, 0] = 253          # column 4: 4 * 2^126 and 6 * 2^126 overflow, 3 * 2^126 does not
+    p.B = mm.repack_mxfp4(p.w)
+    p.Bs = mm.repack_mxfp4_scales(p.s)
+    got = run_gateup(p, 16, mm.EPI_NONE, False).double()
+    exact = expected(p, mm.EPI_NONE, False)
+    ref = exact.to(torch.bfloat16).double()  # for the non-finite pattern: beyond bf16's range is inf
+    assert torch.equal(torch.isnan(got), torch.isnan(ref))
+    assert torch.equal(torch.isinf(got), torch.isinf(ref))
+    inf = torch.isinf(ref)
+    assert inf[:, 3].all() and torch.isnan(ref[:, 2]).all()
+    assert torch.equal(torch.sign(got[inf]), torch.sign(ref[inf]))
+    fin = torch.isfinite(ref)
+    fin[:, :2] = False
+    assert float((got[fin] - exact[fin]).abs().max() / exact[fin].abs().max()) < TOL
+    for col in (0, 1):
+        assert rel_err(got[:, col], exact[:, col]) < TOL, f"column {col} (subnormal weights)"

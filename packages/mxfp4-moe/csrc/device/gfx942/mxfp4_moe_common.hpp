@@ -31,35 +31,30 @@ constexpr int kRowBytes = 256;       // bf16 bytes of one A row in one slab
 constexpr int kGranulesPerRow = 16;  // 16-byte granules per A row per slab
 constexpr uint32_t kOOB = 0x80000000u;  // voffset past every buffer we build: loads return 0
 
-typedef uint16_t u16x2 __attribute__((ext_vector_type(2)));
-
 // v_perm_b32: byte i of the result is byte sel.byte[i] of the 8-byte value {hi:lo}
 // (0..3 pick lo's bytes, 4..7 hi's; 0x0C gives 0x00). One-off builtin, no common primitive yet.
 MM_DEVICE uint32_t perm(uint32_t hi, uint32_t lo, uint32_t sel) { return __builtin_amdgcn_perm(hi, lo, sel); }
 
-// Dequantisation table of one E8M0 scale byte e: the bf16 bit pattern of c * 2^(e-127) for the
-// E2M1 magnitudes c = {0, .5, 1, 1.5, 2, 3, 4, 6}, split into high and low bytes so that v_perm can
-// look four of them up at once. Entry 0 is exactly 0. The patterns are the magnitudes' bf16 bits
-// plus (e-127) in the exponent field: exact while every product is a normal bf16, i.e. for
-// e in [2, 252] (2^-126 .. 6*2^125); the ops layer documents that domain.
+// Dequantisation table of one E8M0 scale byte e: the bf16 bit patterns of c * 2^(e-127) for the E2M1
+// magnitudes c = {0, .5, 1, 1.5, 2, 3, 4, 6}, split into high and low bytes so that v_perm can look four
+// of them up at once. Built from the fp32 product, which is exact (at most two significant bits, never
+// below 2^-128) and exactly representable in bf16 down to its subnormals, overflows to inf from e = 254
+// on, and is NaN for e = 0xFF (every entry, zero included, as 0 * NaN). The sign is OR-ed in later.
 struct ScaleTable {
   uint32_t h03, h47, l03, l47;  // high bytes of entries 0..3 / 4..7, low bytes likewise
 };
 
 MM_DEVICE ScaleTable make_table(uint32_t e) {
-  const uint32_t d = ((e & 0xFFu) << 7) - 0x3F80u;        // (e - 127) << 7, mod 2^16
-  const u16x2 dd = {(uint16_t)d, (uint16_t)d};
-  const u16x2 p0 = bit_cast<u16x2>(0x3F000000u) + dd;    // {0, 0.5}
-  const u16x2 p1 = bit_cast<u16x2>(0x3FC03F80u) + dd;    // {1, 1.5}
-  const u16x2 p2 = bit_cast<u16x2>(0x40404000u) + dd;    // {2, 3}
-  const u16x2 p3 = bit_cast<u16x2>(0x40C04080u) + dd;    // {4, 6}
-  const uint32_t q0 = bit_cast<uint32_t>(p0) & 0xFFFF0000u;  // entry 0 stays exactly zero
-  const uint32_t q1 = bit_cast<uint32_t>(p1), q2 = bit_cast<uint32_t>(p2), q3 = bit_cast<uint32_t>(p3);
+  const float s = e8m0_to_f32(e);
+  const float mag[8] = {0.f, 0.5f, 1.f, 1.5f, 2.f, 3.f, 4.f, 6.f};
+  uint32_t q[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) q[i] = pack_bf16x2<Round::RTNE>(mag[2 * i] * s, mag[2 * i + 1] * s);
   ScaleTable t;
-  t.h03 = perm(q1, q0, 0x07050301u);
-  t.l03 = perm(q1, q0, 0x06040200u);
-  t.h47 = perm(q3, q2, 0x07050301u);
-  t.l47 = perm(q3, q2, 0x06040200u);
+  t.h03 = perm(q[1], q[0], 0x07050301u);
+  t.l03 = perm(q[1], q[0], 0x06040200u);
+  t.h47 = perm(q[3], q[2], 0x07050301u);
+  t.l47 = perm(q[3], q[2], 0x06040200u);
   return t;
 }
 
