@@ -3,7 +3,8 @@
 Declared budgets (docs/kernels/mla_decode_gfx942.md):
   mla_decode_a16w8_fwd    VGPR+AGPR <= 384 (AGPR <= 128): one wave per SIMD, 256 threads per workgroup;
                           SGPR <= 64; LDS 0; scratch 0; no spills.
-  mla_decode_a16w8_merge  VGPR <= 32, AGPR 0, SGPR <= 40; LDS 0; scratch 0; no spills.
+  mla_decode_a16w8_merge  VGPR <= 64, AGPR 0, SGPR <= 40; LDS <= 6168 (three waves' column sums); scratch 0;
+                          no spills.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from moonmath_mla_decode.kernel import ARCH, FWD_CODE_OBJECT, FWD_KERNEL, KERNEL
 
 BUDGETS = {
     (FWD_CODE_OBJECT, FWD_KERNEL): dict(vgpr=384, agpr=128, sgpr=64, lds=0, scratch=0, block=256),
-    (MERGE_CODE_OBJECT, MERGE_KERNEL): dict(vgpr=32, agpr=0, sgpr=40, lds=0, scratch=0, block=256),
+    (MERGE_CODE_OBJECT, MERGE_KERNEL): dict(vgpr=64, agpr=0, sgpr=40, lds=6168, scratch=0, block=256),
 }
 
 
@@ -25,7 +26,7 @@ def test_isa_budget(co, kernel):
     assert m.vgpr <= b["vgpr"], f"{kernel}: {m.vgpr} VGPR+AGPR > {b['vgpr']}"
     assert m.agpr <= b["agpr"], f"{kernel}: {m.agpr} AGPR > {b['agpr']}"
     assert m.sgpr <= b["sgpr"], f"{kernel}: {m.sgpr} SGPR > {b['sgpr']}"
-    assert m.lds == b["lds"], f"{kernel}: {m.lds} bytes of LDS"
+    assert m.lds <= b["lds"], f"{kernel}: {m.lds} bytes of LDS > {b['lds']}"
     assert m.scratch == b["scratch"], f"{kernel}: {m.scratch} bytes of scratch"
     assert m.raw.get(".vgpr_spill_count", 0) == 0 and m.raw.get(".sgpr_spill_count", 0) == 0
     assert m.max_workgroup_size == b["block"]

@@ -16,7 +16,9 @@
 //   t_memory  = (B * L * (576 + 4) + partial_bytes) / (kHbmBytesPerNs * busy_cus / cus)
 //               busy_cus = min(cus, ceil(waves / 4)): HBM bandwidth needs every CU streaming
 //               partial_bytes = 2 * B * q_len * H * nparts * (512 + 4) * 4   (written, then read)
-//   cost      = max(t_compute, t_memory) + (nparts > 1 ? kMergeLaunchNs + merge rows term : 0)
+//   cost      = max(t_compute, t_memory)
+//               + (nparts > 1 ? kMergeLaunchNs + ceil(4 * B * q_len * H / (cus * 4)) * ceil(nparts / 16) * 1000 : 0)
+//               (merge: a 4-wave workgroup per row, 16 parts in flight per workgroup, ~1 us per batch)
 // nparts is the smallest minimiser over 1..kMaxParts (ties go to fewer parts: less workspace).
 // L is the length hint (tokens per request) or kDefaultLen when none is given.
 #pragma once
@@ -55,7 +57,7 @@ struct Plan {
   int64_t waves = 0;          // B * nparts * n_rt
   int64_t grid = 0;           // workgroups of the main kernel (kBlockThreads each)
   int64_t block = kBlockThreads;
-  int64_t merge_grid = 0;     // workgroups of the merge kernel (0: no merge)
+  int64_t merge_grid = 0;     // workgroups of the merge kernel, one per row (0: no merge)
   int64_t ws_o_floats = 0;    // workspace: partial O, [B*rows, nparts, 512] fp32
   int64_t ws_ml_floats = 0;   // workspace: partial (m, l, ln, 0), [B*rows, nparts, 4] fp32
   int64_t len_used = 0;       // the length the cost model assumed
@@ -79,9 +81,9 @@ inline double plan_cost(int64_t batch, int64_t heads, int64_t q_len, int64_t len
   const double t_memory = ((double)batch * (double)len * (kRowBytes + 4) + partial) / bw;
   double cost = std::max(t_compute, t_memory);
   if (nparts > 1) {
-    // merge: one wave per row reading nparts * 2 KiB; rows spread over all SIMDs
-    const double merge_rounds = (double)ceil_div(batch * rows, slots);
-    cost += kMergeLaunchNs + merge_rounds * (double)nparts * 50.0;
+    // merge: one 4-wave workgroup per row, each wave 4 parts (2 KiB each) in flight at a time
+    const double merge_rounds = (double)ceil_div(batch * rows * kWavesPerBlock, slots);
+    cost += kMergeLaunchNs + merge_rounds * (double)ceil_div(nparts, 16) * 1000.0;
   }
   return cost;
 }
@@ -120,7 +122,7 @@ inline Plan plan(int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint =
   p.waves = batch * p.nparts * p.n_rt;
   p.grid = ceil_div(p.waves, kWavesPerBlock);
   if (p.nparts > 1) {
-    p.merge_grid = ceil_div(total_rows, kWavesPerBlock);
+    p.merge_grid = total_rows;  // one 4-wave workgroup per row
     p.ws_o_floats = total_rows * p.nparts * kLat;
     p.ws_ml_floats = total_rows * p.nparts * 4;
   }

@@ -90,7 +90,7 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
                                      ws_o, ws_ml, B, H, q_len, np_, kv_pool.numel(), kv_indices.numel(), cp_rank,
                                      cp_world, flags, c_qk, o_scale])]
     if partial:
-        counters.append(KERNELS.launch(OP, arch, MERGE_CODE_OBJECT, MERGE_KERNEL, grid=-(-(B * rows) // 4), block=256,
+        counters.append(KERNELS.launch(OP, arch, MERGE_CODE_OBJECT, MERGE_KERNEL, grid=B * rows, block=256,
                                        args=[ws_o, ws_ml, o_lat, lse, B * rows, np_,
                                              FLAG_LSE if lse is not None else 0, o_scale]))
     return counters

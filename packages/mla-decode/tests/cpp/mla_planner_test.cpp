@@ -58,7 +58,7 @@ int main() {
           if (p.nparts == 1) {
             CHECK(p.merge_grid == 0 && p.ws_o_floats == 0 && p.ws_ml_floats == 0);
           } else {
-            CHECK(p.merge_grid * kWavesPerBlock >= B * q * H);
+            CHECK(p.merge_grid == B * q * H);
             CHECK(p.ws_o_floats == B * q * H * p.nparts * 512);
             CHECK(p.ws_ml_floats == B * q * H * p.nparts * 4);
             CHECK(p.ws_o_floats * 4 < (int64_t(1) << 32));

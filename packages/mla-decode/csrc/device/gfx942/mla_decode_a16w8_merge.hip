@@ -4,15 +4,19 @@
 // O_p = sum_j bf16(exp2(x_j - m_p)) v_j, l_p = sum_j exp2(x_j - m_p), ln_p = sum_j bf16(exp2(x_j - m_p)):
 //   M = max_{l_p > 0} m_p,  w_p = exp2(m_p - M),  L = sum_p w_p l_p,  Ln = sum_p w_p ln_p,
 //   o = o_scale * (sum_p w_p O_p) / Ln  (bf16 RTNE),  lse = M + log2(L)  (base 2).
-// Parts with l_p = 0 (no token of the row in that part) carry no weight and are never read. A row
-// with L = 0 gives o = 0 and lse = -inf. Parts are summed in order 0..nparts-1: deterministic.
+// Parts with l_p = 0 (no token of the row in that part) carry weight 0; their O_p is 0 (the decode
+// kernel writes zeros for them), so every part is read unconditionally. A row with L = 0 gives o = 0
+// and lse = -inf.
 //
-// Work split: one wave per row; lane owns 8 consecutive columns (two 16-byte loads per part).
+// Work split: one workgroup (4 waves) per row. Wave w sums the parts p = w, w+4, w+8, ... in order
+// (lane: 8 consecutive columns, two 16-byte loads per part, four parts in flight); the four wave sums
+// are then added in wave order through LDS. Fixed order everywhere: deterministic, no atomics.
 #include "moonmath/all.hpp"
 
 namespace {
 constexpr uint32_t kLat = 512;
-constexpr uint32_t kWavesPerBlock = 4;
+constexpr uint32_t kWaves = 4;
+constexpr uint32_t kUnroll = 4;
 }  // namespace
 
 MM_KERNEL MM_LAUNCH_BOUNDS(256) void mla_decode_a16w8_merge(
@@ -21,37 +25,70 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void mla_decode_a16w8_merge(
     uint16_t* __restrict__ o_lat,     // [rows, 512] bf16
     float* __restrict__ lse,          // [rows] fp32 (if flags & 1)
     uint32_t rows, uint32_t nparts, uint32_t flags, uint32_t o_scale_bits) {
-  const uint32_t row = mm::block_id_x() * kWavesPerBlock + mm::wave_id();
-  if (row >= rows) return;
+  MM_LDS float part_acc[kWaves - 1][64][8];  // waves 1..3's column sums
+  MM_LDS float part_l[kWaves - 1][2];        // and their (L, Ln)
+  const uint32_t row = mm::block_id_x();
+  if (row >= rows) return;  // uniform over the workgroup: no barrier is skipped by part of it
+  const uint32_t wave = mm::wave_id();
   const uint32_t lane = mm::lane_id();
   const float o_scale = mm::bit_cast<float>(o_scale_bits);
   const mm::buffer_rsrc ml = mm::make_buffer(ws_ml, rows * nparts * 16u);
   const mm::buffer_rsrc wo = mm::make_buffer(ws_o, rows * nparts * kLat * 4u);
 
+  // M over all parts (every wave computes it: the (m, l) loads are uniform and cached).
   float big_m = -__builtin_inff();
   for (uint32_t p = 0; p < nparts; ++p) {
     const mm::u32x2 v = mm::buffer_load_b64(ml, (row * nparts + p) * 16u);
-    const float m = mm::bit_cast<float>(v[0]), l = mm::bit_cast<float>(v[1]);
-    if (l > 0.f) big_m = __builtin_fmaxf(big_m, m);
+    if (mm::bit_cast<float>(v[1]) > 0.f) big_m = __builtin_fmaxf(big_m, mm::bit_cast<float>(v[0]));
   }
+
   float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
   float big_l = 0.f, big_ln = 0.f;
-  for (uint32_t p = 0; p < nparts; ++p) {
-    const mm::u32x4 v = mm::buffer_load_b128(ml, (row * nparts + p) * 16u);
-    const float m = mm::bit_cast<float>(v[0]), l = mm::bit_cast<float>(v[1]), ln = mm::bit_cast<float>(v[2]);
-    if (!(l > 0.f)) continue;  // wave-uniform: every lane reads the same (m, l, ln)
-    const float w = mm::exp2(m - big_m);
-    big_l += w * l;
-    big_ln += w * ln;
-    const uint32_t off = ((row * nparts + p) * kLat + 8u * lane) * 4u;
-    const mm::u32x4 a = mm::buffer_load_b128(wo, off);
-    const mm::u32x4 b = mm::buffer_load_b128(wo, off + 16u);
+  const uint32_t col_off = 8u * lane * 4u;
+  for (uint32_t p0 = wave; p0 < nparts; p0 += kWaves * kUnroll) {
+    mm::u32x4 meta[kUnroll], a[kUnroll], b[kUnroll];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      acc[e] += w * mm::bit_cast<float>(a[e]);
-      acc[4 + e] += w * mm::bit_cast<float>(b[e]);
+    for (uint32_t u = 0; u < kUnroll; ++u) {
+      const uint32_t p = p0 + kWaves * u;
+      const uint32_t slot = row * nparts + (p < nparts ? p : 0u);
+      meta[u] = mm::buffer_load_b128(ml, slot * 16u);
+      a[u] = mm::buffer_load_b128(wo, slot * kLat * 4u + col_off);
+      b[u] = mm::buffer_load_b128(wo, slot * kLat * 4u + col_off + 16u);
+    }
+#pragma unroll
+    for (uint32_t u = 0; u < kUnroll; ++u) {
+      const uint32_t p = p0 + kWaves * u;
+      const float m = mm::bit_cast<float>(meta[u][0]), l = mm::bit_cast<float>(meta[u][1]);
+      const float ln = mm::bit_cast<float>(meta[u][2]);
+      const float w = (p < nparts && l > 0.f) ? mm::exp2(m - big_m) : 0.f;
+      big_l += w * l;
+      big_ln += w * ln;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        acc[e] += w * mm::bit_cast<float>(a[u][e]);
+        acc[4 + e] += w * mm::bit_cast<float>(b[u][e]);
+      }
     }
   }
+
+  if (wave > 0) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) part_acc[wave - 1][lane][e] = acc[e];
+    if (lane == 0) {
+      part_l[wave - 1][0] = big_l;
+      part_l[wave - 1][1] = big_ln;
+    }
+  }
+  mm::block_sync();
+  if (wave != 0) return;
+#pragma unroll
+  for (uint32_t w = 0; w < kWaves - 1; ++w) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[e] += part_acc[w][lane][e];
+    big_l += part_l[w][0];
+    big_ln += part_l[w][1];
+  }
+
   const float inv = big_ln > 0.f ? o_scale / big_ln : 0.f;
   mm::u32x4 o;
 #pragma unroll
