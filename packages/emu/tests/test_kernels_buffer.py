@@ -1,8 +1,10 @@
 """MUBUF range rules and buffer loads straight into LDS (tests/corpus/buffer_ops.hip).
 
-Raw buffers (stride 0): an access at byte offset >= num_records is out of range; out-of-range loads
-return 0 and out-of-range stores are dropped. The tensors behind the descriptors are larger than
-num_records, so nothing here is a sanitizer error."""
+Raw buffers (stride 0). The ISA composes the address as base (V#) + SGPR offset (soffset) + buffer
+offset (here voffset + inst_offset) and range-checks the buffer offset against num_records: the
+soffset is not part of the range check. Multi-dword loads/stores (dwordx2/x3/x4) are checked per
+dword. Out-of-range loads return 0, out-of-range stores are dropped. The tensors behind the
+descriptors are larger than every in-range access, so nothing here is a sanitizer error."""
 from __future__ import annotations
 
 import sys
@@ -38,20 +40,22 @@ def test_buffer_b32_range(corpus, arch):
 
 
 @pytest.mark.parametrize("soff", [0, 64])
-def test_buffer_b128_range_with_soffset(corpus, arch, soff):
+def test_buffer_b128_range_per_dword_soffset_unchecked(corpus, arch, soff):
     lanes = 64
     src = torch.arange(lanes * 4 + 64, dtype=torch.int32) + 1
     dst = torch.full((lanes * 4 + 64,), -5, dtype=torch.int32)
-    in_bytes, out_bytes = 40 * 16, 50 * 16
+    in_bytes, out_bytes = 40 * 16 + 8, 50 * 16 + 4  # not multiples of 16: lanes 40 / 50 are partly in range
     corpus.module("buffer_ops", arch).launch("buffer_copy_b128", grid=(1, 1, 1), block=(lanes, 1, 1),
                                              args=[src, dst, in_bytes, out_bytes, soff])
     want = np.full(dst.numel(), -5, np.int64)
     s = src.numpy()
     for lane in range(lanes):
-        off = lane * 16 + soff  # byte offset of the 16-byte access (voffset + soffset)
-        val = s[off // 4: off // 4 + 4] if off + 16 <= in_bytes else np.zeros(4)
-        if off + 16 <= out_bytes:
-            want[off // 4: off // 4 + 4] = val
+        voff = lane * 16  # buffer offset (range-checked); the address adds soff on top
+        for c in range(4):
+            in_range_load = voff + 4 * c < in_bytes
+            val = s[(soff + voff) // 4 + c] if in_range_load else 0
+            if voff + 4 * c < out_bytes:
+                want[(soff + voff) // 4 + c] = val
     assert np.array_equal(dst.numpy(), want)
 
 
@@ -59,10 +63,13 @@ def test_buffer_load_to_lds(corpus, arch):
     n = 256
     src = torch.arange(n, dtype=torch.int32) + 7
     out = torch.zeros(n, dtype=torch.int32)
-    in_records = 200  # dwords: the last wave's loads beyond 200 write 0 into LDS
+    # each wave loads dword `lane` at voffset 4*lane, soffset 256*wave: only the voffset is range-checked,
+    # so lanes >= 40 of every wave write 0 into LDS while lanes < 40 load src[64*wave + lane]
+    in_bytes = 40 * 4
     counters = corpus.module("buffer_ops", arch).launch("buffer_load_to_lds", grid=(1, 1, 1), block=(256, 1, 1),
-                                                        args=[src, out, in_records * 4])
-    lds = np.where(np.arange(n) < in_records, src.numpy(), 0).reshape(4, 64)
+                                                        args=[src, out, in_bytes])
+    lane_of = np.arange(n) % 64
+    lds = np.where(lane_of < 40, src.numpy(), 0).reshape(4, 64)
     t = np.arange(n)
     wave, lane = t // 64, t % 64
     want = lds[wave, (lane + 1) % 64] + 1000 * lds[(wave + 1) % 4, lane]
