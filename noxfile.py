@@ -112,7 +112,7 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def docs(session: nox.Session) -> None:
-    """Build the docs site into docs/_build (mkdocs, config in mkdocs.yml)."""
+    """Build the docs site into build/site (mkdocs, config in mkdocs.yml; strict: broken links fail)."""
     session.install("mkdocs")
     session.run("mkdocs", "build", "--strict")
 
