@@ -48,8 +48,8 @@ def make_case(B, H, q_len, lens, *, seed=0, extra_slots=7, glen=None):
                 kv_indptr=kv_indptr, glen=glen)
 
 
-def call(backend, case, *, lse=True, cp_rank=0, cp_world=1, nparts=None):
-    """Run the op (or kernel.run with a forced split) and return (o, lse)."""
+def call(backend, case, *, lse=True, cp_rank=0, cp_world=1, nparts=None, variant=None):
+    """Run the op (or kernel.run with a forced split / kernel variant) and return (o, lse)."""
     T, H, _ = case["q_lat"].shape
     dev = case["q_lat"].device
     o = torch.full((T, H, 512), float("nan"), dtype=torch.bfloat16, device=dev)
@@ -57,9 +57,10 @@ def call(backend, case, *, lse=True, cp_rank=0, cp_world=1, nparts=None):
     args = (case["q_lat"], case["q_pe"], case["kv_pool"], o, case["seq_lens"], case["kv_indices"], case["kv_indptr"],
             SCALE, KV_SCALE)
     with use_backend(backend):
-        if nparts is not None:
+        if nparts is not None or variant is not None:
             assert backend == "emu"
-            mk.run(*args, lse=l_out, glen=case["glen"], cp_rank=cp_rank, cp_world=cp_world, nparts=nparts)
+            mk.run(*args, lse=l_out, glen=case["glen"], cp_rank=cp_rank, cp_world=cp_world, nparts=nparts,
+                   variant=variant)
         else:
             mld.mla_decode_a16w8(*args, lse=l_out, glen=case["glen"], cp_rank=cp_rank, cp_world=cp_world)
     return o, l_out
@@ -92,11 +93,23 @@ def test_matches_reference(q_len, H):
     check_close(o, lse, ro, rlse)
 
 
+@pytest.mark.parametrize("variant", ["wave", "shared"])
 @pytest.mark.parametrize("nparts", [1, 2, 3, 7])
-def test_split_counts_agree(nparts):
-    """Any forced KV split gives the reference's answer (1 = direct write, > 1 = partials + merge)."""
+def test_split_counts_agree(nparts, variant):
+    """Any forced KV split and either kernel variant give the reference's answer (nparts 1 = direct
+    write, > 1 = partials + merge; H 12 x q_len 2 = 24 rows: the shared variant's second row tile is
+    half dead and its other two waves only fetch)."""
     case = make_case(3, 12, 2, [90, 17, 64], seed=5)
-    o, lse = call("emu", case, nparts=nparts)
+    o, lse = call("emu", case, nparts=nparts, variant=variant)
+    ro, rlse = call("reference", case)
+    check_close(o, lse, ro, rlse)
+
+
+@pytest.mark.parametrize("variant", ["wave", "shared"])
+@pytest.mark.parametrize("H,q_len", [(1, 1), (16, 4), (128, 1), (64, 2)])
+def test_variants_match_reference(H, q_len, variant):
+    case = make_case(2, H, q_len, [45, 29], seed=H + q_len)
+    o, lse = call("emu", case, variant=variant)
     ro, rlse = call("reference", case)
     check_close(o, lse, ro, rlse)
 
@@ -141,12 +154,13 @@ def test_beyond_original_cu_cap():
 
 # ---- semantics -------------------------------------------------------------------------------------
 
-def test_causal_poisoning():
+@pytest.mark.parametrize("variant", ["wave", "shared"])
+def test_causal_poisoning(variant):
     """KV beyond a position's window never changes its output (bit-identical)."""
     B, H, q_len = 2, 12, 4
     lens = [40, 77]
     case = make_case(B, H, q_len, lens, seed=21)
-    o1, l1 = call("emu", case)
+    o1, l1 = call("emu", case, variant=variant)
     poisoned = dict(case)
     pool = case["kv_pool"].clone()
     g = torch.Generator().manual_seed(99)
@@ -156,7 +170,7 @@ def test_causal_poisoning():
         future = case["kv_indices"][s0 + lens[b] - (q_len - 1): s0 + lens[b]].long()
         pool[future] = (torch.randn(len(future), 1, 576, generator=g) * 50).to(torch.float8_e4m3fnuz)
     poisoned["kv_pool"] = pool
-    o2, l2 = call("emu", poisoned)
+    o2, l2 = call("emu", poisoned, variant=variant)
     o1 = o1.view(B, q_len, H, 512)
     o2 = o2.view(B, q_len, H, 512)
     assert torch.equal(o1[:, 0], o2[:, 0])
@@ -197,11 +211,12 @@ def test_empty_windows():
     assert bool(torch.isfinite(l4[1, 2:]).all())
 
 
+@pytest.mark.parametrize("variant", ["wave", "shared"])
 @pytest.mark.parametrize("nparts", [None, 1])
-def test_deterministic(nparts):
+def test_deterministic(nparts, variant):
     case = make_case(2, 16, 4, [200, 57], seed=17)
-    a = call("emu", case, nparts=nparts) if nparts else call("emu", case)
-    b = call("emu", case, nparts=nparts) if nparts else call("emu", case)
+    a = call("emu", case, nparts=nparts, variant=variant)
+    b = call("emu", case, nparts=nparts, variant=variant)
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
 
 

@@ -26,8 +26,8 @@ def test_binding_matches_shapes_only():
     from moonmath_mla_decode import _C
 
     p = _C.plan_mla_decode(8, 16, 4, 8192)
-    assert p.n_rt == 4 and p.rows == 64 and p.nparts > 1
-    assert p.grid * 4 >= p.waves == 8 * p.nparts * 4
+    assert p.n_rt == 4 and p.rows == 64 and p.nparts > 1 and p.variant in ("wave", "shared")
+    assert p.grid * 4 == p.waves == 8 * p.nparts * 4
     assert p.ws_o_floats == 8 * 64 * p.nparts * 512
     # the same shapes give the same plan; a different hint may change the split only
     q = _C.plan_mla_decode(8, 16, 4, 8192)
@@ -36,4 +36,5 @@ def test_binding_matches_shapes_only():
         _C.plan_mla_decode(1, 129, 1)
     with pytest.raises(ValueError, match="heads"):
         _C.plan_mla_decode(1, 0, 1)
-    assert _C.mla_plan_cost(8, 16, 4, 8192, p.nparts) == pytest.approx(p.cost_ns)
+    assert _C.mla_plan_cost(8, 16, 4, 8192, p.nparts, variant=p.variant) == pytest.approx(p.cost_ns)
+    assert _C.plan_mla_decode(2, 16, 1, 150000).variant == "wave"  # one row tile

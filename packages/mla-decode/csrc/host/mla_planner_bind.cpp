@@ -1,6 +1,8 @@
 // pybind11 bindings of the gfx942 MLA decode planner (mla_planner.hpp).
 #include <pybind11/pybind11.h>
 
+#include <string>
+
 #include "mla_planner.hpp"
 
 namespace py = pybind11;
@@ -14,6 +16,7 @@ void register_mla_planner(py::module_& m) {
       .def_readonly("rows", &Plan::rows)
       .def_readonly("n_rt", &Plan::n_rt)
       .def_readonly("nparts", &Plan::nparts)
+      .def_property_readonly("variant", [](const Plan& p) { return std::string(p.variant); })
       .def_readonly("waves", &Plan::waves)
       .def_readonly("grid", &Plan::grid)
       .def_readonly("block", &Plan::block)
@@ -39,7 +42,17 @@ void register_mla_planner(py::module_& m) {
       py::arg("batch"), py::arg("heads"), py::arg("q_len"), py::arg("len_hint") = 0,
       py::arg("cus") = moonmath::mla::kDefaultCus,
       "Plan mla_decode_a16w8 on gfx942 from shapes (and an optional tokens-per-request hint).");
-  m.def("mla_plan_cost", &moonmath::mla::plan_cost, py::arg("batch"), py::arg("heads"), py::arg("q_len"),
-        py::arg("len"), py::arg("nparts"), py::arg("cus") = moonmath::mla::kDefaultCus,
-        "The planner's modelled time (ns) for a given number of KV parts.");
+  m.def(
+      "mla_plan_cost",
+      [](int64_t batch, int64_t heads, int64_t q_len, int64_t len, int64_t nparts, int64_t cus,
+         const std::string& variant) {
+        if (variant != "wave" && variant != "shared")
+          throw py::value_error("mla_plan_cost: variant must be 'wave' or 'shared', got '" + variant + "'");
+        return moonmath::mla::plan_cost(batch, heads, q_len, len, nparts, cus,
+                                        variant == "shared" ? moonmath::mla::Variant::kShared
+                                                            : moonmath::mla::Variant::kWave);
+      },
+      py::arg("batch"), py::arg("heads"), py::arg("q_len"), py::arg("len"), py::arg("nparts"),
+      py::arg("cus") = moonmath::mla::kDefaultCus, py::arg("variant") = "wave",
+      "The planner's modelled time (ns) for a given number of KV parts and kernel variant.");
 }

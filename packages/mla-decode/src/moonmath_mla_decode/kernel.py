@@ -22,6 +22,8 @@ from moonmath_common.kernels import KernelSet
 OP = "moonmath_mla_decode.mla_decode_a16w8"
 ARCH = "gfx942"
 FWD_CODE_OBJECT, FWD_KERNEL = "mla_decode_a16w8", "mla_decode_a16w8_fwd"
+SHARED_CODE_OBJECT, SHARED_KERNEL = "mla_decode_a16w8_shared", "mla_decode_a16w8_fwd_shared"
+VARIANTS = ("wave", "shared")
 MERGE_CODE_OBJECT, MERGE_KERNEL = "mla_decode_a16w8_merge", "mla_decode_a16w8_merge"
 LOG2E = 1.0 / math.log(2.0)
 FLAG_LSE = 1
@@ -52,11 +54,13 @@ def _check_ranges(**sizes: int) -> None:
 def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: torch.Tensor, seq_lens: torch.Tensor,
         kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float, kv_scale: float,
         lse: torch.Tensor | None = None, glen: torch.Tensor | None = None, cp_rank: int = 0, cp_world: int = 1,
-        nparts: int | None = None) -> list[dict | None]:
+        nparts: int | None = None, variant: str | None = None) -> list[dict | None]:
     """Run mla_decode_a16w8 on the gfx942 kernels (emu or hip backend). Writes o_lat (and lse) in place.
 
     Tensors as in decode.mla_decode_a16w8 (already validated). ``nparts`` overrides the planner's KV split
-    (tests and benchmarks); the result does not depend on it beyond fp32 rounding. Returns the launches'
+    (tests and benchmarks); the result does not depend on it beyond fp32 rounding. ``variant`` overrides the
+    planner's kernel choice: "wave" (one wave per row tile, KV straight to registers) or "shared" (a
+    workgroup of up to 4 row tiles fetches and widens each KV tile once into LDS). Returns the launches'
     emulator counters (emu) or Nones (hip).
     """
     arch = target_arch()
@@ -74,8 +78,15 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
         raise ValueError(f"{OP}: nparts must be >= 1; got {np_}")
     partial = np_ > 1
     n_rt = p.n_rt
-    waves = B * np_ * n_rt
-    grid = -(-waves // 4)
+    variant = p.variant if variant is None else variant
+    if variant not in VARIANTS:
+        raise ValueError(f"{OP}: variant must be one of {VARIANTS}; got {variant!r}")
+    if variant == "shared":
+        grid = B * np_ * -(-n_rt // 4)
+        code_object, kernel_name = SHARED_CODE_OBJECT, SHARED_KERNEL
+    else:
+        grid = -(-(B * np_ * n_rt) // 4)
+        code_object, kernel_name = FWD_CODE_OBJECT, FWD_KERNEL
     _check_ranges(kv_pool=kv_pool.numel(), q_lat=q_lat.numel() * 2, kv_indices=kv_indices.numel() * 4,
                   workspace=B * rows * np_ * 512 * 4 if partial else 0)
     dev = q_lat.device
@@ -85,7 +96,7 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
     flags = (FLAG_LSE if lse is not None else 0) | (FLAG_PARTIAL if partial else 0)
     c_qk = _f32_bits(float(scale) * float(kv_scale) * LOG2E)
     o_scale = _f32_bits(float(kv_scale))
-    counters = [KERNELS.launch(OP, arch, FWD_CODE_OBJECT, FWD_KERNEL, grid=grid, block=256,
+    counters = [KERNELS.launch(OP, arch, code_object, kernel_name, grid=grid, block=256,
                                args=[q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, glen_arg, lse,
                                      ws_o, ws_ml, B, H, q_len, np_, kv_pool.numel(), kv_indices.numel(), cp_rank,
                                      cp_world, flags, c_qk, o_scale])]

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
+#include <string>
 
 #include "mla_planner.hpp"
 
@@ -52,7 +53,10 @@ int main() {
           const int64_t len = L > 0 ? L : kDefaultLen;
           CHECK(p.len_used == len);
           CHECK(p.nparts <= (len + 15) / 16 || p.nparts == 1);  // never more parts than tiles
-          CHECK(p.waves == B * p.nparts * p.n_rt);
+          const bool shared = std::string(p.variant) == "shared";
+          CHECK(shared || std::string(p.variant) == "wave");
+          CHECK(!shared || p.n_rt >= 2);
+          CHECK(p.waves == (shared ? B * p.nparts * ((p.n_rt + 3) / 4) * 4 : B * p.nparts * p.n_rt));
           CHECK(p.grid * kWavesPerBlock >= p.waves && (p.grid - 1) * kWavesPerBlock < p.waves);
           CHECK(p.block == 256);
           if (p.nparts == 1) {
@@ -65,9 +69,12 @@ int main() {
           }
           // The chosen split is the model's minimum (up to the 0.1% tie rule).
           for (int64_t np = 1; np <= std::min<int64_t>(kMaxParts, (len + 15) / 16); ++np) {
-            if (B * q * H * np * 512 * 4 >= (int64_t(1) << 32)) break;
-            CHECK(plan_cost(B, H, q, len, np) >= p.cost_ns * 0.998);
+            if (np > 1 && B * q * H * np * 512 * 4 >= (int64_t(1) << 32)) break;
+            CHECK(plan_cost(B, H, q, len, np, kDefaultCus, Variant::kWave) >= p.cost_ns * 0.998);
+            if (p.n_rt >= 2) CHECK(plan_cost(B, H, q, len, np, kDefaultCus, Variant::kShared) >= p.cost_ns * 0.998);
           }
+          CHECK(plan_cost(B, H, q, len, p.nparts, kDefaultCus, shared ? Variant::kShared : Variant::kWave) ==
+                p.cost_ns);
           // Pure function of its inputs.
           const Plan p2 = plan(B, H, q, L);
           CHECK(p2.nparts == p.nparts && p2.grid == p.grid);
@@ -76,7 +83,7 @@ int main() {
   // Shapes the issue measures: a long single request splits widely, a full batch much less.
   {
     const Plan a = plan(2, 16, 1, 150000);
-    CHECK(a.nparts >= 64);
+    CHECK(a.nparts >= 64 && std::string(a.variant) == "wave");  // one row tile: never shared
     const Plan b = plan(8, 16, 4, 8192);
     CHECK(b.nparts > 1 && b.nparts < 64);
     // Very large batches need (almost) no split.
