@@ -11,8 +11,16 @@ Declared budgets (docs/kernels/mla_decode_gfx942.md):
 from __future__ import annotations
 
 import pytest
-from moonmath_mla_decode.kernel import (ARCH, FWD_CODE_OBJECT, FWD_KERNEL, KERNELS, MERGE_CODE_OBJECT, MERGE_KERNEL,
-                                        SHARED_CODE_OBJECT, SHARED_KERNEL)
+from moonmath_mla_decode.kernel import (
+    ARCH,
+    FWD_CODE_OBJECT,
+    FWD_KERNEL,
+    KERNELS,
+    MERGE_CODE_OBJECT,
+    MERGE_KERNEL,
+    SHARED_CODE_OBJECT,
+    SHARED_KERNEL,
+)
 
 BUDGETS = {
     (FWD_CODE_OBJECT, FWD_KERNEL): dict(vgpr=384, agpr=128, sgpr=64, lds=0, scratch=0, block=256),
