@@ -313,6 +313,7 @@ struct Wave {
   uint32_t dtmp[2][64];
   // hazard tracking
   uint64_t vm_issued = 0, vm_done = 0, ds_issued = 0, ds_done = 0, sm_issued = 0, sm_done = 0;
+  std::vector<uint64_t> vm_bar, ds_bar;  // vm_done / ds_done when arriving at the barrier ending interval e
   uint8_t tkind[640];
   uint64_t tseq[640];
   std::vector<uint8_t> priv;  // private (scratch) memory: 64 lanes x private size
@@ -462,6 +463,12 @@ struct Ctx {
   }
 
   // ---------------------------------------------------------------- hazard checks
+  // Was the op retired by the time wave w arrived at the s_barrier that ended barrier interval `ep`?
+  bool retired_at_barrier(const Wave& w, uint8_t kind, uint64_t seq, uint32_t ep) const {
+    const std::vector<uint64_t>& h = kind == TK_VM ? w.vm_bar : w.ds_bar;
+    if (ep < h.size() && h[ep] != ~0ull) return seq <= h[ep];
+    return retired(w, kind, seq);  // the wave ended without that barrier: its final state
+  }
   bool retired(const Wave& w, uint8_t kind, uint64_t seq) const {
     switch (kind) {
       case TK_VM: return seq <= w.vm_done;
@@ -516,12 +523,16 @@ struct Ctx {
       if (m.writer && m.wkind) {
         const Wave& ww = waves[m.writer - 1];
         bool self = m.writer == me;
-        if (!retired(ww, m.wkind, m.wseq)) {
-          if (m.wkind == TK_VM || !self)
-            throw HazardError(std::string("LDS ") + (store ? "write" : "read") + " of byte 0x" + hex(d * 4) +
-                              " before the s_waitcnt retiring the " + (m.wkind == TK_VM ? "direct-to-LDS load" : "LDS write") +
-                              " of wave " + std::to_string(m.writer - 1) + " that writes it, in " + where(w));
-        } else m.wkind = 0;
+        bool done;
+        if (self) done = retired(ww, m.wkind, m.wseq);
+        else if (m.wepoch < epoch) done = retired_at_barrier(ww, m.wkind, m.wseq, m.wepoch);
+        else done = true;  // same barrier interval, another wave: reported as a race below
+        if (!done && (m.wkind == TK_VM || !self))
+          throw HazardError(std::string("LDS ") + (store ? "write" : "read") + " of byte 0x" + hex(d * 4) +
+                            " before the s_waitcnt retiring the " + (m.wkind == TK_VM ? "direct-to-LDS load" : "LDS write") +
+                            " of wave " + std::to_string(m.writer - 1) + " that writes it" +
+                            (self ? std::string() : " (it must retire before that wave's s_barrier)") + ", in " + where(w));
+        if (done && (self || m.wepoch < epoch)) m.wkind = 0;
       }
       if (m.writer && m.writer != me && m.wepoch == epoch)
         throw HazardError(std::string("LDS race: ") + (store ? "write" : "read") + " of byte 0x" + hex(d * 4) + " by wave " +
@@ -563,6 +574,7 @@ void Ctx::init_wave(Wave& w, int wid, uint32_t nthreads) {
   w.scc = false; w.pc = M.idx_of(kd.entry_vaddr); w.state = WS_RUN; w.id = wid;
   w.vm_issued = w.vm_done = w.ds_issued = w.ds_done = w.sm_issued = w.sm_done = 0;
   std::memset(w.tkind, 0, sizeof w.tkind);
+  w.vm_bar.clear(); w.ds_bar.clear();
   int sg = 0;
   auto put64 = [&](uint64_t v) { w.s[sg] = (uint32_t)v; w.s[sg + 1] = (uint32_t)(v >> 32); sg += 2; };
   if (kd.kp_private_segment_buffer) { sg += 4; }  // not supported on architected-flat-scratch targets
@@ -672,7 +684,13 @@ void Ctx::exec_salu(Wave& w, const Inst& in, int& next) {
       case 7: if (w.vcc() != 0) next = in.target; break;
       case 8: if (w.exec() == 0) next = in.target; break;
       case 9: if (w.exec() != 0) next = in.target; break;
-      case 10: w.state = WS_BARRIER; return;
+      case 10:
+        w.state = WS_BARRIER;
+        if (hz) {
+          if (w.vm_bar.size() <= epoch) { w.vm_bar.resize(epoch + 1, ~0ull); w.ds_bar.resize(epoch + 1, ~0ull); }
+          w.vm_bar[epoch] = w.vm_done; w.ds_bar[epoch] = w.ds_done;
+        }
+        return;
       case 12: {  // s_waitcnt
         uint32_t s = (uint16_t)in.simm;
         uint32_t vm = (s & 0xf) | (((s >> 14) & 3) << 4), lgkm = (s >> 8) & 0xf;
