@@ -34,7 +34,7 @@ def cases():
         "mha_gfx942_forward": (qq, qq, qq, torch.empty_like(qq), "bshd", "rtz"),
         "attention_gfx950_forward": (q, k, v, torch.empty_like(q), torch.empty(1, 4, 5), "bhsd", True, 0.1),
         "attention_gfx950_forward_varlen": (qt, kt, vt, cu_q, cu_k, 3, 4, torch.empty_like(qt), torch.empty(4, 5),
-                                            True, 0.1),
+                                            True, 0.1, cu_q.clone(), None),
         "attention_gfx950_forward_paged": (qt, kc, vc, cu_q, torch.tensor([3, 9], dtype=i32),
                                            torch.tensor([0, 1, 3], dtype=i32), torch.tensor([2, 0, 1], dtype=i32),
                                            None, torch.empty_like(qt), None, False, 0.1),

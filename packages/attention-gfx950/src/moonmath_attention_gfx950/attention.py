@@ -247,28 +247,34 @@ def forward_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens
     if out is None:
         out = torch.empty(oshape, dtype=torch.bfloat16, device=q.device)
     lse = torch.empty(q.shape[1], q.shape[0], dtype=torch.float32, device=q.device) if return_lse else None
-    _varlen_op(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale)
+    _varlen_op(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale,
+               host_cu_seqlens_q, host_cu_seqlens_k)
     return (out, lse) if return_lse else out
 
 
 @torch.library.custom_op("moonmath::attention_gfx950_forward_varlen", mutates_args=("out", "lse"))
 def _varlen_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
                cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, out: torch.Tensor,
-               lse: torch.Tensor | None, causal: bool, scale: float) -> None:
+               lse: torch.Tensor | None, causal: bool, scale: float, host_cu_seqlens_q: torch.Tensor | None,
+               host_cu_seqlens_k: torch.Tensor | None) -> None:
     if get_backend() == "reference":
         reference.forward_varlen(q, k, v, cu_seqlens_q.tolist(), cu_seqlens_k.tolist(), causal, scale, out, lse)
     else:
-        _run_kernel_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale)
+        _run_kernel_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale,
+                           host_cu_seqlens_q, host_cu_seqlens_k)
 
 
 @_varlen_op.register_fake
-def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale) -> None:
+def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale, host_cu_seqlens_q,
+      host_cu_seqlens_k) -> None:
     return None
 
 
-def _run_kernel_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal,
-                       scale) -> None:
-    """The hip/emu path of forward_varlen. (Kernel not built yet.)"""
+def _run_kernel_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale,
+                       host_cu_seqlens_q, host_cu_seqlens_k) -> None:
+    """The hip/emu path of forward_varlen. host_cu_seqlens_* are CPU copies of the cu_seqlens when the caller has
+    them (or None): plan on the host from them; otherwise plan from device cu_seqlens without a sync.
+    (Kernel not built yet.)"""
     raise NoKernelError("moonmath_attention_gfx950.forward_varlen", target_arch(), archs_built=())
 
 
