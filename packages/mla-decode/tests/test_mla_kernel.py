@@ -247,6 +247,58 @@ def test_bad_indices_stay_inside_the_pool():
     check_close(o, lse, ro, rlse)
 
 
+def test_replay_with_new_lengths_and_page_table():
+    """The launch configuration depends on shapes only: the same launch (same plan) run again after
+    rewriting seq_lens, kv_indptr and kv_indices in place (as a graph replay would see them) follows the
+    new values."""
+    B, H, q_len = 3, 16, 2
+    case = make_case(B, H, q_len, [60, 45, 90], seed=31)
+    plan_before = mk.plan(B, H, q_len, case["kv_indices"].numel() // B)
+    o, lse = call("emu", case)
+    ro, rlse = call("reference", case)
+    check_close(o, lse, ro, rlse)
+    g = torch.Generator().manual_seed(32)
+    new_lens = [17, 0, 120]  # same total capacity (195 slots), new split and order
+    case["seq_lens"].copy_(torch.tensor(new_lens, dtype=torch.int32))
+    case["kv_indptr"].copy_(torch.tensor([0, 17, 17, 137], dtype=torch.int32))
+    case["kv_indices"].copy_(torch.randperm(case["kv_pool"].shape[0], generator=g)[:195].to(torch.int32))
+    assert mk.plan(B, H, q_len, case["kv_indices"].numel() // B).nparts == plan_before.nparts
+    o2, lse2 = call("emu", case)
+    ro2, rlse2 = call("reference", case)
+    check_close(o2, lse2, ro2, rlse2)
+
+
+@pytest.mark.parametrize("what", ["H=0", "H=129", "T%B", "glen", "dtype", "rank", "index"])
+def test_rejections_before_any_launch(what):
+    """Bad inputs are rejected on the emu backend too, before anything reaches a kernel."""
+    B, H, q_len = 2, 4, 2
+    case = make_case(B, H, q_len, [10, 12], seed=1)
+    kw = {}
+    if what == "H=0":
+        case["q_lat"], case["q_pe"] = case["q_lat"][:, :0], case["q_pe"][:, :0]
+    elif what == "H=129":
+        case["q_lat"] = torch.zeros(B * q_len, 129, 512, dtype=torch.bfloat16)
+        case["q_pe"] = torch.zeros(B * q_len, 129, 64, dtype=torch.bfloat16)
+    elif what == "T%B":
+        case["q_lat"], case["q_pe"] = case["q_lat"][:3], case["q_pe"][:3]
+    elif what == "glen":
+        kw = dict(cp_rank=1, cp_world=2)
+    elif what == "dtype":
+        case["kv_pool"] = case["kv_pool"].view(torch.uint8)
+    elif what == "rank":
+        case["q_lat"] = case["q_lat"].reshape(B * q_len, -1)
+    elif what == "index":
+        case["kv_indices"][3] = case["kv_pool"].shape[0]
+    with pytest.raises((ValueError, TypeError)):
+        call("emu", case, **kw)
+
+
+def test_32bit_range_check():
+    with pytest.raises(ValueError, match="32-bit"):
+        mk._check_ranges(kv_pool=1 << 32)
+    mk._check_ranges(kv_pool=(1 << 32) - 1)
+
+
 # ---- decode context parallelism --------------------------------------------------------------------
 
 def dcp_case(B, H, q_len, glens, cp_world, seed):
