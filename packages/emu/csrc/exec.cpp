@@ -123,6 +123,7 @@ struct XInst {
   RegRange wr[3]; uint8_t nwr = 0;
   uint8_t ftype[3] = {0, 0, 0};  // 1 f32, 2 f64, 3 f16/bf16 (16-bit), for VOP3/DPP/SDWA modifiers
   bool is_trans = false, is_mfma = false;
+  bool gfx950_only = false;  // CDNA4 additions (checked against LLVM's gfx942 assembler)
   const MfmaInfo* mfma = nullptr;
   std::string err;  // decode error (KEY_INVALID)
 };
@@ -172,6 +173,14 @@ static void analyse(const Inst& in, XInst& x, bool gfx950) {
       x.is_mfma = true;
       x.mfma = mfma_lookup(nm.c_str(), gfx950);
     }
+  }
+  {
+    int k3 = (int)in.key - ENC_VOP3 * 1024;
+    bool v3 = in.key >= (uint32_t)ENC_VOP3 * 1024 && in.key < (uint32_t)ENC_VOP3 * 1024 + 1024;
+    if (v3 && (k3 == 278 || (k3 >= 408 && k3 <= 411) || (k3 >= 563 && k3 <= 618) || (k3 >= 678 && k3 <= 681))) x.gfx950_only = true;
+    if ((enc == ENC_VOP3P && (in.op == 26 || in.op == 27 || in.op == 28)) || enc == ENC_VOP3PX2) x.gfx950_only = true;
+    if (enc == ENC_DS && in.op >= 224 && in.op <= 227) x.gfx950_only = true;
+    if (enc == ENC_GLOBAL && (in.op == 125 || in.op == 126)) x.gfx950_only = true;
   }
   static const char* trans[] = {"v_exp_", "v_log_", "v_rcp_", "v_rsq_", "v_sqrt_", "v_sin_", "v_cos_"};
   for (auto t : trans) if (starts(nm, t)) x.is_trans = true;
@@ -634,6 +643,7 @@ void Ctx::step(Wave& w) {
                    in.enc == ENC_SCRATCH || in.enc == ENC_MUBUF || in.enc == ENC_MTBUF;
     hazard_regs(w, x, is_load);
   }
+  if (x.gfx950_only && !gfx950) unsupported(w, in.row->name + " is a gfx950 (CDNA4) instruction; this is a gfx942 code object");
   int next = w.pc + 1;
   switch (in.enc) {
     case ENC_SOP1: case ENC_SOP2: case ENC_SOPC: case ENC_SOPK: case ENC_SOPP: exec_salu(w, in, next); break;
@@ -1766,7 +1776,43 @@ void Ctx::exec_ds(Wave& w, const Inst& in) {
       break;
     }
     case 224: case 225: case 226: case 227: {
-      unsupported(w, in.row->name + " (gfx950 transposing LDS read) is not implemented yet");
+      // gfx950 transposing reads. Each lane supplies an address; lane s's 64 (96 for tr_b6) bits form row
+      // s of a per-16-lane-group matrix M[s][e] of E = 64/elem_bits elements. Destination lane l,
+      // element n = M[(16/E)*n + (l/E) % (16/E)][l % E] (rows of the same group). For tr_b16 this is the
+      // layout AMD's rocjitsu verified on gfx950 (dst lane l halfword n <- lane (l&~15 | (l>>2)&3) + 4n,
+      // halfword l&3); tr_b8 / tr_b4 / tr_b6 follow the same rule (UNVERIFIED, see docs/emulator.md).
+      if (!gfx950) unsupported(w, in.row->name + " is gfx950-only");
+      int eb = op == 227 ? 16 : op == 226 ? 8 : op == 224 ? 4 : 6;
+      int rowbytes = op == 225 ? 12 : 8;
+      int E = (rowbytes * 8) / eb, R = 16 / E;  // elements per row, row stride
+      if (R < 1) R = 1;
+      nread = rowbytes / 4;
+      uint8_t rows[64][12];
+      for (int l = 0; l < 64; l++) {
+        std::memset(rows[l], 0, 12);
+        if (m >> l & 1) ld(addr[l] + off16, rowbytes, l, rows[l]);
+      }
+      auto get = [&](int s, int e) -> uint32_t {  // element e of row s
+        const uint8_t* r = rows[s];
+        int bit = e * eb;
+        uint32_t v = 0;
+        for (int b = 0; b < eb; b++) v |= ((r[(bit + b) >> 3] >> ((bit + b) & 7)) & 1u) << b;
+        return v;
+      };
+      uint32_t res[64][3];
+      for (int l = 0; l < 64; l++) {
+        uint8_t o[12] = {0};
+        int g = l & ~15;
+        for (int n = 0; n < E; n++) {
+          int s = g + (R * n + (((l & 15) / E) % R)) % 16;
+          uint32_t v = get(s, (l & 15) % E);
+          int bit = n * eb;
+          for (int b = 0; b < eb; b++) if ((v >> b) & 1) o[(bit + b) >> 3] |= (uint8_t)(1u << ((bit + b) & 7));
+        }
+        std::memcpy(res[l], o, 12);
+      }
+      lanes(m, [&](int l) { for (int i = 0; i < nread; i++) dst[i * 64 + l] = res[l][i]; });
+      break;
     }
     default: unsupported(w, "unsupported DS opcode " + in.row->name);
   }
