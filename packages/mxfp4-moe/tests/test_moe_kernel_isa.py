@@ -65,3 +65,37 @@ def test_down_budget():
 ])
 def test_gateup_nt_choice(block_m, n_out, epi, want):
     assert kernel.gateup_nt(block_m, n_out, epi) == want
+
+
+def test_launcher_rejections():
+    with pytest.raises(ValueError, match="2 GiB"):
+        kernel._check_ranges("op", A=(1 << 31) + 2)
+    kernel._check_ranges("op", A=1 << 31)
+    import torch
+
+    A = torch.zeros(4, 512, dtype=torch.bfloat16)
+    B = torch.zeros(1, 16, 64, 16, dtype=torch.uint8)
+    Bs = torch.zeros(1, 16, 64, dtype=torch.uint8)
+    C = torch.zeros(4, 64, dtype=torch.bfloat16)
+    ids = torch.zeros(64, dtype=torch.int32)
+    with pytest.raises(ValueError, match="no down kernel for block_m=64, K=512"):
+        kernel.launch_down(A, B, Bs, C, None, ids, ids[:1], ids[:1], 1, 64, 1, 1, 4, 1, False)
+    with pytest.raises(ValueError, match="nt must be one of"):
+        kernel.launch_gateup(A, B, Bs, C, None, ids, ids[:1], ids[:1], 1, 16, 4, 1, kernel.EPI_SITU, False, nt=3)
+
+
+def test_no_gfx950_kernels(monkeypatch):
+    """Under the emulator at gfx950 the MoE ops say clearly that this build has no kernel for that arch."""
+    import moonmath_mxfp4_moe as mm
+    import torch
+    from moonmath_common import NoKernelError, use_backend
+
+    monkeypatch.setenv("MOONMATH_EMU_ARCH", "gfx950")
+    ids = torch.zeros(1, 1, dtype=torch.int32)
+    sid, eid, ntpp, nblk = mm.moe_align_block_size(ids, 16, 1)
+    A = torch.zeros(1, 256, dtype=torch.bfloat16)
+    B = torch.zeros(1, 8, 32, 16, dtype=torch.uint8)
+    Bs = torch.zeros(1, 8, 32, dtype=torch.uint8)
+    C = torch.zeros(1, 32, dtype=torch.bfloat16)
+    with use_backend("emu"), pytest.raises(NoKernelError, match="gfx950"):
+        mm.mxfp4_moe_gateup(A, B, Bs, C, None, sid, eid, ntpp, nblk, 16, 1, 1)
