@@ -38,8 +38,9 @@ MM_DEVICE uint32_t perm(uint32_t hi, uint32_t lo, uint32_t sel) { return __built
 // Dequantisation table of one E8M0 scale byte e: the bf16 bit patterns of c * 2^(e-127) for the E2M1
 // magnitudes c = {0, .5, 1, 1.5, 2, 3, 4, 6}, split into high and low bytes so that v_perm can look four
 // of them up at once. Built from the fp32 product, which is exact (at most two significant bits, never
-// below 2^-128) and exactly representable in bf16 down to its subnormals, overflows to inf from e = 254
-// on, and is NaN for e = 0xFF (every entry, zero included, as 0 * NaN). The sign is OR-ed in later.
+// below 2^-128) and exactly representable in bf16 down to its subnormals, inf where it overflows (the
+// largest magnitudes from e = 253 on), and NaN for e = 0xFF (every entry, zero included, as 0 * NaN).
+// The sign is OR-ed in later.
 struct ScaleTable {
   uint32_t h03, h47, l03, l47;  // high bytes of entries 0..3 / 4..7, low bytes likewise
 };
