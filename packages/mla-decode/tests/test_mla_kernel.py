@@ -293,6 +293,15 @@ def test_rejections_before_any_launch(what):
         call("emu", case, **kw)
 
 
+def test_misaligned_pool_rejected():
+    case = make_case(1, 4, 1, [8], seed=2)
+    big = torch.zeros(case["kv_pool"].numel() + 576, dtype=torch.uint8)
+    view = big[8:8 + case["kv_pool"].numel()].view(torch.float8_e4m3fnuz).view(case["kv_pool"].shape)
+    view.copy_(case["kv_pool"])
+    with pytest.raises(ValueError, match="16-byte"):
+        call("emu", dict(case, kv_pool=view))
+
+
 def test_32bit_range_check():
     with pytest.raises(ValueError, match="32-bit"):
         mk._check_ranges(kv_pool=1 << 32)

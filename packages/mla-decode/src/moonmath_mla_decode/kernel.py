@@ -51,6 +51,13 @@ def _check_ranges(**sizes: int) -> None:
                              f"offsets (at most {_U32 - 1} bytes: {(_U32 - 1) // 576} pool slots)")
 
 
+def _check_alignment(**tensors: torch.Tensor | None) -> None:
+    for name, t in tensors.items():
+        if t is not None and t.data_ptr() % 16:
+            raise ValueError(f"{OP}: {name} must start on a 16-byte boundary for the gfx942 kernel's 16-byte "
+                             f"loads and stores; got address {t.data_ptr():#x} (pass a fresh or .clone()d tensor)")
+
+
 def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: torch.Tensor, seq_lens: torch.Tensor,
         kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float, kv_scale: float,
         lse: torch.Tensor | None = None, glen: torch.Tensor | None = None, cp_rank: int = 0, cp_world: int = 1,
@@ -89,6 +96,7 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
         code_object, kernel_name = FWD_CODE_OBJECT, FWD_KERNEL
     _check_ranges(kv_pool=kv_pool.numel(), q_lat=q_lat.numel() * 2, kv_indices=kv_indices.numel() * 4,
                   workspace=B * rows * np_ * 512 * 4 if partial else 0)
+    _check_alignment(q_lat=q_lat, q_pe=q_pe, kv_pool=kv_pool, o_lat=o_lat)
     dev = q_lat.device
     ws_o = torch.empty(B * rows * np_ * 512, dtype=torch.float32, device=dev) if partial else None
     ws_ml = torch.empty(B * rows * np_ * 4, dtype=torch.float32, device=dev) if partial else None
