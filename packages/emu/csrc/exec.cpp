@@ -117,6 +117,37 @@ template <class Fn> static inline void lanes(uint64_t m, Fn f) {
 // ============================================================================ module-level decode
 enum : uint32_t { KEY_INVALID = 0xffffffffu };
 
+struct MemOp { int bytes = 4; int nregs = 1; bool store = false, sext = false, d16 = false, d16hi = false, lds = false; int atomic = -1; bool atomic64 = false; };
+
+static bool mem_op_of(const std::string& nm, MemOp& o) {
+  // names: <seg>_load_{ubyte,sbyte,ushort,sshort,dword,dwordx2..4}[_d16[_hi]], <seg>_store_..., <seg>_atomic_*
+  auto has = [&](const char* s) { return nm.find(s) != std::string::npos; };
+  if (has("_atomic_")) {
+    static const char* names[] = {"swap", "cmpswap", "add", "sub", "smin", "umin", "smax", "umax", "and", "or", "xor", "inc", "dec", "add_f32", "pk_add_f16", "add_f64", "min_f64", "max_f64", "pk_add_bf16"};
+    std::string a = nm.substr(nm.find("_atomic_") + 8);
+    o.atomic64 = a.size() > 3 && a.compare(a.size() - 3, 3, "_x2") == 0;
+    if (o.atomic64) a = a.substr(0, a.size() - 3);
+    for (int i = 0; i < 19; i++) if (a == names[i]) o.atomic = i;
+    if (o.atomic < 0) return false;
+    if (o.atomic >= 15 && o.atomic <= 17) o.atomic64 = true;
+    o.bytes = o.atomic64 ? 8 : 4; o.nregs = o.atomic64 ? 2 : 1;
+    return true;
+  }
+  o.store = has("_store_");
+  if (!o.store && !has("_load_")) return false;
+  o.lds = has("_load_lds_") || false;
+  if (has("dwordx4")) { o.bytes = 16; o.nregs = 4; }
+  else if (has("dwordx3")) { o.bytes = 12; o.nregs = 3; }
+  else if (has("dwordx2")) { o.bytes = 8; o.nregs = 2; }
+  else if (has("dword")) { o.bytes = 4; }
+  else if (has("byte")) { o.bytes = 1; o.sext = has("sbyte"); }
+  else if (has("short")) { o.bytes = 2; o.sext = has("sshort"); }
+  else return false;
+  if (has("_d16")) { o.d16 = true; o.d16hi = has("_d16_hi"); }
+  if (has("format")) return false;
+  return true;
+}
+
 struct RegRange { uint16_t base; uint16_t n; };
 struct XInst {
   RegRange rd[6]; uint8_t nrd = 0;
@@ -124,6 +155,7 @@ struct XInst {
   uint8_t ftype[3] = {0, 0, 0};  // 1 f32, 2 f64, 3 f16/bf16 (16-bit), for VOP3/DPP/SDWA modifiers
   bool is_trans = false, is_mfma = false;
   bool gfx950_only = false;  // CDNA4 additions (checked against LLVM's gfx942 assembler)
+  MemOp mop; bool mop_ok = false;  // VMEM access shape, parsed once from the mnemonic
   const MfmaInfo* mfma = nullptr;
   std::string err;  // decode error (KEY_INVALID)
 };
@@ -174,6 +206,7 @@ static void analyse(const Inst& in, XInst& x, bool gfx950) {
       x.mfma = mfma_lookup(nm.c_str(), gfx950);
     }
   }
+  if (enc == ENC_FLAT || enc == ENC_GLOBAL || enc == ENC_SCRATCH || enc == ENC_MUBUF) x.mop_ok = mem_op_of(nm, x.mop);
   {
     int k3 = (int)in.key - ENC_VOP3 * 1024;
     bool v3 = in.key >= (uint32_t)ENC_VOP3 * 1024 && in.key < (uint32_t)ENC_VOP3 * 1024 + 1024;
@@ -414,8 +447,12 @@ struct Ctx {
     }
     return nullptr;
   }
+  const Region* last_region = nullptr;
   inline uint8_t* gptr(Wave& w, uint64_t a, int n, bool store, int lane) {
+    const Region* l = last_region;
+    if (l && a >= l->base && a + n <= l->base + l->size && (l->writable || !store)) return reinterpret_cast<uint8_t*>(a);
     const Region* r = find_region(a, (uint64_t)n);
+    last_region = r;
     if (!r || (store && !r->writable)) violation(w, a, n, store, lane);
     return reinterpret_cast<uint8_t*>(a);
   }
@@ -1820,37 +1857,6 @@ void Ctx::exec_ds(Wave& w, const Inst& in) {
 }
 
 // ============================================================================ FLAT / GLOBAL / SCRATCH
-struct MemOp { int bytes = 4; int nregs = 1; bool store = false, sext = false, d16 = false, d16hi = false, lds = false; int atomic = -1; bool atomic64 = false; };
-
-static bool mem_op_of(const std::string& nm, MemOp& o) {
-  // names: <seg>_load_{ubyte,sbyte,ushort,sshort,dword,dwordx2..4}[_d16[_hi]], <seg>_store_..., <seg>_atomic_*
-  auto has = [&](const char* s) { return nm.find(s) != std::string::npos; };
-  if (has("_atomic_")) {
-    static const char* names[] = {"swap", "cmpswap", "add", "sub", "smin", "umin", "smax", "umax", "and", "or", "xor", "inc", "dec", "add_f32", "pk_add_f16", "add_f64", "min_f64", "max_f64", "pk_add_bf16"};
-    std::string a = nm.substr(nm.find("_atomic_") + 8);
-    o.atomic64 = a.size() > 3 && a.compare(a.size() - 3, 3, "_x2") == 0;
-    if (o.atomic64) a = a.substr(0, a.size() - 3);
-    for (int i = 0; i < 19; i++) if (a == names[i]) o.atomic = i;
-    if (o.atomic < 0) return false;
-    if (o.atomic >= 15 && o.atomic <= 17) o.atomic64 = true;
-    o.bytes = o.atomic64 ? 8 : 4; o.nregs = o.atomic64 ? 2 : 1;
-    return true;
-  }
-  o.store = has("_store_");
-  if (!o.store && !has("_load_")) return false;
-  o.lds = has("_load_lds_") || false;
-  if (has("dwordx4")) { o.bytes = 16; o.nregs = 4; }
-  else if (has("dwordx3")) { o.bytes = 12; o.nregs = 3; }
-  else if (has("dwordx2")) { o.bytes = 8; o.nregs = 2; }
-  else if (has("dword")) { o.bytes = 4; }
-  else if (has("byte")) { o.bytes = 1; o.sext = has("sbyte"); }
-  else if (has("short")) { o.bytes = 2; o.sext = has("sshort"); }
-  else return false;
-  if (has("_d16")) { o.d16 = true; o.d16hi = has("_d16_hi"); }
-  if (has("format")) return false;
-  return true;
-}
-
 template <class T> static T atomic_apply(int op, T old, T v, T cmp, bool& ok) {
   ok = true;
   typedef typename std::make_signed<T>::type S;
@@ -1882,8 +1888,9 @@ static uint32_t atomic_f32(int op, uint32_t old, uint32_t v) {
 }
 
 void Ctx::exec_flat(Wave& w, const Inst& in) {
-  MemOp o;
-  if (!mem_op_of(in.row->name, o)) unsupported(w, "unsupported memory opcode " + in.row->name);
+  const XInst& xi = M.x[w.pc];
+  if (!xi.mop_ok) unsupported(w, "unsupported memory opcode " + in.row->name);
+  const MemOp& o = xi.mop;
   uint64_t m = w.exec();
   const int enc = in.enc;
   uint64_t seq = hz ? ++w.vm_issued : 0;
@@ -1979,8 +1986,9 @@ void Ctx::exec_flat(Wave& w, const Inst& in) {
 
 // ============================================================================ MUBUF (buffer resource)
 void Ctx::exec_mubuf(Wave& w, const Inst& in) {
-  MemOp o;
-  if (!mem_op_of(in.row->name, o)) unsupported(w, "unsupported buffer opcode " + in.row->name);
+  const XInst& xi = M.x[w.pc];
+  if (!xi.mop_ok) unsupported(w, "unsupported buffer opcode " + in.row->name);
+  const MemOp& o = xi.mop;
   uint64_t m = w.exec();
   uint64_t seq = hz ? ++w.vm_issued : 0;
   const uint32_t* r = &w.s[in.srsrc];
