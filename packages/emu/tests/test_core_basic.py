@@ -119,3 +119,33 @@ def test_supported_covers_test_kernels(basic, build, arch):
     data = build(kernel_source("basic.hip"), arch)
     missing = emu.opcodes_in(data) - emu.supported_opcodes(arch)
     assert not missing
+
+
+def test_scratch_and_call(basic):
+    idx = torch.randint(0, 32, (64,), dtype=torch.int32)
+    out = torch.zeros(64, dtype=torch.int32)
+    assert basic.kernel_info("scratch_call")["scratch"] >= 132
+    cnt = basic.launch("scratch_call", grid=1, block=64, args=[idx, out])
+    t = torch.arange(64)
+    assert torch.equal(out, (t * 100 + idx + 3 * (t * 100 + (idx ^ 1))).to(torch.int32))
+    assert cnt["branch"] >= 2  # s_swappc into the callee, s_setpc back
+
+
+def test_cli(build, arch, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    p = tmp_path / "k.hsaco"
+    p.write_bytes(build(kernel_source("basic.hip"), arch))
+    run = lambda *a: subprocess.run([sys.executable, "-m", "moonmath_emu", *a], capture_output=True, text=True)  # noqa: E731
+    r = run("info", str(p))
+    assert r.returncode == 0 and f"arch: {arch}" in r.stdout and "kernel vadd:" in r.stdout
+    r = run("disasm", str(p), "--kernel", "vadd")
+    assert r.returncode == 0 and "global_load_dword" in r.stdout and "s_endpgm" in r.stdout
+    r = run("run", str(p), "--kernel", "vadd", "--grid", "2,1,1", "--block", "64,1,1", "f32:128", "f32:128", "f32:128", "128")
+    assert r.returncode == 0, r.stderr
+    c = json.loads(r.stdout)
+    assert c["workgroups"] == 2 and c["waves"] == 2 and c["vmem"] > 0
+    r = run("run", str(p), "--kernel", "vadd", "--grid", "2,1,1", "--block", "64,1,1", "f32:100", "f32:128", "f32:128", "128")
+    assert r.returncode == 1 and "MemoryViolation" in r.stderr

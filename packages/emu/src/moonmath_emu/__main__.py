@@ -44,7 +44,11 @@ def main(argv=None) -> int:
     r.add_argument("--dynamic-lds", type=int, default=0)
     r.add_argument("--no-hazards", action="store_true")
     r.add_argument("args", nargs="*", help="f32:N (zero buffer of N floats), i32:N, ..., ints, floats, null")
-    a = p.parse_args(argv)
+    a, rest = p.parse_known_args(argv)
+    if rest:
+        if a.cmd != "run":
+            p.error(f"unrecognized arguments: {' '.join(rest)}")
+        a.args = list(a.args) + rest
     data = open(a.file, "rb").read()
     try:
         m = Module(data)

@@ -73,3 +73,12 @@ KERNEL void mathops(const float* x, float* out, int n) {
   out[i * 6 + 4] = (float)(int)(v * 100.0f);
   out[i * 6 + 5] = __builtin_fmaf(v, v, 1.0f);
 }
+
+// Private memory through scratch_* instructions and a real (non-inlined) call: s_getpc/s_swappc/s_setpc.
+__attribute__((noinline, device)) u32 times3(u32* a, int i) { return a[i] * 3; }
+KERNEL void scratch_call(const int* idx, u32* out) {
+  u32 a[33];
+  int t = tid_x();
+  for (int i = 0; i < 33; i++) a[i] = t * 100 + i;
+  out[t] = a[idx[t]] + times3(a, idx[t] ^ 1);
+}
