@@ -30,8 +30,10 @@
 // A row's arithmetic depends on its own scores only, so KV outside its window cannot change it.
 //
 // Output: with one part the wave writes o (bf16 RTNE, o = kv_scale * O / ln, ln = the sum of the bf16
-// p) and lse = m + log2(l); otherwise it writes the fp32 partial (O, m, l, ln) to the workspace and mla_decode_a16w8_merge
-// combines the parts in a fixed order (deterministic, no atomics).
+// p the MFMA used) and lse = m + log2(l) (l = the sum of the fp32 p); otherwise it writes the fp32
+// partial (O, m, l, ln) to the workspace and mla_decode_a16w8_merge combines the parts in a fixed
+// order (deterministic, no atomics). For q_len * H > 16 the planner usually picks the shared-tile
+// variant (mla_decode_a16w8_shared.hip), which widens each KV tile once per 4 row tiles.
 //
 // Memory safety: every pool access goes through a buffer resource sized to the pool, so a bad slot
 // index reads zeros (or another pool row), never outside it; kv_indices likewise.
