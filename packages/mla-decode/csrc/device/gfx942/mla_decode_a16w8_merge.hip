@@ -4,13 +4,13 @@
 // O_p = sum_j bf16(exp2(x_j - m_p)) v_j, l_p = sum_j exp2(x_j - m_p), ln_p = sum_j bf16(exp2(x_j - m_p)):
 //   M = max_{l_p > 0} m_p,  w_p = exp2(m_p - M),  L = sum_p w_p l_p,  Ln = sum_p w_p ln_p,
 //   o = o_scale * (sum_p w_p O_p) / Ln  (bf16 RTNE),  lse = M + log2(L)  (base 2).
-// Parts with l_p = 0 (no token of the row in that part) carry weight 0; their O_p is 0 (the decode
-// kernel writes zeros for them), so every part is read unconditionally. A row with L = 0 gives o = 0
-// and lse = -inf.
+// Parts with l_p = 0 (no token of the row in that part) carry no weight and are skipped after their
+// (unconditional) loads. A row with L = 0 gives o = 0 and lse = -inf.
 //
-// Work split: one workgroup (4 waves) per row. Wave w sums the parts p = w, w+4, w+8, ... in order
-// (lane: 8 consecutive columns, two 16-byte loads per part, four parts in flight); the four wave sums
-// are then added in wave order through LDS. Fixed order everywhere: deterministic, no atomics.
+// Work split: one workgroup (4 waves) per row. Wave w folds the parts p = w, w+4, w+8, ... in order
+// with a running max (lane: 8 consecutive columns, two 16-byte loads per part, four parts in flight);
+// wave 0 then folds the other waves' (M, L, Ln, sums) in wave order through LDS. The result equals
+// the formula above up to fp32 rounding. Fixed order everywhere: deterministic, no atomics.
 #include "moonmath/all.hpp"
 
 namespace {
@@ -26,7 +26,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void mla_decode_a16w8_merge(
     float* __restrict__ lse,          // [rows] fp32 (if flags & 1)
     uint32_t rows, uint32_t nparts, uint32_t flags, uint32_t o_scale_bits) {
   MM_LDS float part_acc[kWaves - 1][64][8];  // waves 1..3's column sums
-  MM_LDS float part_l[kWaves - 1][2];        // and their (L, Ln)
+  MM_LDS float part_l[kWaves - 1][3];        // and their (M, L, Ln)
   const uint32_t row = mm::block_id_x();
   if (row >= rows) return;  // uniform over the workgroup: no barrier is skipped by part of it
   const uint32_t wave = mm::wave_id();
@@ -35,13 +35,9 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void mla_decode_a16w8_merge(
   const mm::buffer_rsrc ml = mm::make_buffer(ws_ml, rows * nparts * 16u);
   const mm::buffer_rsrc wo = mm::make_buffer(ws_o, rows * nparts * kLat * 4u);
 
-  // M over all parts (every wave computes it: the (m, l) loads are uniform and cached).
+  // One pass per wave over its parts with a running max (no separate max pass: every load of the loop
+  // is independent, four parts in flight). Wave w takes parts w, w+4, w+8, ... in order.
   float big_m = -__builtin_inff();
-  for (uint32_t p = 0; p < nparts; ++p) {
-    const mm::u32x2 v = mm::buffer_load_b64(ml, (row * nparts + p) * 16u);
-    if (mm::bit_cast<float>(v[1]) > 0.f) big_m = __builtin_fmaxf(big_m, mm::bit_cast<float>(v[0]));
-  }
-
   float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
   float big_l = 0.f, big_ln = 0.f;
   const uint32_t col_off = 8u * lane * 4u;
@@ -60,33 +56,45 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void mla_decode_a16w8_merge(
       const uint32_t p = p0 + kWaves * u;
       const float m = mm::bit_cast<float>(meta[u][0]), l = mm::bit_cast<float>(meta[u][1]);
       const float ln = mm::bit_cast<float>(meta[u][2]);
-      const float w = (p < nparts && l > 0.f) ? mm::exp2(m - big_m) : 0.f;
-      big_l += w * l;
-      big_ln += w * ln;
+      if (!(p < nparts && l > 0.f)) continue;  // wave-uniform: an empty part carries no weight
+      const float m_new = __builtin_fmaxf(big_m, m);
+      const float s_old = big_m == -__builtin_inff() ? 0.f : mm::exp2(big_m - m_new);
+      const float s_new = mm::exp2(m - m_new);
+      big_m = m_new;
+      big_l = big_l * s_old + s_new * l;
+      big_ln = big_ln * s_old + s_new * ln;
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        acc[e] += w * mm::bit_cast<float>(a[u][e]);
-        acc[4 + e] += w * mm::bit_cast<float>(b[u][e]);
+        acc[e] = acc[e] * s_old + s_new * mm::bit_cast<float>(a[u][e]);
+        acc[4 + e] = acc[4 + e] * s_old + s_new * mm::bit_cast<float>(b[u][e]);
       }
     }
   }
 
+  // Waves 1..3 hand (M, L, Ln, acc) to wave 0, which folds them in wave order.
   if (wave > 0) {
 #pragma unroll
     for (int e = 0; e < 8; ++e) part_acc[wave - 1][lane][e] = acc[e];
     if (lane == 0) {
-      part_l[wave - 1][0] = big_l;
-      part_l[wave - 1][1] = big_ln;
+      part_l[wave - 1][0] = big_m;
+      part_l[wave - 1][1] = big_l;
+      part_l[wave - 1][2] = big_ln;
     }
   }
   mm::block_sync();
   if (wave != 0) return;
 #pragma unroll
   for (uint32_t w = 0; w < kWaves - 1; ++w) {
+    const float m = part_l[w][0], l = part_l[w][1], ln = part_l[w][2];
+    if (!(l > 0.f)) continue;
+    const float m_new = __builtin_fmaxf(big_m, m);
+    const float s_old = big_m == -__builtin_inff() ? 0.f : mm::exp2(big_m - m_new);
+    const float s_new = mm::exp2(m - m_new);
+    big_m = m_new;
+    big_l = big_l * s_old + s_new * l;
+    big_ln = big_ln * s_old + s_new * ln;
 #pragma unroll
-    for (int e = 0; e < 8; ++e) acc[e] += part_acc[w][lane][e];
-    big_l += part_l[w][0];
-    big_ln += part_l[w][1];
+    for (int e = 0; e < 8; ++e) acc[e] = acc[e] * s_old + s_new * part_acc[w][lane][e];
   }
 
   const float inv = big_ln > 0.f ? o_scale / big_ln : 0.f;
