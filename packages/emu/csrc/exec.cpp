@@ -1361,6 +1361,15 @@ void Ctx::exec_valu(Wave& w, const Inst& in, const XInst& x) {
     case 518: f16_zero_hi = true; lanes(m, [&](int l) { d[l] = f2h((float)std::fma((double)h2f(s0[l]), (double)h2f(s1[l]), (double)h2f(s2[l]))); }); break;
     case 520: { SR a1 = vs(w, in, 0, 1), c1 = vs(w, in, 2, 1);  // v_lshl_add_u64
       lanes(m, [&](int l) { uint64_t r = (mk64(s0[l], a1[l]) << (s1[l] & 63)) + mk64(s2[l], c1[l]); d[l] = (uint32_t)r; d1[l] = (uint32_t)(r >> 32); }); break; }
+    case 563: {  // v_bitop3_b16 (gfx950): as b32 on the low halves; op_sel picks halves, high half of D as other 16-bit ops
+      uint32_t tt = ((uint32_t)in.omod << 6) | ((uint32_t)in.abs << 3) | in.neg;
+      SR r0 = vs(w, in, 0), r1 = vs(w, in, 1), r2 = vs(w, in, 2);
+      f16_zero_hi = true;
+      // sources raw (ABS/NEG hold the table, not modifiers), op_sel[i] takes the high half of source i
+      const int sh0 = (in.opsel & 1) ? 16 : 0, sh1 = (in.opsel & 2) ? 16 : 0, sh2 = (in.opsel & 4) ? 16 : 0;
+      lanes(m, [&](int l) { uint32_t a = r0[l] >> sh0, b = r1[l] >> sh1, c = r2[l] >> sh2, r = 0;
+        for (int i = 0; i < 8; i++) if (tt >> i & 1) r |= ((i & 4) ? a : ~a) & ((i & 2) ? b : ~b) & ((i & 1) ? c : ~c);
+        d[l] = r & 0xffffu; }); goto done_nomod; }
     case 564: {  // v_bitop3_b32 (gfx950): TTBL = {OMOD[1:0], ABS[2:0], NEG[2:0]}
       uint32_t tt = ((uint32_t)in.omod << 6) | ((uint32_t)in.abs << 3) | in.neg;
       SR r0 = vs(w, in, 0), r1 = vs(w, in, 1), r2 = vs(w, in, 2);
