@@ -1329,6 +1329,10 @@ void Ctx::exec_valu(Wave& w, const Inst& in, const XInst& x) {
     case 471: lanes(m, [&](int l) { int32_t a = s0[l], b = s1[l], c = s2[l]; d[l] = (uint32_t)std::max(std::min(a, b), std::min(std::max(a, b), c)); }); break;
     case 472: lanes(m, [&](int l) { uint32_t a = s0[l], b = s1[l], c = s2[l]; d[l] = std::max(std::min(a, b), std::min(std::max(a, b), c)); }); break;
     case 476: lanes(m, [&](int l) { d[l] = (s0[l] > s1[l] ? s0[l] - s1[l] : s1[l] - s0[l]) + s2[l]; }); break;  // v_sad_u32
+    // v_div_fixup_f32/f64 follow the ISA pseudocode, except that a NaN quotient estimate in the final
+    // branch gives the signed infinity: the estimate is NaN exactly when the scaled quotient overflowed
+    // (inf - inf inside the Newton steps), and the compiler's IEEE division sequence must return
+    // +-inf there. (Deviation from the pseudocode text; tested end to end against IEEE division.)
     case 478: lanes(m, [&](int l) {  // v_div_fixup_f32
       uint32_t a = s0[l], b = s1[l], c = s2[l];
       bool so = ((b ^ c) >> 31) & 1;
@@ -1342,11 +1346,69 @@ void Ctx::exec_valu(Wave& w, const Inst& in, const XInst& x) {
       else if (std::isinf(fb) || fc == 0) r = so ? 0x80000000u : 0u;
       else if (exponent32(c) - exponent32(b) < -150) r = so ? 0x80000000u : 0u;   // underflow
       else if (exponent32(b) == 255) r = so ? 0xff800000u : 0x7f800000u;
+      else if (is_nan32(a)) r = so ? 0xff800000u : 0x7f800000u;  // see note on v_div_fixup below
       else r = (a & 0x7fffffffu) | (so ? 0x80000000u : 0u);
       d[l] = r; }); break;
     case 482: { uint64_t vcc = w.vcc(); lanes(m, [&](int l) {  // v_div_fmas_f32
+      // When div_scale scaled the operands (VCC), undo it: the ISA pseudocode's factor (2^32) does not
+      // match div_scale's 2^64; following the fdiv expansion the quotient estimate S2 tells the
+      // direction: a large estimate came from a denominator scaled up (x 2^64), a small one from a
+      // numerator scaled up (x 2^-64). (UNVERIFIED on hardware; VCC is only set for extreme ranges.)
       float r = std::fmaf(F(s0[l]), F(s1[l]), F(s2[l]));
-      d[l] = B((vcc >> l & 1) ? std::ldexp(r, 32) : r); }); break; }
+      if (vcc >> l & 1) r = std::ldexp(r, exponent32(s2[l]) > 127 ? 64 : -64);
+      d[l] = B(r); }); break; }
+    case 483: { uint64_t vcc = w.vcc(); SR a1 = hi64(0), b1 = hi64(1), c1 = hi64(2);  // v_div_fmas_f64
+      lanes(m, [&](int l) {
+        uint64_t c = mk64(s2[l], c1[l]);
+        double r = std::fma(D(mk64(s0[l], a1[l])), D(mk64(s1[l], b1[l])), D(c));
+        if (vcc >> l & 1) r = std::ldexp(r, (int)((c >> 52) & 0x7ff) > 1023 ? 128 : -128);
+        uint64_t u = BD(r); d[l] = (uint32_t)u; d1[l] = (uint32_t)(u >> 32); }); break; }
+    case 479: { SR a1 = hi64(0), b1 = hi64(1), c1 = hi64(2);  // v_div_fixup_f64 (ISA pseudocode)
+      lanes(m, [&](int l) {
+        uint64_t a = mk64(s0[l], a1[l]), b = mk64(s1[l], b1[l]), c = mk64(s2[l], c1[l]);
+        bool so = ((b ^ c) >> 63) & 1;
+        double fb = D(b), fc = D(c);
+        int eb = (int)((b >> 52) & 0x7ff), ec = (int)((c >> 52) & 0x7ff);
+        uint64_t r;
+        if (std::isnan(fc)) r = c | 0x8000000000000ull;
+        else if (std::isnan(fb)) r = b | 0x8000000000000ull;
+        else if (fb == 0 && fc == 0) r = 0xfff8000000000000ull;
+        else if (std::isinf(fb) && std::isinf(fc)) r = 0xfff8000000000000ull;
+        else if (fb == 0 || std::isinf(fc)) r = so ? 0xfff0000000000000ull : 0x7ff0000000000000ull;
+        else if (std::isinf(fb) || fc == 0) r = so ? 0x8000000000000000ull : 0;
+        else if (ec - eb < -1075) r = so ? 0x8000000000000000ull : 0;
+        else if (eb == 2047) r = so ? 0xfff0000000000000ull : 0x7ff0000000000000ull;
+        else if (std::isnan(D(a))) r = so ? 0xfff0000000000000ull : 0x7ff0000000000000ull;
+        else r = (a & 0x7fffffffffffffffull) | (so ? 0x8000000000000000ull : 0);
+        d[l] = (uint32_t)r; d1[l] = (uint32_t)(r >> 32); }); break; }
+    case 481: {  // v_div_scale_f64 (VOP3SD, ISA pseudocode)
+      SR a1 = hi64(0), b1 = hi64(1), c1 = hi64(2);
+      uint64_t vcc = 0;
+      lanes(m, [&](int l) {
+        uint64_t ua = mk64(s0[l], a1[l]), ub = mk64(s1[l], b1[l]), uc = mk64(s2[l], c1[l]);
+        double a = D(ua), b = D(ub), c = D(uc), r = a;
+        int eb = (int)((ub >> 52) & 0x7ff), ec = (int)((uc >> 52) & 0x7ff);
+        auto den = [](double x) { return std::fpclassify(x) == FP_SUBNORMAL; };
+        if (c == 0.0 || b == 0.0) r = std::nan("");
+        else if (ec - eb >= 768) { vcc |= 1ull << l; if (a == b) r = std::ldexp(a, 128); }
+        else if (den(b)) r = std::ldexp(a, 128);
+        // pseudocode text: ldexp(S0, 128) here; scaling a denominator whose reciprocal is denormal UP
+        // overflows it, so we scale it down (as the next branch does) and let VCC rescale the
+        // quotient by 2^-128 in v_div_fmas_f64 (UNVERIFIED; checked end to end against IEEE division)
+        else if (den(1.0 / b) && den(c / b)) { vcc |= 1ull << l; if (a == b) r = std::ldexp(a, -128); }
+        else if (den(1.0 / b)) r = std::ldexp(a, -128);
+        else if (den(c / b)) { vcc |= 1ull << l; if (a == c) r = std::ldexp(a, 128); }
+        else if (ec <= 53) r = std::ldexp(a, 128);
+        uint64_t u = BD(r); d[l] = (uint32_t)u; d1[l] = (uint32_t)(u >> 32);
+      });
+      sw64(w, in.sdst, vcc); break;
+    }
+    case 368: { SR a1 = hi64(0); lanes(m, [&](int l) { double v = D(mk64(s0[l], a1[l])); int e = 0; if (std::isfinite(v) && v != 0) std::frexp(v, &e); d[l] = (uint32_t)e; }); break; }
+    case 369: { SR a1 = hi64(0); lanes(m, [&](int l) { uint64_t u = mk64(s0[l], a1[l]); double v = D(u); int e;
+      uint64_t r = std::isfinite(v) ? BD(std::frexp(v, &e)) : u; d[l] = (uint32_t)r; d1[l] = (uint32_t)(r >> 32); }); break; }
+    case 370: { SR a1 = hi64(0); lanes(m, [&](int l) { double v = D(mk64(s0[l], a1[l]));
+      double r = std::isinf(v) ? std::nan("") : std::isnan(v) ? v : std::min(v - std::floor(v), 0x1.fffffffffffffp-1);
+      uint64_t u = BD(r); d[l] = (uint32_t)u; d1[l] = (uint32_t)(u >> 32); }); break; }
     case 493: lanes(m, [&](int l) { uint64_t data = mk64(s1[l], s0[l]); uint32_t sel = s2[l], r = 0;
       for (int b = 0; b < 4; b++) r |= (uint32_t)byte_perm(data, sel >> (8 * b)) << (8 * b); d[l] = r; }); break;
     case 497: lanes(m, [&](int l) { d[l] = (s0[l] & 0xffff) * (s1[l] & 0xffff) + s2[l]; }); break;

@@ -149,3 +149,40 @@ def test_cli(build, arch, tmp_path):
     assert c["workgroups"] == 2 and c["waves"] == 2 and c["vmem"] > 0
     r = run("run", str(p), "--kernel", "vadd", "--grid", "2,1,1", "--block", "64,1,1", "f32:100", "f32:128", "f32:128", "128")
     assert r.returncode == 1 and "MemoryViolation" in r.stderr
+
+
+def _edge_pairs(dtype):
+    fi = np.finfo(dtype)
+    vals = [1.0, -3.0, 7.0, 1e-3, fi.max, -fi.max, fi.tiny, fi.tiny / 8, fi.smallest_subnormal, 0.0, -0.0,
+            np.inf, -np.inf, np.nan, 3.0e30, 1.5e-30, 2.0 ** 60, 2.0 ** -60, 0.1, 123456.789]
+    rng = np.random.default_rng(7)
+    a = np.array([vals[i % len(vals)] for i in range(64)], dtype=dtype)
+    b = np.array([vals[(i * 7 + 3) % len(vals)] for i in range(64)], dtype=dtype)
+    a[40:] = (rng.standard_normal(24) * 10.0 ** rng.integers(-30, 30, 24)).astype(dtype)
+    b[40:] = (rng.standard_normal(24) * 10.0 ** rng.integers(-30, 30, 24)).astype(dtype)
+    return a, b
+
+
+@pytest.mark.parametrize("kernel,dtype", [("fdiv32", np.float32), ("fdiv64", np.float64)])
+def test_ieee_division_sequence(basic, kernel, dtype):
+    a, b = _edge_pairs(dtype)
+    out = np.zeros(64, dtype=dtype)
+    basic.launch(kernel, grid=1, block=64, args=[a, b, out])
+    with np.errstate(all="ignore"):
+        want = a / b
+    same = (out == want) | (np.isnan(out) & np.isnan(want))
+    assert same.all(), [(x, y, o, wv) for x, y, o, wv, s in zip(a, b, out, want, same) if not s][:8]
+    assert (np.signbit(out) == np.signbit(want))[~np.isnan(want)].all()
+
+
+@pytest.mark.parametrize("kernel,dtype,emax", [("fdiv32", np.float32, 38), ("fdiv64", np.float64, 308)])
+def test_ieee_division_wide_exponent_sweep(basic, kernel, dtype, emax):
+    rng = np.random.default_rng(11)
+    for _ in range(6):
+        a = (rng.uniform(1, 10, 64) * 10.0 ** rng.integers(-emax - 6, emax, 64) * rng.choice([-1, 1], 64)).astype(dtype)
+        b = (rng.uniform(1, 10, 64) * 10.0 ** rng.integers(-emax - 6, emax, 64)).astype(dtype)
+        out = np.zeros(64, dtype=dtype)
+        basic.launch(kernel, grid=1, block=64, args=[a, b, out])
+        with np.errstate(all="ignore"):
+            want = a / b
+        assert ((out == want) | (np.isnan(out) & np.isnan(want))).all(), [(x, y, o, w) for x, y, o, w in zip(a, b, out, want) if o != w][:5]

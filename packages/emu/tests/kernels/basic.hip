@@ -82,3 +82,7 @@ KERNEL void scratch_call(const int* idx, u32* out) {
   for (int i = 0; i < 33; i++) a[i] = t * 100 + i;
   out[t] = a[idx[t]] + times3(a, idx[t] ^ 1);
 }
+
+// IEEE division: the compiler's v_div_scale / v_rcp / v_fma / v_div_fmas / v_div_fixup sequence
+KERNEL void fdiv32(const float* a, const float* b, float* out) { int t = tid_x(); out[t] = a[t] / b[t]; }
+KERNEL void fdiv64(const double* a, const double* b, double* out) { int t = tid_x(); out[t] = a[t] / b[t]; }
