@@ -283,6 +283,28 @@ inline double e8m0_to_f64(uint8_t e) {
   return std::ldexp(1.0, static_cast<int>(e) - 127);
 }
 
+// gfx950 v_cvt_scalef32_* conversions. The scale operand is an f32 of which only the exponent field
+// (bits 30:23, "exponent(S.f32)" in the ISA pseudocode) is used, as the E8M0 value 2^(e-127).
+// Down-conversions divide by the scale before rounding, up-conversions multiply by it (ROCDL's
+// description of cvt.scalef32.pk.*: "dividing by / multiplying by the exponent in scale"); the
+// ISA's f32_to_fp8_scale etc. helpers are not spelled out in the public pseudocode, so the
+// treatment of an all-ones exponent (e = 255, returned as NaN here) and the saturation behaviour
+// (non-saturating, like v_cvt_pk_fp8_f32 without clamp) are UNVERIFIED.
+inline int scalef32_exponent(uint32_t scale_f32_bits) { return static_cast<int>((scale_f32_bits >> 23) & 0xffu); }
+
+inline uint32_t scaled_encode(Fmt f, float x, uint32_t scale_f32_bits, bool saturate = false) {
+  const int e = scalef32_exponent(scale_f32_bits);
+  if (e == 255) return encode(f, std::nan(""), saturate);
+  return encode(f, std::ldexp(static_cast<double>(x), 127 - e), saturate);  // exact: power-of-two scaling
+}
+
+// Exact value of code * 2^(e-127) (as double); callers round to their destination format.
+inline double scaled_decode(Fmt f, uint32_t code, uint32_t scale_f32_bits) {
+  const int e = scalef32_exponent(scale_f32_bits);
+  if (e == 255) return std::nan("");
+  return std::ldexp(static_cast<double>(decode(f, code)), e - 127);
+}
+
 // Stochastic rounding helper for v_cvt_sr_*: the ISA pseudocode adds (random bits) to the f32
 // mantissa below the kept bits (wrapping within the 23-bit mantissa field, exponent unchanged) and
 // then converts with RNE. `rnd_shift` is 12 for fp8 (S1[31:12]) and 11 for bf8 (S1[31:11]).

@@ -167,6 +167,17 @@ static void check_fp8() {
   CHECK(e8m0_to_f32(254) == std::ldexp(1.0f, 127));
   CHECK(std::isnan(e8m0_to_f32(255)));
   CHECK(e8m0_to_f64(1) == std::ldexp(1.0, -126));
+  // v_cvt_scalef32_*: exponent field of the f32 scale operand; down-conversion divides, up multiplies
+  const uint32_t s4 = bits_from_f32(4.0f), s_quarter = bits_from_f32(0.25f), s_odd = bits_from_f32(6.0f);
+  CHECK(scalef32_exponent(s4) == 129);
+  CHECK_EQ_HEX(scaled_encode(Fmt::E2M1, 24.0f, s4), 0x7);           // 24 / 4 = 6 -> max fp4
+  CHECK_EQ_HEX(scaled_encode(Fmt::E2M1, -2.0f, s4), 0x9);           // -0.5
+  CHECK_EQ_HEX(scaled_encode(Fmt::E4M3FN, 1.0f, s_quarter), 0x48);  // 1 / 0.25 = 4 = 1.0 * 2^2
+  CHECK_EQ_HEX(scaled_encode(Fmt::E2M1, 9.0f, s_odd), 0x4);         // only the exponent of 6.0 counts (4): 9/4 = 2.25 -> 2
+  CHECK(scaled_decode(Fmt::E2M1, 0x7, s4) == 24.0);
+  CHECK(scaled_decode(Fmt::E4M3FN, 0x38, s_quarter) == 0.25);
+  CHECK(std::isnan(scaled_decode(Fmt::E2M1, 0x1, bits_from_f32(INFINITY))));
+  CHECK(scaled_decode(Fmt::E5M2, 0x3c, 0x00000000u) == std::ldexp(1.0, -127));  // exponent 0 -> 2^-127
 }
 
 static void check_mfma_tables() {
