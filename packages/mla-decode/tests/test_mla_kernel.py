@@ -388,3 +388,33 @@ def test_issue_shapes_gpu(B, S, q_len):
     o, lse = call("hip", dev)
     ro, rlse = call("reference", case)
     check_close(o.cpu(), lse.cpu(), ro, rlse)
+
+
+@pytest.mark.gpu
+def test_graph_replay_follows_new_lengths_gpu():
+    """Captured once, replayed after rewriting seq_lens / kv_indptr / kv_indices in place: the replay
+    follows the new values (the launch configuration depends on shapes only)."""
+    B, H, q_len = 4, 16, 2
+    case = make_case(B, H, q_len, [300, 40, 500, 77], seed=9)
+    dev = {k: (v.cuda() if isinstance(v, torch.Tensor) else v) for k, v in case.items()}
+    T = B * q_len
+    o = torch.empty(T, H, 512, dtype=torch.bfloat16, device="cuda")
+    lse = torch.empty(T, H, device="cuda")
+    args = (dev["q_lat"], dev["q_pe"], dev["kv_pool"], o, dev["seq_lens"], dev["kv_indices"], dev["kv_indptr"],
+            SCALE, KV_SCALE)
+    with use_backend("hip"):
+        mld.mla_decode_a16w8(*args, lse=lse)  # warm-up (module load) outside the capture
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            mld.mla_decode_a16w8(*args, lse=lse)
+    g = torch.Generator().manual_seed(10)
+    new = dict(case)
+    new["seq_lens"] = torch.tensor([12, 400, 0, 505], dtype=torch.int32)
+    new["kv_indptr"] = torch.tensor([0, 12, 412, 412, 917], dtype=torch.int32)
+    new["kv_indices"] = torch.randperm(case["kv_pool"].shape[0], generator=g)[:917].to(torch.int32)
+    for k in ("seq_lens", "kv_indptr", "kv_indices"):
+        dev[k].copy_(new[k])
+    graph.replay()
+    torch.cuda.synchronize()
+    ro, rlse = call("reference", new)
+    check_close(o.cpu(), lse.cpu(), ro, rlse)
