@@ -334,3 +334,26 @@ def test_scale_extremes_match_reference():
     assert float((got[fin] - exact[fin]).abs().max() / exact[fin].abs().max()) < TOL
     for col in (0, 1):
         assert rel_err(got[:, col], exact[:, col]) < TOL, f"column {col} (subnormal weights)"
+
+
+def test_misaligned_views():
+    """A and C as views that start 2 bytes past an aligned address (C rows then all misaligned for 8-byte
+    stores): same bits as aligned tensors. B off 16 bytes is refused."""
+    p = Problem(5, 2, 4, 256, 128, seed=37)
+    ref = run_gateup(p, 16, mm.EPI_NONE, True)
+    A_store = torch.empty(p.A.numel() + 1, dtype=torch.bfloat16)
+    A = A_store[1:].view(p.A.shape)
+    A.copy_(p.A)
+    C_store = torch.zeros(p.nvt * p.N + 1, dtype=torch.int16)
+    C = C_store[1:].view(p.nvt, p.N)
+    C.fill_(SENTINEL)
+    got = run_gateup(p, 16, mm.EPI_NONE, True, A=A, C=C.view(torch.bfloat16))
+    assert A.data_ptr() % 16 == 2 and C.data_ptr() % 8 == 2
+    assert torch.equal(bits(got), bits(ref))
+    B_store = torch.empty(p.B.numel() + 1, dtype=torch.uint8)
+    B = B_store[1:].view(p.B.shape)
+    B.copy_(p.B)
+    sid, eid, ntpp, nblk = mm.moe_align_block_size(p.ids, 16, p.E)
+    with pytest.raises(ValueError, match="16-byte boundary"):
+        kernel.launch_gateup(p.A, B, p.Bs, ref.clone(), None, sid, eid, ntpp, nblk, 16, p.nvt, p.top_k,
+                             mm.EPI_NONE, False)

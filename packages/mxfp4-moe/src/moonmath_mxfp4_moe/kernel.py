@@ -6,7 +6,9 @@ pairs whose A tile fits LDS). Both take the same leading arguments (A, W, S, C, 
 expert_ids, ntpp, num_sorted, num_valid, a_rows, a_row_div); see the .hip files for the rest.
 
 The callers (ops.py) have validated every tensor; this module only picks the kernel variant, checks the
-32-bit buffer ranges the kernels build, and launches. docs/kernels/mxfp4_moe_gfx942.md has the design.
+32-bit buffer ranges the kernels build and B's 16-byte alignment (an A view off 16 bytes is copied; C may
+start anywhere: the kernels fall back to 2-byte stores where an 8-byte one would be misaligned), and
+launches. docs/kernels/mxfp4_moe_gfx942.md has the design.
 """
 from __future__ import annotations
 
@@ -52,6 +54,17 @@ def _topk(topk_weights: torch.Tensor | None, mul_routed_weight: bool) -> torch.T
     return topk_weights if topk_weights.dtype == torch.float32 else topk_weights.float()
 
 
+def _aligned_a(A: torch.Tensor) -> torch.Tensor:
+    """The kernels load A in 16-byte granules: a view that starts off a 16-byte boundary is copied."""
+    return A if A.data_ptr() % 16 == 0 else A.clone()
+
+
+def _check_b(op: str, B: torch.Tensor) -> None:
+    if B.data_ptr() % 16:
+        raise ValueError(f"{op}: B must start on a 16-byte boundary (the kernel loads 16-byte granules); its address "
+                         f"is {B.data_ptr() % 16} bytes past one: pass a fresh tensor (e.g. B.clone())")
+
+
 def _check_ranges(op: str, **sizes: int) -> None:
     for name, nbytes in sizes.items():
         if nbytes > _OOB_LIMIT:
@@ -80,6 +93,8 @@ def launch_gateup(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.T
     if num_m_blocks == 0 or num_valid_tokens == 0:
         return None
     _check_ranges(op, A=T * K * 2, B_per_expert=G * nb * 16, C=num_valid_tokens * n_out * 2)
+    _check_b(op, B)
+    A = _aligned_a(A)
     name = f"mxfp4_moe_gateup_bm{block_m}_nt{nt}_{'situ' if epilogue == EPI_SITU else 'none'}"
     grid = (_cdiv(n_out, COLS_PER_NT * nt), num_m_blocks, 1)
     args = [A, B, Bs, C, _topk(topk_weights, mul_routed_weight), sorted_ids, expert_ids, ntpp,
@@ -104,6 +119,8 @@ def launch_down(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.Ten
     if num_m_blocks == 0 or num_valid_tokens == 0:
         return None
     _check_ranges(op, A=T * K * 2, B_per_expert=G * N * 16, C=num_valid_tokens * N * 2)
+    _check_b(op, B)
+    A = _aligned_a(A)
     name = f"mxfp4_moe_down_bm{block_m}_k{K}_nt{nt}"
     grid = (_cdiv(_cdiv(N, COLS_PER_NT * nt), n_steps), num_m_blocks, 1)
     args = [A, B, Bs, C, _topk(topk_weights, mul_routed_weight), sorted_ids, expert_ids, ntpp,

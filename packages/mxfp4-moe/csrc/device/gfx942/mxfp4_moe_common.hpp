@@ -212,10 +212,13 @@ MM_DEVICE void store_a_granule(uint8_t* slab_base, uint32_t row, uint32_t g, u32
   *(u32x4*)(slab_base + a_lds_offset(row, g)) = v;
 }
 
-// Output of one lane for one (subtile, tile): token row j (slot `slot`), columns col0..col0+3.
-MM_DEVICE void store_out4(buffer_rsrc c, uint32_t slot, uint32_t ldc, uint32_t col0, uint32_t ncols, f32x4 v) {
+// Output of one lane for one (subtile, tile): token row j (slot `slot`), columns col0..col0+3. One
+// 8-byte store when the 4 columns exist and the address is 8-byte aligned (c_mis = C's address mod 8;
+// rows of an odd width or a C that starts off 8 bytes are not), else one 2-byte store per column.
+MM_DEVICE void store_out4(buffer_rsrc c, uint32_t c_mis, uint32_t slot, uint32_t ldc, uint32_t col0, uint32_t ncols,
+                          f32x4 v) {
   const uint32_t off = (slot * ldc + col0) * 2u;
-  if (col0 + 4u <= ncols) {
+  if (col0 + 4u <= ncols && ((c_mis + off) & 7u) == 0) {
     buffer_store_b64(u32x2{pack_bf16x2<Round::RTNE>(v.x, v.y), pack_bf16x2<Round::RTNE>(v.z, v.w)}, c, off);
   } else {
     const float e[4] = {v.x, v.y, v.z, v.w};
@@ -224,6 +227,8 @@ MM_DEVICE void store_out4(buffer_rsrc c, uint32_t slot, uint32_t ldc, uint32_t c
       if (col0 + i < ncols) buffer_store_u16(f32_to_bf16<Round::RTNE>(e[i]), c, off + 2u * i);
   }
 }
+
+MM_DEVICE uint32_t misalignment8(const void* p) { return (uint32_t)(__builtin_bit_cast(uint64_t, p) & 7u); }
 
 // SituGLU: (beta*tanh(g/beta)*sigmoid(g)) * (L*tanh(u/L)), tanh(x) = 2*sigmoid(2x) - 1.
 MM_DEVICE float sigmoid(float x) { return rcp(1.0f + exp2(-x * kLog2e)); }

@@ -71,6 +71,7 @@ MM_DEVICE void down(const uint16_t* A, const uint8_t* W, const uint8_t* S, uint1
     rw[r] = (mul_routed && rows[r].live) ? topk_w[rows[r].slot] : 1.0f;
   }
   const buffer_rsrc cbuf = make_buffer(C, num_valid * N * 2u);
+  const uint32_t c_mis = misalignment8(C);
   block_sync();
 
   for (uint32_t step = 0; step < n_steps; ++step) {
@@ -106,7 +107,7 @@ MM_DEVICE void down(const uint16_t* A, const uint8_t* W, const uint8_t* S, uint1
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
         const uint32_t col0 = wave_col + 16u * t + 4u * (lane >> 4);
-        if (col0 < N) store_out4(cbuf, rows[r].slot, N, col0, N, acc[r][t] * rw[r]);
+        if (col0 < N) store_out4(cbuf, c_mis, rows[r].slot, N, col0, N, acc[r][t] * rw[r]);
       }
     }
   }

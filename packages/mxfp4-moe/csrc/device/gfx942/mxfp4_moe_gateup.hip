@@ -117,6 +117,7 @@ MM_DEVICE void gateup(const uint16_t* A, const uint8_t* W, const uint8_t* S, uin
 
   // Epilogue: lane (q, j) holds output columns 4q..4q+3 of block row 16r + j.
   const buffer_rsrc cbuf = make_buffer(C, num_valid * nout * 2u);
+  const uint32_t c_mis = misalignment8(C);
   const float inv_beta = 1.0f / beta, inv_lin = 1.0f / lin;
 #pragma unroll
   for (int r = 0; r < SUBS; ++r) {
@@ -135,7 +136,7 @@ MM_DEVICE void gateup(const uint16_t* A, const uint8_t* W, const uint8_t* S, uin
       } else {
         v = acc[r][t];
       }
-      store_out4(cbuf, ri.slot, nout, col0, nout, v * w);
+      store_out4(cbuf, c_mis, ri.slot, nout, col0, nout, v * w);
     }
   }
 }
