@@ -107,7 +107,7 @@ def test_to_bf16_round_nearest_even(corpus, arch):
     rng = np.random.default_rng(2)
     bits = np.concatenate([rng.integers(0, 2**32, 2000, dtype=np.uint64).astype(np.uint32),
                            np.array([0x3F808000, 0x3F818000, 0x7F7FFFFF, 0x00008000, 0x00018000, 0x7F800000,
-                                     0xFF800000, 0x7FC00000, 0x80000000], np.uint32)])
+                                     0xFF800000, 0x7FC00000, 0x80000000, 0x7F800001, 0xFF9391EF], np.uint32)])
     x = bits.view(np.float32)
     out = torch.zeros(len(x), dtype=torch.int16)
     corpus.module("fp8_convert", arch).launch("to_bf16", grid=((len(x) + 255) // 256, 1, 1), block=(256, 1, 1),
@@ -116,4 +116,8 @@ def test_to_bf16_round_nearest_even(corpus, arch):
     want = torch.from_numpy(x.copy()).to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
     nan = np.isnan(x)
     assert np.array_equal(got[~nan], want[~nan])
-    assert np.all((got[nan] & 0x7F80) == 0x7F80) and np.all(got[nan] & 0x7F)
+    # NaN: quiet bit forced, sign and top payload bits kept: (x | 0x00400000) >> 16. On gfx942 this is
+    # LLVM's integer expansion (v_or_b32 0x400000 / v_cndmask on v_cmp_u_f32), executed instruction by
+    # instruction; on gfx950 it is our model of v_cvt_pk_bf16_f32 (which LLVM substitutes for that
+    # sequence). A NaN must never come out as Inf (0x7f800001 -> 0x7fc0, not 0x7f80).
+    assert np.array_equal(got[nan], ((bits[nan] | np.uint32(0x00400000)) >> 16).astype(np.uint16))
