@@ -606,6 +606,7 @@ struct Ctx {
   void exec_smem(Wave& w, const Inst& in);
   void exec_valu(Wave& w, const Inst& in, const XInst& x);
   void exec_vop3p(Wave& w, const Inst& in, const XInst& x);
+  bool exec_scalef32(Wave& w, const Inst& in, int op, uint64_t m);
   void exec_ds(Wave& w, const Inst& in);
   void exec_flat(Wave& w, const Inst& in);
   void exec_mubuf(Wave& w, const Inst& in);
@@ -1032,6 +1033,8 @@ void Ctx::exec_valu(Wave& w, const Inst& in, const XInst& x) {
       return;
     }
   }
+
+  if (op >= 565 && op <= 618 && exec_scalef32(w, in, op, m)) return;
 
   // ---- sources with DPP / SDWA / modifiers
   SR s0 = vs(w, in, 0), s1 = in.src[1] != OPC_NONE ? vs(w, in, 1) : SR{nullptr, 0}, s2 = in.src[2] != OPC_NONE ? vs(w, in, 2) : SR{nullptr, 0};
@@ -1539,6 +1542,86 @@ done_nomod:
   } else if (f16_zero_hi && d) {
     lanes(m, [&](int l) { d[l] &= 0xffffu; });
   }
+}
+
+// ============================================================================ gfx950 v_cvt_scalef32_*
+// Pseudocode (CDNA4): the scale is the biased exponent of an f32 operand; conversions to a narrow
+// format divide by 2^(scale-127) and round (RNE), conversions from it multiply. op_sel selects
+// source/destination bytes or words, other destination bits are preserved. Element math:
+// numerics.hpp (scaled_encode / scaled_decode). Overflow policy as for v_cvt_pk_fp8_f32 (clamp bit).
+bool Ctx::exec_scalef32(Wave& w, const Inst& in, int op, uint64_t m) {
+  using num::Fmt;
+  const Fmt fp8 = num::fp8_fmt(true), bf8 = num::bf8_fmt(true), fp4 = Fmt::E2M1;
+  SR s0 = vs(w, in, 0), s1 = vs(w, in, 1);
+  SR s2 = in.src[2] != OPC_NONE ? vs(w, in, 2) : SR{nullptr, 0};
+  uint32_t* d = w.row(in.dst);
+  uint32_t* d1 = d + 64;
+  const bool sat = in.clamp;
+  const int os = in.opsel;
+  auto put16 = [&](int l, uint32_t v, int word) { d[l] = (d[l] & ~(0xffffu << (16 * word))) | ((v & 0xffff) << (16 * word)); };
+  auto put8 = [&](int l, uint32_t v, int byte) { d[l] = (d[l] & ~(0xffu << (8 * byte))) | ((v & 0xff) << (8 * byte)); };
+  auto h2 = [&](uint32_t v, bool bf, int i) -> float { uint32_t h = (v >> (16 * i)) & 0xffff; return bf ? num::bf16_to_f32((uint16_t)h) : h2f(h); };
+  switch (op) {
+    case 565: case 566: {  // pk_fp8/bf8_f32: S0, S1 -> word op_sel[3]; scale S2
+      Fmt f = op == 565 ? fp8 : bf8;
+      lanes(m, [&](int l) { put16(l, num::scaled_encode(f, F(s0[l]), s2[l], sat) | (num::scaled_encode(f, F(s1[l]), s2[l], sat) << 8), (os >> 3) & 1); });
+      return true;
+    }
+    case 567: case 568: {  // sr_fp8/bf8_f32: S0 with random S1 -> byte op_sel[3:2]; scale S2
+      Fmt f = op == 567 ? fp8 : bf8; int sh = op == 567 ? 12 : 11;
+      lanes(m, [&](int l) { put8(l, num::scaled_encode(f, num::sr_perturb(F(s0[l]), s1[l], sh), s2[l], sat), (os >> 2) & 3); });
+      return true;
+    }
+    case 569: case 570: {  // pk_f32_fp8/bf8: word op_sel[0] of S0; scale S1
+      Fmt f = op == 569 ? fp8 : bf8;
+      SR raw = vs(w, in, 0);
+      lanes(m, [&](int l) { uint32_t t = raw[l] >> (16 * (os & 1));
+        d[l] = B((float)num::scaled_decode(f, t & 0xff, s1[l])); d1[l] = B((float)num::scaled_decode(f, (t >> 8) & 0xff, s1[l])); });
+      return true;
+    }
+    case 571: case 572: {  // f32_fp8/bf8: byte op_sel[1:0]
+      Fmt f = op == 571 ? fp8 : bf8;
+      lanes(m, [&](int l) { d[l] = B((float)num::scaled_decode(f, (s0[l] >> (8 * (os & 3))) & 0xff, s1[l])); });
+      return true;
+    }
+    case 573: {  // pk_fp4_f32: S0, S1 -> byte op_sel[3:2] {hi nibble S1, lo nibble S0}; scale S2
+      lanes(m, [&](int l) { put8(l, num::scaled_encode(fp4, F(s0[l]), s2[l], true) | (num::scaled_encode(fp4, F(s1[l]), s2[l], true) << 4), (os >> 2) & 3); });
+      return true;
+    }
+    case 575: {  // pk_f32_fp4: byte op_sel[1:0] of S0; scale S1
+      lanes(m, [&](int l) { uint32_t b = (s0[l] >> (8 * (os & 3))) & 0xff;
+        d[l] = B((float)num::scaled_decode(fp4, b & 0xf, s1[l])); d1[l] = B((float)num::scaled_decode(fp4, b >> 4, s1[l])); });
+      return true;
+    }
+    case 576: case 577: case 580: case 581: {  // pk_fp8/bf8 from packed f16/bf16 S0 -> word op_sel[3]; scale S1
+      Fmt f = (op == 576 || op == 580) ? fp8 : bf8; bool bf = op >= 580;
+      lanes(m, [&](int l) { put16(l, num::scaled_encode(f, h2(s0[l], bf, 0), s1[l], sat) | (num::scaled_encode(f, h2(s0[l], bf, 1), s1[l], sat) << 8), (os >> 3) & 1); });
+      return true;
+    }
+    case 584: case 585: case 617: case 618: {  // pk_f16/bf16 from fp8/bf8: word op_sel[0] of S0; scale S1
+      Fmt f = (op == 584 || op == 617) ? fp8 : bf8; bool bf = op >= 617;
+      SR raw = vs(w, in, 0);
+      lanes(m, [&](int l) { uint32_t t = raw[l] >> (16 * (os & 1)); uint32_t r = 0;
+        for (int i = 0; i < 2; i++) { float v = (float)num::scaled_decode(f, (t >> (8 * i)) & 0xff, s1[l]);
+          r |= (bf ? (uint32_t)num::f32_to_bf16_rne(v) : f2h(v)) << (16 * i); }
+        d[l] = r; });
+      return true;
+    }
+    case 588: case 589: {  // pk_fp4 from packed f16/bf16 S0 -> byte op_sel[3:2]; scale S1
+      bool bf = op == 589;
+      lanes(m, [&](int l) { put8(l, num::scaled_encode(fp4, h2(s0[l], bf, 0), s1[l], true) | (num::scaled_encode(fp4, h2(s0[l], bf, 1), s1[l], true) << 4), (os >> 2) & 3); });
+      return true;
+    }
+    case 592: case 593: {  // pk_f16/bf16 from fp4: byte op_sel[1:0] of S0; scale S1
+      bool bf = op == 593;
+      lanes(m, [&](int l) { uint32_t b = (s0[l] >> (8 * (os & 3))) & 0xff; uint32_t r = 0;
+        for (int i = 0; i < 2; i++) { float v = (float)num::scaled_decode(fp4, (b >> (4 * i)) & 0xf, s1[l]);
+          r |= (bf ? (uint32_t)num::f32_to_bf16_rne(v) : f2h(v)) << (16 * i); }
+        d[l] = r; });
+      return true;
+    }
+  }
+  return false;
 }
 
 // ============================================================================ VOP3P (packed math, dot, mix)
