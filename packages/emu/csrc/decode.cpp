@@ -13,9 +13,9 @@ static const char* kEncNames[] = {"SOP2", "SOPK", "SOP1", "SOPC", "SOPP", "SMEM"
                                   "VOP3", "VOP3P", "DS", "FLAT", "GLOBAL", "SCRATCH", "MUBUF", "MTBUF", "VOP3PX2"};
 const char* enc_name(int e) { return (e >= 0 && e < ENC_COUNT) ? kEncNames[e] : "?"; }
 
-struct RawRow { int enc, op; const char* name; int sd; const char* fields; };
+struct RawRow { int enc, op; const char* name; int sd; const char* fields; int avail; };
 static const RawRow kRaw[] = {
-#define ISA_ROW(e, o, n, sd, f) {e, o, n, sd, f},
+#define ISA_ROW(e, o, n, sd, f, av) {e, o, n, sd, f, av},
 #include "isa_tables.inc"
 #undef ISA_ROW
 };
@@ -28,7 +28,7 @@ static void build_tables() {
   g_rows = new std::vector<IsaRow>();
   g_index = new std::vector<const IsaRow*>(ENC_COUNT * 1024, nullptr);
   for (auto& r : kRaw) {
-    IsaRow row; row.enc = r.enc; row.op = r.op; row.name = r.name; row.vop3sd = r.sd;
+    IsaRow row; row.enc = r.enc; row.op = r.op; row.name = r.name; row.vop3sd = r.sd; row.avail = r.avail;
     std::string f = r.fields;
     size_t p = 0;
     while (p < f.size()) {

@@ -27,6 +27,7 @@ struct IsaRow {
   int enc = 0, op = 0;
   std::string name;
   bool vop3sd = false;
+  int avail = 3;  // bit 0: gfx942, bit 1: gfx950 (LLVM assembler)
   std::map<std::string, FieldInfo> fields;
   int bits(const char* f, int dflt) const {
     auto it = fields.find(f);

@@ -154,7 +154,7 @@ struct XInst {
   RegRange wr[3]; uint8_t nwr = 0;
   uint8_t ftype[3] = {0, 0, 0};  // 1 f32, 2 f64, 3 f16/bf16 (16-bit), for VOP3/DPP/SDWA modifiers
   bool is_trans = false, is_mfma = false;
-  bool gfx950_only = false;  // CDNA4 additions (checked against LLVM's gfx942 assembler)
+  int avail = 3;  // bit 0: exists on gfx942, bit 1: on gfx950 (from LLVM's assembler)
   MemOp mop; bool mop_ok = false;  // VMEM access shape, parsed once from the mnemonic
   const MfmaInfo* mfma = nullptr;
   std::string err;  // decode error (KEY_INVALID)
@@ -207,14 +207,9 @@ static void analyse(const Inst& in, XInst& x, bool gfx950) {
     }
   }
   if (enc == ENC_FLAT || enc == ENC_GLOBAL || enc == ENC_SCRATCH || enc == ENC_MUBUF) x.mop_ok = mem_op_of(nm, x.mop);
-  {
-    int k3 = (int)in.key - ENC_VOP3 * 1024;
-    bool v3 = in.key >= (uint32_t)ENC_VOP3 * 1024 && in.key < (uint32_t)ENC_VOP3 * 1024 + 1024;
-    if (v3 && (k3 == 278 || (k3 >= 408 && k3 <= 411) || (k3 >= 563 && k3 <= 618) || (k3 >= 678 && k3 <= 681))) x.gfx950_only = true;
-    if ((enc == ENC_VOP3P && (in.op == 26 || in.op == 27 || in.op == 28)) || enc == ENC_VOP3PX2) x.gfx950_only = true;
-    if (enc == ENC_DS && in.op >= 224 && in.op <= 227) x.gfx950_only = true;
-    if (enc == ENC_GLOBAL && (in.op == 125 || in.op == 126)) x.gfx950_only = true;
-  }
+  // architecture availability (LLVM's assembler, recorded in isa_tables.inc): for a VOP1/VOP2/VOPC
+  // instruction the row of its own encoding decides
+  x.avail = r->avail;
   static const char* trans[] = {"v_exp_", "v_log_", "v_rcp_", "v_rsq_", "v_sqrt_", "v_sin_", "v_cos_"};
   for (auto t : trans) if (starts(nm, t)) x.is_trans = true;
   // operand float types (for modifiers)
@@ -681,7 +676,8 @@ void Ctx::step(Wave& w) {
                    in.enc == ENC_SCRATCH || in.enc == ENC_MUBUF || in.enc == ENC_MTBUF;
     hazard_regs(w, x, is_load);
   }
-  if (x.gfx950_only && !gfx950) unsupported(w, in.row->name + " is a gfx950 (CDNA4) instruction; this is a gfx942 code object");
+  if (!(x.avail & (gfx950 ? 2 : 1)))
+    unsupported(w, in.row->name + (gfx950 ? " does not exist on gfx950" : " is a gfx950 (CDNA4) instruction; this is a gfx942 code object"));
   int next = w.pc + 1;
   switch (in.enc) {
     case ENC_SOP1: case ENC_SOP2: case ENC_SOPC: case ENC_SOPK: case ENC_SOPP: exec_salu(w, in, next); break;
