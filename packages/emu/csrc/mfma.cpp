@@ -45,6 +45,7 @@
 //  * f64 forms: fused multiply-add chain in ascending k starting from C (one rounding per step).
 #include "mfma.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -398,6 +399,132 @@ void gather(const ElemFmt& ef, const uint32_t* regs, const Gather& g, size_t fir
 }
 }  // namespace
 
+// ------------------------------------------------------------------------------------------------
+// CDNA3 (gfx942) accumulation model for the f16 / bf16 / fp8 forms: the arithmetic that MMA-Sim
+// (Xie et al., "MMA-Sim: Bit-Accurate Reference Model of Tensor Cores and Matrix Cores",
+// arXiv:2511.10909, Microsoft Research) derived from MI300X measurements and validated bitwise
+// against the hardware. Implemented here from that description:
+//  * K is processed in groups of G consecutive k (f16/bf16: G = min(8, K); fp8/bf8: G = 16), in
+//    ascending order; the running f32 accumulator starts at C and is rounded (RNE) to f32 after
+//    every group.
+//  * In a group, each exact product a*b = (sa*sb) * 2^(ea+eb) (sa, sb the input significands,
+//    denormals with the format's minimum exponent) is aligned to the group's largest product
+//    exponent E and truncated toward zero to 24 fractional bits; the aligned terms are added exactly.
+//    fp8/bf8: even-k and odd-k products form two such sums (each with its own E), each of which is
+//    then aligned to the larger of the two exponents with floor (toward -inf) to 24 fractional bits.
+//  * The group sum and the accumulator are aligned to the larger of their exponents Emax: the sum
+//    with floor to 31 fractional bits, the accumulator with floor to 24 fractional bits (fp8/bf8: the
+//    accumulator is dropped when its exponent is below Emax - 25). Both are added exactly and rounded
+//    to f32 with round-to-nearest-even.
+//  * A NaN or Inf anywhere (input or product) gives the IEEE sum of the exact products and C.
+// The f32 forms are a chain of f32 fused multiply-adds in ascending k starting from C.
+// MMA-Sim covers CDNA1-3 only; gfx950 keeps the exact model described at the top of this file.
+namespace {
+struct Term { int64_t m; int e; };  // value m * 2^e, m an integer significand
+
+// An element as (integer significand, exponent of its unit bit); zero -> m = 0.
+inline Term split_int(double v, int frac_bits, int emin) {
+  if (v == 0.0) return {0, 0};
+  int ex;
+  (void)std::frexp(std::fabs(v), &ex);              // |v| = fr * 2^ex, fr in [0.5, 1)
+  int e = ex - 1;                                    // |v| = (2 fr) * 2^e
+  if (e < emin) e = emin;                            // denormal: fewer significant bits
+  const int64_t m = static_cast<int64_t>(std::ldexp(std::fabs(v), frac_bits - e));  // exact
+  return {v < 0 ? -m : m, e};                        // value = m * 2^(e - frac_bits)
+}
+
+inline int64_t shift_trunc(int64_t v, int sh) {      // v * 2^sh, toward zero
+  if (sh >= 0) return sh > 62 ? 0 : v * (int64_t(1) << sh);
+  if (sh <= -63) return 0;
+  const int64_t a = (v < 0 ? -v : v) >> (-sh);
+  return v < 0 ? -a : a;
+}
+inline int64_t shift_floor(int64_t v, int sh) {      // floor(v * 2^sh)
+  if (sh >= 0) return sh > 62 ? 0 : v * (int64_t(1) << sh);
+  if (sh <= -63) return v < 0 ? -1 : 0;
+  return v >> (-sh);                                 // arithmetic shift = floor (gcc/clang, C++20 defined)
+}
+
+constexpr int kNoExp = -100000;
+
+// Sum of products p_q = ma*mb * 2^(ea+eb-fa-fb), each aligned to the largest "normalised" product
+// exponent E (= ea+eb) and truncated to 24 fractional bits. Returns S with value S * 2^(E-24).
+inline int64_t fused_group_sum(const Term* a, const Term* b, int n, int stride, int fa, int fb, int* E_out) {
+  int E = kNoExp;
+  for (int q = 0; q < n; q += stride)
+    if (a[q].m != 0 && b[q].m != 0) E = std::max(E, a[q].e + b[q].e);
+  int64_t S = 0;
+  if (E != kNoExp)
+    for (int q = 0; q < n; q += stride) {
+      if (a[q].m == 0 || b[q].m == 0) continue;
+      const int64_t p = a[q].m * b[q].m;  // <= 2^22 (f16) / 2^16 (bf16) / 2^8 (fp8)
+      S += shift_trunc(p, 24 + a[q].e + b[q].e - E - fa - fb);
+    }
+  *E_out = E;
+  return S;
+}
+
+// One group of n products fused with the accumulator c (f32). fa/fb: fraction bits of A/B.
+inline float cdna3_group(const double* av, const double* bv, const Term* a, const Term* b, int n, int fa, int fb,
+                         bool fp8, float c) {
+  // specials: NaN / Inf inputs or products, and products beyond the f32 range
+  bool special = !std::isfinite(c);
+  bool p_inf = false, n_inf = false;
+  for (int q = 0; q < n; ++q) {
+    const double p = av[q] * bv[q];
+    if (!std::isfinite(av[q]) || !std::isfinite(bv[q])) special = true;
+    if (p >= 0x1p128) p_inf = true;
+    if (p <= -0x1p128) n_inf = true;
+  }
+  if (special) {
+    double sum = static_cast<double>(c);
+    for (int q = 0; q < n; ++q) sum += av[q] * bv[q];
+    return static_cast<float>(sum);
+  }
+  if (p_inf || n_inf) return p_inf && n_inf ? std::nanf("") : (p_inf ? INFINITY : -INFINITY);
+
+  int E;
+  int64_t S;  // value S * 2^(E - 24)
+  if (!fp8) {
+    S = fused_group_sum(a, b, n, 1, fa, fb, &E);
+  } else {
+    int E0, E1;
+    const int64_t S0 = fused_group_sum(a, b, n, 2, fa, fb, &E0);
+    const int64_t S1 = fused_group_sum(a + 1, b + 1, n - 1, 2, fa, fb, &E1);
+    E = std::max(E0, E1);
+    S = (E0 == kNoExp ? 0 : shift_floor(S0, E0 - E)) + (E1 == kNoExp ? 0 : shift_floor(S1, E1 - E));
+  }
+  const Term ct = split_int(static_cast<double>(c), 23, -126);  // c = ct.m * 2^(ct.e - 23)
+  const int ec = ct.m == 0 ? kNoExp : ct.e;
+  if (E == kNoExp && ec == kNoExp) return 0.0f;
+  const int Emax = std::max(E, ec);
+  // group sum: floor to 31 fractional bits relative to Emax -> T * 2^(Emax - 31)
+  const int64_t T = E == kNoExp ? 0 : shift_floor(S, 7 + E - Emax);
+  // accumulator: floor to 24 fractional bits relative to Emax -> U * 2^(Emax - 24)
+  int64_t U = 0;
+  if (ec != kNoExp && !(fp8 && ec < Emax - 25)) U = shift_floor(ct.m, 1 + ec - Emax);
+  const double r = std::ldexp(static_cast<double>(T + U * 128), Emax - 31);  // exact
+  return static_cast<float>(r);  // RNE to f32
+}
+
+inline int frac_bits_of(const ElemFmt& ef) {
+  switch (ef.e) {
+    case Elem::F16: return 10;
+    case Elem::BF16: return 7;
+    case Elem::N8: return num::fmt_desc(ef.f).mbits;
+    default: return 23;
+  }
+}
+inline int emin_of(const ElemFmt& ef) {
+  switch (ef.e) {
+    case Elem::F16: return -14;
+    case Elem::BF16: return -126;
+    case Elem::N8: return 1 - num::fmt_desc(ef.f).bias;
+    default: return -126;
+  }
+}
+}  // namespace
+
 void mfma_execute(const MfmaInfo& info, const MfmaOperands& ops) {
   const int M = info.M, N = info.N, K = info.K, NB = info.blocks;
   const bool f8f6f4 = info.a_type == T::F8F6F4;
@@ -436,7 +563,41 @@ void mfma_execute(const MfmaInfo& info, const MfmaOperands& ops) {
   // Compute into a temporary (c may alias d).
   uint32_t out[64 * 32];
   const uint16_t* dmap = L.d.data();
-  if (info.cd_type == T::F32) {
+  const bool cdna3_model = !info.gfx950 && info.cd_type == T::F32 && !info.is_scaled &&
+                           (efa.e == Elem::F16 || efa.e == Elem::BF16 || efa.e == Elem::N8 || efa.e == Elem::F32);
+  if (cdna3_model) {
+    if (efa.e == Elem::F32) {
+      // f32 forms: fused multiply-add chain in f32, ascending k, from C
+      for (int b = 0; b < NB; ++b)
+        for (int i = 0; i < M; ++i)
+          for (int j = 0; j < N; ++j) {
+            const double* arow = &abuf[(static_cast<size_t>(b) * M + i) * K];
+            const double* bcol = &bbuf[(static_cast<size_t>(b) * N + j) * K];
+            const int di = dmap[(static_cast<size_t>(b) * M + i) * N + j];
+            float acc = num::f32_from_bits(ops.c[di]);
+            for (int k = 0; k < K; ++k) acc = std::fmaf(static_cast<float>(arow[k]), static_cast<float>(bcol[k]), acc);
+            out[di] = num::bits_from_f32(acc);
+          }
+    } else {
+      const bool fp8 = efa.e == Elem::N8;
+      const int G = fp8 ? 16 : std::min(8, K);
+      const int fa = frac_bits_of(efa), fb = frac_bits_of(efb), ea = emin_of(efa), eb = emin_of(efb);
+      Term at[4096], bt[4096];
+      for (int q = 0; q < NB * M * K; ++q) at[q] = split_int(abuf[q], fa, ea);
+      for (int q = 0; q < NB * N * K; ++q) bt[q] = split_int(bbuf[q], fb, eb);
+      for (int b = 0; b < NB; ++b)
+        for (int i = 0; i < M; ++i)
+          for (int j = 0; j < N; ++j) {
+            const size_t ao = (static_cast<size_t>(b) * M + i) * K, bo = (static_cast<size_t>(b) * N + j) * K;
+            const int di = dmap[(static_cast<size_t>(b) * M + i) * N + j];
+            float acc = num::f32_from_bits(ops.c[di]);
+            for (int k0 = 0; k0 < K; k0 += G)
+              acc = cdna3_group(&abuf[ao + k0], &bbuf[bo + k0], &at[ao + k0], &bt[bo + k0], std::min(G, K - k0), fa, fb,
+                                fp8, acc);
+            out[di] = num::bits_from_f32(acc);
+          }
+    }
+  } else if (info.cd_type == T::F32) {
     // B as [b][k][j] so that the j loop runs over independent accumulators (vectorisable) while
     // each output element still sums its products in ascending k.
     double bkj[4096];

@@ -337,3 +337,150 @@ def scale_images(rng, M: int, N: int, KB: int, opsa: int, opsb: int, lo: int = 1
             lane = N * kb + j
             sb[lane] = (int(sb[lane]) & ~(0xFF << (8 * opsb))) | (int(eb[j, kb]) << (8 * opsb))
     return ea, eb, sa.astype(np.uint32), sb.astype(np.uint32)
+
+
+# --------------------------------------------------------------------------------------------------
+# CDNA3 (gfx942) accumulation model, written from the description in MMA-Sim (Xie et al.,
+# arXiv:2511.10909; derived from and validated bitwise against MI300X), independently of the C++:
+# exact rational arithmetic with fractions.Fraction.
+from fractions import Fraction  # noqa: E402
+
+_EMIN = {"f16": -14, "bf16": -126, "fp8": -7, "bf8": -15, "f32": -126}
+
+
+def _sig_exp(x: float, emin: int):
+    """x = sig * 2^e with 1 <= |sig| < 2 (denormals: e = emin, |sig| < 1); zero -> (0, None)."""
+    if x == 0:
+        return Fraction(0), None
+    e = max(math.frexp(abs(x))[1] - 1, emin)
+    return Fraction(x) / Fraction(2) ** e, e
+
+
+def f32_rne(q: Fraction) -> float:
+    """Round an exact rational to the nearest f32 (ties to even), with f32 denormals and overflow to Inf."""
+    if q == 0:
+        return 0.0
+    sign = -1.0 if q < 0 else 1.0
+    q = abs(q)
+    e = q.numerator.bit_length() - q.denominator.bit_length()
+    if Fraction(2) ** e > q:
+        e -= 1  # now 2^e <= q < 2^(e+1)
+    e = max(e, -126)
+    scaled = q / Fraction(2) ** (e - 23)  # 24-bit significand units
+    n = math.floor(scaled)
+    rem = scaled - n
+    if rem > Fraction(1, 2) or (rem == Fraction(1, 2) and n % 2 == 1):
+        n += 1
+    v = math.ldexp(float(n), e - 23)
+    if v >= 2.0**128:
+        v = math.inf
+    return sign * float(np.float32(v))
+
+
+def _fused_sum(terms):
+    """terms: (sig, e) of products; each aligned to the largest e, truncated toward zero to 24
+    fractional bits. Returns (s, E) with value s * 2^E, or (0, None) if every term is zero."""
+    es = [e for s, e in terms if s != 0]
+    if not es:
+        return Fraction(0), None
+    E = max(es)
+    total = Fraction(0)
+    for s, e in terms:
+        if s != 0:
+            total += Fraction(int(s * Fraction(2) ** (24 + e - E)), 2**24)  # int() truncates toward zero
+    return total, E
+
+
+def _cdna3_group(a, b, ta, tb, c: float, fp8: bool) -> float:
+    exact = [float(x) * float(y) for x, y in zip(a, b)]
+    if not all(math.isfinite(v) for v in list(a) + list(b) + [c]):
+        return float(np.float32(sum(exact) + c))
+    if any(abs(p) >= 2.0**128 for p in exact):
+        pos = any(p >= 2.0**128 for p in exact)
+        neg = any(p <= -(2.0**128) for p in exact)
+        return math.nan if pos and neg else (math.inf if pos else -math.inf)
+    terms = []
+    for x, y in zip(a, b):
+        sa, ea = _sig_exp(float(x), _EMIN[ta])
+        sb, eb = _sig_exp(float(y), _EMIN[tb])
+        terms.append((sa * sb, None if ea is None or eb is None else ea + eb))
+    terms = [(s, e) for s, e in terms if e is not None]
+    if fp8:
+        # even / odd positions of the group (by k), each fused separately, then floor-aligned
+        even = [(s, e) for idx, (s, e) in enumerate(_positions(a, b, ta, tb)) if idx % 2 == 0 and e is not None]
+        odd = [(s, e) for idx, (s, e) in enumerate(_positions(a, b, ta, tb)) if idx % 2 == 1 and e is not None]
+        s0, e0 = _fused_sum(even)
+        s1, e1 = _fused_sum(odd)
+        if e0 is None and e1 is None:
+            s, E = Fraction(0), None
+        else:
+            E = max(e for e in (e0, e1) if e is not None)
+            s = Fraction(0)
+            for sk, ek in ((s0, e0), (s1, e1)):
+                if ek is not None:
+                    s += Fraction(math.floor(sk * Fraction(2) ** (24 + ek - E)), 2**24)
+    else:
+        s, E = _fused_sum(terms)
+    sc, ec = _sig_exp(c, -126)
+    if E is None and ec is None:
+        return 0.0
+    Emax = max(e for e in (E, ec) if e is not None)
+    total = Fraction(0)
+    if E is not None:
+        total += Fraction(math.floor(s * Fraction(2) ** (31 + E - Emax)), 2**31)
+    if ec is not None and not (fp8 and ec < Emax - 25):
+        total += Fraction(math.floor(sc * Fraction(2) ** (24 + ec - Emax)), 2**24)
+    return f32_rne(total * Fraction(2) ** Emax)
+
+
+def _positions(a, b, ta, tb):
+    out = []
+    for x, y in zip(a, b):
+        sa, ea = _sig_exp(float(x), _EMIN[ta])
+        sb, eb = _sig_exp(float(y), _EMIN[tb])
+        out.append((sa * sb, None if ea is None or eb is None else ea + eb))
+    return out
+
+
+def cdna3_model_applies(mn: str, arch950: bool) -> bool:
+    ta, tb, to = operand_types(mn)
+    return not arch950 and to == "f32" and ta in ("f16", "bf16", "fp8", "bf8", "f32")
+
+
+def cdna3_reference(mn: str, A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """D per the CDNA3 model. A[b][i][k], B[b][j][k], C[b][i][j] (exact input values)."""
+    ta, tb, _ = operand_types(mn)
+    NB, M, K = A.shape
+    N = B.shape[1]
+    fp8 = ta in ("fp8", "bf8")
+    G = 16 if fp8 else min(8, K)
+    D = np.zeros((NB, M, N))
+    for b in range(NB):
+        for i in range(M):
+            for j in range(N):
+                acc = float(np.float32(C[b, i, j]))
+                if ta == "f32":
+                    for k in range(K):
+                        acc = f32_rne(Fraction(float(A[b, i, k])) * Fraction(float(B[b, j, k])) + Fraction(acc))
+                else:
+                    for k0 in range(0, K, G):
+                        acc = _cdna3_group(A[b, i, k0:k0 + G], B[b, j, k0:k0 + G], ta, tb, acc, fp8)
+                D[b, i, j] = acc
+    return D
+
+
+def check_mfma(mn: str, arch950: bool, got: np.ndarray, A: np.ndarray, B: np.ndarray, C: np.ndarray):
+    """gfx942 f16/bf16/fp8/f32 forms: bit-exact against the CDNA3 model, and within its error bound of
+    the exact product; other forms: within one f32 ulp of the exact result (see check_close)."""
+    _, _, to = operand_types(mn)
+    exact = reference(to, A, B.transpose(0, 2, 1), C)
+    if not cdna3_model_applies(mn, arch950):
+        check_close(to, got, exact)
+        return
+    want = cdna3_reference(mn, A, B, C)
+    bad = np.argwhere(got.astype(np.float32).view(np.uint32) != want.astype(np.float32).view(np.uint32))
+    assert bad.size == 0, f"{mn}: {len(bad)} elements differ from the CDNA3 model, first {bad[0]}: " \
+                          f"{got[tuple(bad[0])]!r} vs {want[tuple(bad[0])]!r}"
+    # the model's truncations stay within a small relative bound of the exact result
+    mag = np.einsum("bik,bjk->bij", np.abs(A), np.abs(B)) + np.abs(C)
+    assert np.all(np.abs(got - exact) <= 2.0**-16 * mag + 2 * np.spacing(np.abs(exact).astype(np.float32)))

@@ -19,12 +19,12 @@ from mfma_ref import (  # noqa: E402
     F8F6F4_SEL,
     GFX950_ONLY,
     check_close,
+    check_mfma,
     f8f6f4_regs,
     operand_types,
     pack_d,
     pack_operand,
     random_values,
-    reference,
     scale_images,
     shape_info,
     unpack_d,
@@ -78,7 +78,7 @@ def test_probe(corpus, mn, arch):
     rng = np.random.default_rng(zlib.crc32((mn + arch).encode()))
     A, B, C, a_img, b_img, c_img, to = images(mn, inf, arch == "gfx950", rng)
     d_img, counters = launch_probe(corpus, arch, probe_name(mn), a_img, b_img, c_img)
-    check_close(to, unpack_d(inf, to, d_img), reference(to, A, B.transpose(0, 2, 1), C))
+    check_mfma(mn, arch == "gfx950", unpack_d(inf, to, d_img), A, B, C)
     assert counters["mfma_by_opcode"] == {mn: 1}
 
 
@@ -91,8 +91,7 @@ def test_probe_cbsz_abid_blgp(corpus, arch):
     inf = shape_info(mn)
     A, B, C, a_img, b_img, c_img, to = images(mn, inf, arch == "gfx950", rng)
     d_img, _ = launch_probe(corpus, arch, "probe_mod_16x16x4_4b_f16_c1a1b3", a_img, b_img, c_img)
-    want = np.einsum("bik,bjk->bij", A[[1, 1, 3, 3]], B[[1, 2, 3, 0]]) + C
-    check_close(to, unpack_d(inf, to, d_img), want)
+    check_mfma(mn, arch == "gfx950", unpack_d(inf, to, d_img), A[[1, 1, 3, 3]], B[[1, 2, 3, 0]], C)
     # 4x4x4_16b f16 with CBSZ=2 ABID=3 BLGP=6: A block (b & ~3) | 3; B lanes 32-47 broadcast (blocks 8..11)
     mn = "v_mfma_f32_4x4x4_16b_f16"
     inf = shape_info(mn)
@@ -100,8 +99,7 @@ def test_probe_cbsz_abid_blgp(corpus, arch):
     d_img, _ = launch_probe(corpus, arch, "probe_mod_4x4x4_16b_f16_c2a3b6", a_img, b_img, c_img)
     asrc = [(b & ~3) | 3 for b in range(16)]
     bsrc = [8 + (b % 4) for b in range(16)]
-    want = np.einsum("bik,bjk->bij", A[asrc], B[bsrc]) + C
-    check_close(to, unpack_d(inf, to, d_img), want)
+    check_mfma(mn, arch == "gfx950", unpack_d(inf, to, d_img), A[asrc], B[bsrc], C)
 
 
 @pytest.mark.parametrize("arch", ARCHS)

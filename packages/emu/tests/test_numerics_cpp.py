@@ -35,6 +35,7 @@ from mfma_ref import (  # noqa: E402
     MAX_FINITE,
     TORCH_DTYPES,
     check_close,
+    check_mfma,
     f8f6f4_regs,
     operand_types,
     pack_d,
@@ -42,7 +43,6 @@ from mfma_ref import (  # noqa: E402
     random_values,
     ref_encode,
     ref_value,
-    reference,
     scale_images,
     shape_info,
     unpack_d,
@@ -282,8 +282,7 @@ def test_mfma_shape_against_numpy(tn, tmp_path, mn, arch950):
     c_img = pack_d(inf, to, C, inf["cd"])
     d_img = run_mfma(tn, tmp_path, mn, arch950, a_img, b_img, c_img)
     got = unpack_d(inf, to, d_img)
-    want = reference(to, A, B.transpose(0, 2, 1), C)
-    check_close(to, got, want)
+    check_mfma(mn, arch950, got, A, B, C)
 
 
 def test_mfma_fp8_flavour_differs_by_arch(tn, tmp_path):
@@ -314,17 +313,16 @@ def test_mfma_cbsz_abid_blgp(tn, tmp_path):
     c_img = pack_d(inf, "f32", C, 16)
     # CBSZ=1, ABID=1: blocks 0,1 use A block 1; blocks 2,3 use A block 3
     got = unpack_d(inf, "f32", run_mfma(tn, tmp_path, mn, False, a_img, b_img, c_img, cbsz=1, abid=1))
-    srcA = A[[1, 1, 3, 3]]
-    check_close("f32", got, np.einsum("bik,bjk->bij", srcA, B))
+    check_mfma(mn, False, got, A[[1, 1, 3, 3]], B, C)
     # CBSZ=2, ABID=2: all blocks use A block 2
     got = unpack_d(inf, "f32", run_mfma(tn, tmp_path, mn, False, a_img, b_img, c_img, cbsz=2, abid=2))
-    check_close("f32", got, np.einsum("bik,bjk->bij", A[[2, 2, 2, 2]], B))
+    check_mfma(mn, False, got, A[[2, 2, 2, 2]], B, C)
     # BLGP: lane patterns on B (blocks = 16-lane groups here)
     patterns = {1: [0, 1, 0, 1], 2: [2, 3, 2, 3], 3: [1, 2, 3, 0], 4: [0, 0, 0, 0], 5: [1, 1, 1, 1], 6: [2, 2, 2, 2],
                 7: [3, 3, 3, 3]}
     for blgp, src in patterns.items():
         got = unpack_d(inf, "f32", run_mfma(tn, tmp_path, mn, False, a_img, b_img, c_img, blgp=blgp))
-        check_close("f32", got, np.einsum("bik,bjk->bij", A, B[src]))
+        check_mfma(mn, False, got, A, B[src], C)
 
 
 def test_mfma_f64_neg(tn, tmp_path):
