@@ -32,15 +32,19 @@
 // L+16 mod 64; 4..7: every 16-lane group reads group BLGP-4). f64 forms: the BLGP field is NEG.
 // f8f6f4 forms: CBSZ / BLGP are A / B formats (0 fp8, 1 bf8, 2 fp6, 3 bf6, 4 fp4).
 //
-// ## Numerics (our model; the hardware's internal order is not documented bit-exactly)
-//  * Inputs are decoded exactly (f16/bf16/fp8/fp6/fp4 values are all exact in double); input
-//    denormals are honoured (CDNA3/CDNA4 MFMA: MI200's flush-to-zero of f16/bf16 MFMA denormals is
-//    documented for MI200 only), NaN/Inf propagate.
-//  * Float forms: every product a*b is exact in double (<= 24+24 significant bits); the products of
-//    one output element are summed in double in ascending k, then C is added, then the sum is
-//    rounded once to f32 (RNE, f32 denormal results kept). Scaled forms: each 32-wide k-block's
-//    partial sum is multiplied by 2^(sa-127) * 2^(sb-127) (exact), block sums are added in ascending
-//    k-block order, then C, then one rounding. A scale of 0xFF (NaN) makes the element NaN.
+// ## Numerics
+// AMD does not document the MFMA datapath bit-exactly. Two models:
+//  * gfx942 (CDNA3), f16 / bf16 / fp8 / bf8 / f32 inputs with f32 output: the accumulation measured
+//    on MI300X by MMA-Sim (see "CDNA3 accumulation model" below: grouped fused sums with truncation,
+//    one RNE rounding per group; f32 as an fma chain).
+//  * gfx950 (CDNA4) and the scaled forms (no published measurement): inputs decoded exactly; every
+//    product a*b exact in double (<= 24+24 significant bits); the products of one output element
+//    summed in double in ascending k, then C added, then one rounding to f32 (RNE, f32 denormals
+//    kept). Scaled forms: each 32-wide k-block's partial sum times 2^(sa-127) * 2^(sb-127) (exact),
+//    block sums added in ascending k-block order, then C, then one rounding. A scale of 0xFF (NaN)
+//    makes the element NaN.
+//  * Both: input denormals honoured (the f16/bf16 MFMA flush-to-zero is documented for MI200 only
+//    and MMA-Sim models it for CDNA2 only), NaN/Inf propagate.
 //  * i8 forms: exact integer dot product, C added, wrapped to 32 bits.
 //  * f64 forms: fused multiply-add chain in ascending k starting from C (one rounding per step).
 #include "mfma.hpp"
@@ -422,16 +426,21 @@ void gather(const ElemFmt& ef, const uint32_t* regs, const Gather& g, size_t fir
 namespace {
 struct Term { int64_t m; int e; };  // value m * 2^e, m an integer significand
 
-// An element as (integer significand, exponent of its unit bit); zero -> m = 0.
+// An element as (integer significand m, exponent e): value = m * 2^(e - frac_bits), e >= emin; zero -> m = 0.
+// Read from the bits of the (exactly representable) double.
 inline Term split_int(double v, int frac_bits, int emin) {
-  if (v == 0.0) return {0, 0};
-  int ex;
-  (void)std::frexp(std::fabs(v), &ex);              // |v| = fr * 2^ex, fr in [0.5, 1)
-  int e = ex - 1;                                    // |v| = (2 fr) * 2^e
-  if (e < emin) e = emin;                            // denormal: fewer significant bits
-  const int64_t m = static_cast<int64_t>(std::ldexp(std::fabs(v), frac_bits - e));  // exact
-  return {v < 0 ? -m : m, e};                        // value = m * 2^(e - frac_bits)
+  const uint64_t u = num::bits_from_f64(v);
+  const int biased = static_cast<int>((u >> 52) & 0x7ff);
+  if (biased == 0) return {0, 0};  // zero (no input format here has values in the f64 denormal range)
+  const int ex = biased - 1023;
+  const uint64_t sig = (u & ((uint64_t(1) << 52) - 1)) | (uint64_t(1) << 52);
+  int e = ex, shift = 52 - frac_bits;
+  if (ex < emin) { shift += emin - ex; e = emin; }
+  const int64_t m = shift >= 64 ? 0 : static_cast<int64_t>(sig >> shift);
+  return {(u >> 63) ? -m : m, e};
 }
+
+inline double pow2(int e) { return num::f64_from_bits(static_cast<uint64_t>(e + 1023) << 52); }  // normal range only
 
 inline int64_t shift_trunc(int64_t v, int sh) {      // v * 2^sh, toward zero
   if (sh >= 0) return sh > 62 ? 0 : v * (int64_t(1) << sh);
@@ -450,38 +459,50 @@ constexpr int kNoExp = -100000;
 // Sum of products p_q = ma*mb * 2^(ea+eb-fa-fb), each aligned to the largest "normalised" product
 // exponent E (= ea+eb) and truncated to 24 fractional bits. Returns S with value S * 2^(E-24).
 inline int64_t fused_group_sum(const Term* a, const Term* b, int n, int stride, int fa, int fb, int* E_out) {
-  int E = kNoExp;
-  for (int q = 0; q < n; q += stride)
-    if (a[q].m != 0 && b[q].m != 0) E = std::max(E, a[q].e + b[q].e);
+  int64_t pm[16];
+  int pe[16];
+  int E = kNoExp, cnt = 0;
+  for (int q = 0; q < n; q += stride, ++cnt) {
+    pm[cnt] = a[q].m * b[q].m;  // <= 2^22 (f16) / 2^16 (bf16) / 2^8 (fp8)
+    pe[cnt] = a[q].e + b[q].e;
+    if (pm[cnt] != 0 && pe[cnt] > E) E = pe[cnt];
+  }
   int64_t S = 0;
-  if (E != kNoExp)
-    for (int q = 0; q < n; q += stride) {
-      if (a[q].m == 0 || b[q].m == 0) continue;
-      const int64_t p = a[q].m * b[q].m;  // <= 2^22 (f16) / 2^16 (bf16) / 2^8 (fp8)
-      S += shift_trunc(p, 24 + a[q].e + b[q].e - E - fa - fb);
+  if (E != kNoExp) {
+    const int base = 24 - E - fa - fb;
+    for (int q = 0; q < cnt; ++q) {
+      const int sh = base + pe[q];  // <= 24 - fa - fb: the shifted magnitude stays below 2^47
+      const int64_t v = pm[q];
+      uint64_t mag = static_cast<uint64_t>(v < 0 ? -v : v);
+      mag = sh >= 0 ? (mag << sh) : (sh > -63 ? (mag >> -sh) : 0);
+      S += v < 0 ? -static_cast<int64_t>(mag) : static_cast<int64_t>(mag);
     }
+  }
   *E_out = E;
   return S;
 }
 
 // One group of n products fused with the accumulator c (f32). fa/fb: fraction bits of A/B.
 inline float cdna3_group(const double* av, const double* bv, const Term* a, const Term* b, int n, int fa, int fb,
-                         bool fp8, float c) {
-  // specials: NaN / Inf inputs or products, and products beyond the f32 range
-  bool special = !std::isfinite(c);
-  bool p_inf = false, n_inf = false;
-  for (int q = 0; q < n; ++q) {
-    const double p = av[q] * bv[q];
-    if (!std::isfinite(av[q]) || !std::isfinite(bv[q])) special = true;
-    if (p >= 0x1p128) p_inf = true;
-    if (p <= -0x1p128) n_inf = true;
+                         bool fp8, float c, bool maybe_special) {
+  // specials: NaN / Inf inputs or products, and products beyond the f32 range (checked only when the
+  // operands can produce them: maybe_special is computed once per instruction)
+  if (maybe_special || !std::isfinite(c)) {
+    bool special = !std::isfinite(c);
+    bool p_inf = false, n_inf = false;
+    for (int q = 0; q < n; ++q) {
+      const double p = av[q] * bv[q];
+      if (!std::isfinite(av[q]) || !std::isfinite(bv[q])) special = true;
+      if (p >= 0x1p128) p_inf = true;
+      if (p <= -0x1p128) n_inf = true;
+    }
+    if (special) {
+      double sum = static_cast<double>(c);
+      for (int q = 0; q < n; ++q) sum += av[q] * bv[q];
+      return static_cast<float>(sum);
+    }
+    if (p_inf || n_inf) return p_inf && n_inf ? std::nanf("") : (p_inf ? INFINITY : -INFINITY);
   }
-  if (special) {
-    double sum = static_cast<double>(c);
-    for (int q = 0; q < n; ++q) sum += av[q] * bv[q];
-    return static_cast<float>(sum);
-  }
-  if (p_inf || n_inf) return p_inf && n_inf ? std::nanf("") : (p_inf ? INFINITY : -INFINITY);
 
   int E;
   int64_t S;  // value S * 2^(E - 24)
@@ -503,8 +524,94 @@ inline float cdna3_group(const double* av, const double* bv, const Term* a, cons
   // accumulator: floor to 24 fractional bits relative to Emax -> U * 2^(Emax - 24)
   int64_t U = 0;
   if (ec != kNoExp && !(fp8 && ec < Emax - 25)) U = shift_floor(ct.m, 1 + ec - Emax);
-  const double r = std::ldexp(static_cast<double>(T + U * 128), Emax - 31);  // exact
+  const double r = static_cast<double>(T + U * 128) * pow2(Emax - 31);  // exact (Emax - 31 > -1022)
   return static_cast<float>(r);  // RNE to f32
+}
+
+// Combine a group sum S (value S * 2^(E-24), E == kNoExp if empty) with the accumulator c.
+inline float cdna3_combine(int64_t S, int E, float c, bool fp8) {
+  const uint32_t cu = num::bits_from_f32(c);
+  const int cexp = static_cast<int>((cu >> 23) & 0xff);
+  int64_t cm = static_cast<int64_t>((cu & 0x7fffff) | (cexp ? 0x800000u : 0u));
+  if (cu >> 31) cm = -cm;
+  const int ec = cm == 0 ? kNoExp : (cexp ? cexp - 127 : -126);
+  if (E == kNoExp && ec == kNoExp) return 0.0f;
+  const int Emax = std::max(E, ec);
+  const int64_t T = E == kNoExp ? 0 : shift_floor(S, 7 + E - Emax);
+  int64_t U = 0;
+  if (ec != kNoExp && !(fp8 && ec < Emax - 25)) U = shift_floor(cm, 1 + ec - Emax);
+  return static_cast<float>(static_cast<double>(T + U * 128) * pow2(Emax - 31));
+}
+
+// The same model evaluated for all N outputs of a row at once (j innermost: independent lanes the
+// compiler can vectorise). Requires finite inputs and no product overflow (checked by the caller).
+void cdna3_rows(const Term* at, const Term* bt, const uint32_t* c, const uint16_t* dmap, int NB, int M, int N, int K,
+                int G, int fa, int fb, bool fp8, uint32_t* out) {
+  // B as [b][k][j] significands / exponents
+  static thread_local std::vector<int64_t> bm;
+  static thread_local std::vector<int> be;
+  bm.resize(static_cast<size_t>(NB) * K * N);
+  be.resize(bm.size());
+  for (int b = 0; b < NB; ++b)
+    for (int j = 0; j < N; ++j)
+      for (int k = 0; k < K; ++k) {
+        const Term& t = bt[(static_cast<size_t>(b) * N + j) * K + k];
+        bm[(static_cast<size_t>(b) * K + k) * N + j] = t.m;
+        be[(static_cast<size_t>(b) * K + k) * N + j] = t.m ? t.e : kNoExp / 2;  // zero: never the max
+      }
+  const int nhalf = fp8 ? 2 : 1;
+  for (int b = 0; b < NB; ++b)
+    for (int i = 0; i < M; ++i) {
+      const Term* arow = &at[(static_cast<size_t>(b) * M + i) * K];
+      float acc[32];
+      for (int j = 0; j < N; ++j) acc[j] = num::f32_from_bits(c[dmap[(static_cast<size_t>(b) * M + i) * N + j]]);
+      for (int k0 = 0; k0 < K; k0 += G) {
+        const int n = std::min(G, K - k0);
+        int64_t Sh[2][32];
+        int Eh[2][32];
+        for (int h = 0; h < nhalf; ++h) {
+          int* E = Eh[h];
+          int64_t* S = Sh[h];
+          for (int j = 0; j < N; ++j) { E[j] = kNoExp; S[j] = 0; }
+          for (int q = h; q < n; q += nhalf) {
+            const Term ta = arow[k0 + q];
+            if (ta.m == 0) continue;
+            const int* ber = &be[(static_cast<size_t>(b) * K + k0 + q) * N];
+            for (int j = 0; j < N; ++j) E[j] = std::max(E[j], ta.e + ber[j]);
+          }
+          for (int q = h; q < n; q += nhalf) {
+            const Term ta = arow[k0 + q];
+            if (ta.m == 0) continue;
+            const int64_t* bmr = &bm[(static_cast<size_t>(b) * K + k0 + q) * N];
+            const int* ber = &be[(static_cast<size_t>(b) * K + k0 + q) * N];
+            const int base = 24 - fa - fb + ta.e;
+            for (int j = 0; j < N; ++j) {
+              const int64_t v = ta.m * bmr[j];
+              const int sh = base + ber[j] - E[j];
+              const uint64_t mag = static_cast<uint64_t>(v < 0 ? -v : v);
+              const uint64_t r = sh >= 0 ? (mag << (sh & 63)) : (mag >> ((-sh) & 63));
+              const uint64_t rr = (sh <= -63) ? 0 : r;
+              S[j] += v < 0 ? -static_cast<int64_t>(rr) : static_cast<int64_t>(rr);
+            }
+          }
+        }
+        for (int j = 0; j < N; ++j) {
+          int E;
+          int64_t S;
+          if (!fp8) {
+            E = Eh[0][j] <= kNoExp / 2 ? kNoExp : Eh[0][j];
+            S = Sh[0][j];
+          } else {
+            const int E0 = Eh[0][j] <= kNoExp / 2 ? kNoExp : Eh[0][j];
+            const int E1 = Eh[1][j] <= kNoExp / 2 ? kNoExp : Eh[1][j];
+            E = std::max(E0, E1);
+            S = (E0 == kNoExp ? 0 : shift_floor(Sh[0][j], E0 - E)) + (E1 == kNoExp ? 0 : shift_floor(Sh[1][j], E1 - E));
+          }
+          acc[j] = cdna3_combine(S, E, acc[j], fp8);
+        }
+      }
+      for (int j = 0; j < N; ++j) out[dmap[(static_cast<size_t>(b) * M + i) * N + j]] = num::bits_from_f32(acc[j]);
+    }
 }
 
 inline int frac_bits_of(const ElemFmt& ef) {
@@ -583,9 +690,22 @@ void mfma_execute(const MfmaInfo& info, const MfmaOperands& ops) {
       const int G = fp8 ? 16 : std::min(8, K);
       const int fa = frac_bits_of(efa), fb = frac_bits_of(efb), ea = emin_of(efa), eb = emin_of(efb);
       Term at[4096], bt[4096];
-      for (int q = 0; q < NB * M * K; ++q) at[q] = split_int(abuf[q], fa, ea);
-      for (int q = 0; q < NB * N * K; ++q) bt[q] = split_int(bbuf[q], fb, eb);
-      for (int b = 0; b < NB; ++b)
+      double amax = 0.0, bmax = 0.0;
+      bool nonfinite = false;
+      for (int q = 0; q < NB * M * K; ++q) {
+        at[q] = split_int(abuf[q], fa, ea);
+        nonfinite |= !std::isfinite(abuf[q]);
+        amax = std::max(amax, std::fabs(abuf[q]));
+      }
+      for (int q = 0; q < NB * N * K; ++q) {
+        bt[q] = split_int(bbuf[q], fb, eb);
+        nonfinite |= !std::isfinite(bbuf[q]);
+        bmax = std::max(bmax, std::fabs(bbuf[q]));
+      }
+      const bool maybe_special = nonfinite || amax * bmax >= 0x1p128;
+      if (!maybe_special) {
+        cdna3_rows(at, bt, ops.c, dmap, NB, M, N, K, G, fa, fb, fp8, out);
+      } else for (int b = 0; b < NB; ++b)
         for (int i = 0; i < M; ++i)
           for (int j = 0; j < N; ++j) {
             const size_t ao = (static_cast<size_t>(b) * M + i) * K, bo = (static_cast<size_t>(b) * N + j) * K;
@@ -593,7 +713,7 @@ void mfma_execute(const MfmaInfo& info, const MfmaOperands& ops) {
             float acc = num::f32_from_bits(ops.c[di]);
             for (int k0 = 0; k0 < K; k0 += G)
               acc = cdna3_group(&abuf[ao + k0], &bbuf[bo + k0], &at[ao + k0], &bt[bo + k0], std::min(G, K - k0), fa, fb,
-                                fp8, acc);
+                                fp8, acc, maybe_special);
             out[di] = num::bits_from_f32(acc);
           }
     }
