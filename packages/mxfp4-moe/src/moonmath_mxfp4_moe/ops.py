@@ -167,7 +167,7 @@ def mxfp4_moe_down(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.
         raise ValueError(f"K (A.shape[1]) must be 384, 512 or 768 for mxfp4_moe_down (mxfp4_moe_down_block_m returns "
                          f"0 otherwise: use mxfp4_moe_gateup with EPI_NONE); got {K}")
     if block_m == 64 and K != 384:
-        raise ValueError(f"block_m 64 needs K = 384 (its A tile must fit the 16-wave CTA); got block_m=64 with K={K}")
+        raise ValueError(f"block_m 64 needs K = 384 (its staged A tile must fit in LDS); got block_m=64 with K={K}")
     if C.shape[1] != ncols:
         raise ValueError(f"C must have B's N = {ncols} columns; got {C.shape[1]}")
     if nt == 2 and ncols % 2:
