@@ -24,9 +24,11 @@
 //       [256h + 16i, +16) for h = 0, 1: eight 16-byte loads. D: lane (j, g), block c, reg r holds
 //       O[row j][256*(c/16) + 64g + 16r + c%16]: 16 consecutive columns per (c/16, r).
 //
-// Softmax in the exp2 domain: x = s * scale * kv_scale * log2(e). Lazy max per row: the running
-// max m moves only when a tile's max exceeds it by more than kLazyMax (p <= 2^kLazyMax, exact in
-// the end because l uses the same m); the O rescale runs only when some row of the wave moved.
+// Softmax in the exp2 domain: x = s * scale * kv_scale * log2(e). Running max per row; it moves
+// when a tile's max exceeds it by more than kLazyMax, and the O rescale runs only when some row of
+// the wave moved. kLazyMax = 0 (an eager max): then the row's largest probability is exactly 1.0,
+// exact in bf16, which halves the error of peaked rows against a threshold of 8 (measured: rel. L2
+// 1.0-1.5e-3 vs 1.7-2.1e-3) for ~10% more VALU on short parts (more rescales).
 // A row's arithmetic depends on its own scores only, so KV outside its window cannot change it.
 //
 // Output: with one part the wave writes o (bf16 RTNE, o = kv_scale * O / ln, ln = the sum of the bf16
@@ -45,7 +47,7 @@ namespace {
 constexpr uint32_t kLat = 512;
 constexpr uint32_t kRow = 576;           // fused row bytes (fp8)
 constexpr uint32_t kWavesPerBlock = 4;
-constexpr float kLazyMax = 8.0f;         // log2 units: p <= 256
+constexpr float kLazyMax = 0.0f;         // log2 units (see the softmax note)
 constexpr uint32_t kFlagLse = 1u;        // write lse (direct mode)
 constexpr uint32_t kFlagPartial = 2u;    // write partials to the workspace instead of o/lse
 

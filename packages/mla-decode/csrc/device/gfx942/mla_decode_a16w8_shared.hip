@@ -26,7 +26,7 @@ namespace {
 constexpr uint32_t kLat = 512;
 constexpr uint32_t kRow = 576;
 constexpr uint32_t kWaves = 4;
-constexpr float kLazyMax = 8.0f;
+constexpr float kLazyMax = 0.0f;  // eager running max (see mla_decode_a16w8.hip)
 constexpr uint32_t kFlagLse = 1u;
 constexpr uint32_t kFlagPartial = 2u;
 constexpr uint32_t kKStride = 1168;        // bytes per K row in LDS (576 bf16 + 16 bytes pad)
