@@ -545,24 +545,26 @@ inline float cdna3_combine(int64_t S, int E, float c, bool fp8) {
 
 // The same model evaluated for all N outputs of a row at once (j innermost: independent lanes the
 // compiler can vectorise). Requires finite inputs and no product overflow (checked by the caller).
-void cdna3_rows(const Term* at, const Term* bt, const uint32_t* c, const uint16_t* dmap, int NB, int M, int N, int K,
-                int G, int fa, int fb, bool fp8, uint32_t* out) {
+void cdna3_rows(const Term* at, const Term* bt, const double* abuf, const double* bbuf, const uint32_t* c,
+                const uint16_t* dmap, int NB, int M, int N, int K, int G, bool fp8, uint32_t* out) {
   // B as [b][k][j] significands / exponents
-  static thread_local std::vector<int64_t> bm;
+  static thread_local std::vector<double> bv;
   static thread_local std::vector<int> be;
-  bm.resize(static_cast<size_t>(NB) * K * N);
-  be.resize(bm.size());
+  bv.resize(static_cast<size_t>(NB) * K * N);
+  be.resize(bv.size());
   for (int b = 0; b < NB; ++b)
     for (int j = 0; j < N; ++j)
       for (int k = 0; k < K; ++k) {
         const Term& t = bt[(static_cast<size_t>(b) * N + j) * K + k];
-        bm[(static_cast<size_t>(b) * K + k) * N + j] = t.m;
+        bv[(static_cast<size_t>(b) * K + k) * N + j] = bbuf[(static_cast<size_t>(b) * N + j) * K + k];
         be[(static_cast<size_t>(b) * K + k) * N + j] = t.m ? t.e : kNoExp / 2;  // zero: never the max
       }
   const int nhalf = fp8 ? 2 : 1;
   for (int b = 0; b < NB; ++b)
     for (int i = 0; i < M; ++i) {
       const Term* arow = &at[(static_cast<size_t>(b) * M + i) * K];
+      const double* aval = &abuf[(static_cast<size_t>(b) * M + i) * K];
+      const double* bval = bv.data();
       float acc[32];
       for (int j = 0; j < N; ++j) acc[j] = num::f32_from_bits(c[dmap[(static_cast<size_t>(b) * M + i) * N + j]]);
       for (int k0 = 0; k0 < K; k0 += G) {
@@ -579,20 +581,16 @@ void cdna3_rows(const Term* at, const Term* bt, const uint32_t* c, const uint16_
             const int* ber = &be[(static_cast<size_t>(b) * K + k0 + q) * N];
             for (int j = 0; j < N; ++j) E[j] = std::max(E[j], ta.e + ber[j]);
           }
+          // aligned, truncated terms: trunc(p * 2^(24 - E)) with p = a*b exact in double, the scaling
+          // exact (power of two), the conversion truncating toward zero
+          double scale[32];
+          for (int j = 0; j < N; ++j) scale[j] = E[j] <= kNoExp / 2 ? 0.0 : pow2(24 - E[j]);
           for (int q = h; q < n; q += nhalf) {
             const Term ta = arow[k0 + q];
             if (ta.m == 0) continue;
-            const int64_t* bmr = &bm[(static_cast<size_t>(b) * K + k0 + q) * N];
-            const int* ber = &be[(static_cast<size_t>(b) * K + k0 + q) * N];
-            const int base = 24 - fa - fb + ta.e;
-            for (int j = 0; j < N; ++j) {
-              const int64_t v = ta.m * bmr[j];
-              const int sh = base + ber[j] - E[j];
-              const uint64_t mag = static_cast<uint64_t>(v < 0 ? -v : v);
-              const uint64_t r = sh >= 0 ? (mag << (sh & 63)) : (mag >> ((-sh) & 63));
-              const uint64_t rr = (sh <= -63) ? 0 : r;
-              S[j] += v < 0 ? -static_cast<int64_t>(rr) : static_cast<int64_t>(rr);
-            }
+            const double av = aval[k0 + q];
+            const double* bvr = &bval[(static_cast<size_t>(b) * K + k0 + q) * N];
+            for (int j = 0; j < N; ++j) S[j] += static_cast<int64_t>(av * bvr[j] * scale[j]);
           }
         }
         for (int j = 0; j < N; ++j) {
@@ -704,7 +702,7 @@ void mfma_execute(const MfmaInfo& info, const MfmaOperands& ops) {
       }
       const bool maybe_special = nonfinite || amax * bmax >= 0x1p128;
       if (!maybe_special) {
-        cdna3_rows(at, bt, ops.c, dmap, NB, M, N, K, G, fa, fb, fp8, out);
+        cdna3_rows(at, bt, abuf, bbuf, ops.c, dmap, NB, M, N, K, G, fp8, out);
       } else for (int b = 0; b < NB; ++b)
         for (int i = 0; i < M; ++i)
           for (int j = 0; j < N; ++j) {
