@@ -8,7 +8,6 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import moonmath_emu as emu  # noqa: E402
-
 from corpus_util import ARCHS, session_corpus, sources  # noqa: E402
 
 

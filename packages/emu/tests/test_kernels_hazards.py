@@ -11,7 +11,6 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import moonmath_emu as emu  # noqa: E402
-
 from corpus_util import ARCHS, session_corpus  # noqa: E402
 
 
