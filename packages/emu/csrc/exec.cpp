@@ -660,8 +660,23 @@ void Ctx::init_wave(Wave& w, int wid, uint32_t nthreads) {
 }
 
 // ============================================================================ main loop
+// The host's MXCSR follows the wave's MODE register for f32: FP_ROUND[1:0] (0 RNE, 1 +inf, 2 -inf,
+// 3 toward zero) -> MXCSR RC; FP_DENORM[5:4] (0 flush in+out, 1 flush out, 2 flush in, 3 keep) ->
+// DAZ (inputs) / FTZ (outputs). f64/f16 use the same host state (their own MODE bits are not applied).
+static inline unsigned int mxcsr_for_mode(unsigned int base, uint32_t mode) {
+  static const unsigned int rc[4] = {0x0000u, 0x4000u, 0x2000u, 0x6000u};
+  static const unsigned int dn[4] = {0x8040u, 0x8000u, 0x0040u, 0x0000u};
+  return (base & ~(0x8040u | 0x6000u)) | rc[mode & 3] | dn[(mode >> 4) & 3];
+}
+
 void Ctx::run_wave(Wave& w) {
-  while (w.state == WS_RUN) step(w);
+  unsigned int base = _mm_getcsr();
+  uint32_t cur = w.mode;
+  _mm_setcsr(mxcsr_for_mode(base, cur));
+  while (w.state == WS_RUN) {
+    step(w);
+    if (w.mode != cur) { cur = w.mode; _mm_setcsr(mxcsr_for_mode(base, cur)); }  // s_setreg of MODE
+  }
 }
 
 void Ctx::step(Wave& w) {
@@ -2346,10 +2361,7 @@ Counters Module::launch(const std::string& name, const LaunchParams& P) {
   }
   C.icount.assign(impl_->insts.size(), 0);
   // ---- float environment: f32 denormal mode from the descriptor (MXCSR FTZ/DAZ when flushing)
-  unsigned int old_csr = _mm_getcsr();
-  unsigned int csr = old_csr & ~(0x8040u | 0x6000u);  // FTZ|DAZ off, round to nearest
-  if (kd->float_denorm_32 == 0) csr |= 0x8040u;
-  _mm_setcsr(csr);
+  unsigned int old_csr = _mm_getcsr();  // run_wave sets rounding/denormal control per wave (MODE)
   struct Restore { unsigned int c; ~Restore() { _mm_setcsr(c); } } restore{old_csr};
 
   uint64_t nwg = 0;

@@ -359,3 +359,42 @@ def test_dpp_row_bcast_and_bound_ctrl(valu):
     # row_shr:1 bound_ctrl:0 -> lane 0 of each row reads 0
     want = np.where(lane % 16 == 0, 0, a[np.maximum(lane - 1, 0)])
     assert np.array_equal(o[:, 1], want.astype(np.uint32))
+
+
+
+MODE_SRC = HEADER + r"""
+// MODE register: f32 round toward zero / toward -inf via s_setreg, then f32 denormal flushing
+KERNEL void round_modes(const u32* a, const u32* b, u32* out) {
+  u32 x = a[T], y = b[T], r0, r1, r2, r3;
+  asm volatile("v_add_f32 %0, %1, %2" : "=v"(r0) : "v"(x), "v"(y));
+  asm volatile("s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 2), 3\n\tv_add_f32 %0, %2, %3\n\t"
+               "s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 2), 2\n\tv_add_f32 %1, %2, %3\n\t"
+               "s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 2), 0" : "=&v"(r1), "=&v"(r2) : "v"(x), "v"(y));
+  asm volatile("s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 0\n\tv_mul_f32 %0, %1, %2\n\t"
+               "s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 3" : "=&v"(r3) : "v"(x), "v"(y));
+  out[4 * T] = r0; out[4 * T + 1] = r1; out[4 * T + 2] = r2; out[4 * T + 3] = r3;
+}
+"""
+
+
+def test_mode_register_rounding_and_denormals(build, arch):
+    m = emu.Module(build(MODE_SRC, arch))
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(64).astype(np.float32)
+    y = (rng.standard_normal(64) * 1e-4).astype(np.float32)
+    x[:4] = [1e-20, -1e-20, 3e-39, 1.0]
+    y[:4] = [1e-20, 1e-20, 2.0, 2.0 ** -30]
+    out = np.zeros(256, dtype=np.uint32)
+    m.launch("round_modes", grid=1, block=64, args=[x.view(np.uint32), y.view(np.uint32), out])
+    o = out.reshape(64, 4).view(np.float32)
+    exact = x.astype(np.float64) + y.astype(np.float64)          # exact for these magnitudes
+    rne = exact.astype(np.float32)
+    rtz = np.where(np.abs(rne.astype(np.float64)) > np.abs(exact), np.nextafter(rne, np.float32(0)), rne)
+    rmi = np.where(rne.astype(np.float64) > exact, np.nextafter(rne, np.float32(-np.inf)), rne)
+    assert np.array_equal(o[:, 0], rne) and np.array_equal(o[:, 1], rtz) and np.array_equal(o[:, 2], rmi)
+    prod = (x.astype(np.float64) * y.astype(np.float64)).astype(np.float32)
+    tiny = np.finfo(np.float32).tiny
+    xin = np.where(np.abs(x) < tiny, np.float32(0) * np.sign(x), x)  # denormal inputs flushed
+    flushed = (xin.astype(np.float64) * y.astype(np.float64)).astype(np.float32)
+    flushed = np.where(np.abs(flushed) < tiny, np.copysign(np.float32(0), flushed), flushed)
+    assert np.array_equal(o[:, 3], flushed) and o[0, 3] == 0 and o[2, 3] == 0 and prod[2] != 0
