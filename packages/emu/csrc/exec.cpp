@@ -339,7 +339,7 @@ enum { TK_NONE = 0, TK_VM = 1, TK_DS = 2, TK_SM = 3 };
 enum { WS_RUN = 0, WS_BARRIER = 1, WS_DONE = 2 };
 
 struct Wave {
-  uint32_t s[128];
+  uint32_t s[128 + 32];  // + slack: a malformed operand range past s127 cannot reach other state
   uint32_t* v = nullptr;  // 512 rows x 64 (VGPRs then AGPRs)
   bool scc = false;
   int pc = 0, state = WS_RUN, id = 0;
@@ -2354,9 +2354,9 @@ Counters Module::launch(const std::string& name, const LaunchParams& P) {
   C.lmeta.assign(C.lds_size / 4 + 8, LdsMeta());
   C.priv_size = kd->private_segment_fixed_size;
   C.waves.resize(C.nwaves);
-  C.vfile.assign((size_t)C.nwaves * 512 * 64, 0);
+  C.vfile.assign((size_t)C.nwaves * 576 * 64, 0);  // 256 VGPR + 256 AGPR rows + slack for ranges past a255
   for (int i = 0; i < C.nwaves; i++) {
-    C.waves[i].v = C.vfile.data() + (size_t)i * 512 * 64;
+    C.waves[i].v = C.vfile.data() + (size_t)i * 576 * 64;
     if (C.priv_size) C.waves[i].priv.assign((size_t)C.priv_size * 64, 0);
   }
   C.icount.assign(impl_->insts.size(), 0);
@@ -2455,7 +2455,7 @@ static std::vector<std::string> probe_supported(bool gfx950) {
     impl.insts.assign(1, in); impl.x.assign(1, x);
     Ctx C(impl, co, kd, P);
     C.waves.resize(1);
-    std::vector<uint32_t> vf(512 * 64, 0);
+    std::vector<uint32_t> vf(576 * 64, 0);
     Wave& w = C.waves[0];
     w.v = vf.data(); std::memset(w.s, 0, sizeof w.s); w.pc = 0; w.state = WS_RUN; w.id = 0;
     C.lds.assign(64, 0); C.lmeta.assign(16, LdsMeta()); C.lds_size = 0; C.icount.assign(1, 0); C.nwaves = 1;
