@@ -28,7 +28,7 @@
 // when a tile's max exceeds it by more than kLazyMax, and the O rescale runs only when some row of
 // the wave moved. kLazyMax = 0 (an eager max): then the row's largest probability is exactly 1.0,
 // exact in bf16, which halves the error of peaked rows against a threshold of 8 (measured: rel. L2
-// 1.0-1.5e-3 vs 1.7-2.1e-3) for ~10% more VALU on short parts (more rescales).
+// 1.0-1.5e-3 vs 1.7-2.1e-3) for ~12% more VALU per tile (more rescales on short parts).
 // A row's arithmetic depends on its own scores only, so KV outside its window cannot change it.
 //
 // Output: with one part the wave writes o (bf16 RTNE, o = kv_scale * O / ln, ln = the sum of the bf16
