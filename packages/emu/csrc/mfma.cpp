@@ -584,14 +584,17 @@ void cdna3_rows(const Term* at, const Term* bt, const double* abuf, const double
           // aligned, truncated terms: trunc(p * 2^(24 - E)) with p = a*b exact in double, the scaling
           // exact (power of two), the conversion truncating toward zero
           double scale[32];
-          for (int j = 0; j < N; ++j) scale[j] = E[j] <= kNoExp / 2 ? 0.0 : pow2(24 - E[j]);
+          int32_t S32[32];
+          for (int j = 0; j < N; ++j) { scale[j] = E[j] <= kNoExp / 2 ? 0.0 : pow2(24 - E[j]); S32[j] = 0; }
           for (int q = h; q < n; q += nhalf) {
             const Term ta = arow[k0 + q];
             if (ta.m == 0) continue;
             const double av = aval[k0 + q];
             const double* bvr = &bval[(static_cast<size_t>(b) * K + k0 + q) * N];
-            for (int j = 0; j < N; ++j) S[j] += static_cast<int64_t>(av * bvr[j] * scale[j]);
+            // |term| < 2^26 and at most 16 terms: int32 lanes (cvttpd2dq truncates toward zero)
+            for (int j = 0; j < N; ++j) S32[j] += static_cast<int32_t>(av * bvr[j] * scale[j]);
           }
+          for (int j = 0; j < N; ++j) S[j] = S32[j];
         }
         for (int j = 0; j < N; ++j) {
           int E;
