@@ -364,6 +364,7 @@ bool decode_inst(const uint8_t* p, size_t n, bool gfx950, Inst& in, std::string&
       in.dst = rb + bits(w1, 31, 24); in.dst_bits = fb("vdst", 32);
       if (!row->fields.count("data")) in.src[1] = OPC_NONE;
       if (!row->fields.count("vdst")) in.dst = OPC_NONE;
+      if (row->name.find("_atomic_") != std::string::npos && !in.glc) in.dst = OPC_NONE;  // no return without sc0
       if (in.saddr != 0x7f && enc != ENC_FLAT) in.nbits[0] = 32;
       if (enc == ENC_SCRATCH && in.saddr == 0x7f && !in.lds) in.src[0] = OPC_NONE;
       break;
