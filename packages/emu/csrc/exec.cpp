@@ -1474,6 +1474,36 @@ void Ctx::exec_valu(Wave& w, const Inst& in, const XInst& x) {
         dv[l] = (dv[l] & ~(0xffu << (8 * byte))) | (c << (8 * byte)); });
       return;
     }
+    case 399: f16_zero_hi = true; lanes(m, [&](int l) {  // v_sat_pk_u8_i16
+      auto sat8 = [](int16_t n) -> uint32_t { return n <= 0 ? 0u : n >= 255 ? 255u : (uint32_t)n; };
+      d[l] = sat8((int16_t)s0[l]) | (sat8((int16_t)(s0[l] >> 16)) << 8); }); break;
+    case 408: lanes(m, [&](int l) { uint32_t v = s0[l]; d[l] = (v << 1) ^ ((v >> 31) ? 197u : 0u); }); break;  // v_prng_b32
+    case 680: case 681: lanes(m, [&](int l) {  // v_minimum3/maximum3_f32: IEEE 754-2019 (NaN propagates, -0 < +0)
+      auto mm = [&](uint32_t a, uint32_t b) -> uint32_t {
+        if (is_nan32(a)) return quiet32(a);
+        if (is_nan32(b)) return quiet32(b);
+        float x = F(a), y = F(b);
+        if (x == y) return (op == 680) == bool(a >> 31) ? a : b;  // equal (incl. +-0): minimum picks -0
+        return (op == 680) == (x < y) ? a : b; };
+      d[l] = mm(mm(s0[l], s1[l]), s2[l]); }); break;
+    case 500: case 503: case 506: f16_zero_hi = true; lanes(m, [&](int l) {  // v_min3/max3/med3_f16
+      float a = h2f(s0[l]), b = h2f(s1[l]), c = h2f(s2[l]), r;
+      if (op == 500) r = std::fmin(std::fmin(a, b), c);
+      else if (op == 503) r = std::fmax(std::fmax(a, b), c);
+      else if (std::isnan(a) || std::isnan(b) || std::isnan(c)) r = std::fmin(std::fmin(a, b), c);
+      else { float mx = std::fmax(std::fmax(a, b), c); r = mx == a ? std::fmax(b, c) : mx == b ? std::fmax(a, c) : std::fmax(a, b); }
+      d[l] = f2h(r); }); break;
+    case 501: case 504: case 507: f16_zero_hi = true; lanes(m, [&](int l) {  // v_min3/max3/med3_i16
+      int16_t a = (int16_t)s0[l], b = (int16_t)s1[l], c = (int16_t)s2[l];
+      int r = op == 501 ? std::min({a, b, c}) : op == 504 ? std::max({a, b, c}) : std::max(std::min(a, b), std::min(std::max(a, b), c));
+      d[l] = (uint32_t)r & 0xffff; }); break;
+    case 502: case 505: case 508: f16_zero_hi = true; lanes(m, [&](int l) {  // v_min3/max3/med3_u16
+      uint32_t a = s0[l] & 0xffff, b = s1[l] & 0xffff, c = s2[l] & 0xffff;
+      d[l] = op == 502 ? std::min({a, b, c}) : op == 505 ? std::max({a, b, c}) : std::max(std::min(a, b), std::min(std::max(a, b), c)); }); break;
+    case 516: f16_zero_hi = true; lanes(m, [&](int l) { d[l] = ((s0[l] & 0xffff) * (s1[l] & 0xffff) + s2[l]) & 0xffff; }); break;  // v_mad_u16
+    case 517: f16_zero_hi = true; lanes(m, [&](int l) { d[l] = (uint32_t)((int16_t)s0[l] * (int16_t)s1[l] + (int16_t)s2[l]) & 0xffff; }); break;  // v_mad_i16
+    case 670: f16_zero_hi = true; lanes(m, [&](int l) { d[l] = (s0[l] + s1[l]) & 0xffff; }); break;  // v_add_i16
+    case 671: f16_zero_hi = true; lanes(m, [&](int l) { d[l] = (s0[l] - s1[l]) & 0xffff; }); break;  // v_sub_i16
     case 640: case 641: case 642: case 643: { SR a1 = hi64(0), b1 = hi64(1);
       lanes(m, [&](int l) { double a = D(mk64(s0[l], a1[l])), b = D(mk64(s1[l], b1[l]));
         double r = op == 640 ? a + b : op == 641 ? a * b : op == 642 ? dmin(a, b) : dmax(a, b);

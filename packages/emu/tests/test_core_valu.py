@@ -41,6 +41,10 @@ def arr(vals, seed):
 
 
 # ---------------------------------------------------------------- references (ISA semantics)
+def _s16(v):
+    return v - 0x10000 if v & 0x8000 else v
+
+
 def f(u):
     return np.frombuffer(np.asarray(u, dtype=np.uint32).tobytes(), dtype=np.float32)
 
@@ -211,6 +215,13 @@ CASES = [
     ("ldexp_f32", "v_ldexp_f32 %0, %1, %2", [FVALS, [0, 1, 0xFFFFFFFF, 10, (-140) & 0xFFFFFFFF, 200]], lambda a, b: u(np.ldexp(f(a).astype(np.float64), b.view(np.int32)).astype(np.float32))),
     ("cvt_pkrtz", "v_cvt_pkrtz_f16_f32 %0, %1, %2", [[F32(x) for x in (1.0, 1.0009765625 + 2 ** -12, -65520.0, 0.1)], [F32(x) for x in (2.0, -3.0001)]], None),
     ("xad", "v_xad_u32 %0, %1, %2, %3", [IVALS, IVALS[::-1], IVALS[2:]], lambda a, b, c: ((a ^ b) + c).astype(np.uint32)),
+    ("med3_i16", "v_med3_i16 %0, %1, %2, %3", [IVALS, IVALS[4:], IVALS[9:]],
+     lambda a, b, c: (np.median(np.stack([(a & 0xFFFF).astype(np.uint16).view(np.int16), (b & 0xFFFF).astype(np.uint16).view(np.int16),
+                                          (c & 0xFFFF).astype(np.uint16).view(np.int16)]), axis=0).astype(np.int16).view(np.uint16)).astype(np.uint32)),
+    ("max3_u16", "v_max3_u16 %0, %1, %2, %3", [IVALS, IVALS[4:], IVALS[9:]], lambda a, b, c: np.maximum(np.maximum(a & 0xFFFF, b & 0xFFFF), c & 0xFFFF).astype(np.uint32)),
+    ("mad_u16", "v_mad_u16 %0, %1, %2, %3", [IVALS, IVALS[4:], IVALS[9:]], lambda a, b, c: (((a & 0xFFFF) * (b & 0xFFFF) + (c & 0xFFFF)) & 0xFFFF).astype(np.uint32)),
+    ("sat_pk_u8_i16", "v_sat_pk_u8_i16 %0, %1", [[0x00FF0100, 0x7FFF8000, 0x00050064, 0xFFFF0080]],
+     lambda a: np.array([min(max(_s16(x & 0xFFFF), 0), 255) | (min(max(_s16(x >> 16), 0), 255) << 8) for x in a.tolist()], dtype=np.uint32)),
 ]
 
 MASK_CASES = [
