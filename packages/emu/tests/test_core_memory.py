@@ -135,3 +135,14 @@ def test_none_and_scalar_arguments(mem):
         mem.launch("fill", grid=1, block=64, args=["x", 64])
     mem.launch("fill", grid=1, block=64, args=[out, np.int32(10)])
     assert out[:10].tolist() == [3 * i for i in range(10)] and out[10:].eq(0).all()
+
+
+@pytest.mark.parametrize("num_records", [1024, 600])
+def test_direct_to_lds_16_bytes_gfx950(build, num_records):
+    mod = emu.Module(build(kernel_source("memory.hip"), "gfx950"))
+    src = torch.arange(256, dtype=torch.int32) + 11
+    out = torch.zeros(256, dtype=torch.int32)
+    mod.launch("lds_dma_x4", grid=1, block=64, args=[src, out, num_records])
+    byte = torch.arange(256) * 4
+    want = torch.where(byte + 4 <= num_records, src, torch.zeros_like(src))  # per-dword range check
+    assert torch.equal(out, want)

@@ -106,3 +106,14 @@ KERNEL void scratch_array(const int* idx, u32* out) {
   for (int i = 0; i < 40; i++) a[i] = t * 100 + i;
   out[t] = a[idx[t]];
 }
+
+#ifdef __gfx950__
+// gfx950: 16-byte buffer loads straight into LDS (each lane's 16 bytes land at M0 + lane * 16)
+KERNEL void lds_dma_x4(const u32* in, u32* out, u32 num_records) {
+  LDS static u32 tile[256];
+  u32 t = tid();
+  __builtin_amdgcn_raw_ptr_buffer_load_lds(rsrc(in, 0, num_records), (__attribute__((address_space(3))) void*)tile, 16, (int)(t * 16), 0, 0, 0);
+  __builtin_amdgcn_s_waitcnt(0x0f70);  // vmcnt(0)
+  for (int i = 0; i < 4; i++) out[t * 4 + i] = tile[t * 4 + i];
+}
+#endif
