@@ -585,6 +585,7 @@ std::string disasm_inst(const Inst& in) {
       break;
     }
     case ENC_MUBUF: case ENC_MTBUF: {
+      if (enc == ENC_MUBUF && (in.op == 40 || in.op == 41)) break;  // buffer_wbl2 / buffer_inv: no operands
       if (r->fields.count("vdata") && !in.lds) ops.push_back(opnd(in, in.src[1], fb("vdata", 32)));
       ops.push_back((in.offen || in.idxen) ? opnd(in, in.src[0], in.nbits[0]) : "off");
       ops.push_back(opnd(in, in.srsrc, 128));

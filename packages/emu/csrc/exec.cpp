@@ -255,6 +255,7 @@ static void analyse(const Inst& in, XInst& x, bool gfx950) {
       if (in.dst != OPC_NONE) add_range(x.wr, x.nwr, 3, in.dst, in.dst_bits);
       break;
     case ENC_MUBUF: case ENC_MTBUF: {
+      if (enc == ENC_MUBUF && (in.op == 40 || in.op == 41)) break;  // buffer_wbl2 / buffer_inv: no operands
       if (in.offen || in.idxen) add_range(x.rd, x.nrd, 6, in.src[0], in.nbits[0]);
       add_range(x.rd, x.nrd, 6, in.srsrc, 128);
       add_range(x.rd, x.nrd, 6, in.soffset, 32);
@@ -2181,6 +2182,10 @@ void Ctx::exec_flat(Wave& w, const Inst& in) {
 
 // ============================================================================ MUBUF (buffer resource)
 void Ctx::exec_mubuf(Wave& w, const Inst& in) {
+  if (in.enc == ENC_MUBUF && (in.op == 40 || in.op == 41)) {  // buffer_wbl2 / buffer_inv: cache
+    if (hz) ++w.vm_issued;  // write-back / invalidate; memory is coherent here. They count in vmcnt.
+    return;
+  }
   const XInst& xi = M.x[w.pc];
   if (!xi.mop_ok) unsupported(w, "unsupported buffer opcode " + in.row->name);
   const MemOp& o = xi.mop;

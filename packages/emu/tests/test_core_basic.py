@@ -186,3 +186,12 @@ def test_ieee_division_wide_exponent_sweep(basic, kernel, dtype, emax):
         with np.errstate(all="ignore"):
             want = a / b
         assert ((out == want) | (np.isnan(out) & np.isnan(want))).all(), [(x, y, o, w) for x, y, o, w in zip(a, b, out, want) if o != w][:5]
+
+
+def test_fences_and_scoped_atomics(basic):
+    p = torch.zeros(130, dtype=torch.int32)
+    p[65] = 40
+    basic.launch("fences", grid=1, block=64, args=[p])
+    t = torch.arange(64)
+    assert torch.equal(p[:64], (t + 1).int()) and p[64] == 5
+    assert torch.equal(p[66:130], (40 + (((t + 1) & 63) + 1)).int())

@@ -86,3 +86,14 @@ KERNEL void scratch_call(const int* idx, u32* out) {
 // IEEE division: the compiler's v_div_scale / v_rcp / v_fma / v_div_fmas / v_div_fixup sequence
 KERNEL void fdiv32(const float* a, const float* b, float* out) { int t = tid_x(); out[t] = a[t] / b[t]; }
 KERNEL void fdiv64(const double* a, const double* b, double* out) { int t = tid_x(); out[t] = a[t] / b[t]; }
+
+// Agent/system-scope fences and release/acquire atomics: buffer_wbl2 / buffer_inv and sc0/sc1 bits
+KERNEL void fences(int* p) {
+  int t = tid_x();
+  p[t] = t + 1;
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "agent");
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "agent");
+  __hip_atomic_store(p + 64, 5, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
+  int v = __hip_atomic_load(p + 65, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
+  p[66 + t] = v + p[(t + 1) & 63];
+}
