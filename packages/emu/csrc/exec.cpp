@@ -1199,6 +1199,19 @@ void Ctx::exec_valu(Wave& w, const Inst& in, const XInst& x) {
     case 278: lanes(m, [&](int l) {  // v_dot2c_f32_bf16: D = S0.bf16[0]*S1.bf16[0] + S0.bf16[1]*S1.bf16[1] + D
       double r = (double)num::bf16_to_f32(s0[l] & 0xffff) * num::bf16_to_f32(s1[l] & 0xffff) + (double)num::bf16_to_f32(s0[l] >> 16) * num::bf16_to_f32(s1[l] >> 16) + F(s2[l]);
       d[l] = B((float)r); }); break;
+    case 312: case 313: case 314: {  // v_dot2c_i32_i16 / v_dot4c_i32_i8 / v_dot8c_i32_i4: D += dot(S0, S1)
+      int eb = op == 312 ? 16 : op == 313 ? 8 : 4;
+      lanes(m, [&](int l) {
+        int64_t acc = (int32_t)s2[l];
+        for (int i = 0; i < 32 / eb; i++) {
+          int32_t x = (int32_t)(((s0[l] >> (eb * i)) & ((1u << eb) - 1)) << (32 - eb)) >> (32 - eb);
+          int32_t y = (int32_t)(((s1[l] >> (eb * i)) & ((1u << eb) - 1)) << (32 - eb)) >> (32 - eb);
+          acc += (int64_t)x * y;
+        }
+        if (in.clamp) acc = std::min<int64_t>(INT32_MAX, std::max<int64_t>(INT32_MIN, acc));
+        d[l] = (uint32_t)acc; });
+      goto done_nomod;
+    }
     case 311: lanes(m, [&](int l) {  // v_dot2c_f32_f16
       double r = (double)h2f(s0[l] & 0xffff) * h2f(s1[l] & 0xffff) + (double)h2f(s0[l] >> 16) * h2f(s1[l] >> 16) + F(s2[l]);
       d[l] = B((float)r); }); break;
@@ -1761,6 +1774,21 @@ void Ctx::exec_vop3p(Wave& w, const Inst& in, const XInst& x) {
           lo = B(r[0]); hi = B(r[1]);
         }
         d[l] = lo; d1[l] = hi; });
+      return;
+    }
+    case 38: case 39: case 40: case 41: case 42: case 43: {  // v_dot{2,4,8}_{i32,u32}_{i16/u16, i8/u8, i4/u4}
+      int eb = (op <= 39) ? 16 : (op <= 41) ? 8 : 4;
+      bool sgn = (op % 2) == 0;
+      lanes(m, [&](int l) {
+        int64_t acc = sgn ? (int64_t)(int32_t)s2[l] : (int64_t)s2[l];
+        for (int i = 0; i < 32 / eb; i++) {
+          uint32_t a = (s0[l] >> (eb * i)) & ((1u << eb) - 1), b = (s1[l] >> (eb * i)) & ((1u << eb) - 1);
+          int64_t x = a, y = b;
+          if (sgn) { x = (int32_t)((uint32_t)a << (32 - eb)) >> (32 - eb); y = (int32_t)((uint32_t)b << (32 - eb)) >> (32 - eb); }
+          acc += x * y;
+        }
+        if (in.clamp) acc = sgn ? std::min<int64_t>(INT32_MAX, std::max<int64_t>(INT32_MIN, acc)) : std::min<int64_t>(UINT32_MAX, std::max<int64_t>(0, acc));
+        d[l] = (uint32_t)acc; });
       return;
     }
     case 35: case 26: {  // v_dot2_f32_f16 / v_dot2_f32_bf16: D = A.lo*B.lo + A.hi*B.hi + C

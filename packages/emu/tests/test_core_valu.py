@@ -41,6 +41,20 @@ def arr(vals, seed):
 
 
 # ---------------------------------------------------------------- references (ISA semantics)
+def _dot(a, b, c, eb, sgn):
+    out = []
+    for x, y, z in zip(a.tolist(), b.tolist(), c.tolist()):
+        acc = (z - (1 << 32) if sgn and z >> 31 else z)
+        for i in range(32 // eb):
+            p, q = (x >> (eb * i)) & ((1 << eb) - 1), (y >> (eb * i)) & ((1 << eb) - 1)
+            if sgn:
+                p -= (p >> (eb - 1)) << eb
+                q -= (q >> (eb - 1)) << eb
+            acc += p * q
+        out.append(acc & 0xFFFFFFFF)
+    return np.array(out, dtype=np.uint32)
+
+
 def _s16(v):
     return v - 0x10000 if v & 0x8000 else v
 
@@ -220,6 +234,10 @@ CASES = [
                                           (c & 0xFFFF).astype(np.uint16).view(np.int16)]), axis=0).astype(np.int16).view(np.uint16)).astype(np.uint32)),
     ("max3_u16", "v_max3_u16 %0, %1, %2, %3", [IVALS, IVALS[4:], IVALS[9:]], lambda a, b, c: np.maximum(np.maximum(a & 0xFFFF, b & 0xFFFF), c & 0xFFFF).astype(np.uint32)),
     ("mad_u16", "v_mad_u16 %0, %1, %2, %3", [IVALS, IVALS[4:], IVALS[9:]], lambda a, b, c: (((a & 0xFFFF) * (b & 0xFFFF) + (c & 0xFFFF)) & 0xFFFF).astype(np.uint32)),
+    ("dot4_i32_i8", "v_dot4_i32_i8 %0, %1, %2, %3", [IVALS, IVALS[::-1], IVALS[3:]], lambda a, b, c: _dot(a, b, c, 8, True)),
+    ("dot4_u32_u8", "v_dot4_u32_u8 %0, %1, %2, %3", [IVALS, IVALS[::-1], IVALS[3:]], lambda a, b, c: _dot(a, b, c, 8, False)),
+    ("dot2_i32_i16", "v_dot2_i32_i16 %0, %1, %2, %3", [IVALS, IVALS[::-1], IVALS[3:]], lambda a, b, c: _dot(a, b, c, 16, True)),
+    ("dot8_u32_u4", "v_dot8_u32_u4 %0, %1, %2, %3", [IVALS, IVALS[::-1], IVALS[3:]], lambda a, b, c: _dot(a, b, c, 4, False)),
     ("sat_pk_u8_i16", "v_sat_pk_u8_i16 %0, %1", [[0x00FF0100, 0x7FFF8000, 0x00050064, 0xFFFF0080]],
      lambda a: np.array([min(max(_s16(x & 0xFFFF), 0), 255) | (min(max(_s16(x >> 16), 0), 255) << 8) for x in a.tolist()], dtype=np.uint32)),
 ]
