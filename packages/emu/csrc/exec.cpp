@@ -2436,9 +2436,12 @@ Counters Module::launch(const std::string& name, const LaunchParams& P) {
         if (C.hz) std::fill(C.lmeta.begin(), C.lmeta.end(), LdsMeta());
         C.epoch = 1;
         for (int i = 0; i < C.nwaves; i++) {
-          size_t used = (size_t)std::max(kd->vgpr_count, 8) ;
-          std::fill(C.waves[i].v, C.waves[i].v + std::min<size_t>(used, 256) * 64, 0);
-          std::fill(C.waves[i].v + 256 * 64, C.waves[i].v + 512 * 64, 0);
+          // registers start at 0 (hardware: undefined): the VGPRs and AGPRs the descriptor / metadata
+          // allocate (the unified granule count bounds both)
+          size_t used = std::min<size_t>((size_t)std::max(kd->vgpr_count, 8), 256);
+          size_t acc = kd->md_agpr >= 0 ? std::min<size_t>((size_t)kd->md_agpr, 256) : 256;
+          std::fill(C.waves[i].v, C.waves[i].v + used * 64, 0);
+          std::fill(C.waves[i].v + 256 * 64, C.waves[i].v + (256 + acc) * 64, 0);
           C.init_wave(C.waves[i], i, (uint32_t)nthreads);
         }
         for (;;) {
