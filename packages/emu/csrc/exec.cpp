@@ -851,10 +851,12 @@ void Ctx::exec_salu(Wave& w, const Inst& in, int& next) {
       case 28: sw64(w, d, co_base() + in.pc + 4); return;  // s_getpc_b64
       case 29: {  // s_setpc_b64
         uint64_t t = sv64(w, in, 0) - co_base(); next = M.idx_of(t);
-        if (next < 0) throw EmuError("s_setpc_b64 to an address outside the code object in " + where(w)); return; }
+        if (next < 0) throw EmuError("s_setpc_b64 to an address outside the code object in " + where(w));
+        return; }
       case 30: {  // s_swappc_b64
         uint64_t t = sv64(w, in, 0) - co_base(); sw64(w, d, co_base() + in.pc + 4); next = M.idx_of(t);
-        if (next < 0) throw EmuError("s_swappc_b64 to an address outside the code object in " + where(w)); return; }
+        if (next < 0) throw EmuError("s_swappc_b64 to an address outside the code object in " + where(w));
+        return; }
       case 32: case 33: case 34: case 35: case 36: case 37: case 38: case 39: case 51: case 52: {
         uint64_t s0 = sv64(w, in, 0), e = w.exec(), r = 0;
         switch (op) {
@@ -1438,7 +1440,8 @@ void Ctx::exec_valu(Wave& w, const Inst& in, const XInst& x) {
       double r = std::isinf(v) ? std::nan("") : std::isnan(v) ? v : std::min(v - std::floor(v), 0x1.fffffffffffffp-1);
       uint64_t u = BD(r); d[l] = (uint32_t)u; d1[l] = (uint32_t)(u >> 32); }); break; }
     case 493: lanes(m, [&](int l) { uint64_t data = mk64(s1[l], s0[l]); uint32_t sel = s2[l], r = 0;
-      for (int b = 0; b < 4; b++) r |= (uint32_t)byte_perm(data, sel >> (8 * b)) << (8 * b); d[l] = r; }); break;
+      for (int b = 0; b < 4; b++) r |= (uint32_t)byte_perm(data, sel >> (8 * b)) << (8 * b);
+      d[l] = r; }); break;
     case 497: lanes(m, [&](int l) { d[l] = (s0[l] & 0xffff) * (s1[l] & 0xffff) + s2[l]; }); break;
     case 498: lanes(m, [&](int l) { d[l] = (uint32_t)((int32_t)(int16_t)s0[l] * (int32_t)(int16_t)s1[l]) + s2[l]; }); break;
     case 499: lanes(m, [&](int l) { d[l] = (s0[l] ^ s1[l]) + s2[l]; }); break;
