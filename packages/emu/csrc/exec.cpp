@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cfenv>
 #include <climits>
+#include <cstdlib>
 #include <cmath>
 #include <sstream>
 #include <mutex>
@@ -674,9 +675,19 @@ void Ctx::run_wave(Wave& w) {
   unsigned int base = _mm_getcsr();
   uint32_t cur = w.mode;
   _mm_setcsr(mxcsr_for_mode(base, cur));
+  // Watchdog: a wave that runs this many instructions without reaching s_barrier / s_endpgm is taken
+  // to be spinning (e.g. on a flag only another workgroup would set: workgroups run one at a time here).
+  static const uint64_t kBudget = [] {
+    const char* e = std::getenv("MOONMATH_EMU_WAVE_BUDGET");
+    return e ? std::strtoull(e, nullptr, 10) : 4000000000ull;
+  }();
+  uint64_t n = 0;
   while (w.state == WS_RUN) {
     step(w);
     if (w.mode != cur) { cur = w.mode; _mm_setcsr(mxcsr_for_mode(base, cur)); }  // s_setreg of MODE
+    if (++n > kBudget)
+      throw EmuError("wave ran " + std::to_string(kBudget) + " instructions without reaching s_barrier or s_endpgm "
+                     "(a spin-wait on another workgroup? set MOONMATH_EMU_WAVE_BUDGET to raise the limit), in " + where(w));
   }
 }
 

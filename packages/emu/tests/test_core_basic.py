@@ -195,3 +195,18 @@ def test_fences_and_scoped_atomics(basic):
     t = torch.arange(64)
     assert torch.equal(p[:64], (t + 1).int()) and p[64] == 5
     assert torch.equal(p[66:130], (40 + (((t + 1) & 63) + 1)).int())
+
+
+def test_spin_wait_is_stopped_by_the_watchdog(build, arch, tmp_path):
+    import subprocess
+    import sys
+
+    p = tmp_path / "k.hsaco"
+    p.write_bytes(build(kernel_source("basic.hip"), arch))
+    code = ("import sys, numpy as np, moonmath_emu as emu\n"
+            f"m = emu.Module(open({str(p)!r}, 'rb').read())\n"
+            "try:\n    m.launch('spin', grid=1, block=64, args=[np.zeros(1, np.int32)])\n"
+            "except emu.EmuError as e:\n    print('stopped:', e)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env={**__import__("os").environ, "MOONMATH_EMU_WAVE_BUDGET": "200000"})
+    assert "stopped: wave ran 200000 instructions" in r.stdout, r.stderr

@@ -97,3 +97,6 @@ KERNEL void fences(int* p) {
   int v = __hip_atomic_load(p + 65, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
   p[66 + t] = v + p[(t + 1) & 63];
 }
+
+// spins until another workgroup sets the flag: never terminates when workgroups run one at a time
+KERNEL void spin(volatile int* flag) { while (*flag == 0) {} }
