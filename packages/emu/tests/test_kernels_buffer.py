@@ -39,23 +39,27 @@ def test_buffer_b32_range(corpus, arch):
     assert np.array_equal(dst.numpy(), want)
 
 
+# The buffer range check counts soffset: an access is in range when soffset + voffset + inst_offset +
+# its size fits in num_records (per dword for x2/x3/x4). This is how AMD's rocjitsu emulator models
+# gfx950 hardware and how Triton's Gluon buffer-descriptor docs state it; LLVM's intrinsic comments
+# call soffset "excluded from bounds checking". docs/emulator.md records the conflict.
 @pytest.mark.parametrize("soff", [0, 64])
-def test_buffer_b128_range_per_dword_soffset_unchecked(corpus, arch, soff):
+def test_buffer_b128_range_per_dword_counts_soffset(corpus, arch, soff):
     lanes = 64
     src = torch.arange(lanes * 4 + 64, dtype=torch.int32) + 1
     dst = torch.full((lanes * 4 + 64,), -5, dtype=torch.int32)
-    in_bytes, out_bytes = 40 * 16 + 8, 50 * 16 + 4  # not multiples of 16: lanes 40 / 50 are partly in range
+    in_bytes, out_bytes = 40 * 16 + 8, 50 * 16 + 4  # not multiples of 16: some lanes are partly in range
     corpus.module("buffer_ops", arch).launch("buffer_copy_b128", grid=(1, 1, 1), block=(lanes, 1, 1),
                                              args=[src, dst, in_bytes, out_bytes, soff])
     want = np.full(dst.numel(), -5, np.int64)
     s = src.numpy()
     for lane in range(lanes):
-        voff = lane * 16  # buffer offset (range-checked); the address adds soff on top
+        off = soff + lane * 16  # the checked offset includes soffset
         for c in range(4):
-            in_range_load = voff + 4 * c < in_bytes
-            val = s[(soff + voff) // 4 + c] if in_range_load else 0
-            if voff + 4 * c < out_bytes:
-                want[(soff + voff) // 4 + c] = val
+            end = off + 4 * c + 4
+            val = s[off // 4 + c] if end <= in_bytes else 0
+            if end <= out_bytes:
+                want[off // 4 + c] = val
     assert np.array_equal(dst.numpy(), want)
 
 
@@ -63,13 +67,14 @@ def test_buffer_load_to_lds(corpus, arch):
     n = 256
     src = torch.arange(n, dtype=torch.int32) + 7
     out = torch.zeros(n, dtype=torch.int32)
-    # each wave loads dword `lane` at voffset 4*lane, soffset 256*wave: only the voffset is range-checked,
-    # so lanes >= 40 of every wave write 0 into LDS while lanes < 40 load src[64*wave + lane]
+    # each wave loads dword `lane` at voffset 4*lane, soffset 256*wave; the checked offset counts soffset,
+    # so only wave 0's lanes < 40 are in range: every other lane writes 0 into LDS
     in_bytes = 40 * 4
     counters = corpus.module("buffer_ops", arch).launch("buffer_load_to_lds", grid=(1, 1, 1), block=(256, 1, 1),
                                                         args=[src, out, in_bytes])
     lane_of = np.arange(n) % 64
-    lds = np.where(lane_of < 40, src.numpy(), 0).reshape(4, 64)
+    wave_of = np.arange(n) // 64
+    lds = np.where((wave_of * 256 + lane_of * 4 + 4) <= in_bytes, src.numpy(), 0).reshape(4, 64)
     t = np.arange(n)
     wave, lane = t // 64, t % 64
     want = lds[wave, (lane + 1) % 64] + 1000 * lds[(wave + 1) % 4, lane]
