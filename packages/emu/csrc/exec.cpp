@@ -2029,24 +2029,63 @@ void Ctx::exec_ds(Wave& w, const Inst& in) {
       lanes(m, [&](int l) { dst[l] = t[l]; });
       break;
     }
-    case 0: case 1: case 2: case 5: case 6: case 7: case 8: case 9: case 10: case 11: case 21:
-    case 32: case 33: case 34: case 37: case 38: case 39: case 40: case 41: case 42: case 43: case 45: case 53: {
-      bool rtn = op >= 32; int base = rtn ? op - 32 : op;
-      if (op == 45) base = 100;  // wrxchg
-      if (rtn) nread = 1;
+    // LDS atomics (ISA pseudocode): 32-bit ops 0-21 (returning: +32), 64-bit ops 64-92 (returning: +32).
+    // cmpst: compare with DATA, store DATA2. Exempt from the race checker (atomic by definition).
+    case 0: case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 8: case 9: case 10: case 11: case 12:
+    case 16: case 17: case 18: case 19: case 21:
+    case 32: case 33: case 34: case 35: case 36: case 37: case 38: case 39: case 40: case 41: case 42: case 43:
+    case 44: case 45: case 48: case 49: case 50: case 51: case 53:
+    case 64: case 65: case 66: case 67: case 68: case 69: case 70: case 71: case 72: case 73: case 74: case 75:
+    case 76: case 80: case 81: case 82: case 83: case 92:
+    case 96: case 97: case 98: case 99: case 100: case 101: case 102: case 103: case 104: case 105: case 106:
+    case 107: case 108: case 109: case 112: case 113: case 114: case 115: case 124: {
+      bool w64 = op >= 64;
+      int base = w64 ? (op >= 96 ? op - 96 : op - 64) : (op >= 32 ? op - 32 : op);
+      bool rtn = w64 ? op >= 96 : op >= 32;
+      if (!w64 && op == 45) base = 13;   // wrxchg_rtn_b32
+      if (w64 && op == 109) base = 13;   // wrxchg_rtn_b64
+      if (rtn) nread = w64 ? 2 : 1;
+      int nb = w64 ? 8 : 4;
       lanes(m, [&](int l) {
-        uint32_t a = addr[l] + off16; lds_check(w, a, 4, true, l);
-        uint32_t old; std::memcpy(&old, lds.data() + a, 4);
-        uint32_t v = d0[l], r = old;
-        switch (base) {
-          case 0: r = old + v; break; case 1: r = old - v; break; case 2: r = v - old; break;
-          case 5: r = (uint32_t)std::min((int32_t)old, (int32_t)v); break; case 6: r = (uint32_t)std::max((int32_t)old, (int32_t)v); break;
-          case 7: r = std::min(old, v); break; case 8: r = std::max(old, v); break;
-          case 9: r = old & v; break; case 10: r = old | v; break; case 11: r = old ^ v; break;
-          case 21: r = B(F(old) + F(v)); break; case 100: r = v; break;
+        uint32_t a = addr[l] + off16; lds_check(w, a, nb, true, l);
+        uint64_t old = 0; std::memcpy(&old, lds.data() + a, nb);
+        uint64_t v = w64 ? mk64(d0[l], d0[64 + l]) : d0[l];
+        uint64_t v2 = d1 ? (w64 ? mk64(d1[l], d1[64 + l]) : d1[l]) : 0;
+        uint64_t r = old;
+        if (w64) {
+          double fo = D(old), fv = D(v);
+          switch (base) {
+            case 0: r = old + v; break; case 1: r = old - v; break; case 2: r = v - old; break;
+            case 3: r = old >= v ? 0 : old + 1; break; case 4: r = (old == 0 || old > v) ? v : old - 1; break;
+            case 5: r = (uint64_t)std::min((int64_t)old, (int64_t)v); break; case 6: r = (uint64_t)std::max((int64_t)old, (int64_t)v); break;
+            case 7: r = std::min(old, v); break; case 8: r = std::max(old, v); break;
+            case 9: r = old & v; break; case 10: r = old | v; break; case 11: r = old ^ v; break;
+            case 12: r = (old & ~v) | v2; break; case 13: r = v; break;
+            case 16: r = old == v ? v2 : old; break;
+            case 17: r = fo == fv ? v2 : old; break;
+            case 18: r = fv < fo ? v : old; break; case 19: r = fv > fo ? v : old; break;
+            case 28: r = BD(fo + fv); break;
+            default: unsupported(w, "unsupported DS opcode " + in.row->name);
+          }
+        } else {
+          uint32_t o = (uint32_t)old, x = (uint32_t)v, y = (uint32_t)v2, q = o;
+          switch (base) {
+            case 0: q = o + x; break; case 1: q = o - x; break; case 2: q = x - o; break;
+            case 3: q = o >= x ? 0 : o + 1; break; case 4: q = (o == 0 || o > x) ? x : o - 1; break;
+            case 5: q = (uint32_t)std::min((int32_t)o, (int32_t)x); break; case 6: q = (uint32_t)std::max((int32_t)o, (int32_t)x); break;
+            case 7: q = std::min(o, x); break; case 8: q = std::max(o, x); break;
+            case 9: q = o & x; break; case 10: q = o | x; break; case 11: q = o ^ x; break;
+            case 12: q = (o & ~x) | y; break; case 13: q = x; break;
+            case 16: q = o == x ? y : o; break;
+            case 17: q = F(o) == F(x) ? y : o; break;
+            case 18: q = F(x) < F(o) ? x : o; break; case 19: q = F(x) > F(o) ? x : o; break;
+            case 21: q = B(F(o) + F(x)); break;
+            default: unsupported(w, "unsupported DS opcode " + in.row->name);
+          }
+          r = q;
         }
-        std::memcpy(lds.data() + a, &r, 4);
-        if (rtn) dst[l] = old;
+        std::memcpy(lds.data() + a, &r, nb);
+        if (rtn) { dst[l] = (uint32_t)old; if (w64) dst[64 + l] = (uint32_t)(old >> 32); }
       });
       break;
     }
