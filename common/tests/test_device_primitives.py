@@ -63,6 +63,20 @@ def test_decode_every_byte(mod):
     torch.testing.assert_close(e8m0, want_e8m0, equal_nan=True, rtol=0, atol=0)
 
 
+def test_convert_fp8_and_bf16_packs(mod):
+    words = torch.arange(256, dtype=torch.int32).to(torch.uint8).view(torch.int32)  # bytes 0..255 in order
+    f = torch.zeros(256)
+    hi_pack, rna_pack = torch.zeros(64, dtype=torch.int32), torch.zeros(64, dtype=torch.int32)
+    x = torch.randn(128, generator=torch.Generator().manual_seed(6)) * 50
+    mod.launch("t_convert", grid=(1, 1, 1), block=(64, 1, 1), args=[words, f, hi_pack, rna_pack, x])
+    b = torch.arange(256, dtype=torch.uint8)
+    native = e4m3fnuz_to_f32(b) if mod.arch == "gfx942" else e4m3fn_to_f32(b)
+    torch.testing.assert_close(f, native, equal_nan=True, rtol=0, atol=0)
+    for got, mode in ((hi_pack, "rtz"), (rna_pack, "rtna")):
+        r = bits16(round_bf16(x, mode)).view(64, 2)
+        assert torch.equal(got & 0xFFFF, r[:, 0]) and torch.equal((got >> 16) & 0xFFFF, r[:, 1]), mode
+
+
 def test_buffer_range_rules_and_direct_to_lds(mod):
     src = torch.arange(1, 65, dtype=torch.int32) * 10
     dst = torch.full((64,), -1, dtype=torch.int32)

@@ -1,6 +1,7 @@
 // Everything of the moonmath device library.
 #pragma once
 #include "moonmath/buffer.hpp"
+#include "moonmath/convert.hpp"
 #include "moonmath/mfma.hpp"
 #include "moonmath/numerics.hpp"
 #include "moonmath/prelude.hpp"

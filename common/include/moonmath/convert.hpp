@@ -22,7 +22,8 @@ MM_DEVICE uint32_t pack_bf16x2_hi(float lo, float hi) {
 }
 
 // Two f32 -> two bf16, round to nearest with ties away from zero (u + 0x8000, then the high halves).
-// For finite values and NaN (a NaN stays NaN); no canonicalisation (use numerics.hpp for that).
+// For finite values only: a NaN whose low bits are all ones can carry into the sign (0x7FFFFFFF -> -0),
+// and Inf-adjacent values round to Inf as RNA says. Use numerics.hpp's pack_bf16x2 where NaN can occur.
 MM_DEVICE uint32_t pack_bf16x2_rna(float lo, float hi) {
   return __builtin_amdgcn_perm(__builtin_bit_cast(uint32_t, hi) + 0x8000u, __builtin_bit_cast(uint32_t, lo) + 0x8000u,
                                0x07060302u);

@@ -28,6 +28,19 @@ MM_KERNEL void t_decode(float* fnuz, float* fn, float* e2m1, float* e8m0) {
   e8m0[b] = e8m0_to_f32(b);
 }
 
+// convert.hpp: hardware fp8 -> f32 (the arch's native fp8) and the v_perm bf16 packs.
+MM_KERNEL void t_convert(const uint32_t* words, float* f, uint32_t* hi_pack, uint32_t* rna_pack, const float* x) {
+  uint32_t t = thread_id_x() + 64 * block_id_x();  // 64 dwords = all 256 bytes
+  uint32_t w = words[t];
+  f32x2 lo = cvt_pk_f32_fp8<false>(w), hi = cvt_pk_f32_fp8<true>(w);
+  f[4 * t + 0] = lo[0];
+  f[4 * t + 1] = lo[1];
+  f[4 * t + 2] = hi[0];
+  f[4 * t + 3] = hi[1];
+  hi_pack[t] = pack_bf16x2_hi(x[2 * t], x[2 * t + 1]);
+  rna_pack[t] = pack_bf16x2_rna(x[2 * t], x[2 * t + 1]);
+}
+
 // buffer.hpp: raw buffer range rules (OOB loads give 0, OOB stores dropped) and direct-to-LDS.
 MM_KERNEL void t_buffer(const uint32_t* src, int src_bytes, uint32_t* dst, int dst_bytes, uint32_t* lds_out) {
   MM_LDS uint32_t stage[64];
