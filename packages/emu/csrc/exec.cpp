@@ -330,11 +330,12 @@ std::vector<std::string> Module::opcodes() const {
 }
 
 // ============================================================================ execution state
-struct LdsMeta {
+struct LdsMeta {  // 16 bytes per LDS dword
   uint32_t wepoch = 0, repoch = 0;
   uint16_t writer = 0, reader = 0;  // wave id + 1; reader 0xffff = several
-  uint8_t wkind = 0;                // pending kind of the write (1 VM, 2 DS)
-  uint64_t wseq = 0;
+  uint32_t wseq : 30;               // sequence number of the pending write (low bits; see lds_track)
+  uint32_t wkind : 2;               // pending kind of the write (1 VM, 2 DS), 0 = retired
+  LdsMeta() : wseq(0), wkind(0) {}
 };
 
 enum { TK_NONE = 0, TK_VM = 1, TK_DS = 2, TK_SM = 3 };
@@ -506,6 +507,16 @@ struct Ctx {
   }
 
   // ---------------------------------------------------------------- hazard checks
+  // LDS bookkeeping keeps 30-bit sequence numbers: compare modulo 2^30 (outstanding distance < 2^29).
+  // ep = ~0u: the wave's current state; else its state when it arrived at the barrier ending interval ep.
+  bool retired30(const Wave& w, uint8_t kind, uint32_t seq30, uint32_t ep) const {
+    uint64_t done;
+    if (ep != ~0u) {
+      const std::vector<uint64_t>& h = kind == TK_VM ? w.vm_bar : w.ds_bar;
+      done = (ep < h.size() && h[ep] != ~0ull) ? h[ep] : (kind == TK_VM ? w.vm_done : w.ds_done);
+    } else done = kind == TK_VM ? w.vm_done : kind == TK_DS ? w.ds_done : w.sm_done;
+    return ((uint32_t)(done - seq30) & 0x3fffffffu) < 0x20000000u;
+  }
   // Was the op retired by the time wave w arrived at the s_barrier that ended barrier interval `ep`?
   bool retired_at_barrier(const Wave& w, uint8_t kind, uint64_t seq, uint32_t ep) const {
     const std::vector<uint64_t>& h = kind == TK_VM ? w.vm_bar : w.ds_bar;
@@ -558,38 +569,47 @@ struct Ctx {
   inline void lds_check(Wave& w, uint32_t a, int n, bool store, int lane) {
     if ((uint64_t)a + n > lds_size) violation(w, a, n, store, lane, "LDS");
   }
-  void lds_track(Wave& w, uint32_t a, int n, bool store, uint8_t kind, uint64_t seq) {
+  [[gnu::cold, gnu::noinline]] void lds_pending_error(Wave& w, uint32_t d, bool store, const LdsMeta& m, bool self) {
+    throw HazardError(std::string("LDS ") + (store ? "write" : "read") + " of byte 0x" + hex(d * 4) +
+                      " before the s_waitcnt retiring the " + (m.wkind == TK_VM ? "direct-to-LDS load" : "LDS write") +
+                      " of wave " + std::to_string(m.writer - 1) + " that writes it" +
+                      (self ? std::string() : " (it must retire before that wave's s_barrier)") + ", in " + where(w));
+  }
+  [[gnu::cold, gnu::noinline]] void lds_race_error(Wave& w, uint32_t d, bool store, const LdsMeta& m, bool war) {
+    if (!war)
+      throw HazardError(std::string("LDS race: ") + (store ? "write" : "read") + " of byte 0x" + hex(d * 4) + " by wave " +
+                        std::to_string(w.id) + ", written by wave " + std::to_string(m.writer - 1) +
+                        " with no s_barrier in between, in " + where(w));
+    throw HazardError("LDS race: write of byte 0x" + hex(d * 4) + " by wave " + std::to_string(w.id) +
+                      ", read by " + (m.reader == 0xffff ? std::string("other waves") : "wave " + std::to_string(m.reader - 1)) +
+                      " with no s_barrier in between, in " + where(w));
+  }
+  // Per-dword LDS bookkeeping for the hazard checker (pending writes, races). Hot: the common cases
+  // (own data, nothing pending) take a few compares; error reporting is out of line.
+  inline void lds_track(Wave& w, uint32_t a, int n, bool store, uint8_t kind, uint64_t seq) {
     if (!hz) return;
-    uint16_t me = (uint16_t)(w.id + 1);
-    for (uint32_t d = a >> 2; d <= (a + n - 1) >> 2; d++) {
+    const uint16_t me = (uint16_t)(w.id + 1);
+    const uint32_t ep = epoch;
+    for (uint32_t d = a >> 2, e = (a + n - 1) >> 2; d <= e; d++) {
       LdsMeta& m = lmeta[d];
-      if (m.writer && m.wkind) {
+      if (m.wkind) {
         const Wave& ww = waves[m.writer - 1];
         bool self = m.writer == me;
         bool done;
-        if (self) done = retired(ww, m.wkind, m.wseq);
-        else if (m.wepoch < epoch) done = retired_at_barrier(ww, m.wkind, m.wseq, m.wepoch);
+        if (self) done = retired30(ww, m.wkind, m.wseq, ~0u);
+        else if (m.wepoch < ep) done = retired30(ww, m.wkind, m.wseq, m.wepoch);
         else done = true;  // same barrier interval, another wave: reported as a race below
-        if (!done && (m.wkind == TK_VM || !self))
-          throw HazardError(std::string("LDS ") + (store ? "write" : "read") + " of byte 0x" + hex(d * 4) +
-                            " before the s_waitcnt retiring the " + (m.wkind == TK_VM ? "direct-to-LDS load" : "LDS write") +
-                            " of wave " + std::to_string(m.writer - 1) + " that writes it" +
-                            (self ? std::string() : " (it must retire before that wave's s_barrier)") + ", in " + where(w));
-        if (done && (self || m.wepoch < epoch)) m.wkind = 0;
+        if (!done && (m.wkind == TK_VM || !self)) lds_pending_error(w, d, store, m, self);
+        if (done && (self || m.wepoch < ep)) m.wkind = 0;
       }
-      if (m.writer && m.writer != me && m.wepoch == epoch)
-        throw HazardError(std::string("LDS race: ") + (store ? "write" : "read") + " of byte 0x" + hex(d * 4) + " by wave " +
-                          std::to_string(w.id) + ", written by wave " + std::to_string(m.writer - 1) +
-                          " with no s_barrier in between, in " + where(w));
+      if (m.wepoch == ep && m.writer != me && m.writer) lds_race_error(w, d, store, m, false);
       if (store) {
-        if (m.reader && m.repoch == epoch && m.reader != me)
-          throw HazardError("LDS race: write of byte 0x" + hex(d * 4) + " by wave " + std::to_string(w.id) +
-                            ", read by " + (m.reader == 0xffff ? std::string("other waves") : "wave " + std::to_string(m.reader - 1)) +
-                            " with no s_barrier in between, in " + where(w));
-        m.writer = me; m.wepoch = epoch; m.wkind = kind; m.wseq = seq;
-      } else {
-        if (!m.reader || m.repoch != epoch) { m.reader = me; m.repoch = epoch; }
-        else if (m.reader != me) m.reader = 0xffff;
+        if (m.repoch == ep && m.reader != me && m.reader) lds_race_error(w, d, store, m, true);
+        m.writer = me; m.wepoch = ep; m.wkind = kind; m.wseq = (uint32_t)seq & 0x3fffffffu;
+      } else if (m.repoch != ep || !m.reader) {
+        m.reader = me; m.repoch = ep;
+      } else if (m.reader != me) {
+        m.reader = 0xffff;
       }
     }
   }
