@@ -351,6 +351,7 @@ struct Wave {
   alignas(64) uint32_t bc[4][2][64];  // broadcast scalar sources
   uint32_t tmp[4][2][64];
   uint32_t dtmp[2][64];
+  uint64_t gaddr[64];  // per-lane global addresses (VMEM fast path)
   // hazard tracking
   uint64_t vm_issued = 0, vm_done = 0, ds_issued = 0, ds_done = 0, sm_issued = 0, sm_done = 0;
   std::vector<uint64_t> vm_bar, ds_bar;  // vm_done / ds_done when arriving at the barrier ending interval e
@@ -2218,6 +2219,27 @@ void Ctx::exec_flat(Wave& w, const Inst& in) {
       std::memcpy(lds.data() + la, wv, nb);
     });
     return;
+  }
+  // Fast path for GLOBAL dword loads/stores: when every active lane's access lies in one registered
+  // buffer, check that once (the per-lane path below reports the exact faulting lane otherwise).
+  if (enc == ENC_GLOBAL && o.atomic < 0 && !o.d16 && o.bytes >= 4 && m) {
+    uint64_t lo = ~0ull, hi = 0;
+    uint64_t* ga_l = w.gaddr;
+    lanes(m, [&](int l) {
+      uint64_t ga = (in.saddr != 0x7f ? sbase + a0[l] : mk64(a0[l], a1[l])) + ioff;
+      ga_l[l] = ga; lo = std::min(lo, ga); hi = std::max(hi, ga);
+    });
+    const Region* r = last_region;
+    bool ok = r && lo >= r->base && hi + o.bytes <= r->base + r->size && (r->writable || !o.store);
+    if (!ok) { r = find_region(lo, hi + o.bytes - lo); ok = r && (r->writable || !o.store); if (ok) last_region = r; }
+    if (ok) {
+      if (o.store) lanes(m, [&](int l) { uint8_t* p = reinterpret_cast<uint8_t*>(ga_l[l]);
+        for (int i = 0; i < o.nregs; i++) std::memcpy(p + 4 * i, &data[i * 64 + l], 4); });
+      else lanes(m, [&](int l) { const uint8_t* p = reinterpret_cast<const uint8_t*>(ga_l[l]);
+        for (int i = 0; i < o.nregs; i++) std::memcpy(&dst[i * 64 + l], p + 4 * i, 4); });
+      if (hz && dst && !o.store) tag_dst(w, in.dst, o.nregs, TK_VM, seq);
+      return;
+    }
   }
   lanes(m, [&](int l) {
     uint8_t* p;
