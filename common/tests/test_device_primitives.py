@@ -134,6 +134,27 @@ def test_mfma_16x16x16_bf16_layout(mod):
     torch.testing.assert_close(d, want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("c_fill", [float("nan"), float("inf"), float("-inf")])
+def test_mfma_propagates_nonfinite_accumulator(mod, c_fill):
+    g = torch.Generator().manual_seed(8)
+    a, b = _bf16(torch.randn(16, 16, generator=g)), _bf16(torch.randn(16, 16, generator=g))
+    c = torch.zeros(16, 16)
+    c[3] = c_fill  # row 3 of C
+    d = torch.zeros(16, 16)
+    mod.launch("t_mfma16", grid=(1, 1, 1), block=(64, 1, 1), args=[a.view(torch.int16), b.view(torch.int16), c, d])
+    want = a.double() @ b.double() + c.double()
+    assert torch.equal(torch.isnan(d), torch.isnan(want)) and torch.equal(torch.isinf(d), torch.isinf(want))
+    assert torch.equal(d[3], want[3].float())
+
+
+def test_mfma_sum_overflows_to_inf(mod):
+    a = _bf16(torch.full((16, 16), 2.0**63))
+    c = torch.full((16, 16), 3e38)
+    d = torch.zeros(16, 16)
+    mod.launch("t_mfma16", grid=(1, 1, 1), block=(64, 1, 1), args=[a.view(torch.int16), a.view(torch.int16), c, d])
+    assert torch.all(d == float("inf"))
+
+
 def test_mfma_16x16x32_bf16_layout(compile_hip):
     mod = emu.Module(compile_hip(SRC, "gfx950"))
     g = torch.Generator().manual_seed(4)

@@ -703,7 +703,10 @@ void mfma_execute(const MfmaInfo& info, const MfmaOperands& ops) {
         nonfinite |= !std::isfinite(bbuf[q]);
         bmax = std::max(bmax, std::fabs(bbuf[q]));
       }
-      const bool maybe_special = nonfinite || amax * bmax >= 0x1p128;
+      // NaN/Inf in C, or a running sum that can leave the f32 range, also take the careful path
+      // (the fast path assumes finite accumulators throughout).
+      for (int q = 0; q < NB * M * N; ++q) nonfinite |= !std::isfinite(num::f32_from_bits(ops.c[dmap[q]]));
+      const bool maybe_special = nonfinite || amax * bmax * K >= 0x1p127;
       if (!maybe_special) {
         cdna3_rows(at, bt, abuf, bbuf, ops.c, dmap, NB, M, N, K, G, fp8, out);
       } else for (int b = 0; b < NB; ++b)
