@@ -130,13 +130,15 @@ def _forward_paged() -> Case:
 def _mla_decode() -> Case:
     B, H, S, q_len = 2, 16, 48, 2
     g = torch.Generator().manual_seed(10)
-    pool = (torch.randn(B * S + 7, 1, 576, generator=g) * 4).to(torch.float8_e4m3fnuz)
+    pool_f32 = torch.randn(B * S + 7, 1, 576, generator=g) * 4
     kv_indices = torch.randperm(B * S + 7, generator=g)[: B * S].to(torch.int32)
     kv_indptr = torch.arange(B + 1, dtype=torch.int32) * S
     seq_lens = torch.tensor([S, S - 13], dtype=torch.int32)
     q_lat, q_pe = _randn(B * q_len, H, 512, seed=11), _randn(B * q_len, H, 64, seed=12)
 
     def run():
+        # the pool holds the arch's native fp8: e4m3fnuz on gfx942, OCP e4m3fn on gfx950
+        pool = pool_f32.to(torch.float8_e4m3fnuz if ma.target_arch() == "gfx942" else torch.float8_e4m3fn)
         o = torch.empty_like(q_lat)
         lse = torch.empty(B * q_len, H)
         ma.mla_decode_a16w8(q_lat, q_pe, pool, o, seq_lens, kv_indices, kv_indptr, 576 ** -0.5, 0.02, lse=lse)
@@ -146,7 +148,7 @@ def _mla_decode() -> Case:
         do = float((got[0].float() - ref[0].float()).abs().max())
         dl = float((got[1] - ref[1]).abs().max())
         return f"|d o| {do:.1e} (tol 2e-2), |d lse| {dl:.1e} (tol 5e-2)", do < 2e-2 and dl < 5e-2
-    return Case("mla_decode_a16w8", f"B{B} H{H} S{S} q_len{q_len}", ("gfx942",), run, check)
+    return Case("mla_decode_a16w8", f"B{B} H{H} S{S} q_len{q_len}", ("gfx942", "gfx950"), run, check)
 
 
 def _moe_inputs(K: int, N: int, E: int = 8, T: int = 6, top_k: int = 2, seed: int = 13):
@@ -170,7 +172,7 @@ def _moe_gateup() -> Case:
         ma.mxfp4_moe_gateup(A, B, Bs, C, topk_w.flatten(), sorted_ids, expert_ids, ntpp, nblk, bm, T * top_k, top_k,
                             epilogue=ma.EPI_SITU, mul_routed_weight=True, situ_beta=4.0, situ_linear_beta=25.0)
         return (C,)
-    return Case("mxfp4_moe_gateup (SITU, routed w)", f"T{T} top{top_k} K{K} N{N} E8", ("gfx942",), run,
+    return Case("mxfp4_moe_gateup (SITU, routed w)", f"T{T} top{top_k} K{K} N{N} E8", ("gfx942", "gfx950"), run,
                 _rel_check(2e-2))
 
 
@@ -188,7 +190,8 @@ def _moe_down() -> Case:
         ma.mxfp4_moe_down(A, B, Bs, C, topk_w.flatten(), sorted_ids, expert_ids, ntpp, nblk, bm2, n_steps, nt,
                           rows, 1, mul_routed_weight=True)
         return (C,)
-    return Case("mxfp4_moe_down (routed w)", f"rows{rows} K{K} N{N} E8", ("gfx942",), run, _rel_check(2e-2))
+    return Case("mxfp4_moe_down (routed w)", f"rows{rows} K{K} N{N} E8", ("gfx942", "gfx950"), run,
+                _rel_check(2e-2))
 
 
 def cases() -> list[Case]:
