@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import moonmath_amd as ma
 import pytest
+
+import moonmath_amd as ma
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 RUNTIME = {"BACKENDS", "BackendUnavailableError", "MoonmathError", "NoKernelError", "emulated_arch", "get_backend",

@@ -2,9 +2,10 @@
 routed weights -> down -> sum over top_k, against a dense per-token loop over experts from stock weights."""
 from __future__ import annotations
 
-import moonmath_amd as ma
 import pytest
 import torch
+
+import moonmath_amd as ma
 from moonmath_common import use_backend
 from moonmath_common.numerics import e8m0_to_f32, unpack_e2m1
 

@@ -2,9 +2,10 @@
 implementation vs the real one, autograd registration, AOT dispatch with dynamic shapes), reference backend."""
 from __future__ import annotations
 
-import moonmath_amd as ma  # noqa: F401 - registers every moonmath:: op
 import pytest
 import torch
+
+import moonmath_amd as ma  # noqa: F401 - registers every moonmath:: op
 from moonmath_common import use_backend
 
 bf, i32, u8 = torch.bfloat16, torch.int32, torch.uint8

@@ -5,9 +5,10 @@ from __future__ import annotations
 import inspect
 import math
 
-import moonmath_amd as ma
 import pytest
 import torch
+
+import moonmath_amd as ma
 from moonmath_common import use_backend
 from moonmath_common.numerics import bf16_bits
 

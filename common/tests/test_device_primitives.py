@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import moonmath_emu as emu  # noqa: E402 - the device tests run in the emulator; CI always installs it
 import pytest
 import torch
+
+import moonmath_emu as emu  # noqa: E402 - the device tests run in the emulator; CI always installs it
 from moonmath_common.numerics import e4m3fn_to_f32, e4m3fnuz_to_f32, round_bf16
 
 SRC = Path(__file__).parent / "device" / "primitives.hip"

@@ -1,8 +1,9 @@
 """gfx950 attention ops trace under torch.compile(fullgraph=True) and match eager bit for bit."""
 from __future__ import annotations
 
-import moonmath_attention_gfx950 as att
 import torch
+
+import moonmath_attention_gfx950 as att
 from moonmath_common import use_backend
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import math
 
-import moonmath_attention_gfx950 as att
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import moonmath_attention_gfx950 as att
 from moonmath_common import use_backend
 from moonmath_common.numerics import bf16_bits
 

@@ -2,9 +2,10 @@
 with a TypeError/ValueError naming it."""
 from __future__ import annotations
 
-import moonmath_attention_gfx950 as att
 import pytest
 import torch
+
+import moonmath_attention_gfx950 as att
 from moonmath_common import use_backend
 
 bf = torch.bfloat16

@@ -1,10 +1,10 @@
 """Core end-to-end tests: loader, hidden arguments, SALU/VALU, EXEC masking, loops, LDS + barriers."""
-import moonmath_emu as emu
 import numpy as np
 import pytest
 import torch
-
 from _emu_build import kernel_source
+
+import moonmath_emu as emu
 
 
 @pytest.fixture

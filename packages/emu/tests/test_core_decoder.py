@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from _emu_build import compile_path, kernel_source
 
 import moonmath_emu as emu
-from _emu_build import compile_path, kernel_source
 
 HERE = Path(__file__).resolve().parent
 

@@ -2,9 +2,9 @@
 outstanding-load, LDS writes retired before another wave reads them, LDS races (RAW/WAR) across waves."""
 import pytest
 import torch
+from _emu_build import kernel_source
 
 import moonmath_emu as emu
-from _emu_build import kernel_source
 
 
 @pytest.fixture

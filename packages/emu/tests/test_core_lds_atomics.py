@@ -1,8 +1,8 @@
 """LDS atomics (32/64-bit integer ops, compare-and-swap loops) against a sequential model."""
 import numpy as np
+from _emu_build import kernel_source
 
 import moonmath_emu as emu
-from _emu_build import kernel_source
 
 
 def test_lds_atomics(build, arch):

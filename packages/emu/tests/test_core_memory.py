@@ -5,9 +5,9 @@ import re
 import numpy as np
 import pytest
 import torch
+from _emu_build import kernel_source
 
 import moonmath_emu as emu
-from _emu_build import kernel_source
 
 
 @pytest.fixture

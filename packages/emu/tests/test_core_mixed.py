@@ -1,11 +1,10 @@
 """Ordinary compiled code through the emulator: integer division, f16/bf16, float/double math,
 global atomics, ds_bpermute, bit counting — against a Python/numpy model of the same source."""
 import numpy as np
-import pytest
 import torch
+from _emu_build import kernel_source
 
 import moonmath_emu as emu
-from _emu_build import kernel_source
 
 
 def test_mixed_kernel(build, arch):

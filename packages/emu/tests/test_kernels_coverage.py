@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import moonmath_emu as emu  # noqa: E402
 from corpus_util import ARCHS, session_corpus, sources  # noqa: E402
+
+import moonmath_emu as emu  # noqa: E402
 
 
 @pytest.fixture(scope="session")

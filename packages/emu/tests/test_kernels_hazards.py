@@ -10,8 +10,9 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import moonmath_emu as emu  # noqa: E402
 from corpus_util import ARCHS, session_corpus  # noqa: E402
+
+import moonmath_emu as emu  # noqa: E402
 
 
 @pytest.fixture(scope="session")

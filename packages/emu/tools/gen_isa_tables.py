@@ -19,6 +19,7 @@ v_fma_mix* instructions on gfx942/gfx950 (LLVM's names; the assembler rejects th
 import re
 import subprocess
 import sys
+
 from tinygrad.runtime.autogen.amd.cdna import enum as E
 from tinygrad.runtime.autogen.amd.cdna import operands as O
 
@@ -28,9 +29,6 @@ ENCS = ["SOP2", "SOPK", "SOP1", "SOPC", "SOPP", "SMEM", "VOP2", "VOP1", "VOPC", 
 FIELDS = ["vdst", "sdst", "sdata", "src0", "src1", "src2", "ssrc0", "ssrc1", "vsrc1", "vdata", "data",
           "data0", "data1", "addr", "vaddr", "sbase", "scale_src0", "scale_src1"]
 
-ops = {}
-for (cls, key) in O.OPERANDS.items():
-    pass
 by_val = {}
 for key, d in O.OPERANDS.items():
     by_val[(type(key).__name__, key.value)] = d

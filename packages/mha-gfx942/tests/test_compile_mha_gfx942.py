@@ -1,8 +1,9 @@
 """gfx942 MHA forward traces under torch.compile(fullgraph=True) and matches eager bit for bit."""
 from __future__ import annotations
 
-import moonmath_mha_gfx942 as mha
 import torch
+
+import moonmath_mha_gfx942 as mha
 from moonmath_common import use_backend
 
 

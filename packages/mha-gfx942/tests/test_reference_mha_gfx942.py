@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import math
 
-import moonmath_mha_gfx942 as mha
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import moonmath_mha_gfx942 as mha
 from moonmath_common import use_backend
 from moonmath_common.numerics import bf16_bits, round_bf16
 

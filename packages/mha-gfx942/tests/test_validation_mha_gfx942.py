@@ -1,9 +1,10 @@
 """gfx942 MHA forward: every argument's bad inputs are rejected with a message naming it."""
 from __future__ import annotations
 
-import moonmath_mha_gfx942 as mha
 import pytest
 import torch
+
+import moonmath_mha_gfx942 as mha
 from moonmath_common import use_backend
 
 

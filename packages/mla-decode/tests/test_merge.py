@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import math
 
-import moonmath_mla_decode as mld
 import pytest
 import torch
+
+import moonmath_mla_decode as mld
 from moonmath_common import use_backend
 from moonmath_mla_decode.merge import reference
 

@@ -11,6 +11,7 @@ Declared budgets (docs/kernels/mla_decode_gfx942.md):
 from __future__ import annotations
 
 import pytest
+
 from moonmath_mla_decode.kernel import (
     ARCH,
     FWD_CODE_OBJECT,

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 
-import moonmath_mla_decode as mld
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import moonmath_mla_decode as mld
 from moonmath_common import use_backend
 from moonmath_common.numerics import bf16_bits
 from moonmath_mla_decode.decode import mla_decode_a16w8

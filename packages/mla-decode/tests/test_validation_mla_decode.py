@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+
 from moonmath_common import use_backend
 from moonmath_mla_decode.decode import mla_decode_a16w8
 

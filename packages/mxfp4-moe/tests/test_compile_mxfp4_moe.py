@@ -1,8 +1,9 @@
 """The MoE ops, repack and moe_align_block_size trace under torch.compile(fullgraph=True) and match eager."""
 from __future__ import annotations
 
-import moonmath_mxfp4_moe as moe
 import torch
+
+import moonmath_mxfp4_moe as moe
 from moonmath_common import use_backend
 
 

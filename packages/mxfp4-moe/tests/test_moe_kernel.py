@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import math
 
-import moonmath_mxfp4_moe as mm
 import pytest
 import torch
+
+import moonmath_mxfp4_moe as mm
 from moonmath_common import get_backend, use_backend
 from moonmath_mxfp4_moe import kernel
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
+
 from moonmath_common.codeobject import CodeObject
 from moonmath_mxfp4_moe import kernel
 
@@ -86,8 +87,9 @@ def test_launcher_rejections():
 
 def test_no_gfx950_kernels(monkeypatch):
     """Under the emulator at gfx950 the MoE ops say clearly that this build has no kernel for that arch."""
-    import moonmath_mxfp4_moe as mm
     import torch
+
+    import moonmath_mxfp4_moe as mm
     from moonmath_common import NoKernelError, use_backend
 
     monkeypatch.setenv("MOONMATH_EMU_ARCH", "gfx950")

@@ -2,11 +2,12 @@
 (decoded here by a lookup table of its own, fp64), plus the repack permutation and moe_align_block_size."""
 from __future__ import annotations
 
-import moonmath_mxfp4_moe as moe
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import moonmath_mxfp4_moe as moe
 from moonmath_common import use_backend
 
 E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]

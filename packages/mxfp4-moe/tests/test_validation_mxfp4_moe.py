@@ -2,9 +2,10 @@
 input with a TypeError/ValueError naming it."""
 from __future__ import annotations
 
-import moonmath_mxfp4_moe as moe
 import pytest
 import torch
+
+import moonmath_mxfp4_moe as moe
 from moonmath_common import use_backend
 
 u8, bf, i32 = torch.uint8, torch.bfloat16, torch.int32

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import torch
+
 from moonmath_common import NoKernelError, checks, get_backend, target_arch
 
 from . import reference

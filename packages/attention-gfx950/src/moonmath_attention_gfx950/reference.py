@@ -9,6 +9,7 @@ lse is the natural-log log-sum-exp of the scaled scores, fp32.
 from __future__ import annotations
 
 import torch
+
 from moonmath_common.numerics import round_bf16, softmax_attention
 
 

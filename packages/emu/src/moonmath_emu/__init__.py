@@ -10,7 +10,8 @@ parameter's size from the code object metadata). See docs/emulator.md.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from . import _core
 from ._core import EmuError, HazardError, MemoryViolation, UnsupportedInstruction

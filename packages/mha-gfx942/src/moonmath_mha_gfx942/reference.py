@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import torch
+
 from moonmath_common.numerics import round_bf16, softmax_attention
 
 SCALE = 1.0 / math.sqrt(128.0)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import torch
+
 from moonmath_common import NoKernelError, checks, get_backend, target_arch
 
 from . import reference

@@ -16,6 +16,7 @@ import math
 import struct
 
 import torch
+
 from moonmath_common import target_arch
 from moonmath_common.kernels import KernelSet
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import torch
+
 from moonmath_common import checks, get_backend, target_arch
 from moonmath_common.kernels import KernelSet
 from moonmath_common.numerics import round_bf16

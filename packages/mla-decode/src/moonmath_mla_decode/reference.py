@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 import torch
+
 from moonmath_common.numerics import e4m3fn_to_f32, e4m3fnuz_to_f32, round_bf16, softmax_attention
 
 LOG2E = 1.0 / math.log(2.0)

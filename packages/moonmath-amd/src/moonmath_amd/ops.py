@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import math
 
+import torch
+
 import moonmath_attention_gfx950 as _gfx950
 import moonmath_mha_gfx942 as _gfx942
-import torch
 from moonmath_common import MoonmathError, NoKernelError, target_arch
 from moonmath_mla_decode import mla_dcp_lse_merge_ranks, mla_decode_a16w8
 from moonmath_mxfp4_moe import (

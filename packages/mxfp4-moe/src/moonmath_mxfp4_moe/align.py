@@ -3,6 +3,7 @@ GEMMs read. Vectorised torch on the ids' device; no host sync, static output sha
 from __future__ import annotations
 
 import torch
+
 from moonmath_common import checks
 
 

@@ -13,6 +13,7 @@ launches. docs/kernels/mxfp4_moe_gfx942.md has the design.
 from __future__ import annotations
 
 import torch
+
 from moonmath_common import target_arch
 from moonmath_common.kernels import KernelSet
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import torch
+
 from moonmath_common import checks, get_backend
 
 from . import reference

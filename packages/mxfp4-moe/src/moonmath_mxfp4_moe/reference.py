@@ -13,6 +13,7 @@ and writes C[s] = bf16 RTNE(v) (NaN -> 0x7FFF). Rows of C that no live slot name
 from __future__ import annotations
 
 import torch
+
 from moonmath_common.numerics import e8m0_to_f32, round_bf16, unpack_e2m1
 
 from .repack import unrepack_mxfp4, unrepack_mxfp4_scales

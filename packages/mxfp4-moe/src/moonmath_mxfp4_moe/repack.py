@@ -10,6 +10,7 @@ nibble), and the code 0x8 (-0) is written as 0x0 (+0). Repacked scales ``[E, K/3
 from __future__ import annotations
 
 import torch
+
 from moonmath_common import checks
 
 
