@@ -39,7 +39,9 @@ def test_vadd(basic, n):
     cnt = basic.launch("vadd", grid=((n + 255) // 256, 1, 1), block=(256, 1, 1), args=[a, b, c, n])
     assert torch.equal(c, a + b)
     assert cnt["workgroups"] == (n + 255) // 256 and cnt["waves"] == 4 * cnt["workgroups"]
-    assert cnt["wave_instructions"] == sum(cnt[k] for k in ("valu", "salu", "smem", "vmem", "ds", "waitcnt", "barrier", "mfma", "branch")) + cnt.get("other", 0) or True
+    classified = sum(cnt[k] for k in ("valu", "salu", "smem", "vmem", "ds", "waitcnt", "barrier", "mfma", "branch"))
+    # s_endpgm (one per wave), s_nop, s_setprio ... are counted in the total but in no class
+    assert cnt["waves"] <= cnt["wave_instructions"] - classified
 
 
 def test_vadd_numpy(basic):
