@@ -1267,11 +1267,25 @@ void Ctx::exec_valu(Wave& w, const Inst& in, const XInst& x) {
       if (in.sdst != OPC_NONE) sw64(w, in.sdst, cout);
       break;
     }
-    case 308: lanes(m, [&](int l) { d[l] = s0[l] + s1[l]; }); break;
-    case 309: lanes(m, [&](int l) { d[l] = s0[l] - s1[l]; }); break;
-    case 310: lanes(m, [&](int l) { d[l] = s1[l] - s0[l]; }); break;
-    case 668: lanes(m, [&](int l) { d[l] = s0[l] + s1[l]; }); break;  // v_add_i32 (no clamp)
-    case 669: lanes(m, [&](int l) { d[l] = s0[l] - s1[l]; }); break;
+    // Integer add/sub: the VOP3 clamp bit saturates (unsigned for _u32, signed for _i32) instead of
+    // wrapping; LLVM selects it for llvm.uadd.sat/usub.sat/sadd.sat/ssub.sat on gfx9.
+    case 308: case 309: case 310: {
+      const bool sat = in.clamp;
+      lanes(m, [&](int l) {
+        const uint64_t a = op == 310 ? s1[l] : s0[l], b = op == 310 ? s0[l] : s1[l];
+        const int64_t r = op == 308 ? (int64_t)(a + b) : (int64_t)a - (int64_t)b;
+        d[l] = sat ? (uint32_t)std::min<int64_t>(std::max<int64_t>(r, 0), 0xffffffffLL) : (uint32_t)r; });
+      if (sat) goto done_nomod;
+      break;
+    }
+    case 668: case 669: {  // v_add_i32 / v_sub_i32
+      const bool sat = in.clamp;
+      lanes(m, [&](int l) {
+        const int64_t a = (int32_t)s0[l], b = (int32_t)s1[l], r = op == 668 ? a + b : a - b;
+        d[l] = sat ? (uint32_t)(int32_t)std::min<int64_t>(std::max<int64_t>(r, INT32_MIN), INT32_MAX) : (uint32_t)r; });
+      if (sat) goto done_nomod;
+      break;
+    }
     // 16-bit VOP2
     case 287: f16_zero_hi = true; lanes(m, [&](int l) { d[l] = f2h(h2f(s0[l]) + h2f(s1[l])); }); break;
     case 288: f16_zero_hi = true; lanes(m, [&](int l) { d[l] = f2h(h2f(s0[l]) - h2f(s1[l])); }); break;
