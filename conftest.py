@@ -1,10 +1,25 @@
-"""Repository-wide pytest setup: hardware-only tests run only where an AMD GPU is present."""
+"""Repository-wide pytest setup.
+
+- `gpu`-marked tests run only where an AMD GPU is present.
+- `slow`-marked tests (long emulator sweeps) run only when asked: `MOONMATH_RUN_SLOW=1` or `-m slow`.
+"""
 from __future__ import annotations
+
+import os
 
 import pytest
 
 
+def _slow_requested(config) -> bool:
+    return os.environ.get("MOONMATH_RUN_SLOW") == "1" or "slow" in (config.getoption("-m") or "")
+
+
 def pytest_collection_modifyitems(config, items):
+    if not _slow_requested(config):
+        skip_slow = pytest.mark.skip(reason="slow emulator sweep (MOONMATH_RUN_SLOW=1 or -m slow runs it)")
+        for item in items:
+            if "slow" in item.keywords:
+                item.add_marker(skip_slow)
     try:
         from moonmath_common.arch import live_arch
 
