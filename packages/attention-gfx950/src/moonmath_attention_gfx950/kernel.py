@@ -86,7 +86,7 @@ def _launch(op: str, plan: dict, q, k, v, out, lse, dims: tuple[int, int]) -> li
     n_slots = plan["n_slots"]
     tile = _C().TILE_ROWS
     ws_o = torch.empty(n_slots * hq * tile * dims[1], dtype=torch.float32, device=dev) if n_slots else None
-    ws_ml = torch.empty(n_slots * hq * tile * 2, dtype=torch.float32, device=dev) if n_slots else None
+    ws_ml = torch.empty(n_slots * hq * tile * 4, dtype=torch.float32, device=dev) if n_slots else None
     counters = [KERNELS.launch(op, arch, FWD_CODE_OBJECT, FWD_KERNELS[dims], grid=(plan["n_items"], hq),
                                block=FWD_BLOCK, args=[buf, q, k, v, out, lse, ws_o, ws_ml])]
     if plan["n_merge"]:

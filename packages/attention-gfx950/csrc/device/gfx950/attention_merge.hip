@@ -1,8 +1,9 @@
 // Merge of split-KV parts (gfx950 attention forward, Dv = 128). Grid (n_merge, heads_q), 256 threads.
 // Merge item x (csrc/shared/attention_fwd_plan.h) names the parts slot0 .. slot0 + n_parts - 1 of one
 // 256-row tile; wave w combines rows 64w .. 64w+63, one row at a time, lane l owning columns 2l, 2l+1:
-//   M = max_p m_p;  w_p = exp2(m_p - M);  out = sum_p w_p O_p / sum_p w_p l_p  (fixed part order: a
-//   deterministic fp32 association), rounded RTNE with canonical NaN; lse = (M + log2 sum w_p l_p) ln 2.
+//   M = max_p m_p;  w_p = exp2(m_p - M);  out = sum_p w_p O_p / sum_p w_p lb_p  (fixed part order: a
+//   deterministic fp32 association), rounded RTNE with canonical NaN; lse = (M + log2 sum w_p l_p) ln 2
+//   (lb = sum of the bf16 P, the forward kernel's normaliser; l = sum of the fp32 p, for the LSE).
 // A row with no key in any part (every m_p = -inf, l = 0) gets 0 and lse = -inf.
 #include "moonmath/all.hpp"
 #include "shared/attention_fwd_plan.h"
@@ -33,19 +34,20 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void attn_fwd_merge(const attn950::AttnFwdArgs* 
     float M = -__builtin_inff();
     for (int32_t p = 0; p < mi.n_parts; ++p) {
       const int64_t t = ((int64_t)(mi.slot0 + p) * a.heads_q + h) * kTileRows + row;
-      M = __builtin_fmaxf(M, ws_ml[2 * t]);
+      M = __builtin_fmaxf(M, ws_ml[4 * t]);
     }
     const float M_ref = M == -__builtin_inff() ? 0.f : M;
-    float acc0 = 0.f, acc1 = 0.f, L = 0.f;
+    float acc0 = 0.f, acc1 = 0.f, L = 0.f, Lb = 0.f;
     for (int32_t p = 0; p < mi.n_parts; ++p) {
       const int64_t t = ((int64_t)(mi.slot0 + p) * a.heads_q + h) * kTileRows + row;
-      const float w = mm::exp2(ws_ml[2 * t] - M_ref);
-      L += w * ws_ml[2 * t + 1];
+      const float w = mm::exp2(ws_ml[4 * t] - M_ref);
+      L += w * ws_ml[4 * t + 1];
+      Lb += w * ws_ml[4 * t + 2];
       const mm::f32x2 v = *(const mm::f32x2*)(ws_o + t * kDv + 2u * lane);
       acc0 += w * v[0];
       acc1 += w * v[1];
     }
-    const float inv = L > 0.f ? mm::rcp(L) : 0.f;
+    const float inv = Lb > 0.f ? mm::rcp(Lb) : 0.f;
     mm::buffer_store_b32(mm::pack_bf16x2<mm::Round::RTNE>(acc0 * inv, acc1 * inv), ro,
                          (uint32_t)row * (uint32_t)a.o_token * 2u + 4u * lane);
     if (want_lse && lane == 0)
