@@ -63,15 +63,26 @@ struct FwdShape {
   static constexpr int kVLoads = kVBytes / 1024 / kWaves;
   static_assert(Dqk % 32 == 0 && Dv % 16 == 0, "head dims");
   static_assert(kKBytes % (1024 * kWaves) == 0 && kVBytes % (1024 * kWaves) == 0, "whole DMA rounds");
+  static_assert(kDvTiles == 8, "lds_wait_tied() ties 8 V fragments");
 };
 
 // ---- small primitives (candidates for the common tile layer) ------------------------------------
 MM_DEVICE u32x4 lds_read_b128(const lds_u8* p) { return *(const __attribute__((address_space(3))) u32x4*)p; }
 
 // ds_read_b64_tr_b16: lane l of each 16-lane group gets element l%4 of the 4-bf16 rows supplied by
-// lanes 4n + (l/4)%4, n = 0..3.
+// lanes 4n + (l/4)%4, n = 0..3. Issued by inline asm: with the builtin, clang 22 makes every such read
+// wait for all outstanding LDS DMA (vmcnt(0)), i.e. for the next block's K/V, which kills the overlap
+// of DMA and math. The asm result must be retired by lds_wait_tied() before use (the emulator's
+// hazard checker verifies it); "memory" keeps the read inside its barrier interval.
 MM_DEVICE i16x4 lds_read_tr16_b64(const lds_u8* p) {
-  return __builtin_amdgcn_ds_read_tr16_b64_v4i16((__attribute__((address_space(3))) i16x4*)p);
+  i16x4 r;
+  asm volatile("ds_read_b64_tr_b16 %0, %1" : "=v"(r) : "v"(__builtin_bit_cast(uint32_t, p)) : "memory");
+  return r;
+}
+// s_waitcnt lgkmcnt(0) that the compiler cannot schedule a use of x[] before.
+MM_DEVICE void lds_wait_tied(i16x4 (&x)[8]) {
+  asm volatile("s_waitcnt lgkmcnt(0)"
+               : "+v"(x[0]), "+v"(x[1]), "+v"(x[2]), "+v"(x[3]), "+v"(x[4]), "+v"(x[5]), "+v"(x[6]), "+v"(x[7]));
 }
 
 // Byte offset of 16-byte chunk c of row r in a swizzled LDS block of row_bytes per row.
@@ -111,8 +122,10 @@ MM_DEVICE const T* offset_elems(const T* p, int64_t e) { return p + e; }
 // resources of each key block.
 template <class Shape>
 struct DenseTile {
-  const AttnFwdArgs& a;
-  const AttnWorkItem& it;
+  // Values, not references: the plan is read once into SGPRs (the V reads' "memory" clobber would
+  // otherwise make the compiler re-load every field per block).
+  const AttnFwdArgs a;
+  const AttnWorkItem it;
   int32_t h, hk;
   const uint16_t* k_head;   // k of (batch, kv head), token 0 of the sequence
   const uint16_t* v_head;
@@ -280,12 +293,18 @@ MM_DEVICE void pv(WaveState<Shape>& st, const f32x4 (&p)[kRowTilesPerWave][Shape
   for (int c = 0; c < Shape::kPvSteps; ++c) {
     // Source lane sl of group g supplies key 16(2c+h) + 4g + sl/4, columns 16n + 4(sl%4) .. +3.
     const uint32_t key_lo = 32u * c + 4u * g + (sl >> 2), key_hi = key_lo + 16u;
+    i16x4 lo[Shape::kDvTiles], hi[Shape::kDvTiles];
 #pragma unroll
     for (int n = 0; n < Shape::kDvTiles; ++n) {
       const uint32_t chunk = 2u * n + ((sl & 3u) >> 1), half = (sl & 1u) * 8u;
-      const i16x4 lo = lds_read_tr16_b64(vblk + swz(key_lo, chunk, Shape::kVRow) + half);
-      const i16x4 hi = lds_read_tr16_b64(vblk + swz(key_hi, chunk, Shape::kVRow) + half);
-      const mm::i16x8 a8 = {lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]};
+      lo[n] = lds_read_tr16_b64(vblk + swz(key_lo, chunk, Shape::kVRow) + half);
+      hi[n] = lds_read_tr16_b64(vblk + swz(key_hi, chunk, Shape::kVRow) + half);
+    }
+    lds_wait_tied(lo);
+    lds_wait_tied(hi);
+#pragma unroll
+    for (int n = 0; n < Shape::kDvTiles; ++n) {
+      const mm::i16x8 a8 = {lo[n][0], lo[n][1], lo[n][2], lo[n][3], hi[n][0], hi[n][1], hi[n][2], hi[n][3]};
       const bf16x8 vf = __builtin_bit_cast(bf16x8, a8);
 #pragma unroll
       for (int rt = 0; rt < kRowTilesPerWave; ++rt) st.o[rt][n] = mm::mfma_16x16x32_bf16(vf, pb[rt][c], st.o[rt][n]);
@@ -354,8 +373,8 @@ struct FwdPointers {
 
 template <class Shape>
 MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPointers& ptr, lds_u8* lds) {
-  const AttnFwdArgs& a = *plan;
-  const AttnWorkItem& it = reinterpret_cast<const AttnWorkItem*>(plan + 1)[mm::block_id_x()];
+  const AttnFwdArgs a = *plan;
+  const AttnWorkItem it = reinterpret_cast<const AttnWorkItem*>(plan + 1)[mm::block_id_x()];
   const int32_t h = (int32_t)mm::block_id_y();
   const uint32_t wave = mm::wave_id(), lane = mm::lane_id();
   const DenseTile<Shape> tile(a, it, h, ptr.k, ptr.v);
