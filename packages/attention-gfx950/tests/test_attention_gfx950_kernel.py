@@ -127,6 +127,14 @@ def test_zero_lengths():
     assert torch.equal(o.float(), torch.zeros(1, 2, 20, 128)) and bool(torch.isneginf(lse).all())
 
 
+@pytest.mark.parametrize("scale", [-0.2, 0.0, 1e-3])
+def test_softmax_scale_any_finite(scale):
+    """Negative (Q negated exactly in the kernel), zero (uniform weights) and tiny scales."""
+    q, k, v = rnd(1, 2, 33, 128, seed=7, scale=2.0), rnd(1, 1, 70, 128, seed=8), rnd(1, 1, 70, 128, seed=9)
+    o, lse = att.forward(q, k, v, softmax_scale=scale, causal=True, return_lse=True)
+    check_against_ref(o, lse, q, k, v, True, scale)
+
+
 def test_softmax_scale_and_deterministic():
     q, k, v = rnd(1, 2, 70, 128, seed=7, scale=3.0), rnd(1, 1, 90, 128, seed=8), rnd(1, 1, 90, 128, seed=9)
     o1, l1 = att.forward(q, k, v, softmax_scale=0.3, return_lse=True)

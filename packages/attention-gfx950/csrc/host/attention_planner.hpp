@@ -12,6 +12,8 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -85,8 +87,11 @@ inline FwdPlan plan_forward(const std::vector<Sequence>& seqs, int32_t heads_q, 
   for (int i = 0; i < 14; ++i) f[i] = strides[i];
   a.heads_q = heads_q;
   a.group = heads_q / heads_kv;
-  a.flags = (causal ? kFlagCausal : 0u) | (lse ? kFlagLse : 0u);
-  a.scale_log2 = scale_log2;
+  // The kernel's logits are fma(s, c, -m) with c > 0: a negative scale becomes a negated Q (exact in
+  // bf16) and |scale|; a zero scale becomes FLT_MIN, whose products with any finite bf16 score are
+  // below 2^-24, so exp2 of them is exactly 1 as for 0 (and -inf * c stays -inf for masked keys).
+  a.flags = (causal ? kFlagCausal : 0u) | (lse ? kFlagLse : 0u) | (scale_log2 < 0.f ? kFlagNegScale : 0u);
+  a.scale_log2 = std::max(std::fabs(scale_log2), std::numeric_limits<float>::min());
 
   struct Tile { Sequence s; int32_t q_row0, kv_end, blocks; };
   std::vector<Tile> tiles;

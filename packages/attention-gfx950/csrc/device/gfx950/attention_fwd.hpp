@@ -183,6 +183,16 @@ MM_DEVICE void load_q(WaveState<Shape>& st, mm::buffer_rsrc q, int64_t q_token, 
   }
 }
 
+// A negative softmax_scale: s' = (-q) k with the scale |scale| (bf16 negation is exact).
+template <class Shape>
+MM_DEVICE void negate_q(WaveState<Shape>& st) {
+#pragma unroll
+  for (int rt = 0; rt < kRowTilesPerWave; ++rt)
+#pragma unroll
+    for (int s = 0; s < Shape::kQkSteps; ++s)
+      st.q[rt][s] = __builtin_bit_cast(bf16x8, __builtin_bit_cast(u32x4, st.q[rt][s]) ^ 0x80008000u);
+}
+
 // DMA one K block and one V block into a stage: the CTA's 8 waves each issue kKLoads + kVLoads
 // 16-byte direct-to-LDS loads; LDS chunk position p = 64*load + lane is row p / chunks, chunk
 // p % chunks, fetched from global chunk (p % chunks) ^ (row & 7) (the swizzle).
@@ -222,26 +232,25 @@ MM_DEVICE void qk(const WaveState<Shape>& st, const lds_u8* kblk, f32x4 (&s)[kRo
   }
 }
 
-// Scores -> log2-domain logits; keys at or past a row's limit (k_len, or the causal diagonal) -> -inf.
+// Keys at or past a row's limit (k_len, or the causal diagonal) -> -inf. Only blocks that cross a
+// limit of the wave's rows pay for it (a wave-uniform branch).
 template <class Shape>
-MM_DEVICE void scale_and_mask(f32x4 (&s)[kRowTilesPerWave][Shape::kKeyTiles], float scale_log2, bool mask,
-                              int32_t key0, const int32_t (&limit)[kRowTilesPerWave], uint32_t lane) {
+MM_DEVICE void mask_block(f32x4 (&s)[kRowTilesPerWave][Shape::kKeyTiles], int32_t key0,
+                          const int32_t (&limit)[kRowTilesPerWave], uint32_t lane) {
   const int32_t g = (int32_t)(lane >> 4);
 #pragma unroll
   for (int rt = 0; rt < kRowTilesPerWave; ++rt)
 #pragma unroll
     for (int t = 0; t < Shape::kKeyTiles; ++t)
 #pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        float x = s[rt][t][r] * scale_log2;
-        if (mask) x = (key0 + 16 * t + 4 * g + r < limit[rt]) ? x : kNegInf;
-        s[rt][t][r] = x;
-      }
+      for (int r = 0; r < 4; ++r)
+        if (key0 + 16 * t + 4 * g + r >= limit[rt]) s[rt][t][r] = kNegInf;
 }
 
-// Online softmax over one block: new row max, rescale of O and l, p = exp2(x - m) in place.
+// Online softmax over one block of raw scores s (c = |scale| log2 e > 0, so max(c s) = c max(s)):
+// new row max m (log2 units), rescale of O and l, p = exp2(fma(s, c, -m)) in place.
 template <class Shape>
-MM_DEVICE void softmax_step(WaveState<Shape>& st, f32x4 (&s)[kRowTilesPerWave][Shape::kKeyTiles]) {
+MM_DEVICE void softmax_step(WaveState<Shape>& st, f32x4 (&s)[kRowTilesPerWave][Shape::kKeyTiles], float c) {
 #pragma unroll
   for (int rt = 0; rt < kRowTilesPerWave; ++rt) {
     float mx = kNegInf;
@@ -249,7 +258,7 @@ MM_DEVICE void softmax_step(WaveState<Shape>& st, f32x4 (&s)[kRowTilesPerWave][S
     for (int t = 0; t < Shape::kKeyTiles; ++t)
 #pragma unroll
       for (int r = 0; r < 4; ++r) mx = __builtin_fmaxf(mx, s[rt][t][r]);
-    mx = row_max4(mx);
+    mx = row_max4(mx) * c;
     const float m_new = __builtin_fmaxf(st.m[rt], mx);
     // A row that has seen no key yet keeps m = -inf: use 0 as its reference so exp2 gives 0, not NaN.
     const float m_ref = m_new == kNegInf ? 0.f : m_new;
@@ -260,14 +269,17 @@ MM_DEVICE void softmax_step(WaveState<Shape>& st, f32x4 (&s)[kRowTilesPerWave][S
     for (int t = 0; t < Shape::kKeyTiles; ++t)
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
-        const float p = mm::exp2(s[rt][t][r] - m_ref);
+        const float p = mm::exp2(__builtin_fmaf(s[rt][t][r], c, -m_ref));
         s[rt][t][r] = p;
         sum += p;
       }
     st.l[rt] = st.l[rt] * r_old + sum;
-    st.lb[rt] *= r_old;
+    // Rescale O only when some row of the tile moved its max (wave-uniform; rare after a few blocks).
+    if (__builtin_amdgcn_ballot_w64(r_old != 1.f)) {
+      st.lb[rt] *= r_old;
 #pragma unroll
-    for (int n = 0; n < Shape::kDvTiles; ++n) st.o[rt][n] *= r_old;
+      for (int n = 0; n < Shape::kDvTiles; ++n) st.o[rt][n] *= r_old;
+    }
   }
 }
 
@@ -382,6 +394,7 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
 
   WaveState<Shape> st;
   load_q(st, tile.q_rsrc(ptr.q), a.q_token, wave, lane);
+  if (a.flags & kFlagNegScale) negate_q(st);
 #pragma unroll
   for (int rt = 0; rt < kRowTilesPerWave; ++rt) {
     st.m[rt] = kNegInf;
@@ -411,8 +424,8 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
     if (key0 + kKvBlock < it.kv_end) dma_block<Shape>(tile, key0 + kKvBlock, lds + (stage ^ 1u) * Shape::kStageBytes, wave, lane);
     f32x4 s[kRowTilesPerWave][Shape::kKeyTiles];
     qk(st, cur, s, lane);
-    scale_and_mask<Shape>(s, a.scale_log2, key0 + kKvBlock > wave_limit, key0, limit, lane);
-    softmax_step(st, s);
+    if (key0 + kKvBlock > wave_limit) mask_block<Shape>(s, key0, limit, lane);
+    softmax_step(st, s, a.scale_log2);
     pv(st, s, cur + Shape::kKBytes, lane);
     stage ^= 1u;
   }
