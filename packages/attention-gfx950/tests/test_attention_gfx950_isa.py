@@ -4,7 +4,7 @@ Declared budgets (docs/kernels/attention_gfx950.md):
   attn_fwd_d128      VGPR+AGPR <= 256 (8 waves per workgroup: two waves per SIMD share the 512-entry
                      file), SGPR <= 96 (no occupancy cost at 2 waves per SIMD); LDS = 65536 (two stages of a 64-key K and V block); scratch 0.
   attn_fwd_d192_128  VGPR+AGPR <= 256, SGPR <= 96; LDS = 81920; scratch 0.
-  attn_fwd_merge     VGPR <= 32, AGPR 0, SGPR <= 72; LDS 0; scratch 0.
+  attn_fwd_merge     VGPR <= 40, AGPR 0, SGPR <= 72; LDS 0; scratch 0.
 No spills anywhere.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ from moonmath_attention_gfx950.kernel import (
 BUDGETS = {
     (FWD_CODE_OBJECT, "attn_fwd_d128"): dict(vgpr=256, agpr=256, sgpr=96, lds=65536, block=FWD_BLOCK),
     (FWD_CODE_OBJECT, "attn_fwd_d192_128"): dict(vgpr=256, agpr=256, sgpr=96, lds=81920, block=FWD_BLOCK),
-    (MERGE_CODE_OBJECT, MERGE_KERNEL): dict(vgpr=32, agpr=0, sgpr=72, lds=0, block=MERGE_BLOCK),
+    (MERGE_CODE_OBJECT, MERGE_KERNEL): dict(vgpr=40, agpr=0, sgpr=72, lds=0, block=MERGE_BLOCK),
 }
 
 
