@@ -9,6 +9,7 @@
 #include <sstream>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 #include <immintrin.h>
 
 #include "mfma.hpp"
@@ -504,7 +505,18 @@ struct Ctx {
     return nullptr;
   }
   const Region* last_region = nullptr;
+  // byte counters: bytes each lane's access requests (VMEM loads / stores incl. atomics, SMEM, LDS
+  // reads / writes by DS instructions) and the distinct 64-byte global lines VMEM accesses touch
+  uint64_t b_vm_ld = 0, b_vm_st = 0, b_sm = 0, b_lds_rd = 0, b_lds_wr = 0;
+  std::unordered_set<uint64_t> lines;
+  uint64_t last_line = ~0ull;
+  inline void touch(uint64_t a, int n, bool store) {
+    (store ? b_vm_st : b_vm_ld) += (uint64_t)n;
+    for (uint64_t ln = a >> 6, e = (a + (uint64_t)n - 1) >> 6; ln <= e; ln++)
+      if (ln != last_line) { lines.insert(ln); last_line = ln; }
+  }
   inline uint8_t* gptr(Wave& w, uint64_t a, int n, bool store, int lane) {
+    if (lane >= 0) touch(a, n, store); else b_sm += (uint64_t)n;  // lane -1: scalar loads
     const Region* l = last_region;
     if (l && a >= l->base && a + n <= l->base + l->size && (l->writable || !store)) return reinterpret_cast<uint8_t*>(a);
     const Region* r = find_region(a, (uint64_t)n);
@@ -2106,8 +2118,8 @@ void Ctx::exec_ds(Wave& w, const Inst& in) {
   uint32_t* dst = in.dst != OPC_NONE ? w.row(in.dst) : nullptr;
   const uint32_t* d0 = in.src[1] != OPC_NONE ? w.row(in.src[1]) : nullptr;
   const uint32_t* d1 = in.src[2] != OPC_NONE ? w.row(in.src[2]) : nullptr;
-  auto ld = [&](uint32_t a, int n, int lane, void* out) { lds_check(w, a, n, false, lane); lds_track(w, a, n, false, 0, 0); std::memcpy(out, lds.data() + a, n); };
-  auto st = [&](uint32_t a, int n, int lane, const void* src) { lds_check(w, a, n, true, lane); lds_track(w, a, n, true, TK_DS, seq); std::memcpy(lds.data() + a, src, n); };
+  auto ld = [&](uint32_t a, int n, int lane, void* out) { lds_check(w, a, n, false, lane); lds_track(w, a, n, false, 0, 0); std::memcpy(out, lds.data() + a, n); b_lds_rd += (uint64_t)n; };
+  auto st = [&](uint32_t a, int n, int lane, const void* src) { lds_check(w, a, n, true, lane); lds_track(w, a, n, true, TK_DS, seq); std::memcpy(lds.data() + a, src, n); b_lds_wr += (uint64_t)n; };
   int nread = 0;  // dst registers written (for hazard tags)
   switch (op) {
     case 13: lanes(m, [&](int l) { st(addr[l] + off16, 4, l, &d0[l]); }); break;
@@ -2214,6 +2226,7 @@ void Ctx::exec_ds(Wave& w, const Inst& in) {
       lanes(m, [&](int l) {
         uint32_t a = addr[l] + off16; lds_check(w, a, nb, true, l);
         uint64_t old = 0; std::memcpy(&old, lds.data() + a, nb);
+        b_lds_rd += (uint64_t)nb; b_lds_wr += (uint64_t)nb;  // an LDS atomic reads and writes its dword(s)
         uint64_t v = w64 ? mk64(d0[l], d0[64 + l]) : d0[l];
         uint64_t v2 = d1 ? (w64 ? mk64(d1[l], d1[64 + l]) : d1[l]) : 0;
         uint64_t r = old;
@@ -2377,6 +2390,7 @@ void Ctx::exec_flat(Wave& w, const Inst& in) {
     bool ok = r && lo >= r->base && hi + o.bytes <= r->base + r->size && (r->writable || !o.store);
     if (!ok) { r = find_region(lo, hi + o.bytes - lo); ok = r && (r->writable || !o.store); if (ok) last_region = r; }
     if (ok) {
+      lanes(m, [&](int l) { touch(ga_l[l], o.bytes, o.store); });
       if (o.store) lanes(m, [&](int l) { uint8_t* p = reinterpret_cast<uint8_t*>(ga_l[l]);
         for (int i = 0; i < o.nregs; i++) std::memcpy(p + 4 * i, &data[i * 64 + l], 4); });
       else lanes(m, [&](int l) { const uint8_t* p = reinterpret_cast<const uint8_t*>(ga_l[l]);
@@ -2707,6 +2721,8 @@ Counters Module::launch(const std::string& name, const LaunchParams& P) {
       }
   // ---- counters
   Counters cnt;
+  cnt.vmem_load_bytes = C.b_vm_ld; cnt.vmem_store_bytes = C.b_vm_st; cnt.smem_bytes = C.b_sm;
+  cnt.lds_read_bytes = C.b_lds_rd; cnt.lds_write_bytes = C.b_lds_wr; cnt.global_lines = C.lines.size();
   for (auto& kv : C.hazard_sites) cnt.hazards.push_back(kv.second.message + " [" + std::to_string(kv.second.count) + " times]");
   cnt.workgroups = nwg;
   cnt.waves = nwg * C.nwaves;
