@@ -319,3 +319,46 @@ def test_row_softmax_over_fragments(modules, arch):
     torch.testing.assert_close(got[keep], want[keep], rtol=1e-5, atol=1e-5)
     p_want = torch.exp2(s[-1].double() * scale - sc.amax(1)[:, None]).nan_to_num(0.0)
     torch.testing.assert_close(p_last.double(), p_want, rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------------------------- k-major (transposing) loads
+def k_of_packed_c(M, lane, e):
+    """KOfPackedC: element e of a lane holds the C row of register e (C rows 4G*(r//4) + 4g + r%4)."""
+    return fact_c(M, M, lane, e)[0]
+
+
+KMAJOR = [(n, a) for n, a in SHAPE_ARCH if n.startswith("bf16")]
+
+
+@pytest.mark.parametrize("name,arch", KMAJOR)
+def test_kmajor_lds_loads_place_every_element(modules, name, arch):
+    M, N, K, bits, words, _ = SHAPES[name]
+    elems = words * 2
+    k, x = torch.meshgrid(torch.arange(32), torch.arange(64), indexing="ij")
+    tile = (k * 64 + x).to(torch.int16).contiguous()
+    out = torch.zeros(3 * 64 * words, dtype=torch.int32)
+    modules[arch].launch(f"t_kmajor_{name}", grid=(1, 1, 1), block=(64, 1, 1), args=[tile, out])
+    got = out.view(torch.int16).view(3, 64, elems).to(torch.int64) & 0xFFFF
+    x0 = 64 - M
+    for lane in range(64):
+        for e in range(elems):
+            i, kn = fact_ab(M, K, elems, lane, e)
+            assert got[0, lane, e] == kn * 64 + x0 + i, (lane, e)
+            assert got[1, lane, e] == k_of_packed_c(M, lane, e) * 64 + x0 + i, (lane, e)
+            assert got[2, lane, e] == kn * 64 + x0 + i, (lane, e)
+
+
+# ---------------------------------------------------------------------------- the docs example
+@pytest.mark.parametrize("name,arch", [("16x16x16", "gfx942"), ("16x16x16", "gfx950"), ("16x16x32", "gfx950")])
+@pytest.mark.parametrize("n_keys", [32, 40, 75])
+def test_attention_tile_example(modules, name, arch, n_keys):
+    g = torch.Generator().manual_seed(n_keys)
+    q, k, v = (torch.randn(n, 64, generator=g).to(torch.bfloat16) for n in (16, n_keys, n_keys))
+    o = torch.zeros(16, 64, dtype=torch.bfloat16)
+    scale = 64 ** -0.5
+    modules[arch].launch(f"t_attention_{name}", grid=(1, 1, 1), block=(64, 1, 1),
+                         args=[q.view(torch.int16), k.view(torch.int16), v.view(torch.int16), o.view(torch.int16),
+                               n_keys, scale * 1.4426950408889634])
+    want = torch.softmax(q.double() @ k.double().T * scale, -1) @ v.double()
+    # P is rounded to bf16 before PV and O is stored as bf16: both ~2^-9 relative
+    torch.testing.assert_close(o.double(), want, rtol=2e-2, atol=1e-2)

@@ -236,6 +236,19 @@ template <int Q> MM_DEVICE FragB<Mfma32x32x8Bf16> as_b_operand(const PackedC<Mfm
   return {u32x2{p.w[2 * Q], p.w[2 * Q + 1]}};
 }
 #endif
+#if defined(__gfx950__)
+// gfx950: two packed 16x16 C fragments (rows 0..15 and 16..31 of X) are one 16x16x32 B operand of
+// X in KOfPackedC order; registers 8P..8P+7 of a packed 32x32 C are the 32x32x16 B operand of rows
+// 16P..16P+15 of X in KOfPackedC order. Load the other operand with KOfPackedC (lds_load_a_kmajor).
+MM_DEVICE FragB<Mfma16x16x32Bf16> as_b_operand(const PackedC<Mfma16x16x32Bf16>& rows0_15,
+                                               const PackedC<Mfma16x16x32Bf16>& rows16_31) {
+  return {u32x4{rows0_15.w[0], rows0_15.w[1], rows16_31.w[0], rows16_31.w[1]}};
+}
+template <int P> MM_DEVICE FragB<Mfma32x32x16Bf16> as_b_operand(const PackedC<Mfma32x32x16Bf16>& p) {
+  static_assert(P >= 0 && P < 2, "a 32x32 C holds two 16-row k slices");
+  return {u32x4{p.w[4 * P], p.w[4 * P + 1], p.w[4 * P + 2], p.w[4 * P + 3]}};
+}
+#endif
 
 // -------------------------------------------------------------------------- buffer loads/stores
 // Tiles live in buffers made by make_buffer (buffer.hpp): out-of-range loads read 0 and
@@ -303,6 +316,68 @@ template <class Swz, class S>
 MM_DEVICE void lds_load_b(FragB<S>& b, const void* lds, uint32_t col0 = 0, uint32_t k0 = 0) {
   const int lane = (int)lane_id();
   b.w = detail::lds_load<S::kAbBytes>(lds, Swz::offset(col0 + S::b_col(lane), (k0 + S::ab_k(lane, 0)) * S::kElemBits / 8));
+}
+
+// k orders of an operand: which k element e of a lane holds. KNatural is the MFMA's own
+// (S::ab_k); KOfPackedC is the order in which packed C fragments arrive as a B operand
+// (as_b_operand): k = 4G*(e/4) + 4*(lane/M) + e%4, i.e. the C rows of registers e. The two agree
+// for the 4-element shapes (16x16x16, 32x32x8); on gfx950's 8-element bf16 shapes the other operand
+// of such a product must be loaded in KOfPackedC order too (a contraction only needs both operands
+// to agree on the k order).
+struct KNatural {
+  template <class S> static constexpr int k(int lane, int e) { return S::ab_k(lane, e); }
+};
+struct KOfPackedC {
+  template <class S> static constexpr int k(int lane, int e) { return 4 * S::kGroups * (e / 4) + 4 * (lane / S::M) + e % 4; }
+};
+
+namespace detail {
+// A 16-bit operand from a k-major LDS tile: element e of the lane (row/col x, k = KO::k) is at
+// Swz::offset(k0 + k, (x0 + x) * 2). gfx950: one ds_read_b64_tr_b16 per 4 elements (the 16 lanes of
+// a row group each supply one 8-byte row segment: lane s the segment of k = k(4 * (s / 4) .. ),
+// columns 4 * (s % 4) ..; lane t receives column t of the four rows). gfx942: one ds_read_u16 each.
+template <class Swz, class KO, class S>
+MM_DEVICE u32v<S::kAbWords> lds_load_kmajor16(const void* lds, uint32_t x0, uint32_t k0) {
+  static_assert(S::kElemBits == 16, "k-major fragment loads are for 16-bit elements");
+  const int lane = (int)lane_id();
+  u32v<S::kAbWords> w;
+#if defined(__gfx950__)
+  const int t = lane % 16, x_seg = (lane % S::M) - t + 4 * (t % 4);
+#pragma unroll
+  for (int h = 0; h < S::kAbElems / 4; ++h) {
+    // lane t of a 16-lane row group supplies the segment of element 4h + t/4 for the lanes
+    // 4*(t%4).. of its group; k depends on the lane only through lane / M, the same in the group.
+    const int k = KO::template k<S>(lane, 4 * h + t / 4);
+    auto* p = (__attribute__((address_space(3))) i16x4*)((uint8_t*)lds + Swz::offset(k0 + k, (x0 + x_seg) * 2));
+    const u32x2 v = bit_cast<u32x2>(__builtin_amdgcn_ds_read_tr16_b64_v4i16(p));
+    w[2 * h] = v[0];
+    w[2 * h + 1] = v[1];
+  }
+#else
+  const int x = lane % S::M;
+#pragma unroll
+  for (int i = 0; i < S::kAbWords; ++i) {
+    const uint8_t* b = (const uint8_t*)lds;
+    const uint32_t lo = *(const uint16_t*)(b + Swz::offset(k0 + KO::template k<S>(lane, 2 * i), (x0 + x) * 2));
+    const uint32_t hi = *(const uint16_t*)(b + Swz::offset(k0 + KO::template k<S>(lane, 2 * i + 1), (x0 + x) * 2));
+    w[i] = lo | (hi << 16);
+  }
+#endif
+  return w;
+}
+}  // namespace detail
+
+// A from a k-major tile in LDS (A^T row-major: A[i][k] at Swz::offset(k0 + k, (row0 + i) * 2)),
+// e.g. V^T for O^T = V^T P^T with V stored [key][d]. B likewise from a K x N row-major tile
+// (B[k][j] at Swz::offset(k0 + k, (col0 + j) * 2)), e.g. V for O = P V. 16-bit elements; gfx950
+// uses the transposing ds_read_b64_tr_b16, gfx942 one ds_read_u16 per element.
+template <class Swz, class KO = KNatural, class S>
+MM_DEVICE void lds_load_a_kmajor(FragA<S>& a, const void* lds, uint32_t row0 = 0, uint32_t k0 = 0) {
+  a.w = detail::lds_load_kmajor16<Swz, KO, S>(lds, row0, k0);
+}
+template <class Swz, class KO = KNatural, class S>
+MM_DEVICE void lds_load_b_kmajor(FragB<S>& b, const void* lds, uint32_t col0 = 0, uint32_t k0 = 0) {
+  b.w = detail::lds_load_kmajor16<Swz, KO, S>(lds, col0, k0);
 }
 
 // Direct-to-LDS staging (buffer_load ... lds): one wave copies a Rows x Swz::kRowBytes tile, row r

@@ -208,7 +208,7 @@ MM_KERNEL void t_col_softmax(const float* s, int n_blocks, float scale_log2, flo
   for (int b = 0; b < n_blocks; ++b) {
     load_c(blk[0], rs, b * 32 * 64, 64);
     load_c(blk[1], rs, b * 32 * 64 + 16 * 64, 64);
-    alphas[b * 64 + lane] = sm.update<2>(blk, scale_log2).v;
+    alphas[b * 64 + lane] = sm.update(blk, scale_log2).v;
   }
   lse[lane] = sm.lse().v;
   store_c(blk[0], make_buffer(p_last, 32 * 64), 0, 64);
@@ -222,7 +222,7 @@ MM_KERNEL void t_row_softmax(const float* s_t, int n_blocks, float scale_log2, f
   for (int b = 0; b < n_blocks; ++b) {
     load_c(blk[0], rs, b * 16 * 128, 128);
     load_c(blk[1], rs, b * 16 * 128 + 64, 128);
-    sm.update<2>(blk, scale_log2);
+    sm.update(blk, scale_log2);
   }
   const RowVec<S> l = sm.lse();
   const uint32_t lane = lane_id();
@@ -230,3 +230,101 @@ MM_KERNEL void t_row_softmax(const float* s_t, int n_blocks, float scale_log2, f
   store_c(blk[0], make_buffer(p_last, 16 * 128), 0, 128);
   store_c(blk[1], make_buffer(p_last, 16 * 128), 64, 128);
 }
+
+// k-major LDS fragment loads: tile [32 k][64 x] of u16 codes k*64 + x in the XorLds<128> layout;
+// raw words of lds_load_a_kmajor (KNatural, KOfPackedC) and lds_load_b_kmajor, at x0 = 64 - M.
+template <class S> MM_DEVICE void kmajor_words(const uint16_t* tile, uint32_t* out) {
+  typedef XorLds<128> Swz;
+  MM_LDS uint8_t t[32 * 128];
+  const uint32_t lane = lane_id();
+  for (int i = lane; i < 32 * 64; i += 64) *(uint16_t*)(t + Swz::offset(i / 64, (i % 64) * 2)) = tile[i];
+  block_sync();
+  FragA<S> a_nat, a_pc;
+  FragB<S> b_nat;
+  lds_load_a_kmajor<Swz, KNatural>(a_nat, t, 64 - S::M, 0);
+  lds_load_a_kmajor<Swz, KOfPackedC>(a_pc, t, 64 - S::M, 0);
+  lds_load_b_kmajor<Swz>(b_nat, t, 64 - S::N, 0);
+  for (int w = 0; w < S::kAbWords; ++w) {
+    out[(0 * 64 + lane) * S::kAbWords + w] = a_nat.w[w];
+    out[(1 * 64 + lane) * S::kAbWords + w] = a_pc.w[w];
+    out[(2 * 64 + lane) * S::kAbWords + w] = b_nat.w[w];
+  }
+}
+MM_KERNEL void t_kmajor_bf16_16x16x16(const uint16_t* tile, uint32_t* out) { kmajor_words<Mfma16x16x16Bf16>(tile, out); }
+MM_KERNEL void t_kmajor_bf16_32x32x8(const uint16_t* tile, uint32_t* out) { kmajor_words<Mfma32x32x8Bf16>(tile, out); }
+#if defined(__gfx950__)
+MM_KERNEL void t_kmajor_bf16_16x16x32(const uint16_t* tile, uint32_t* out) { kmajor_words<Mfma16x16x32Bf16>(tile, out); }
+MM_KERNEL void t_kmajor_bf16_32x32x16(const uint16_t* tile, uint32_t* out) { kmajor_words<Mfma32x32x16Bf16>(tile, out); }
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// The docs/dev/tiles.md example: one 16-query tile of attention, O = softmax(Q K^T * scale) V with
+// head dim D = 64, keys in blocks of 32. S^T = K Q^T puts one query in each lane (a column of C):
+// the softmax state is one float per lane, and the packed P^T is already the B operand of
+// O^T = V^T P^T. V blocks go to LDS by direct-to-LDS loads and come back transposed as A operands.
+constexpr int kD = 64, kRowB = kD * 2;  // head dim, bytes per row of Q, K, V, O
+typedef XorLds<kRowB> VLayout;
+
+MM_DEVICE void pv(FragC<Mfma16x16x16Bf16>& ot, const void* vs, int f, const FragC<Mfma16x16x16Bf16> (&p)[2]) {
+  for (int t = 0; t < 2; ++t) {  // two 16-key MFMAs
+    FragA<Mfma16x16x16Bf16> vt;
+    lds_load_a_kmajor<VLayout>(vt, vs, 16 * f, 16 * t);
+    mma(ot, vt, as_b_operand(pack_bf16<Round::RTNE>(p[t])), ot);
+  }
+}
+#if defined(__gfx950__)
+MM_DEVICE void pv(FragC<Mfma16x16x32Bf16>& ot, const void* vs, int f, const FragC<Mfma16x16x32Bf16> (&p)[2]) {
+  FragA<Mfma16x16x32Bf16> vt;  // one 32-key MFMA; V^T in the k order of the packed P^T pair
+  lds_load_a_kmajor<VLayout, KOfPackedC>(vt, vs, 16 * f, 0);
+  mma(ot, vt, as_b_operand(pack_bf16<Round::RTNE>(p[0]), pack_bf16<Round::RTNE>(p[1])), ot);
+}
+#endif
+
+template <class S>
+MM_DEVICE void attention_tile(const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o, int n_keys,
+                              float scale_log2) {
+  MM_LDS uint8_t vs[32 * kRowB];
+  const buffer_rsrc rq = make_buffer(q, 16 * kRowB), rk = make_buffer(k, n_keys * kRowB);
+  const buffer_rsrc rv = make_buffer(v, n_keys * kRowB), ro = make_buffer(o, 16 * kRowB);
+  FragB<S> qt[kD / S::K];  // Q^T as B operands: k = d, column = query
+  for (int s = 0; s < kD / S::K; ++s) load_b(qt[s], rq, s * S::K * 2, kRowB);
+  FragC<S> ot[kD / 16];    // O^T: rows = d (four 16-row fragments), columns = queries
+  for (auto& f : ot) f = zeros<S>();
+  ColSoftmax<S> sm;
+  for (int kb = 0; kb < n_keys; kb += 32) {
+    stage_tile_to_lds<VLayout, 32>(vs, rv, kb * kRowB, kRowB);  // V[kb..kb+31][:] -> LDS, async
+    FragC<S> st[2];                                               // S^T of keys kb + 16t + row
+    for (int t = 0; t < 2; ++t) {
+      st[t] = zeros<S>();
+      for (int s = 0; s < kD / S::K; ++s) {
+        FragA<S> kr;
+        load_a(kr, rk, (kb + 16 * t) * kRowB + s * S::K * 2, kRowB);
+        mma(st[t], kr, qt[s], st[t]);
+      }
+      const int key0 = kb + 16 * t;
+      apply(st[t], [=](float x, int key, int) { return key0 + key < n_keys ? x : -__builtin_inff(); });
+    }
+    const ColVec<S> alpha = sm.update(st, scale_log2);  // st now holds P^T
+    wait_vmcnt<0>();
+    block_sync();
+    for (int f = 0; f < kD / 16; ++f) {
+      mul_cols(ot[f], alpha);
+      pv(ot[f], vs, f, st);
+    }
+    block_sync();  // every wave is done with vs before the next block overwrites it
+  }
+  for (int f = 0; f < kD / 16; ++f) {
+    mul_cols(ot[f], sm.inv_l());
+    store_ct_bf16<Round::RTNE>(ot[f], ro, 16 * f * 2, kRowB);  // O[query][16f + d]
+  }
+}
+MM_KERNEL void t_attention_16x16x16(const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o, int n,
+                                    float scale_log2) {
+  attention_tile<Mfma16x16x16Bf16>(q, k, v, o, n, scale_log2);
+}
+#if defined(__gfx950__)
+MM_KERNEL void t_attention_16x16x32(const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o, int n,
+                                    float scale_log2) {
+  attention_tile<Mfma16x16x32Bf16>(q, k, v, o, n, scale_log2);
+}
+#endif
