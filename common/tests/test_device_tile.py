@@ -362,3 +362,12 @@ def test_attention_tile_example(modules, name, arch, n_keys):
     want = torch.softmax(q.double() @ k.double().T * scale, -1) @ v.double()
     # P is rounded to bf16 before PV and O is stored as bf16: both ~2^-9 relative
     torch.testing.assert_close(o.double(), want, rtol=2e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_no_kernel_uses_scratch(modules, arch):
+    """Zero cost includes no spills: constant register indexing everywhere, no private memory."""
+    m = modules[arch]
+    assert len(m.kernels) > 20
+    for k in m.kernels:
+        assert m.kernel_info(k)["scratch"] == 0, k
