@@ -31,9 +31,7 @@ constexpr int kRowBytes = 256;       // bf16 bytes of one A row in one slab
 constexpr int kGranulesPerRow = 16;  // 16-byte granules per A row per slab
 constexpr uint32_t kOOB = 0x80000000u;  // voffset past every buffer we build: loads return 0
 
-// v_perm_b32: byte i of the result is byte sel.byte[i] of the 8-byte value {hi:lo}
-// (0..3 pick lo's bytes, 4..7 hi's; 0x0C gives 0x00). One-off builtin, no common primitive yet.
-MM_DEVICE uint32_t perm(uint32_t hi, uint32_t lo, uint32_t sel) { return __builtin_amdgcn_perm(hi, lo, sel); }
+// perm(hi, lo, sel) below is mm::perm (moonmath/convert.hpp): one v_perm_b32.
 
 // Dequantisation table of one E8M0 scale byte e: the bf16 bit patterns of c * 2^(e-127) for the E2M1
 // magnitudes c = {0, .5, 1, 1.5, 2, 3, 4, 6}, split into high and low bytes so that v_perm can look four
