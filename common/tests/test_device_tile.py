@@ -371,3 +371,22 @@ def test_no_kernel_uses_scratch(modules, arch):
     assert len(m.kernels) > 20
     for k in m.kernels:
         assert m.kernel_info(k)["scratch"] == 0, k
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_blocked_lds_operands(modules, arch):
+    i, k = torch.meshgrid(torch.arange(16), torch.arange(128), indexing="ij")
+    codes = (i * 128 + k).to(torch.int16).contiguous()
+    g = torch.Generator().manual_seed(60)
+    a = torch.randn(16, 128, generator=g).to(torch.bfloat16)
+    words, d = torch.zeros(8 * 64 * 2, dtype=torch.int32), torch.zeros(16, 16)
+    modules[arch].launch("t_blocked_16x16x16", grid=(1, 1, 1), block=(64, 1, 1), args=[a.view(torch.int16), codes, words, d])
+    got = words.view(torch.int16).view(8, 64, 4).to(torch.int64) & 0xFFFF
+    for m in range(8):
+        for lane in range(64):
+            for e in range(4):  # MFMA m, lane group g: k = 32g + 4m + e
+                assert got[m, lane, e] == (lane % 16) * 128 + 32 * (lane // 16) + 4 * m + e, (m, lane, e)
+    b = torch.randn(16, 128, generator=g).to(torch.bfloat16)
+    modules[arch].launch("t_blocked_16x16x16", grid=(1, 1, 1), block=(64, 1, 1),
+                         args=[a.view(torch.int16), b.view(torch.int16), words, d])
+    torch.testing.assert_close(d.double(), a.double() @ b.double().T, rtol=1e-5, atol=1e-5)

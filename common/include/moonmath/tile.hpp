@@ -318,6 +318,42 @@ MM_DEVICE void lds_load_b(FragB<S>& b, const void* lds, uint32_t col0 = 0, uint3
   b.w = detail::lds_load<S::kAbBytes>(lds, Swz::offset(col0 + S::b_col(lane), (k0 + S::ab_k(lane, 0)) * S::kElemBits / 8));
 }
 
+// k-blocked operands for Steps consecutive MFMAs over Steps*K: in MFMA m, lane group g holds
+// k = Steps*kAbElems*g + kAbElems*m + e, so each lane reads one contiguous run of Steps*kAbBytes
+// bytes with b128 reads (the other operand must be blocked the same way: a contraction over the
+// Steps MFMAs only needs both to agree). Tile layout as lds_load_a / lds_load_b.
+namespace detail {
+template <class Swz, int Steps, class S>
+MM_DEVICE void lds_load_blocked(u32v<S::kAbWords> (&w)[Steps], const void* lds, uint32_t x, uint32_t k0) {
+  constexpr int kRun = Steps * S::kAbBytes, kPerRead = 16 / S::kAbBytes;
+  static_assert(kRun % 16 == 0 && S::kAbBytes <= 16, "whole b128 reads");
+  const uint32_t byte0 = k0 * S::kElemBits / 8 + (lane_id() / S::M) * kRun;
+#pragma unroll
+  for (int p = 0; p < kRun / 16; ++p) {
+    const u32x4 v = lds_read_b128(lds, Swz::offset(x, byte0 + 16 * p));
+#pragma unroll
+    for (int f = 0; f < kPerRead; ++f) {
+      if constexpr (S::kAbWords == 2) w[kPerRead * p + f] = u32x2{v[2 * f], v[2 * f + 1]};
+      else w[p] = v;
+    }
+  }
+}
+}  // namespace detail
+template <class Swz, int Steps, class S>
+MM_DEVICE void lds_load_a_blocked(FragA<S> (&a)[Steps], const void* lds, uint32_t row0 = 0, uint32_t k0 = 0) {
+  u32v<S::kAbWords> w[Steps];
+  detail::lds_load_blocked<Swz, Steps, S>(w, lds, row0 + S::a_row((int)lane_id()), k0);
+#pragma unroll
+  for (int m = 0; m < Steps; ++m) a[m].w = w[m];
+}
+template <class Swz, int Steps, class S>
+MM_DEVICE void lds_load_b_blocked(FragB<S> (&b)[Steps], const void* lds, uint32_t col0 = 0, uint32_t k0 = 0) {
+  u32v<S::kAbWords> w[Steps];
+  detail::lds_load_blocked<Swz, Steps, S>(w, lds, col0 + S::b_col((int)lane_id()), k0);
+#pragma unroll
+  for (int m = 0; m < Steps; ++m) b[m].w = w[m];
+}
+
 // k orders of an operand: which k element e of a lane holds. KNatural is the MFMA's own
 // (S::ab_k); KOfPackedC is the order in which packed C fragments arrive as a B operand
 // (as_b_operand): k = 4G*(e/4) + 4*(lane/M) + e%4, i.e. the C rows of registers e. The two agree

@@ -328,3 +328,29 @@ MM_KERNEL void t_attention_16x16x32(const uint16_t* q, const uint16_t* k, const 
   attention_tile<Mfma16x16x32Bf16>(q, k, v, o, n, scale_log2);
 }
 #endif
+
+// k-blocked LDS operands: a 16 x 128 bf16 tile (rows of 256 bytes, XorLds<256, 16, 16>: the MoE
+// activation slab layout) read as the 8 blocked B operands of a 128-k product; raw words, and
+// D = A * B^T over the 8 MFMAs with A blocked the same way from a second tile.
+MM_KERNEL void t_blocked_16x16x16(const uint16_t* a, const uint16_t* bt, uint32_t* words, float* d) {
+  typedef Mfma16x16x16Bf16 S;
+  typedef XorLds<256, 16, 16> Swz;
+  MM_LDS uint8_t ta[16 * 256], tb[16 * 256];
+  const uint32_t lane = lane_id();
+  for (int i = lane; i < 16 * 128; i += 64) {
+    *(uint16_t*)(ta + Swz::offset(i / 128, (i % 128) * 2)) = a[i];
+    *(uint16_t*)(tb + Swz::offset(i / 128, (i % 128) * 2)) = bt[i];
+  }
+  block_sync();
+  FragA<S> fa[8];
+  FragB<S> fb[8];
+  lds_load_a_blocked<Swz, 8>(fa, ta);
+  lds_load_b_blocked<Swz, 8>(fb, tb);
+  FragC<S> acc = zeros<S>();
+  for (int m = 0; m < 8; ++m) {
+    mma(acc, fa[m], fb[m], acc);
+    words[(m * 64 + lane) * 2] = fb[m].w[0];
+    words[(m * 64 + lane) * 2 + 1] = fb[m].w[1];
+  }
+  store_c(acc, make_buffer(d, 16 * 64), 0, 64);
+}
