@@ -224,3 +224,13 @@ def test_kernel_rejects_misaligned():
         att.forward(qb, k, v)
     with pytest.raises(ValueError, match="k must start on a 16-byte boundary"):
         att.forward(q, rnd(1, 2, 16, 129, seed=2)[..., 1:], v)
+
+
+def test_varlen_plan_runs_the_kernels():
+    lens_q, lens_k, cu_q, cu_k, q, k, v = _varlen_case(128, seed=40)
+    n = int(cu_q[-1])
+    plan = att.VarlenPlan().plan(cu_q, cu_k, max(lens_q), max(lens_k), q.shape[0], k.shape[0], heads=4, kv_heads=2,
+                                 causal=True)
+    a, la = plan.run(q, k, v, return_lse=True)
+    b, lb = att.forward_varlen(q, k, v, cu_q, cu_k, max(lens_q), max(lens_k), causal=True, return_lse=True)
+    assert torch.equal(a[:n], b[:n]) and torch.equal(la[:, :n], lb[:, :n])
