@@ -32,14 +32,27 @@
 //
 // Where rows and keys live is the partitioner's business (DenseTile: batch strides + token offsets of
 // a work item); the pipeline sees buffer resources and per-block row counts only.
+//
+// Fragments are the tile layer's (moonmath/tile.hpp): FragA/FragB/FragC<Mfma16x16x32Bf16>, mma,
+// load_b (Q from global), lds_load_a over XorLds (K from LDS). Local here, because the layer does not
+// have them (yet): the transposing V read by asm with tied waits (the layer's lds_load_a_kmajor uses
+// the builtin, which waits for all LDS DMA), the CTA-wide direct-to-LDS staging (8 waves filling one
+// tile), P -> bf16 by v_cvt_pk_bf16_f32 (the layer's pack_bf16<RTNE> is the integer form with a NaN
+// guard: P needs neither), and the softmax step (fma logits, rescale skipped when no max moved,
+// the bf16-P normaliser).
 #pragma once
 #include "moonmath/all.hpp"
+#include "moonmath/tile.hpp"
 #include "shared/attention_fwd_plan.h"
 
 namespace attn950 {
 
 using mm::bf16x8;
 using mm::f32x4;
+using Mfma = mm::Mfma16x16x32Bf16;         // the tile layer's shape: A/B/C lane layouts as in the header
+using FragA = mm::FragA<Mfma>;
+using FragB = mm::FragB<Mfma>;
+using FragC = mm::FragC<Mfma>;
 using mm::u32x2;
 using mm::u32x4;
 typedef short i16x4 __attribute__((ext_vector_type(4)));
@@ -162,25 +175,23 @@ struct DenseTile {
 // ---- pipeline state -----------------------------------------------------------------------------
 template <class Shape>
 struct WaveState {
-  bf16x8 q[kRowTilesPerWave][Shape::kQkSteps];      // Q^T operands, resident
-  f32x4 o[kRowTilesPerWave][Shape::kDvTiles];       // O^T accumulators
+  FragB q[kRowTilesPerWave][Shape::kQkSteps];       // Q^T operands, resident
+  FragC o[kRowTilesPerWave][Shape::kDvTiles];       // O^T accumulators
   float m[kRowTilesPerWave];                        // running max (log2 units, row-uniform)
   float l[kRowTilesPerWave];                        // this lane's share of the running sum (fp32 p: the LSE)
-  f32x4 lb[kRowTilesPerWave];                       // running sum of the bf16 P (every register = the row's)
+  FragC lb[kRowTilesPerWave];                       // running sum of the bf16 P (every register = the row's)
 };
 
 // ---- stages -------------------------------------------------------------------------------------
 // Q rows of this wave: lane (g, j) of row tile rt holds Q[row 32w + 16rt + j][32s + 8g .. +7].
 template <class Shape>
 MM_DEVICE void load_q(WaveState<Shape>& st, mm::buffer_rsrc q, int64_t q_token, uint32_t wave, uint32_t lane) {
-  const uint32_t g = lane >> 4, j = lane & 15u;
+  (void)lane;
 #pragma unroll
-  for (int rt = 0; rt < kRowTilesPerWave; ++rt) {
-    const uint32_t row = 32u * wave + 16u * rt + j;
+  for (int rt = 0; rt < kRowTilesPerWave; ++rt)
 #pragma unroll
     for (int s = 0; s < Shape::kQkSteps; ++s)
-      st.q[rt][s] = __builtin_bit_cast(bf16x8, mm::buffer_load_b128(q, row * (uint32_t)q_token * 2u + (32u * s + 8u * g) * 2u));
-  }
+      mm::load_b(st.q[rt][s], q, (32u * wave + 16u * rt) * (uint32_t)q_token * 2u + 64u * s, (uint32_t)q_token * 2u);
 }
 
 // A negative softmax_scale: s' = (-q) k with the scale |scale| (bf16 negation is exact).
@@ -190,7 +201,7 @@ MM_DEVICE void negate_q(WaveState<Shape>& st) {
   for (int rt = 0; rt < kRowTilesPerWave; ++rt)
 #pragma unroll
     for (int s = 0; s < Shape::kQkSteps; ++s)
-      st.q[rt][s] = __builtin_bit_cast(bf16x8, __builtin_bit_cast(u32x4, st.q[rt][s]) ^ 0x80008000u);
+      st.q[rt][s].w ^= 0x80008000u;
 }
 
 // DMA one K block and one V block into a stage: the CTA's 8 waves each issue kKLoads + kVLoads
@@ -214,20 +225,23 @@ MM_DEVICE void dma_block(const Tile& tile, int32_t key0, lds_u8* stage, uint32_t
   dma_rows<Shape::kVRow, Shape::kVLoads>(tile.v_block(key0), tile.a.v_token, stage + Shape::kKBytes, wave, lane);
 }
 
-// S^T for the wave's row tiles against the 64 keys of a stage.
+// S^T for the wave's row tiles against the 64 keys of a stage: A = K tile t from the swizzled LDS
+// block (one b128 read feeds both row tiles), B = the resident Q^T.
 template <class Shape>
-MM_DEVICE void qk(const WaveState<Shape>& st, const lds_u8* kblk, f32x4 (&s)[kRowTilesPerWave][Shape::kKeyTiles],
+MM_DEVICE void qk(const WaveState<Shape>& st, const lds_u8* kblk, FragC (&s)[kRowTilesPerWave][Shape::kKeyTiles],
                   uint32_t lane) {
-  const uint32_t g = lane >> 4, i = lane & 15u;
+  (void)lane;
+  using KLayout = mm::XorLds<Shape::kKRow>;   // chunk c of row r at chunk c ^ (r & 7): see the header
 #pragma unroll
   for (int t = 0; t < Shape::kKeyTiles; ++t) {
 #pragma unroll
-    for (int rt = 0; rt < kRowTilesPerWave; ++rt) s[rt][t] = f32x4{0.f, 0.f, 0.f, 0.f};
+    for (int rt = 0; rt < kRowTilesPerWave; ++rt) s[rt][t] = mm::zeros<Mfma>();
 #pragma unroll
     for (int ks = 0; ks < Shape::kQkSteps; ++ks) {
-      const bf16x8 kf = __builtin_bit_cast(bf16x8, lds_read_b128(kblk + swz(16u * t + i, 4u * ks + g, Shape::kKRow)));
+      FragA kf;
+      mm::lds_load_a<KLayout>(kf, (const void*)kblk, 16u * t, 32u * ks);
 #pragma unroll
-      for (int rt = 0; rt < kRowTilesPerWave; ++rt) s[rt][t] = mm::mfma_16x16x32_bf16(kf, st.q[rt][ks], s[rt][t]);
+      for (int rt = 0; rt < kRowTilesPerWave; ++rt) mm::mma(s[rt][t], kf, st.q[rt][ks], s[rt][t]);
     }
   }
 }
@@ -235,7 +249,7 @@ MM_DEVICE void qk(const WaveState<Shape>& st, const lds_u8* kblk, f32x4 (&s)[kRo
 // Keys at or past a row's limit (k_len, or the causal diagonal) -> -inf. Only blocks that cross a
 // limit of the wave's rows pay for it (a wave-uniform branch).
 template <class Shape>
-MM_DEVICE void mask_block(f32x4 (&s)[kRowTilesPerWave][Shape::kKeyTiles], int32_t key0,
+MM_DEVICE void mask_block(FragC (&s)[kRowTilesPerWave][Shape::kKeyTiles], int32_t key0,
                           const int32_t (&limit)[kRowTilesPerWave], uint32_t lane) {
   const int32_t g = (int32_t)(lane >> 4);
 #pragma unroll
@@ -244,20 +258,20 @@ MM_DEVICE void mask_block(f32x4 (&s)[kRowTilesPerWave][Shape::kKeyTiles], int32_
     for (int t = 0; t < Shape::kKeyTiles; ++t)
 #pragma unroll
       for (int r = 0; r < 4; ++r)
-        if (key0 + 16 * t + 4 * g + r >= limit[rt]) s[rt][t][r] = kNegInf;
+        if (key0 + 16 * t + 4 * g + r >= limit[rt]) s[rt][t].v[r] = kNegInf;
 }
 
 // Online softmax over one block of raw scores s (c = |scale| log2 e > 0, so max(c s) = c max(s)):
 // new row max m (log2 units), rescale of O and l, p = exp2(fma(s, c, -m)) in place.
 template <class Shape>
-MM_DEVICE void softmax_step(WaveState<Shape>& st, f32x4 (&s)[kRowTilesPerWave][Shape::kKeyTiles], float c) {
+MM_DEVICE void softmax_step(WaveState<Shape>& st, FragC (&s)[kRowTilesPerWave][Shape::kKeyTiles], float c) {
 #pragma unroll
   for (int rt = 0; rt < kRowTilesPerWave; ++rt) {
     float mx = kNegInf;
 #pragma unroll
     for (int t = 0; t < Shape::kKeyTiles; ++t)
 #pragma unroll
-      for (int r = 0; r < 4; ++r) mx = __builtin_fmaxf(mx, s[rt][t][r]);
+      for (int r = 0; r < 4; ++r) mx = __builtin_fmaxf(mx, s[rt][t].v[r]);
     mx = row_max4(mx) * c;
     const float m_new = __builtin_fmaxf(st.m[rt], mx);
     // A row that has seen no key yet keeps m = -inf: use 0 as its reference so exp2 gives 0, not NaN.
@@ -269,38 +283,38 @@ MM_DEVICE void softmax_step(WaveState<Shape>& st, f32x4 (&s)[kRowTilesPerWave][S
     for (int t = 0; t < Shape::kKeyTiles; ++t)
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
-        const float p = mm::exp2(__builtin_fmaf(s[rt][t][r], c, -m_ref));
-        s[rt][t][r] = p;
+        const float p = mm::exp2(__builtin_fmaf(s[rt][t].v[r], c, -m_ref));
+        s[rt][t].v[r] = p;
         sum += p;
       }
     st.l[rt] = st.l[rt] * r_old + sum;
     // Rescale O only when some row of the tile moved its max (wave-uniform; rare after a few blocks).
     if (__builtin_amdgcn_ballot_w64(r_old != 1.f)) {
-      st.lb[rt] *= r_old;
+      mm::scale(st.lb[rt], r_old);
 #pragma unroll
-      for (int n = 0; n < Shape::kDvTiles; ++n) st.o[rt][n] *= r_old;
+      for (int n = 0; n < Shape::kDvTiles; ++n) mm::scale(st.o[rt][n], r_old);
     }
   }
 }
 
 // O^T += V^T P^T over the 64 keys of a stage.
 template <class Shape>
-MM_DEVICE void pv(WaveState<Shape>& st, const f32x4 (&p)[kRowTilesPerWave][Shape::kKeyTiles], const lds_u8* vblk,
+MM_DEVICE void pv(WaveState<Shape>& st, const FragC (&p)[kRowTilesPerWave][Shape::kKeyTiles], const lds_u8* vblk,
                   uint32_t lane) {
   const uint32_t g = lane >> 4, sl = lane & 15u;
-  bf16x8 pb[kRowTilesPerWave][Shape::kPvSteps];
+  FragB pb[kRowTilesPerWave][Shape::kPvSteps];      // P^T: two packed 16-key C tiles per 32-key step
 #pragma unroll
   for (int rt = 0; rt < kRowTilesPerWave; ++rt)
 #pragma unroll
-    for (int c = 0; c < Shape::kPvSteps; ++c) pb[rt][c] = to_bf16x8(p[rt][2 * c], p[rt][2 * c + 1]);
+    for (int c = 0; c < Shape::kPvSteps; ++c) pb[rt][c].w = __builtin_bit_cast(u32x4, to_bf16x8(p[rt][2 * c].v, p[rt][2 * c + 1].v));
   // lb += row sums of the bf16 P the PV MFMAs use (an MFMA against ones): normalising by them makes the
   // weights of each output row sum to 1 exactly (measured: lower rel. Frobenius error on every peer shape);
   // the fp32 sum l stays for the LSE, which it gets ~1000x more accurately.
-  const bf16x8 ones = __builtin_bit_cast(bf16x8, mm::i16x8{0x3F80, 0x3F80, 0x3F80, 0x3F80, 0x3F80, 0x3F80, 0x3F80, 0x3F80});
+  const FragA ones = {u32x4{0x3F803F80u, 0x3F803F80u, 0x3F803F80u, 0x3F803F80u}};
 #pragma unroll
   for (int rt = 0; rt < kRowTilesPerWave; ++rt)
 #pragma unroll
-    for (int c = 0; c < Shape::kPvSteps; ++c) st.lb[rt] = mm::mfma_16x16x32_bf16(ones, pb[rt][c], st.lb[rt]);
+    for (int c = 0; c < Shape::kPvSteps; ++c) mm::mma(st.lb[rt], ones, pb[rt][c], st.lb[rt]);
 #pragma unroll
   for (int c = 0; c < Shape::kPvSteps; ++c) {
     // Source lane sl of group g supplies key 16(2c+h) + 4g + sl/4, columns 16n + 4(sl%4) .. +3.
@@ -317,9 +331,9 @@ MM_DEVICE void pv(WaveState<Shape>& st, const f32x4 (&p)[kRowTilesPerWave][Shape
 #pragma unroll
     for (int n = 0; n < Shape::kDvTiles; ++n) {
       const mm::i16x8 a8 = {lo[n][0], lo[n][1], lo[n][2], lo[n][3], hi[n][0], hi[n][1], hi[n][2], hi[n][3]};
-      const bf16x8 vf = __builtin_bit_cast(bf16x8, a8);
+      const FragA vf = {__builtin_bit_cast(u32x4, a8)};
 #pragma unroll
-      for (int rt = 0; rt < kRowTilesPerWave; ++rt) st.o[rt][n] = mm::mfma_16x16x32_bf16(vf, pb[rt][c], st.o[rt][n]);
+      for (int rt = 0; rt < kRowTilesPerWave; ++rt) mm::mma(st.o[rt][n], vf, pb[rt][c], st.o[rt][n]);
     }
   }
 }
@@ -333,11 +347,11 @@ MM_DEVICE void store_final(const WaveState<Shape>& st, mm::buffer_rsrc o, int64_
   for (int rt = 0; rt < kRowTilesPerWave; ++rt) {
     const uint32_t row = 32u * wave + 16u * rt + j;
     const float l = row_sum4(st.l[rt]);
-    const float lb = st.lb[rt][0];
+    const float lb = st.lb[rt].v[0];
     const float inv = lb > 0.f ? mm::rcp(lb) : 0.f;
 #pragma unroll
     for (int n = 0; n < Shape::kDvTiles; ++n) {
-      const f32x4 v = st.o[rt][n] * inv;
+      const f32x4 v = st.o[rt][n].v * inv;
       const u32x2 w = {pack_out(v[0], v[1]), pack_out(v[2], v[3])};
       mm::buffer_store_b64(w, o, row * (uint32_t)o_token * 2u + (16u * n + 4u * g) * 2u);
     }
@@ -363,10 +377,10 @@ MM_DEVICE void store_part(const WaveState<Shape>& st, float* ws_o, float* ws_ml,
     const float l = row_sum4(st.l[rt]);
 #pragma unroll
     for (int n = 0; n < Shape::kDvTiles; ++n)
-      mm::buffer_store_b128(__builtin_bit_cast(u32x4, st.o[rt][n]), ro, (row * Shape::Dv + 16u * n + 4u * g) * 4u);
+      mm::buffer_store_b128(__builtin_bit_cast(u32x4, st.o[rt][n].v), ro, (row * Shape::Dv + 16u * n + 4u * g) * 4u);
     if (g == 0) {
       const u32x4 ml = {__builtin_bit_cast(uint32_t, st.m[rt]), __builtin_bit_cast(uint32_t, l),
-                        __builtin_bit_cast(uint32_t, st.lb[rt][0]), 0u};
+                        __builtin_bit_cast(uint32_t, st.lb[rt].v[0]), 0u};
       mm::buffer_store_b128(ml, rml, row * 16u);
     }
   }
@@ -399,9 +413,9 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   for (int rt = 0; rt < kRowTilesPerWave; ++rt) {
     st.m[rt] = kNegInf;
     st.l[rt] = 0.f;
-    st.lb[rt] = f32x4{0.f, 0.f, 0.f, 0.f};
+    st.lb[rt] = mm::zeros<Mfma>();
 #pragma unroll
-    for (int n = 0; n < Shape::kDvTiles; ++n) st.o[rt][n] = f32x4{0.f, 0.f, 0.f, 0.f};
+    for (int n = 0; n < Shape::kDvTiles; ++n) st.o[rt][n] = mm::zeros<Mfma>();
   }
   // Row limits: key < limit. Causal is bottom-right aligned: row i sees keys <= i + k_len - q_len.
   const int32_t diag = it.k_len - it.q_len + 1;
@@ -422,7 +436,7 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
     mm::block_sync();
     lds_u8* cur = lds + stage * Shape::kStageBytes;
     if (key0 + kKvBlock < it.kv_end) dma_block<Shape>(tile, key0 + kKvBlock, lds + (stage ^ 1u) * Shape::kStageBytes, wave, lane);
-    f32x4 s[kRowTilesPerWave][Shape::kKeyTiles];
+    FragC s[kRowTilesPerWave][Shape::kKeyTiles];
     qk(st, cur, s, lane);
     if (key0 + kKvBlock > wave_limit) mask_block<Shape>(s, key0, limit, lane);
     softmax_step(st, s, a.scale_log2);
