@@ -9,6 +9,8 @@
 //                Mfma16x16x32Fp8, Mfma32x32x16Fp8    (v_mfma_f32_*_fp8_fp8: the arch's native fp8,
 //                                                     e4m3fnuz on gfx942, OCP e4m3fn on gfx950)
 //   gfx950 only: Mfma16x16x32Bf16, Mfma32x32x16Bf16
+//                MfmaScaled16x16x128<FA, FB>, MfmaScaled32x32x64<FA, FB>  (v_mfma_scale_f32_*_f8f6f4,
+//                MxFormat E4M3 / E5M2 / E2M1 per operand, E8M0 Scales<S>; see MfmaScaledF8f6f4)
 // A shape S is an M x N x K product D = A * B + C for one wave64 (M == N for all of them).
 //
 // LAYOUT (the MFMA register layouts of AMD's matrix instruction calculator; G = 64 / M lane groups):
@@ -20,9 +22,22 @@
 // So a row of C lives in one register of the N lanes of a lane group (a "row" reduction crosses
 // lanes), and a column of C lives in one lane, spread over registers and the G lane groups.
 //
+// (S::OpA / S::OpB carry each operand's layout; the scaled fp8 forms hold two runs of k per lane.)
+//
 // TYPES: FragA<S>, FragB<S> (packed operand words .w), FragC<S> (fp32 accumulators .v),
 //   RowVec<S> (one value per C register = per row the lane holds; .v), ColVec<S> (one value per
-//   lane = the lane's column; .v), PackedC<S> (C as bf16 pairs: word i = rows of registers 2i, 2i+1).
+//   lane = the lane's column; .v), PackedC<S> (C as bf16 pairs: word i = rows of registers 2i, 2i+1),
+//   Scales<S> (scaled shapes: the lane's E8M0 scale byte).
+//
+// FUNCTIONS (each documented where it is defined):
+//   mma(d, a, b, c), mma(d, a, sa, b, sb, c); zeros<S>(), filled<S>(x)
+//   row_max, row_sum, col_max, col_sum, reduce_rows(c[T], op), reduce_cols(c[T], op)
+//   mul_rows, sub_rows, mul_cols, sub_cols, scale, exp2, apply(c, f(v, row, col))
+//   pack_bf16<Round>(c), as_b_operand(packed...), as_a_operand_of_transpose(packed)
+//   load_a, load_b, load_c, store_c, store_ct_bf16<Round>, load_scales          (buffers)
+//   lds_load_a/b<Swz>, lds_load_a/b_kmajor<Swz, KOrder>, lds_load_a/b_blocked<Swz, Steps>  (LDS)
+//   stage_tile_to_lds<Swz, Rows, LaneBytes>                                        (direct-to-LDS)
+//   ColSoftmax<S>, RowSoftmax<S>: update(s[T], scale_log2) -> factor; lse(); inv_l()
 //
 // Operand orientation for attention: with S^T = K * Q^T (K rows as A, Q rows as B) a query is a
 // column of C, i.e. one lane: the softmax state is one float per lane (ColSoftmax), and the packed
