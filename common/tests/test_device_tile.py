@@ -456,3 +456,24 @@ def test_scaled_mma_matches_reference(modules, name, M, fa, fb):
         for lane in range(64):
             ks = [fact_scaled_k(M, fa, lane, e) for e in range(32)]
             assert torch.equal(got[lane], a[lane % M, ks]), lane
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_fragment_memory_ops_are_the_intended_instructions(modules, arch):
+    """LDS fragments through generic pointers still become ds_* (never flat_*); gfx950's k-major
+    loads are transposing reads, gfx942's are ds_read_u16; the LDS staging is direct-to-LDS."""
+    m = modules[arch]
+    ops: dict = {}
+    for k, _, text in m.disassemble():
+        ops.setdefault(k, []).append(text)
+    assert not any(t.startswith("flat_") for ts in ops.values() for t in ts)
+    att = ops["t_attention_16x16x16"]
+    kmajor = [t for t in att if t.startswith("ds_read")]
+    if arch == "gfx950":
+        assert kmajor and all(t.startswith("ds_read_b64_tr_b16") for t in kmajor)
+    else:
+        assert kmajor and all(t.startswith("ds_read_u16") for t in kmajor)
+    assert any(t.startswith("buffer_load_dword") and " lds" in t for t in att), "V staged direct-to-LDS"
+    assert sum(t.startswith("v_mfma") for t in att) == 16  # per key block: 2 key tiles x 4 d steps + 4 d tiles x 2
+    blocked = ops["t_blocked_16x16x16"]
+    assert sum(t.startswith("ds_read_b128") for t in blocked) == 8, "4 b128 reads per operand"
