@@ -477,3 +477,14 @@ def test_fragment_memory_ops_are_the_intended_instructions(modules, arch):
     assert sum(t.startswith("v_mfma") for t in att) == 16  # per key block: 2 key tiles x 4 d steps + 4 d tiles x 2
     blocked = ops["t_blocked_16x16x16"]
     assert sum(t.startswith("ds_read_b128") for t in blocked) == 8, "4 b128 reads per operand"
+
+
+@pytest.mark.parametrize("M", [16, 32])
+def test_gfx950_packed_c_pairs_are_b_operands_in_kofpackedc_order(modules, M):
+    g = torch.Generator().manual_seed(70 + M)
+    a = torch.randn(M, 32, generator=g).to(torch.bfloat16)  # M x K, K = 32 rows of X
+    x = torch.randn(32, M, generator=g)
+    d = torch.zeros(M, M)
+    modules["gfx950"].launch(f"t_c_as_b950_{M}", grid=(1, 1, 1), block=(64, 1, 1), args=[a.view(torch.int16), x, d])
+    want = a.double() @ round_bf16(x, "rtne").double()
+    torch.testing.assert_close(d.double(), want, rtol=1e-5, atol=1e-5)

@@ -404,3 +404,42 @@ SCALED_KERNELS(32_e4m3_e4m3, 32, E4M3, E4M3)
 SCALED_KERNELS(32_e2m1_e2m1, 32, E2M1, E2M1)
 SCALED_KERNELS(32_e2m1_e4m3, 32, E2M1, E4M3)
 #endif
+
+#if defined(__gfx950__)
+// gfx950 KOfPackedC products: D = A * bf16(X), X an fp32 C fragment used in place as B operand(s),
+// A read k-major (A^T row-major in LDS) in the KOfPackedC order. a: M x M bf16, x: M x M fp32.
+MM_KERNEL void t_c_as_b950_16(const uint16_t* a, const float* x, float* d) {
+  typedef Mfma16x16x32Bf16 S;
+  typedef LinearLds<64> Swz;  // A^T: 32 k rows of 16 bf16 (padded to 64 bytes)
+  MM_LDS uint8_t at[32 * 64];
+  const uint32_t lane = lane_id();
+  for (int i = lane; i < 16 * 32; i += 64) *(uint16_t*)(at + Swz::offset(i % 32, (i / 32) * 2)) = a[i];
+  block_sync();
+  FragC<S> x0, x1, acc = zeros<S>();
+  load_c(x0, make_buffer(x, 32 * 64), 0, 64);
+  load_c(x1, make_buffer(x, 32 * 64), 16 * 64, 64);
+  FragA<S> fa;
+  lds_load_a_kmajor<Swz, KOfPackedC>(fa, at, 0, 0);
+  mma(acc, fa, as_b_operand(pack_bf16<Round::RTNE>(x0), pack_bf16<Round::RTNE>(x1)), acc);
+  store_c(acc, make_buffer(d, 16 * 64), 0, 64);
+}
+template <int P> MM_DEVICE void mma_slice950(FragC<Mfma32x32x16Bf16>& acc, const void* at, const PackedC<Mfma32x32x16Bf16>& p) {
+  FragA<Mfma32x32x16Bf16> fa;
+  lds_load_a_kmajor<LinearLds<64>, KOfPackedC>(fa, at, 0, 16 * P);
+  mma(acc, fa, as_b_operand<P>(p), acc);
+}
+MM_KERNEL void t_c_as_b950_32(const uint16_t* a, const float* x, float* d) {
+  typedef Mfma32x32x16Bf16 S;
+  typedef LinearLds<64> Swz;  // A^T: 32 k rows of 32 bf16
+  MM_LDS uint8_t at[32 * 64];
+  const uint32_t lane = lane_id();
+  for (int i = lane; i < 32 * 32; i += 64) *(uint16_t*)(at + Swz::offset(i % 32, (i / 32) * 2)) = a[i];
+  block_sync();
+  FragC<S> cx, acc = zeros<S>();
+  load_c(cx, make_buffer(x, 32 * 128), 0, 128);
+  const PackedC<S> p = pack_bf16<Round::RTNE>(cx);
+  mma_slice950<0>(acc, at, p);
+  mma_slice950<1>(acc, at, p);
+  store_c(acc, make_buffer(d, 32 * 128), 0, 128);
+}
+#endif
