@@ -9,7 +9,8 @@ import moonmath_amd as ma
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 RUNTIME = {"BACKENDS", "BackendUnavailableError", "MoonmathError", "NoKernelError", "emulated_arch", "get_backend",
-           "live_arch", "set_backend", "target_arch", "use_backend", "ATTENTION_ARCHS", "ArchFeatureError"}
+           "live_arch", "set_arch", "set_backend", "target_arch", "use_arch", "use_backend", "ATTENTION_ARCHS",
+           "ArchFeatureError"}
 OPS = sorted(n for n in ma.__all__ if n not in RUNTIME)
 
 
