@@ -59,3 +59,13 @@ def test_demo_reports_no_kernel_rows_for_what_the_packages_lack(capsys, monkeypa
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("fake_op"))
     assert "no kernel" in line and "not implemented for this arch yet" in line and "PASS" not in line
+
+
+@pytest.mark.parametrize("module", ["moonmath_common", "moonmath_amd", "moonmath_mla_decode", "moonmath_mxfp4_moe"])
+def test_package_is_typed(module):
+    """PEP 561: the installed package ships py.typed, so type checkers read its annotations."""
+    import importlib
+    from pathlib import Path
+
+    mod = importlib.import_module(module)
+    assert any((Path(p) / "py.typed").is_file() for p in mod.__path__), module
