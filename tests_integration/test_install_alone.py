@@ -54,7 +54,8 @@ def _install(py: Path, wheelhouse: Path, *names: str) -> None:
 def _venv(tmp_path: Path) -> Path:
     subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True)
     py = tmp_path / "venv" / "bin" / "python"
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", TORCH], check=True)
+    # torch and numpy from the usual index; the moonmath wheels then come only from the wheelhouse (--no-index)
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", TORCH, "numpy"], check=True)
     return py
 
 
@@ -92,6 +93,7 @@ def test_op_package_installs_alone_with_its_code_objects(pkg, tmp_path, wheelhou
 def test_emulator_installs_alone(tmp_path, wheelhouse):
     subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True)
     py = tmp_path / "venv" / "bin" / "python"
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "numpy"], check=True)
     _install(py, wheelhouse, "moonmath-emu")
     r = subprocess.run([str(py), "-c", "import moonmath_emu, sys; print(moonmath_emu.__file__)"],
                        capture_output=True, text=True, cwd=tmp_path)
