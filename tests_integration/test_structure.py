@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-OP_CMAKE = sorted(p for p in (REPO / "packages").glob("*/CMakeLists.txt") if "moonmath_add_code_objects" in p.read_text())
+OP_CMAKE = sorted(p for p in (REPO / "packages").glob("*/CMakeLists.txt")
+                  if "moonmath_add_code_objects" in p.read_text())
 
 
 def test_common_ships_the_cmake_package():

@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib
 import importlib.metadata as md
 import re
-
 from pathlib import Path
 
 import pytest

@@ -68,10 +68,10 @@ def main() -> None:
         print(f"{'op':28s} {'shape':18s} {'device-resident':>16s} {'host tensors':>13s} {'bare custom op':>15s}")
         for B in (1, 8, 64):
             args = mla_args(B)
-            floor = _median_us(lambda: _noop(*args, None, None, 0, 1), a.reps)
-            host = _median_us(lambda: ma.mla_decode_a16w8(*args), a.reps)
+            floor = _median_us(lambda args=args: _noop(*args, None, None, 0, 1), a.reps)
+            host = _median_us(lambda args=args: ma.mla_decode_a16w8(*args), a.reps)
             with mock.patch.object(checks, "on_host", lambda *t: False):
-                dev = _median_us(lambda: ma.mla_decode_a16w8(*args), a.reps)
+                dev = _median_us(lambda args=args: ma.mla_decode_a16w8(*args), a.reps)
             print(f"{'mla_decode_a16w8':28s} {f'B={B} H=16 S=64':18s} {dev:13.1f} us {host:10.1f} us "
                   f"{floor:12.1f} us")
         args = moe_down_args()

@@ -21,9 +21,9 @@ from moonmath_common import (
     use_backend,
 )
 
+from . import mla, moe  # noqa: E402, F401 - the original's module layout: moonmath_amd.mla, moonmath_amd.moe
 from .ops import *  # noqa: F403 - the public op surface
 from .ops import __all__ as _ops_all
-from . import mla, moe  # noqa: E402 - the original's module layout: moonmath_amd.mla, moonmath_amd.moe
 
 __version__ = "0.1.0"
 
