@@ -51,12 +51,23 @@ def _install(py: Path, wheelhouse: Path, *names: str) -> None:
                     "--find-links", str(wheelhouse), *names], check=True)
 
 
-def _venv(tmp_path: Path) -> Path:
-    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True)
-    py = tmp_path / "venv" / "bin" / "python"
-    # torch and numpy from the usual index; the moonmath wheels then come only from the wheelhouse (--no-index)
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", TORCH, "numpy"], check=True)
-    return py
+@pytest.fixture(scope="session")
+def torch_venv(tmp_path_factory) -> Path:
+    """A venv with torch and numpy only (from the usual index), made once: each test gets a hard-linked copy,
+    so torch is installed once per run instead of once per test."""
+    base = tmp_path_factory.mktemp("torch_venv") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(base)], check=True)
+    subprocess.run([str(base / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", TORCH,
+                    "numpy"], check=True)
+    return base
+
+
+def _venv(tmp_path: Path, torch_venv: Path) -> Path:
+    """A fresh venv holding torch and numpy: a hard-linked copy of torch_venv (files shared read-only; pip
+    only adds files to it). Always run it as `<venv>/bin/python -m ...` (script shebangs name the original)."""
+    dst = tmp_path / "venv"
+    subprocess.run(["cp", "-al", str(torch_venv), str(dst)], check=True)
+    return dst / "bin" / "python"
 
 
 def _declared_kernels(pkg: str) -> list[Path]:
@@ -64,11 +75,11 @@ def _declared_kernels(pkg: str) -> list[Path]:
 
 
 @pytest.mark.parametrize("pkg", list(OP_PACKAGES))
-def test_op_package_installs_alone_with_its_code_objects(pkg, tmp_path, wheelhouse):
+def test_op_package_installs_alone_with_its_code_objects(pkg, tmp_path, wheelhouse, torch_venv):
     module, archs = OP_PACKAGES[pkg]
     # the archs that have device sources (a package's kernels are being written arch by arch)
     archs = [a for a in archs if any(p.parent.name in (a, "device") for p in _declared_kernels(pkg))]
-    py = _venv(tmp_path)
+    py = _venv(tmp_path, torch_venv)
     _install(py, wheelhouse, f"moonmath-{pkg}")
     others = [m for m in ALL_MICRO if m != module]
     probe = textwrap.dedent(f"""
@@ -109,9 +120,9 @@ def _readme_mla_example() -> str:
     return mla[0]
 
 
-def test_metapackage_runs_the_readme_mla_example_on_kernels(tmp_path, wheelhouse):
+def test_metapackage_runs_the_readme_mla_example_on_kernels(tmp_path, wheelhouse, torch_venv):
     """pip install moonmath-amd in a CPU-only venv brings the emulator: the example runs the gfx942 kernel."""
-    py = _venv(tmp_path)
+    py = _venv(tmp_path, torch_venv)
     _install(py, wheelhouse, "moonmath-amd")
     probe = _readme_mla_example() + textwrap.dedent("""
         import moonmath_amd as ma
