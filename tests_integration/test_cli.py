@@ -61,7 +61,8 @@ def test_demo_reports_no_kernel_rows_for_what_the_packages_lack(capsys, monkeypa
     assert "no kernel" in line and "not implemented for this arch yet" in line and "PASS" not in line
 
 
-@pytest.mark.parametrize("module", ["moonmath_common", "moonmath_amd", "moonmath_mla_decode", "moonmath_mxfp4_moe"])
+@pytest.mark.parametrize("module", ["moonmath_common", "moonmath_amd", "moonmath_emu", "moonmath_mha_gfx942",
+                                    "moonmath_attention_gfx950", "moonmath_mla_decode", "moonmath_mxfp4_moe"])
 def test_package_is_typed(module):
     """PEP 561: the installed package ships py.typed, so type checkers read its annotations."""
     import importlib
