@@ -395,6 +395,7 @@ struct Ctx {
   uint32_t wg[3] = {0, 0, 0};
   int nwaves = 0;
   uint32_t priv_size = 0;
+  bool tracing = false;  // timing hook: this workgroup is recorded
 
   Ctx(Module::Impl& m, const CodeObject& c, const KernelDesc& k, const LaunchParams& p)
       : M(m), co(c), kd(k), P(p), gfx950(c.gfx950), hz(p.check_hazards) {}
@@ -719,6 +720,7 @@ void Ctx::step(Wave& w) {
   const Inst& in = M.insts[w.pc];
   const XInst& x = M.x[w.pc];
   icount[w.pc]++;
+  if (tracing) P.trace->on_inst(w.id, w.pc, in, w.s, w.v, w.exec());  // timing hook
   if (hz && w.pending()) {
     bool is_load = in.enc == ENC_SMEM || in.enc == ENC_DS || in.enc == ENC_FLAT || in.enc == ENC_GLOBAL ||
                    in.enc == ENC_SCRATCH || in.enc == ENC_MUBUF || in.enc == ENC_MTBUF;
@@ -2541,6 +2543,8 @@ Counters Module::launch(const std::string& name, const LaunchParams& P) {
     for (uint32_t y = 0; y < P.grid[1]; y++)
       for (uint32_t xg = 0; xg < P.grid[0]; xg++) {
         C.wg[0] = xg; C.wg[1] = y; C.wg[2] = z;
+        C.tracing = P.trace && P.trace->begin_workgroup(C.wg, C.nwaves);  // timing hook
+        if (P.trace && !C.tracing && !P.trace->run_untraced()) continue;   // timing hook
         std::fill(C.lds.begin(), C.lds.end(), 0);
         if (C.hz) std::fill(C.lmeta.begin(), C.lmeta.end(), LdsMeta());
         C.epoch = 1;
@@ -2564,6 +2568,7 @@ Counters Module::launch(const std::string& name, const LaunchParams& P) {
             C.epoch++;
           }
         }
+        if (C.tracing) P.trace->end_workgroup();  // timing hook
         nwg++;
       }
   // ---- counters

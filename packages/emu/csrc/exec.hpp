@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "emu.hpp"
+#include "timing_hook.hpp"
 
 namespace mmemu {
 
@@ -34,6 +35,7 @@ struct LaunchParams {
   uint32_t dynamic_lds = 0;
   bool check_hazards = true;
   std::vector<LaunchArg> args;
+  TraceSink* trace = nullptr;  // timing hook (timing_hook.hpp): records chosen workgroups
 };
 
 // A loaded, pre-decoded code object.
