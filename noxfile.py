@@ -6,6 +6,7 @@
   nox -s build-<p>         build the wheel of one package into dist/ and check its code objects
   nox -s isa-<p>           code-object budgets (registers, LDS, scratch) of one package
   nox -s lint | integration | docs | bench
+  nox -s timing            the timing model vs AITER's published times (build/timing/)
 """
 from __future__ import annotations
 
@@ -123,3 +124,17 @@ def bench(session: nox.Session) -> None:
     _install_all(session)
     for script in sorted(ROOT.glob("packages/*/benchmarks/*.py")):
         session.run("python", str(script), *session.posargs)
+
+
+@nox.session
+def timing(session: nox.Session) -> None:
+    """The timing model against AITER's published hardware times: tables and figure in build/timing/.
+
+    Runs AITER's FMHA v3 code objects (pinned amd-aiter wheel, fetched into $MOONMATH_AITER_CACHE) on
+    the emulator under the timing model; calibrates one constant on the MI300X RTNE column and
+    predicts the rest (benchmarks/timing/run.py). About a minute of CPU.
+    """
+    session.install(TORCH)
+    session.install("numpy", "matplotlib")
+    session.install("./common", "./packages/emu")
+    session.run("python", "-m", "benchmarks.timing.run", "--out", str(ROOT / "build" / "timing"), *session.posargs)

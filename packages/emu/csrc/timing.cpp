@@ -93,10 +93,18 @@ const TraceStatic& Tracer::stat(int idx, const Inst& in) {
         mi = mfma_lookup(s.name.c_str(), gfx950_);
       if (mi) {
         s.pipe = TP_MFMA; s.cycles = 4 * mi->passes; s.latency = 4 * mi->passes + cfg_.mfma_extra_latency;
+        // co-execution after an XDL MFMA (slots of 4 clocks from its issue): VALU at 1 + widest A/B
+        // source bytes / 16, packed-f32 VALU and DOT at passes + 2; SGEMM / DGEMM hold all VALU to passes + 2
+        bool xgemm = mi->a_type == MfmaType::F32 || mi->a_type == MfmaType::F64;
+        s.pk_hold = mi->passes + 2;
+        s.valu_hold = xgemm ? mi->passes + 2 : 1 + (4 * std::max(mi->a_regs, mi->b_regs)) / 16;
       } else if (is_trans_name(s.name)) {
         s.pipe = TP_TRANS; s.cycles = cfg_.trans_cycles; s.latency = cfg_.trans_latency;
       } else {
         s.pipe = TP_VALU; s.cycles = cfg_.valu_cycles; s.latency = cfg_.valu_latency;
+        s.pk_f32 = s.name.rfind("v_pk_fma_f32", 0) == 0 || s.name.rfind("v_pk_mul_f32", 0) == 0 ||
+                   s.name.rfind("v_pk_add_f32", 0) == 0 || s.name.rfind("v_pk_mov_b32", 0) == 0 ||
+                   s.name.rfind("v_dot", 0) == 0;
       }
       for (int i = 0; i < 3; i++) rd(in.src[i], in.nbits[i]);
       wr(in.dst, in.dst_bits);
@@ -276,6 +284,7 @@ struct SimCU {
   std::vector<int> queue; size_t qpos = 0;
   std::vector<SimWG> res;  // resident workgroups (slot)
   uint64_t valu_free[8] = {0}, mfma_free[8] = {0};
+  uint64_t valu_hold[8] = {0}, pk_hold[8] = {0};  // VALU / packed-f32 VALU issue held off by an MFMA
   uint64_t lds_free = 0, ta_free = 0, end = 0;
   std::vector<std::pair<uint64_t, uint64_t>> spans;
   Cache l1;
@@ -286,8 +295,7 @@ struct SimCU {
 static int category(int pipe) {
   switch (pipe) {
     case TP_VALU: case TP_TRANS: case TP_MFMA: return 0;  // VALU and MFMA share the vector issue port
-    case TP_SALU: return 1;
-    case TP_SMEM: return 2;
+    case TP_SALU: case TP_SMEM: return 1;  // SMEM issues through the SALU (rocprofiler-compute CU docs)
     case TP_LDS: return 3;
     case TP_VMEM: return 4;
     case TP_BRANCH: return 5;
@@ -437,7 +445,8 @@ TimingReport simulate(const Tracer& tr, const TimingConfig& cfg, const std::vect
           if (used[cat]) { cause_cycles[C_ARB] += P; continue; }
           // --- structural: the pipeline must be free
           uint64_t busy = 0;
-          if (st.pipe == TP_VALU || st.pipe == TP_TRANS) busy = C.valu_free[simd];
+          if (st.pipe == TP_VALU || st.pipe == TP_TRANS)
+            busy = std::max(C.valu_free[simd], st.pk_f32 ? C.pk_hold[simd] : C.valu_hold[simd]);
           else if (st.pipe == TP_MFMA) busy = C.mfma_free[simd];
           if (busy > t) { w.ready = busy; w.cause = C_PIPE_BUSY; cause_cycles[C_PIPE_BUSY] += P; continue; }
           // --- issue
@@ -455,6 +464,10 @@ TimingReport simulate(const Tracer& tr, const TimingConfig& cfg, const std::vect
               break;
             case TP_MFMA:
               C.mfma_free[simd] = t + st.cycles; pipe_busy[TP_MFMA] += st.cycles;
+              if (cfg.mfma_coexec) {
+                C.valu_hold[simd] = std::max(C.valu_hold[simd], t + (uint64_t)st.valu_hold * P);
+                C.pk_hold[simd] = std::max(C.pk_hold[simd], t + (uint64_t)st.pk_hold * P);
+              }
               write(t + st.latency, t + st.cycles);
               break;
             case TP_SALU: case TP_OTHER:

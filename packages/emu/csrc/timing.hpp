@@ -56,6 +56,7 @@ struct TimingConfig {
   double l2_bytes_per_clk_per_xcd = 2048;  // 16 channels x 128 B
   double mall_hit_rate = 0.0;          // fraction of L2 misses served by the MALL
   double kernel_launch_us = 0.0;       // fixed per-kernel overhead added by the composer
+  int mfma_coexec = 1;                 // 1: VALU held off after an MFMA issue (LLVM's thread-trace rules)
 };
 
 // One recorded dynamic instruction.
@@ -80,6 +81,9 @@ struct TraceStatic {
   int vm = 63, lgkm = 15;             // s_waitcnt
   int nop = 0, prio = 0;
   bool store = false, vmem_lds = false;
+  // MFMA / VALU co-execution (issue slots after an MFMA issues, see docs/performance.md)
+  int valu_hold = 0, pk_hold = 0;     // MFMA: slots before a VALU / a packed-f32 VALU or DOT may issue
+  bool pk_f32 = false;                // VALU: v_pk_{add,fma,mul}_f32, v_pk_mov_b32 or a DOT
   std::string name;
 };
 
