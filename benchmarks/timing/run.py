@@ -124,7 +124,8 @@ def main() -> None:
     chk = model_wg("gfx942", SKV_CHECK, round_mode="rtne", cfg=cfg942)["wg_cycles"]
     pred = fits["rtne"]["a"] + fits["rtne"]["b"] * SKV_CHECK
     extrap = {"skv": SKV_CHECK, "simulated": chk, "extrapolated": pred, "err": err(pred, chk)}
-    print(f"linearity check at Skv={SKV_CHECK}: simulated {chk:.0f} cycles, extrapolated {pred:.0f} ({extrap['err']:+.2%})")
+    print(f"linearity check at Skv={SKV_CHECK}: simulated {chk:.0f} cycles, "
+          f"extrapolated {pred:.0f} ({extrap['err']:+.2%})")
 
     def cycles942(shape, mode):
         B, H, S = shape
@@ -136,7 +137,8 @@ def main() -> None:
     ratios = [cycles942(shape, "rtne")[0] / (pub["rtne"] * 1e-3) for shape, pub in MI300X_MHA]
     f_eff = statistics.median(ratios)
     clock_ratio = f_eff / (cfg942["clock_mhz"] * 1e6)
-    print(f"calibrated effective clock {f_eff / 1e6:.0f} MHz ({clock_ratio:.3f} of the {cfg942['clock_mhz']:.0f} MHz peak)")
+    print(f"calibrated effective clock {f_eff / 1e6:.0f} MHz "
+          f"({clock_ratio:.3f} of the {cfg942['clock_mhz']:.0f} MHz peak)")
 
     tables: dict[str, list[dict]] = {"MI300X RTNE (calibration)": [], "MI300X RTNA": [], "MI300X RTZ": []}
     for shape, pub in MI300X_MHA:
@@ -157,7 +159,8 @@ def main() -> None:
         label = f"({B}, {Hq}/{Hk}, {Sq}/{Skv}, {dqk}/{dv}){' causal' if causal else ''}"
         row = {"label": label, "pub_ms": ms_pub, "fastest": fastest, "causal": causal}
         if dqk != 128:
-            row["skipped"] = "hd192: the gfx950 hd192 v3 object does not yet match the reference on the emulator (issue 9)"
+            row["skipped"] = ("hd192: the gfx950 hd192 v3 object does not yet match the reference "
+                              "on the emulator (issue 9)")
             tables["MI355X (v3 model vs fastest published AITER)"].append(row)
             continue
         nwg = grid_workgroups("gfx950", B, Hq, Sq, causal=causal)
@@ -190,15 +193,15 @@ def main() -> None:
           f"({extrap['err']:+.2%}).", ""]
     for name, rows in tables.items():
         done = [r for r in rows if "model_ms" in r]
-        md += [f"## {name}", "", "| shape | workgroups | rounds | published ms | modeled ms | error |" +
-               (" fastest AITER |" if "MI355X" in name else ""),
-               "|---|---|---|---|---|---|" + ("---|" if "MI355X" in name else "")]
+        last = " fastest AITER |" if "MI355X" in name else " modeled TFLOP/s |"
+        md += [f"## {name}", "", "| shape | workgroups | rounds | published ms | modeled ms | error |" + last,
+               "|---|---|---|---|---|---|---|"]
         for r in rows:
             if "model_ms" not in r:
                 md.append(f"| {r['label']} | | | {r['pub_ms']} | — | {r['skipped']} |" + (f" {r['fastest']} |"))
                 continue
             md.append(f"| {r['label']} | {r['workgroups']} | {r['rounds']} | {r['pub_ms']:.4g} | {r['model_ms']:.4g} | "
-                      f"{r['err']:+.1%} |" + (f" {r['fastest']} |" if "MI355X" in name else ""))
+                      f"{r['err']:+.1%} |" + (f" {r['fastest']} |" if "MI355X" in name else f" {r['tflops']:.0f} |"))
         s = summarize(done)
         summary[name] = s
         md += ["", f"median |error| {s['median_abs_err']:.1%}; worst {s['worst']} ({s['worst_err']:+.1%}); "
@@ -211,7 +214,7 @@ def main() -> None:
                 summary[name]["v3_rows"] = [(r["label"], r["err"]) for r in v3]
     md += ["## Where the cycles went (one CU round at Skv = 2048, fractions of wave issue slots)", "",
            "| code object | " + " | ".join(fits["rtne"]["where"]) + " |", "|---|" + "---|" * len(fits["rtne"]["where"])]
-    for m, f in list(fits.items()) + [("gfx950", fit950)]:
+    for f in list(fits.values()) + [fit950]:
         md.append(f"| {f['kernel']} | " + " | ".join(f"{v:.1%}" for v in f["where"].values()) + " |")
     md += ["", "Pipeline utilization (busy cycles / SIMD cycles): " + "; ".join(
         f"{f['kernel'].split('/')[-1]}: " + ", ".join(f"{k} {v:.0%}" for k, v in f["pipe_util"].items())
@@ -236,10 +239,12 @@ def main() -> None:
         ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
         ax.plot([lo, hi], [lo * 1.15, hi * 1.15], "k:", lw=0.6)
         ax.plot([lo, hi], [lo / 1.15, hi / 1.15], "k:", lw=0.6)
-        ax.set_xscale("log"); ax.set_yscale("log")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
         ax.set_xlabel("published AITER time on hardware (ms)")
         ax.set_ylabel("modeled time (ms)")
-        ax.set_title("moonmath-emu timing model vs AITER's published times\n(calibrated on MI300X RTNE only; dotted: ±15%)")
+        ax.set_title("moonmath-emu timing model vs AITER's published times\n"
+                     "(calibrated on MI300X RTNE only; dotted: ±15%)")
         ax.legend(fontsize=7)
         fig.tight_layout()
         fig.savefig(out / "timing.png", dpi=120)

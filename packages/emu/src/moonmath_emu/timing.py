@@ -49,6 +49,9 @@ def config(arch: str, **overrides: Any) -> dict:
     return c
 
 
+_arch_config = config  # `simulate`'s `config` argument shadows the function
+
+
 def occupancy(info: dict, threads: int, cfg: dict) -> int:
     """Workgroups resident per CU, from the kernel's VGPRs (unified file, granule 8) and LDS."""
     if threads < 1:
@@ -85,7 +88,7 @@ def simulate(mod: Module, kernel: str, grid: Iterable[int] | int, block: Iterabl
         for w in c:
             if any(not 0 <= w[i] < g[i] for i in range(3)):
                 raise ValueError(f"workgroup {w} is outside the grid {tuple(g)}")
-    cfg = config if config is not None else globals()["config"](mod.arch)
+    cfg = config if config is not None else _arch_config(mod.arch)
     info = mod.kernel_info(kernel)
     if slots is None:
         slots = occupancy(info, b[0] * b[1] * b[2], cfg)
