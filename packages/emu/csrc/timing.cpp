@@ -156,6 +156,9 @@ static uint32_t lds_cycles(const TimingConfig& cfg, const std::vector<uint32_t>&
 void Tracer::on_inst(int wave, int idx, const Inst& in, const uint32_t* sg, const uint32_t* vr, uint64_t exec) {
   if (!cur_) return;
   const TraceStatic& s = stat(idx, in);
+  // an s_waitcnt that yielded to the other waves (direct-to-LDS landing) executes again: record it once
+  auto& recs = cur_->waves[wave].recs;
+  if (s.pipe == TP_WAITCNT && !recs.empty() && recs.back().idx == idx) return;
   TraceRec r{idx, 0, 0};
   auto row = [&](uint16_t code) { return vr + (size_t)(code - OPC_VGPR) * 64; };
   if (s.pipe == TP_LDS) {
