@@ -14,7 +14,7 @@ Method (docs/performance.md, "Timing model"):
 3. Calibration: f, the one fitted constant (cycles per second, i.e. the effective clock), is the
    median over the 9 MI300X RTNE rows of modeled cycles / published seconds. Nothing else is fitted.
 4. Frozen, the model predicts MI300X RTNA and RTZ (their own code objects) and MI355X (gfx950 v3
-   code objects, f scaled by the peak-clock ratio 2400 / 2100).
+   code objects hd128 and hd192, dense and causal, f scaled by the peak-clock ratio 2400 / 2100).
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import moonmath_emu.timing as timing
+from benchmarks.peers import fmha_v3
 
 from .fmha import grid_workgroups, model_wg
 
@@ -74,9 +75,9 @@ SKV_FIT = (1024, 2048)
 SKV_CHECK = 8192
 
 
-def linear_fit(arch: str, mode: str, cfg: dict) -> dict:
+def linear_fit(arch: str, mode: str, cfg: dict, dqk: int = 128) -> dict:
     """Round cycles = a + b * Skv for one non-causal code object, from two simulated Skv values."""
-    reps = {s: model_wg(arch, s, round_mode=mode, cfg=cfg) for s in SKV_FIT}
+    reps = {s: model_wg(arch, s, round_mode=mode, cfg=cfg, dqk=dqk) for s in SKV_FIT}
     (s1, s2), (c1, c2) = SKV_FIT, (reps[SKV_FIT[0]]["wg_cycles"], reps[SKV_FIT[1]]["wg_cycles"])
     b = (c2 - c1) / (s2 - s1)
     last = reps[s2]
@@ -152,32 +153,26 @@ def main() -> None:
     # ---- MI355X: gfx950 v3 code objects, frozen constants, clock scaled by the peak-clock ratio
     cfg950 = timing.config("gfx950")
     f950 = clock_ratio * cfg950["clock_mhz"] * 1e6
-    fit950 = linear_fit("gfx950", "rtne", cfg950)
+    fits950 = {128: linear_fit("gfx950", "rtne", cfg950), 192: linear_fit("gfx950", "rtne", cfg950, dqk=192)}
     causal_cache: dict = {}
     tables["MI355X (v3 model vs fastest published AITER)"] = []
     for (B, Hq, Hk, Sq, Skv, dqk, dv, causal, ms_pub, fastest) in MI355X_ATTN:
         label = f"({B}, {Hq}/{Hk}, {Sq}/{Skv}, {dqk}/{dv}){' causal' if causal else ''}"
         row = {"label": label, "pub_ms": ms_pub, "fastest": fastest, "causal": causal}
-        if dqk != 128:
-            row["skipped"] = ("hd192: the gfx950 hd192 v3 object does not yet match the reference "
-                              "on the emulator (issue 9)")
-            tables["MI355X (v3 model vs fastest published AITER)"].append(row)
-            continue
-        nwg = grid_workgroups("gfx950", B, Hq, Sq, causal=causal)
+        nwg = grid_workgroups("gfx950", B, Hq, Sq, causal=causal, dqk=dqk, dv=dv)
         rounds = math.ceil(nwg / cfg950["cus_per_chip"])
         if causal:
             if Sq != Skv:
                 raise ValueError("causal rows are square here")
-            key = Sq
+            key = (Sq, dqk)
             if key not in causal_cache:
-                rows_ = 256
-                tiles = math.ceil(Sq / rows_)
-                gx = math.ceil(tiles / 2)
-                rep = model_wg("gfx950", Skv, causal=True, sq_tiles=gx, cfg=cfg950)
+                rows_ = fmha_v3.kernel_for("gfx950", dqk, dv, True, "rtne")[2]
+                gx = math.ceil(math.ceil(Sq / rows_) / 2)
+                rep = model_wg("gfx950", Skv, causal=True, dqk=dqk, dv=dv, sq_tiles=gx, cfg=cfg950)
                 causal_cache[key] = rep["wg_cycles"]
             cyc = rounds * causal_cache[key]
         else:
-            cyc = rounds * (fit950["a"] + fit950["b"] * Skv)
+            cyc = rounds * (fits950[dqk]["a"] + fits950[dqk]["b"] * Skv)
         ms = cyc / f950 * 1e3
         row.update(model_ms=ms, err=err(ms, ms_pub), workgroups=nwg, rounds=rounds)
         tables["MI355X (v3 model vs fastest published AITER)"].append(row)
@@ -214,15 +209,17 @@ def main() -> None:
                 summary[name]["v3_rows"] = [(r["label"], r["err"]) for r in v3]
     md += ["## Where the cycles went (one CU round at Skv = 2048, fractions of wave issue slots)", "",
            "| code object | " + " | ".join(fits["rtne"]["where"]) + " |", "|---|" + "---|" * len(fits["rtne"]["where"])]
-    for f in list(fits.values()) + [fit950]:
+    for f in list(fits.values()) + list(fits950.values()):
         md.append(f"| {f['kernel']} | " + " | ".join(f"{v:.1%}" for v in f["where"].values()) + " |")
     md += ["", "Pipeline utilization (busy cycles / SIMD cycles): " + "; ".join(
         f"{f['kernel'].split('/')[-1]}: " + ", ".join(f"{k} {v:.0%}" for k, v in f["pipe_util"].items())
-        for f in list(fits.values()) + [fit950]), "", f"CPU time of this run: {time.time() - t0:.0f} s.", ""]
+        for f in list(fits.values()) + list(fits950.values())), "",
+        f"CPU time of this run: {time.time() - t0:.0f} s.", ""]
     (out / "timing.md").write_text("\n".join(md))
-    (out / "timing.json").write_text(json.dumps({"f_eff_hz": f_eff, "clock_ratio": clock_ratio, "f950_hz": f950,
-                                                 "fits": {**fits, "gfx950": fit950}, "extrapolation": extrap,
-                                                 "tables": tables, "summary": summary}, indent=1, default=str))
+    dump = {"f_eff_hz": f_eff, "clock_ratio": clock_ratio, "f950_hz": f950, "extrapolation": extrap,
+            "fits": {**fits, "gfx950_hd128": fits950[128], "gfx950_hd192": fits950[192]},
+            "tables": tables, "summary": summary}
+    (out / "timing.json").write_text(json.dumps(dump, indent=1, default=str))
     try:
         import matplotlib
         matplotlib.use("Agg")
