@@ -62,10 +62,10 @@ def test_results_unchanged_and_untraced_skipped(tk):
     tk.launch("chase", grid=4, block=64, args=[src, ref, 3])
     got = torch.zeros(256, dtype=torch.int32)
     rep = timing.simulate(tk, "chase", 4, 64, [src, got, 3], cus=[[(1, 0, 0)]], run_untraced=True)
-    assert torch.equal(got, ref) and rep["emulated_workgroups"] == 4
+    assert torch.equal(got, ref) and rep["traced_workgroups"] == 1
     part = torch.zeros(256, dtype=torch.int32)
     rep = timing.simulate(tk, "chase", 4, 64, [src, part, 3], cus=[[(1, 0, 0)]])
-    assert rep["emulated_workgroups"] == 1
+    assert rep["traced_workgroups"] == 1
     assert torch.equal(part[64:128], ref[64:128]) and not part[:64].any()
 
 
