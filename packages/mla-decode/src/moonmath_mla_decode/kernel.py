@@ -46,10 +46,27 @@ def plan(batch: int, heads: int, q_len: int, len_hint: int = 0):
 
 
 def _check_ranges(**sizes: int) -> None:
+    """Buffers the kernels address with 32-bit byte offsets (q_lat, q_pe, o_lat, lse, the workspace).
+
+    The pool and kv_indices are not among them: the pool is a structured buffer of 576-byte records
+    (see _check_pool_slots) and each request's kv_indices run is its own buffer.
+    """
     for name, nbytes in sizes.items():
         if nbytes >= _U32:
-            raise ValueError(f"{OP}: {name} spans {nbytes} bytes; the gfx942 kernel addresses buffers with 32-bit "
-                             f"offsets (at most {_U32 - 1} bytes: {(_U32 - 1) // 576} pool slots)")
+            raise ValueError(f"{OP}: {name} spans {nbytes} bytes; the gfx942 kernel addresses it with 32-bit "
+                             f"byte offsets (at most {_U32 - 1} bytes)")
+
+
+def _check_pool_slots(slots: int) -> None:
+    """The pool's record count must fit the buffer descriptor's 32-bit num_records (pools up to ~2.4 TB)."""
+    if slots >= _U32:
+        raise ValueError(f"{OP}: kv_pool has {slots} slots; the gfx942 kernel addresses the pool as 576-byte "
+                         f"records with a 32-bit record count (at most {_U32 - 1} slots)")
+
+
+def _usable_indices(n_idx: int) -> int:
+    """kv_indices entries the kernel can reach: kv_indptr is int32, so entries past 2^31 - 1 never are."""
+    return min(n_idx, (1 << 31) - 1)
 
 
 def _check_alignment(**tensors: torch.Tensor | None) -> None:
@@ -95,8 +112,8 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
     else:
         grid = -(-(B * np_ * n_rt) // 4)
         code_object, kernel_name = FWD_CODE_OBJECT, FWD_KERNEL
-    _check_ranges(kv_pool=kv_pool.numel(), q_lat=q_lat.numel() * 2, kv_indices=kv_indices.numel() * 4,
-                  workspace=B * rows * np_ * 512 * 4 if partial else 0)
+    _check_ranges(q_lat=q_lat.numel() * 2, workspace=B * rows * np_ * 512 * 4 if partial else 0)
+    _check_pool_slots(kv_pool.shape[0])
     _check_alignment(q_lat=q_lat, q_pe=q_pe, kv_pool=kv_pool, o_lat=o_lat)
     dev = q_lat.device
     ws_o = torch.empty(B * rows * np_ * 512, dtype=torch.float32, device=dev) if partial else None
@@ -107,7 +124,7 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
     o_scale = _f32_bits(float(kv_scale))
     counters = [KERNELS.launch(OP, arch, code_object, kernel_name, grid=grid, block=256,
                                args=[q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, glen_arg, lse,
-                                     ws_o, ws_ml, B, H, q_len, np_, kv_pool.numel(), kv_indices.numel(), cp_rank,
+                                     ws_o, ws_ml, B, H, q_len, np_, kv_pool.shape[0], _usable_indices(kv_indices.numel()), cp_rank,
                                      cp_world, flags, c_qk, o_scale])]
     if partial:
         counters.append(KERNELS.launch(OP, arch, MERGE_CODE_OBJECT, MERGE_KERNEL, grid=B * rows, block=256,

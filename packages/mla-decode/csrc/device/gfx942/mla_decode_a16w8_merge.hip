@@ -5,13 +5,14 @@
 //   M = max_{l_p > 0} m_p,  w_p = exp2(m_p - M),  L = sum_p w_p l_p,  Ln = sum_p w_p ln_p,
 //   o = o_scale * (sum_p w_p O_p) / Ln  (bf16 RTNE),  lse = M + log2(L)  (base 2).
 // Parts with l_p = 0 (no token of the row in that part) carry no weight and are skipped after their
-// (unconditional) loads. A row with L = 0 gives o = 0 and lse = -inf.
+// (unconditional) loads. A row with L = 0 gives o = 0 and lse = -inf. A part whose l_p is NaN (its
+// inputs held NaN/Inf) is not empty: it is folded in, so the row's lse and o are NaN.
 //
 // Work split: one workgroup (4 waves) per row. Wave w folds the parts p = w, w+4, w+8, ... in order
 // with a running max (lane: 8 consecutive columns, two 16-byte loads per part, four parts in flight);
 // wave 0 then folds the other waves' (M, L, Ln, sums) in wave order through LDS. The result equals
 // the formula above up to fp32 rounding. Fixed order everywhere: deterministic, no atomics.
-#include "moonmath/all.hpp"
+#include "mla_decode_common.hpp"
 
 namespace {
 constexpr uint32_t kLat = 512;
@@ -56,7 +57,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void mla_decode_a16w8_merge(
       const uint32_t p = p0 + kWaves * u;
       const float m = mm::bit_cast<float>(meta[u][0]), l = mm::bit_cast<float>(meta[u][1]);
       const float ln = mm::bit_cast<float>(meta[u][2]);
-      if (!(p < nparts && l > 0.f)) continue;  // wave-uniform: an empty part carries no weight
+      if (!(p < nparts) || l == 0.f) continue;  // wave-uniform: an empty part carries no weight
       const float m_new = __builtin_fmaxf(big_m, m);
       const float s_old = big_m == -__builtin_inff() ? 0.f : mm::exp2(big_m - m_new);
       const float s_new = mm::exp2(m - m_new);
@@ -86,7 +87,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void mla_decode_a16w8_merge(
 #pragma unroll
   for (uint32_t w = 0; w < kWaves - 1; ++w) {
     const float m = part_l[w][0], l = part_l[w][1], ln = part_l[w][2];
-    if (!(l > 0.f)) continue;
+    if (l == 0.f) continue;
     const float m_new = __builtin_fmaxf(big_m, m);
     const float s_old = big_m == -__builtin_inff() ? 0.f : mm::exp2(big_m - m_new);
     const float s_new = mm::exp2(m - m_new);
@@ -97,13 +98,13 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void mla_decode_a16w8_merge(
     for (int e = 0; e < 8; ++e) acc[e] = acc[e] * s_old + s_new * part_acc[w][lane][e];
   }
 
-  const float inv = big_ln > 0.f ? o_scale / big_ln : 0.f;
+  const float inv = mla::inv_norm(o_scale, big_ln);
   mm::u32x4 o;
 #pragma unroll
   for (int e = 0; e < 4; ++e) o[e] = mm::pack_bf16x2<mm::Round::RTNE>(acc[2 * e] * inv, acc[2 * e + 1] * inv);
   mm::buffer_store_b128(o, mm::make_buffer(o_lat, rows * kLat * 2u), (row * kLat + 8u * lane) * 2u);
   if ((flags & 1u) && lane == 0) {
-    const float out = big_l > 0.f ? big_m + mm::log2(big_l) : -__builtin_inff();
+    const float out = mla::finish_lse(big_m, big_l);
     mm::buffer_store_f32(out, mm::make_buffer(lse, rows * 4u), row * 4u);
   }
 }

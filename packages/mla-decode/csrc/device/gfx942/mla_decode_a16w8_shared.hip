@@ -18,28 +18,18 @@
 //                               O[row j][32 (4g + rr) + c].
 // Two barriers per tile (tile written -> read; read -> next write). Raw fp8 of tile n+1 is fetched into
 // registers while tile n is widened and computed.
-#include "moonmath/all.hpp"
+#include "mla_decode_common.hpp"
 #include "moonmath/convert.hpp"
 
 namespace {
 
-constexpr uint32_t kLat = 512;
-constexpr uint32_t kRow = 576;
+using namespace mla;
 constexpr uint32_t kWaves = 4;
 constexpr float kLazyMax = 0.0f;  // eager running max (see mla_decode_a16w8.hip)
-constexpr uint32_t kFlagLse = 1u;
-constexpr uint32_t kFlagPartial = 2u;
 constexpr uint32_t kKStride = 1168;        // bytes per K row in LDS (576 bf16 + 16 bytes pad)
 constexpr uint32_t kVBlock = 272;          // bytes per (i, g) V block (32 chunks of 8 + 16 pad)
 constexpr uint32_t kKBytes = 16 * kKStride;
 constexpr uint32_t kVBytes = 64 * kVBlock;
-
-MM_DEVICE int32_t window_end(int32_t glen, int32_t slen, int32_t q_len, int32_t t, int32_t cp_rank,
-                             int32_t cp_world) {
-  const int32_t g = glen - (q_len - 1 - t);
-  int32_t e = g <= cp_rank ? 0 : (g - cp_rank + cp_world - 1) / cp_world;
-  return e < slen ? e : slen;
-}
 
 // Raw fp8 of one tile held by one thread: up to three K chunks and (threads 0..127) one V unit.
 struct Raw {
@@ -70,7 +60,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
     uint16_t* __restrict__ o_lat, const int32_t* __restrict__ seq_lens, const int32_t* __restrict__ kv_indices,
     const int32_t* __restrict__ kv_indptr, const int32_t* __restrict__ glen, float* __restrict__ lse,
     float* __restrict__ ws_o, float* __restrict__ ws_ml, uint32_t B, uint32_t H, uint32_t q_len, uint32_t nparts,
-    uint32_t pool_bytes, uint32_t n_idx, uint32_t cp_rank, uint32_t cp_world, uint32_t flags, uint32_t c_qk_bits,
+    uint32_t pool_slots, uint32_t n_idx, uint32_t cp_rank, uint32_t cp_world, uint32_t flags, uint32_t c_qk_bits,
     uint32_t o_scale_bits) {
   MM_LDS __attribute__((aligned(16))) uint8_t lds[kKBytes + kVBytes];
   uint8_t* const ks = lds;
@@ -94,9 +84,9 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
   const float c_qk = mm::bit_cast<float>(c_qk_bits);
   const float o_scale = mm::bit_cast<float>(o_scale_bits);
 
-  const int32_t slen = seq_lens[b];
-  const int32_t gl = glen[b];
-  const uint32_t base = (uint32_t)kv_indptr[b];
+  const RequestView req = request_view(seq_lens, glen, kv_indices, kv_indptr, n_idx, cp_world, b);
+  const int32_t slen = req.slen;
+  const int32_t gl = req.glen;
   const uint32_t r = rt * 16u + i;
   const bool live = has_tile && r < rows;
   const int32_t e_row = live ? window_end(gl, slen, (int32_t)q_len, (int32_t)(r / H), (int32_t)cp_rank,
@@ -112,8 +102,8 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
   const int32_t e_lane = e_row < (int32_t)k1 ? e_row : (int32_t)k1;
   const uint32_t R = b * rows + r;
 
-  const mm::buffer_rsrc pool_buf = mm::make_buffer(pool, pool_bytes);
-  const mm::buffer_rsrc idx_buf = mm::make_buffer(kv_indices, n_idx * 4u);
+  const mm::buffer_rsrc pool_buf = make_pool(pool, pool_slots);
+  const mm::buffer_rsrc idx_buf = req.idx;
 
   // Fetch roles. K chunk ck = tid + 256u (u = 0..2, ck < 576): token ck / 36, bytes 16 * (ck % 36).
   // V unit (tid < 128): tokens 4 * (tid / 32) + e, bytes 16 * (tid % 32).
@@ -129,27 +119,27 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
   const uint32_t vtg = (tid >> 5) & 3u, vcg = tid & 31u;
 
   // Slots: lane l (< 16) of every wave loads token l's slot; the roles fetch theirs by ds_bpermute.
-  auto load_slot = [&](uint32_t k) __attribute__((always_inline)) {
-    return mm::buffer_load_b32(idx_buf, (base + k + (lane & 15u)) * 4u);
+  auto load_tile_slot = [&](uint32_t k) __attribute__((always_inline)) {
+    return load_slot(idx_buf, k + (lane & 15u));
   };
   auto fetch = [&](Raw& raw, uint32_t slot_raw, uint32_t k) __attribute__((always_inline)) {
-    const uint32_t slot_l = (k + (lane & 15u)) < k1 ? slot_raw : 0u;  // tokens past the part: slot 0
+    // tokens past the part: kNoSlot, which the pool buffer reads as zeros (K and V)
+    const uint32_t slot_l = (k + (lane & 15u)) < k1 ? slot_raw : kNoSlot;
 #pragma unroll
     for (int u = 0; u < 3; ++u) {
       const uint32_t s = mm::bpermute(slot_l, ktok[u] & 15u);
-      if ((uint32_t)u < n_kchunks) raw.k[u] = mm::buffer_load_b128(pool_buf, s * kRow + kcol[u]);
+      if ((uint32_t)u < n_kchunks) raw.k[u] = pool_load_b128(pool_buf, s, kcol[u]);
     }
     if (v_role) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const uint32_t s = mm::bpermute(slot_l, 4u * vtg + e);
-        raw.v[e] = mm::buffer_load_b128(pool_buf, s * kRow + 16u * vcg);
+        raw.v[e] = pool_load_b128(pool_buf, s, 16u * vcg);
       }
     }
   };
-  // Widen a fetched tile into LDS. V of tokens at or past k1 is zeroed (their scores are masked, but
-  // 0 * NaN would not be 0).
-  auto widen = [&](const Raw& raw, uint32_t k) __attribute__((always_inline)) {
+  // Widen a fetched tile into LDS (tokens at or past k1 were fetched as kNoSlot: zeros, never NaN).
+  auto widen = [&](const Raw& raw) __attribute__((always_inline)) {
 #pragma unroll
     for (int u = 0; u < 3; ++u) {
       if ((uint32_t)u < n_kchunks) {
@@ -161,12 +151,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
       }
     }
     if (v_role) {
-      mm::u32x4 v[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const bool ok = k + 4u * vtg + e < k1;
-        v[e] = ok ? raw.v[e] : mm::u32x4{0u, 0u, 0u, 0u};
-      }
+      const mm::u32x4* v = raw.v;
       // columns 16 vcg + 4q + cc -> A-row i = vcg / 2, chunk c = 16 (vcg % 2) + 4q + cc
       const uint32_t vb = ((vcg >> 1) * 4u + vtg) * kVBlock + 8u * 16u * (vcg & 1u);
 #pragma unroll
@@ -218,8 +203,8 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
   Raw raw_a, raw_b;
   uint32_t slot_next = 0;
   if (nt > 0) {
-    const uint32_t s0 = load_slot(k0);
-    slot_next = load_slot(k0 + 16u);
+    const uint32_t s0 = load_tile_slot(k0);
+    slot_next = load_tile_slot(k0 + 16u);
     mm::wait_vmcnt<0>();
     fetch(raw_a, s0, k0);
   }
@@ -228,11 +213,11 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
     const uint32_t k = k0 + 16u * it;
     if (it + 1 < nt) {  // prefetch the next tile's fp8 and the slots of the one after
       const uint32_t s = slot_next;
-      slot_next = load_slot(k + 32u);
+      slot_next = load_tile_slot(k + 32u);
       fetch(nxt, s, k + 16u);
     }
     mm::block_sync();  // every wave is done reading the previous tile from LDS
-    widen(cur, k);
+    widen(cur);
     mm::block_sync();  // the tile is in LDS
     if (!has_tile) return;
 
@@ -324,7 +309,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
                             wml, slot * 16u);
     }
   } else {
-    const float inv = ln_row > 0.f ? o_scale / ln_row : 0.f;
+    const float inv = inv_norm(o_scale, ln_row);
     const mm::buffer_rsrc ob = mm::make_buffer(o_lat, B * rows * kLat * 2u);
 #pragma unroll
     for (int rr = 0; rr < 4; ++rr) {
@@ -341,7 +326,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
       }
     }
     if ((flags & kFlagLse) && g == 0) {
-      const float out = l_row > 0.f ? m_run + mm::log2(l_row) : -__builtin_inff();
+      const float out = finish_lse(m_run, l_row);
       mm::buffer_store_f32(out, mm::make_buffer(lse, B * rows * 4u), R * 4u);
     }
   }
