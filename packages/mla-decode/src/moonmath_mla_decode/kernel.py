@@ -127,7 +127,10 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
                                      ws_o, ws_ml, B, H, q_len, np_, kv_pool.shape[0], _usable_indices(kv_indices.numel()), cp_rank,
                                      cp_world, flags, c_qk, o_scale])]
     if partial:
-        counters.append(KERNELS.launch(OP, arch, MERGE_CODE_OBJECT, MERGE_KERNEL, grid=B * rows, block=256,
-                                       args=[ws_o, ws_ml, o_lat, lse, B * rows, np_,
-                                             FLAG_LSE if lse is not None else 0, o_scale]))
+        from . import _C
+
+        wpr = _C.merge_waves_per_row(np_)
+        counters.append(KERNELS.launch(OP, arch, MERGE_CODE_OBJECT, MERGE_KERNEL, grid=-(-(B * rows * wpr) // 4),
+                                       block=256, args=[ws_o, ws_ml, o_lat, lse, B * rows, np_,
+                                                        FLAG_LSE if lse is not None else 0, o_scale, wpr]))
     return counters

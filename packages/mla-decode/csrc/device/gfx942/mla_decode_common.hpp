@@ -46,6 +46,7 @@ MM_DEVICE int32_t window_end(int32_t glen, int32_t slen, int32_t q_len, int32_t 
   // rounded-up quotient fits an unsigned 32-bit division.
   const int64_t g = (int64_t)glen - (q_len - 1 - t);
   if (g <= cp_rank) return 0;
+  if (cp_world == 1) return g < slen ? (int32_t)g : slen;  // no division without DCP (uniform branch)
   const uint32_t e = ((uint32_t)(g - cp_rank) + (uint32_t)cp_world - 1u) / (uint32_t)cp_world;
   return e < (uint32_t)slen ? (int32_t)e : slen;
 }
