@@ -69,10 +69,10 @@ constexpr double kSplitSlack = 1.10;       // a split must beat the fewer-part p
 
 // Issue cycles measured on the emulator (perfmodel weights: MFMA 16, VALU/DS/VMEM 4, trans 16,
 // scalar 1) by benchmarks/calibrate_mla_planner_emu.py, at H 16 (wave: q_len 1; shared: q_len 4).
-constexpr double kWaveTileCycles = 3025.0;    // one 16-token tile of one wave
-constexpr double kWavePartCycles = 2698.0;    // a wave's fixed cost per part
-constexpr double kSharedTileCycles = 2202.0;  // one tile, per wave of a shared workgroup
-constexpr double kSharedPartCycles = 3168.0;
+constexpr double kWaveTileCycles = 3047.0;    // one 16-token tile of one wave
+constexpr double kWavePartCycles = 2684.0;    // a wave's fixed cost per part
+constexpr double kSharedTileCycles = 2114.0;  // one tile, per wave of a shared workgroup
+constexpr double kSharedPartCycles = 3157.0;
 constexpr double kMergeWaveCycles = 525.0;    // a merge wave's fixed cost
 constexpr double kMergeIterCycles = 760.0;    // one iteration: four parts folded
 

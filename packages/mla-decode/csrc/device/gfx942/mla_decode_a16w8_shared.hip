@@ -100,6 +100,10 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
   const uint32_t k0 = tile0 * 16u;
   const uint32_t k1 = tile1 * 16u < (uint32_t)e_req ? tile1 * 16u : (uint32_t)(e_req > 0 ? e_req : 0);
   const int32_t e_lane = e_row < (int32_t)k1 ? e_row : (int32_t)k1;
+  // Row ends grow with the row (position-major rows), so lane 0's end is the wave's smallest live one:
+  // a tile ending at or before it needs no mask. (Dead rows then see unmasked scores of a zero Q:
+  // their p only ever reaches their own, never stored, output column.)
+  const uint32_t e_live = mm::uniform((uint32_t)(e_lane > 0 ? e_lane : 0));
   const uint32_t R = b * rows + r;
 
   const mm::buffer_rsrc pool_buf = make_pool(pool, pool_slots);
@@ -221,27 +225,54 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
     mm::block_sync();  // the tile is in LDS
     if (!has_tile) return;
 
-    // S^T = K Q^T: lane (i, g) reads K row i, columns 144g + 8m .. +7 (k-steps 2m, 2m+1).
+    // S^T = K Q^T: lane (i, g) reads K row i, columns 144g + 8m .. +7 (k-steps 2m, 2m+1). The 18 reads
+    // go in 3 groups of 6, double-buffered: group n+1 is in flight while group n's 12 MFMAs run, and
+    // one s_waitcnt per group (not one per read) retires it.
     mm::f32x4 s = {0.f, 0.f, 0.f, 0.f};
+    {
+      constexpr int kGrp = 6, kNGrp = 18 / kGrp;
+      mm::u32x4 kw[2][kGrp];
+      const uint32_t kbase = i * kKStride + 2u * 144u * g;
 #pragma unroll
-    for (int m = 0; m < 18; ++m) {
-      const mm::u32x4 kw = lds_read_b128(ks, i * kKStride + 2u * (144u * g + 8u * m));
+      for (int u = 0; u < kGrp; ++u) kw[0][u] = lds_read_b128(ks, kbase + 16u * u);
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const mm::u32x2 ka = {kw[2 * h], kw[2 * h + 1]};
-        const mm::u32x2 qb = {q[m][2 * h], q[m][2 * h + 1]};
-        s = mm::mfma_16x16x16_bf16(mm::bit_cast<mm::i16x4>(ka), mm::bit_cast<mm::i16x4>(qb), s);
+      for (int n = 0; n < kNGrp; ++n) {
+        if (n + 1 < kNGrp) {
+#pragma unroll
+          for (int u = 0; u < kGrp; ++u) kw[(n + 1) & 1][u] = lds_read_b128(ks, kbase + 16u * (kGrp * (n + 1) + u));
+          mm::wait_lgkmcnt<kGrp>();
+        } else {
+          mm::wait_lgkmcnt<0>();
+        }
+        mm::sched_barrier();
+#pragma unroll
+        for (int u = 0; u < kGrp; ++u) {
+          const int m = kGrp * n + u;
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const mm::u32x2 ka = {kw[n & 1][u][2 * h], kw[n & 1][u][2 * h + 1]};
+            const mm::u32x2 qb = {q[m][2 * h], q[m][2 * h + 1]};
+            s = mm::mfma_16x16x16_bf16(mm::bit_cast<mm::i16x4>(ka), mm::bit_cast<mm::i16x4>(qb), s);
+          }
+        }
+        mm::sched_barrier();
       }
     }
 
     float x[4];
     float mt = -__builtin_inff();
+    if (k + 16u <= e_live) {  // uniform: every token of the tile is inside every live row's window
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int32_t tok = (int32_t)(k + 4u * g + e);
-      x[e] = tok < e_lane ? s[e] * c_qk : -__builtin_inff();
-      mt = __builtin_fmaxf(mt, x[e]);
+      for (int e = 0; e < 4; ++e) x[e] = s[e] * c_qk;
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int32_t tok = (int32_t)(k + 4u * g + e);
+        x[e] = tok < e_lane ? s[e] * c_qk : -__builtin_inff();
+      }
     }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) mt = __builtin_fmaxf(mt, x[e]);
     mt = __builtin_fmaxf(mt, mm::xor_lane(mt, 16));
     mt = __builtin_fmaxf(mt, mm::xor_lane(mt, 32));
     const bool upd = mt > m_run + kLazyMax;
@@ -262,16 +293,34 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
       for (int c = 0; c < 32; ++c) acc[c] *= alpha;
     }
 
-    // O += P V: lane (i, g) reads its 32 chunks (columns 32i + c, tokens 4g..4g+3), two per read.
+    // O += P V: lane (i, g) reads its 32 chunks (columns 32i + c, tokens 4g..4g+3), two per read; the 16
+    // reads in 4 double-buffered groups of 4 with one s_waitcnt each, as for QK.
     const uint32_t vb = (i * 4u + g) * kVBlock;
+    {
+      constexpr int kGrp = 4, kNGrp = 16 / kGrp;
+      mm::u32x4 vw[2][kGrp];
 #pragma unroll
-    for (int c2 = 0; c2 < 16; ++c2) {
-      const mm::u32x4 vw = lds_read_b128(vs, vb + 16u * c2);
+      for (int u = 0; u < kGrp; ++u) vw[0][u] = lds_read_b128(vs, vb + 16u * u);
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const mm::u32x2 va = {vw[2 * h], vw[2 * h + 1]};
-        const int c = 2 * c2 + h;
-        acc[c] = mm::mfma_16x16x16_bf16(mm::bit_cast<mm::i16x4>(va), mm::bit_cast<mm::i16x4>(pb), acc[c]);
+      for (int n = 0; n < kNGrp; ++n) {
+        if (n + 1 < kNGrp) {
+#pragma unroll
+          for (int u = 0; u < kGrp; ++u) vw[(n + 1) & 1][u] = lds_read_b128(vs, vb + 16u * (kGrp * (n + 1) + u));
+          mm::wait_lgkmcnt<kGrp>();
+        } else {
+          mm::wait_lgkmcnt<0>();
+        }
+        mm::sched_barrier();
+#pragma unroll
+        for (int u = 0; u < kGrp; ++u) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const mm::u32x2 va = {vw[n & 1][u][2 * h], vw[n & 1][u][2 * h + 1]};
+            const int c = 2 * (kGrp * n + u) + h;
+            acc[c] = mm::mfma_16x16x16_bf16(mm::bit_cast<mm::i16x4>(va), mm::bit_cast<mm::i16x4>(pb), acc[c]);
+          }
+        }
+        mm::sched_barrier();
       }
     }
   };
