@@ -33,8 +33,8 @@
 // kPartLatencyNs, kHbmLatencyNs and the bandwidths are assumptions about the hardware (the emulator
 // has no timing); the cycle constants are measurements.
 // (variant, nparts): the fewest parts (shared, if n_rt >= 2, before wave) whose cost is within
-// kSplitSlack (10%) of the minimum over nparts in 1..kMaxParts: gains below the model's accuracy do
-// not buy more work.
+// kSplitSlack (10%) of the minimum over nparts in 1..kMaxParts with no empty part: gains below the
+// model's accuracy do not buy more work.
 // L is the length hint (tokens per request) or kDefaultLen when none is given.
 #pragma once
 
@@ -108,6 +108,12 @@ inline int64_t launch_waves(int64_t batch, int64_t n_rt, int64_t nparts, Variant
 // then two, then four (the latency of a long part list is shared).
 inline int64_t merge_waves_per_row(int64_t nparts) { return nparts <= 16 ? 1 : (nparts <= 32 ? 2 : 4); }
 
+// A split whose last parts would get no tile (tiles = 64, nparts = 40: 2 tiles per part fill 32 parts)
+// only adds empty waves and merge inputs; the planner considers only splits where every part has work.
+inline bool parts_all_busy(int64_t tiles, int64_t nparts) {
+  return ceil_div(tiles, ceil_div(tiles, nparts)) == nparts;
+}
+
 inline double merge_cost(int64_t total_rows, int64_t nparts, int64_t cus) {
   const int64_t wpr = merge_waves_per_row(nparts);
   const double rounds = (double)ceil_div(total_rows * wpr, cus * kSimdsPerCu);
@@ -166,16 +172,17 @@ inline Plan plan(int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint =
   // cost is within kSplitSlack of it: a split must buy more than the model's own uncertainty (it has
   // no hardware timing), else it only adds work (a part's fixed cost, partials, the merge).
   auto addressable = [&](int64_t np) { return np == 1 || total_rows * np * kLat * 4 < limit; };
+  auto candidate = [&](int64_t np) { return parts_all_busy(tiles, np); };
   const Variant order[2] = {first, Variant::kWave};
   const int n_variants = first == Variant::kWave ? 1 : 2;
   double min_cost = plan_cost(batch, heads, q_len, p.len_used, 1, cus, first);
   for (int64_t np = 1; np <= max_parts && addressable(np); ++np)
-    for (int k = 0; k < n_variants; ++k) min_cost = std::min(min_cost, plan_cost(batch, heads, q_len, p.len_used, np, cus, order[k]));
+    for (int k = 0; k < n_variants && candidate(np); ++k) min_cost = std::min(min_cost, plan_cost(batch, heads, q_len, p.len_used, np, cus, order[k]));
   Variant best_v = first;
   int64_t best = 0;
   double best_cost = 0;
   for (int64_t np = 1; np <= max_parts && addressable(np) && best == 0; ++np)
-    for (int k = 0; k < n_variants && best == 0; ++k) {
+    for (int k = 0; k < n_variants && best == 0 && candidate(np); ++k) {
       const double c = plan_cost(batch, heads, q_len, p.len_used, np, cus, order[k]);
       if (c <= min_cost * kSplitSlack) {
         best = np;

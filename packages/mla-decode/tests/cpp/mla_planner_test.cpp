@@ -73,12 +73,15 @@ int main() {
           double min_cost = 1e300;
           for (int64_t np = 1; np <= std::min<int64_t>(kMaxParts, (len + 15) / 16); ++np) {
             if (np > 1 && B * q * H * np * 512 * 4 >= (int64_t(1) << 32)) break;
+            if (!parts_all_busy((len + 15) / 16, np)) continue;
             const double cw = plan_cost(B, H, q, len, np, kDefaultCus, Variant::kWave);
             const double cs = p.n_rt >= 2 ? plan_cost(B, H, q, len, np, kDefaultCus, Variant::kShared) : 1e300;
             min_cost = std::min(min_cost, std::min(cw, cs));
           }
           CHECK(p.cost_ns <= min_cost * kSplitSlack);
+          CHECK(parts_all_busy((len + 15) / 16, p.nparts));
           for (int64_t np = 1; np < p.nparts; ++np) {
+            if (!parts_all_busy((len + 15) / 16, np)) continue;
             CHECK(plan_cost(B, H, q, len, np, kDefaultCus, Variant::kWave) > min_cost * kSplitSlack);
             if (p.n_rt >= 2) CHECK(plan_cost(B, H, q, len, np, kDefaultCus, Variant::kShared) > min_cost * kSplitSlack);
           }
