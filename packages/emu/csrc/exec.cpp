@@ -9,6 +9,7 @@
 #include <sstream>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 #include <immintrin.h>
 
 #include "mfma.hpp"
@@ -339,7 +340,14 @@ struct LdsMeta {  // 16 bytes per LDS dword
 };
 
 enum { TK_NONE = 0, TK_VM = 1, TK_DS = 2, TK_SM = 3 };
-enum { WS_RUN = 0, WS_BARRIER = 1, WS_DONE = 2 };
+enum { WS_RUN = 0, WS_BARRIER = 1, WS_DONE = 2, WS_YIELD = 3 };
+
+// A direct-to-LDS load's data for one lane (<= 16 bytes): it lands in LDS when the load retires.
+struct DmaWrite {
+  uint64_t seq;
+  uint32_t la, n;
+  uint8_t data[16];
+};
 
 struct Wave {
   uint32_t s[128 + 32];  // + slack: a malformed operand range past s127 cannot reach other state
@@ -357,6 +365,10 @@ struct Wave {
   std::vector<uint64_t> vm_bar, ds_bar;  // vm_done / ds_done when arriving at the barrier ending interval e
   uint8_t tkind[640];
   uint64_t tseq[640];
+  // direct-to-LDS loads not yet landed (in issue order); see Ctx::land_dma
+  std::vector<DmaWrite> dma;
+  bool resume = false;  // the s_waitcnt at pc already yielded once: now it retires
+  uint64_t since_barrier = 0;  // instructions since the last barrier (watchdog)
   std::vector<uint8_t> priv;  // private (scratch) memory: 64 lanes x private size
   uint64_t exec() const { return mk64(s[126], s[127]); }
   void set_exec(uint64_t e) { s[126] = (uint32_t)e; s[127] = (uint32_t)(e >> 32); }
@@ -365,10 +377,23 @@ struct Wave {
   bool pending() const { return vm_issued != vm_done || ds_issued != ds_done || sm_issued != sm_done; }
 };
 
+// A hazard site seen in report-only mode ("warn"): reported once, with how often it was hit.
+struct HazardSite { std::string message; uint64_t count = 0; };
+
 struct SR {
   const uint32_t* p; uint32_t m;  // p: 64 lanes
   inline uint32_t operator[](int l) const { return p[l]; }
 };
+
+// Instructions a wave runs before the next wave of its workgroup takes its turn (see Module::launch).
+static const uint32_t kQuantum = [] {
+  const char* e = std::getenv("MOONMATH_EMU_QUANTUM");
+  unsigned long v = e ? std::strtoul(e, nullptr, 10) : 1ul;
+  return (uint32_t)(v < 1 ? 1 : v);
+}();
+
+// MODE.GPR_IDX_EN (bit 27): VGPR index mode on (s_set_gpr_idx_on / _off)
+static const uint32_t kModeGprIdxEn = 1u << 27;
 
 static const uint64_t kSharedAperture = 0x0001000000000000ull;   // src_shared_base
 static const uint64_t kPrivateAperture = 0x0002000000000000ull;  // src_private_base
@@ -396,8 +421,41 @@ struct Ctx {
   int nwaves = 0;
   uint32_t priv_size = 0;
 
+  std::vector<uint32_t> lds_wpc;  // per LDS dword: instruction index of the last write (hazard messages)
+  bool warn = false;              // report-only hazard mode
+  std::map<std::pair<int, int>, HazardSite> hazard_sites;  // (instruction index, check) -> first report
+
   Ctx(Module::Impl& m, const CodeObject& c, const KernelDesc& k, const LaunchParams& p)
-      : M(m), co(c), kd(k), P(p), gfx950(c.gfx950), hz(p.check_hazards) {}
+      : M(m), co(c), kd(k), P(p), gfx950(c.gfx950), hz(p.check_hazards), warn(p.hazards_warn) {}
+
+  // A hazard: an error, or in report-only mode one record per (site, check) and execution goes on.
+  enum { HZ_REG_READ, HZ_REG_WRITE, HZ_LDS_PENDING, HZ_LDS_RACE, HZ_LDS_WAR };
+  void hazard(Wave& w, int check, std::string msg) {
+    if (!warn) throw HazardError(msg);
+    HazardSite& h = hazard_sites[{w.pc, check}];
+    if (!h.count) h.message = std::move(msg);
+    h.count++;
+  }
+  std::string inst_at(uint32_t idx) {
+    if (idx >= M.insts.size()) return "?";
+    const Inst& in = M.insts[idx];
+    std::ostringstream os;
+    os << "pc 0x" << std::hex << in.pc << std::dec << " `" << (in.key == KEY_INVALID ? std::string("<invalid>") : disasm_inst(in)) << "`";
+    return os.str();
+  }
+  // Direct-to-LDS loads land in LDS when they retire (s_waitcnt vmcnt, or the wave's end), not at issue:
+  // the latest moment the ISA allows, and what hardware shows when another wave still reads the old
+  // contents of the buffer a load is refilling (the load's latency orders them there).
+  void land_dma(Wave& w) {
+    if (w.dma.empty()) return;
+    size_t i = 0;
+    for (; i < w.dma.size() && w.dma[i].seq <= w.vm_done; i++) std::memcpy(lds.data() + w.dma[i].la, w.dma[i].data, w.dma[i].n);
+    if (i) w.dma.erase(w.dma.begin(), w.dma.begin() + (std::ptrdiff_t)i);
+  }
+  void defer_dma(Wave& w, uint64_t seq, uint32_t la, const void* src, uint32_t n) {
+    DmaWrite d; d.seq = seq; d.la = la; d.n = n; std::memcpy(d.data, src, n);
+    w.dma.push_back(d);
+  }
 
   uint64_t co_base() const { return reinterpret_cast<uint64_t>(co.loaded.data()); }
 
@@ -447,7 +505,18 @@ struct Ctx {
     return nullptr;
   }
   const Region* last_region = nullptr;
+  // byte counters: bytes each lane's access requests (VMEM loads / stores incl. atomics, SMEM, LDS
+  // reads / writes by DS instructions) and the distinct 64-byte global lines VMEM accesses touch
+  uint64_t b_vm_ld = 0, b_vm_st = 0, b_sm = 0, b_lds_rd = 0, b_lds_wr = 0;
+  std::unordered_set<uint64_t> lines;
+  uint64_t last_line = ~0ull;
+  inline void touch(uint64_t a, int n, bool store) {
+    (store ? b_vm_st : b_vm_ld) += (uint64_t)n;
+    for (uint64_t ln = a >> 6, e = (a + (uint64_t)n - 1) >> 6; ln <= e; ln++)
+      if (ln != last_line) { lines.insert(ln); last_line = ln; }
+  }
   inline uint8_t* gptr(Wave& w, uint64_t a, int n, bool store, int lane) {
+    if (lane >= 0) touch(a, n, store); else b_sm += (uint64_t)n;  // lane -1: scalar loads
     const Region* l = last_region;
     if (l && a >= l->base && a + n <= l->base + l->size && (l->writable || !store)) return reinterpret_cast<uint8_t*>(a);
     const Region* r = find_region(a, (uint64_t)n);
@@ -544,8 +613,9 @@ struct Ctx {
       for (int t = r.base; t < r.base + r.n && t < 640; t++) {
         if (!w.tkind[t]) continue;
         if (retired(w, w.tkind[t], w.tseq[t])) { w.tkind[t] = 0; continue; }
-        throw HazardError("read of " + tag_name(t) + " before the s_waitcnt that retires the outstanding " +
-                          kind_name(w.tkind[t]) + " load writing it, in " + where(w));
+        hazard(w, HZ_REG_READ, "read of " + tag_name(t) + " before the s_waitcnt that retires the outstanding " +
+                                   kind_name(w.tkind[t]) + " load writing it, in " + where(w));
+        w.tkind[t] = 0;  // (warn mode) reported: go on
       }
     }
     for (int i = 0; i < x.nwr; i++) {
@@ -554,8 +624,9 @@ struct Ctx {
         if (!w.tkind[t]) continue;
         if (retired(w, w.tkind[t], w.tseq[t])) { w.tkind[t] = 0; continue; }
         if (is_load) continue;  // a newer load of the same register: tag replaced below
-        throw HazardError("write of " + tag_name(t) + " while an outstanding " + kind_name(w.tkind[t]) +
-                          " load still targets it (missing s_waitcnt), in " + where(w));
+        hazard(w, HZ_REG_WRITE, "write of " + tag_name(t) + " while an outstanding " + kind_name(w.tkind[t]) +
+                                    " load still targets it (missing s_waitcnt), in " + where(w));
+        w.tkind[t] = 0;
       }
     }
   }
@@ -571,19 +642,21 @@ struct Ctx {
     if ((uint64_t)a + n > lds_size) violation(w, a, n, store, lane, "LDS");
   }
   [[gnu::cold, gnu::noinline]] void lds_pending_error(Wave& w, uint32_t d, bool store, const LdsMeta& m, bool self) {
-    throw HazardError(std::string("LDS ") + (store ? "write" : "read") + " of byte 0x" + hex(d * 4) +
-                      " before the s_waitcnt retiring the " + (m.wkind == TK_VM ? "direct-to-LDS load" : "LDS write") +
-                      " of wave " + std::to_string(m.writer - 1) + " that writes it" +
-                      (self ? std::string() : " (it must retire before that wave's s_barrier)") + ", in " + where(w));
+    hazard(w, HZ_LDS_PENDING, std::string("LDS ") + (store ? "write" : "read") + " of byte 0x" + hex(d * 4) +
+                                  " before the s_waitcnt retiring the " + (m.wkind == TK_VM ? "direct-to-LDS load" : "LDS write") +
+                                  " of wave " + std::to_string(m.writer - 1) + " that writes it (" + inst_at(lds_wpc[d]) + ")" +
+                                  (self ? std::string() : "; it must retire before a s_barrier that precedes this access") +
+                                  ", in " + where(w));
   }
   [[gnu::cold, gnu::noinline]] void lds_race_error(Wave& w, uint32_t d, bool store, const LdsMeta& m, bool war) {
     if (!war)
-      throw HazardError(std::string("LDS race: ") + (store ? "write" : "read") + " of byte 0x" + hex(d * 4) + " by wave " +
-                        std::to_string(w.id) + ", written by wave " + std::to_string(m.writer - 1) +
-                        " with no s_barrier in between, in " + where(w));
-    throw HazardError("LDS race: write of byte 0x" + hex(d * 4) + " by wave " + std::to_string(w.id) +
-                      ", read by " + (m.reader == 0xffff ? std::string("other waves") : "wave " + std::to_string(m.reader - 1)) +
-                      " with no s_barrier in between, in " + where(w));
+      hazard(w, HZ_LDS_RACE, std::string("LDS race: ") + (store ? "write" : "read") + " of byte 0x" + hex(d * 4) + " by wave " +
+                                 std::to_string(w.id) + ", written by wave " + std::to_string(m.writer - 1) + " (" +
+                                 inst_at(lds_wpc[d]) + ") with no s_barrier in between, in " + where(w));
+    else
+      hazard(w, HZ_LDS_WAR, "LDS race: write of byte 0x" + hex(d * 4) + " by wave " + std::to_string(w.id) +
+                                ", read by " + (m.reader == 0xffff ? std::string("other waves") : "wave " + std::to_string(m.reader - 1)) +
+                                " with no s_barrier in between, in " + where(w));
   }
   // Per-dword LDS bookkeeping for the hazard checker (pending writes, races). Hot: the common cases
   // (own data, nothing pending) take a few compares; error reporting is out of line.
@@ -598,15 +671,19 @@ struct Ctx {
         bool self = m.writer == me;
         bool done;
         if (self) done = retired30(ww, m.wkind, m.wseq, ~0u);
-        else if (m.wepoch < ep) done = retired30(ww, m.wkind, m.wseq, m.wepoch);
+        // Another wave's write from an earlier interval: it counts as visible if the writer retired it
+        // before ANY barrier preceding this access, i.e. by the barrier that opened this interval (the
+        // done counters only grow, so that barrier is the latest and the weakest requirement).
+        else if (m.wepoch < ep) done = retired30(ww, m.wkind, m.wseq, ep - 1);
         else done = true;  // same barrier interval, another wave: reported as a race below
-        if (!done && (m.wkind == TK_VM || !self)) lds_pending_error(w, d, store, m, self);
+        if (!done && (m.wkind == TK_VM || !self)) { lds_pending_error(w, d, store, m, self); done = true; }
         if (done && (self || m.wepoch < ep)) m.wkind = 0;
       }
       if (m.wepoch == ep && m.writer != me && m.writer) lds_race_error(w, d, store, m, false);
       if (store) {
         if (m.repoch == ep && m.reader != me && m.reader) lds_race_error(w, d, store, m, true);
         m.writer = me; m.wepoch = ep; m.wkind = kind; m.wseq = (uint32_t)seq & 0x3fffffffu;
+        lds_wpc[d] = (uint32_t)w.pc;
       } else if (m.repoch != ep || !m.reader) {
         m.reader = me; m.repoch = ep;
       } else if (m.reader != me) {
@@ -618,8 +695,9 @@ struct Ctx {
 
   // ---------------------------------------------------------------- run
   void init_wave(Wave& w, int wid, uint32_t nthreads);
-  void run_wave(Wave& w);
+  void run_wave(Wave& w, uint32_t quantum);
   void step(Wave& w);
+  bool step_gpr_indexed(Wave& w);
   void exec_salu(Wave& w, const Inst& in, int& next);
   void exec_smem(Wave& w, const Inst& in);
   void exec_valu(Wave& w, const Inst& in, const XInst& x);
@@ -640,6 +718,7 @@ void Ctx::init_wave(Wave& w, int wid, uint32_t nthreads) {
   w.vm_issued = w.vm_done = w.ds_issued = w.ds_done = w.sm_issued = w.sm_done = 0;
   std::memset(w.tkind, 0, sizeof w.tkind);
   w.vm_bar.clear(); w.ds_bar.clear();
+  w.since_barrier = 0;
   int sg = 0;
   auto put64 = [&](uint64_t v) { w.s[sg] = (uint32_t)v; w.s[sg + 1] = (uint32_t)(v >> 32); sg += 2; };
   if (kd.kp_private_segment_buffer) { sg += 4; }  // not supported on architected-flat-scratch targets
@@ -692,7 +771,7 @@ static inline unsigned int mxcsr_for_mode(unsigned int base, uint32_t mode) {
   return (base & ~(0x8040u | 0x6000u)) | rc[mode & 3] | dn[(mode >> 4) & 3];
 }
 
-void Ctx::run_wave(Wave& w) {
+void Ctx::run_wave(Wave& w, uint32_t quantum) {
   unsigned int base = _mm_getcsr();
   uint32_t cur = w.mode;
   _mm_setcsr(mxcsr_for_mode(base, cur));
@@ -702,11 +781,10 @@ void Ctx::run_wave(Wave& w) {
     const char* e = std::getenv("MOONMATH_EMU_WAVE_BUDGET");
     return e ? std::strtoull(e, nullptr, 10) : 4000000000ull;
   }();
-  uint64_t n = 0;
-  while (w.state == WS_RUN) {
+  for (uint32_t q = 0; w.state == WS_RUN && q < quantum; q++) {
     step(w);
     if (w.mode != cur) { cur = w.mode; _mm_setcsr(mxcsr_for_mode(base, cur)); }  // s_setreg of MODE
-    if (++n > kBudget)
+    if (++w.since_barrier > kBudget)
       throw EmuError("wave ran " + std::to_string(kBudget) + " instructions without reaching s_barrier or s_endpgm "
                      "(a spin-wait on another workgroup? set MOONMATH_EMU_WAVE_BUDGET to raise the limit), in " + where(w));
   }
@@ -715,6 +793,9 @@ void Ctx::run_wave(Wave& w) {
 void Ctx::step(Wave& w) {
   if (w.pc < 0 || w.pc >= (int)M.insts.size()) {
     throw EmuError("kernel '" + kd.name + "': program counter left the code (wave " + std::to_string(w.id) + ")");
+  }
+  if (w.mode & kModeGprIdxEn) [[unlikely]] {
+    if (step_gpr_indexed(w)) return;
   }
   const Inst& in = M.insts[w.pc];
   const XInst& x = M.x[w.pc];
@@ -744,6 +825,44 @@ void Ctx::step(Wave& w) {
   if (w.state != WS_DONE) w.pc = next;
 }
 
+// VGPR index mode (s_set_gpr_idx_on; CDNA3/CDNA4 ISA, "GPR indexing"): while MODE.gpr_idx_en is set,
+// a VALU instruction's VGPR operands enabled by M0[15:12] (bit 12 SRC0, 13 SRC1, 14 SRC2, 15 DST) use
+// register number + M0[7:0]. Other operands (SGPRs, constants) and non-VALU instructions are unaffected.
+// The indexed instruction runs as a re-decoded copy (rare: a few instructions per region in AITER's
+// MLA kernels). Returns false when the instruction is not a VALU one (it then executes as usual).
+// UNVERIFIED: AGPR operands and DPP/SDWA forms under indexing (refused), an index past v255 (refused).
+bool Ctx::step_gpr_indexed(Wave& w) {
+  if (w.pc < 0 || w.pc >= (int)M.insts.size()) return false;
+  const Inst& in0 = M.insts[w.pc];
+  const bool valu = in0.enc == ENC_VOP1 || in0.enc == ENC_VOP2 || in0.enc == ENC_VOPC || in0.enc == ENC_VOP3;
+  if (!valu) {
+    if (in0.enc == ENC_VOP3P || in0.enc == ENC_VOP3PX2)
+      unsupported(w, "VOP3P/MFMA instructions in VGPR index mode (s_set_gpr_idx_on) are not modelled");
+    return false;
+  }
+  if (in0.ext) unsupported(w, "DPP/SDWA instructions in VGPR index mode (s_set_gpr_idx_on) are not modelled");
+  const uint32_t m0 = w.s[124], idx = m0 & 0xff, en = (m0 >> 12) & 0xf;
+  Inst in = in0;
+  auto shift = [&](uint16_t& code, int nregs) {
+    if (code == OPC_NONE || code < OPC_VGPR) return;
+    if (code >= OPC_AGPR) unsupported(w, "AGPR operands in VGPR index mode (s_set_gpr_idx_on) are not modelled");
+    if (code - OPC_VGPR + idx + nregs > 256)
+      throw EmuError("VGPR index mode: v" + std::to_string(code - OPC_VGPR) + " + index " + std::to_string(idx) +
+                     " is past v255 in " + where(w));
+    code = (uint16_t)(code + idx);
+  };
+  for (int i = 0; i < 3; i++) if (en >> i & 1) shift(in.src[i], (in.nbits[i] + 31) / 32);
+  if (en >> 3 & 1) shift(in.dst, (in.dst_bits + 31) / 32);
+  XInst x;
+  analyse(in, x, gfx950);
+  icount[w.pc]++;
+  if (hz && w.pending()) hazard_regs(w, x, false);
+  if (!(x.avail & (gfx950 ? 2 : 1))) unsupported(w, in.row->name + " does not exist on this architecture");
+  exec_valu(w, in, x);
+  if (w.state != WS_DONE) w.pc = w.pc + 1;
+  return true;
+}
+
 // ============================================================================ SALU / SOPP
 uint32_t Ctx::getreg(Wave& w, int id) {
   switch (id) {
@@ -768,7 +887,9 @@ void Ctx::exec_salu(Wave& w, const Inst& in, int& next) {
   if (in.enc == ENC_SOPP) {
     switch (op) {
       case 0: case 14: case 15: case 16: case 17: case 19: case 20: case 21: case 22: case 31: return;  // nop, sleep, setprio, sendmsg, icache_inv, perf levels, ttrace
-      case 1: w.state = WS_DONE; return;  // s_endpgm
+      case 28: w.mode &= ~kModeGprIdxEn; return;                                                   // s_set_gpr_idx_off
+      case 29: w.s[124] = (w.s[124] & ~0xf000u) | ((uint32_t)(in.simm & 0xf) << 12); return;     // s_set_gpr_idx_mode
+      case 1: w.vm_done = w.vm_issued; land_dma(w); w.state = WS_DONE; return;  // s_endpgm (outstanding loads complete)
       case 2: next = in.target; if (next < 0) throw EmuError("branch target is not an instruction in " + where(w)); return;
       case 4: if (!w.scc) next = in.target; break;
       case 5: if (w.scc) next = in.target; break;
@@ -786,7 +907,17 @@ void Ctx::exec_salu(Wave& w, const Inst& in, int& next) {
       case 12: {  // s_waitcnt
         uint32_t s = (uint16_t)in.simm;
         uint32_t vm = (s & 0xf) | (((s >> 14) & 3) << 4), lgkm = (s >> 8) & 0xf;
-        if (w.vm_issued - w.vm_done > vm) w.vm_done = w.vm_issued - vm;
+        if (w.vm_issued - w.vm_done > vm) {
+          // A wait that lands direct-to-LDS data first lets the workgroup's other waves run up to their
+          // own waits or barriers (they would, while the load is in flight), then retires.
+          if (!w.dma.empty() && w.dma.front().seq <= w.vm_issued - vm && !w.resume && nwaves > 1) {
+            w.state = WS_YIELD; next = w.pc; icount[w.pc]--;  // counted once, when it retires
+            return;
+          }
+          w.vm_done = w.vm_issued - vm;
+          land_dma(w);
+        }
+        w.resume = false;
         if (lgkm == 0) { w.ds_done = w.ds_issued; w.sm_done = w.sm_issued; }
         else if (w.ds_issued - w.ds_done > lgkm) w.ds_done = w.ds_issued - lgkm;  // LDS returns in order
         return;
@@ -827,6 +958,13 @@ void Ctx::exec_salu(Wave& w, const Inst& in, int& next) {
       default: unsupported(w, "unsupported SOPK opcode " + in.row->name);
     }
   }
+  if (in.enc == ENC_SOPC && op == 17) {
+    // s_set_gpr_idx_on (ISA pseudocode): MODE.gpr_idx_en = 1; M0[7:0] = S0[7:0]; M0[15:12] = SIMM4
+    // (the raw SSRC1 bits: SRC0, SRC1, SRC2, DST enables)
+    w.mode |= kModeGprIdxEn;
+    w.s[124] = (w.s[124] & ~0xf0ffu) | (sv(w, in, 0) & 0xffu) | ((uint32_t)(in.simm & 0xf) << 12);
+    return;
+  }
   if (in.enc == ENC_SOPC) {
     uint32_t a = sv(w, in, 0), b = (op == 18 || op == 19) ? 0 : sv(w, in, 1);
     switch (op) {
@@ -854,6 +992,7 @@ void Ctx::exec_salu(Wave& w, const Inst& in, int& next) {
   if (in.enc == ENC_SOP1) {
     const uint16_t d = in.sdst;
     switch (op) {
+      case 50: w.s[124] = (w.s[124] & ~0xffu) | (sv(w, in, 0) & 0xffu); return;  // s_set_gpr_idx_idx: M0[7:0] = S0[7:0]
       case 0: sw(w, d, sv(w, in, 0)); return;
       case 1: sw64(w, d, sv64(w, in, 0)); return;
       case 2: if (w.scc) sw(w, d, sv(w, in, 0)); return;
@@ -977,6 +1116,9 @@ static inline int dpp_src_lane(int l, unsigned c) {
   if (c >= 0x111 && c <= 0x11f) { int n = c & 0xf; return (l & 15) < n ? -1 : l - n; }
   // row_ror:n rotates right like row_shr:n shifts right: lane i reads lane i-n of its row (wrapping)
   if (c >= 0x121 && c <= 0x12f) { int n = c & 0xf; return (l & ~15) | (((l & 15) - n + 16) & 15); }
+  // row_newbcast:n (gfx90a+; LLVM's DppCtrl ROW_NEWBCAST 0x150-0x15F, the encoding of gfx10's row_share):
+  // every lane reads lane n of its own row of 16
+  if (c >= 0x150 && c <= 0x15f) return (l & ~15) | (int)(c & 0xf);
   switch (c) {
     case 0x130: return l == 63 ? -1 : l + 1;
     case 0x134: return (l + 1) & 63;
@@ -1976,8 +2118,8 @@ void Ctx::exec_ds(Wave& w, const Inst& in) {
   uint32_t* dst = in.dst != OPC_NONE ? w.row(in.dst) : nullptr;
   const uint32_t* d0 = in.src[1] != OPC_NONE ? w.row(in.src[1]) : nullptr;
   const uint32_t* d1 = in.src[2] != OPC_NONE ? w.row(in.src[2]) : nullptr;
-  auto ld = [&](uint32_t a, int n, int lane, void* out) { lds_check(w, a, n, false, lane); lds_track(w, a, n, false, 0, 0); std::memcpy(out, lds.data() + a, n); };
-  auto st = [&](uint32_t a, int n, int lane, const void* src) { lds_check(w, a, n, true, lane); lds_track(w, a, n, true, TK_DS, seq); std::memcpy(lds.data() + a, src, n); };
+  auto ld = [&](uint32_t a, int n, int lane, void* out) { lds_check(w, a, n, false, lane); lds_track(w, a, n, false, 0, 0); std::memcpy(out, lds.data() + a, n); b_lds_rd += (uint64_t)n; };
+  auto st = [&](uint32_t a, int n, int lane, const void* src) { lds_check(w, a, n, true, lane); lds_track(w, a, n, true, TK_DS, seq); std::memcpy(lds.data() + a, src, n); b_lds_wr += (uint64_t)n; };
   int nread = 0;  // dst registers written (for hazard tags)
   switch (op) {
     case 13: lanes(m, [&](int l) { st(addr[l] + off16, 4, l, &d0[l]); }); break;
@@ -2084,6 +2226,7 @@ void Ctx::exec_ds(Wave& w, const Inst& in) {
       lanes(m, [&](int l) {
         uint32_t a = addr[l] + off16; lds_check(w, a, nb, true, l);
         uint64_t old = 0; std::memcpy(&old, lds.data() + a, nb);
+        b_lds_rd += (uint64_t)nb; b_lds_wr += (uint64_t)nb;  // an LDS atomic reads and writes its dword(s)
         uint64_t v = w64 ? mk64(d0[l], d0[64 + l]) : d0[l];
         uint64_t v2 = d1 ? (w64 ? mk64(d1[l], d1[64 + l]) : d1[l]) : 0;
         uint64_t r = old;
@@ -2205,7 +2348,7 @@ void Ctx::exec_flat(Wave& w, const Inst& in) {
   const MemOp& o = xi.mop;
   uint64_t m = w.exec();
   const int enc = in.enc;
-  uint64_t seq = hz ? ++w.vm_issued : 0;
+  uint64_t seq = ++w.vm_issued;  // counted even without the hazard checker: direct-to-LDS data lands by it
   const uint32_t* a0 = in.src[0] != OPC_NONE ? w.row(in.src[0]) : nullptr;
   const uint32_t* a1 = (a0 && in.nbits[0] == 64) ? w.row((uint16_t)(in.src[0] + 1)) : nullptr;
   const uint32_t* data = in.src[1] != OPC_NONE ? w.row(in.src[1]) : nullptr;
@@ -2230,7 +2373,7 @@ void Ctx::exec_flat(Wave& w, const Inst& in) {
       else wv[0] = o.sext ? (uint32_t)(int32_t)(int8_t)buf[0] : buf[0];
       int nb = o.bytes < 4 ? 4 : o.bytes;
       lds_check(w, la, nb, true, l); lds_track(w, la, nb, true, TK_VM, seq);
-      std::memcpy(lds.data() + la, wv, nb);
+      defer_dma(w, seq, la, wv, (uint32_t)nb);
     });
     return;
   }
@@ -2247,6 +2390,7 @@ void Ctx::exec_flat(Wave& w, const Inst& in) {
     bool ok = r && lo >= r->base && hi + o.bytes <= r->base + r->size && (r->writable || !o.store);
     if (!ok) { r = find_region(lo, hi + o.bytes - lo); ok = r && (r->writable || !o.store); if (ok) last_region = r; }
     if (ok) {
+      lanes(m, [&](int l) { touch(ga_l[l], o.bytes, o.store); });
       if (o.store) lanes(m, [&](int l) { uint8_t* p = reinterpret_cast<uint8_t*>(ga_l[l]);
         for (int i = 0; i < o.nregs; i++) std::memcpy(p + 4 * i, &data[i * 64 + l], 4); });
       else lanes(m, [&](int l) { const uint8_t* p = reinterpret_cast<const uint8_t*>(ga_l[l]);
@@ -2320,14 +2464,14 @@ void Ctx::exec_flat(Wave& w, const Inst& in) {
 // ============================================================================ MUBUF (buffer resource)
 void Ctx::exec_mubuf(Wave& w, const Inst& in) {
   if (in.enc == ENC_MUBUF && (in.op == 40 || in.op == 41)) {  // buffer_wbl2 / buffer_inv: cache
-    if (hz) ++w.vm_issued;  // write-back / invalidate; memory is coherent here. They count in vmcnt.
+    ++w.vm_issued;  // write-back / invalidate; memory is coherent here. They count in vmcnt.
     return;
   }
   const XInst& xi = M.x[w.pc];
   if (!xi.mop_ok) unsupported(w, "unsupported buffer opcode " + in.row->name);
   const MemOp& o = xi.mop;
   uint64_t m = w.exec();
-  uint64_t seq = hz ? ++w.vm_issued : 0;
+  uint64_t seq = ++w.vm_issued;  // counted even without the hazard checker: direct-to-LDS data lands by it
   const uint32_t* r = &w.s[in.srsrc];
   uint64_t base = r[0] | ((uint64_t)(r[1] & 0xffff) << 32);
   uint32_t stride = (r[1] >> 16) & 0x3fff;
@@ -2375,7 +2519,7 @@ void Ctx::exec_mubuf(Wave& w, const Inst& in) {
           else v = o.sext ? (uint32_t)(int32_t)(int8_t)*p : *p;
         }
         lds_check(w, la + 4 * j, 4, true, l); lds_track(w, la + 4 * j, 4, true, TK_VM, seq);
-        std::memcpy(lds.data() + la + 4 * j, &v, 4);
+        defer_dma(w, seq, la + 4 * j, &v, 4);
       }
       return;
     }
@@ -2524,6 +2668,7 @@ Counters Module::launch(const std::string& name, const LaunchParams& P) {
   if (C.lds_size > lds_max) throw EmuError("LDS request of " + std::to_string(C.lds_size) + " bytes exceeds the " + std::to_string(lds_max) + " bytes of " + co_.arch);
   C.lds.assign(C.lds_size + 16, 0);
   C.lmeta.assign(C.lds_size / 4 + 8, LdsMeta());
+  C.lds_wpc.assign(C.lds_size / 4 + 8, 0);
   C.priv_size = kd->private_segment_fixed_size;
   C.waves.resize(C.nwaves);
   C.vfile.assign((size_t)C.nwaves * 576 * 64, 0);  // 256 VGPR + 256 AGPR rows + slack for ranges past a255
@@ -2543,6 +2688,7 @@ Counters Module::launch(const std::string& name, const LaunchParams& P) {
         C.wg[0] = xg; C.wg[1] = y; C.wg[2] = z;
         std::fill(C.lds.begin(), C.lds.end(), 0);
         if (C.hz) std::fill(C.lmeta.begin(), C.lmeta.end(), LdsMeta());
+        for (auto& w : C.waves) { w.dma.clear(); w.resume = false; }
         C.epoch = 1;
         for (int i = 0; i < C.nwaves; i++) {
           // registers start at 0 (hardware: undefined): the VGPRs and AGPRs the descriptor / metadata
@@ -2553,21 +2699,31 @@ Counters Module::launch(const std::string& name, const LaunchParams& P) {
           std::fill(C.waves[i].v + 256 * 64, C.waves[i].v + (256 + acc) * 64, 0);
           C.init_wave(C.waves[i], i, (uint32_t)nthreads);
         }
+        // The waves of a workgroup take turns of kQuantum instructions (round robin, wave order): close to
+        // the hardware, where they issue side by side, so code that relies on issue order across waves
+        // within a barrier interval (AITER's: every wave reads an LDS buffer right after a barrier, before
+        // any wave refills it) sees what it would on the GPU. Deterministic: the order is fixed.
         for (;;) {
-          bool any_run = false;
-          for (auto& w : C.waves) if (w.state == WS_RUN) { C.run_wave(w); }
-          int at_bar = 0, done = 0;
-          for (auto& w : C.waves) { if (w.state == WS_BARRIER) at_bar++; else if (w.state == WS_DONE) done++; else any_run = true; }
+          bool ran = false;
+          for (auto& w : C.waves) if (w.state == WS_RUN) { C.run_wave(w, kQuantum); ran = true; }
+          if (ran) continue;
+          // nobody can run: waves that yielded at a wait for direct-to-LDS data resume (and retire it)
+          bool resumed = false;
+          for (auto& w : C.waves) if (w.state == WS_YIELD) { w.state = WS_RUN; w.resume = true; resumed = true; }
+          if (resumed) continue;
+          int done = 0;
+          for (auto& w : C.waves) done += w.state == WS_DONE;
           if (done == C.nwaves) break;
-          if (!any_run && at_bar + done == C.nwaves) {
-            for (auto& w : C.waves) if (w.state == WS_BARRIER) w.state = WS_RUN;
-            C.epoch++;
-          }
+          for (auto& w : C.waves) if (w.state == WS_BARRIER) { w.state = WS_RUN; w.since_barrier = 0; }
+          C.epoch++;
         }
         nwg++;
       }
   // ---- counters
   Counters cnt;
+  cnt.vmem_load_bytes = C.b_vm_ld; cnt.vmem_store_bytes = C.b_vm_st; cnt.smem_bytes = C.b_sm;
+  cnt.lds_read_bytes = C.b_lds_rd; cnt.lds_write_bytes = C.b_lds_wr; cnt.global_lines = C.lines.size();
+  for (auto& kv : C.hazard_sites) cnt.hazards.push_back(kv.second.message + " [" + std::to_string(kv.second.count) + " times]");
   cnt.workgroups = nwg;
   cnt.waves = nwg * C.nwaves;
   for (size_t i = 0; i < impl_->insts.size(); i++) {

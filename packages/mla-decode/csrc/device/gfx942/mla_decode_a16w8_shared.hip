@@ -48,11 +48,6 @@ MM_DEVICE void widen16(const mm::u32x4& w, uint32_t out[8]) {
   }
 }
 
-// Generic pointers into the kernel's LDS array: after inlining, address-space inference turns these
-// into ds_write_b128 / ds_read_b128.
-MM_DEVICE void lds_write_b128(uint8_t* base, uint32_t off, mm::u32x4 v) { *(mm::u32x4*)(base + off) = v; }
-MM_DEVICE mm::u32x4 lds_read_b128(const uint8_t* base, uint32_t off) { return *(const mm::u32x4*)(base + off); }
-
 }  // namespace
 
 MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void mla_decode_a16w8_fwd_shared(
@@ -150,8 +145,8 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
         uint32_t w[8];
         widen16(raw.k[u], w);
         const uint32_t off = ktok[u] * kKStride + 2u * kcol[u];
-        lds_write_b128(ks, off, mm::u32x4{w[0], w[1], w[2], w[3]});
-        lds_write_b128(ks, off + 16u, mm::u32x4{w[4], w[5], w[6], w[7]});
+        mm::lds_write_b128(ks, off, mm::u32x4{w[0], w[1], w[2], w[3]});
+        mm::lds_write_b128(ks, off + 16u, mm::u32x4{w[4], w[5], w[6], w[7]});
       }
     }
     if (v_role) {
@@ -172,8 +167,8 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
           d[2 * cc] = mm::pack_bf16x2_hi(f[0][cc >> 1][cc & 1], f[1][cc >> 1][cc & 1]);
           d[2 * cc + 1] = mm::pack_bf16x2_hi(f[2][cc >> 1][cc & 1], f[3][cc >> 1][cc & 1]);
         }
-        lds_write_b128(vs, vb + 32u * q, mm::u32x4{d[0], d[1], d[2], d[3]});
-        lds_write_b128(vs, vb + 32u * q + 16u, mm::u32x4{d[4], d[5], d[6], d[7]});
+        mm::lds_write_b128(vs, vb + 32u * q, mm::u32x4{d[0], d[1], d[2], d[3]});
+        mm::lds_write_b128(vs, vb + 32u * q + 16u, mm::u32x4{d[4], d[5], d[6], d[7]});
       }
     }
   };
@@ -234,12 +229,12 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
       mm::u32x4 kw[2][kGrp];
       const uint32_t kbase = i * kKStride + 2u * 144u * g;
 #pragma unroll
-      for (int u = 0; u < kGrp; ++u) kw[0][u] = lds_read_b128(ks, kbase + 16u * u);
+      for (int u = 0; u < kGrp; ++u) kw[0][u] = mm::lds_read_b128(ks, kbase + 16u * u);
 #pragma unroll
       for (int n = 0; n < kNGrp; ++n) {
         if (n + 1 < kNGrp) {
 #pragma unroll
-          for (int u = 0; u < kGrp; ++u) kw[(n + 1) & 1][u] = lds_read_b128(ks, kbase + 16u * (kGrp * (n + 1) + u));
+          for (int u = 0; u < kGrp; ++u) kw[(n + 1) & 1][u] = mm::lds_read_b128(ks, kbase + 16u * (kGrp * (n + 1) + u));
           mm::wait_lgkmcnt<kGrp>();
         } else {
           mm::wait_lgkmcnt<0>();
@@ -300,12 +295,12 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
       constexpr int kGrp = 4, kNGrp = 16 / kGrp;
       mm::u32x4 vw[2][kGrp];
 #pragma unroll
-      for (int u = 0; u < kGrp; ++u) vw[0][u] = lds_read_b128(vs, vb + 16u * u);
+      for (int u = 0; u < kGrp; ++u) vw[0][u] = mm::lds_read_b128(vs, vb + 16u * u);
 #pragma unroll
       for (int n = 0; n < kNGrp; ++n) {
         if (n + 1 < kNGrp) {
 #pragma unroll
-          for (int u = 0; u < kGrp; ++u) vw[(n + 1) & 1][u] = lds_read_b128(vs, vb + 16u * (kGrp * (n + 1) + u));
+          for (int u = 0; u < kGrp; ++u) vw[(n + 1) & 1][u] = mm::lds_read_b128(vs, vb + 16u * (kGrp * (n + 1) + u));
           mm::wait_lgkmcnt<kGrp>();
         } else {
           mm::wait_lgkmcnt<0>();
