@@ -1,10 +1,13 @@
 """The gfx942 MLA decode table of docs/kernels/mla_decode_gfx942.md, measured on the emulator.
 
-For B = 2, H = 16, q_len in {1, 2, 4} and S in {1024, 8192, 32768}: the planner's split (variant,
-parts) and the unsplit kernel; per 16-token KV tile of one query position: wave-instructions of the
-decode launch plus its merge; bytes requested per token (from the loads the kernel issues per tile);
-rel. Frobenius error of o against a float64 reference; perfmodel's issue-rate time. Writes a markdown
-table to stdout and, with --chart PATH, a PNG chart. No timing claims.
+For B = 2, H = 16, q_len in {1, 2, 4} and S in {1024, 8192, 32768}, beside AITER's gfx942
+`mla_a16w8_qh16_m16x4_n16x1_coex0_mask1_ps.co` run through the peer harness (benchmarks/peers, one work
+item per request, as the harness builds it) on the same inputs: our planner's split (variant, parts)
+and our unsplit kernel; per 16-token KV tile of one query position: wave-instructions of the decode
+launch plus its merge; bytes the VMEM loads request per KV token (emulator byte counters, Q and
+indices included); rel. Frobenius error of o against a float64 reference; perfmodel's issue-rate
+time. Writes a markdown table to stdout and, with --chart PATH, a PNG chart. No timing claims.
+Nothing of AITER is stored: the harness fetches the pinned wheel into its cache.
 
     python benchmarks/table_mla_kernel_emu.py --chart docs/kernels/mla_decode_gfx942_emu.png
 """
@@ -12,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
+from pathlib import Path
 
 import torch
 
@@ -22,6 +27,17 @@ from moonmath_common.numerics import e4m3fnuz_to_f32  # noqa: E402
 from moonmath_mla_decode import kernel as mk  # noqa: E402
 
 SCALE, KV_SCALE = 576 ** -0.5, 1 / 32
+REPO = Path(__file__).resolve().parents[3]
+
+
+def aiter_runner():
+    """The peer harness's AITER a16w8 runner, or (None, reason)."""
+    sys.path.insert(0, str(REPO))
+    try:
+        from benchmarks.peers.mla import run_aiter_mla_a16w8
+        return run_aiter_mla_a16w8, ""
+    except Exception as e:  # no harness in this checkout, or no wheel
+        return None, f"{type(e).__name__}: {e}"
 
 
 def make(B, S, H, q_len, seed=0):
@@ -52,13 +68,6 @@ def reference64(q_lat, q_pe, pool, lens, idx, ip, q_len):
     return out
 
 
-def bytes_per_token(variant, n_rt):
-    """Bytes the kernel's loads request per KV token (per request; all row tiles of a position set)."""
-    if variant == "shared":  # per workgroup-tile: 576 K chunks + 512 V bytes per token, 4 B index per lane
-        return (576 + 512) * -(-n_rt // 4) + 4 * 64 * 4 * -(-n_rt // 4) / 16
-    return (9 * 16 + 8 * 16) * 64 * n_rt / 16 + 64 * 4 * n_rt / 16
-
-
 def run(B, S, H, q_len, nparts=None, variant=None):
     args = make(B, S, H, q_len)
     q_lat, q_pe, pool, lens, idx, ip = args
@@ -73,7 +82,16 @@ def run(B, S, H, q_len, nparts=None, variant=None):
     instr = sum(c["wave_instructions"] for c in counters) / tiles
     hbm = B * S * (576 + 4)
     t = sum(perfmodel.model(c, "gfx942", hbm_bytes=hbm if k == 0 else 0)["modeled_s"] for k, c in enumerate(counters))
-    return instr, err, t, counters
+    bpt = counters[0].get("vmem_load_bytes", float("nan")) / (B * S)
+    return instr, err, t, bpt
+
+
+def run_aiter(runner, B, S, H, q_len):
+    args = make(B, S, H, q_len)
+    out, c = runner(*args, SCALE, KV_SCALE)
+    ref = reference64(*args, q_len)
+    err = ((out.double() - ref).norm() / ref.norm()).item()
+    return c["wave_instructions"] / (B * -(-S // 16) * q_len), err, c.get("vmem_load_bytes", float("nan")) / (B * S)
 
 
 def main():
@@ -82,19 +100,22 @@ def main():
     ap.add_argument("--lengths", default="1024,8192,32768")
     a = ap.parse_args()
     B, H = 2, 16
+    runner, why = aiter_runner()
+    if runner is None:
+        print(f"(AITER columns empty: {why})")
     rows = []
-    print("| q_len | S | planner: variant, parts | wave-instr. per tile-position (planner) | unsplit | "
-          "bytes requested / token | rel. error vs fp64 | perfmodel time (planner) |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| q_len | S | ours: planner (variant, parts) | ours, planner's split | ours, unsplit | AITER a16w8_ps | "
+          "bytes / token ours | AITER | rel. error vs fp64 ours | AITER | perfmodel time ours |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for S in (int(x) for x in a.lengths.split(",")):
         for q_len in (1, 2, 4):
             p = mk.plan(B, H, q_len, S)
-            instr, err, t, _ = run(B, S, H, q_len)
+            instr, err, t, bpt = run(B, S, H, q_len)
             instr1, _, _, _ = run(B, S, H, q_len, nparts=1, variant=p.variant)
-            bpt = bytes_per_token(p.variant, p.n_rt)
-            rows.append((q_len, S, p.variant, p.nparts, instr, instr1, bpt, err, t))
-            print(f"| {q_len} | {S} | {p.variant}, {p.nparts} | {instr:.0f} | {instr1:.0f} | {bpt:.0f} | {err:.2e} | "
-                  f"{t * 1e6:.1f} us |", flush=True)
+            ai, aerr, abpt = run_aiter(runner, B, S, H, q_len) if runner else (float("nan"),) * 3
+            rows.append((q_len, S, p.variant, p.nparts, instr, instr1, ai))
+            print(f"| {q_len} | {S} | {p.variant}, {p.nparts} | {instr:.0f} | {instr1:.0f} | {ai:.0f} | {bpt:.0f} | "
+                  f"{abpt:.0f} | {err:.2e} | {aerr:.2e} | {t * 1e6:.1f} us |", flush=True)
     if a.chart:
         import matplotlib
 
@@ -104,8 +125,9 @@ def main():
         fig, ax = plt.subplots(figsize=(8, 4))
         labels = [f"q{r[0]}\nS{r[1]}" for r in rows]
         xs = range(len(rows))
-        ax.bar([x - 0.2 for x in xs], [r[4] for r in rows], 0.4, label="ours, planner's split")
-        ax.bar([x + 0.2 for x in xs], [r[5] for r in rows], 0.4, label="ours, unsplit")
+        ax.bar([x - 0.27 for x in xs], [r[4] for r in rows], 0.27, label="ours, planner's split")
+        ax.bar(list(xs), [r[5] for r in rows], 0.27, label="ours, unsplit")
+        ax.bar([x + 0.27 for x in xs], [r[6] for r in rows], 0.27, label="AITER a16w8_ps (one item per request)")
         ax.set_xticks(list(xs), labels, fontsize=7)
         ax.set_ylabel("wave-instructions per 16-token tile-position")
         ax.set_title("gfx942 MLA decode on moonmath-emu, B=2 H=16 (decode + merge)")

@@ -538,3 +538,34 @@ def test_graph_replay_follows_new_lengths_gpu():
     torch.cuda.synchronize()
     ro, rlse = call("reference", new)
     check_close(o.cpu(), lse.cpu(), ro, rlse)
+
+
+# ---- plan once, run per layer ----------------------------------------------------------------------
+
+def test_plan_once_run_per_layer_with_one_workspace():
+    """One plan and one caller-provided workspace serve several layers (different Q and pools, same
+    shapes): bitwise the per-call results; a plan of other shapes and a short workspace are refused."""
+    B, H, q_len, lens = 2, 16, 2, [90, 61]
+    p = mk.make_plan(B, H, q_len, 90, nparts=3)
+    assert p.nparts == 3 and p.merge_wpr == 1 and p.workspace_floats == B * q_len * H * 3 * 516
+    ws = p.workspace()
+    for layer in range(2):
+        case = make_case(B, H, q_len, lens, seed=60 + layer)
+        o_ref, l_ref = call("emu", case, nparts=3, variant=p.variant)
+        T = B * q_len
+        o = torch.full((T, H, 512), float("nan"), dtype=torch.bfloat16)
+        lse = torch.full((T, H), float("nan"))
+        with use_backend("emu"):
+            mk.run(case["q_lat"], case["q_pe"], case["kv_pool"], o, case["seq_lens"], case["kv_indices"],
+                   case["kv_indptr"], SCALE, KV_SCALE, lse=lse, plan=p, workspace=ws)
+        assert torch.equal(o, o_ref) and torch.equal(lse, l_ref)
+    case = make_case(B, H, q_len, lens, seed=60)
+    args = (case["q_lat"], case["q_pe"], case["kv_pool"], torch.empty(B * q_len, H, 512, dtype=torch.bfloat16),
+            case["seq_lens"], case["kv_indices"], case["kv_indptr"], SCALE, KV_SCALE)
+    with use_backend("emu"):
+        with pytest.raises(ValueError, match="plan is for B=2, H=16, q_len=1"):
+            mk.run(*args, plan=mk.make_plan(B, H, 1, 90))
+        with pytest.raises(ValueError, match="at least"):
+            mk.run(*args, plan=p, workspace=torch.empty(p.workspace_floats - 1))
+        with pytest.raises(ValueError, match="make_plan"):
+            mk.run(*args, nparts=2, plan=p)
