@@ -43,13 +43,22 @@ def inputs(B, S, H, q_len, seed=0):
     return q_lat, q_pe, pool, lens, idx, ip
 
 
-def run(B, S, H, q_len, nparts, variant):
+def run(B, S, H, q_len, nparts, variant, balanced=None):
     q_lat, q_pe, pool, lens, idx, ip = inputs(B, S, H, q_len)
     o = torch.empty_like(q_lat)
     lse = torch.empty(B * q_len, H)
     with use_backend("emu"):
         return mk.run(q_lat, q_pe, pool, o, lens, idx, ip, 576 ** -0.5, 1 / 32, lse=lse, nparts=nparts,
-                      variant=variant)
+                      variant=variant, balanced=balanced)
+
+
+def fit_balance(b_lo=4, b_hi=16):
+    """Balanced split: the extra cycles per request of one decode wave (each wave reads all B lengths)."""
+    per = []
+    for B in (b_lo, b_hi):
+        c = run(B, 64, 16, 1, 2, "wave", balanced=True)
+        per.append(issue_cycles(c[0]) / (B * 2))
+    return (per[1] - per[0]) / (b_hi - b_lo)
 
 
 def per_unit_cycles(variant, H, q_len, tiles, nparts):
@@ -84,7 +93,7 @@ def measured():
     sf, st = fit("shared", 16, 4)
     mr, ms = fit_merge()
     return {"wave_part_cycles": wf, "wave_tile_cycles": wt, "shared_part_cycles": sf, "shared_tile_cycles": st,
-            "merge_wave_cycles": mr, "merge_iter_cycles": ms}
+            "merge_wave_cycles": mr, "merge_iter_cycles": ms, "balance_request_cycles": fit_balance()}
 
 
 def main():

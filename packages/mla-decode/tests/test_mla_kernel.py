@@ -569,3 +569,39 @@ def test_plan_once_run_per_layer_with_one_workspace():
             mk.run(*args, plan=p, workspace=torch.empty(p.workspace_floats - 1))
         with pytest.raises(ValueError, match="make_plan"):
             mk.run(*args, nparts=2, plan=p)
+
+
+@pytest.mark.parametrize("variant", ["wave", "shared"])
+def test_length_balanced_split(variant):
+    """One long request beside seven short ones: the device-side balanced split gives the long one most
+    of the B * nparts parts, so its busiest part carries 32 tokens instead of 112 (uniform: nparts each),
+    and both splits match the reference. The parts' token counts are read from the workspace: with
+    Q = 0 every attended token has p = 1, so a part's l is its token count."""
+    B, H, nparts = 8, 16, 8
+    q_len = 1 if variant == "wave" else 2
+    lens = [800] + [24] * 7
+    case = make_case(B, H, q_len, lens, seed=71)
+    ro, rlse = call("reference", case)
+    zero_q = dict(case, q_lat=torch.zeros_like(case["q_lat"]), q_pe=torch.zeros_like(case["q_pe"]))
+    T, rows = B * q_len, q_len * H
+    busiest = {}
+    for balanced in (True, False):
+        p = mk.make_plan(B, H, q_len, 800, nparts=nparts, variant=variant, balanced=balanced)
+        for data in (case, zero_q):
+            ws = torch.full((p.workspace_floats,), float("nan"))
+            o = torch.full((T, H, 512), float("nan"), dtype=torch.bfloat16)
+            lse = torch.full((T, H), float("nan"))
+            with use_backend("emu"):
+                mk.run(data["q_lat"], data["q_pe"], data["kv_pool"], o, data["seq_lens"], data["kv_indices"],
+                       data["kv_indptr"], SCALE, KV_SCALE, lse=lse, plan=p, workspace=ws)
+            if data is case:
+                check_close(o, lse, ro, rlse)
+        ml = ws[p.ws_o_floats:].view(B * nparts, rows, 4)
+        tokens = ml[:, rows - 1, 1]  # the last position's row attends every token of its part
+        written = ~torch.isnan(tokens)
+        assert int(tokens[written].sum()) == sum(lens)
+        busiest[balanced] = int(tokens[written].max())
+        if not balanced:
+            assert bool(written.all())
+    assert busiest[False] == 7 * 16  # ceil(50 tiles / 8 parts)
+    assert busiest[True] <= 2 * 16   # 64 tiles, 56 spare parts: 44 parts for the long request

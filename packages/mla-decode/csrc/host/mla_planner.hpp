@@ -26,6 +26,8 @@
 //               bw = min(kHbmBytesPerNs, busy_cus * kCuBytesPerNs), busy_cus = min(cus, ceil(waves / 4))
 //               partial_bytes = 2 * B * q_len * H * nparts * (512 + 4) * 4   (written, then read)
 //   cost      = max(t_compute, t_memory) + (nparts > 1 ? t_merge : 0)
+//   balanced split (balance_split: 1 < B <= 64 and nparts > 1): part_cycles and the merge wave's
+//               cycles grow by kBalanceRequestCycles * B (every wave reads all B lengths)
 //   t_merge   = kMergeLaunchNs + merge_rounds * iters * (kHbmLatencyNs + kMergeIterCycles / clock)
 //               + kMergeWaveCycles / clock, with wpr = merge_waves_per_row(nparts) waves per row,
 //               iters = ceil(nparts / (4 * wpr)) (four parts in flight per wave and iteration),
@@ -70,11 +72,14 @@ constexpr double kSplitSlack = 1.10;       // a split must beat the fewer-part p
 // Issue cycles measured on the emulator (perfmodel weights: MFMA 16, VALU/DS/VMEM 4, trans 16,
 // scalar 1) by benchmarks/calibrate_mla_planner_emu.py, at H 16 (wave: q_len 1; shared: q_len 4).
 constexpr double kWaveTileCycles = 3047.0;    // one 16-token tile of one wave
-constexpr double kWavePartCycles = 2684.0;    // a wave's fixed cost per part
-constexpr double kSharedTileCycles = 2114.0;  // one tile, per wave of a shared workgroup
-constexpr double kSharedPartCycles = 3157.0;
-constexpr double kMergeWaveCycles = 525.0;    // a merge wave's fixed cost
-constexpr double kMergeIterCycles = 760.0;    // one iteration: four parts folded
+constexpr double kWavePartCycles = 2706.0;    // a wave's fixed cost per part
+constexpr double kSharedTileCycles = 2110.0;  // one tile, per wave of a shared workgroup
+constexpr double kSharedPartCycles = 3169.0;
+constexpr double kMergeWaveCycles = 643.0;    // a merge wave's fixed cost
+constexpr double kMergeIterCycles = 766.0;    // one iteration: four parts folded
+constexpr double kBalanceRequestCycles = 126.0;  // balanced split: per request, per decode wave and merge wave
+// The length-balanced split (device side) costs every wave O(B); it is used up to this batch.
+constexpr int64_t kBalanceMaxBatch = 64;
 
 struct Plan {
   int64_t batch = 0, heads = 0, q_len = 0;
@@ -87,6 +92,7 @@ struct Plan {
   int64_t block = kBlockThreads;
   int64_t merge_grid = 0;     // workgroups of the merge kernel: ceil(rows * merge_wpr / 4) (0: no merge)
   int64_t merge_wpr = 0;      // merge waves per row (merge_waves_per_row(nparts); 0: no merge)
+  bool balanced = false;      // parts shared out by request length on the device (balance_split)
   int64_t ws_o_floats = 0;    // workspace: partial O, [B*rows, nparts, 512] fp32
   int64_t ws_ml_floats = 0;   // workspace: partial (m, l, ln, 0), [B*rows, nparts, 4] fp32
   int64_t len_used = 0;       // the length the cost model assumed
@@ -114,12 +120,16 @@ inline bool parts_all_busy(int64_t tiles, int64_t nparts) {
   return ceil_div(tiles, ceil_div(tiles, nparts)) == nparts;
 }
 
-inline double merge_cost(int64_t total_rows, int64_t nparts, int64_t cus) {
+// Whether the B * nparts parts are shared out by request length (mla_decode_common.hpp, locate):
+// whenever a batch splits, up to kBalanceMaxBatch requests (each wave then reads all B lengths).
+inline bool balance_split(int64_t batch, int64_t nparts) { return nparts > 1 && batch > 1 && batch <= kBalanceMaxBatch; }
+
+inline double merge_cost(int64_t total_rows, int64_t nparts, int64_t cus, double extra_wave_cycles = 0.0) {
   const int64_t wpr = merge_waves_per_row(nparts);
   const double rounds = (double)ceil_div(total_rows * wpr, cus * kSimdsPerCu);
   const double iters = (double)ceil_div(nparts, 4 * wpr);
   return kMergeLaunchNs + rounds * (iters * (kHbmLatencyNs + kMergeIterCycles / kClockGhz) +
-                                    kMergeWaveCycles / kClockGhz);
+                                    (kMergeWaveCycles + extra_wave_cycles) / kClockGhz);
 }
 
 // Modelled time (ns) of a launch with `nparts` parts and kernel variant `v`.
@@ -132,7 +142,8 @@ inline double plan_cost(int64_t batch, int64_t heads, int64_t q_len, int64_t len
   const int64_t rounds = ceil_div(waves, slots);
   const bool shared = v == Variant::kShared;
   const double tile_cycles = shared ? kSharedTileCycles : kWaveTileCycles;
-  const double part_cycles = shared ? kSharedPartCycles : kWavePartCycles;
+  const double balance = balance_split(batch, nparts) ? kBalanceRequestCycles * (double)batch : 0.0;
+  const double part_cycles = (shared ? kSharedPartCycles : kWavePartCycles) + balance;
   const double t_compute =
       (double)rounds * ((double)ceil_div(tiles, nparts) * tile_cycles + part_cycles) / kClockGhz + kPartLatencyNs;
   const double partial = nparts > 1 ? 2.0 * (double)(batch * rows * nparts) * (kLat + 4) * 4.0 : 0.0;
@@ -140,7 +151,7 @@ inline double plan_cost(int64_t batch, int64_t heads, int64_t q_len, int64_t len
   const double bw = std::min(kHbmBytesPerNs * (double)cus / kDefaultCus, busy_cus * kCuBytesPerNs);
   const double t_memory = ((double)batch * (double)len * (kRowBytes + 4) + partial) / bw;
   double cost = std::max(t_compute, t_memory);
-  if (nparts > 1) cost += merge_cost(batch * rows, nparts, cus);
+  if (nparts > 1) cost += merge_cost(batch * rows, nparts, cus, balance);
   return cost;
 }
 
@@ -197,6 +208,7 @@ inline Plan plan(int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint =
   p.grid = ceil_div(p.waves, kWavesPerBlock);
   if (p.nparts > 1) {
     p.merge_wpr = merge_waves_per_row(p.nparts);
+    p.balanced = balance_split(batch, p.nparts);
     p.merge_grid = ceil_div(total_rows * p.merge_wpr, kWavesPerBlock);
     p.ws_o_floats = total_rows * p.nparts * kLat;
     p.ws_ml_floats = total_rows * p.nparts * 4;

@@ -25,6 +25,7 @@ void register_mla_planner(py::module_& m) {
       .def_readonly("block", &Plan::block)
       .def_readonly("merge_grid", &Plan::merge_grid)
       .def_readonly("merge_wpr", &Plan::merge_wpr)
+      .def_readonly("balanced", &Plan::balanced)
       .def_readonly("ws_o_floats", &Plan::ws_o_floats)
       .def_readonly("ws_ml_floats", &Plan::ws_ml_floats)
       .def_readonly("len_used", &Plan::len_used)
@@ -46,6 +47,8 @@ void register_mla_planner(py::module_& m) {
       py::arg("batch"), py::arg("heads"), py::arg("q_len"), py::arg("len_hint") = 0,
       py::arg("cus") = moonmath::mla::kDefaultCus,
       "Plan mla_decode_a16w8 on gfx942 from shapes (and an optional tokens-per-request hint).");
+  m.def("balance_split", &moonmath::mla::balance_split, py::arg("batch"), py::arg("nparts"),
+        "Whether a launch shares its parts out by request length on the device.");
   m.def("merge_waves_per_row", &moonmath::mla::merge_waves_per_row, py::arg("nparts"),
         "Waves of the split-KV merge kernel per row for a given number of parts.");
   m.def(
@@ -55,7 +58,8 @@ void register_mla_planner(py::module_& m) {
         return std::map<std::string, double>{
             {"wave_tile_cycles", k::kWaveTileCycles},     {"wave_part_cycles", k::kWavePartCycles},
             {"shared_tile_cycles", k::kSharedTileCycles}, {"shared_part_cycles", k::kSharedPartCycles},
-            {"merge_wave_cycles", k::kMergeWaveCycles},   {"merge_iter_cycles", k::kMergeIterCycles}};
+            {"merge_wave_cycles", k::kMergeWaveCycles},   {"merge_iter_cycles", k::kMergeIterCycles},
+            {"balance_request_cycles", k::kBalanceRequestCycles}};
       },
       "The planner's emulator-calibrated issue-cycle constants (benchmarks/calibrate_mla_planner_emu.py).");
   m.def(

@@ -30,6 +30,7 @@ MERGE_CODE_OBJECT, MERGE_KERNEL = "mla_decode_a16w8_merge", "mla_decode_a16w8_me
 LOG2E = 1.0 / math.log(2.0)
 FLAG_LSE = 1
 FLAG_PARTIAL = 2
+FLAG_BALANCED = 4  # parts per request by length (device-side, mla_decode_common.hpp: locate)
 _U32 = 1 << 32
 
 KERNELS = KernelSet("moonmath_mla_decode")
@@ -66,6 +67,7 @@ class DecodePlan:
     merge_wpr: int        # merge waves per row (0: no merge)
     ws_o_floats: int      # partial O: [B * q_len * H, nparts, 512] fp32
     ws_ml_floats: int     # partial (m, l, ln, 0): [B * q_len * H, nparts, 4] fp32
+    balanced: bool = False  # the B * nparts parts are shared out by request length on the device
 
     @property
     def workspace_floats(self) -> int:
@@ -79,9 +81,11 @@ class DecodePlan:
 
 
 def make_plan(batch: int, heads: int, q_len: int, len_hint: int = 0, *, nparts: int | None = None,
-              variant: str | None = None) -> DecodePlan:
+              variant: str | None = None, balanced: bool | None = None) -> DecodePlan:
     """The launch configuration for shapes (B, H, q_len) and a tokens-per-request hint; ``nparts`` and
-    ``variant`` override the planner's choice (tests, benchmarks)."""
+    ``variant`` override the planner's choice (tests, benchmarks). ``balanced`` (default: the planner's
+    rule, _C.balance_split: 1 < B <= 64 and the plan splits) shares the B * nparts parts among the requests by their device-resident lengths
+    instead of nparts each."""
     from . import _C
 
     p = _C.plan_mla_decode(batch, heads, q_len, len_hint)
@@ -95,9 +99,10 @@ def make_plan(batch: int, heads: int, q_len: int, len_hint: int = 0, *, nparts: 
     grid = batch * np_ * -(-n_rt // 4) if variant == "shared" else -(-(batch * np_ * n_rt) // 4)
     wpr = _C.merge_waves_per_row(np_) if np_ > 1 else 0
     split = np_ > 1
+    balanced = _C.balance_split(batch, np_) if balanced is None else bool(balanced) and split
     return DecodePlan(batch, heads, q_len, np_, variant, n_rt, grid,
                       -(-(batch * rows * wpr) // 4) if split else 0, wpr,
-                      batch * rows * np_ * 512 if split else 0, batch * rows * np_ * 4 if split else 0)
+                      batch * rows * np_ * 512 if split else 0, batch * rows * np_ * 4 if split else 0, balanced)
 
 
 def _check_ranges(**sizes: int) -> None:
@@ -135,7 +140,7 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
         kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float, kv_scale: float,
         lse: torch.Tensor | None = None, glen: torch.Tensor | None = None, cp_rank: int = 0, cp_world: int = 1,
         nparts: int | None = None, variant: str | None = None, *, plan: DecodePlan | None = None,
-        workspace: torch.Tensor | None = None) -> list[dict | None]:
+        workspace: torch.Tensor | None = None, balanced: bool | None = None) -> list[dict | None]:
     """Run mla_decode_a16w8 on the gfx942 kernels (emu or hip backend). Writes o_lat (and lse) in place.
 
     Tensors as in decode.mla_decode_a16w8 (already validated). ``nparts`` overrides the planner's KV split
@@ -155,12 +160,12 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
     B = kv_indptr.numel() - 1
     q_len = T // B
     if plan is None:
-        plan = make_plan(B, H, q_len, kv_indices.numel() // B, nparts=nparts, variant=variant)
+        plan = make_plan(B, H, q_len, kv_indices.numel() // B, nparts=nparts, variant=variant, balanced=balanced)
     elif (plan.batch, plan.heads, plan.q_len) != (B, H, q_len):
         raise ValueError(f"{OP}: plan is for B={plan.batch}, H={plan.heads}, q_len={plan.q_len}; the call has "
                          f"B={B}, H={H}, q_len={q_len}")
-    elif nparts is not None or variant is not None:
-        raise ValueError(f"{OP}: pass nparts / variant to make_plan, not with a plan")
+    elif nparts is not None or variant is not None or balanced is not None:
+        raise ValueError(f"{OP}: pass nparts / variant / balanced to make_plan, not with a plan")
     rows = q_len * H
     partial = plan.nparts > 1
     code_object, kernel_name = ((SHARED_CODE_OBJECT, SHARED_KERNEL) if plan.variant == "shared"
@@ -185,7 +190,8 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
         ws_o = flat[:plan.ws_o_floats]
         ws_ml = flat[plan.ws_o_floats:plan.workspace_floats]
     glen_arg = glen if (cp_world > 1 and glen is not None) else seq_lens
-    flags = (FLAG_LSE if lse is not None else 0) | (FLAG_PARTIAL if partial else 0)
+    bal = FLAG_BALANCED if plan.balanced else 0
+    flags = (FLAG_LSE if lse is not None else 0) | (FLAG_PARTIAL if partial else 0) | bal
     c_qk = _f32_bits(float(scale) * float(kv_scale) * LOG2E)
     o_scale = _f32_bits(float(kv_scale))
     counters = [KERNELS.launch(OP, arch, code_object, kernel_name, grid=plan.grid, block=256,
@@ -195,5 +201,7 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
     if partial:
         counters.append(KERNELS.launch(OP, arch, MERGE_CODE_OBJECT, MERGE_KERNEL, grid=plan.merge_grid, block=256,
                                        args=[ws_o, ws_ml, o_lat, lse, B * rows, plan.nparts,
-                                             FLAG_LSE if lse is not None else 0, o_scale, plan.merge_wpr]))
+                                             (FLAG_LSE if lse is not None else 0) | bal, o_scale, plan.merge_wpr,
+                                             seq_lens, glen_arg, kv_indptr, _usable_indices(kv_indices.numel()), B,
+                                             q_len, cp_rank, cp_world]))
     return counters

@@ -63,6 +63,7 @@ int main() {
             CHECK(p.merge_grid == 0 && p.ws_o_floats == 0 && p.ws_ml_floats == 0);
           } else {
             CHECK(p.merge_wpr == merge_waves_per_row(p.nparts));
+            CHECK(p.balanced == balance_split(B, p.nparts));
             CHECK(p.merge_grid * kWavesPerBlock >= B * q * H * p.merge_wpr &&
                   (p.merge_grid - 1) * kWavesPerBlock < B * q * H * p.merge_wpr);
             CHECK(p.ws_o_floats == B * q * H * p.nparts * 512);

@@ -3,8 +3,10 @@
 // Work unit: one wave owns one 16-row tile of one request over one KV part.
 //   rows   r = t*H + h (position t, head h) of request b, packed 16 to a tile, so any H and q_len
 //          fill tiles; global row R = b*q_len*H + r indexes q_lat/q_pe/o_lat/lse directly.
-//   parts  request b's window [0, E_b) (E_b = window end of its last position) is cut into nparts
-//          runs of whole 16-token tiles; part p takes tiles [p*tpp, (p+1)*tpp).
+//   parts  the grid holds U = B * nparts units; request b owns count_b of them (nparts each, or by
+//          length with kFlagBalanced: mla_decode_common.hpp, locate) and its window [0, E_b) (E_b =
+//          window end of its last position) is cut into count_b runs of whole 16-token tiles; part p
+//          takes tiles [p*tpp, (p+1)*tpp).
 // Waves are independent (no LDS, no barriers): each keeps its Q tile and its full 16x512 fp32
 // output accumulator in registers and streams its part's KV tiles straight from the pool.
 // Wave order inside the grid: rt fastest, then part, then request, so the row tiles that share a
@@ -87,8 +89,8 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
     const int32_t* __restrict__ kv_indptr,  // [B + 1]
     const int32_t* __restrict__ glen,       // [B] global lengths (seq_lens when cp_world == 1)
     float* __restrict__ lse,                // [T, H] fp32 base 2 (direct mode, kFlagLse)
-    float* __restrict__ ws_o,               // [T*H, nparts, 512] fp32 (partial mode)
-    float* __restrict__ ws_ml,              // [T*H, nparts, 4] fp32 (m, l, ln, 0) (partial mode)
+    float* __restrict__ ws_o,               // [B*nparts units, q_len*H, 512] fp32 (partial mode)
+    float* __restrict__ ws_ml,              // [B*nparts units, q_len*H, 4] fp32 (m, l, ln, 0) (partial mode)
     uint32_t B, uint32_t H, uint32_t q_len, uint32_t nparts, uint32_t pool_slots, uint32_t n_idx,
     uint32_t cp_rank, uint32_t cp_world, uint32_t flags, uint32_t c_qk_bits, uint32_t o_scale_bits) {
   const uint32_t rows = q_len * H;
@@ -96,8 +98,12 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
   const uint32_t gw = mm::block_id_x() * kWavesPerBlock + mm::wave_id();
   if (gw >= B * nparts * n_rt) return;
   const uint32_t rt = gw % n_rt;
-  const uint32_t p = (gw / n_rt) % nparts;
-  const uint32_t b = gw / (n_rt * nparts);
+  const uint32_t unit = gw / n_rt;
+  const Units units = locate(SplitArgs{seq_lens, glen, kv_indptr, n_idx, B, nparts, q_len, cp_rank, cp_world, flags},
+                             unit, false);
+  if (!units.valid) return;  // an idle unit of the balanced split (wave-uniform)
+  const uint32_t b = units.b;
+  const uint32_t p = unit - units.first;
 
   const uint32_t lane = mm::lane_id();
   const uint32_t i = lane & 15u, g = lane >> 4;
@@ -115,7 +121,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
                              : 0;
   const int32_t e_req = window_end(gl, slen, (int32_t)q_len, (int32_t)q_len - 1, (int32_t)cp_rank, (int32_t)cp_world);
   const uint32_t n_tiles = e_req > 0 ? ((uint32_t)e_req + 15u) / 16u : 0u;
-  const uint32_t tpp = (n_tiles + nparts - 1u) / nparts;
+  const uint32_t tpp = (n_tiles + units.count - 1u) / units.count;
   const uint32_t tile0 = p * tpp;
   const uint32_t tile1 = tile0 + tpp < n_tiles ? tile0 + tpp : n_tiles;
   const uint32_t k0 = tile0 * 16u;
@@ -264,7 +270,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
   if (!live) return;
   // Lane (j, g), block 16h + c16, reg rr: column 256h + 64g + 16rr + c16.
   if (flags & kFlagPartial) {
-    const uint32_t slot = R * nparts + p;
+    const uint32_t slot = unit * rows + r;  // unit-major: a request's parts need not be contiguous per row
     const mm::buffer_rsrc wo = mm::make_buffer(ws_o, B * rows * nparts * kLat * 4u);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {

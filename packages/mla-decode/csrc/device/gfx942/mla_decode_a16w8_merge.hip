@@ -1,6 +1,7 @@
 // Split-KV merge of mla_decode_a16w8_fwd's partials (gfx942).
 //
-// For one row R with parts p = 0..nparts-1 holding (O_p[512] fp32 unnormalised, m_p, l_p, ln_p) where
+// For one row R (row r of request b) with parts p = 0..n_b-1 (units first_b + p of the split, each
+// holding row r at workspace slot unit * rows_per_request + r) holding (O_p[512] fp32 unnormalised, m_p, l_p, ln_p) where
 // O_p = sum_j bf16(exp2(x_j - m_p)) v_j, l_p = sum_j exp2(x_j - m_p), ln_p = sum_j bf16(exp2(x_j - m_p)):
 //   M = max_{l_p > 0} m_p,  w_p = exp2(m_p - M),  L = sum_p w_p l_p,  Ln = sum_p w_p ln_p,
 //   o = o_scale * (sum_p w_p O_p) / Ln  (bf16 RTNE),  lse = M + log2(L)  (base 2).
@@ -42,11 +43,14 @@ struct MergeState {
 }  // namespace
 
 MM_KERNEL MM_LAUNCH_BOUNDS(256) void mla_decode_a16w8_merge(
-    const float* __restrict__ ws_o,   // [rows, nparts, 512] fp32
-    const float* __restrict__ ws_ml,  // [rows, nparts, 4] fp32 (m, l, ln, 0)
+    const float* __restrict__ ws_o,   // [B*nparts units, rows / B, 512] fp32
+    const float* __restrict__ ws_ml,  // [B*nparts units, rows / B, 4] fp32 (m, l, ln, 0)
     uint16_t* __restrict__ o_lat,     // [rows, 512] bf16
     float* __restrict__ lse,          // [rows] fp32 (if flags & 1)
-    uint32_t rows, uint32_t nparts, uint32_t flags, uint32_t o_scale_bits, uint32_t wpr) {
+    uint32_t rows, uint32_t nparts, uint32_t flags, uint32_t o_scale_bits, uint32_t wpr,
+    // the split's inputs (the decode kernel's): which units hold a row's parts (mla::locate)
+    const int32_t* __restrict__ seq_lens, const int32_t* __restrict__ glen, const int32_t* __restrict__ kv_indptr,
+    uint32_t n_idx, uint32_t B, uint32_t q_len, uint32_t cp_rank, uint32_t cp_world) {
   MM_LDS float part_acc[kWaves - 1][64][8];  // the state of waves s > 0 of each row (wave w at w - 1)
   MM_LDS float part_l[kWaves - 1][3];
   const uint32_t wave = mm::wave_id();
@@ -57,25 +61,31 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void mla_decode_a16w8_merge(
   const float o_scale = mm::bit_cast<float>(o_scale_bits);
   const mm::buffer_rsrc ml = mm::make_buffer(ws_ml, rows * nparts * 16u);
   const mm::buffer_rsrc wo = mm::make_buffer(ws_o, rows * nparts * kLat * 4u);
+  const uint32_t rows_req = rows / B;
+  const uint32_t req = valid ? row / rows_req : 0u, r_in = row % rows_req;
+  const mla::Units units =
+      mla::locate(mla::SplitArgs{seq_lens, glen, kv_indptr, n_idx, B, nparts, q_len, cp_rank, cp_world, flags}, req,
+                  true);
+  const uint32_t n_own = units.valid ? units.count : 0u;  // this row's parts: units first .. first + n_own - 1
 
   // One pass per wave over its parts with a running max (no separate max pass: every load of the loop
   // is independent, four parts in flight).
   MergeState st;
   const uint32_t col_off = 8u * lane * 4u;
   const uint32_t stride = wpr * kUnroll;
-  for (uint32_t p0 = sub; valid && p0 < nparts; p0 += stride) {
+  for (uint32_t p0 = sub; valid && p0 < n_own; p0 += stride) {
     mm::u32x4 meta[kUnroll], a[kUnroll], b[kUnroll];
 #pragma unroll
     for (uint32_t u = 0; u < kUnroll; ++u) {
       const uint32_t p = p0 + wpr * u;
-      const uint32_t slot = row * nparts + (p < nparts ? p : 0u);
+      const uint32_t slot = (units.first + (p < n_own ? p : 0u)) * rows_req + r_in;
       meta[u] = mm::buffer_load_b128(ml, slot * 16u);
       a[u] = mm::buffer_load_b128(wo, slot * kLat * 4u + col_off);
       b[u] = mm::buffer_load_b128(wo, slot * kLat * 4u + col_off + 16u);
     }
 #pragma unroll
     for (uint32_t u = 0; u < kUnroll; ++u) {
-      if (p0 + wpr * u >= nparts) break;  // wave-uniform
+      if (p0 + wpr * u >= n_own) break;  // wave-uniform
       float v[8];
 #pragma unroll
       for (int e = 0; e < 4; ++e) {

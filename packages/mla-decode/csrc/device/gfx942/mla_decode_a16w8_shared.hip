@@ -67,8 +67,12 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
   const uint32_t wg = mm::block_id_x();
   if (wg >= B * nparts * n_grp) return;  // uniform over the workgroup
   const uint32_t grp = wg % n_grp;
-  const uint32_t p = (wg / n_grp) % nparts;
-  const uint32_t b = wg / (n_grp * nparts);
+  const uint32_t unit = wg / n_grp;
+  const Units units = locate(SplitArgs{seq_lens, glen, kv_indptr, n_idx, B, nparts, q_len, cp_rank, cp_world, flags},
+                             unit, false);
+  if (!units.valid) return;  // an idle unit of the balanced split (uniform over the workgroup)
+  const uint32_t b = units.b;
+  const uint32_t p = unit - units.first;
   const uint32_t wave = mm::wave_id();
   const uint32_t rt = grp * kWaves + wave;
   const bool has_tile = rt < n_rt;  // wave-uniform: waves past the last row tile only fetch and widen
@@ -89,7 +93,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
                              : 0;
   const int32_t e_req = window_end(gl, slen, (int32_t)q_len, (int32_t)q_len - 1, (int32_t)cp_rank, (int32_t)cp_world);
   const uint32_t n_tiles = e_req > 0 ? ((uint32_t)e_req + 15u) / 16u : 0u;
-  const uint32_t tpp = (n_tiles + nparts - 1u) / nparts;
+  const uint32_t tpp = (n_tiles + units.count - 1u) / units.count;
   const uint32_t tile0 = p * tpp;
   const uint32_t tile1 = tile0 + tpp < n_tiles ? tile0 + tpp : n_tiles;
   const uint32_t k0 = tile0 * 16u;
@@ -333,7 +337,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
   ln_row += mm::xor_lane(ln_row, 32);
   // Lane (j, g), block c, reg rr: column 32 (4g + rr) + c: 32 consecutive columns per rr.
   if (flags & kFlagPartial) {
-    const uint32_t slot = R * nparts + p;
+    const uint32_t slot = unit * rows + r;
     const mm::buffer_rsrc wo = mm::make_buffer(ws_o, B * rows * nparts * kLat * 4u);
 #pragma unroll
     for (int rr = 0; rr < 4; ++rr) {

@@ -20,6 +20,7 @@ constexpr uint32_t kLat = 512;
 constexpr uint32_t kRow = 576;            // fused row bytes (fp8): 512 latent + 64 rope
 constexpr uint32_t kFlagLse = 1u;         // write lse (direct mode)
 constexpr uint32_t kFlagPartial = 2u;     // write partials to the workspace instead of o/lse
+constexpr uint32_t kFlagBalanced = 4u;    // parts per request by length (RequestUnits), not nparts each
 constexpr uint32_t kNoSlot = 0xFFFFFFFFu; // past every pool: a pool load of it returns zeros
 constexpr uint32_t kMaxSpan = (1u << 30) - 1u;  // entries of one request's run (4-byte offsets < 2^32)
 
@@ -73,6 +74,74 @@ MM_DEVICE RequestView request_view(const int32_t* seq_lens, const int32_t* glen,
   // Without DCP the causal ends follow the clamped length (end-aligned on it), not the raw one.
   r.glen = cp_world > 1 ? glen[b] : r.slen;
   r.idx = mm::make_buffer(kv_indices + lo, span * 4u);
+  return r;
+}
+
+// KV tiles of request b: the window of its last position, in 16-token tiles.
+MM_DEVICE uint32_t request_tiles(const int32_t* seq_lens, const int32_t* glen, const int32_t* kv_indptr, uint32_t n_idx,
+                                 uint32_t q_len, uint32_t cp_rank, uint32_t cp_world, uint32_t b) {
+  const uint32_t lo = clamp_u32(kv_indptr[b], n_idx);
+  uint32_t span = clamp_u32(kv_indptr[b + 1], n_idx);
+  span = span > lo ? span - lo : 0u;
+  span = span < kMaxSpan ? span : kMaxSpan;
+  const int32_t slen = (int32_t)clamp_u32(seq_lens[b], span);
+  const int32_t gl = cp_world > 1 ? glen[b] : slen;
+  const int32_t e = window_end(gl, slen, (int32_t)q_len, (int32_t)q_len - 1, (int32_t)cp_rank, (int32_t)cp_world);
+  return e > 0 ? ((uint32_t)e + 15u) / 16u : 0u;
+}
+
+// The split of the grid's U = B * nparts units (parts) among the requests.
+//   uniform (no kFlagBalanced): request b owns units [b * nparts, (b + 1) * nparts).
+//   balanced: request b owns count_b = 1 + floor((U - B) * t_b / T) units (t_b its tiles, T their sum;
+//     fp32 arithmetic, identical in the decode and merge kernels), each end clamped so that every later
+//     request keeps at least one unit; units past the last end idle. So a 150k-token request beside
+//     seven 1k ones gets ~95% of the parts instead of 1/8, and the busiest part carries ~T / (U - B)
+//     tiles whatever the mix. Graph-capturable: a function of the device-resident lengths, read by
+//     every wave (O(B) scalar loads; the host balances only when B > 1 and nparts > 1).
+struct Units {
+  uint32_t b = 0;      // the request
+  uint32_t first = 0;  // its first unit
+  uint32_t count = 0;  // its units (parts)
+  bool valid = false;
+};
+
+struct SplitArgs {
+  const int32_t* seq_lens;
+  const int32_t* glen;
+  const int32_t* kv_indptr;
+  uint32_t n_idx, B, nparts, q_len, cp_rank, cp_world, flags;
+};
+
+// The request owning unit u (valid = false: an idle unit), or with by_request the units of request u.
+MM_DEVICE Units locate(const SplitArgs& a, uint32_t u, bool by_request) {
+  Units r;
+  if (!(a.flags & kFlagBalanced)) {
+    r.b = by_request ? u : u / a.nparts;
+    r.first = r.b * a.nparts;
+    r.count = a.nparts;
+    r.valid = r.b < a.B;
+    return r;
+  }
+  const uint32_t U = a.B * a.nparts;
+  uint32_t total = 0;
+  for (uint32_t b = 0; b < a.B; ++b)
+    total += request_tiles(a.seq_lens, a.glen, a.kv_indptr, a.n_idx, a.q_len, a.cp_rank, a.cp_world, b);
+  const float share = total > 0 ? (float)(U - a.B) / (float)total : 0.f;
+  uint32_t first = 0;
+  for (uint32_t b = 0; b < a.B; ++b) {
+    const uint32_t t = request_tiles(a.seq_lens, a.glen, a.kv_indptr, a.n_idx, a.q_len, a.cp_rank, a.cp_world, b);
+    const uint32_t cap = U - (a.B - 1u - b);
+    uint32_t end = first + 1u + (uint32_t)(share * (float)t);
+    end = end < cap ? end : cap;
+    if (by_request ? b == u : u < end) {
+      r.b = b;
+      r.first = first;
+      r.count = end - first;
+      r.valid = true;
+      return r;
+    }
+    first = end;
+  }
   return r;
 }
 
