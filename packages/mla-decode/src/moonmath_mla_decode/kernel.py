@@ -6,8 +6,11 @@ the fixed-order fp32 merge of the parts). The launch configuration comes from th
 (``_C.plan_mla_decode``) and depends on shapes only (plus ``kv_indices.numel() / B`` as a length hint),
 so a captured graph replays correctly with new lengths and page tables.
 
+``make_plan`` turns the planner's choice into a ``DecodePlan`` (grids, merge waves, balanced flag,
+workspace sizes): plan once per batch, then ``run(..., plan=, workspace=)`` per layer.
+
 The caller (decode.py) has validated every tensor; this module checks the 32-bit buffer ranges the
-kernels build, allocates the split-KV workspace, and launches. docs/kernels/mla_decode_gfx942.md has
+kernels build, allocates the split-KV workspace (unless given one), and launches. docs/kernels/mla_decode_gfx942.md has
 the design and the planner's cost model.
 """
 from __future__ import annotations
@@ -84,8 +87,8 @@ def make_plan(batch: int, heads: int, q_len: int, len_hint: int = 0, *, nparts: 
               variant: str | None = None, balanced: bool | None = None) -> DecodePlan:
     """The launch configuration for shapes (B, H, q_len) and a tokens-per-request hint; ``nparts`` and
     ``variant`` override the planner's choice (tests, benchmarks). ``balanced`` (default: the planner's
-    rule, _C.balance_split: 1 < B <= 64 and the plan splits) shares the B * nparts parts among the requests by their device-resident lengths
-    instead of nparts each."""
+    rule, _C.balance_split: 1 < B <= 64 and the plan splits) shares the B * nparts parts among the
+    requests by their device-resident lengths instead of nparts each."""
     from . import _C
 
     p = _C.plan_mla_decode(batch, heads, q_len, len_hint)
