@@ -187,7 +187,8 @@ def test_online_softmax_and_lse_merge(mod):
     neg_inf = torch.tensor(float("-inf"), dtype=torch.float64)
     wm = torch.logsumexp(torch.where(valid, lses.double() * ln2, neg_inf), 1) / ln2
     assert torch.isneginf(lse_merged[1])
-    keep = torch.arange(64) != 1
+    assert torch.isnan(lse_merged[2])  # a NaN part poisons the merge, it is not an empty part
+    keep = (torch.arange(64) != 1) & (torch.arange(64) != 2)
     torch.testing.assert_close(lse_merged[keep].double(), wm[keep], rtol=1e-5, atol=1e-5)
 
 
