@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import torch
 
-from moonmath_common import NoKernelError, checks, get_backend, target_arch
+from moonmath_common import checks, get_backend
 
-from . import reference
+from . import kernel, reference
 
 LAYOUTS = ("bhsd", "bshd")
 ROUND_MODES = ("rtna", "rtne", "rtz")
@@ -80,5 +80,12 @@ def _(q, k, v, out, layout, round_mode) -> None:
 
 def _run_kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, layout: str,
                 round_mode: str) -> None:
-    """The hip/emu path: launch the gfx942 MHA kernel into `out`. (Kernel not built yet.)"""
-    raise NoKernelError(OP, target_arch(), archs_built=())
+    """The hip/emu path: the gfx942 kernels (kernel.py) write `out`. On hip, CPU tensors go to the GPU and
+    the result comes back (the seed's behaviour)."""
+    if get_backend() == "hip" and q.device.type == "cpu":
+        dev = torch.device("cuda", torch.cuda.current_device())
+        gout = torch.empty(out.shape, dtype=out.dtype, device=dev)
+        kernel.run(q.to(dev), k.to(dev), v.to(dev), gout, layout, round_mode)
+        out.copy_(gout.cpu())
+        return
+    kernel.run(q, k, v, out, layout, round_mode)
