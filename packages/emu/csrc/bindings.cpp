@@ -80,10 +80,10 @@ PYBIND11_MODULE(_core, m) {
       .def("disassemble", &Module::disassemble)
       .def("opcodes", &Module::opcodes)
       .def("_launch", [](Module& mo, const std::string& name, std::vector<uint32_t> grid, std::vector<uint32_t> block,
-                         py::list args, uint32_t dynamic_lds, bool check_hazards) {
+                         py::list args, uint32_t dynamic_lds, int hazard_mode) {
         LaunchParams P;
         for (int i = 0; i < 3; i++) { P.grid[i] = grid.at(i); P.block[i] = block.at(i); }
-        P.dynamic_lds = dynamic_lds; P.check_hazards = check_hazards;
+        P.dynamic_lds = dynamic_lds; P.check_hazards = hazard_mode != 0; P.hazards_warn = hazard_mode == 2;
         for (auto item : args) {
           py::tuple t = item.cast<py::tuple>();
           std::string kind = t[0].cast<std::string>();
@@ -107,7 +107,7 @@ PYBIND11_MODULE(_core, m) {
         d["wave_instructions"] = c.wave_instructions; d["valu"] = c.valu; d["trans"] = c.trans; d["salu"] = c.salu;
         d["smem"] = c.smem; d["vmem"] = c.vmem; d["ds"] = c.ds; d["waitcnt"] = c.waitcnt; d["barrier"] = c.barrier;
         d["mfma"] = c.mfma; d["mfma_by_opcode"] = c.mfma_by_opcode; d["branch"] = c.branch; d["waves"] = c.waves;
-        d["workgroups"] = c.workgroups;
+        d["workgroups"] = c.workgroups; d["hazards"] = c.hazards;
         return d;
       });
   m.def("supported_opcodes", [](const std::string& arch) {

@@ -339,7 +339,14 @@ struct LdsMeta {  // 16 bytes per LDS dword
 };
 
 enum { TK_NONE = 0, TK_VM = 1, TK_DS = 2, TK_SM = 3 };
-enum { WS_RUN = 0, WS_BARRIER = 1, WS_DONE = 2 };
+enum { WS_RUN = 0, WS_BARRIER = 1, WS_DONE = 2, WS_YIELD = 3 };
+
+// A direct-to-LDS load's data for one lane (<= 16 bytes): it lands in LDS when the load retires.
+struct DmaWrite {
+  uint64_t seq;
+  uint32_t la, n;
+  uint8_t data[16];
+};
 
 struct Wave {
   uint32_t s[128 + 32];  // + slack: a malformed operand range past s127 cannot reach other state
@@ -357,6 +364,9 @@ struct Wave {
   std::vector<uint64_t> vm_bar, ds_bar;  // vm_done / ds_done when arriving at the barrier ending interval e
   uint8_t tkind[640];
   uint64_t tseq[640];
+  // direct-to-LDS loads not yet landed (in issue order); see Ctx::land_dma
+  std::vector<DmaWrite> dma;
+  bool resume = false;  // the s_waitcnt at pc already yielded once: now it retires
   std::vector<uint8_t> priv;  // private (scratch) memory: 64 lanes x private size
   uint64_t exec() const { return mk64(s[126], s[127]); }
   void set_exec(uint64_t e) { s[126] = (uint32_t)e; s[127] = (uint32_t)(e >> 32); }
@@ -364,6 +374,9 @@ struct Wave {
   uint32_t* row(uint16_t code) { return v + (size_t)(code - OPC_VGPR) * 64; }
   bool pending() const { return vm_issued != vm_done || ds_issued != ds_done || sm_issued != sm_done; }
 };
+
+// A hazard site seen in report-only mode ("warn"): reported once, with how often it was hit.
+struct HazardSite { std::string message; uint64_t count = 0; };
 
 struct SR {
   const uint32_t* p; uint32_t m;  // p: 64 lanes
@@ -396,8 +409,41 @@ struct Ctx {
   int nwaves = 0;
   uint32_t priv_size = 0;
 
+  std::vector<uint32_t> lds_wpc;  // per LDS dword: instruction index of the last write (hazard messages)
+  bool warn = false;              // report-only hazard mode
+  std::map<std::pair<int, int>, HazardSite> hazard_sites;  // (instruction index, check) -> first report
+
   Ctx(Module::Impl& m, const CodeObject& c, const KernelDesc& k, const LaunchParams& p)
-      : M(m), co(c), kd(k), P(p), gfx950(c.gfx950), hz(p.check_hazards) {}
+      : M(m), co(c), kd(k), P(p), gfx950(c.gfx950), hz(p.check_hazards), warn(p.hazards_warn) {}
+
+  // A hazard: an error, or in report-only mode one record per (site, check) and execution goes on.
+  enum { HZ_REG_READ, HZ_REG_WRITE, HZ_LDS_PENDING, HZ_LDS_RACE, HZ_LDS_WAR };
+  void hazard(Wave& w, int check, std::string msg) {
+    if (!warn) throw HazardError(msg);
+    HazardSite& h = hazard_sites[{w.pc, check}];
+    if (!h.count) h.message = std::move(msg);
+    h.count++;
+  }
+  std::string inst_at(uint32_t idx) {
+    if (idx >= M.insts.size()) return "?";
+    const Inst& in = M.insts[idx];
+    std::ostringstream os;
+    os << "pc 0x" << std::hex << in.pc << std::dec << " `" << (in.key == KEY_INVALID ? std::string("<invalid>") : disasm_inst(in)) << "`";
+    return os.str();
+  }
+  // Direct-to-LDS loads land in LDS when they retire (s_waitcnt vmcnt, or the wave's end), not at issue:
+  // the latest moment the ISA allows, and what hardware shows when another wave still reads the old
+  // contents of the buffer a load is refilling (the load's latency orders them there).
+  void land_dma(Wave& w) {
+    if (w.dma.empty()) return;
+    size_t i = 0;
+    for (; i < w.dma.size() && w.dma[i].seq <= w.vm_done; i++) std::memcpy(lds.data() + w.dma[i].la, w.dma[i].data, w.dma[i].n);
+    if (i) w.dma.erase(w.dma.begin(), w.dma.begin() + (std::ptrdiff_t)i);
+  }
+  void defer_dma(Wave& w, uint64_t seq, uint32_t la, const void* src, uint32_t n) {
+    DmaWrite d; d.seq = seq; d.la = la; d.n = n; std::memcpy(d.data, src, n);
+    w.dma.push_back(d);
+  }
 
   uint64_t co_base() const { return reinterpret_cast<uint64_t>(co.loaded.data()); }
 
@@ -544,8 +590,9 @@ struct Ctx {
       for (int t = r.base; t < r.base + r.n && t < 640; t++) {
         if (!w.tkind[t]) continue;
         if (retired(w, w.tkind[t], w.tseq[t])) { w.tkind[t] = 0; continue; }
-        throw HazardError("read of " + tag_name(t) + " before the s_waitcnt that retires the outstanding " +
-                          kind_name(w.tkind[t]) + " load writing it, in " + where(w));
+        hazard(w, HZ_REG_READ, "read of " + tag_name(t) + " before the s_waitcnt that retires the outstanding " +
+                                   kind_name(w.tkind[t]) + " load writing it, in " + where(w));
+        w.tkind[t] = 0;  // (warn mode) reported: go on
       }
     }
     for (int i = 0; i < x.nwr; i++) {
@@ -554,8 +601,9 @@ struct Ctx {
         if (!w.tkind[t]) continue;
         if (retired(w, w.tkind[t], w.tseq[t])) { w.tkind[t] = 0; continue; }
         if (is_load) continue;  // a newer load of the same register: tag replaced below
-        throw HazardError("write of " + tag_name(t) + " while an outstanding " + kind_name(w.tkind[t]) +
-                          " load still targets it (missing s_waitcnt), in " + where(w));
+        hazard(w, HZ_REG_WRITE, "write of " + tag_name(t) + " while an outstanding " + kind_name(w.tkind[t]) +
+                                    " load still targets it (missing s_waitcnt), in " + where(w));
+        w.tkind[t] = 0;
       }
     }
   }
@@ -571,19 +619,21 @@ struct Ctx {
     if ((uint64_t)a + n > lds_size) violation(w, a, n, store, lane, "LDS");
   }
   [[gnu::cold, gnu::noinline]] void lds_pending_error(Wave& w, uint32_t d, bool store, const LdsMeta& m, bool self) {
-    throw HazardError(std::string("LDS ") + (store ? "write" : "read") + " of byte 0x" + hex(d * 4) +
-                      " before the s_waitcnt retiring the " + (m.wkind == TK_VM ? "direct-to-LDS load" : "LDS write") +
-                      " of wave " + std::to_string(m.writer - 1) + " that writes it" +
-                      (self ? std::string() : " (it must retire before that wave's s_barrier)") + ", in " + where(w));
+    hazard(w, HZ_LDS_PENDING, std::string("LDS ") + (store ? "write" : "read") + " of byte 0x" + hex(d * 4) +
+                                  " before the s_waitcnt retiring the " + (m.wkind == TK_VM ? "direct-to-LDS load" : "LDS write") +
+                                  " of wave " + std::to_string(m.writer - 1) + " that writes it (" + inst_at(lds_wpc[d]) + ")" +
+                                  (self ? std::string() : "; it must retire before a s_barrier that precedes this access") +
+                                  ", in " + where(w));
   }
   [[gnu::cold, gnu::noinline]] void lds_race_error(Wave& w, uint32_t d, bool store, const LdsMeta& m, bool war) {
     if (!war)
-      throw HazardError(std::string("LDS race: ") + (store ? "write" : "read") + " of byte 0x" + hex(d * 4) + " by wave " +
-                        std::to_string(w.id) + ", written by wave " + std::to_string(m.writer - 1) +
-                        " with no s_barrier in between, in " + where(w));
-    throw HazardError("LDS race: write of byte 0x" + hex(d * 4) + " by wave " + std::to_string(w.id) +
-                      ", read by " + (m.reader == 0xffff ? std::string("other waves") : "wave " + std::to_string(m.reader - 1)) +
-                      " with no s_barrier in between, in " + where(w));
+      hazard(w, HZ_LDS_RACE, std::string("LDS race: ") + (store ? "write" : "read") + " of byte 0x" + hex(d * 4) + " by wave " +
+                                 std::to_string(w.id) + ", written by wave " + std::to_string(m.writer - 1) + " (" +
+                                 inst_at(lds_wpc[d]) + ") with no s_barrier in between, in " + where(w));
+    else
+      hazard(w, HZ_LDS_WAR, "LDS race: write of byte 0x" + hex(d * 4) + " by wave " + std::to_string(w.id) +
+                                ", read by " + (m.reader == 0xffff ? std::string("other waves") : "wave " + std::to_string(m.reader - 1)) +
+                                " with no s_barrier in between, in " + where(w));
   }
   // Per-dword LDS bookkeeping for the hazard checker (pending writes, races). Hot: the common cases
   // (own data, nothing pending) take a few compares; error reporting is out of line.
@@ -598,15 +648,19 @@ struct Ctx {
         bool self = m.writer == me;
         bool done;
         if (self) done = retired30(ww, m.wkind, m.wseq, ~0u);
-        else if (m.wepoch < ep) done = retired30(ww, m.wkind, m.wseq, m.wepoch);
+        // Another wave's write from an earlier interval: it counts as visible if the writer retired it
+        // before ANY barrier preceding this access, i.e. by the barrier that opened this interval (the
+        // done counters only grow, so that barrier is the latest and the weakest requirement).
+        else if (m.wepoch < ep) done = retired30(ww, m.wkind, m.wseq, ep - 1);
         else done = true;  // same barrier interval, another wave: reported as a race below
-        if (!done && (m.wkind == TK_VM || !self)) lds_pending_error(w, d, store, m, self);
+        if (!done && (m.wkind == TK_VM || !self)) { lds_pending_error(w, d, store, m, self); done = true; }
         if (done && (self || m.wepoch < ep)) m.wkind = 0;
       }
       if (m.wepoch == ep && m.writer != me && m.writer) lds_race_error(w, d, store, m, false);
       if (store) {
         if (m.repoch == ep && m.reader != me && m.reader) lds_race_error(w, d, store, m, true);
         m.writer = me; m.wepoch = ep; m.wkind = kind; m.wseq = (uint32_t)seq & 0x3fffffffu;
+        lds_wpc[d] = (uint32_t)w.pc;
       } else if (m.repoch != ep || !m.reader) {
         m.reader = me; m.repoch = ep;
       } else if (m.reader != me) {
@@ -768,7 +822,7 @@ void Ctx::exec_salu(Wave& w, const Inst& in, int& next) {
   if (in.enc == ENC_SOPP) {
     switch (op) {
       case 0: case 14: case 15: case 16: case 17: case 19: case 20: case 21: case 22: case 31: return;  // nop, sleep, setprio, sendmsg, icache_inv, perf levels, ttrace
-      case 1: w.state = WS_DONE; return;  // s_endpgm
+      case 1: w.vm_done = w.vm_issued; land_dma(w); w.state = WS_DONE; return;  // s_endpgm (outstanding loads complete)
       case 2: next = in.target; if (next < 0) throw EmuError("branch target is not an instruction in " + where(w)); return;
       case 4: if (!w.scc) next = in.target; break;
       case 5: if (w.scc) next = in.target; break;
@@ -786,7 +840,17 @@ void Ctx::exec_salu(Wave& w, const Inst& in, int& next) {
       case 12: {  // s_waitcnt
         uint32_t s = (uint16_t)in.simm;
         uint32_t vm = (s & 0xf) | (((s >> 14) & 3) << 4), lgkm = (s >> 8) & 0xf;
-        if (w.vm_issued - w.vm_done > vm) w.vm_done = w.vm_issued - vm;
+        if (w.vm_issued - w.vm_done > vm) {
+          // A wait that lands direct-to-LDS data first lets the workgroup's other waves run up to their
+          // own waits or barriers (they would, while the load is in flight), then retires.
+          if (!w.dma.empty() && w.dma.front().seq <= w.vm_issued - vm && !w.resume && nwaves > 1) {
+            w.state = WS_YIELD; next = w.pc; icount[w.pc]--;  // counted once, when it retires
+            return;
+          }
+          w.vm_done = w.vm_issued - vm;
+          land_dma(w);
+        }
+        w.resume = false;
         if (lgkm == 0) { w.ds_done = w.ds_issued; w.sm_done = w.sm_issued; }
         else if (w.ds_issued - w.ds_done > lgkm) w.ds_done = w.ds_issued - lgkm;  // LDS returns in order
         return;
@@ -2205,7 +2269,7 @@ void Ctx::exec_flat(Wave& w, const Inst& in) {
   const MemOp& o = xi.mop;
   uint64_t m = w.exec();
   const int enc = in.enc;
-  uint64_t seq = hz ? ++w.vm_issued : 0;
+  uint64_t seq = ++w.vm_issued;  // counted even without the hazard checker: direct-to-LDS data lands by it
   const uint32_t* a0 = in.src[0] != OPC_NONE ? w.row(in.src[0]) : nullptr;
   const uint32_t* a1 = (a0 && in.nbits[0] == 64) ? w.row((uint16_t)(in.src[0] + 1)) : nullptr;
   const uint32_t* data = in.src[1] != OPC_NONE ? w.row(in.src[1]) : nullptr;
@@ -2230,7 +2294,7 @@ void Ctx::exec_flat(Wave& w, const Inst& in) {
       else wv[0] = o.sext ? (uint32_t)(int32_t)(int8_t)buf[0] : buf[0];
       int nb = o.bytes < 4 ? 4 : o.bytes;
       lds_check(w, la, nb, true, l); lds_track(w, la, nb, true, TK_VM, seq);
-      std::memcpy(lds.data() + la, wv, nb);
+      defer_dma(w, seq, la, wv, (uint32_t)nb);
     });
     return;
   }
@@ -2320,14 +2384,14 @@ void Ctx::exec_flat(Wave& w, const Inst& in) {
 // ============================================================================ MUBUF (buffer resource)
 void Ctx::exec_mubuf(Wave& w, const Inst& in) {
   if (in.enc == ENC_MUBUF && (in.op == 40 || in.op == 41)) {  // buffer_wbl2 / buffer_inv: cache
-    if (hz) ++w.vm_issued;  // write-back / invalidate; memory is coherent here. They count in vmcnt.
+    ++w.vm_issued;  // write-back / invalidate; memory is coherent here. They count in vmcnt.
     return;
   }
   const XInst& xi = M.x[w.pc];
   if (!xi.mop_ok) unsupported(w, "unsupported buffer opcode " + in.row->name);
   const MemOp& o = xi.mop;
   uint64_t m = w.exec();
-  uint64_t seq = hz ? ++w.vm_issued : 0;
+  uint64_t seq = ++w.vm_issued;  // counted even without the hazard checker: direct-to-LDS data lands by it
   const uint32_t* r = &w.s[in.srsrc];
   uint64_t base = r[0] | ((uint64_t)(r[1] & 0xffff) << 32);
   uint32_t stride = (r[1] >> 16) & 0x3fff;
@@ -2375,7 +2439,7 @@ void Ctx::exec_mubuf(Wave& w, const Inst& in) {
           else v = o.sext ? (uint32_t)(int32_t)(int8_t)*p : *p;
         }
         lds_check(w, la + 4 * j, 4, true, l); lds_track(w, la + 4 * j, 4, true, TK_VM, seq);
-        std::memcpy(lds.data() + la + 4 * j, &v, 4);
+        defer_dma(w, seq, la + 4 * j, &v, 4);
       }
       return;
     }
@@ -2524,6 +2588,7 @@ Counters Module::launch(const std::string& name, const LaunchParams& P) {
   if (C.lds_size > lds_max) throw EmuError("LDS request of " + std::to_string(C.lds_size) + " bytes exceeds the " + std::to_string(lds_max) + " bytes of " + co_.arch);
   C.lds.assign(C.lds_size + 16, 0);
   C.lmeta.assign(C.lds_size / 4 + 8, LdsMeta());
+  C.lds_wpc.assign(C.lds_size / 4 + 8, 0);
   C.priv_size = kd->private_segment_fixed_size;
   C.waves.resize(C.nwaves);
   C.vfile.assign((size_t)C.nwaves * 576 * 64, 0);  // 256 VGPR + 256 AGPR rows + slack for ranges past a255
@@ -2543,6 +2608,7 @@ Counters Module::launch(const std::string& name, const LaunchParams& P) {
         C.wg[0] = xg; C.wg[1] = y; C.wg[2] = z;
         std::fill(C.lds.begin(), C.lds.end(), 0);
         if (C.hz) std::fill(C.lmeta.begin(), C.lmeta.end(), LdsMeta());
+        for (auto& w : C.waves) { w.dma.clear(); w.resume = false; }
         C.epoch = 1;
         for (int i = 0; i < C.nwaves; i++) {
           // registers start at 0 (hardware: undefined): the VGPRs and AGPRs the descriptor / metadata
@@ -2556,6 +2622,8 @@ Counters Module::launch(const std::string& name, const LaunchParams& P) {
         for (;;) {
           bool any_run = false;
           for (auto& w : C.waves) if (w.state == WS_RUN) { C.run_wave(w); }
+          // waves that yielded at a wait for direct-to-LDS data resume (and retire it) after the others ran
+          for (auto& w : C.waves) if (w.state == WS_YIELD) { w.state = WS_RUN; w.resume = true; }
           int at_bar = 0, done = 0;
           for (auto& w : C.waves) { if (w.state == WS_BARRIER) at_bar++; else if (w.state == WS_DONE) done++; else any_run = true; }
           if (done == C.nwaves) break;
@@ -2568,6 +2636,7 @@ Counters Module::launch(const std::string& name, const LaunchParams& P) {
       }
   // ---- counters
   Counters cnt;
+  for (auto& kv : C.hazard_sites) cnt.hazards.push_back(kv.second.message + " [" + std::to_string(kv.second.count) + " times]");
   cnt.workgroups = nwg;
   cnt.waves = nwg * C.nwaves;
   for (size_t i = 0; i < impl_->insts.size(); i++) {

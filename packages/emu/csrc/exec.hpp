@@ -27,12 +27,14 @@ struct Counters {
   uint64_t wave_instructions = 0, valu = 0, trans = 0, salu = 0, smem = 0, vmem = 0, ds = 0, waitcnt = 0,
            barrier = 0, mfma = 0, branch = 0, waves = 0, workgroups = 0;
   std::map<std::string, uint64_t> mfma_by_opcode;
+  std::vector<std::string> hazards;  // report-only mode: one message per distinct site
 };
 
 struct LaunchParams {
   uint32_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
   uint32_t dynamic_lds = 0;
   bool check_hazards = true;
+  bool hazards_warn = false;  // with check_hazards: report each distinct site once and go on
   std::vector<LaunchArg> args;
 };
 

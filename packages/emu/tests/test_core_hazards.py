@@ -63,3 +63,31 @@ def test_lds_write_after_read_race(hz):
     out = torch.zeros(128, dtype=torch.int32)
     with pytest.raises(emu.HazardError, match="LDS race: write .* read by wave 0"):
         hz.launch("lds_war", grid=1, block=128, args=[out])
+
+
+@pytest.mark.parametrize("mode,legal", [(0, True), (1, False), (2, True), (3, False)])
+def test_lds_write_retired_one_barrier_later(hz, mode, legal):
+    """A write retired before the SECOND barrier still precedes the reader: clean. Never retired: hazard."""
+    src = torch.arange(64, dtype=torch.int32) * 3 + 1
+    out = torch.zeros(128, dtype=torch.int32)
+    want = src if mode >= 2 else torch.arange(64, dtype=torch.int32) + 5
+    if legal:
+        hz.launch("lds_pass_late", grid=1, block=128, args=[src, out, mode])
+        assert torch.equal(out[64:], want)
+        return
+    kind = "LDS write" if mode == 1 else "direct-to-LDS load"
+    with pytest.raises(emu.HazardError, match=f"before the s_waitcnt retiring the {kind}"):
+        hz.launch("lds_pass_late", grid=1, block=128, args=[src, out, mode])
+    counters = hz.launch("lds_pass_late", grid=1, block=128, args=[src, out, mode], check_hazards="warn")
+    assert len(counters["hazards"]) == 1 and "lds_pass_late" in counters["hazards"][0]
+
+
+def test_warn_mode_reports_each_site_once(hz):
+    """Report-only mode: the racy handoff runs to the end, its one site reported once with its count."""
+    out = torch.zeros(128, dtype=torch.int32)
+    counters = hz.launch("lds_pass", grid=2, block=128, args=[out, 2], check_hazards="warn")
+    assert len(counters["hazards"]) == 1
+    assert counters["hazards"][0].startswith("LDS race") and "[128 times]" in counters["hazards"][0]
+    assert hz.launch("lds_pass", grid=1, block=128, args=[out, 0], check_hazards="warn")["hazards"] == []
+    with pytest.raises(ValueError, match="check_hazards"):
+        hz.launch("lds_pass", grid=1, block=128, args=[out, 0], check_hazards="loud")

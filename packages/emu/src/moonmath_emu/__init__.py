@@ -113,13 +113,25 @@ class Module:
         return self._m.disassemble()
 
     def launch(self, name: str, grid: Iterable[int] | int = (1, 1, 1), block: Iterable[int] | int = (64, 1, 1),
-               args: Sequence[Any] = (), dynamic_lds: int = 0, check_hazards: bool = True) -> dict:
-        """Run kernel `name` over `grid` workgroups of `block` work-items; returns the counters dict."""
+               args: Sequence[Any] = (), dynamic_lds: int = 0, check_hazards: bool | str = True) -> dict:
+        """Run kernel `name` over `grid` workgroups of `block` work-items; returns the counters dict.
+
+        check_hazards: True (a hazard raises HazardError), False (not checked) or "warn" (report-only,
+        for foreign code: each distinct site once, in counters["hazards"], and the launch goes on).
+        """
         g = _dim3(grid, "grid")
         b = _dim3(block, "block")
         if dynamic_lds < 0:
             raise ValueError("dynamic_lds must be >= 0")
-        return self._m._launch(name, g, b, _pack_args(args), int(dynamic_lds), bool(check_hazards))
+        if isinstance(check_hazards, str):
+            if check_hazards != "warn":
+                raise ValueError(f"check_hazards must be True, False or 'warn'; got {check_hazards!r}")
+            mode = 2
+        elif isinstance(check_hazards, (bool, int)):
+            mode = 1 if check_hazards else 0
+        else:
+            raise TypeError(f"check_hazards must be True, False or 'warn'; got {type(check_hazards).__name__}")
+        return self._m._launch(name, g, b, _pack_args(args), int(dynamic_lds), mode)
 
 
 def disassemble(code_object: bytes) -> list[tuple[str, int, str]]:

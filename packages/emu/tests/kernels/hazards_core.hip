@@ -80,3 +80,31 @@ KERNEL void lds_war(u32* out) {
   if (wave == 1) asm volatile("ds_write_b32 %0, %1\n\ts_waitcnt lgkmcnt(0)" :: "v"(LA(&s[(t - 64) & 63])), "v"(t + 1) : "memory");
   out[t] = v;
 }
+
+// Wave 0 writes LDS, both waves pass TWO barriers, wave 1 reads. The ISA needs the write retired before
+// some barrier that precedes the read, not necessarily the first one after the write (AITER's kernels
+// wait one barrier later). `mode` 0: ds_write, retired (lgkmcnt(0)) only between the barriers (legal);
+// 1: ds_write never retired before either barrier (hazard); 2: direct-to-LDS load retired (vmcnt(0))
+// between the barriers (legal); 3: direct-to-LDS load retired only after the read (hazard).
+KERNEL void lds_pass_late(const u32* in, u32* out, int mode) {
+  __attribute__((shared)) static u32 s[64];
+  u32 t = T, v = 0;
+  // use the kernel arguments here, so that their scalar loads are waited for before the LDS write
+  // (a later lgkmcnt(0) for them would retire the write too)
+  asm volatile("; args %0 %1" :: "s"(mode), "s"(in));
+  u32 wave = __builtin_amdgcn_readfirstlane(t / 64);
+  if (wave == 0) {
+    if (mode < 2)
+      asm volatile("ds_write_b32 %0, %1" :: "v"(LA(&s[t])), "v"(t + 5) : "memory");
+    else
+      __builtin_amdgcn_raw_ptr_buffer_load_lds(__builtin_amdgcn_make_buffer_rsrc((void*)in, 0, 256, 0x00020000),
+                                               LA(s), 4, (int)(t * 4), 0, 0, 0);
+  }
+  asm volatile("s_barrier" ::: "memory");
+  if (mode == 0) asm volatile("s_waitcnt lgkmcnt(0)" ::: "memory");
+  if (mode == 2) asm volatile("s_waitcnt vmcnt(0)" ::: "memory");
+  asm volatile("s_barrier" ::: "memory");
+  if (wave == 1) asm volatile("ds_read_b32 %0, %1\n\ts_waitcnt lgkmcnt(0)" : "=v"(v) : "v"(LA(&s[(t - 64) & 63])) : "memory");
+  asm volatile("s_waitcnt vmcnt(0) lgkmcnt(0)" ::: "memory");
+  out[t] = v;
+}
