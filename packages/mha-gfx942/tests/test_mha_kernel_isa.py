@@ -1,7 +1,8 @@
 """ISA budgets of the gfx942 MHA forward kernels, read from the built code object's metadata.
 
 Declared budgets (docs/kernels/mha_gfx942.md):
-  mha_fwd_<mode>        VGPR+AGPR <= 320 (one wave per SIMD, 256 threads: 512 available; AGPR <= 64);
+  mha_fwd_<mode>        VGPR+AGPR <= 416 (one wave per SIMD, 256 threads: 512 available; AGPR <= 160:
+                        the 4 q tiles' O accumulators are 128 of them);
                         SGPR <= 48; LDS 0; scratch 0; no spills.
   mha_fwd_split_<mode>  the same, SGPR <= 80 (the schedule entry).
   mha_merge_<mode>      VGPR <= 32, AGPR 0, SGPR <= 40; LDS 0; scratch 0.
@@ -16,8 +17,8 @@ from moonmath_mha_gfx942.kernel import ARCH, CODE_OBJECT, KERNELS, TRANSPOSE_KER
 BUDGETS = {TRANSPOSE_KERNEL: dict(vgpr=48, agpr=0, sgpr=32, lds=16384)}
 for _mode in ("rtna", "rtne", "rtz"):
     _dense, _split, _merge = kernel_names(_mode)
-    BUDGETS[_dense] = dict(vgpr=320, agpr=64, sgpr=48, lds=0)
-    BUDGETS[_split] = dict(vgpr=320, agpr=64, sgpr=80, lds=0)
+    BUDGETS[_dense] = dict(vgpr=416, agpr=160, sgpr=48, lds=0)
+    BUDGETS[_split] = dict(vgpr=416, agpr=160, sgpr=80, lds=0)
     BUDGETS[_merge] = dict(vgpr=32, agpr=0, sgpr=40, lds=0)
 
 

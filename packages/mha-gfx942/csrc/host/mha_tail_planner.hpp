@@ -1,7 +1,7 @@
 // Dense tail KV-split planner of the gfx942 MHA forward (pure C++, no HIP types).
 //
-// The dense grid runs n = nqb * B*H work items (one 128-row q block of one head each), one workgroup
-// per CU at a time (the kernel holds ~290 registers per lane: one wave per SIMD). When n is not a
+// The dense grid runs n = nqb * B*H work items (one kCtaRows-row q block of one head each), one
+// workgroup per CU at a time (the kernel holds ~390 registers per lane: one wave per SIMD). When n is not a
 // multiple of the CU count, the last round leaves CUs idle: tail = n mod cus items run alone. The
 // planner splits those `tail` items along kv into G parts each (fp32 partials + a merge), choosing G to
 // minimise the tail's span in kv-block units, ceil(tail * G / cus) * ceil(nkb / G) + overhead, against
@@ -15,11 +15,13 @@
 #include <stdexcept>
 #include <vector>
 
+#include "mha_config.hpp"  // csrc/device/gfx942: the tile constants the kernels use
+
 namespace moonmath::mha {
 
-constexpr int64_t kCtaRows = 128;
-constexpr int64_t kKvBlock = 64;
-constexpr int64_t kHeadDim = 128;
+constexpr int64_t kCtaRows = config::kCtaRows;
+constexpr int64_t kKvBlock = config::kKvBlock;
+constexpr int64_t kHeadDim = config::kHeadDim;
 constexpr int64_t kDefaultMinKvBlocks = 48;
 constexpr int64_t kMergeOverheadBlocks = 3;
 

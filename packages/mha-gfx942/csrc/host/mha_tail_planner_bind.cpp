@@ -29,5 +29,6 @@ void register_tail_planner(py::module_& m) {
   m.def("merge_table", &merge_table, py::arg("plan"), py::arg("nqb"));
   m.attr("CTA_ROWS") = kCtaRows;
   m.attr("KV_BLOCK") = kKvBlock;
+  m.attr("MERGE_ROWS_PER_CTA") = config::kMergeRowsPerCta;
   m.attr("DEFAULT_MIN_KV_BLOCKS") = kDefaultMinKvBlocks;
 }

@@ -1,7 +1,7 @@
 """Launching the gfx942 MHA forward kernels (csrc/device/gfx942/mha_fwd.hip) through moonmath_common.
 
 One code object ``mha_fwd.hsaco`` holds, per rounding mode ``<m>`` in rtna/rtne/rtz:
-``mha_fwd_<m>`` (the dense launch: one 4-wave workgroup per 128-row q block of one head),
+``mha_fwd_<m>`` (the dense launch: one 4-wave workgroup per 256-row q block of one head),
 ``mha_fwd_split_<m>`` (the tail KV-split parts: fp32 partials) and ``mha_merge_<m>`` (their fp32 merge),
 plus ``mha_v_transpose`` (V -> V_t, run first). The tail split is planned by the pure C++ planner
 ``_C.plan_tail`` from shapes and the CU count only; ``MOONMATH_NO_TAIL=1`` turns it off.
@@ -23,8 +23,6 @@ OP = "moonmath_mha_gfx942.forward"
 ARCH = "gfx942"
 CODE_OBJECT = "mha_fwd"
 TRANSPOSE_KERNEL = "mha_v_transpose"
-CTA_ROWS = 128
-KV_BLOCK = 64
 MI300X_CUS = 304
 _U32 = 1 << 32
 
@@ -71,6 +69,9 @@ def run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, la
     arch = target_arch()
     if arch != ARCH:
         raise NoKernelError(OP, arch, KERNELS.archs_built())
+    from . import _C
+
+    CTA_ROWS, KV_BLOCK = _C.CTA_ROWS, _C.KV_BLOCK  # the tile constants of csrc/device/gfx942/mha_config.hpp
     sdim, hdim = (1, 2) if layout == "bshd" else (2, 1)
     B, H, Sq, Skv = q.shape[0], q.shape[hdim], q.shape[sdim], k.shape[sdim]
     bh = B * H
@@ -92,14 +93,12 @@ def run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, la
         counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, dense, grid=p.n_dense, block=256,
                                        args=[q, k, vt, out, Sq, Skv, H, nqb, p.n_dense, *qs, *ks]))
     if p.tail:
-        from . import _C
-
         sched = torch.tensor(_C.split_schedule(p, nqb), dtype=torch.int32).to(dev)
         table = torch.tensor(_C.merge_table(p, nqb), dtype=torch.int32).to(dev)
         ws_o = torch.empty(p.ws_o_floats, dtype=torch.float32, device=dev)
         ws_ml = torch.empty(p.ws_ml_floats, dtype=torch.float32, device=dev)
         counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, split, grid=p.slots, block=256,
                                        args=[q, k, vt, ws_o, ws_ml, sched, p.slots, Sq, Skv, H, *qs, *ks]))
-        counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, merge, grid=p.tail * (CTA_ROWS // 8), block=256,
+        counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, merge, grid=p.tail * (CTA_ROWS // _C.MERGE_ROWS_PER_CTA), block=256,
                                        args=[ws_o, ws_ml, table, out, Sq, H, *qs, p.tail]))
     return counters

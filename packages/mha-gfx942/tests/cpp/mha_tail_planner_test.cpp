@@ -39,15 +39,15 @@ static int64_t best_span_brute(int64_t tail, int64_t nkb, int64_t cus, int64_t* 
 
 int main() {
   // guards: an even grid, a nearly full last round, short kv, disabled
-  CHECK(plan_tail(128 * 304, 65536, 1, 304).tail == 0);            // 304 items: tail 0
-  CHECK(plan_tail(128 * 290, 65536, 1, 304).tail == 0);            // tail 290 > 95 % of 304
-  CHECK(plan_tail(128 * 288, 65536, 1, 304).tail == 0);            // passes the guard, but G = 2 only ties
-  CHECK(plan_tail(128 * 100, 65536, 1, 304).tail == 100);          // 100 stranded: G = 3 fits one round
-  CHECK(plan_tail(128 * 100, 65536, 1, 304).parts == 3);
-  CHECK(plan_tail(128 * 10, 64 * 47, 1, 304).tail == 0);           // nkb 47 < 48
-  CHECK(plan_tail(128 * 10, 64 * 48, 1, 304).tail == 10);
-  CHECK(plan_tail(128 * 10, 65536, 1, 304, false).tail == 0);      // MOONMATH_NO_TAIL
-  CHECK(plan_tail(128 * 10, 64 * 16, 1, 304, true, 4).tail == 10); // min_kv_blocks lowered (tests)
+  CHECK(plan_tail(kCtaRows * 304, 65536, 1, 304).tail == 0);            // 304 items: tail 0
+  CHECK(plan_tail(kCtaRows * 290, 65536, 1, 304).tail == 0);            // tail 290 > 95 % of 304
+  CHECK(plan_tail(kCtaRows * 288, 65536, 1, 304).tail == 0);            // passes the guard, but G = 2 only ties
+  CHECK(plan_tail(kCtaRows * 100, 65536, 1, 304).tail == 100);          // 100 stranded: G = 3 fits one round
+  CHECK(plan_tail(kCtaRows * 100, 65536, 1, 304).parts == 3);
+  CHECK(plan_tail(kCtaRows * 10, 64 * 47, 1, 304).tail == 0);           // nkb 47 < 48
+  CHECK(plan_tail(kCtaRows * 10, 64 * 48, 1, 304).tail == 10);
+  CHECK(plan_tail(kCtaRows * 10, 65536, 1, 304, false).tail == 0);      // MOONMATH_NO_TAIL
+  CHECK(plan_tail(kCtaRows * 10, 64 * 16, 1, 304, true, 4).tail == 10); // min_kv_blocks lowered (tests)
 
   // the chosen G is the brute-force optimum and strictly beats no split; the partition is exact
   for (int64_t bh : {1, 3, 7, 24, 48})
@@ -55,7 +55,7 @@ int main() {
       for (int64_t skv : {64 * 48, 5000, 16384, 65536})
         for (int64_t cus : {8, 80, 304}) {
           TailPlan p = plan_tail(sq, skv, bh, cus);
-          const int64_t nqb = (sq + 127) / 128, nkb = (skv + 63) / 64;
+          const int64_t nqb = (sq + kCtaRows - 1) / kCtaRows, nkb = (skv + 63) / 64;
           CHECK(p.n_work == nqb * bh);
           CHECK(p.n_dense + p.tail == p.n_work);
           CHECK(p.span_unsplit == nkb + kMergeOverheadBlocks);
@@ -80,10 +80,11 @@ int main() {
           }
         }
 
-  // a worked case: 3 heads x 4 q blocks on 8 CUs, 16 kv blocks: 4 stranded items, G = 2
-  TailPlan w = plan_tail(385, 1000, 3, 8, true, 4);
-  CHECK(w.tail == 4 && w.parts == 2 && w.n_dense == 8 && w.span == 11 && w.span_unsplit == 19);
-  CHECK(w.ws_o_floats() == 8 * 128 * 128 && w.ws_ml_floats() == 8 * 128 * 2);
+  // a worked case: 3 heads x 2 q blocks (256 rows) on 4 CUs, 16 kv blocks: 2 stranded items, G = 2
+  static_assert(kCtaRows == 256, "the worked case assumes 256-row q blocks");
+  TailPlan w = plan_tail(385, 1000, 3, 4, true, 4);
+  CHECK(w.tail == 2 && w.parts == 2 && w.n_dense == 4 && w.span == 11 && w.span_unsplit == 19);
+  CHECK(w.ws_o_floats() == 4 * 256 * 128 && w.ws_ml_floats() == 4 * 256 * 2);
 
   CHECK(throws([] { plan_tail(0, 1, 1, 304); }));
   CHECK(throws([] { plan_tail(1, 0, 1, 304); }));

@@ -2,9 +2,10 @@
 // softmax in the log2 domain, bf16 output rounded RTNA / RTNE / RTZ (one kernel per mode; P and O are
 // rounded by the same rule, NaN output canonical 0x7FFF for RTNE/RTNA).
 //
-// Tiling. A workgroup of 4 waves (256 threads) owns 128 q rows of one (batch, head): wave w holds two
-// 16-row q tiles (rows 32w .. 32w+31) in registers for the whole kernel, with their O accumulators
-// (2 x 8 fragments) and row state (m, l). The main loop walks the kv sequence in blocks of 64 rows:
+// Tiling. A workgroup of 4 waves (256 threads, one wave per SIMD) owns 256 q rows of one (batch, head):
+// wave w holds four 16-row q tiles (rows 64w .. 64w+63) in registers for the whole kernel, with their O
+// accumulators (4 x 8 fragments, in AGPRs) and row state (m, l). Four tiles per wave amortise each K/V
+// fragment load over 64 q rows (~390 of the 512 registers a lone wave has; no spills). The main loop walks the kv sequence in blocks of 64 rows:
 //   1. load K (4 subtiles x 16 rows, 16 b128 per lane) and V_t (16 coalesced b128) into registers,
 //   2. per q tile: S^T = K Q^T (32 MFMAs), mask kv >= Skv, online softmax (rescale gate), P -> bf16,
 //   3. O^T += V^T P^T (32 MFMAs per q tile); P stays in the lane that produced it.
@@ -24,9 +25,10 @@
 
 namespace mha {
 
-constexpr uint32_t kWaves = 4;
-constexpr uint32_t kQTilesPerWave = 2;
-constexpr uint32_t kCtaRows = kWaves * kQTilesPerWave * 16;  // 128
+constexpr uint32_t kWaves = moonmath::mha::config::kWaves;
+constexpr uint32_t kQTilesPerWave = moonmath::mha::config::kQTilesPerWave;
+constexpr uint32_t kCtaRows = moonmath::mha::config::kCtaRows;
+static_assert(kCtaRows == kWaves * kQTilesPerWave * 16, "one 16-row q tile per wave and slot");
 
 struct Strides {
   uint32_t row;    // bytes between consecutive sequence rows
@@ -115,14 +117,15 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
 
 // Merge of G fp32 partials of one q block: M = max m_p, w_p = exp2(m_p - M) (0 for a part that saw
 // no finite max), out = sum w_p O_p / sum w_p l_p, packed like the unsplit output. 256 threads: 8 rows
-// x 32 threads of 4 head-dim columns each; 16 workgroups per q block.
+// x 32 threads of 4 head-dim columns each; kCtaRows / 8 workgroups per q block.
 template <mm::Round R>
 MM_DEVICE void merge(const float* ws_o, const float* ws_ml, const int32_t* table, uint16_t* out, uint32_t sq,
                      uint32_t heads, Strides qs, uint32_t ngroups) {
-  const uint32_t g = mm::block_id_x() / 16u;
+  constexpr uint32_t kPerGroup = kCtaRows / moonmath::mha::config::kMergeRowsPerCta;
+  const uint32_t g = mm::block_id_x() / kPerGroup;
   if (g >= ngroups) return;
   const uint32_t tid = mm::thread_id_x();
-  const uint32_t cta_row = (mm::block_id_x() % 16u) * 8u + tid / 32u, col = (tid % 32u) * 4u;
+  const uint32_t cta_row = (mm::block_id_x() % kPerGroup) * 8u + tid / 32u, col = (tid % 32u) * 4u;
   const mm::buffer_rsrc tr = mm::make_buffer(table, ngroups * 16u);
   const mm::u32x4 e = mm::buffer_load_b128(tr, g * 16u);
   const uint32_t qb = mm::uniform(e.x), bh = mm::uniform(e.y), slot0 = mm::uniform(e.z), parts = mm::uniform(e.w);

@@ -10,13 +10,14 @@
 //   two k-steps (elements 0..3, 4..7): 4 b128 loads cover a 16-row tile.
 //   The PV C fragment gives lane (quad, col) O[q = col][hd = 16*dt + 4*quad + 0..3].
 #pragma once
+#include "gfx942/mha_config.hpp"
 #include "moonmath/all.hpp"
 
 namespace mha {
 
-constexpr uint32_t kHeadDim = 128;
+constexpr uint32_t kHeadDim = moonmath::mha::config::kHeadDim;
 constexpr uint32_t kRowBytes = kHeadDim * 2;
-constexpr uint32_t kKvBlock = 64;              // kv rows per step of the main loop
+constexpr uint32_t kKvBlock = moonmath::mha::config::kKvBlock;  // kv rows per step of the main loop
 constexpr uint32_t kKvSub = kKvBlock / 16;     // 16-row kv subtiles per block
 constexpr uint32_t kDTiles = kHeadDim / 16;    // 16-wide head-dim tiles of O
 constexpr uint32_t kVtBlockBytes = kKvBlock * kRowBytes;  // one V_t block: 16 chunks of 1 KB
