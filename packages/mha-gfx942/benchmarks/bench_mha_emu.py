@@ -1,7 +1,8 @@
 """Instruction mix of the gfx942 MHA forward on the emulator, ours beside AITER's fwd_hd128_bf16_<mode>.co.
 
 Per unit of work = one 16 x 64 (q x kv) tile of one head: every emulator counter of all our launches
-(V transpose, dense, split, merge) and of AITER's one launch, divided by B*H*Sq*Skv / (16*64). And the
+(V transpose, dense, split, merge) and of AITER's one launch, divided by B*H*Sq*Skv / (16*64); the
+modeled time of the launch (moonmath_common.perfmodel's issue-rate model, compute only, MI300X). And the
 figure the issue asks for: non-MFMA wave-instructions per 32x32x8-MFMA-equivalent of work (16384 MFMA
 flops; one 32x32x8 = two 16x16x16). Runs the peer harness (benchmarks/peers at the repository root; it
 fetches the pinned AITER wheel). Not a timing: no hardware speed claim.
@@ -23,8 +24,11 @@ KEYS = ("wave_instructions", "mfma", "valu", "trans", "salu", "smem", "vmem", "d
 
 
 def _sum(counters: list[dict]) -> dict:
+    from moonmath_common.perfmodel import model
+
     tot = {k: 0 for k in KEYS}
     tot["mfma_flops"] = 0
+    tot["modeled_us"] = sum(model(c, "gfx942")["compute_s"] for c in counters) * 1e6
     for c in counters:
         for k in KEYS:
             tot[k] += c.get(k, 0)
@@ -52,8 +56,35 @@ def mix(B: int, H: int, Sq: int, Skv: int, mode: str, seed: int = 0) -> tuple[di
     for name, c in (("ours", ours), ("AITER", theirs)):
         r = {k: c[k] / units for k in KEYS}
         r["non-MFMA per 32x32x8"] = (c["wave_instructions"] - c["mfma"]) / (c["mfma_flops"] / 16384)
+        r["modeled us (issue model)"] = c["modeled_us"]
         rows[name] = r
     return rows["ours"], rows["AITER"]
+
+
+def hot_loop(B: int, H: int, Sq: int, Skv: int, mode: str) -> tuple[float, float, float]:
+    """Steady-state main-loop cost, measured differentially: the same q with Skv and 2*Skv keys; the
+    increase in non-MFMA wave-instructions over the increase in 32x32x8-equivalents of MFMA work. Ours:
+    the attention kernel alone (no tail split: ``tail=False``), and separately the V-transpose kernel's
+    share per 32x32x8-equivalent; AITER: its one kernel. Returns (ours, ours' V transpose, AITER)."""
+    from benchmarks.peers.fmha_v3 import run_aiter_fmha
+    from moonmath_common import use_backend
+    from moonmath_mha_gfx942 import kernel
+
+    g = torch.Generator().manual_seed(1)
+    q = torch.randn(B, H, Sq, 128, generator=g).to(torch.bfloat16)
+    res = {}
+    for n in (Skv, 2 * Skv):
+        k, v = (torch.randn(B, H, n, 128, generator=g).to(torch.bfloat16) for _ in range(2))
+        with use_backend("emu"):
+            launches = kernel.run(q, k, v, torch.empty_like(q), "bhsd", mode, tail=False)
+        res[n] = (_sum(launches[1:]), _sum(launches[:1]), _sum([run_aiter_fmha(q, k, v, round_mode=mode)[2]]))
+    out = []
+    for i in range(3):
+        a, b = res[Skv][i], res[2 * Skv][i]
+        d_non = (b["wave_instructions"] - b["mfma"]) - (a["wave_instructions"] - a["mfma"])
+        d_main = res[2 * Skv][i if i != 1 else 0]["mfma_flops"] - res[Skv][i if i != 1 else 0]["mfma_flops"]
+        out.append(d_non / (d_main / 16384))
+    return out[0], out[1], out[2]
 
 
 def main() -> None:
@@ -61,11 +92,13 @@ def main() -> None:
     ap.add_argument("--shape", type=int, nargs=4, default=[1, 2, 512, 2048], metavar=("B", "H", "SQ", "SKV"))
     ap.add_argument("--modes", nargs="+", default=["rtna", "rtne", "rtz"])
     ap.add_argument("--chart", type=Path, help="write a bar chart (PNG) of the per-unit mix")
+    ap.add_argument("--loop-shape", type=int, nargs=4, default=[1, 1, 256, 1024], metavar=("B", "H", "SQ", "SKV"),
+                    help="shape of the differential hot-loop measurement (Skv and 2*Skv)")
     args = ap.parse_args()
     sys.path.insert(0, str(REPO))
     B, H, Sq, Skv = args.shape
     print(f"per 16x64 (q x kv) tile of one head, B={B} H={H} Sq={Sq} Skv={Skv} (emulator counters)\n")
-    cols = list(KEYS) + ["non-MFMA per 32x32x8"]
+    cols = list(KEYS) + ["non-MFMA per 32x32x8", "modeled us (issue model)"]
     print("| mode | kernel | " + " | ".join(cols) + " |")
     print("|---|---|" + "---|" * len(cols))
     results = {}
@@ -74,6 +107,14 @@ def main() -> None:
         results[mode] = (ours, theirs)
         for name, r in (("ours", ours), ("AITER", theirs)):
             print(f"| {mode} | {name} | " + " | ".join(f"{r[c]:.2f}" for c in cols) + " |")
+    lb, lh, lsq, lskv = args.loop_shape
+    print(f"\nsteady-state main loop (Skv {lskv} -> {2 * lskv}, B={lb} H={lh} Sq={lsq}): non-MFMA wave-instructions "
+          "per 32x32x8-equivalent MFMA\n")
+    print("| mode | ours (attention kernel) | ours (+ V transpose kernel) | AITER v3 |")
+    print("|---|---|---|---|")
+    for mode in args.modes:
+        ours, vt, theirs = hot_loop(lb, lh, lsq, lskv, mode)
+        print(f"| {mode} | {ours:.2f} | {ours + vt:.2f} | {theirs:.2f} |")
     if args.chart:
         import matplotlib
 
@@ -88,6 +129,7 @@ def main() -> None:
             ax.bar([i + 0.2 for i in x], [theirs[c] for c in cats], 0.4, label="AITER v3")
             ax.set_xticks(list(x), cats, rotation=45)
             ax.set_title(f"{mode}: wave-instructions per 16x64 tile")
+            ax.set_xlabel("mfma: ours 16x16x16, AITER 32x32x8 (same flops per tile)")
             ax.legend()
         fig.suptitle(f"gfx942 MHA forward, B={B} H={H} Sq={Sq} Skv={Skv} (moonmath-emu counters)")
         fig.tight_layout()
