@@ -6,9 +6,11 @@
 // wave w holds four 16-row q tiles (rows 64w .. 64w+63) in registers for the whole kernel, with their O
 // accumulators (4 x 8 fragments, in AGPRs) and row state (m, l). Four tiles per wave amortise each K/V
 // fragment load over 64 q rows (~390 of the 512 registers a lone wave has; no spills). The main loop walks the kv sequence in blocks of 64 rows:
-//   1. load K (4 subtiles x 16 rows, 16 b128 per lane) and V_t (16 coalesced b128) into registers,
-//   2. per q tile: S^T = K Q^T (32 MFMAs), mask kv >= Skv, online softmax (rescale gate), P -> bf16,
-//   3. O^T += V^T P^T (32 MFMAs per q tile); P stays in the lane that produced it.
+//   1. issue V_t(n) (16 coalesced b128 per lane); K(n) is already in registers,
+//   2. S^T = K Q^T for all four q tiles (128 MFMAs at s_setprio 3), then issue K(n+1) (16 b128),
+//   3. per q tile: mask kv >= Skv (last block only), online softmax (rescale gate), P -> bf16 in the
+//      lane that produced it, O^T += V^T P^T (32 MFMAs at s_setprio 3).
+// Each load has a whole phase of MFMAs (~2000 cycles) to land in; no second register buffer is needed.
 // No LDS and no barrier in the main kernel: waves are independent; the four waves' K/V loads of one
 // block hit the same lines (L1/L2). V is consumed pre-transposed (V_t, written by mha_v_transpose,
 // kv rows >= Skv zero) so that the A operand of PV is 8 contiguous bytes per lane.
@@ -68,24 +70,33 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
     for (uint32_t dt = 0; dt < kDTiles; ++dt) o[i][dt] = Acc{0.f, 0.f, 0.f, 0.f};
   }
 
-  for (uint32_t n = part; n < nkb; n += nparts) {
-    Row16B kf[kKvSub][4];
+  // Software pipeline without double buffers: K(n) is in registers when iteration n starts; V_t(n) is
+  // issued first and lands while the QK phase of all four tiles runs; K(n + nparts) is issued right after
+  // the QK phase (the K registers are free then) and lands during softmax + PV. A load past the last
+  // block reads beyond num_records (zeros) and is never used.
+  Row16B kf[kKvSub][4];
 #pragma unroll
-    for (uint32_t t = 0; t < kKvSub; ++t) load_rows16(kf[t], kr, n * kKvBlock + 16u * t, ks.row);
+  for (uint32_t t = 0; t < kKvSub; ++t) load_rows16(kf[t], kr, part * kKvBlock + 16u * t, ks.row);
+  for (uint32_t n = part; n < nkb; n += nparts) {
     Row16B vf[kDTiles][2];
     load_vt_block(vf, vr, n);
+    issue_fence();  // keep the V_t loads ahead of the QK phase (LLVM would sink them down to the PV)
+    Acc s[kQTilesPerWave][kKvSub];
+    mm::set_priority<3>();
+#pragma unroll
+    for (uint32_t i = 0; i < kQTilesPerWave; ++i)
+#pragma unroll
+      for (uint32_t t = 0; t < kKvSub; ++t) s[i][t] = qk_tile(kf[t], qf[i]);
+    mm::set_priority<0>();
+#pragma unroll
+    for (uint32_t t = 0; t < kKvSub; ++t) load_rows16(kf[t], kr, (n + nparts) * kKvBlock + 16u * t, ks.row);
     const bool first = n == part;
     const bool partial_block = (n + 1) * kKvBlock > skv;
 #pragma unroll
     for (uint32_t i = 0; i < kQTilesPerWave; ++i) {
-      Acc s[kKvSub];
-      mm::set_priority<3>();
-#pragma unroll
-      for (uint32_t t = 0; t < kKvSub; ++t) s[t] = qk_tile(kf[t], qf[i]);
-      mm::set_priority<0>();
-      if (partial_block) mask_kv_tail(s, n * kKvBlock, skv);
+      if (partial_block) mask_kv_tail(s[i], n * kKvBlock, skv);
       mm::i16x4 p[kKvSub];
-      softmax_block<R>(s, p, o[i], m[i], l[i], first);
+      softmax_block<R>(s[i], p, o[i], m[i], l[i], first);
       mm::set_priority<3>();
       pv_block(o[i], vf, p);
       mm::set_priority<0>();

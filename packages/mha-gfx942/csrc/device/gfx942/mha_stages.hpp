@@ -168,6 +168,11 @@ MM_DEVICE void store_o_tile(const Acc (&o)[kDTiles], float l, mm::buffer_rsrc r,
   }
 }
 
+// Loads issued before this point stay before it: an empty asm with a memory clobber is a point no memory
+// access moves across (sched_barrier alone does not stop LLVM's IR-level sinking of loads to their use),
+// and it emits no instruction. Used to issue a block's loads one MFMA phase ahead of their use.
+MM_DEVICE void issue_fence() { asm volatile("" ::: "memory"); }
+
 // Chiplet swizzle: CTA c runs on XCD c % 8; give each XCD a contiguous range of the head-first work
 // order so the q blocks of one head share one L2. A bijection on [0, n).
 MM_DEVICE uint32_t xcd_contiguous(uint32_t c, uint32_t n) {
