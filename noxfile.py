@@ -6,6 +6,7 @@
   nox -s build-<p>         build the wheel of one package into dist/ and check its code objects
   nox -s isa-<p>           code-object budgets (registers, LDS, scratch) of one package
   nox -s lint | integration | docs | bench
+  nox -s peers             AITER's shipped kernels beside ours on the emulator: tables + charts in build/peers
 """
 from __future__ import annotations
 
@@ -123,3 +124,14 @@ def bench(session: nox.Session) -> None:
     _install_all(session)
     for script in sorted(ROOT.glob("packages/*/benchmarks/*.py")):
         session.run("python", str(script), *session.posargs)
+
+
+@nox.session
+def peers(session: nox.Session) -> None:
+    """AITER's shipped kernels beside ours on the emulator (benchmarks/peers): markdown tables and PNG charts
+    into build/peers. Fetches the pinned amd-aiter wheel into $MOONMATH_AITER_CACHE (default
+    ~/.cache/moonmath/aiter) on first use. Extra arguments go to the runner (e.g. -- --family mla_gfx942)."""
+    session.install(TORCH)
+    session.install("numpy", "matplotlib")
+    session.install(*(f"./{PACKAGES[p]}" for p in ("common", "emu", "mha-gfx942", "attention-gfx950", "mla-decode")))
+    session.run("python", "-m", "benchmarks.peers", "--out", "build/peers", *session.posargs)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import moonmath_emu as emu
@@ -35,7 +35,7 @@ def layout_table(fields: tuple[Field, ...]) -> str:
     return "\n".join(rows)
 
 
-@lru_cache(maxsize=None)
+@cache
 def load(arch: str, rel: str) -> tuple[emu.Module, str]:
     """The emulator module of one shipped code object and its (single) kernel's name."""
     mod = emu.Module(wheel.code_object(arch, rel))

@@ -16,7 +16,7 @@ import os
 import subprocess
 import sys
 import zipfile
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 AITER_VERSION = "0.1.7.post2.dev18"
@@ -43,7 +43,7 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-@lru_cache(maxsize=None)
+@cache
 def wheel_path() -> Path:
     """Path of the verified wheel in the cache, downloading it on first use."""
     d = cache_dir()
@@ -63,7 +63,7 @@ def wheel_path() -> Path:
     return p
 
 
-@lru_cache(maxsize=None)
+@cache
 def _zip() -> zipfile.ZipFile:
     return zipfile.ZipFile(wheel_path())
 

@@ -15,18 +15,21 @@ MM_DEVICE f32x2 cvt_pk_f32_fp8(uint32_t w) {
 }
 #endif
 
+// v_perm_b32: byte i of the result is byte sel.byte[i] of the 8-byte value {hi:lo} (selector 0..3
+// pick lo's bytes, 4..7 hi's; 0x0C gives 0x00). Byte shuffles and table lookups in one VALU op.
+MM_DEVICE uint32_t perm(uint32_t hi, uint32_t lo, uint32_t sel) { return __builtin_amdgcn_perm(hi, lo, sel); }
+
 // One dword of two bf16 from the high halves of two f32 (lo -> bits 0..15): truncation (RTZ), exact
 // for values that are already bf16 (e.g. widened fp8). One v_perm_b32.
 MM_DEVICE uint32_t pack_bf16x2_hi(float lo, float hi) {
-  return __builtin_amdgcn_perm(__builtin_bit_cast(uint32_t, hi), __builtin_bit_cast(uint32_t, lo), 0x07060302u);
+  return perm(__builtin_bit_cast(uint32_t, hi), __builtin_bit_cast(uint32_t, lo), 0x07060302u);
 }
 
 // Two f32 -> two bf16, round to nearest with ties away from zero (u + 0x8000, then the high halves).
 // For finite values only: a NaN whose low bits are all ones can carry into the sign (0x7FFFFFFF -> -0),
 // and Inf-adjacent values round to Inf as RNA says. Use numerics.hpp's pack_bf16x2 where NaN can occur.
 MM_DEVICE uint32_t pack_bf16x2_rna(float lo, float hi) {
-  return __builtin_amdgcn_perm(__builtin_bit_cast(uint32_t, hi) + 0x8000u, __builtin_bit_cast(uint32_t, lo) + 0x8000u,
-                               0x07060302u);
+  return perm(__builtin_bit_cast(uint32_t, hi) + 0x8000u, __builtin_bit_cast(uint32_t, lo) + 0x8000u, 0x07060302u);
 }
 
 }  // namespace mm

@@ -108,6 +108,9 @@ PYBIND11_MODULE(_core, m) {
         d["smem"] = c.smem; d["vmem"] = c.vmem; d["ds"] = c.ds; d["waitcnt"] = c.waitcnt; d["barrier"] = c.barrier;
         d["mfma"] = c.mfma; d["mfma_by_opcode"] = c.mfma_by_opcode; d["branch"] = c.branch; d["waves"] = c.waves;
         d["workgroups"] = c.workgroups; d["hazards"] = c.hazards;
+        d["vmem_load_bytes"] = c.vmem_load_bytes; d["vmem_store_bytes"] = c.vmem_store_bytes;
+        d["smem_bytes"] = c.smem_bytes; d["lds_read_bytes"] = c.lds_read_bytes; d["lds_write_bytes"] = c.lds_write_bytes;
+        d["global_lines"] = c.global_lines;
         return d;
       });
   m.def("supported_opcodes", [](const std::string& arch) {

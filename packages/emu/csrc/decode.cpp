@@ -182,11 +182,14 @@ bool decode_inst(const uint8_t* p, size_t n, bool gfx950, Inst& in, std::string&
   switch (enc) {
     case ENC_SOP1: case ENC_SOP2: case ENC_SOPC: {
       uint32_t s0 = bits(w0, 7, 0), s1 = bits(w0, 15, 8);
-      bool lit = needs_literal32(s0) || (enc != ENC_SOP1 && needs_literal32(s1));
+      // s_set_gpr_idx_on: the SSRC1 field holds the raw 4-bit index-mode mask, not an operand
+      const bool gpr_idx_on = enc == ENC_SOPC && op == 17;
+      if (gpr_idx_on) { in.simm = (int32_t)(s1 & 0xf); s1 = OPC_NONE; }
+      bool lit = needs_literal32(s0) || (enc != ENC_SOP1 && !gpr_idx_on && needs_literal32(s1));
       if (lit) { if (!need(8)) return false; in.lit = word(1); in.has_lit = true; in.size = 8; }
       if (enc != ENC_SOPC) { in.sdst = bits(w0, 22, 16); in.dst_bits = fb("sdst", 32); }
       set_src(in, 0, s0, fb("ssrc0", 32), ff("ssrc0"));
-      if (enc != ENC_SOP1) set_src(in, 1, s1, fb("ssrc1", 32), ff("ssrc1"));
+      if (enc != ENC_SOP1 && !gpr_idx_on) set_src(in, 1, s1, fb("ssrc1", 32), ff("ssrc1"));
       break;
     }
     case ENC_SOPK:
@@ -450,6 +453,16 @@ static std::string opnd(const Inst& in, uint16_t c, int nbits, int idx = -1) {
 
 static std::string fmt_hex(uint32_t v) { char b[16]; snprintf(b, sizeof b, "0x%x", v); return b; }
 
+// VGPR index-mode mask as LLVM prints it: gpr_idx(SRC0,SRC1,SRC2,DST) (bits 0..3), gpr_idx() for none
+static std::string gpr_idx_str(int32_t m) {
+  static const char* names[4] = {"SRC0", "SRC1", "SRC2", "DST"};
+  std::string s = "gpr_idx(";
+  bool comma = false;
+  for (int i = 0; i < 4; i++)
+    if (m >> i & 1) { if (comma) s += ","; s += names[i]; comma = true; }
+  return s + ")";
+}
+
 static std::string waitcnt_str(uint32_t s) {
   int vm = (s & 0xf) | (((s >> 14) & 3) << 4), exp = (s >> 4) & 7, lgkm = (s >> 8) & 0xf;
   std::string r;
@@ -475,6 +488,7 @@ static std::string dpp_str(const Inst& in) {
   else if (c == 0x141) snprintf(b, sizeof b, "row_half_mirror");
   else if (c == 0x142) snprintf(b, sizeof b, "row_bcast:15");
   else if (c == 0x143) snprintf(b, sizeof b, "row_bcast:31");
+  else if (c >= 0x150 && c <= 0x15f) snprintf(b, sizeof b, "row_newbcast:%u", c & 0xf);
   else snprintf(b, sizeof b, "dpp_ctrl:0x%x", c);
   std::string r = b;
   snprintf(b, sizeof b, " row_mask:0x%x bank_mask:0x%x", in.row_mask, in.bank_mask);
@@ -513,7 +527,8 @@ std::string disasm_inst(const Inst& in) {
       bool hasdst = enc != ENC_SOPC && r->fields.count("sdst");
       if (hasdst) ops.push_back(opnd(in, in.sdst, fb("sdst", 32)));
       if (r->fields.count("ssrc0")) ops.push_back(opnd(in, in.src[0], fb("ssrc0", 32)));
-      if (enc != ENC_SOP1 && r->fields.count("ssrc1")) ops.push_back(opnd(in, in.src[1], fb("ssrc1", 32)));
+      if (enc == ENC_SOPC && in.op == 17) ops.push_back(gpr_idx_str(in.simm));  // s_set_gpr_idx_on
+      else if (enc != ENC_SOP1 && r->fields.count("ssrc1")) ops.push_back(opnd(in, in.src[1], fb("ssrc1", 32)));
       break;
     }
     case ENC_SOPK:
@@ -527,7 +542,8 @@ std::string disasm_inst(const Inst& in) {
     case ENC_SOPP: {
       int op = in.op;
       if (op == 12) ops.push_back(waitcnt_str((uint16_t)in.simm));
-      else if (op == 1 || op == 10 || op == 19 || op == 27 || op == 3) {}
+      else if (op == 1 || op == 10 || op == 19 || op == 27 || op == 3 || op == 28) {}  // 28: s_set_gpr_idx_off
+      else if (op == 29) ops.push_back(gpr_idx_str(in.simm));                          // s_set_gpr_idx_mode
       else if (op == 2 || (op >= 4 && op <= 9) || (op >= 23 && op <= 26)) {
         int64_t t = (int64_t)in.pc + 4 + 4 * (int64_t)in.simm;
         ops.push_back(std::to_string(in.simm) + " ; -> " + fmt_hex((uint32_t)t));

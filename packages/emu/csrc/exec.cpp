@@ -9,6 +9,7 @@
 #include <sstream>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 #include <immintrin.h>
 
 #include "mfma.hpp"
@@ -367,6 +368,7 @@ struct Wave {
   // direct-to-LDS loads not yet landed (in issue order); see Ctx::land_dma
   std::vector<DmaWrite> dma;
   bool resume = false;  // the s_waitcnt at pc already yielded once: now it retires
+  uint64_t since_barrier = 0;  // instructions since the last barrier (watchdog)
   std::vector<uint8_t> priv;  // private (scratch) memory: 64 lanes x private size
   uint64_t exec() const { return mk64(s[126], s[127]); }
   void set_exec(uint64_t e) { s[126] = (uint32_t)e; s[127] = (uint32_t)(e >> 32); }
@@ -382,6 +384,16 @@ struct SR {
   const uint32_t* p; uint32_t m;  // p: 64 lanes
   inline uint32_t operator[](int l) const { return p[l]; }
 };
+
+// Instructions a wave runs before the next wave of its workgroup takes its turn (see Module::launch).
+static const uint32_t kQuantum = [] {
+  const char* e = std::getenv("MOONMATH_EMU_QUANTUM");
+  unsigned long v = e ? std::strtoul(e, nullptr, 10) : 1ul;
+  return (uint32_t)(v < 1 ? 1 : v);
+}();
+
+// MODE.GPR_IDX_EN (bit 27): VGPR index mode on (s_set_gpr_idx_on / _off)
+static const uint32_t kModeGprIdxEn = 1u << 27;
 
 static const uint64_t kSharedAperture = 0x0001000000000000ull;   // src_shared_base
 static const uint64_t kPrivateAperture = 0x0002000000000000ull;  // src_private_base
@@ -493,7 +505,18 @@ struct Ctx {
     return nullptr;
   }
   const Region* last_region = nullptr;
+  // byte counters: bytes each lane's access requests (VMEM loads / stores incl. atomics, SMEM, LDS
+  // reads / writes by DS instructions) and the distinct 64-byte global lines VMEM accesses touch
+  uint64_t b_vm_ld = 0, b_vm_st = 0, b_sm = 0, b_lds_rd = 0, b_lds_wr = 0;
+  std::unordered_set<uint64_t> lines;
+  uint64_t last_line = ~0ull;
+  inline void touch(uint64_t a, int n, bool store) {
+    (store ? b_vm_st : b_vm_ld) += (uint64_t)n;
+    for (uint64_t ln = a >> 6, e = (a + (uint64_t)n - 1) >> 6; ln <= e; ln++)
+      if (ln != last_line) { lines.insert(ln); last_line = ln; }
+  }
   inline uint8_t* gptr(Wave& w, uint64_t a, int n, bool store, int lane) {
+    if (lane >= 0) touch(a, n, store); else b_sm += (uint64_t)n;  // lane -1: scalar loads
     const Region* l = last_region;
     if (l && a >= l->base && a + n <= l->base + l->size && (l->writable || !store)) return reinterpret_cast<uint8_t*>(a);
     const Region* r = find_region(a, (uint64_t)n);
@@ -672,8 +695,9 @@ struct Ctx {
 
   // ---------------------------------------------------------------- run
   void init_wave(Wave& w, int wid, uint32_t nthreads);
-  void run_wave(Wave& w);
+  void run_wave(Wave& w, uint32_t quantum);
   void step(Wave& w);
+  bool step_gpr_indexed(Wave& w);
   void exec_salu(Wave& w, const Inst& in, int& next);
   void exec_smem(Wave& w, const Inst& in);
   void exec_valu(Wave& w, const Inst& in, const XInst& x);
@@ -694,6 +718,7 @@ void Ctx::init_wave(Wave& w, int wid, uint32_t nthreads) {
   w.vm_issued = w.vm_done = w.ds_issued = w.ds_done = w.sm_issued = w.sm_done = 0;
   std::memset(w.tkind, 0, sizeof w.tkind);
   w.vm_bar.clear(); w.ds_bar.clear();
+  w.since_barrier = 0;
   int sg = 0;
   auto put64 = [&](uint64_t v) { w.s[sg] = (uint32_t)v; w.s[sg + 1] = (uint32_t)(v >> 32); sg += 2; };
   if (kd.kp_private_segment_buffer) { sg += 4; }  // not supported on architected-flat-scratch targets
@@ -746,7 +771,7 @@ static inline unsigned int mxcsr_for_mode(unsigned int base, uint32_t mode) {
   return (base & ~(0x8040u | 0x6000u)) | rc[mode & 3] | dn[(mode >> 4) & 3];
 }
 
-void Ctx::run_wave(Wave& w) {
+void Ctx::run_wave(Wave& w, uint32_t quantum) {
   unsigned int base = _mm_getcsr();
   uint32_t cur = w.mode;
   _mm_setcsr(mxcsr_for_mode(base, cur));
@@ -756,11 +781,10 @@ void Ctx::run_wave(Wave& w) {
     const char* e = std::getenv("MOONMATH_EMU_WAVE_BUDGET");
     return e ? std::strtoull(e, nullptr, 10) : 4000000000ull;
   }();
-  uint64_t n = 0;
-  while (w.state == WS_RUN) {
+  for (uint32_t q = 0; w.state == WS_RUN && q < quantum; q++) {
     step(w);
     if (w.mode != cur) { cur = w.mode; _mm_setcsr(mxcsr_for_mode(base, cur)); }  // s_setreg of MODE
-    if (++n > kBudget)
+    if (++w.since_barrier > kBudget)
       throw EmuError("wave ran " + std::to_string(kBudget) + " instructions without reaching s_barrier or s_endpgm "
                      "(a spin-wait on another workgroup? set MOONMATH_EMU_WAVE_BUDGET to raise the limit), in " + where(w));
   }
@@ -769,6 +793,9 @@ void Ctx::run_wave(Wave& w) {
 void Ctx::step(Wave& w) {
   if (w.pc < 0 || w.pc >= (int)M.insts.size()) {
     throw EmuError("kernel '" + kd.name + "': program counter left the code (wave " + std::to_string(w.id) + ")");
+  }
+  if (w.mode & kModeGprIdxEn) [[unlikely]] {
+    if (step_gpr_indexed(w)) return;
   }
   const Inst& in = M.insts[w.pc];
   const XInst& x = M.x[w.pc];
@@ -798,6 +825,44 @@ void Ctx::step(Wave& w) {
   if (w.state != WS_DONE) w.pc = next;
 }
 
+// VGPR index mode (s_set_gpr_idx_on; CDNA3/CDNA4 ISA, "GPR indexing"): while MODE.gpr_idx_en is set,
+// a VALU instruction's VGPR operands enabled by M0[15:12] (bit 12 SRC0, 13 SRC1, 14 SRC2, 15 DST) use
+// register number + M0[7:0]. Other operands (SGPRs, constants) and non-VALU instructions are unaffected.
+// The indexed instruction runs as a re-decoded copy (rare: a few instructions per region in AITER's
+// MLA kernels). Returns false when the instruction is not a VALU one (it then executes as usual).
+// UNVERIFIED: AGPR operands and DPP/SDWA forms under indexing (refused), an index past v255 (refused).
+bool Ctx::step_gpr_indexed(Wave& w) {
+  if (w.pc < 0 || w.pc >= (int)M.insts.size()) return false;
+  const Inst& in0 = M.insts[w.pc];
+  const bool valu = in0.enc == ENC_VOP1 || in0.enc == ENC_VOP2 || in0.enc == ENC_VOPC || in0.enc == ENC_VOP3;
+  if (!valu) {
+    if (in0.enc == ENC_VOP3P || in0.enc == ENC_VOP3PX2)
+      unsupported(w, "VOP3P/MFMA instructions in VGPR index mode (s_set_gpr_idx_on) are not modelled");
+    return false;
+  }
+  if (in0.ext) unsupported(w, "DPP/SDWA instructions in VGPR index mode (s_set_gpr_idx_on) are not modelled");
+  const uint32_t m0 = w.s[124], idx = m0 & 0xff, en = (m0 >> 12) & 0xf;
+  Inst in = in0;
+  auto shift = [&](uint16_t& code, int nregs) {
+    if (code == OPC_NONE || code < OPC_VGPR) return;
+    if (code >= OPC_AGPR) unsupported(w, "AGPR operands in VGPR index mode (s_set_gpr_idx_on) are not modelled");
+    if (code - OPC_VGPR + idx + nregs > 256)
+      throw EmuError("VGPR index mode: v" + std::to_string(code - OPC_VGPR) + " + index " + std::to_string(idx) +
+                     " is past v255 in " + where(w));
+    code = (uint16_t)(code + idx);
+  };
+  for (int i = 0; i < 3; i++) if (en >> i & 1) shift(in.src[i], (in.nbits[i] + 31) / 32);
+  if (en >> 3 & 1) shift(in.dst, (in.dst_bits + 31) / 32);
+  XInst x;
+  analyse(in, x, gfx950);
+  icount[w.pc]++;
+  if (hz && w.pending()) hazard_regs(w, x, false);
+  if (!(x.avail & (gfx950 ? 2 : 1))) unsupported(w, in.row->name + " does not exist on this architecture");
+  exec_valu(w, in, x);
+  if (w.state != WS_DONE) w.pc = w.pc + 1;
+  return true;
+}
+
 // ============================================================================ SALU / SOPP
 uint32_t Ctx::getreg(Wave& w, int id) {
   switch (id) {
@@ -822,6 +887,8 @@ void Ctx::exec_salu(Wave& w, const Inst& in, int& next) {
   if (in.enc == ENC_SOPP) {
     switch (op) {
       case 0: case 14: case 15: case 16: case 17: case 19: case 20: case 21: case 22: case 31: return;  // nop, sleep, setprio, sendmsg, icache_inv, perf levels, ttrace
+      case 28: w.mode &= ~kModeGprIdxEn; return;                                                   // s_set_gpr_idx_off
+      case 29: w.s[124] = (w.s[124] & ~0xf000u) | ((uint32_t)(in.simm & 0xf) << 12); return;     // s_set_gpr_idx_mode
       case 1: w.vm_done = w.vm_issued; land_dma(w); w.state = WS_DONE; return;  // s_endpgm (outstanding loads complete)
       case 2: next = in.target; if (next < 0) throw EmuError("branch target is not an instruction in " + where(w)); return;
       case 4: if (!w.scc) next = in.target; break;
@@ -891,6 +958,13 @@ void Ctx::exec_salu(Wave& w, const Inst& in, int& next) {
       default: unsupported(w, "unsupported SOPK opcode " + in.row->name);
     }
   }
+  if (in.enc == ENC_SOPC && op == 17) {
+    // s_set_gpr_idx_on (ISA pseudocode): MODE.gpr_idx_en = 1; M0[7:0] = S0[7:0]; M0[15:12] = SIMM4
+    // (the raw SSRC1 bits: SRC0, SRC1, SRC2, DST enables)
+    w.mode |= kModeGprIdxEn;
+    w.s[124] = (w.s[124] & ~0xf0ffu) | (sv(w, in, 0) & 0xffu) | ((uint32_t)(in.simm & 0xf) << 12);
+    return;
+  }
   if (in.enc == ENC_SOPC) {
     uint32_t a = sv(w, in, 0), b = (op == 18 || op == 19) ? 0 : sv(w, in, 1);
     switch (op) {
@@ -918,6 +992,7 @@ void Ctx::exec_salu(Wave& w, const Inst& in, int& next) {
   if (in.enc == ENC_SOP1) {
     const uint16_t d = in.sdst;
     switch (op) {
+      case 50: w.s[124] = (w.s[124] & ~0xffu) | (sv(w, in, 0) & 0xffu); return;  // s_set_gpr_idx_idx: M0[7:0] = S0[7:0]
       case 0: sw(w, d, sv(w, in, 0)); return;
       case 1: sw64(w, d, sv64(w, in, 0)); return;
       case 2: if (w.scc) sw(w, d, sv(w, in, 0)); return;
@@ -1041,6 +1116,9 @@ static inline int dpp_src_lane(int l, unsigned c) {
   if (c >= 0x111 && c <= 0x11f) { int n = c & 0xf; return (l & 15) < n ? -1 : l - n; }
   // row_ror:n rotates right like row_shr:n shifts right: lane i reads lane i-n of its row (wrapping)
   if (c >= 0x121 && c <= 0x12f) { int n = c & 0xf; return (l & ~15) | (((l & 15) - n + 16) & 15); }
+  // row_newbcast:n (gfx90a+; LLVM's DppCtrl ROW_NEWBCAST 0x150-0x15F, the encoding of gfx10's row_share):
+  // every lane reads lane n of its own row of 16
+  if (c >= 0x150 && c <= 0x15f) return (l & ~15) | (int)(c & 0xf);
   switch (c) {
     case 0x130: return l == 63 ? -1 : l + 1;
     case 0x134: return (l + 1) & 63;
@@ -2040,8 +2118,8 @@ void Ctx::exec_ds(Wave& w, const Inst& in) {
   uint32_t* dst = in.dst != OPC_NONE ? w.row(in.dst) : nullptr;
   const uint32_t* d0 = in.src[1] != OPC_NONE ? w.row(in.src[1]) : nullptr;
   const uint32_t* d1 = in.src[2] != OPC_NONE ? w.row(in.src[2]) : nullptr;
-  auto ld = [&](uint32_t a, int n, int lane, void* out) { lds_check(w, a, n, false, lane); lds_track(w, a, n, false, 0, 0); std::memcpy(out, lds.data() + a, n); };
-  auto st = [&](uint32_t a, int n, int lane, const void* src) { lds_check(w, a, n, true, lane); lds_track(w, a, n, true, TK_DS, seq); std::memcpy(lds.data() + a, src, n); };
+  auto ld = [&](uint32_t a, int n, int lane, void* out) { lds_check(w, a, n, false, lane); lds_track(w, a, n, false, 0, 0); std::memcpy(out, lds.data() + a, n); b_lds_rd += (uint64_t)n; };
+  auto st = [&](uint32_t a, int n, int lane, const void* src) { lds_check(w, a, n, true, lane); lds_track(w, a, n, true, TK_DS, seq); std::memcpy(lds.data() + a, src, n); b_lds_wr += (uint64_t)n; };
   int nread = 0;  // dst registers written (for hazard tags)
   switch (op) {
     case 13: lanes(m, [&](int l) { st(addr[l] + off16, 4, l, &d0[l]); }); break;
@@ -2148,6 +2226,7 @@ void Ctx::exec_ds(Wave& w, const Inst& in) {
       lanes(m, [&](int l) {
         uint32_t a = addr[l] + off16; lds_check(w, a, nb, true, l);
         uint64_t old = 0; std::memcpy(&old, lds.data() + a, nb);
+        b_lds_rd += (uint64_t)nb; b_lds_wr += (uint64_t)nb;  // an LDS atomic reads and writes its dword(s)
         uint64_t v = w64 ? mk64(d0[l], d0[64 + l]) : d0[l];
         uint64_t v2 = d1 ? (w64 ? mk64(d1[l], d1[64 + l]) : d1[l]) : 0;
         uint64_t r = old;
@@ -2311,6 +2390,7 @@ void Ctx::exec_flat(Wave& w, const Inst& in) {
     bool ok = r && lo >= r->base && hi + o.bytes <= r->base + r->size && (r->writable || !o.store);
     if (!ok) { r = find_region(lo, hi + o.bytes - lo); ok = r && (r->writable || !o.store); if (ok) last_region = r; }
     if (ok) {
+      lanes(m, [&](int l) { touch(ga_l[l], o.bytes, o.store); });
       if (o.store) lanes(m, [&](int l) { uint8_t* p = reinterpret_cast<uint8_t*>(ga_l[l]);
         for (int i = 0; i < o.nregs; i++) std::memcpy(p + 4 * i, &data[i * 64 + l], 4); });
       else lanes(m, [&](int l) { const uint8_t* p = reinterpret_cast<const uint8_t*>(ga_l[l]);
@@ -2619,23 +2699,30 @@ Counters Module::launch(const std::string& name, const LaunchParams& P) {
           std::fill(C.waves[i].v + 256 * 64, C.waves[i].v + (256 + acc) * 64, 0);
           C.init_wave(C.waves[i], i, (uint32_t)nthreads);
         }
+        // The waves of a workgroup take turns of kQuantum instructions (round robin, wave order): close to
+        // the hardware, where they issue side by side, so code that relies on issue order across waves
+        // within a barrier interval (AITER's: every wave reads an LDS buffer right after a barrier, before
+        // any wave refills it) sees what it would on the GPU. Deterministic: the order is fixed.
         for (;;) {
-          bool any_run = false;
-          for (auto& w : C.waves) if (w.state == WS_RUN) { C.run_wave(w); }
-          // waves that yielded at a wait for direct-to-LDS data resume (and retire it) after the others ran
-          for (auto& w : C.waves) if (w.state == WS_YIELD) { w.state = WS_RUN; w.resume = true; }
-          int at_bar = 0, done = 0;
-          for (auto& w : C.waves) { if (w.state == WS_BARRIER) at_bar++; else if (w.state == WS_DONE) done++; else any_run = true; }
+          bool ran = false;
+          for (auto& w : C.waves) if (w.state == WS_RUN) { C.run_wave(w, kQuantum); ran = true; }
+          if (ran) continue;
+          // nobody can run: waves that yielded at a wait for direct-to-LDS data resume (and retire it)
+          bool resumed = false;
+          for (auto& w : C.waves) if (w.state == WS_YIELD) { w.state = WS_RUN; w.resume = true; resumed = true; }
+          if (resumed) continue;
+          int done = 0;
+          for (auto& w : C.waves) done += w.state == WS_DONE;
           if (done == C.nwaves) break;
-          if (!any_run && at_bar + done == C.nwaves) {
-            for (auto& w : C.waves) if (w.state == WS_BARRIER) w.state = WS_RUN;
-            C.epoch++;
-          }
+          for (auto& w : C.waves) if (w.state == WS_BARRIER) { w.state = WS_RUN; w.since_barrier = 0; }
+          C.epoch++;
         }
         nwg++;
       }
   // ---- counters
   Counters cnt;
+  cnt.vmem_load_bytes = C.b_vm_ld; cnt.vmem_store_bytes = C.b_vm_st; cnt.smem_bytes = C.b_sm;
+  cnt.lds_read_bytes = C.b_lds_rd; cnt.lds_write_bytes = C.b_lds_wr; cnt.global_lines = C.lines.size();
   for (auto& kv : C.hazard_sites) cnt.hazards.push_back(kv.second.message + " [" + std::to_string(kv.second.count) + " times]");
   cnt.workgroups = nwg;
   cnt.waves = nwg * C.nwaves;

@@ -28,6 +28,10 @@ struct Counters {
            barrier = 0, mfma = 0, branch = 0, waves = 0, workgroups = 0;
   std::map<std::string, uint64_t> mfma_by_opcode;
   std::vector<std::string> hazards;  // report-only mode: one message per distinct site
+  // bytes requested per lane access: VMEM loads (incl. direct-to-LDS) / stores (incl. atomics), scalar
+  // loads, LDS reads / writes by DS instructions; distinct 64-byte global lines touched by VMEM
+  uint64_t vmem_load_bytes = 0, vmem_store_bytes = 0, smem_bytes = 0, lds_read_bytes = 0, lds_write_bytes = 0,
+           global_lines = 0;
 };
 
 struct LaunchParams {

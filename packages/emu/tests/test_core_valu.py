@@ -291,6 +291,11 @@ def _source():
             ' asm volatile("s_nop 1\\n\\tv_mov_b32_dpp %0, %2 row_bcast:15 row_mask:0xa bank_mask:0xf\\n\\t'
             'v_mov_b32_dpp %1, %2 row_shr:1 row_mask:0xf bank_mask:0xf bound_ctrl:0" : "+v"(r), "+v"(q) : "v"(v));'
             ' out[2 * t] = r; out[2 * t + 1] = q; }\n')
+    # row_newbcast:n (gfx90a+): every lane reads lane n of its row; as AITER's MLA kernels use it, on a multiply
+    src += ('KERNEL void dpp_newbcast(const u32* a, const u32* b, u32* out) { u32 t = T; u32 v = a[t], w = b[t]; u32 r, q;'
+            ' asm volatile("s_nop 1\\n\\tv_mov_b32_dpp %0, %2 row_newbcast:5 row_mask:0xf bank_mask:0xf\\n\\t'
+            'v_mul_u32_u24_dpp %1, %2, %3 row_newbcast:15 row_mask:0xf bank_mask:0xf" : "=&v"(r), "=&v"(q) : "v"(v), "v"(w));'
+            ' out[2 * t] = r; out[2 * t + 1] = q; }\n')
     return src
 
 
@@ -427,3 +432,24 @@ def test_mode_register_rounding_and_denormals(build, arch):
     flushed = (xin.astype(np.float64) * y.astype(np.float64)).astype(np.float32)
     flushed = np.where(np.abs(flushed) < tiny, np.copysign(np.float32(0), flushed), flushed)
     assert np.array_equal(o[:, 3], flushed) and o[0, 3] == 0 and o[2, 3] == 0 and prod[2] != 0
+
+
+def test_dpp_row_newbcast(valu):
+    a = (np.arange(64, dtype=np.uint32) * 7 + 3) & 0xFFFFFF
+    b = np.arange(64, dtype=np.uint32) + 1000
+    out = np.zeros(128, dtype=np.uint32)
+    valu.launch("dpp_newbcast", grid=1, block=64, args=[a, b, out])
+    o = out.reshape(64, 2)
+    row = np.arange(64) // 16
+    assert np.array_equal(o[:, 0], a[row * 16 + 5])
+    assert np.array_equal(o[:, 1], (a[row * 16 + 15] * b).astype(np.uint32))  # src0 broadcast, src1 per lane
+    assert any("row_newbcast:5" in t for _, _, t in valu.disassemble())
+
+
+def test_dpp_row_newbcast_reassembles(build, arch):
+    from test_core_decoder import roundtrip
+
+    src = HEADER + "\n".join(ln for ln in _source().split("\n") if "dpp_newbcast" in ln or ln.startswith("#") or
+                             ln.startswith("typedef"))
+    bad = roundtrip(build(src, arch))
+    assert not bad, "\n".join(bad[:20])

@@ -58,11 +58,6 @@ MM_DEVICE void widen16(const mm::u32x4& w, uint32_t out[8]) {
   }
 }
 
-// Generic pointers into the kernel's LDS array: after inlining, address-space inference turns these
-// into ds_write_b128 / ds_read_b128.
-MM_DEVICE void lds_write_b128(uint8_t* base, uint32_t off, mm::u32x4 v) { *(mm::u32x4*)(base + off) = v; }
-MM_DEVICE mm::u32x4 lds_read_b128(const uint8_t* base, uint32_t off) { return *(const mm::u32x4*)(base + off); }
-
 }  // namespace
 
 MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void mla_decode_a16w8_fwd_shared(
@@ -156,8 +151,8 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
         uint32_t w[8];
         widen16(raw.k[u], w);
         const uint32_t off = ktok[u] * kKStride + 2u * kcol[u];
-        lds_write_b128(ks, off, mm::u32x4{w[0], w[1], w[2], w[3]});
-        lds_write_b128(ks, off + 16u, mm::u32x4{w[4], w[5], w[6], w[7]});
+        mm::lds_write_b128(ks, off, mm::u32x4{w[0], w[1], w[2], w[3]});
+        mm::lds_write_b128(ks, off + 16u, mm::u32x4{w[4], w[5], w[6], w[7]});
       }
     }
     if (v_role) {
@@ -183,8 +178,8 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
           d[2 * cc] = mm::pack_bf16x2_hi(f[0][cc >> 1][cc & 1], f[1][cc >> 1][cc & 1]);
           d[2 * cc + 1] = mm::pack_bf16x2_hi(f[2][cc >> 1][cc & 1], f[3][cc >> 1][cc & 1]);
         }
-        lds_write_b128(vs, vb + 32u * q, mm::u32x4{d[0], d[1], d[2], d[3]});
-        lds_write_b128(vs, vb + 32u * q + 16u, mm::u32x4{d[4], d[5], d[6], d[7]});
+        mm::lds_write_b128(vs, vb + 32u * q, mm::u32x4{d[0], d[1], d[2], d[3]});
+        mm::lds_write_b128(vs, vb + 32u * q + 16u, mm::u32x4{d[4], d[5], d[6], d[7]});
       }
     }
   };
@@ -240,7 +235,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
     mm::f32x4 s = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
     for (int m = 0; m < 18; ++m) {
-      const mm::u32x4 kw = lds_read_b128(ks, i * kKStride + 2u * (144u * g + 8u * m));
+      const mm::u32x4 kw = mm::lds_read_b128(ks, i * kKStride + 2u * (144u * g + 8u * m));
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const mm::u32x2 ka = {kw[2 * h], kw[2 * h + 1]};
@@ -281,7 +276,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
     const uint32_t vb = (i * 4u + g) * kVBlock;
 #pragma unroll
     for (int c2 = 0; c2 < 16; ++c2) {
-      const mm::u32x4 vw = lds_read_b128(vs, vb + 16u * c2);
+      const mm::u32x4 vw = mm::lds_read_b128(vs, vb + 16u * c2);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const mm::u32x2 va = {vw[2 * h], vw[2 * h + 1]};

@@ -31,9 +31,7 @@ constexpr int kRowBytes = 256;       // bf16 bytes of one A row in one slab
 constexpr int kGranulesPerRow = 16;  // 16-byte granules per A row per slab
 constexpr uint32_t kOOB = 0x80000000u;  // voffset past every buffer we build: loads return 0
 
-// v_perm_b32: byte i of the result is byte sel.byte[i] of the 8-byte value {hi:lo}
-// (0..3 pick lo's bytes, 4..7 hi's; 0x0C gives 0x00). One-off builtin, no common primitive yet.
-MM_DEVICE uint32_t perm(uint32_t hi, uint32_t lo, uint32_t sel) { return __builtin_amdgcn_perm(hi, lo, sel); }
+// perm(hi, lo, sel) below is mm::perm (moonmath/convert.hpp): one v_perm_b32.
 
 // Dequantisation table of one E8M0 scale byte e: the bf16 bit patterns of c * 2^(e-127) for the E2M1
 // magnitudes c = {0, .5, 1, 1.5, 2, 3, 4, 6}, split into high and low bytes so that v_perm can look four
@@ -81,10 +79,13 @@ MM_DEVICE ScaleTable load_table(const uint8_t* tables, uint32_t e) {
   return t;
 }
 
+// The MFMA of both kernels (moonmath/tile.hpp): A = dequantised weights, B = activations.
+typedef Mfma16x16x16Bf16 Mma;
+
 // 8 nibbles (k = 0..3 in the low nibbles of bytes 0..3, k = 4..7 in the high nibbles) -> two MFMA
 // operands of 4 bf16 in k order: lo = k 0..3, hi = k 4..7.
 struct Dequant8 {
-  i16x4 lo, hi;
+  FragA<Mma> lo, hi;
 };
 
 MM_DEVICE Dequant8 dequant8(uint32_t w, const ScaleTable& t) {
@@ -95,8 +96,8 @@ MM_DEVICE Dequant8 dequant8(uint32_t w, const ScaleTable& t) {
   const uint32_t h47 = perm(t.h47, t.h03, m47) | (w & 0x80808080u);
   const uint32_t l47 = perm(t.l47, t.l03, m47);
   Dequant8 r;
-  r.lo = bit_cast<i16x4>(u32x2{perm(h03, l03, 0x05010400u), perm(h03, l03, 0x07030602u)});
-  r.hi = bit_cast<i16x4>(u32x2{perm(h47, l47, 0x05010400u), perm(h47, l47, 0x07030602u)});
+  r.lo.w = u32x2{perm(h03, l03, 0x05010400u), perm(h03, l03, 0x07030602u)};
+  r.hi.w = u32x2{perm(h47, l47, 0x05010400u), perm(h47, l47, 0x07030602u)};
   return r;
 }
 
@@ -140,37 +141,19 @@ MM_DEVICE WeightSlab load_weight_slab(const ExpertWeights& ew, uint32_t index0, 
 
 // A tile of one slab in LDS: BM rows of 256 bytes; the 16-byte granule g of row r sits at granule
 // slot g ^ (r & 15), so the 16 rows one ds_read_b128 touches hit 16 different granule slots.
-MM_DEVICE uint32_t a_lds_offset(uint32_t row, uint32_t granule) {
-  return row * kRowBytes + ((granule ^ (row & 15u)) << 4);
-}
-
-// Activation operands of one 16-row subtile for the 8 MFMAs of a slab: lane (q, j) reads row j's
-// k = 32q .. 32q+31 (granules 4q..4q+3). frag[m] feeds MFMA m.
-struct ActFrag {
-  i16x4 m[8];
-};
-
-MM_DEVICE ActFrag load_act_frag(const uint8_t* slab_base, uint32_t sub) {
-  const uint32_t lane = lane_id(), q = lane >> 4, j = lane & 15u;
-  const uint32_t row = sub * 16u + j;
-  ActFrag f;
-#pragma unroll
-  for (int p = 0; p < 4; ++p) {
-    const u32x4 v = *(const u32x4*)(slab_base + a_lds_offset(row, q * 4u + p));
-    f.m[2 * p] = bit_cast<i16x4>(u32x2{v.x, v.y});
-    f.m[2 * p + 1] = bit_cast<i16x4>(u32x2{v.z, v.w});
-  }
-  return f;
-}
+typedef XorLds<kRowBytes, 16, 16> SlabLds;
+MM_DEVICE uint32_t a_lds_offset(uint32_t row, uint32_t granule) { return SlabLds::offset(row, granule * 16u); }
 
 // acc[r][t] += W(tile t)^T-ish x A(subtile r) over one slab: dequantise each tile's granule once and
-// use it against every row subtile.
+// use it against every row subtile. The activation operands of a 16-row subtile are k-blocked over
+// the slab's 8 MFMAs (lane (q, j) reads row j's k = 32q .. 32q+31, granules 4q..4q+3; a[r][m] feeds
+// MFMA m), matching the weights' granule of k-block q.
 template <int SUBS, int TILES>
-MM_DEVICE void slab_mma(f32x4 (&acc)[SUBS][TILES], const WeightSlab (&ws)[TILES], const uint8_t* slab_base,
+MM_DEVICE void slab_mma(FragC<Mma> (&acc)[SUBS][TILES], const WeightSlab (&ws)[TILES], const uint8_t* slab_base,
                         const uint8_t* tables) {
-  ActFrag a[SUBS];
+  FragB<Mma> a[SUBS][8];
 #pragma unroll
-  for (int r = 0; r < SUBS; ++r) a[r] = load_act_frag(slab_base, r);
+  for (int r = 0; r < SUBS; ++r) lds_load_b_blocked<SlabLds, 8>(a[r], slab_base, 16u * r);
 #pragma unroll
   for (int t = 0; t < TILES; ++t) {
     const ScaleTable tab = load_table(tables, ws[t].scale);
@@ -180,8 +163,8 @@ MM_DEVICE void slab_mma(f32x4 (&acc)[SUBS][TILES], const WeightSlab (&ws)[TILES]
       const Dequant8 b = dequant8(nib[d], tab);
 #pragma unroll
       for (int r = 0; r < SUBS; ++r) {
-        acc[r][t] = mfma_16x16x16_bf16(b.lo, a[r].m[2 * d], acc[r][t]);
-        acc[r][t] = mfma_16x16x16_bf16(b.hi, a[r].m[2 * d + 1], acc[r][t]);
+        mma(acc[r][t], b.lo, a[r][2 * d], acc[r][t]);
+        mma(acc[r][t], b.hi, a[r][2 * d + 1], acc[r][t]);
       }
     }
   }

@@ -82,11 +82,11 @@ MM_DEVICE void down(const uint16_t* A, const uint8_t* W, const uint8_t* S, uint1
 #pragma unroll
     for (int t = 0; t < NT; ++t) widx[t] = weight_index(ew, wave_col + 16u * t + (lane & 15u));
 
-    f32x4 acc[SUBS][NT];
+    FragC<Mma> acc[SUBS][NT];
 #pragma unroll
     for (int r = 0; r < SUBS; ++r)
 #pragma unroll
-      for (int t = 0; t < NT; ++t) acc[r][t] = f32x4{0.f, 0.f, 0.f, 0.f};
+      for (int t = 0; t < NT; ++t) acc[r][t] = zeros<Mma>();
 
     // Weights one slab ahead; the slab loop is unrolled, so no register copies stall on the loads.
     WeightSlab ws[KS][NT];
@@ -107,7 +107,7 @@ MM_DEVICE void down(const uint16_t* A, const uint8_t* W, const uint8_t* S, uint1
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
         const uint32_t col0 = wave_col + 16u * t + 4u * (lane >> 4);
-        if (col0 < N) store_out4(cbuf, c_mis, rows[r].slot, N, col0, N, acc[r][t] * rw[r]);
+        if (col0 < N) store_out4(cbuf, c_mis, rows[r].slot, N, col0, N, acc[r][t].v * rw[r]);
       }
     }
   }

@@ -71,11 +71,11 @@ MM_DEVICE void gateup(const uint16_t* A, const uint8_t* W, const uint8_t* S, uin
   }
   const uint32_t g = tid & 15u;
 
-  f32x4 acc[SUBS][TILES];
+  FragC<Mma> acc[SUBS][TILES];
 #pragma unroll
   for (int r = 0; r < SUBS; ++r)
 #pragma unroll
-    for (int t = 0; t < TILES; ++t) acc[r][t] = f32x4{0.f, 0.f, 0.f, 0.f};
+    for (int t = 0; t < TILES; ++t) acc[r][t] = zeros<Mma>();
 
   // Prologue: dequantisation tables and slab 0 to LDS, slab 0 weights in flight.
   build_tables(tables);
@@ -130,11 +130,11 @@ MM_DEVICE void gateup(const uint16_t* A, const uint8_t* W, const uint8_t* S, uin
       if (col0 >= nout) continue;
       f32x4 v;
       if constexpr (EPI == kEpiSitu) {
-        const f32x4 gt = acc[r][t], up = acc[r][NT + t];
+        const f32x4 gt = acc[r][t].v, up = acc[r][NT + t].v;
         v = f32x4{situ(gt.x, up.x, beta, inv_beta, lin, inv_lin), situ(gt.y, up.y, beta, inv_beta, lin, inv_lin),
                   situ(gt.z, up.z, beta, inv_beta, lin, inv_lin), situ(gt.w, up.w, beta, inv_beta, lin, inv_lin)};
       } else {
-        v = acc[r][t];
+        v = acc[r][t].v;
       }
       store_out4(cbuf, c_mis, ri.slot, nout, col0, nout, v * w);
     }
