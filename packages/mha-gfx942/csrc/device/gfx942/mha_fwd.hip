@@ -1,6 +1,6 @@
 // bf16 MHA forward for gfx942 (MI300X): O = softmax(Q K^T / sqrt(128)) V, head dim 128, fp32 online
 // softmax in the log2 domain, bf16 output rounded RTNA / RTNE / RTZ (one kernel per mode; P and O are
-// rounded by the same rule, NaN output canonical 0x7FFF for RTNE/RTNA).
+// rounded by the same rule; NaN output is the canonical 0x7FFF in every mode, as the reference backend).
 //
 // Tiling. A workgroup of 4 waves (256 threads, one wave per SIMD) owns 256 q rows of one (batch, head):
 // wave w holds four 16-row q tiles (rows 64w .. 64w+63) in registers for the whole kernel, with their O
@@ -58,30 +58,28 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
   const mm::buffer_rsrc kr = head_buffer(k, ks, bh, heads, skv);
   const mm::buffer_rsrc vr = mm::make_buffer((const char*)vt + (uint64_t)bh * nkb * kVtBlockBytes, nkb * kVtBlockBytes);
 
-  Row16B qf[kQTilesPerWave][4];
-  Acc o[kQTilesPerWave][kDTiles];
-  float m[kQTilesPerWave], l[kQTilesPerWave];
+  FragB qf[kQTilesPerWave][kKSteps];
+  FragC o[kQTilesPerWave][kDTiles];
+  GatedColSoftmax sm[kQTilesPerWave];
 #pragma unroll
   for (uint32_t i = 0; i < kQTilesPerWave; ++i) {
-    load_rows16(qf[i], qr, row0 + 16u * i, qs.row);
-    m[i] = -__builtin_inff();
-    l[i] = 0.f;
+    load_rows16_kpair(qf[i], qr, row0 + 16u * i, qs.row);
 #pragma unroll
-    for (uint32_t dt = 0; dt < kDTiles; ++dt) o[i][dt] = Acc{0.f, 0.f, 0.f, 0.f};
+    for (uint32_t dt = 0; dt < kDTiles; ++dt) o[i][dt] = mm::zeros<S16>();
   }
 
   // Software pipeline without double buffers: K(n) is in registers when iteration n starts; V_t(n) is
   // issued first and lands while the QK phase of all four tiles runs; K(n + nparts) is issued right after
   // the QK phase (the K registers are free then) and lands during softmax + PV. A load past the last
   // block reads beyond num_records (zeros) and is never used.
-  Row16B kf[kKvSub][4];
+  FragA kf[kKvSub][kKSteps];
 #pragma unroll
-  for (uint32_t t = 0; t < kKvSub; ++t) load_rows16(kf[t], kr, part * kKvBlock + 16u * t, ks.row);
+  for (uint32_t t = 0; t < kKvSub; ++t) load_rows16_kpair(kf[t], kr, part * kKvBlock + 16u * t, ks.row);
   for (uint32_t n = part; n < nkb; n += nparts) {
-    Row16B vf[kDTiles][2];
+    FragA vf[kDTiles][kKvSub];
     load_vt_block(vf, vr, n);
     issue_fence();  // keep the V_t loads ahead of the QK phase (LLVM would sink them down to the PV)
-    Acc s[kQTilesPerWave][kKvSub];
+    FragC s[kQTilesPerWave][kKvSub];
     mm::set_priority<3>();
 #pragma unroll
     for (uint32_t i = 0; i < kQTilesPerWave; ++i)
@@ -89,36 +87,33 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
       for (uint32_t t = 0; t < kKvSub; ++t) s[i][t] = qk_tile(kf[t], qf[i]);
     mm::set_priority<0>();
 #pragma unroll
-    for (uint32_t t = 0; t < kKvSub; ++t) load_rows16(kf[t], kr, (n + nparts) * kKvBlock + 16u * t, ks.row);
+    for (uint32_t t = 0; t < kKvSub; ++t) load_rows16_kpair(kf[t], kr, (n + nparts) * kKvBlock + 16u * t, ks.row);
+    issue_fence();
     const bool first = n == part;
     const bool partial_block = (n + 1) * kKvBlock > skv;
 #pragma unroll
     for (uint32_t i = 0; i < kQTilesPerWave; ++i) {
       if (partial_block) mask_kv_tail(s[i], n * kKvBlock, skv);
-      mm::i16x4 p[kKvSub];
-      softmax_block<R>(s[i], p, o[i], m[i], l[i], first);
+      sm[i].update(s[i], o[i], first);
       mm::set_priority<3>();
-      pv_block(o[i], vf, p);
+      pv_block<R>(o[i], vf, s[i]);
       mm::set_priority<0>();
     }
   }
 
 #pragma unroll
   for (uint32_t i = 0; i < kQTilesPerWave; ++i) {
-    const float lsum = row_sum_quads(l[i]);
+    const float lsum = sm[i].sum_l();
     const uint32_t r = row0 + 16u * i;
     if constexpr (kSplit) {
       // Partial: O unnormalised (fp32) and the row's (m, l); rows of the CTA, not of the sequence.
-      const uint32_t cta_row = r - qb * kCtaRows + col_id();
-      const mm::buffer_rsrc wo = mm::make_buffer(ws_o + (uint64_t)slot * kCtaRows * kHeadDim, kCtaRows * kHeadDim * 4u);
-#pragma unroll
-      for (uint32_t dt = 0; dt < kDTiles; ++dt)
-        mm::buffer_store_b128(__builtin_bit_cast(mm::u32x4, o[i][dt]), wo,
-                              (cta_row * kHeadDim + 16u * dt + 4u * quad_id()) * 4u);
+      const uint32_t cta_row = r - qb * kCtaRows;
+      store_o_partial(o[i], mm::make_buffer(ws_o + (uint64_t)slot * kCtaRows * kHeadDim, kCtaRows * kHeadDim * 4u),
+                      cta_row);
       if (quad_id() == 0) {
         const mm::buffer_rsrc wm = mm::make_buffer(ws_ml + (uint64_t)slot * kCtaRows * 2u, kCtaRows * 8u);
-        mm::buffer_store_b64(mm::u32x2{__builtin_bit_cast(uint32_t, m[i]), __builtin_bit_cast(uint32_t, lsum)}, wm,
-                             cta_row * 8u);
+        mm::buffer_store_b64(mm::u32x2{__builtin_bit_cast(uint32_t, sm[i].m), __builtin_bit_cast(uint32_t, lsum)},
+                             wm, (cta_row + col_id()) * 8u);
       }
     } else {
       store_o_tile<R>(o[i], lsum, head_buffer(out, qs, bh, heads, sq), r, qs.row);
@@ -157,7 +152,7 @@ MM_DEVICE void merge(const float* ws_o, const float* ws_ml, const int32_t* table
   }
   if (row >= sq) return;
   const float inv = big_l == 0.f ? 0.f : mm::rcp(big_l);
-  const mm::u32x2 w = {pack_o<R>(acc[0] * inv, acc[1] * inv), pack_o<R>(acc[2] * inv, acc[3] * inv)};
+  const mm::u32x2 w = {mm::pack_bf16x2<R>(acc[0] * inv, acc[1] * inv), mm::pack_bf16x2<R>(acc[2] * inv, acc[3] * inv)};
   mm::buffer_store_b64(w, head_buffer(out, qs, bh, heads, sq), row * qs.row + col * 2u);
 }
 
