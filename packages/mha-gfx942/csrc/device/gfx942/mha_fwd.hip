@@ -1,6 +1,6 @@
 // bf16 MHA forward for gfx942 (MI300X): O = softmax(Q K^T / sqrt(128)) V, head dim 128, fp32 online
 // softmax in the log2 domain, bf16 output rounded RTNA / RTNE / RTZ (one kernel per mode; P and O are
-// rounded by the same rule; NaN output is the canonical 0x7FFF in every mode, as the reference backend).
+// rounded by the same rule; NaN output canonical 0x7FFF for RTNE/RTNA, RTZ truncates NaN like AITER's).
 //
 // Tiling. A workgroup of 4 waves (256 threads, one wave per SIMD) owns 256 q rows of one (batch, head):
 // wave w holds four 16-row q tiles (rows 64w .. 64w+63) in registers for the whole kernel, with their O
@@ -152,7 +152,7 @@ MM_DEVICE void merge(const float* ws_o, const float* ws_ml, const int32_t* table
   }
   if (row >= sq) return;
   const float inv = big_l == 0.f ? 0.f : mm::rcp(big_l);
-  const mm::u32x2 w = {mm::pack_bf16x2<R>(acc[0] * inv, acc[1] * inv), mm::pack_bf16x2<R>(acc[2] * inv, acc[3] * inv)};
+  const mm::u32x2 w = {pack_o<R>(acc[0] * inv, acc[1] * inv), pack_o<R>(acc[2] * inv, acc[3] * inv)};
   mm::buffer_store_b64(w, head_buffer(out, qs, bh, heads, sq), row * qs.row + col * 2u);
 }
 

@@ -157,15 +157,29 @@ MM_DEVICE void pv_block(FragC (&o)[kDTiles], const FragA (&v)[kDTiles][kKvSub], 
     for (uint32_t t = 0; t < kKvSub; ++t) mm::mma(o[dt], v[dt][t], pb[t], o[dt]);
 }
 
-// Normalise and store one q tile's O rows (bf16, canonical NaN 0x7FFF, one b64 per lane and d-tile).
-// Rows beyond the buffer are dropped by the descriptor. inv = 0 for an all-zero row sum.
+// Output pair packing: RTNE/RTNA with NaN -> 0x7FFF (numerics.hpp), RTZ plain truncation like AITER's
+// RTZ kernel (NaN stays a NaN with its truncated payload and sign).
+template <mm::Round R>
+MM_DEVICE uint32_t pack_o(float lo, float hi) {
+  if constexpr (R == mm::Round::RTZ) return __builtin_amdgcn_perm(__builtin_bit_cast(uint32_t, hi),
+                                                                  __builtin_bit_cast(uint32_t, lo), 0x07060302u);
+  else return mm::pack_bf16x2<R>(lo, hi);
+}
+
+// Normalise and store one q tile's O rows (bf16 packed by pack_o, one b64 per lane and d-tile). Rows
+// beyond the buffer are dropped by the descriptor. inv = 0 for an all-zero row sum.
 template <mm::Round R>
 MM_DEVICE void store_o_tile(FragC (&o)[kDTiles], float l, mm::buffer_rsrc r, uint32_t row0, uint32_t row_stride) {
   const ColVec inv = {l == 0.f ? 0.f : mm::rcp(l)};
 #pragma unroll
   for (uint32_t dt = 0; dt < kDTiles; ++dt) {
     mm::mul_cols(o[dt], inv);
-    mm::store_ct_bf16<R>(o[dt], r, row0 * row_stride + dt * 32u, row_stride);
+    if constexpr (R == mm::Round::RTZ) {
+      const mm::PackedC<S16> p = pack_p<R>(o[dt]);  // truncation: the raw pack is the output rule
+      mm::buffer_store_b64(mm::u32x2{p.w[0], p.w[1]}, r, (row0 + col_id()) * row_stride + dt * 32u + quad_id() * 8u);
+    } else {
+      mm::store_ct_bf16<R>(o[dt], r, row0 * row_stride + dt * 32u, row_stride);
+    }
   }
 }
 
