@@ -22,12 +22,14 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
         k: bf16, contiguous, same layout, ``Skv`` rows; batch, heads and head dim equal q's (no GQA).
         v: bf16, contiguous, exactly k's shape.
         out: optional bf16 contiguous tensor of q's shape, filled in place and returned.
-        round_mode: rounding of the bf16 output: "rtna" (default), "rtne" or "rtz". NaN is written as
-            the canonical 0x7FFF in every mode.
+        round_mode: rounding of the bf16 probabilities (kernels) and output: "rtna" (default), "rtne" or
+            "rtz". NaN is written as the canonical 0x7FFF for RTNE/RTNA (and by the reference backend in
+            every mode); the gfx942 kernel's RTZ truncates NaN like AITER's RTZ kernel.
         layout: "bhsd" or "bshd"; inputs are read in that layout, the output has it too.
 
     Sq >= 1 and Skv >= 1 independently (cross-attention). No causal mask, no GQA, no varlen;
-    softmax scale fixed at 1/sqrt(128).
+    softmax scale fixed at 1/sqrt(128). On emu/hip the gfx942 kernels run (docs/kernels/mha_gfx942.md),
+    with the tail KV-split when the planner's cost model says it pays (``MOONMATH_NO_TAIL=1``: never).
 
     Returns:
         The output, bf16, q's shape and layout (``out`` when given).
