@@ -75,13 +75,15 @@ def main() -> int:
         q, k, v = (torch.randn(B, S, H, D, dtype=torch.bfloat16, device="cuda") for _ in range(3))
         out = torch.empty_like(q)
         for mode in args.modes:
+            def ours_fn(q=q, k=k, v=v, out=out, mode=mode):
+                mha.forward(q, k, v, out=out, layout="bshd", round_mode=mode)
+
+            def aiter_fn(q=q, k=k, v=v, mode=mode):
+                flash_attn_func(q, k, v, how_v3_bf16_cvt=AITER_CVT[mode])
+
             with use_backend("hip"):
-                ours = time_ms(lambda: mha.forward(q, k, v, out=out, layout="bshd", round_mode=mode),
-                               args.passes, args.iters)
-            theirs = None
-            if flash_attn_func is not None:
-                theirs = time_ms(lambda: flash_attn_func(q, k, v, how_v3_bf16_cvt=AITER_CVT[mode]),
-                                 args.passes, args.iters)
+                ours = time_ms(ours_fn, args.passes, args.iters)
+            theirs = time_ms(aiter_fn, args.passes, args.iters) if flash_attn_func is not None else None
             speed = f"{theirs / ours:.2f}x" if theirs else "-"
             print(f"| ({B}, {H}, {S}, {D}) | {mode.upper()} | {ours:.3f} | "
                   f"{f'{theirs:.3f}' if theirs else '-'} | {speed} |")

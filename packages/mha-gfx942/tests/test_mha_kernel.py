@@ -44,7 +44,8 @@ def test_against_fp64(emu_backend, shape, mode):
     check_fp64(out, oracle_fp64(q, k, v), mode)
 
 
-@pytest.mark.parametrize("shape", [(1, 2, 65, 1000), (2, 3, 385, 63), (1, 1, 1, 64)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("shape", [(1, 2, 65, 1000), (2, 3, 385, 63), (1, 1, 1, 64)],
+                         ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("mode", MODES)
 def test_bshd_equals_bhsd_bitwise_and_out_in_place(emu_backend, shape, mode):
     B, H, Sq, Skv = shape
@@ -146,3 +147,32 @@ def test_no_tail_env_disables_the_split(monkeypatch):
     assert p.tail == 0 and p.parts == 1 and p.n_dense == p.n_work == 6
     monkeypatch.delenv("MOONMATH_NO_TAIL")
     assert kernel.plan(385, 1000, 3, 4, min_kv_blocks=4).tail == 2
+
+
+# --- heavier sweeps (MOONMATH_RUN_SLOW=1 or -m slow) ---------------------------------------------------------------
+
+LENGTHS = (1, 63, 64, 65, 383, 384, 385, 1000)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sq", LENGTHS)
+@pytest.mark.parametrize("skv", LENGTHS)
+def test_sweep_all_length_pairs(emu_backend, sq, skv):
+    """Every (Sq, Skv) pair of the issue's lengths, B*H = 2 x 3, the three modes rotating, both layouts."""
+    mode = MODES[(sq + skv) % 3]
+    layout = ("bhsd", "bshd")[(sq * 7 + skv) % 2]
+    q, k, v = qkv(2, 3, sq, skv, layout=layout, seed=sq * 1000 + skv, scale=1.5)
+    check_fp64(mha.forward(q, k, v, round_mode=mode, layout=layout), oracle_fp64(q, k, v, layout), mode)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES)
+def test_sweep_forced_splits(emu_backend, mode):
+    """Tail splits of several shapes and CU counts against float64."""
+    for B, H, Sq, Skv, cus in [(1, 5, 300, 1500, 4), (2, 3, 257, 3000, 5), (1, 7, 1, 2048, 3)]:
+        p = kernel.plan(Sq, Skv, B * H, cus, enabled=True, min_kv_blocks=4)
+        assert p.tail > 0, (B, H, Sq, Skv, cus)
+        q, k, v = qkv(B, H, Sq, Skv, seed=Skv)
+        out = torch.empty_like(q)
+        kernel.run(q, k, v, out, "bhsd", mode, cus=cus, min_kv_blocks=4)
+        check_fp64(out, oracle_fp64(q, k, v), mode)

@@ -39,8 +39,9 @@ def test_isa_budget(kernel):
 
 def test_no_agpr_used_as_spill_space():
     """AGPRs in the dense kernels hold MFMA accumulators and load destinations used by MFMAs directly. VALU
-    work on an AGPR-resident accumulator goes through v_accvgpr_read/write: today 49 / 52 / 12 (rtna / rtne / rtz), most of
-    those in the main loop at the gated O rescale (some O fragments live in AGPRs), a handful elsewhere. A jump above 64 means the compiler has started parking values (the step before spills)."""
+    work on an AGPR-resident accumulator goes through v_accvgpr_read/write: today 49 / 52 / 12 of them
+    (rtna / rtne / rtz), most in the main loop at the gated O rescale (some O fragments live in AGPRs). A jump
+    above 64 means the compiler has started parking values (the step before spills)."""
     if ARCH not in KERNELS.archs_built():
         pytest.skip("this build has no gfx942 code objects")
     emu = pytest.importorskip("moonmath_emu")

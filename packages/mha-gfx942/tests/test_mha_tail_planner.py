@@ -18,7 +18,8 @@ def test_cpp_unit_test(tmp_path):
         pytest.skip("no host C++ compiler")
     exe = tmp_path / "mha_tail_planner_test"
     src = HERE / "cpp" / "mha_tail_planner_test.cpp"
-    subprocess.run([cxx, "-std=c++17", "-O1", "-Wall", "-Werror", f"-I{HOST}", f"-I{CONFIG}", str(src), "-o", str(exe)], check=True)
+    subprocess.run([cxx, "-std=c++17", "-O1", "-Wall", "-Werror", f"-I{HOST}", f"-I{CONFIG}", str(src), "-o", str(exe)],
+                   check=True)
     r = subprocess.run([str(exe)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
 

@@ -81,6 +81,9 @@ def run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, la
         if (rows - 1) * row + 256 >= _U32:
             raise ValueError(f"{OP}: one head of {name} spans more than 4 GiB ({rows} rows {row} bytes apart); the "
                              f"gfx942 kernel addresses a head's rows with 32-bit buffer offsets")
+    if nkb * KV_BLOCK * 256 >= _U32:
+        raise ValueError(f"{OP}: k/v sequence length {Skv} is too long for the gfx942 kernel's 32-bit V_t offsets "
+                         f"(at most {(_U32 - 1) // 256 // KV_BLOCK * KV_BLOCK - 1} rows)")
     if bh >= 1 << 31 or nqb * bh >= 1 << 31:
         raise ValueError(f"{OP}: too many (batch * heads, q blocks) work items for a 1-D grid: {bh} x {nqb}")
     p = plan(Sq, Skv, bh, device_cus(q.device) if cus is None else int(cus), tail, min_kv_blocks)
@@ -99,6 +102,7 @@ def run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, la
         ws_ml = torch.empty(p.ws_ml_floats, dtype=torch.float32, device=dev)
         counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, split, grid=p.slots, block=256,
                                        args=[q, k, vt, ws_o, ws_ml, sched, p.slots, Sq, Skv, H, *qs, *ks]))
-        counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, merge, grid=p.tail * (CTA_ROWS // _C.MERGE_ROWS_PER_CTA), block=256,
+        merge_grid = p.tail * (CTA_ROWS // _C.MERGE_ROWS_PER_CTA)
+        counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, merge, grid=merge_grid, block=256,
                                        args=[ws_o, ws_ml, table, out, Sq, H, *qs, p.tail]))
     return counters
