@@ -100,6 +100,15 @@ def test_planted_nan_inf_positions(emu_backend, mode):
     assert float(((out.double() - ref).abs() / row_ulp(ref))[0, 0][fin[0, 0]].max()) <= ULPS[mode]
 
 
+def test_misaligned_base_is_rejected_naming_the_argument(emu_backend):
+    q, k, v = qkv(1, 1, 8, 8, seed=9)
+    flat = torch.zeros(k.numel() + 1, dtype=torch.bfloat16)
+    k_off = flat[1:].view(k.shape)  # contiguous, but 2 bytes past a 16-byte boundary
+    k_off.copy_(k)
+    with pytest.raises(ValueError, match="k must start on a 16-byte boundary"):
+        mha.forward(q, k_off, v)
+
+
 # --- the tail KV-split, forced by a small CU count -------------------------------------------------------------
 
 def forced_split(B, H, Sq, Skv, cus):

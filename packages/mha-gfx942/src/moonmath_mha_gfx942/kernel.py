@@ -86,6 +86,10 @@ def run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, la
                          f"(at most {(_U32 - 1) // 256 // KV_BLOCK * KV_BLOCK - 1} rows)")
     if bh >= 1 << 31 or nqb * bh >= 1 << 31:
         raise ValueError(f"{OP}: too many (batch * heads, q blocks) work items for a 1-D grid: {bh} x {nqb}")
+    for name, t in (("q", q), ("k", k), ("v", v), ("out", out)):
+        if t.data_ptr() % 16:
+            raise ValueError(f"{OP}: {name} must start on a 16-byte boundary for the gfx942 kernel's 16-byte loads "
+                             f"and stores; got address {t.data_ptr():#x} (pass a fresh or .clone()d tensor)")
     p = plan(Sq, Skv, bh, device_cus(q.device) if cus is None else int(cus), tail, min_kv_blocks)
     dense, split, merge = kernel_names(round_mode)
     dev = q.device
