@@ -20,6 +20,8 @@ GATEUP_VGPR = {(16, 1, "none"): 64, (16, 2, "none"): 84, (16, 3, "none"): 104, (
                (32, 2, "none"): 112, (32, 3, "none"): 132, (48, 1, "none"): 76, (48, 2, "none"): 144,
                (48, 3, "none"): 168, (16, 1, "situ"): 88, (16, 2, "situ"): 120, (32, 1, "situ"): 120,
                (32, 2, "situ"): 156, (48, 1, "situ"): 148, (48, 2, "situ"): 200}
+# SwiGLU variants hold the same accumulators as SituGLU (gate and up tiles): same ceilings.
+GATEUP_VGPR.update({(bm, nt, "silu"): v for (bm, nt, epi), v in list(GATEUP_VGPR.items()) if epi == "situ"})
 DOWN_VGPR_MAX = 176
 TABLES = 256 * 16  # the 256 dequantisation tables (one per E8M0 byte) in LDS
 
@@ -36,7 +38,7 @@ def test_gateup_budget():
     want = {f"mxfp4_moe_gateup_bm{bm}_nt{nt}_{epi}" for (bm, nt, epi) in GATEUP_VGPR}
     assert names == want
     for name, k in co.kernels.items():
-        bm, nt, epi = re.fullmatch(r"mxfp4_moe_gateup_bm(\d+)_nt(\d+)_(none|situ)", name).groups()
+        bm, nt, epi = re.fullmatch(r"mxfp4_moe_gateup_bm(\d+)_nt(\d+)_(none|situ|silu)", name).groups()
         key = (int(bm), int(nt), epi)
         assert k.scratch == 0, name
         assert k.agpr == 0, name

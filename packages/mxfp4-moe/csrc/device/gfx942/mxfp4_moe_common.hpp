@@ -221,4 +221,8 @@ MM_DEVICE float situ(float g, float u, float beta, float inv_beta, float lin, fl
   return (beta * tg * sigmoid(g)) * (lin * tu);
 }
 
+// SwiGLU: silu(g) * u = g * sigmoid(g) * u (DeepSeek-V3/R1, Qwen3). sigmoid as above (exp2 + rcp); a
+// non-finite g gives what torch's g * sigmoid(g) gives (+inf -> inf, -inf -> -inf * 0 = NaN).
+MM_DEVICE float swiglu(float g, float u) { return g * sigmoid(g) * u; }
+
 }  // namespace mm::moe
