@@ -21,7 +21,7 @@ from test_moe_kernel import SENTINEL, TOL, Problem, bits, pytestmark, rel_err, r
 
 
 @pytest.fixture(autouse=True)
-def _kernel_backend():
+def _kernel_backend(kernel_arch):
     with use_backend("hip" if get_backend() == "hip" else "emu"):
         yield
 
