@@ -58,5 +58,5 @@ def test_down_plan_same_tiles_as_gfx942_and_n_steps_by_residency(planners_c):
 def test_down_plan_rejects(planners_c):
     with pytest.raises(ValueError, match="does not fit a gfx950 CU"):
         planners_c.gfx950_mxfp4_moe_down_plan(64, 8, 1024, 384, 4, 0, 300, 53248)
-    with pytest.raises(ValueError, match="num_active_experts must be >= 1"):
+    with pytest.raises(ValueError, match="num_active_experts must be"):
         planners_c.gfx950_mxfp4_moe_down_plan(64, 0, 1024, 384, 4, 0, 96, 4096)
