@@ -17,7 +17,8 @@ from moonmath_common import get_backend, use_backend
 from moonmath_mxfp4_moe import reference
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_moe_kernel import SENTINEL, TOL, Problem, bits, pytestmark, rel_err, run_gateup as _run  # noqa: E402,F401
+from test_moe_kernel import SENTINEL, TOL, Problem, bits, pytestmark, rel_err  # noqa: E402,F401
+from test_moe_kernel import run_gateup as _run
 
 
 @pytest.fixture(autouse=True)

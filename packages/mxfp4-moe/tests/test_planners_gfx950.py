@@ -46,7 +46,8 @@ def test_down_plan_same_tiles_as_gfx942_and_n_steps_by_residency(planners_c):
     c = planners_c
     # VGPR-bound variant (1 workgroup per CU on both archs): exactly the gfx942 plan at 256 CUs.
     for nvt, n, N, K, mb in ((128, 64, 7168, 384, 64), (16, 16, 3584, 512, 16), (4096, 64, 2048, 768, 300)):
-        assert c.gfx950_mxfp4_moe_down_plan(nvt, n, N, K, mb, 0, 176, 49152) == c.mxfp4_moe_down_plan(nvt, n, N, K, mb, 256)
+        want = c.mxfp4_moe_down_plan(nvt, n, N, K, mb, 256)
+        assert c.gfx950_mxfp4_moe_down_plan(nvt, n, N, K, mb, 0, 176, 49152) == want
     # LDS-bound on gfx942 (1) but 2 per CU on gfx950: n_steps planned as for 512 CUs.
     got = c.gfx950_mxfp4_moe_down_plan(8192, 32, 7168, 384, 4000, 256, 96, 53248)
     assert got == (64, 2, c.mxfp4_moe_down_n_steps(4000, 7168, 512, 64, 2))

@@ -1,9 +1,11 @@
-"""Launching the gfx942 MXFP4 MoE kernels (csrc/device/gfx942/) through moonmath_common's runtime.
+"""Launching the MXFP4 MoE kernels (csrc/device/gfx942/, gfx950/) through moonmath_common's runtime.
 
 Code objects: ``mxfp4_moe_gateup.hsaco`` (kernels ``mxfp4_moe_gateup_bm{16,32,48}_nt{1,2,3}_none`` and
-``..._nt{1,2}_situ`` / ``..._nt{1,2}_silu``) and ``mxfp4_moe_down.hsaco`` (``mxfp4_moe_down_bm{BM}_k{K}_nt{1,2}`` for the (BM, K)
-pairs whose A tile fits LDS). Both take the same leading arguments (A, W, S, C, topk_w, sorted_ids,
-expert_ids, ntpp, num_sorted, num_valid, a_rows, a_row_div) and A's row stride last; see the .hip files.
+``..._nt{1,2}_situ`` / ``..._nt{1,2}_silu``) and ``mxfp4_moe_down.hsaco``
+(``mxfp4_moe_down_bm{BM}_k{K}_nt{1,2}`` for the (BM, K) pairs whose A tile fits LDS), for gfx942 and gfx950
+(csrc/device/gfx950/: the same kernels on the 16x16x32 bf16 MFMA). Both take the same leading arguments
+(A, W, S, C, topk_w, sorted_ids, expert_ids, ntpp, num_sorted, num_valid, a_rows, a_row_div) and A's row
+stride last; see the .hip files.
 num_sorted is sorted_ids' length: a block row at or past it is a padding row (the aligners of vLLM and
 SGLang allocate fewer than num_m_blocks * block_m entries).
 

@@ -111,7 +111,8 @@ def mxfp4_moe_gateup(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torc
                          f"mxfp4_moe_gateup; got {K}")
     if epilogue in (EPI_SITU, EPI_SILU):
         if ncols % 2 or C.shape[1] * 2 != ncols:
-            raise ValueError(f"with EPI_{'SITU' if epilogue == EPI_SITU else 'SILU'}, B must have 2 * N columns (gate then up) for C's N = {C.shape[1]}; "
+            name = "EPI_SITU" if epilogue == EPI_SITU else "EPI_SILU"
+            raise ValueError(f"with {name}, B must have 2 * N columns (gate then up) for C's N = {C.shape[1]}; "
                              f"got {ncols}")
     elif C.shape[1] != ncols:
         raise ValueError(f"with EPI_NONE, C must have B's N = {ncols} columns; got {C.shape[1]}")
