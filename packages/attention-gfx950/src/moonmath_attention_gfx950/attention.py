@@ -480,5 +480,17 @@ def _(q, k_cache, v_cache, cu_seqlens_q, seqlens_k, kv_indptr, kv_page_indices, 
 
 def _run_kernel_paged(q, k_cache, v_cache, cu_seqlens_q, seqlens_k, kv_indptr, kv_page_indices, block_table, out,
                       lse, causal, scale) -> None:
-    """The hip/emu path of forward_paged (seqlens_k and kv_indptr arrive as CPU tensors). (Kernel not built yet.)"""
-    raise NoKernelError("moonmath_attention_gfx950.forward_paged", target_arch(), archs_built=())
+    """The hip/emu path of forward_paged (seqlens_k and kv_indptr arrive as CPU tensors; the page list stays on the
+    device): the paged kernels of serving.py, planned on the host."""
+    from . import serving
+
+    cu_q = (cu_seqlens_q if checks.on_host(cu_seqlens_q) else cu_seqlens_q.cpu()).tolist()
+    lens = [int(x) for x in seqlens_k.tolist()]
+    if block_table is not None:
+        pages, page0 = block_table, [b * block_table.stride(0) for b in range(len(lens))]
+        if page0 and page0[-1] >= 1 << 31:
+            raise ValueError(f"block_table rows must start less than 2^31 entries apart; got row stride "
+                             f"{block_table.stride(0)} for {len(lens)} rows")
+    else:
+        pages, page0 = kv_page_indices, [int(x) for x in kv_indptr[:-1].tolist()]
+    serving.run_forward_paged(q, k_cache, v_cache, cu_q, lens, page0, pages, out, lse, causal, scale)
