@@ -84,6 +84,8 @@ def run_device_planned(buf: torch.Tensor, n_cap: int, q, k, v, out, lse, causal:
     """Run the forward kernel over a device-written plan: the host writes only the header (strides of this
     run's q/k/v/out, scale, flags), a host-to-device copy of values it owns; it reads nothing back."""
     op = "moonmath_attention_gfx950.VarlenPlan.run"
+    if target_arch() != ARCH:
+        raise NoKernelError(op, target_arch(), KERNELS.archs_built())
     _check_alignment(op, q=(q, (0, 1)), k=(k, (0, 1)), v=(v, (0, 1)), out=(out, (0, 1)))
     Hq, Hkv = q.shape[1], k.shape[1]
     strides = (_strides(q, None, 0, 1) + _strides(k, None, 0, 1) + _strides(v, None, 0, 1) + _strides(out, None, 0, 1)
