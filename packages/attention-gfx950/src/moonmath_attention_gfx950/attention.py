@@ -9,6 +9,7 @@ import torch
 from moonmath_common import checks, get_backend
 
 from . import reference
+from .emu_device import device_resident
 
 LAYOUTS = ("bhsd", "bshd")
 ROUND_MODES = ("rtne",)
@@ -406,7 +407,7 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                 b = int(torch.nonzero(have < need)[0])
                 raise ValueError(f"kv_indptr gives sequence {b} {int(have[b])} pages but seqlens_k[{b}] = "
                                  f"{int(host_lens[b])} needs {int(need[b])} pages of {page_size}")
-            if checks.on_host(kv_page_indices) and B:
+            if checks.on_host(kv_page_indices) and not device_resident(kv_page_indices) and B:
                 used = kv_page_indices[int(host_indptr[0]):int(host_indptr[-1])]
                 checks.values_in("kv_page_indices", used, lo=0, hi=num_pages)
         else:
@@ -414,7 +415,7 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                 b = int(need.argmax())
                 raise ValueError(f"block_table has {block_table.shape[1]} columns but seqlens_k[{b}] = "
                                  f"{int(host_lens[b])} needs {int(need[b])} pages of {page_size}")
-            if checks.on_host(block_table) and B:
+            if checks.on_host(block_table) and not device_resident(block_table) and B:
                 cols = torch.arange(block_table.shape[1])
                 used = block_table[cols.view(1, -1) < need.view(-1, 1)]
                 checks.values_in("block_table", used, lo=0, hi=num_pages)

@@ -28,7 +28,11 @@ class EmuDeviceTensor(torch.Tensor):
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         name = getattr(func, "__name__", "")
-        if name == "__get__":
+        if isinstance(func, torch._ops.OpOverload) and func.namespace == "moonmath":
+            # Our own custom ops: the dispatcher hands the tensors on; what the op's body reads on the host is
+            # not intercepted past this boundary (the ops take device index tensors by data_ptr only).
+            ok = True
+        elif name == "__get__":
             prop = getattr(getattr(func, "__self__", None), "__name__", "")
             ok = prop in _META_PROPERTIES
             name = prop or name

@@ -129,6 +129,7 @@ class VarlenPlan:
         # device-planned: validate the tensors as forward_varlen does, without any value of the cu_seqlens
         _att._qkv_dtypes(q, k, v)
         checks.boolean("return_lse", return_lse)
+        _att._out_type(out)
         dev = checks.same_device(q=q, k=k, v=v, out=out)
         _att._heads(q.shape[1], k.shape[1], v.shape[1])
         _att._head_dims(q.shape[2], k.shape[2], v.shape[2])
