@@ -31,8 +31,8 @@ PACKAGES = {
     "moonmath-amd": "packages/moonmath-amd",
 }
 OP_PACKAGES = ["mha-gfx942", "attention-gfx950", "mla-decode", "mxfp4-moe"]
-# ziglang: tests compile their own HIP test kernels (no ROCm needed)
-TEST_DEPS = ["pytest", "hypothesis", "numpy", "ziglang"]
+# ziglang: tests compile their own HIP test kernels (no ROCm needed); matplotlib: the peer report smoke test draws its chart
+TEST_DEPS = ["pytest", "hypothesis", "numpy", "ziglang", "matplotlib"]
 
 
 def _install_all(session: nox.Session) -> None:

@@ -26,12 +26,13 @@ SEED_API = {
     "mxfp4_moe_gateup": ["A", "B", "Bs", "C", "topk_weights", "sorted_token_ids", "expert_ids",
                          "num_tokens_post_padded", "num_m_blocks", "block_m", "num_valid_tokens", "top_k", "epilogue",
                          "mul_routed_weight", "situ_beta", "situ_linear_beta"],
-    "mxfp4_moe_down": ["A", "B", "Bs", "C", "topk_weights", "sorted_ids", "expert_ids", "ntpp", "num_m_blocks",
+    "mxfp4_moe_down": ["A", "B", "Bs", "C", "topk_weights", "sorted_token_ids", "expert_ids",
+                       "num_tokens_post_padded", "num_m_blocks",
                        "block_m", "n_steps", "nt", "num_valid_tokens", "top_k", "mul_routed_weight"],
     "mxfp4_moe_down_block_m": ["num_valid_tokens", "num_active_experts", "K"],
     "mxfp4_moe_down_nt": ["num_valid_tokens", "num_active_experts"],
-    "mxfp4_moe_down_n_steps": ["m_blocks", "N", "num_cus", "block_m", "nt"],
-    "mxfp4_moe_down_plan": ["num_valid_tokens", "num_active_experts", "N", "K", "m_blocks", "num_cus"],
+    "mxfp4_moe_down_n_steps": ["num_m_blocks", "N", "num_cus", "block_m", "nt"],
+    "mxfp4_moe_down_plan": ["num_valid_tokens", "num_active_experts", "N", "K", "num_m_blocks", "num_cus"],
     "moe_align_block_size": ["topk_ids", "block_m", "num_experts"],
 }
 DEFAULTS = {

@@ -209,3 +209,16 @@ def test_block_sync_exchanges_lds_across_waves(mod):
     mod.launch("t_block_sync", grid=(1, 1, 1), block=(256, 1, 1), args=[out])
     t = torch.arange(256)
     assert torch.equal(out, ((255 - t) * (255 - t)).int())
+
+
+def test_perm_selects_bytes(mod):
+    g = torch.Generator().manual_seed(9)
+    hi, lo = (torch.randint(-2**31, 2**31 - 1, (64,), generator=g, dtype=torch.int64).to(torch.int32) for _ in range(2))
+    choices = torch.tensor(list(range(8)) + [0x0C])
+    sel_bytes = choices[torch.randint(0, 9, (64, 4), generator=g)]
+    sel = (sel_bytes[:, 0] | sel_bytes[:, 1] << 8 | sel_bytes[:, 2] << 16 | sel_bytes[:, 3] << 24).to(torch.int32)
+    out = torch.zeros(64, dtype=torch.int32)
+    mod.launch("t_perm", grid=(1, 1, 1), block=(64, 1, 1), args=[hi, lo, sel, out])
+    src = torch.stack([lo.view(torch.uint8).view(64, 4), hi.view(torch.uint8).view(64, 4)], 1).view(64, 8).to(torch.int64)
+    want = torch.where(sel_bytes == 0x0C, 0, torch.gather(src, 1, sel_bytes.clamp(max=7)))
+    assert torch.equal(out.view(torch.uint8).view(64, 4).to(torch.int64), want)

@@ -390,3 +390,101 @@ def test_blocked_lds_operands(modules, arch):
     modules[arch].launch("t_blocked_16x16x16", grid=(1, 1, 1), block=(64, 1, 1),
                          args=[a.view(torch.int16), b.view(torch.int16), words, d])
     torch.testing.assert_close(d.double(), a.double() @ b.double().T, rtol=1e-5, atol=1e-5)
+
+
+# ------------------------------------------------------------------------- scaled f8f6f4 (gfx950)
+SCALED = [("16_e4m3_e4m3", 16, "e4m3", "e4m3"), ("16_e2m1_e2m1", 16, "e2m1", "e2m1"),
+          ("16_e4m3_e2m1", 16, "e4m3", "e2m1"), ("16_e5m2_e4m3", 16, "e5m2", "e4m3"),
+          ("32_e4m3_e4m3", 32, "e4m3", "e4m3"), ("32_e2m1_e2m1", 32, "e2m1", "e2m1"),
+          ("32_e2m1_e4m3", 32, "e2m1", "e4m3")]
+E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+
+
+def fact_scaled_k(M, fmt, lane, e):
+    """ROCm blog figures (32x32x64 fp8 / fp4; 16x16x128 by the same rule, as the emulator): fp8 in
+    two passes of 16 elements, fp4 in one pass of 32."""
+    G, g = 64 // M, lane // M
+    if fmt == "e2m1":
+        return 32 * g + e
+    return 16 * G * (e // 16) + 16 * g + e % 16
+
+
+def _mx_operand(fmt, rows, K, g):
+    """(bytes [rows][K*bits/8], values [rows][K] float64) of random exactly representable values."""
+    if fmt == "e2m1":
+        codes = torch.randint(0, 16, (rows, K), generator=g)
+        vals = torch.tensor([(-1 if c & 8 else 1) * E2M1[c & 7] for c in codes.flatten().tolist()],
+                            dtype=torch.float64).view(rows, K)
+        packed = (codes[:, 0::2] | (codes[:, 1::2] << 4)).to(torch.uint8).contiguous()
+        return packed, vals
+    dt = torch.float8_e4m3fn if fmt == "e4m3" else torch.float8_e5m2
+    x = (torch.randn(rows, K, generator=g) * 3).to(dt)
+    return x.view(torch.uint8).contiguous(), x.double()
+
+
+@pytest.mark.parametrize("name,M,fa,fb", SCALED)
+def test_scaled_layout_helpers_match_facts(modules, name, M, fa, fb):
+    regs = M * M // 64
+    out = torch.full((64 * (68 + regs),), -1, dtype=torch.int32)
+    modules["gfx950"].launch(f"t_slayout_{name}", grid=(1, 1, 1), block=(64, 1, 1), args=[out])
+    out = out.view(64, 68 + regs)
+    for lane in range(64):
+        assert out[lane, :4].tolist() == [lane % M, lane % M, lane % M, lane // M]
+        assert out[lane, 4:36].tolist() == [fact_scaled_k(M, fa, lane, e) for e in range(32)]
+        assert out[lane, 36:68].tolist() == [fact_scaled_k(M, fb, lane, e) for e in range(32)]
+        assert out[lane, 68:].tolist() == [fact_c(M, M, lane, r)[0] for r in range(regs)]
+
+
+@pytest.mark.parametrize("name,M,fa,fb", SCALED)
+def test_scaled_mma_matches_reference(modules, name, M, fa, fb):
+    K = 32 * (64 // M)
+    g = torch.Generator().manual_seed(M + len(fa) + 7 * len(name))
+    a, av = _mx_operand(fa, M, K, g)
+    bt, bv = _mx_operand(fb, M, K, g)
+    sa = torch.randint(120, 134, (M, K // 32), generator=g).to(torch.uint8)
+    sb = torch.randint(120, 134, (M, K // 32), generator=g).to(torch.uint8)
+    c = torch.randn(M, M, generator=g)
+    d = torch.zeros(M, M)
+    words = torch.zeros(64 * 16, dtype=torch.int32)
+    modules["gfx950"].launch(f"t_smma_{name}", grid=(1, 1, 1), block=(64, 1, 1), args=[a, bt, sa, sb, c, d, words])
+    scale_a = torch.pow(2.0, sa.double() - 127).repeat_interleave(32, 1)
+    scale_b = torch.pow(2.0, sb.double() - 127).repeat_interleave(32, 1)
+    want = (av * scale_a) @ (bv * scale_b).T + c.double()
+    torch.testing.assert_close(d.double(), want, rtol=1e-5, atol=1e-5 * want.abs().max().item())
+    if fa == "e4m3":  # placement of every A byte: lane holds row lane % M at k = fact_scaled_k
+        got = words.view(64, 16)[:, :8].contiguous().view(torch.uint8).view(64, 32)
+        for lane in range(64):
+            ks = [fact_scaled_k(M, fa, lane, e) for e in range(32)]
+            assert torch.equal(got[lane], a[lane % M, ks]), lane
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_fragment_memory_ops_are_the_intended_instructions(modules, arch):
+    """LDS fragments through generic pointers still become ds_* (never flat_*); gfx950's k-major
+    loads are transposing reads, gfx942's are ds_read_u16; the LDS staging is direct-to-LDS."""
+    m = modules[arch]
+    ops: dict = {}
+    for k, _, text in m.disassemble():
+        ops.setdefault(k, []).append(text)
+    assert not any(t.startswith("flat_") for ts in ops.values() for t in ts)
+    att = ops["t_attention_16x16x16"]
+    kmajor = [t for t in att if t.startswith("ds_read")]
+    if arch == "gfx950":
+        assert kmajor and all(t.startswith("ds_read_b64_tr_b16") for t in kmajor)
+    else:
+        assert kmajor and all(t.startswith("ds_read_u16") for t in kmajor)
+    assert any(t.startswith("buffer_load_dword") and " lds" in t for t in att), "V staged direct-to-LDS"
+    assert sum(t.startswith("v_mfma") for t in att) == 16  # per key block: 2 key tiles x 4 d steps + 4 d tiles x 2
+    blocked = ops["t_blocked_16x16x16"]
+    assert sum(t.startswith("ds_read_b128") for t in blocked) == 8, "4 b128 reads per operand"
+
+
+@pytest.mark.parametrize("M", [16, 32])
+def test_gfx950_packed_c_pairs_are_b_operands_in_kofpackedc_order(modules, M):
+    g = torch.Generator().manual_seed(70 + M)
+    a = torch.randn(M, 32, generator=g).to(torch.bfloat16)  # M x K, K = 32 rows of X
+    x = torch.randn(32, M, generator=g)
+    d = torch.zeros(M, M)
+    modules["gfx950"].launch(f"t_c_as_b950_{M}", grid=(1, 1, 1), block=(64, 1, 1), args=[a.view(torch.int16), x, d])
+    want = a.double() @ round_bf16(x, "rtne").double()
+    torch.testing.assert_close(d.double(), want, rtol=1e-5, atol=1e-5)

@@ -9,6 +9,8 @@
 //                Mfma16x16x32Fp8, Mfma32x32x16Fp8    (v_mfma_f32_*_fp8_fp8: the arch's native fp8,
 //                                                     e4m3fnuz on gfx942, OCP e4m3fn on gfx950)
 //   gfx950 only: Mfma16x16x32Bf16, Mfma32x32x16Bf16
+//                MfmaScaled16x16x128<FA, FB>, MfmaScaled32x32x64<FA, FB>  (v_mfma_scale_f32_*_f8f6f4,
+//                MxFormat E4M3 / E5M2 / E2M1 per operand, E8M0 Scales<S>; see MfmaScaledF8f6f4)
 // A shape S is an M x N x K product D = A * B + C for one wave64 (M == N for all of them).
 //
 // LAYOUT (the MFMA register layouts of AMD's matrix instruction calculator; G = 64 / M lane groups):
@@ -20,9 +22,22 @@
 // So a row of C lives in one register of the N lanes of a lane group (a "row" reduction crosses
 // lanes), and a column of C lives in one lane, spread over registers and the G lane groups.
 //
+// (S::OpA / S::OpB carry each operand's layout; the scaled fp8 forms hold two runs of k per lane.)
+//
 // TYPES: FragA<S>, FragB<S> (packed operand words .w), FragC<S> (fp32 accumulators .v),
 //   RowVec<S> (one value per C register = per row the lane holds; .v), ColVec<S> (one value per
-//   lane = the lane's column; .v), PackedC<S> (C as bf16 pairs: word i = rows of registers 2i, 2i+1).
+//   lane = the lane's column; .v), PackedC<S> (C as bf16 pairs: word i = rows of registers 2i, 2i+1),
+//   Scales<S> (scaled shapes: the lane's E8M0 scale byte).
+//
+// FUNCTIONS (each documented where it is defined):
+//   mma(d, a, b, c), mma(d, a, sa, b, sb, c); zeros<S>(), filled<S>(x)
+//   row_max, row_sum, col_max, col_sum, reduce_rows(c[T], op), reduce_cols(c[T], op)
+//   mul_rows, sub_rows, mul_cols, sub_cols, scale, exp2, apply(c, f(v, row, col))
+//   pack_bf16<Round>(c), as_b_operand(packed...), as_a_operand_of_transpose(packed)
+//   load_a, load_b, load_c, store_c, store_ct_bf16<Round>, load_scales          (buffers)
+//   lds_load_a/b<Swz>, lds_load_a/b_kmajor<Swz, KOrder>, lds_load_a/b_blocked<Swz, Steps>  (LDS)
+//   stage_tile_to_lds<Swz, Rows, LaneBytes>                                        (direct-to-LDS)
+//   ColSoftmax<S>, RowSoftmax<S>: update(s[T], scale_log2) -> factor; lse(); inv_l()
 //
 // Operand orientation for attention: with S^T = K * Q^T (K rows as A, Q rows as B) a query is a
 // column of C, i.e. one lane: the softmax state is one float per lane (ColSoftmax), and the packed
@@ -50,12 +65,23 @@ template <> struct f32vec<16> { typedef f32x16 type; };
 template <int N> using u32v = typename detail::u32vec<N>::type;
 template <int N> using f32v = typename detail::f32vec<N>::type;
 
+// Where one operand's elements sit in a lane: kElems elements of kBits in kWords dwords, in
+// kPasses runs of kChunk consecutive k: element e holds k = kChunk*G*(e / kChunk) + kChunk*(lane / M)
+// + e % kChunk (one run, kPasses == 1, for every shape except the scaled fp8 ones).
+template <int M, int Bits, int Words, int Chunk>
+struct OperandLayout {
+  static constexpr int kBits = Bits, kWords = Words, kElems = Words * 32 / Bits, kChunk = Chunk;
+  static constexpr int kGroups = 64 / M, kPasses = kElems / Chunk, kChunkBytes = Chunk * Bits / 8;
+  static constexpr int k(int lane, int e) { return Chunk * kGroups * (e / Chunk) + Chunk * (lane / M) + e % Chunk; }
+};
+
 // The layout facts of one single-block MFMA shape (see LAYOUT above). ElemBits: width of an A/B
 // element; AbWords: dwords of A (= of B) per lane.
 template <int M_, int N_, int K_, int ElemBits, int AbWords>
 struct MfmaLayout {
   static_assert(M_ == N_, "square output blocks only");
   static constexpr int M = M_, N = N_, K = K_;
+  typedef OperandLayout<M_, ElemBits, AbWords, AbWords * 32 / ElemBits> OpA, OpB;
   static constexpr int kElemBits = ElemBits;
   static constexpr int kAbWords = AbWords;
   static constexpr int kAbElems = AbWords * 32 / ElemBits;   // A/B elements per lane
@@ -103,10 +129,55 @@ struct Mfma32x32x16Bf16 : MfmaLayout<32, 32, 16, 16, 4> {
     return __builtin_amdgcn_mfma_f32_32x32x16_bf16(bit_cast<bf16x8>(a), bit_cast<bf16x8>(b), c, 0, 0, 0);
   }
 };
+
+// Scaled MX products v_mfma_scale_f32_{16x16x128,32x32x64}_f8f6f4: A and B formats chosen
+// independently (OCP e4m3 / e5m2 / e2m1; fp6 is not offered: its register layout is unverified),
+// 32 elements per lane, one E8M0 scale per 32 consecutive k of a row of A (a column of B).
+// Operand layout (OpA / OpB): fp8 in two 16-element passes, k = 16G*(e/16) + 16*(lane/M) + e%16
+// (ROCm blog figure for 32x32x64; 16x16x128 by the same rule); fp4 in one pass, k = 32*(lane/M) + e.
+// Scales (Scales<S>, one dword per lane, byte OpSel used): lane holds the scale of row/column
+// scale_x(lane) = lane % M, k block scale_kblock(lane) = lane / M (k = 32*kblock .. +31).
+// C/D: as every other shape.
+enum class MxFormat : int { E4M3 = 0, E5M2 = 1, E2M1 = 4 };
+constexpr int mx_bits(MxFormat f) { return f == MxFormat::E2M1 ? 4 : 8; }
+
+template <int M_, MxFormat FA, MxFormat FB>
+struct MfmaScaledF8f6f4 {
+  static constexpr int M = M_, N = M_, K = 32 * (64 / M_);
+  static constexpr int kGroups = 64 / M, kCRegs = M * N / 64;
+  static constexpr MxFormat kFormatA = FA, kFormatB = FB;
+  typedef OperandLayout<M_, mx_bits(FA), mx_bits(FA), mx_bits(FA) == 8 ? 16 : 32> OpA;
+  typedef OperandLayout<M_, mx_bits(FB), mx_bits(FB), mx_bits(FB) == 8 ? 16 : 32> OpB;
+  static constexpr int a_row(int lane) { return lane % M; }
+  static constexpr int b_col(int lane) { return lane % N; }
+  static constexpr int a_k(int lane, int e) { return OpA::k(lane, e); }
+  static constexpr int b_k(int lane, int e) { return OpB::k(lane, e); }
+  static constexpr int c_row(int lane, int r) { return 4 * kGroups * (r / 4) + 4 * (lane / N) + r % 4; }
+  static constexpr int c_col(int lane) { return lane % N; }
+  static constexpr int scale_x(int lane) { return lane % M; }
+  static constexpr int scale_kblock(int lane) { return lane / M; }
+  template <int OpSelA, int OpSelB>
+  MM_DEVICE static f32v<kCRegs> run(u32v<OpA::kWords> a, u32v<OpB::kWords> b, f32v<kCRegs> c, uint32_t sa, uint32_t sb) {
+    const i32x8 a8 = widen8(a), b8 = widen8(b);
+    if constexpr (M == 16)
+      return __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(a8, b8, c, (int)FA, (int)FB, OpSelA, (int)sa, OpSelB, (int)sb);
+    else
+      return __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(a8, b8, c, (int)FA, (int)FB, OpSelA, (int)sa, OpSelB, (int)sb);
+  }
+
+ private:
+  // The builtin takes 8 dwords; for fp4 only the first 4 are read (the rest are undefined).
+  MM_DEVICE static i32x8 widen8(u32x8 w) { return bit_cast<i32x8>(w); }
+  MM_DEVICE static i32x8 widen8(u32x4 w) {
+    return bit_cast<i32x8>(__builtin_shufflevector(w, w, 0, 1, 2, 3, -1, -1, -1, -1));
+  }
+};
+template <MxFormat FA, MxFormat FB> using MfmaScaled16x16x128 = MfmaScaledF8f6f4<16, FA, FB>;
+template <MxFormat FA, MxFormat FB> using MfmaScaled32x32x64 = MfmaScaledF8f6f4<32, FA, FB>;
 #endif
 
-template <class S> struct FragA { u32v<S::kAbWords> w; };
-template <class S> struct FragB { u32v<S::kAbWords> w; };
+template <class S> struct FragA { u32v<S::OpA::kWords> w; };
+template <class S> struct FragB { u32v<S::OpB::kWords> w; };
 template <class S> struct FragC { f32v<S::kCRegs> v; };
 template <class S> struct RowVec { f32v<S::kCRegs> v; };
 template <class S> struct ColVec { float v; };
@@ -118,6 +189,22 @@ template <class S> MM_DEVICE RowVec<S> rowvec_filled(float x) { RowVec<S> r; r.v
 template <class S>
 MM_DEVICE void mma(FragC<S>& d, const FragA<S>& a, const FragB<S>& b, const FragC<S>& c) {
   d.v = S::run(a.w, b.w, c.v);
+}
+
+// E8M0 scales of a scaled shape for this lane (see MfmaScaledF8f6f4): byte OpSel of .v is used.
+template <class S> struct Scales { uint32_t v; };
+
+// d = (a * 2^(scale_a - 127)) * (b * 2^(scale_b - 127)) + c, per 32-k block (scaled shapes).
+template <int OpSelA = 0, int OpSelB = 0, class S>
+MM_DEVICE void mma(FragC<S>& d, const FragA<S>& a, const Scales<S>& sa, const FragB<S>& b, const Scales<S>& sb,
+                   const FragC<S>& c) {
+  d.v = S::template run<OpSelA, OpSelB>(a.w, b.w, c.v, sa.v, sb.v);
+}
+// The scales from a row-major byte matrix [rows][K/32] (A: rows of A; B: columns of B), k block 0
+// at off: one buffer_load_ubyte per lane.
+template <class S> MM_DEVICE Scales<S> load_scales(buffer_rsrc r, uint32_t off, uint32_t row_stride, uint32_t soff = 0) {
+  const int lane = (int)lane_id();
+  return {buffer_load_u8(r, off + S::scale_x(lane) * row_stride + S::scale_kblock(lane), soff)};
 }
 
 template <class S> MM_DEVICE FragC<S> zeros() { FragC<S> c; c.v = 0.f; return c; }
@@ -262,20 +349,32 @@ template <int Bytes> MM_DEVICE u32v<Bytes / 4> lds_load(const void* lds, uint32_
   if constexpr (Bytes == 8) return lds_read_b64(lds, off);
   else return lds_read_b128(lds, off);
 }
+MM_DEVICE u32x8 concat(u32x4 lo, u32x4 hi) { return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7); }
+// One operand of a lane whose k = 0 is at byte `base` of its row, through `read(byte offset)`:
+// one read per pass (two 16-byte passes for the scaled fp8 forms).
+template <class Op, class Read> MM_DEVICE u32v<Op::kWords> read_operand(int lane, Read read) {
+  static_assert(Op::kPasses <= 2, "one or two runs per lane");
+  if constexpr (Op::kPasses == 1) return read(Op::k(lane, 0) * Op::kBits / 8);
+  else return concat(read(Op::k(lane, 0) * Op::kBits / 8), read(Op::k(lane, Op::kChunk) * Op::kBits / 8));
+}
 }  // namespace detail
 
 // A from a row-major M x K tile (k contiguous): A[i][k] at off + i*row_stride + k*elem_bytes.
 template <class S>
 MM_DEVICE void load_a(FragA<S>& a, buffer_rsrc r, uint32_t off, uint32_t row_stride, uint32_t soff = 0) {
+  typedef typename S::OpA Op;
   const int lane = (int)lane_id();
-  a.w = detail::buffer_load<S::kAbBytes>(r, off + S::a_row(lane) * row_stride + S::ab_k(lane, 0) * S::kElemBits / 8, soff);
+  const uint32_t base = off + S::a_row(lane) * row_stride;
+  a.w = detail::read_operand<Op>(lane, [&](uint32_t byte) { return detail::buffer_load<Op::kChunkBytes>(r, base + byte, soff); });
 }
 // B from an N x K row-major tile (B^T stored k contiguous, e.g. the K matrix in S = Q K^T):
 // B[k][j] at off + j*col_stride + k*elem_bytes.
 template <class S>
 MM_DEVICE void load_b(FragB<S>& b, buffer_rsrc r, uint32_t off, uint32_t col_stride, uint32_t soff = 0) {
+  typedef typename S::OpB Op;
   const int lane = (int)lane_id();
-  b.w = detail::buffer_load<S::kAbBytes>(r, off + S::b_col(lane) * col_stride + S::ab_k(lane, 0) * S::kElemBits / 8, soff);
+  const uint32_t base = off + S::b_col(lane) * col_stride;
+  b.w = detail::read_operand<Op>(lane, [&](uint32_t byte) { return detail::buffer_load<Op::kChunkBytes>(r, base + byte, soff); });
 }
 // C[i][j] (fp32) at off + i*row_stride + j*col_stride; one dword per register.
 template <class S>
@@ -308,14 +407,18 @@ MM_DEVICE void store_ct_bf16(const FragC<S>& c, buffer_rsrc r, uint32_t off, uin
 // Swz::offset(row0 + i, (k0 + k) * elem_bytes) of `lds`. One ds_read_b64/b128 per lane.
 template <class Swz, class S>
 MM_DEVICE void lds_load_a(FragA<S>& a, const void* lds, uint32_t row0 = 0, uint32_t k0 = 0) {
+  typedef typename S::OpA Op;
   const int lane = (int)lane_id();
-  a.w = detail::lds_load<S::kAbBytes>(lds, Swz::offset(row0 + S::a_row(lane), (k0 + S::ab_k(lane, 0)) * S::kElemBits / 8));
+  const uint32_t row = row0 + S::a_row(lane), kb = k0 * Op::kBits / 8;
+  a.w = detail::read_operand<Op>(lane, [&](uint32_t byte) { return detail::lds_load<Op::kChunkBytes>(lds, Swz::offset(row, kb + byte)); });
 }
 // B from an N x K row-major tile in LDS (B[k][j] at Swz::offset(col0 + j, (k0 + k) * elem_bytes)).
 template <class Swz, class S>
 MM_DEVICE void lds_load_b(FragB<S>& b, const void* lds, uint32_t col0 = 0, uint32_t k0 = 0) {
+  typedef typename S::OpB Op;
   const int lane = (int)lane_id();
-  b.w = detail::lds_load<S::kAbBytes>(lds, Swz::offset(col0 + S::b_col(lane), (k0 + S::ab_k(lane, 0)) * S::kElemBits / 8));
+  const uint32_t col = col0 + S::b_col(lane), kb = k0 * Op::kBits / 8;
+  b.w = detail::read_operand<Op>(lane, [&](uint32_t byte) { return detail::lds_load<Op::kChunkBytes>(lds, Swz::offset(col, kb + byte)); });
 }
 
 // k-blocked operands for Steps consecutive MFMAs over Steps*K: in MFMA m, lane group g holds

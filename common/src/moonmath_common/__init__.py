@@ -1,6 +1,6 @@
 """moonmath-common: the runtime every moonmath package shares (arch, backends, launch, checks)."""
-from .arch import emulated_arch, live_arch, target_arch
-from .backend import BACKENDS, get_backend, set_backend, use_backend
+from .arch import emulated_arch, live_arch, set_arch, use_arch
+from .backend import BACKENDS, get_backend, set_backend, target_arch, use_backend
 from .errors import BackendUnavailableError, MoonmathError, NoKernelError
 
 __version__ = "0.1.0"
@@ -18,5 +18,5 @@ def common_dir() -> str:
 
 __all__ = [
     "BACKENDS", "BackendUnavailableError", "common_dir", "MoonmathError", "NoKernelError", "emulated_arch",
-    "get_backend", "live_arch", "set_backend", "target_arch", "use_backend",
+    "get_backend", "live_arch", "set_arch", "set_backend", "target_arch", "use_arch", "use_backend",
 ]

@@ -5,6 +5,7 @@ message names the argument, what was expected and what came.
 """
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 
 import torch
@@ -50,26 +51,96 @@ def same_device(**tensors: torch.Tensor | None) -> torch.device:
     return next(iter(uniq)) if uniq else torch.device("cpu")
 
 
+U32_MAX = 2**32 - 1
+I32_MAX = 2**31 - 1
+F32_MAX = 3.4028234663852886e38
+
+
 def integer(name: str, v: object, *, lo: int | None = None, hi: int | None = None) -> int:
-    """A Python int (bool rejected) in [lo, hi]."""
+    """An int (Python int or any integer with __index__, e.g. a numpy integer; bool rejected) in [lo, hi]."""
     if isinstance(v, bool) or not isinstance(v, int):
-        raise TypeError(f"{name} must be an int; got {type(v).__name__}")
+        if isinstance(v, bool) or not hasattr(type(v), "__index__") or isinstance(v, torch.Tensor):
+            raise TypeError(f"{name} must be an int; got {type(v).__name__}")
+        v = operator.index(v)
     if (lo is not None and v < lo) or (hi is not None and v > hi):
         rng = f"[{lo if lo is not None else '-inf'}, {hi if hi is not None else 'inf'}]"
         raise ValueError(f"{name} must be in {rng}; got {v}")
     return v
 
 
-def real(name: str, v: object, *, finite: bool = True, positive: bool = False) -> float:
-    """A Python number usable as a float scalar."""
+def u32(name: str, v: object, *, lo: int = 0) -> int:
+    """An int the kernel takes as a 32-bit unsigned field: in [lo, 2**32 - 1]."""
+    return integer(name, v, lo=lo, hi=U32_MAX)
+
+
+def i32(name: str, v: object, *, lo: int = 0) -> int:
+    """An int the kernel takes as a 32-bit signed field: in [lo, 2**31 - 1]."""
+    return integer(name, v, lo=lo, hi=I32_MAX)
+
+
+def real(name: str, v: object, *, finite: bool = True, positive: bool = False, fp32: bool = False) -> float:
+    """A number usable as a float scalar: a Python int/float, a numpy scalar, or a 0-d / one-element CPU
+    tensor (read with float(), as the original did). fp32=True: the kernel takes it as fp32, so a finite
+    double beyond fp32's range is rejected rather than turned into inf."""
+    if isinstance(v, torch.Tensor):
+        if v.numel() != 1:
+            raise ValueError(f"{name} must be a scalar (a float, or a tensor of one element); got a tensor of "
+                             f"shape {tuple(v.shape)}")
+        if v.device.type != "cpu":
+            raise TypeError(f"{name} must be a float or a CPU tensor; got a tensor on {v.device} (reading it here "
+                            f"would sync the device: pass float({name}) once, outside the hot path)")
+        if v.dtype.is_complex or v.dtype == torch.bool:
+            raise TypeError(f"{name} must be a real number; got a {str(v.dtype).replace('torch.', '')} tensor")
+        v = v.item()
+    elif not isinstance(v, (int, float)) and hasattr(type(v), "__float__") and hasattr(v, "dtype"):
+        v = float(v)  # numpy scalar
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise TypeError(f"{name} must be a float; got {type(v).__name__}")
-    f = float(v)
-    if finite and f != f or finite and f in (float("inf"), float("-inf")):
+    try:
+        f = float(v)
+    except OverflowError:
+        raise ValueError(f"{name} must be finite; got an int too large for a float") from None
+    if finite and (f != f or f in (float("inf"), float("-inf"))):
         raise ValueError(f"{name} must be finite; got {f}")
+    if fp32 and finite and abs(f) > F32_MAX:
+        raise ValueError(f"{name} must be within fp32's range (|x| <= 3.4028e38; the kernel takes it as fp32); "
+                         f"got {f}")
     if positive and not f > 0:
         raise ValueError(f"{name} must be > 0; got {f}")
     return f
+
+
+def byte_span(t: torch.Tensor) -> tuple[int, int]:
+    """[start, end) of the bytes a tensor's elements can occupy (from its sizes and strides)."""
+    if t.numel() == 0:
+        return t.data_ptr(), t.data_ptr()
+    lo = hi = 0
+    for size, stride in zip(t.shape, t.stride()):
+        if stride >= 0:
+            hi += (size - 1) * stride
+        else:
+            lo += (size - 1) * stride
+    es = t.element_size()
+    return t.data_ptr() + lo * es, t.data_ptr() + (hi + 1) * es
+
+
+def overlap(a: torch.Tensor | None, b: torch.Tensor | None) -> bool:
+    """Whether two tensors' byte spans intersect on one device (by address, whatever their storages)."""
+    if a is None or b is None or a.device != b.device:
+        return False
+    a0, a1 = byte_span(a)
+    b0, b1 = byte_span(b)
+    return a0 < b1 and b0 < a1
+
+
+def no_overlap(out_name: str, out: torch.Tensor | None, **inputs: torch.Tensor | None) -> None:
+    """`out` shares no byte with any of `inputs` (ValueError naming both)."""
+    if out is None or torch.compiler.is_compiling():
+        return
+    for name, t in inputs.items():
+        if overlap(out, t):
+            raise ValueError(f"{out_name} must not overlap {name} (the kernel reads {name} while writing "
+                             f"{out_name}); pass a separate output tensor")
 
 
 def choice(name: str, v: object, options: Sequence[object]) -> object:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import functools
-import importlib.resources
 import json
 import os
 import threading
@@ -12,7 +11,7 @@ from typing import Any
 
 from .backend import get_backend
 from .codeobject import CodeObject, KernelMeta, pack_explicit_args
-from .errors import BackendUnavailableError, NoKernelError
+from .errors import BackendUnavailableError, NoKernelError, emu_install_hint
 
 Dim3 = tuple[int, int, int]
 
@@ -30,16 +29,39 @@ def hazards_checked() -> bool:
     return os.environ.get("MOONMATH_EMU_HAZARDS", "1").strip() not in ("0", "false", "off")
 
 
+def _kernels_root(package: str) -> Path:
+    """The first `kernels` directory on the package's search path (see KernelSet)."""
+    import importlib
+
+    mod = importlib.import_module(package)
+    roots = [Path(p) for p in getattr(mod, "__path__", [])] or [Path(str(importlib.resources.files(package)))]
+    for r in roots:
+        if (r / "kernels").is_dir():
+            return r / "kernels"
+    return roots[0] / "kernels"
+
+
 class KernelSet:
-    """The code objects of one package: `<package>/kernels/<arch>/<name>.hsaco`."""
+    """The code objects of one package: `<package>/kernels/<arch>/<name>.hsaco`.
+
+    The kernels/ directory is looked up on every entry of the package's __path__: a regular install has
+    one; an editable install (pip install -e) has the source tree first and the built files, installed
+    beside it into site-packages, on another entry.
+    """
 
     def __init__(self, package: str):
         self.package = package
-        self._root = Path(str(importlib.resources.files(package))) / "kernels"
         self._lock = threading.Lock()
         self._emu: dict[Path, Any] = {}
         self._hip: dict[Path, Any] = {}
         self.last_counters: dict | None = None
+        self._root_cache: Path | None = None
+
+    @property
+    def _root(self) -> Path:
+        if self._root_cache is None:
+            self._root_cache = _kernels_root(self.package)
+        return self._root_cache
 
     def archs_built(self) -> list[str]:
         if not self._root.is_dir():
@@ -50,13 +72,19 @@ class KernelSet:
         p = self._root / "build_info.json"
         return json.loads(p.read_text()) if p.exists() else {}
 
+    def buildable(self, code_object: str) -> list[str]:
+        """Archs whose sources hold `code_object` (the build records them, built or not)."""
+        sources = self.build_info().get("sources", {})
+        return sorted(a for a, stems in sources.items() if code_object in stems)
+
     def code_objects(self, arch: str) -> list[Path]:
         return sorted((self._root / arch).glob("*.hsaco"))
 
     def path(self, op: str, arch: str, code_object: str) -> Path:
         p = self._root / arch / f"{code_object}.hsaco"
         if not p.exists():
-            raise NoKernelError(op, arch, self.archs_built())
+            built = [a for a in self.archs_built() if (self._root / a / f"{code_object}.hsaco").exists()]
+            raise NoKernelError(op, arch, built, buildable=sorted(set(self.buildable(code_object)) | set(built)))
         return p
 
     @functools.cache  # noqa: B019 - one KernelSet per package, lives for the process
@@ -66,7 +94,7 @@ class KernelSet:
     def kernel_meta(self, op: str, arch: str, code_object: str, kernel: str) -> KernelMeta:
         co = self.metadata(self.path(op, arch, code_object))
         if kernel not in co.kernels:
-            raise NoKernelError(op, arch, self.archs_built(), f"({code_object}.hsaco has no kernel {kernel!r})")
+            raise NoKernelError(op, arch, [], f"({code_object}.hsaco has no kernel {kernel!r})")
         return co.kernels[kernel]
 
     def launch(self, op: str, arch: str, code_object: str, kernel: str, grid: int | Sequence[int],
@@ -89,7 +117,7 @@ class KernelSet:
             import moonmath_emu
         except ImportError as e:
             raise BackendUnavailableError(
-                "backend 'emu' needs moonmath-emu: pip install moonmath-emu (or the [emu] extra)") from e
+                f"backend 'emu' needs moonmath-emu, which is not installed. {emu_install_hint()}") from e
         with self._lock:
             mod = self._emu.get(path)
             if mod is None:

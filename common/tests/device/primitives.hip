@@ -144,3 +144,9 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void t_block_sync(uint32_t* out) {
   block_sync();
   out[t] = slots[255 - t];  // written by another wave
 }
+
+// convert.hpp perm: v_perm_b32 byte selection (0..3 lo, 4..7 hi, 0x0C zero) with per-lane selectors.
+MM_KERNEL void t_perm(const uint32_t* hi, const uint32_t* lo, const uint32_t* sel, uint32_t* out) {
+  uint32_t t = thread_id_x();
+  out[t] = perm(hi[t], lo[t], sel[t]);
+}

@@ -354,3 +354,92 @@ MM_KERNEL void t_blocked_16x16x16(const uint16_t* a, const uint16_t* bt, uint32_
   }
   store_c(acc, make_buffer(d, 16 * 64), 0, 64);
 }
+
+#if defined(__gfx950__)
+// Scaled f8f6f4 shapes: layout helpers per lane (a_row, b_col, scale_x, scale_kblock, a_k(e),
+// b_k(e) for e < 32, c_row(r)); raw operand words of load_a / load_b; D = scaled A * B + C with
+// operands from buffers (A: M x K row-major, B^T: N x K row-major, K/2 bytes per row for fp4)
+// and scales from [M][K/32] / [N][K/32] byte matrices.
+template <class S> MM_DEVICE void scaled_layout(int32_t* out) {
+  const int lane = (int)lane_id();
+  constexpr int kW = 4 + 64 + S::kCRegs;
+  int32_t* o = out + lane * kW;
+  o[0] = S::a_row(lane);
+  o[1] = S::b_col(lane);
+  o[2] = S::scale_x(lane);
+  o[3] = S::scale_kblock(lane);
+  for (int e = 0; e < 32; ++e) o[4 + e] = S::a_k(lane, e);
+  for (int e = 0; e < 32; ++e) o[36 + e] = S::b_k(lane, e);
+  for (int r = 0; r < S::kCRegs; ++r) o[68 + r] = S::c_row(lane, r);
+}
+template <class S>
+MM_DEVICE void scaled_mma(const uint8_t* a, const uint8_t* bt, const uint8_t* sa, const uint8_t* sb, const float* c,
+                          float* d, uint32_t* words) {
+  constexpr uint32_t kRowA = S::K * S::OpA::kBits / 8, kRowB = S::K * S::OpB::kBits / 8, kCRow = S::N * 4;
+  FragA<S> fa;
+  FragB<S> fb;
+  FragC<S> acc;
+  load_a(fa, make_buffer(a, S::M * kRowA), 0, kRowA);
+  load_b(fb, make_buffer(bt, S::N * kRowB), 0, kRowB);
+  const Scales<S> xa = load_scales<S>(make_buffer(sa, S::M * S::K / 32), 0, S::K / 32);
+  const Scales<S> xb = load_scales<S>(make_buffer(sb, S::N * S::K / 32), 0, S::K / 32);
+  load_c(acc, make_buffer(c, S::M * kCRow), 0, kCRow);
+  mma(acc, fa, xa, fb, xb, acc);
+  store_c(acc, make_buffer(d, S::M * kCRow), 0, kCRow);
+  const uint32_t lane = lane_id();
+  for (int w = 0; w < S::OpA::kWords; ++w) words[lane * 16 + w] = fa.w[w];
+  for (int w = 0; w < S::OpB::kWords; ++w) words[lane * 16 + 8 + w] = fb.w[w];
+}
+#define SCALED_KERNELS(NAME, M, FA, FB)                                                                          \
+  MM_KERNEL void t_slayout_##NAME(int32_t* out) { scaled_layout<MfmaScaledF8f6f4<M, MxFormat::FA, MxFormat::FB>>(out); } \
+  MM_KERNEL void t_smma_##NAME(const uint8_t* a, const uint8_t* bt, const uint8_t* sa, const uint8_t* sb,        \
+                               const float* c, float* d, uint32_t* words) {                                     \
+    scaled_mma<MfmaScaledF8f6f4<M, MxFormat::FA, MxFormat::FB>>(a, bt, sa, sb, c, d, words);                   \
+  }
+SCALED_KERNELS(16_e4m3_e4m3, 16, E4M3, E4M3)
+SCALED_KERNELS(16_e2m1_e2m1, 16, E2M1, E2M1)
+SCALED_KERNELS(16_e4m3_e2m1, 16, E4M3, E2M1)
+SCALED_KERNELS(16_e5m2_e4m3, 16, E5M2, E4M3)
+SCALED_KERNELS(32_e4m3_e4m3, 32, E4M3, E4M3)
+SCALED_KERNELS(32_e2m1_e2m1, 32, E2M1, E2M1)
+SCALED_KERNELS(32_e2m1_e4m3, 32, E2M1, E4M3)
+#endif
+
+#if defined(__gfx950__)
+// gfx950 KOfPackedC products: D = A * bf16(X), X an fp32 C fragment used in place as B operand(s),
+// A read k-major (A^T row-major in LDS) in the KOfPackedC order. a: M x M bf16, x: M x M fp32.
+MM_KERNEL void t_c_as_b950_16(const uint16_t* a, const float* x, float* d) {
+  typedef Mfma16x16x32Bf16 S;
+  typedef LinearLds<64> Swz;  // A^T: 32 k rows of 16 bf16 (padded to 64 bytes)
+  MM_LDS uint8_t at[32 * 64];
+  const uint32_t lane = lane_id();
+  for (int i = lane; i < 16 * 32; i += 64) *(uint16_t*)(at + Swz::offset(i % 32, (i / 32) * 2)) = a[i];
+  block_sync();
+  FragC<S> x0, x1, acc = zeros<S>();
+  load_c(x0, make_buffer(x, 32 * 64), 0, 64);
+  load_c(x1, make_buffer(x, 32 * 64), 16 * 64, 64);
+  FragA<S> fa;
+  lds_load_a_kmajor<Swz, KOfPackedC>(fa, at, 0, 0);
+  mma(acc, fa, as_b_operand(pack_bf16<Round::RTNE>(x0), pack_bf16<Round::RTNE>(x1)), acc);
+  store_c(acc, make_buffer(d, 16 * 64), 0, 64);
+}
+template <int P> MM_DEVICE void mma_slice950(FragC<Mfma32x32x16Bf16>& acc, const void* at, const PackedC<Mfma32x32x16Bf16>& p) {
+  FragA<Mfma32x32x16Bf16> fa;
+  lds_load_a_kmajor<LinearLds<64>, KOfPackedC>(fa, at, 0, 16 * P);
+  mma(acc, fa, as_b_operand<P>(p), acc);
+}
+MM_KERNEL void t_c_as_b950_32(const uint16_t* a, const float* x, float* d) {
+  typedef Mfma32x32x16Bf16 S;
+  typedef LinearLds<64> Swz;  // A^T: 32 k rows of 32 bf16
+  MM_LDS uint8_t at[32 * 64];
+  const uint32_t lane = lane_id();
+  for (int i = lane; i < 32 * 32; i += 64) *(uint16_t*)(at + Swz::offset(i % 32, (i / 32) * 2)) = a[i];
+  block_sync();
+  FragC<S> cx, acc = zeros<S>();
+  load_c(cx, make_buffer(x, 32 * 128), 0, 128);
+  const PackedC<S> p = pack_bf16<Round::RTNE>(cx);
+  mma_slice950<0>(acc, at, p);
+  mma_slice950<1>(acc, at, p);
+  store_c(acc, make_buffer(d, 32 * 128), 0, 128);
+}
+#endif

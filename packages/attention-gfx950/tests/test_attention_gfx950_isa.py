@@ -2,7 +2,8 @@
 
 Declared budgets (docs/kernels/attention_gfx950.md):
   attn_fwd_d128      VGPR+AGPR <= 256 (8 waves per workgroup: two waves per SIMD share the 512-entry
-                     file), SGPR <= 96 (no occupancy cost at 2 waves per SIMD); LDS = 65536 (two stages of a 64-key K and V block); scratch 0.
+                     file), SGPR <= 96 (no occupancy cost at 2 waves per SIMD); LDS = 65536 (two
+                     stages of a 64-key K and V block); scratch 0.
   attn_fwd_d192_128  VGPR+AGPR <= 256, SGPR <= 96; LDS = 81920; scratch 0.
   attn_fwd_merge     VGPR <= 40, AGPR 0, SGPR <= 72; LDS 0; scratch 0.
 No spills anywhere.

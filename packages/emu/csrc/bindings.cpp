@@ -80,10 +80,10 @@ PYBIND11_MODULE(_core, m) {
       .def("disassemble", &Module::disassemble)
       .def("opcodes", &Module::opcodes)
       .def("_launch", [](Module& mo, const std::string& name, std::vector<uint32_t> grid, std::vector<uint32_t> block,
-                         py::list args, uint32_t dynamic_lds, int hazard_mode) {
+                         py::list args, uint32_t dynamic_lds, int hazard_mode, unsigned threads) {
         LaunchParams P;
         for (int i = 0; i < 3; i++) { P.grid[i] = grid.at(i); P.block[i] = block.at(i); }
-        P.dynamic_lds = dynamic_lds; P.check_hazards = hazard_mode != 0; P.hazards_warn = hazard_mode == 2;
+        P.dynamic_lds = dynamic_lds; P.check_hazards = hazard_mode != 0; P.hazards_warn = hazard_mode == 2; P.threads = threads;
         for (auto item : args) {
           py::tuple t = item.cast<py::tuple>();
           std::string kind = t[0].cast<std::string>();

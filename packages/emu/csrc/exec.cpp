@@ -10,6 +10,8 @@
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
+#include <atomic>
+#include <thread>
 #include <immintrin.h>
 
 #include "mfma.hpp"
@@ -164,6 +166,7 @@ struct XInst {
 
 struct Module::Impl {
   bool gfx950 = false;
+  bool serial_only = false;  // global atomics or s_memtime: workgroups must run in order on one thread
   std::vector<Inst> insts;
   std::vector<XInst> x;
   std::vector<int32_t> va2idx;  // by vaddr/4
@@ -291,6 +294,13 @@ Module::Module(const uint8_t* data, size_t n) : co_(load_code_object(data, n)), 
       va += in.size;
     }
   }
+  // kernels whose workgroups could observe each other's order run on one thread (see Module::launch)
+  for (auto& in : impl_->insts) {
+    if (in.key == KEY_INVALID || !in.row) continue;
+    const bool vmem = in.enc == ENC_FLAT || in.enc == ENC_GLOBAL || in.enc == ENC_MUBUF || in.enc == ENC_SCRATCH;
+    if ((vmem && in.row->name.find("atomic") != std::string::npos) || (in.enc == ENC_SMEM && (in.op == 36 || in.op == 37)))
+      impl_->serial_only = true;
+  }
   // branch targets
   for (auto& in : impl_->insts) {
     if (in.key == KEY_INVALID) continue;
@@ -378,7 +388,7 @@ struct Wave {
 };
 
 // A hazard site seen in report-only mode ("warn"): reported once, with how often it was hit.
-struct HazardSite { std::string message; uint64_t count = 0; };
+struct HazardSite { std::string message; uint64_t count = 0; uint64_t wg = 0; };
 
 struct SR {
   const uint32_t* p; uint32_t m;  // p: 64 lanes
@@ -422,6 +432,12 @@ struct Ctx {
   uint32_t priv_size = 0;
 
   std::vector<uint32_t> lds_wpc;  // per LDS dword: instruction index of the last write (hazard messages)
+  // the launch's kernarg segment, dispatch packet and queue (owned by the primary Ctx, shared by the
+  // per-thread copies that run workgroups in parallel)
+  const uint8_t* kernarg_p = nullptr; size_t kernarg_n = 0;
+  uint8_t* packet_p = nullptr; uint8_t* queue_p = nullptr;
+  uint64_t memtime = 0;  // s_memtime / s_memrealtime counter
+  uint64_t cur_wg = 0;  // linear index of the workgroup running (first hazard report per site)
   bool warn = false;              // report-only hazard mode
   std::map<std::pair<int, int>, HazardSite> hazard_sites;  // (instruction index, check) -> first report
 
@@ -433,7 +449,7 @@ struct Ctx {
   void hazard(Wave& w, int check, std::string msg) {
     if (!warn) throw HazardError(msg);
     HazardSite& h = hazard_sites[{w.pc, check}];
-    if (!h.count) h.message = std::move(msg);
+    if (!h.count) { h.message = std::move(msg); h.wg = cur_wg; }
     h.count++;
   }
   std::string inst_at(uint32_t idx) {
@@ -698,6 +714,8 @@ struct Ctx {
   void run_wave(Wave& w, uint32_t quantum);
   void step(Wave& w);
   bool step_gpr_indexed(Wave& w);
+  void run_workgroup(uint64_t linear, uint64_t nthreads);
+  void merge_from(const Ctx& o);
   void exec_salu(Wave& w, const Inst& in, int& next);
   void exec_smem(Wave& w, const Inst& in);
   void exec_valu(Wave& w, const Inst& in, const XInst& x);
@@ -722,15 +740,15 @@ void Ctx::init_wave(Wave& w, int wid, uint32_t nthreads) {
   int sg = 0;
   auto put64 = [&](uint64_t v) { w.s[sg] = (uint32_t)v; w.s[sg + 1] = (uint32_t)(v >> 32); sg += 2; };
   if (kd.kp_private_segment_buffer) { sg += 4; }  // not supported on architected-flat-scratch targets
-  if (kd.kp_dispatch_ptr) put64(reinterpret_cast<uint64_t>(packet.data()));
-  if (kd.kp_queue_ptr) put64(reinterpret_cast<uint64_t>(queue.data()));
-  if (kd.kp_kernarg_segment_ptr) put64(reinterpret_cast<uint64_t>(kernarg.data()));
+  if (kd.kp_dispatch_ptr) put64(reinterpret_cast<uint64_t>(packet_p));
+  if (kd.kp_queue_ptr) put64(reinterpret_cast<uint64_t>(queue_p));
+  if (kd.kp_kernarg_segment_ptr) put64(reinterpret_cast<uint64_t>(kernarg_p));
   if (kd.kp_dispatch_id) put64(0);
   if (kd.kp_flat_scratch_init) put64(0);
   if (kd.kp_private_segment_size) w.s[sg++] = kd.private_segment_fixed_size;
   for (int i = 0; i < kd.kernarg_preload_length && sg < 16; i++) {
     uint32_t off = (kd.kernarg_preload_offset + i) * 4, v = 0;
-    if (off + 4 <= kernarg.size()) std::memcpy(&v, kernarg.data() + off, 4);
+    if (off + 4 <= kernarg_n) std::memcpy(&v, kernarg_p + off, 4);
     w.s[sg++] = v;
   }
   sg = std::max(sg, kd.user_sgpr_count);  // system SGPRs follow the user SGPRs
@@ -2071,7 +2089,7 @@ void Ctx::exec_smem(Wave& w, const Inst& in) {
   const int op = in.op;
   if (op == 32 || op == 33 || op == 34 || op == 35 || op == 40 || op == 41) return;  // cache control
   if (op == 36 || op == 37) {  // s_memtime / s_memrealtime: a monotonic counter
-    static uint64_t t = 0; t += 1000; sw64(w, in.sdst, t);
+    memtime += 1000; sw64(w, in.sdst, memtime);
     if (hz) { uint64_t seq = ++w.sm_issued; tag_dst(w, in.sdst, 2, TK_SM, seq); }
     return;
   }
@@ -2575,6 +2593,65 @@ static void put_le(std::vector<uint8_t>& b, uint32_t off, uint64_t v, uint32_t s
   for (uint32_t i = 0; i < size && i < 8; i++) b[off + i] = (uint8_t)(v >> (8 * i));
 }
 
+// One workgroup, linear index `linear` in grid order x, y, z.
+void Ctx::run_workgroup(uint64_t linear, uint64_t nthreads) {
+  const uint32_t xg = (uint32_t)(linear % P.grid[0]), y = (uint32_t)(linear / P.grid[0] % P.grid[1]),
+                 z = (uint32_t)(linear / ((uint64_t)P.grid[0] * P.grid[1]));
+  cur_wg = linear;
+  const KernelDesc* kdp = &kd;
+  wg[0] = xg; wg[1] = y; wg[2] = z;
+  std::fill(lds.begin(), lds.end(), 0);
+  if (hz) std::fill(lmeta.begin(), lmeta.end(), LdsMeta());
+  for (auto& w : waves) { w.dma.clear(); w.resume = false; }
+  epoch = 1;
+  for (int i = 0; i < nwaves; i++) {
+    // registers start at 0 (hardware: undefined): the VGPRs and AGPRs the descriptor / metadata
+    // allocate (the unified granule count bounds both)
+    size_t used = std::min<size_t>((size_t)std::max(kdp->vgpr_count, 8), 256);
+    size_t acc = kdp->md_agpr >= 0 ? std::min<size_t>((size_t)kdp->md_agpr, 256) : 256;
+    std::fill(waves[i].v, waves[i].v + used * 64, 0);
+    std::fill(waves[i].v + 256 * 64, waves[i].v + (256 + acc) * 64, 0);
+    init_wave(waves[i], i, (uint32_t)nthreads);
+  }
+  // The waves of a workgroup take turns of kQuantum instructions (round robin, wave order): close to
+  // the hardware, where they issue side by side, so code that relies on issue order across waves
+  // within a barrier interval (AITER's: every wave reads an LDS buffer right after a barrier, before
+  // any wave refills it) sees what it would on the GPU. Deterministic: the order is fixed.
+  for (;;) {
+    bool ran = false;
+    for (auto& w : waves) if (w.state == WS_RUN) { run_wave(w, kQuantum); ran = true; }
+    if (ran) continue;
+    // nobody can run: waves that yielded at a wait for direct-to-LDS data resume (and retire it)
+    bool resumed = false;
+    for (auto& w : waves) if (w.state == WS_YIELD) { w.state = WS_RUN; w.resume = true; resumed = true; }
+    if (resumed) continue;
+    int done = 0;
+    for (auto& w : waves) done += w.state == WS_DONE;
+    if (done == nwaves) break;
+    for (auto& w : waves) if (w.state == WS_BARRIER) { w.state = WS_RUN; w.since_barrier = 0; }
+    epoch++;
+  }
+}
+
+void Ctx::merge_from(const Ctx& o) {
+  for (size_t i = 0; i < icount.size(); i++) icount[i] += o.icount[i];
+  b_vm_ld += o.b_vm_ld; b_vm_st += o.b_vm_st; b_sm += o.b_sm; b_lds_rd += o.b_lds_rd; b_lds_wr += o.b_lds_wr;
+  lines.insert(o.lines.begin(), o.lines.end());
+  for (auto& kv : o.hazard_sites) {
+    auto it = hazard_sites.find(kv.first);
+    if (it == hazard_sites.end()) { hazard_sites.insert(kv); continue; }
+    if (kv.second.wg < it->second.wg) { it->second.message = kv.second.message; it->second.wg = kv.second.wg; }
+    it->second.count += kv.second.count;
+  }
+}
+
+static unsigned default_threads() {
+  const char* e = std::getenv("MOONMATH_EMU_THREADS");
+  if (e && *e) { unsigned long v = std::strtoul(e, nullptr, 10); return v ? (unsigned)v : 1u; }
+  unsigned h = std::thread::hardware_concurrency();
+  return h ? h : 1u;
+}
+
 Counters Module::launch(const std::string& name, const LaunchParams& P) {
   const KernelDesc* kd = co_.find(name);
   if (!kd) {
@@ -2681,44 +2758,50 @@ Counters Module::launch(const std::string& name, const LaunchParams& P) {
   unsigned int old_csr = _mm_getcsr();  // run_wave sets rounding/denormal control per wave (MODE)
   struct Restore { unsigned int c; ~Restore() { _mm_setcsr(c); } } restore{old_csr};
 
-  uint64_t nwg = 0;
-  for (uint32_t z = 0; z < P.grid[2]; z++)
-    for (uint32_t y = 0; y < P.grid[1]; y++)
-      for (uint32_t xg = 0; xg < P.grid[0]; xg++) {
-        C.wg[0] = xg; C.wg[1] = y; C.wg[2] = z;
-        std::fill(C.lds.begin(), C.lds.end(), 0);
-        if (C.hz) std::fill(C.lmeta.begin(), C.lmeta.end(), LdsMeta());
-        for (auto& w : C.waves) { w.dma.clear(); w.resume = false; }
-        C.epoch = 1;
-        for (int i = 0; i < C.nwaves; i++) {
-          // registers start at 0 (hardware: undefined): the VGPRs and AGPRs the descriptor / metadata
-          // allocate (the unified granule count bounds both)
-          size_t used = std::min<size_t>((size_t)std::max(kd->vgpr_count, 8), 256);
-          size_t acc = kd->md_agpr >= 0 ? std::min<size_t>((size_t)kd->md_agpr, 256) : 256;
-          std::fill(C.waves[i].v, C.waves[i].v + used * 64, 0);
-          std::fill(C.waves[i].v + 256 * 64, C.waves[i].v + (256 + acc) * 64, 0);
-          C.init_wave(C.waves[i], i, (uint32_t)nthreads);
+  C.kernarg_p = C.kernarg.data(); C.kernarg_n = C.kernarg.size();
+  C.packet_p = C.packet.data(); C.queue_p = C.queue.data();
+  const uint64_t nwg = (uint64_t)P.grid[0] * P.grid[1] * P.grid[2];
+  // Workgroups run on several threads when that cannot change a result: the kernel has no global
+  // atomics (their order across workgroups could change float sums) and no s_memtime. Each thread
+  // has its own copy of the workgroup state; counters are added up and each hazard site keeps the report
+  // of the lowest-numbered workgroup, so results and counters equal the one-thread run's bit for bit.
+  // After an error, the error of the lowest-numbered failing workgroup is raised (the one a single
+  // thread would have met first); memory written by higher-numbered workgroups is then unspecified.
+  unsigned nthr = P.threads ? P.threads : default_threads();
+  if (impl_->serial_only || nwg < 2) nthr = 1;
+  nthr = (unsigned)std::min<uint64_t>(nthr, nwg);
+  if (nthr <= 1) {
+    for (uint64_t i = 0; i < nwg; i++) C.run_workgroup(i, nthreads);
+  } else {
+    std::vector<std::unique_ptr<Ctx>> workers;
+    for (unsigned t = 0; t < nthr; t++) {
+      workers.emplace_back(new Ctx(C));
+      Ctx& W = *workers.back();
+      for (int i = 0; i < W.nwaves; i++) W.waves[i].v = W.vfile.data() + (size_t)i * 576 * 64;  // own registers
+      W.last_region = nullptr;
+    }
+    std::atomic<uint64_t> next{0}, first_bad{~0ull};
+    std::mutex err_mu;
+    std::exception_ptr err;
+    auto work = [&](Ctx& W) {
+      for (uint64_t i; (i = next.fetch_add(1)) < nwg;) {
+        if (i > first_bad.load()) break;
+        try {
+          W.run_workgroup(i, nthreads);
+        } catch (...) {
+          std::lock_guard<std::mutex> g(err_mu);
+          if (i < first_bad.load()) { first_bad = i; err = std::current_exception(); }
+          break;
         }
-        // The waves of a workgroup take turns of kQuantum instructions (round robin, wave order): close to
-        // the hardware, where they issue side by side, so code that relies on issue order across waves
-        // within a barrier interval (AITER's: every wave reads an LDS buffer right after a barrier, before
-        // any wave refills it) sees what it would on the GPU. Deterministic: the order is fixed.
-        for (;;) {
-          bool ran = false;
-          for (auto& w : C.waves) if (w.state == WS_RUN) { C.run_wave(w, kQuantum); ran = true; }
-          if (ran) continue;
-          // nobody can run: waves that yielded at a wait for direct-to-LDS data resume (and retire it)
-          bool resumed = false;
-          for (auto& w : C.waves) if (w.state == WS_YIELD) { w.state = WS_RUN; w.resume = true; resumed = true; }
-          if (resumed) continue;
-          int done = 0;
-          for (auto& w : C.waves) done += w.state == WS_DONE;
-          if (done == C.nwaves) break;
-          for (auto& w : C.waves) if (w.state == WS_BARRIER) { w.state = WS_RUN; w.since_barrier = 0; }
-          C.epoch++;
-        }
-        nwg++;
       }
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < nthr; t++) pool.emplace_back(work, std::ref(*workers[t]));
+    work(*workers[0]);
+    for (auto& th : pool) th.join();
+    if (err) std::rethrow_exception(err);
+    for (auto& W : workers) C.merge_from(*W);
+  }
   // ---- counters
   Counters cnt;
   cnt.vmem_load_bytes = C.b_vm_ld; cnt.vmem_store_bytes = C.b_vm_st; cnt.smem_bytes = C.b_sm;

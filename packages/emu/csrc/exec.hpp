@@ -39,6 +39,7 @@ struct LaunchParams {
   uint32_t dynamic_lds = 0;
   bool check_hazards = true;
   bool hazards_warn = false;  // with check_hazards: report each distinct site once and go on
+  unsigned threads = 0;       // workgroups in parallel on this many threads; 0: MOONMATH_EMU_THREADS or all cores
   std::vector<LaunchArg> args;
 };
 

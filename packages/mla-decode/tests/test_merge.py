@@ -164,3 +164,21 @@ def test_torch_compile_fullgraph(with_lse):
     assert torch.equal(out.view(torch.int16), ref_out.view(torch.int16))
     if with_lse:
         assert torch.equal(lse_out, ref_lse)
+
+
+def test_merge_rejects_out_overlapping_parts_through_another_storage():
+    """Two storages over one buffer (numpy views): the old check compared storage base pointers and let
+    `out` clobber parts_in."""
+    import numpy as np
+
+    from moonmath_mla_decode import mla_dcp_lse_merge_ranks
+
+    R, T, H = 2, 1, 2
+    raw = np.zeros(R * T * H * 512, dtype=np.int16)
+    parts = torch.from_numpy(raw).view(torch.bfloat16).view(R, T, H, 512)
+    out = torch.from_numpy(raw[T * H * 512:]).view(torch.bfloat16).view(T, H, 512)   # aliases rank 1
+    assert parts.untyped_storage().data_ptr() != out.untyped_storage().data_ptr()
+    lse = torch.zeros(R, T, H)
+    for backend in ("reference", "emu"):
+        with use_backend(backend), pytest.raises(ValueError, match="out must not overlap parts_in"):
+            mla_dcp_lse_merge_ranks(parts, lse, out)

@@ -55,9 +55,14 @@ CASES = [
     ("kv_indices dtype", dict(kv_indices=torch.arange(8)), TypeError, "kv_indices must have dtype int32"),
     ("kv_indices rank", dict(kv_indices=torch.arange(8, dtype=i32).view(2, 4)), ValueError, "kv_indices must be 1-D"),
     ("kv_indices range", dict(kv_indices=torch.tensor([0, 1, 2, 3, 10, 5, 6, 7], dtype=i32)), ValueError,
-     "kv_indices \\(request 0\\) values must be < 10"),
+     "kv_indices \\(request 0\\) values must be in \\[0, 10\\)"),
     ("kv_indices negative", dict(kv_indices=torch.tensor([0, 1, 2, 3, 4, -5, 6, 7], dtype=i32)), ValueError,
-     "kv_indices \\(request 1\\) values must be >= 0"),
+     "kv_indices \\(request 1\\) values must be in \\[0, 10\\).*got -5 at kv_indices\\[5\\]"),
+    ("scale beyond fp32", dict(scale=1e39), ValueError, "scale must be within fp32's range"),
+    ("kv_scale beyond fp32", dict(kv_scale=-1e39), ValueError, "kv_scale must be within fp32's range"),
+    ("kv_scale 2-element tensor", dict(kv_scale=torch.tensor([1.0, 2.0])), ValueError, "kv_scale must be a scalar"),
+    ("scale meta tensor", dict(scale=torch.tensor(0.1, device="meta")), TypeError, "scale must be a float or a CPU"),
+    ("cp_world 2**31", dict(cp_world=2**31), ValueError, "cp_world must be in"),
     ("kv_indptr dtype", dict(kv_indptr=torch.tensor([0, 5, 8])), TypeError, "kv_indptr must have dtype int32"),
     ("kv_indptr short", dict(kv_indptr=torch.tensor([0], dtype=i32)), ValueError, "kv_indptr must have B \\+ 1 >= 2"),
     ("kv_indptr decreasing", dict(kv_indptr=torch.tensor([0, 5, 4], dtype=i32)), ValueError,
@@ -117,5 +122,25 @@ def test_gfx950_pool_is_ocp_e4m3fn(monkeypatch):
     with use_backend("reference"), pytest.raises(TypeError, match="kv_pool must have dtype float8_e4m3fn on gfx950"):
         mla_decode_a16w8(**a)
     a["kv_pool"] = torch.zeros(10, 1, 576).to(torch.float8_e4m3fn)
+    with use_backend("reference"):
+        mla_decode_a16w8(**a)
+
+
+def test_reference_accepts_an_empty_pool():
+    """A valid empty pool [0, 1, 576] with every length 0 (failed with a reshape error): o = 0, lse = -inf."""
+    a = good(lens=(0, 0), slots=0)
+    a["o_lat"].fill_(7)
+    lse = torch.zeros(4, 4)
+    with use_backend("reference"):
+        mla_decode_a16w8(**a, lse=lse)
+    assert bool((a["o_lat"] == 0).all()) and bool(torch.isneginf(lse).all())
+
+
+@pytest.mark.parametrize("conv", [float, torch.tensor, lambda v: torch.tensor([v]), __import__("numpy").float64],
+                         ids=["float", "0-d tensor", "1-elem tensor", "numpy"])
+def test_scale_forms_accepted(conv):
+    """scale / kv_scale as clients hold them (the original calls float() on each)."""
+    a = good()
+    a["scale"], a["kv_scale"] = conv(0.1), conv(0.5)
     with use_backend("reference"):
         mla_decode_a16w8(**a)

@@ -26,7 +26,7 @@ COMMON = [
     ("A type", dict(A=None), TypeError, "A must be a torch.Tensor"),
     ("A dtype", dict(A=torch.zeros(T, K)), TypeError, "A must have dtype bfloat16"),
     ("A rank", dict(A=torch.zeros(T, K, 1, dtype=bf)), ValueError, "A must be 2-D"),
-    ("A contiguous", dict(A=torch.zeros(K, T, dtype=bf).t()), ValueError, "A must be contiguous"),
+    ("A k stride", dict(A=torch.zeros(K, T, dtype=bf).t()), ValueError, "A must have a contiguous last dim"),
     ("A rows", dict(A=torch.zeros(2, K, dtype=bf)),
      ValueError, "A must have at least ceil\\(num_valid_tokens / top_k\\)"),
     ("A K vs B", dict(A=torch.zeros(T, 2 * K, dtype=bf)), ValueError, "B must have K/32 = 16 scale groups"),
@@ -65,6 +65,9 @@ COMMON = [
     ("num_valid_tokens negative", dict(num_valid_tokens=-1), ValueError, "num_valid_tokens must be in"),
     ("num_valid_tokens type", dict(num_valid_tokens=None), TypeError, "num_valid_tokens must be an int"),
     ("top_k zero", dict(top_k=0), ValueError, "top_k must be in"),
+    ("top_k 2**32+1", dict(top_k=2**32 + 1), ValueError, "top_k must be in \\[1, 4294967295\\]"),
+    ("num_valid_tokens 2**32", dict(num_valid_tokens=2**32), ValueError, "num_valid_tokens must be in"),
+    ("num_m_blocks 2**31", dict(num_m_blocks=2**31), ValueError, "num_m_blocks must be in"),
     ("top_k type", dict(top_k=2.0), TypeError, "top_k must be an int"),
     ("mul_routed_weight type", dict(mul_routed_weight=1), TypeError, "mul_routed_weight must be a bool"),
     ("device mix", dict(topk_weights=torch.ones(T, TOPK, device="meta")), ValueError, "device"),
@@ -76,8 +79,6 @@ GATEUP = COMMON + [
     ("block_m type", dict(block_m="16"), TypeError, "block_m must be an int"),
     ("sorted_token_ids dtype", dict(sorted_token_ids=torch.zeros(160, dtype=torch.int64)), TypeError,
      "sorted_token_ids must have dtype int32"),
-    ("sorted_token_ids short", dict(sorted_token_ids=torch.zeros(8, dtype=i32)), ValueError,
-     "sorted_token_ids must have at least num_m_blocks \\* block_m"),
     ("sorted_token_ids negative", dict(sorted_token_ids=torch.full((160,), -1, dtype=i32)), ValueError,
      "sorted_token_ids values must be >= 0"),
     ("K not multiple of 32", dict(A=torch.zeros(T, 48, dtype=bf), B=torch.zeros(E, 1, N, 16, dtype=u8),
@@ -114,20 +115,12 @@ def down_args(Kd=384):
     a["A"] = torch.zeros(T * TOPK, Kd, dtype=bf)
     a["B"] = torch.zeros(E, Kd // 32, N, 16, dtype=u8)
     a["Bs"] = torch.full((E, Kd // 32, N), 127, dtype=u8)
-    a["sorted_ids"] = a.pop("sorted_token_ids")
-    a["ntpp"] = a.pop("num_tokens_post_padded")
     a.pop("epilogue")
     a.update(top_k=1, n_steps=1, nt=1)
     return a
 
 
-def _for_down(case):
-    name, change, exc, msg = case
-    change = {("ntpp" if k == "num_tokens_post_padded" else k): v for k, v in change.items()}
-    return name, change, exc, msg.replace("num_tokens_post_padded", "ntpp")
-
-
-DOWN = [_for_down(c) for c in COMMON if c[0] not in ("A rows", "A K vs B", "B stock layout")] + [
+DOWN = [c for c in COMMON if c[0] not in ("A rows", "A K vs B", "B stock layout")] + [
     ("A rows", dict(A=torch.zeros(5, 384, dtype=bf)), ValueError, "A must have at least ceil"),
     ("B stock layout", dict(B=torch.zeros(E, N, 192, dtype=u8)), ValueError, "repack_mxfp4"),
     ("K 256", dict(A=torch.zeros(T * TOPK, 256, dtype=bf), B=torch.zeros(E, 8, N, 16, dtype=u8),
@@ -135,10 +128,12 @@ DOWN = [_for_down(c) for c in COMMON if c[0] not in ("A rows", "A K vs B", "B st
     ("block_m 48", dict(block_m=48), ValueError, "block_m must be 16, 32 or 64; got 48"),
     ("block_m 64 at K 512", dict(block_m=64, A=torch.zeros(T * TOPK, 512, dtype=bf),
                                  B=torch.zeros(E, 16, N, 16, dtype=u8), Bs=torch.zeros(E, 16, N, dtype=u8),
-                                 sorted_ids=torch.zeros(640, dtype=i32)), ValueError, "block_m 64 needs K = 384"),
-    ("sorted_ids short", dict(sorted_ids=torch.zeros(8, dtype=i32)), ValueError, "sorted_ids must have at least"),
-    ("sorted_ids dtype", dict(sorted_ids=torch.zeros(160)), TypeError, "sorted_ids must have dtype int32"),
-    ("ntpp 2-D", dict(ntpp=torch.zeros(1, 1, dtype=i32)), ValueError, "ntpp must have shape"),
+                                 sorted_token_ids=torch.zeros(640, dtype=i32)), ValueError, "block_m 64 needs K = 384"),
+    ("sorted_token_ids dtype", dict(sorted_token_ids=torch.zeros(160)), TypeError,
+     "sorted_token_ids must have dtype int32"),
+    ("num_tokens_post_padded 2-D", dict(num_tokens_post_padded=torch.zeros(1, 1, dtype=i32)), ValueError,
+     "num_tokens_post_padded must have shape"),
+    ("n_steps 2**32+1", dict(n_steps=2**32 + 1), ValueError, "n_steps must be in \\[1, 4294967295\\]"),
     ("n_steps zero", dict(n_steps=0), ValueError, "n_steps must be in"),
     ("n_steps type", dict(n_steps=1.5), TypeError, "n_steps must be an int"),
     ("nt 3", dict(nt=3), ValueError, "nt must be one of 1, 2"),
@@ -187,6 +182,11 @@ def test_repack_rejects(fn, arg, exc, msg):
     (dict(block_m=16.0), TypeError, "block_m must be an int"),
     (dict(num_experts=0), ValueError, "num_experts must be in"),
     (dict(num_experts="4"), TypeError, "num_experts must be an int"),
+    # absurd sizes: a ValueError, not a failure inside the allocator
+    (dict(block_m=2**40), ValueError, "block_m must be in"),
+    (dict(num_experts=2**40), ValueError, "num_experts must be in"),
+    (dict(topk_ids=torch.zeros(2**16, 2, dtype=i32), block_m=65536, num_experts=2**20), ValueError,
+     "sorted ids; at most 2\\*\\*31 - 1"),
 ])
 def test_align_rejects(kwargs, exc, msg):
     a = dict(topk_ids=torch.zeros(3, 2, dtype=i32), block_m=16, num_experts=4)
@@ -202,7 +202,15 @@ def test_align_rejects(kwargs, exc, msg):
     (lambda p: p.mxfp4_moe_gateup_supports_k("256"), TypeError, "K must be an int"),
     (lambda p: p.mxfp4_moe_down_block_m(4, 1, 0), ValueError, "K must be in"),
     (lambda p: p.mxfp4_moe_down_nt(4, -1), ValueError, "num_active_experts must be in"),
-    (lambda p: p.mxfp4_moe_down_n_steps(-1, 64, 304, 16, 1), ValueError, "m_blocks must be in"),
+    (lambda p: p.mxfp4_moe_down_n_steps(-1, 64, 304, 16, 1), ValueError, "num_m_blocks must be in"),
+    # beyond what the kernels' 32-bit fields hold (12 * num_cus wrapped to 0 and died with SIGFPE)
+    (lambda p: p.mxfp4_moe_down_n_steps(1, 128, 2**62, 16, 1), ValueError, "num_cus must be in"),
+    (lambda p: p.mxfp4_moe_down_plan(10, 1, 128, 384, 1, 2**62), ValueError, "num_cus must be in"),
+    (lambda p: p.mxfp4_moe_gateup_block_m(2**62, 2**61), ValueError, "num_valid_tokens must be in"),
+    (lambda p: p.mxfp4_moe_gateup_block_m(2**32 - 1, 2**31), ValueError, "num_active_experts must be in"),
+    (lambda p: p.mxfp4_moe_down_n_steps(2**31, 128, 304, 16, 1), ValueError, "num_m_blocks must be in"),
+    (lambda p: p.mxfp4_moe_down_n_steps(1, 2**32, 304, 16, 1), ValueError, "N must be in"),
+    (lambda p: p.mxfp4_moe_down_block_m(1, 1, 2**40), ValueError, "K must be in"),
     (lambda p: p.mxfp4_moe_down_n_steps(1, 0, 304, 16, 1), ValueError, "N must be in"),
     (lambda p: p.mxfp4_moe_down_n_steps(1, 64, -3, 16, 1), ValueError, "num_cus must be in"),
     (lambda p: p.mxfp4_moe_down_n_steps(1, 64, 304, 48, 1), ValueError, "block_m must be one of 16, 32, 64"),
@@ -216,13 +224,36 @@ def test_planner_wrappers_reject(planners_py, call, exc, msg):
 
 
 @pytest.mark.parametrize("call,msg", [
-    (lambda c: c.mxfp4_moe_gateup_block_m(-1, 2), "num_valid_tokens must be >= 0"),
-    (lambda c: c.mxfp4_moe_down_block_m(4, 0, 384), "num_active_experts must be >= 1"),
-    (lambda c: c.mxfp4_moe_down_n_steps(1, 64, 0, 16, 1), "num_cus must be >= 1"),
+    (lambda c: c.mxfp4_moe_gateup_block_m(-1, 2), "num_valid_tokens must be in"),
+    (lambda c: c.mxfp4_moe_down_block_m(4, 0, 384), "num_active_experts must be in"),
+    (lambda c: c.mxfp4_moe_down_n_steps(1, 64, 0, 16, 1), "num_cus must be in"),
+    (lambda c: c.mxfp4_moe_down_n_steps(1, 128, 2**62, 16, 1), "num_cus must be in"),
+    (lambda c: c.mxfp4_moe_down_n_steps(2**40, 2**32 - 1, 1, 16, 1), "num_m_blocks must be in"),
     (lambda c: c.mxfp4_moe_down_n_steps(1, 64, 304, 24, 1), "block_m must be 16, 32 or 64"),
     (lambda c: c.mxfp4_moe_down_bn(3), "nt must be 1 or 2"),
-    (lambda c: c.mxfp4_moe_down_plan(1, 1, 64, 384, -1, 304), "m_blocks must be >= 0"),
+    (lambda c: c.mxfp4_moe_down_plan(1, 1, 64, 384, -1, 304), "num_m_blocks must be in"),
 ])
 def test_cpp_planners_raise_value_error(planners_c, call, msg):
     with pytest.raises(ValueError, match=msg):
         call(planners_c)
+
+
+def test_down_rejects_c_overlapping_a():
+    """C aliasing A returned garbage (other workgroups still read A while C is written): rejected."""
+    a = down_args()
+    buf = torch.zeros(T * TOPK, 384, dtype=bf)
+    a["A"] = buf
+    a["C"] = buf.view(-1)[: T * TOPK * N].view(T * TOPK, N)
+    for backend in ("reference", "emu"):
+        with use_backend(backend), pytest.raises(ValueError, match="C must not overlap A"):
+            moe.mxfp4_moe_down(**a)
+
+
+def test_gateup_accepts_short_sorted_ids_and_row_strided_a():
+    """vLLM/SGLang aligners give fewer than num_m_blocks * block_m sorted ids; SGLang passes row-strided A."""
+    a = gateup_args()
+    a["sorted_token_ids"] = a["sorted_token_ids"][:8].clone()
+    big = torch.zeros(a["A"].shape[0], a["A"].shape[1] + 32, dtype=bf)
+    a["A"] = big[:, : a["A"].shape[1]]
+    with use_backend("reference"):
+        moe.mxfp4_moe_gateup(**a)

@@ -113,11 +113,15 @@ class Module:
         return self._m.disassemble()
 
     def launch(self, name: str, grid: Iterable[int] | int = (1, 1, 1), block: Iterable[int] | int = (64, 1, 1),
-               args: Sequence[Any] = (), dynamic_lds: int = 0, check_hazards: bool | str = True) -> dict:
+               args: Sequence[Any] = (), dynamic_lds: int = 0, check_hazards: bool | str = True,
+               threads: int | None = None) -> dict:
         """Run kernel `name` over `grid` workgroups of `block` work-items; returns the counters dict.
 
         check_hazards: True (a hazard raises HazardError), False (not checked) or "warn" (report-only,
         for foreign code: each distinct site once, in counters["hazards"], and the launch goes on).
+        threads: workgroups run in parallel on this many threads (None: MOONMATH_EMU_THREADS, else all
+        cores); results and counters are the same as on one thread. Kernels with global atomics or
+        s_memtime always run on one thread.
         """
         g = _dim3(grid, "grid")
         b = _dim3(block, "block")
@@ -131,7 +135,13 @@ class Module:
             mode = 1 if check_hazards else 0
         else:
             raise TypeError(f"check_hazards must be True, False or 'warn'; got {type(check_hazards).__name__}")
-        return self._m._launch(name, g, b, _pack_args(args), int(dynamic_lds), mode)
+        if threads is None:
+            nthreads = 0
+        elif isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ValueError(f"threads must be a positive int or None; got {threads!r}")
+        else:
+            nthreads = threads
+        return self._m._launch(name, g, b, _pack_args(args), int(dynamic_lds), mode, nthreads)
 
 
 def disassemble(code_object: bytes) -> list[tuple[str, int, str]]:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from moonmath_common import NoKernelError, checks, get_backend, target_arch
+from moonmath_common import checks, get_backend, target_arch
 
 from . import reference
 
@@ -34,7 +34,8 @@ def mla_decode_a16w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Ten
         kv_indices: int32 ``[N]``: pool slots (page_size 1); local row j of request b is slot
             kv_indices[kv_indptr[b] + j]. Any permutation or subset of the pool is legal.
         kv_indptr: int32 ``[B + 1]``; B = kv_indptr.numel() - 1.
-        scale: softmax scale applied to q . k (e.g. 576 ** -0.5). kv_scale: the pool's dequant scale.
+        scale: softmax scale applied to q . k (e.g. 576 ** -0.5). kv_scale: the pool's dequant scale. Each
+            a Python float, a numpy scalar or a one-element CPU tensor (read with float()), within fp32.
         lse: optional fp32 ``[T, H]`` contiguous: base-2 log-sum-exp of the scaled scores (-inf if empty).
         glen: int32 ``[B]`` global lengths, required when cp_world > 1 (ignored when cp_world == 1).
         cp_rank, cp_world: decode context parallelism: global position p lives on rank p % cp_world at
@@ -59,13 +60,13 @@ def mla_decode_a16w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Ten
     checks.tensor("seq_lens", seq_lens, dtype=torch.int32, ndim=1, contiguous=True)
     checks.tensor("kv_indices", kv_indices, dtype=torch.int32, ndim=1, contiguous=True)
     checks.tensor("kv_indptr", kv_indptr, dtype=torch.int32, ndim=1, contiguous=True)
-    scale = checks.real("scale", scale)
-    kv_scale = checks.real("kv_scale", kv_scale)
+    scale = checks.real("scale", scale, fp32=True)
+    kv_scale = checks.real("kv_scale", kv_scale, fp32=True)
     if lse is not None:
         checks.tensor("lse", lse, dtype=torch.float32, ndim=2, contiguous=True)
     if glen is not None:
         checks.tensor("glen", glen, dtype=torch.int32, ndim=1, contiguous=True)
-    checks.integer("cp_world", cp_world, lo=1)
+    checks.i32("cp_world", cp_world, lo=1)
     checks.integer("cp_rank", cp_rank)
     if not 0 <= cp_rank < cp_world:
         raise ValueError(f"cp_rank must satisfy 0 <= cp_rank < cp_world ({cp_world}); got {cp_rank}")
@@ -124,12 +125,20 @@ def _check_values(seq_lens, kv_indices, kv_indptr, glen, q_len, cp_rank, cp_worl
             b = int(torch.nonzero(local > lens)[0])
             raise ValueError(f"glen[{b}] = {int(g[b])} puts {int(local[b])} positions on rank {cp_rank} of "
                              f"{cp_world} but seq_lens[{b}] = {int(lens[b])}")
-    B = lens.numel()
-    starts = kv_indptr[:-1].to(torch.int64)
-    for b in range(B):  # slots actually read: the first seq_lens[b] of each request
-        n = int(lens[b])
-        if n:
-            checks.values_in(f"kv_indices (request {b})", kv_indices[int(starts[b]):int(starts[b]) + n], lo=0, hi=slots)
+    # Slots actually read: the first seq_lens[b] entries of each request's span, checked in one pass.
+    total = int(lens.sum())
+    if total:
+        starts = kv_indptr[:-1].to(torch.int64)
+        owner = torch.repeat_interleave(torch.arange(lens.numel()), lens)
+        offs = torch.arange(total) - torch.repeat_interleave(torch.cumsum(lens, 0) - lens, lens)
+        pos = starts[owner] + offs
+        used = kv_indices[pos]
+        bad = (used < 0) | (used >= slots)
+        if bool(bad.any()):
+            i = int(torch.nonzero(bad)[0])
+            b = int(owner[i])
+            raise ValueError(f"kv_indices (request {b}) values must be in [0, {slots}) (the pool's rows); got "
+                             f"{int(used[i])} at kv_indices[{int(pos[i])}]")
 
 
 @torch.library.custom_op("moonmath::mla_decode_a16w8", mutates_args=("o_lat", "lse"))
@@ -157,9 +166,13 @@ def _(q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, scale, kv_sc
 def _run_kernel(q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, scale, kv_scale, lse, glen, cp_rank,
                 cp_world) -> None:
     """The hip/emu path: the gfx942 kernels (kernel.py): the decode kernel, then its split-KV merge."""
-    if target_arch() != "gfx942":
+    arch = target_arch()
+    if arch != "gfx942":
         from .kernel import KERNELS
-        raise NoKernelError(OP, target_arch(), archs_built=KERNELS.archs_built())
+
+        # Raises NoKernelError saying whether the decode code object is not built or not implemented for
+        # this arch (the package's merge kernel is built for more archs than the decode kernel).
+        KERNELS.path(OP, arch, "mla_decode_a16w8")
     from . import kernel
     kernel.run(q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, scale, kv_scale, lse, glen, cp_rank,
                cp_world)

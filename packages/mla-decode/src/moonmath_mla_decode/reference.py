@@ -45,7 +45,7 @@ def mla_decode_a16w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Ten
     lens = [int(x) for x in seq_lens.tolist()]
     ip = [int(x) for x in kv_indptr.tolist()]
     gl = [int(x) for x in glen.tolist()] if (glen is not None and cp_world > 1) else None
-    pool = kv_pool.view(kv_pool.shape[0], -1)
+    pool = kv_pool.view(kv_pool.shape[0], kv_pool.shape[-1])  # explicit width: an empty pool is valid
     decode = e4m3fn_to_f32 if kv_pool.dtype == torch.float8_e4m3fn else e4m3fnuz_to_f32
     o = torch.empty(T, H, KV_LORA_RANK, dtype=torch.bfloat16, device=q_lat.device)
     lse = torch.empty(T, H, dtype=torch.float32, device=q_lat.device)

@@ -21,15 +21,31 @@ def _version(dist: str) -> str:
 
 def collect() -> dict:
     from moonmath_common import backend
-    from moonmath_common.arch import emulated_arch, live_arch
+    from moonmath_common.arch import arch_choice, live_arch
     from moonmath_common.kernels import KernelSet
 
+    gpu = live_arch()
+    emulator = backend.emulator_available()
+    name, source = backend.backend_choice()
+    if source == "default":
+        source = ("default: an AMD GPU is present" if name == "hip" else
+                  "default: no AMD GPU, moonmath-emu installed" if name == "emu" else
+                  "default: no AMD GPU and no moonmath-emu, so ops raise BackendUnavailableError")
+    arch, arch_source = arch_choice()
+    if name == "hip":
+        target, target_source = gpu, "the live GPU (hip ignores set_arch / MOONMATH_EMU_ARCH)"
+    else:
+        target, target_source = arch, arch_source
     info: dict = {
         "versions": {d: _version(d) for d in ["moonmath-amd", "moonmath-common", *OP_PACKAGES, "moonmath-emu"]},
-        "gpu": live_arch(),
-        "emulator": backend.emulator_available(),
-        "emulated_arch": emulated_arch(),
-        "backend": backend.get_backend(),
+        "gpu": gpu,
+        "emulator": emulator,
+        "emulated_arch": arch,
+        "emulated_arch_source": arch_source,
+        "backend": name,
+        "backend_source": source,
+        "target_arch": target,
+        "target_arch_source": target_source,
         "packages": {},
     }
     for dist, mod in OP_PACKAGES.items():
@@ -54,9 +70,10 @@ def render(info: dict) -> str:
     lines += ["", "backends:",
               f"  hip        AMD GPU: {info['gpu'] or 'none found'}",
               f"  emu        {'moonmath-emu installed' if info['emulator'] else 'not installed'}"
-              f" (emulated arch {info['emulated_arch']}, MOONMATH_EMU_ARCH)",
-              "  reference  plain torch, always available",
-              f"  current:   {info['backend']} (MOONMATH_BACKEND)", ""]
+              f" (emulated arch {info['emulated_arch']}, from {info['emulated_arch_source']})",
+              "  reference  plain torch, runs only when chosen (MOONMATH_BACKEND=reference)",
+              f"  current:   {info['backend'] or 'none'} (from {info['backend_source']})",
+              f"  arch:      {info['target_arch'] or 'none'} (from {info['target_arch_source']})", ""]
     for dist, p in info["packages"].items():
         lines.append(f"{dist}: archs {', '.join(p['archs']) or 'none'}; compiler {p['build'].get('compiler', '?')}")
         for k in p["kernels"]:

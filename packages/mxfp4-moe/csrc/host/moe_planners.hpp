@@ -14,6 +14,8 @@
 //                     of chunks ceil(N / BN), the M blocks and the CU count (see down_n_steps)
 //
 // Invalid arguments throw std::invalid_argument naming the argument (pybind11 maps it to ValueError).
+// Every argument is bounded by the kernel field it ends up in (token and column counts are uint32,
+// expert counts and grid rows int32), which also keeps every product below exact in int64.
 #pragma once
 
 #include <cstdint>
@@ -27,10 +29,18 @@ inline void require(bool ok, const std::string& msg) {
   if (!ok) throw std::invalid_argument(msg);
 }
 
+constexpr int64_t kMaxU32 = 0xFFFFFFFFll;  // num_valid_tokens, N, K: uint32 kernel arguments
+constexpr int64_t kMaxI32 = 0x7FFFFFFFll;  // num_active_experts, num_m_blocks: int32 ids / grid rows
+constexpr int64_t kMaxCus = 65535;         // num_cus: far above any GPU, and 12 * num_cus stays small
+
+inline void check_range(const char* name, int64_t v, int64_t lo, int64_t hi) {
+  require(v >= lo && v <= hi, std::string(name) + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                                  "]; got " + std::to_string(v));
+}
+
 inline void check_tokens(int64_t num_valid_tokens, int64_t num_active_experts) {
-  require(num_valid_tokens >= 0, "num_valid_tokens must be >= 0; got " + std::to_string(num_valid_tokens));
-  require(num_active_experts >= 1,
-          "num_active_experts must be >= 1; got " + std::to_string(num_active_experts));
+  check_range("num_valid_tokens", num_valid_tokens, 0, kMaxU32);
+  check_range("num_active_experts", num_active_experts, 1, kMaxI32);
 }
 
 // pe <= x  <=>  nvt <= x * n_active ; pe < x  <=>  nvt < x * n_active
@@ -44,13 +54,13 @@ inline int gateup_block_m(int64_t num_valid_tokens, int64_t num_active_experts) 
   return 48;
 }
 
-inline bool gateup_supports_k(int64_t K) { return K > 0 && K % 32 == 0; }
+inline bool gateup_supports_k(int64_t K) { return K > 0 && K <= kMaxU32 && K % 32 == 0; }
 
 inline bool down_supports_k(int64_t K) { return K == 384 || K == 512 || K == 768; }
 
 inline int down_block_m(int64_t num_valid_tokens, int64_t num_active_experts, int64_t K) {
   check_tokens(num_valid_tokens, num_active_experts);
-  require(K >= 1, "K must be >= 1; got " + std::to_string(K));
+  check_range("K", K, 1, kMaxU32);
   if (!down_supports_k(K)) return 0;
   if (pe_le(num_valid_tokens, num_active_experts, 12)) return 16;
   if (pe_le(num_valid_tokens, num_active_experts, 200) || K != 384) return 32;
@@ -70,9 +80,9 @@ inline int64_t down_bn(int nt) {
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 inline int64_t down_n_steps(int64_t m_blocks, int64_t N, int64_t num_cus, int block_m, int nt) {
-  require(m_blocks >= 0, "m_blocks must be >= 0; got " + std::to_string(m_blocks));
-  require(N >= 1, "N must be >= 1; got " + std::to_string(N));
-  require(num_cus >= 1, "num_cus must be >= 1; got " + std::to_string(num_cus));
+  check_range("num_m_blocks", m_blocks, 0, kMaxI32);
+  check_range("N", N, 1, kMaxU32);
+  check_range("num_cus", num_cus, 1, kMaxCus);
   require(block_m == 16 || block_m == 32 || block_m == 64,
           "block_m must be 16, 32 or 64; got " + std::to_string(block_m));
   const int64_t total = ceil_div(N, down_bn(nt));
@@ -96,9 +106,9 @@ struct DownPlan {
 inline DownPlan down_plan(int64_t num_valid_tokens, int64_t num_active_experts, int64_t N, int64_t K,
                           int64_t m_blocks, int64_t num_cus) {
   const int bm = down_block_m(num_valid_tokens, num_active_experts, K);
-  require(N >= 1, "N must be >= 1; got " + std::to_string(N));
-  require(m_blocks >= 0, "m_blocks must be >= 0; got " + std::to_string(m_blocks));
-  require(num_cus >= 1, "num_cus must be >= 1; got " + std::to_string(num_cus));
+  check_range("N", N, 1, kMaxU32);
+  check_range("num_m_blocks", m_blocks, 0, kMaxI32);
+  check_range("num_cus", num_cus, 1, kMaxCus);
   if (bm == 0) return DownPlan{0, 0, 0};
   int nt = down_nt(num_valid_tokens, num_active_experts);
   if (N % 2 != 0) nt = 1;  // two adjacent columns per lane need an even N

@@ -19,7 +19,10 @@ void register_moe_planners(py::module_& m) {
   m.def("mxfp4_moe_down_nt", &down_nt, py::arg("num_valid_tokens"), py::arg("num_active_experts"),
         "Column tiles per lane group (1 or 2) of the down GEMM.");
   m.def("mxfp4_moe_down_bn", &down_bn, py::arg("nt"), "Columns per down column step: 128 * nt.");
-  m.def("mxfp4_moe_down_n_steps", &down_n_steps, py::arg("m_blocks"), py::arg("N"), py::arg("num_cus"),
+  m.attr("MAX_U32") = py::int_(kMaxU32);
+  m.attr("MAX_I32") = py::int_(kMaxI32);
+  m.attr("MAX_CUS") = py::int_(kMaxCus);
+  m.def("mxfp4_moe_down_n_steps", &down_n_steps, py::arg("num_m_blocks"), py::arg("N"), py::arg("num_cus"),
         py::arg("block_m"), py::arg("nt"), "Column steps each down CTA sweeps.");
   m.def(
       "mxfp4_moe_down_plan",
@@ -27,6 +30,6 @@ void register_moe_planners(py::module_& m) {
         DownPlan p = down_plan(nvt, n_active, N, K, m_blocks, num_cus);
         return std::make_tuple(p.block_m, p.nt, p.n_steps);
       },
-      py::arg("num_valid_tokens"), py::arg("num_active_experts"), py::arg("N"), py::arg("K"), py::arg("m_blocks"),
+      py::arg("num_valid_tokens"), py::arg("num_active_experts"), py::arg("N"), py::arg("K"), py::arg("num_m_blocks"),
       py::arg("num_cus"), "(block_m, nt, n_steps) of the down GEMM; (0, 0, 0) when it does not serve K.");
 }

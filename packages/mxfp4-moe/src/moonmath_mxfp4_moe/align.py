@@ -14,7 +14,7 @@ def moe_align_block_size(topk_ids: torch.Tensor, block_m: int, num_experts: int 
     Args:
         topk_ids: int32/int64 ``[T, top_k]``: the experts of each token. Slot s = t * top_k + k. Ids
             outside [0, num_experts) are routed to no block (e.g. experts of another EP rank).
-        block_m: rows per block (e.g. ``mxfp4_moe_gateup_block_m(...)``), >= 1.
+        block_m: rows per block (e.g. ``mxfp4_moe_gateup_block_m(...)``), in [1, 65536].
         num_experts: the number of experts E. None reads ``topk_ids.max() + 1`` (a host sync).
 
     Returns:
@@ -32,13 +32,17 @@ def moe_align_block_size(topk_ids: torch.Tensor, block_m: int, num_experts: int 
     if num_experts is None:
         num_experts = int(topk_ids.max()) + 1 if topk_ids.numel() else 1
         num_experts = max(num_experts, 1)
-    checks.integer("num_experts", num_experts, lo=1)
+    checks.integer("num_experts", num_experts, lo=1, hi=checks.I32_MAX)
+    checks.integer("block_m", block_m, lo=1, hi=65536)  # the kernels take 16..64; beyond 2**16 is a mistake
     dev = topk_ids.device
     E, bm = num_experts, block_m
     flat = topk_ids.reshape(-1).to(torch.int64)
     n = flat.numel()
     num_blocks = (n + min(E, n) * (bm - 1)) // bm
     cap = num_blocks * bm
+    if cap > checks.I32_MAX:  # the ids are int32 and index rows of the padded layout
+        raise ValueError(f"block_m={bm} over {n} slots and {E} experts needs {cap} sorted ids; at most 2**31 - 1 "
+                         f"fit the int32 layout (use a smaller block_m, or fewer tokens per call)")
     valid = (flat >= 0) & (flat < E)
     key = torch.where(valid, flat, torch.full_like(flat, E))          # bucket E: routed nowhere
     counts = torch.zeros(E + 1, dtype=torch.int64, device=dev).scatter_add_(0, key, torch.ones_like(key))

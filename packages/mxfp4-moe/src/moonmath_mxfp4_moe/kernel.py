@@ -3,7 +3,9 @@
 Code objects: ``mxfp4_moe_gateup.hsaco`` (kernels ``mxfp4_moe_gateup_bm{16,32,48}_nt{1,2,3}_none`` and
 ``..._nt{1,2}_situ``) and ``mxfp4_moe_down.hsaco`` (``mxfp4_moe_down_bm{BM}_k{K}_nt{1,2}`` for the (BM, K)
 pairs whose A tile fits LDS). Both take the same leading arguments (A, W, S, C, topk_w, sorted_ids,
-expert_ids, ntpp, num_sorted, num_valid, a_rows, a_row_div); see the .hip files for the rest.
+expert_ids, ntpp, num_sorted, num_valid, a_rows, a_row_div) and A's row stride last; see the .hip files.
+num_sorted is sorted_ids' length: a block row at or past it is a padding row (the aligners of vLLM and
+SGLang allocate fewer than num_m_blocks * block_m entries).
 
 The callers (ops.py) have validated every tensor; this module only picks the kernel variant, checks the
 32-bit buffer ranges the kernels build and B's 16-byte alignment (an A view off 16 bytes is copied; C may
@@ -56,8 +58,20 @@ def _topk(topk_weights: torch.Tensor | None, mul_routed_weight: bool) -> torch.T
 
 
 def _aligned_a(A: torch.Tensor) -> torch.Tensor:
-    """The kernels load A in 16-byte granules: a view that starts off a 16-byte boundary is copied."""
-    return A if A.data_ptr() % 16 == 0 else A.clone()
+    """The kernels load A in 16-byte granules from rows A.stride(0) elements apart: a view whose start or
+    row stride is off a 16-byte boundary is copied (contiguous k is validated by the op)."""
+    if A.data_ptr() % 16 == 0 and (A.shape[0] <= 1 or A.stride(0) * 2 % 16 == 0):
+        return A
+    return A.clone(memory_format=torch.contiguous_format)
+
+
+def _a_stride(A: torch.Tensor) -> int:
+    return A.stride(0) if A.shape[0] > 1 else A.shape[1]
+
+
+def _a_bytes(A: torch.Tensor) -> int:
+    """Bytes the kernel's A buffer spans: up to the last row's K-th element."""
+    return ((A.shape[0] - 1) * _a_stride(A) + A.shape[1]) * 2 if A.shape[0] else 0
 
 
 def _check_b(op: str, B: torch.Tensor) -> None:
@@ -93,14 +107,14 @@ def launch_gateup(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.T
         raise ValueError(f"{op}: nt must be one of {GATEUP_NTS[epilogue]}; got {nt}")
     if num_m_blocks == 0 or num_valid_tokens == 0:
         return None
-    _check_ranges(op, A=T * K * 2, B_per_expert=G * nb * 16, C=num_valid_tokens * n_out * 2)
-    _check_b(op, B)
     A = _aligned_a(A)
+    _check_ranges(op, A=_a_bytes(A), B_per_expert=G * nb * 16, C=num_valid_tokens * n_out * 2)
+    _check_b(op, B)
     name = f"mxfp4_moe_gateup_bm{block_m}_nt{nt}_{'situ' if epilogue == EPI_SITU else 'none'}"
     grid = (_cdiv(n_out, COLS_PER_NT * nt), num_m_blocks, 1)
     args = [A, B, Bs, C, _topk(topk_weights, mul_routed_weight), sorted_ids, expert_ids, ntpp,
             sorted_ids.numel(), num_valid_tokens, T, top_k, K, nb, E, int(bool(mul_routed_weight)),
-            float(situ_beta), float(situ_linear_beta)]
+            float(situ_beta), float(situ_linear_beta), _a_stride(A)]
     return KERNELS.launch(op, target_arch(), "mxfp4_moe_gateup", name, grid, THREADS, args)
 
 
@@ -119,11 +133,11 @@ def launch_down(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.Ten
         raise ValueError(f"{op}: n_steps must be >= 1; got {n_steps}")
     if num_m_blocks == 0 or num_valid_tokens == 0:
         return None
-    _check_ranges(op, A=T * K * 2, B_per_expert=G * N * 16, C=num_valid_tokens * N * 2)
-    _check_b(op, B)
     A = _aligned_a(A)
+    _check_ranges(op, A=_a_bytes(A), B_per_expert=G * N * 16, C=num_valid_tokens * N * 2)
+    _check_b(op, B)
     name = f"mxfp4_moe_down_bm{block_m}_k{K}_nt{nt}"
     grid = (_cdiv(_cdiv(N, COLS_PER_NT * nt), n_steps), num_m_blocks, 1)
     args = [A, B, Bs, C, _topk(topk_weights, mul_routed_weight), sorted_ids, expert_ids, ntpp,
-            sorted_ids.numel(), num_valid_tokens, T, top_k, N, E, int(bool(mul_routed_weight)), n_steps]
+            sorted_ids.numel(), num_valid_tokens, T, top_k, N, E, int(bool(mul_routed_weight)), n_steps, _a_stride(A)]
     return KERNELS.launch(op, target_arch(), "mxfp4_moe_down", name, grid, THREADS, args)

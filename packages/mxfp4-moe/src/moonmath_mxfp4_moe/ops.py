@@ -15,9 +15,10 @@ DOWN_KS = (384, 512, 768)
 
 
 def _common(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks,
-            block_m, block_ms, num_valid_tokens, top_k, mul_routed_weight, sorted_name, ntpp_name):
+            block_m, block_ms, num_valid_tokens, top_k, mul_routed_weight, sorted_name="sorted_token_ids",
+            ntpp_name="num_tokens_post_padded"):
     """Checks shared by gate/up and down; returns (E, K, Ncols of B)."""
-    checks.tensor("A", A, dtype=torch.bfloat16, ndim=2, contiguous=True)
+    checks.tensor("A", A, dtype=torch.bfloat16, ndim=2, last_dim_contiguous=True)
     if B is not None and isinstance(B, torch.Tensor) and B.dim() == 3:
         raise ValueError(f"B must be the repacked weights [E, K/32, N, 16] (repack_mxfp4 output); got a 3-D tensor "
                          f"{list(B.shape)}, which looks like the stock layout [E, N, K/2]: pass repack_mxfp4(B)")
@@ -29,12 +30,13 @@ def _common(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_
     checks.tensor(sorted_name, sorted_token_ids, dtype=torch.int32, ndim=1, contiguous=True)
     checks.tensor("expert_ids", expert_ids, dtype=torch.int32, ndim=1, contiguous=True)
     checks.tensor(ntpp_name, num_tokens_post_padded, dtype=torch.int32, shape=[1])
-    checks.integer("num_m_blocks", num_m_blocks, lo=0)
     checks.integer("block_m", block_m)
     if block_m not in block_ms:
         raise ValueError(f"block_m must be {', '.join(map(str, block_ms[:-1]))} or {block_ms[-1]}; got {block_m}")
-    checks.integer("num_valid_tokens", num_valid_tokens, lo=0)
-    checks.integer("top_k", top_k, lo=1)
+    # The kernels index block rows as uint32 (num_m_blocks * block_m) and take these as 32-bit fields.
+    checks.integer("num_m_blocks", num_m_blocks, lo=0, hi=checks.U32_MAX // block_m)
+    checks.u32("num_valid_tokens", num_valid_tokens)
+    checks.u32("top_k", top_k, lo=1)
     checks.boolean("mul_routed_weight", mul_routed_weight)
     checks.same_device(A=A, B=B, Bs=Bs, C=C, topk_weights=topk_weights, **{sorted_name: sorted_token_ids},
                        expert_ids=expert_ids, **{ntpp_name: num_tokens_post_padded})
@@ -57,16 +59,19 @@ def _common(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_
     if T * top_k < num_valid_tokens:
         raise ValueError(f"A must have at least ceil(num_valid_tokens / top_k) = {-(-num_valid_tokens // top_k)} rows "
                          f"(row = slot // top_k); got {T}")
-    if sorted_token_ids.numel() < num_m_blocks * block_m:
-        raise ValueError(f"{sorted_name} must have at least num_m_blocks * block_m = {num_m_blocks * block_m} "
-                         f"elements; got {sorted_token_ids.numel()}")
+    # sorted_token_ids may be shorter than num_m_blocks * block_m (vLLM's and SGLang's aligners allocate
+    # n + E*(bm-1) entries): the kernels are given its length and treat block rows past it as padding.
+    if sorted_token_ids.numel() > checks.U32_MAX:
+        raise ValueError(f"{sorted_name} must have at most 2**32 - 1 elements; got {sorted_token_ids.numel()}")
     if expert_ids.numel() < num_m_blocks:
         raise ValueError(f"expert_ids must have at least num_m_blocks = {num_m_blocks} elements; got "
                          f"{expert_ids.numel()}")
     if checks.on_host(sorted_token_ids, expert_ids, num_tokens_post_padded):
-        checks.values_in("expert_ids", expert_ids[:num_m_blocks], hi=E)
-        checks.values_in(sorted_name, sorted_token_ids[:num_m_blocks * block_m], lo=0)
         checks.values_in(ntpp_name, num_tokens_post_padded, lo=0)
+        # Only blocks below the padded total are read (aligners may leave the rest uninitialised).
+        live = min(num_m_blocks, -(-int(num_tokens_post_padded[0]) // block_m))
+        checks.values_in("expert_ids", expert_ids[:live], hi=E)
+        checks.values_in(sorted_name, sorted_token_ids[:live * block_m], lo=0)
     return E, K, ncols
 
 
@@ -78,26 +83,27 @@ def mxfp4_moe_gateup(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torc
     """Grouped MXFP4 GEMM of the gate/up projection, optional fused SiLU-GLU; writes ``C`` in place.
 
     Args:
-        A: bf16 ``[T, K]`` contiguous activations, one row per token (row of slot s is s // top_k).
-            K a positive multiple of 32.
+        A: bf16 ``[T, K]`` activations, one row per token (row of slot s is s // top_k), contiguous k and
+            any row stride (a row-strided view is read in place). K a positive multiple of 32.
         B: repacked weights uint8 ``[E, K/32, Nb, 16]`` (repack_mxfp4). Under EPI_SITU, Nb = 2N: gate
             columns [0, N), up columns [N, 2N); under EPI_NONE, Nb = N.
         Bs: repacked E8M0 scales uint8 ``[E, K/32, Nb]`` (repack_mxfp4_scales).
         C: bf16 ``[rows, N]`` contiguous output, row = slot (rows >= num_valid_tokens).
         topk_weights: fp32 or bf16, contiguous, >= num_valid_tokens elements (flat index = slot); required
             when mul_routed_weight. Applied in fp32 under both epilogues (after the SiLU-GLU).
-        sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks: from moe_align_block_size.
+        sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks: from moe_align_block_size (or
+            vLLM's / SGLang's aligner: sorted_token_ids may be shorter than num_m_blocks * block_m; rows
+            past its end are padding).
         block_m: 16, 32 or 48 (mxfp4_moe_gateup_block_m). num_valid_tokens: slots s < it are live.
         top_k: slots per token. epilogue: EPI_NONE or EPI_SITU.
         situ_beta, situ_linear_beta: b and L of (b tanh(g/b) sigmoid(g)) * (L tanh(u/L)); finite, > 0.
     """
     checks.integer("epilogue", epilogue)
     checks.choice("epilogue", epilogue, (EPI_NONE, EPI_SITU))
-    situ_beta = checks.real("situ_beta", situ_beta, positive=True)
-    situ_linear_beta = checks.real("situ_linear_beta", situ_linear_beta, positive=True)
+    situ_beta = checks.real("situ_beta", situ_beta, positive=True, fp32=True)
+    situ_linear_beta = checks.real("situ_linear_beta", situ_linear_beta, positive=True, fp32=True)
     E, K, ncols = _common(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
-                          num_m_blocks, block_m, GATEUP_BLOCK_MS, num_valid_tokens, top_k, mul_routed_weight,
-                          "sorted_token_ids", "num_tokens_post_padded")
+                          num_m_blocks, block_m, GATEUP_BLOCK_MS, num_valid_tokens, top_k, mul_routed_weight)
     if K % 32 or K == 0:
         raise ValueError(f"K (A.shape[1]) must be a positive multiple of 32 (one E8M0 scale per 32 k) for "
                          f"mxfp4_moe_gateup; got {K}")
@@ -144,26 +150,29 @@ def _run_kernel_gateup(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, 
 
 
 def mxfp4_moe_down(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.Tensor,
-                   topk_weights: torch.Tensor | None, sorted_ids: torch.Tensor, expert_ids: torch.Tensor,
-                   ntpp: torch.Tensor, num_m_blocks: int, block_m: int, n_steps: int, nt: int,
+                   topk_weights: torch.Tensor | None, sorted_token_ids: torch.Tensor, expert_ids: torch.Tensor,
+                   num_tokens_post_padded: torch.Tensor, num_m_blocks: int, block_m: int, n_steps: int, nt: int,
                    num_valid_tokens: int, top_k: int, mul_routed_weight: bool = False) -> None:
     """Grouped MXFP4 GEMM of the down projection (short K); writes ``C`` in place.
 
     Args:
-        A: bf16 ``[rows, K]`` contiguous with K in {384, 512, 768} (the gate/up output; row = slot // top_k,
-            so a standard MoE passes top_k = 1).
+        A: bf16 ``[rows, K]`` with K in {384, 512, 768}, contiguous k and any row stride (the gate/up
+            output; row = slot // top_k, so a standard MoE passes top_k = 1). Must not overlap C.
         B: repacked weights uint8 ``[E, K/32, N, 16]``; Bs: repacked scales uint8 ``[E, K/32, N]``.
-        C: bf16 ``[rows_out, N]`` contiguous, row = slot.
+        C: bf16 ``[rows_out, N]`` contiguous, row = slot. C sharing memory with A (or any other input) is
+            rejected: down sweeps its columns in steps while other workgroups still read A.
         topk_weights: as mxfp4_moe_gateup (fp32 or bf16; required when mul_routed_weight).
-        sorted_ids, expert_ids, ntpp, num_m_blocks: from moe_align_block_size.
+        sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks: from moe_align_block_size (or
+            vLLM's / SGLang's aligner: sorted_token_ids may be shorter than num_m_blocks * block_m; rows
+            past its end are padding).
         block_m: 16, 32 or 64 (64 only with K = 384). n_steps >= 1: column steps per CTA (any value gives
             the same result). nt: 1 or 2 (2 needs an even N). Use mxfp4_moe_down_plan for all three.
     """
-    checks.integer("n_steps", n_steps, lo=1)
+    checks.u32("n_steps", n_steps, lo=1)
     checks.integer("nt", nt)
     checks.choice("nt", nt, (1, 2))
-    E, K, ncols = _common(A, B, Bs, C, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m,
-                          DOWN_BLOCK_MS, num_valid_tokens, top_k, mul_routed_weight, "sorted_ids", "ntpp")
+    E, K, ncols = _common(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
+                          num_m_blocks, block_m, DOWN_BLOCK_MS, num_valid_tokens, top_k, mul_routed_weight)
     if K not in DOWN_KS:
         raise ValueError(f"K (A.shape[1]) must be 384, 512 or 768 for mxfp4_moe_down (mxfp4_moe_down_block_m returns "
                          f"0 otherwise: use mxfp4_moe_gateup with EPI_NONE); got {K}")
@@ -173,8 +182,10 @@ def mxfp4_moe_down(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.
         raise ValueError(f"C must have B's N = {ncols} columns; got {C.shape[1]}")
     if nt == 2 and ncols % 2:
         raise ValueError(f"nt = 2 needs an even N (two adjacent columns per lane); got N = {ncols}")
-    _down_op(A, B, Bs, C, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m, n_steps, nt,
-             num_valid_tokens, top_k, mul_routed_weight)
+    checks.no_overlap("C", C, A=A, B=B, Bs=Bs, topk_weights=topk_weights, sorted_token_ids=sorted_token_ids,
+                      expert_ids=expert_ids, num_tokens_post_padded=num_tokens_post_padded)
+    _down_op(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks, block_m,
+             n_steps, nt, num_valid_tokens, top_k, mul_routed_weight)
 
 
 @torch.library.custom_op("moonmath::mxfp4_moe_down", mutates_args=("C",))

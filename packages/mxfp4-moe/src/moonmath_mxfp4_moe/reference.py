@@ -3,7 +3,8 @@
 The reference takes the repacked tensors the API takes, un-repacks them (moonmath_mxfp4_moe.repack) and
 decodes the stock layout: W[e][n, k] = E2M1(code) * 2^(scale - 127), exact in fp32. For every block
 i < min(num_m_blocks, ceil(ntpp / block_m)) with expert_ids[i] = e >= 0, every row r whose slot
-s = sorted_ids[i * block_m + r] is < num_valid_tokens computes acc = A[s // top_k] . W[e]^T in fp32
+s = sorted_ids[i * block_m + r] is < num_valid_tokens (an index past sorted_ids' end is a padding row)
+computes acc = A[s // top_k] . W[e]^T in fp32
 (A upcast exactly from bf16), then
     EPI_NONE: v = acc
     EPI_SITU: g = acc[:N], u = acc[N:2N];  v = (b * tanh(g / b) * sigmoid(g)) * (L * tanh(u / L))
@@ -44,8 +45,11 @@ def grouped_gemm(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.Te
     if live == 0:
         return
     slots = sorted_ids[:live * block_m].to(torch.int64)
+    if slots.numel() < live * block_m:  # entries past sorted_ids' end are padding rows, as in the kernels
+        pad = torch.full((live * block_m - slots.numel(),), num_valid_tokens, dtype=torch.int64, device=slots.device)
+        slots = torch.cat((slots, pad))
     experts = expert_ids[:live].to(torch.int64).repeat_interleave(block_m)
-    ok = (slots < num_valid_tokens) & (experts >= 0)
+    ok = (slots >= 0) & (slots < num_valid_tokens) & (experts >= 0) & (experts < B.shape[0])
     slots, experts = slots[ok], experts[ok]
     for e in torch.unique(experts).tolist():
         rows = slots[experts == e]

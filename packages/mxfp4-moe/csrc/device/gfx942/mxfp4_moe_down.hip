@@ -23,7 +23,7 @@ template <int BM, int KS, int NT>
 MM_DEVICE void down(const uint16_t* A, const uint8_t* W, const uint8_t* S, uint16_t* C, const float* topk_w,
                     const int32_t* sorted_ids, const int32_t* expert_ids, const int32_t* ntpp, uint32_t num_sorted,
                     uint32_t num_valid, uint32_t a_rows, uint32_t a_row_div, uint32_t N, uint32_t num_experts,
-                    uint32_t mul_routed, uint32_t n_steps) {
+                    uint32_t mul_routed, uint32_t n_steps, uint32_t a_stride) {
   static_assert(BM % 16 == 0 && BM * KS * kRowBytes + kTableBytes <= 65536, "the A tile must fit in LDS");
   constexpr int SUBS = BM / 16;
   constexpr uint32_t K = KS * kSlabK;
@@ -41,7 +41,9 @@ MM_DEVICE void down(const uint16_t* A, const uint8_t* W, const uint8_t* S, uint1
 
   const uint32_t tid = thread_id_x(), lane = lane_id(), wave = wave_id();
   const ExpertWeights ew = expert_weights(W, S, (uint32_t)expert, N, K / 32u);
-  const buffer_rsrc abuf = make_buffer(A, a_rows * K * 2u);
+  // A rows are a_stride elements apart (any row stride, contiguous k); the buffer ends at the
+  // last row's K-th element.
+  const buffer_rsrc abuf = make_buffer(A, ((a_rows - 1u) * a_stride + K) * 2u);
 
   // Stage the whole A tile: all loads in flight, then all LDS writes (and the dequantisation
   // tables), then the barrier.
@@ -52,7 +54,7 @@ MM_DEVICE void down(const uint16_t* A, const uint8_t* W, const uint8_t* S, uint1
     const uint32_t slab = u / (BM * kGranulesPerRow), rem = u % (BM * kGranulesPerRow);
     const RowInfo ri = row_info(sorted_ids, num_sorted, m0 + (rem >> 4), num_valid);
     const bool live = u < GRANULES && ri.live;
-    stage[p] = load_a_granule(abuf, live ? (ri.slot / a_row_div) * K * 2u : 0u, live, slab, rem & 15u, K);
+    stage[p] = load_a_granule(abuf, live ? (ri.slot / a_row_div) * a_stride * 2u : 0u, live, slab, rem & 15u, K);
   }
   build_tables(tables);
 #pragma unroll
@@ -119,10 +121,10 @@ MM_DEVICE void down(const uint16_t* A, const uint8_t* W, const uint8_t* S, uint1
   const uint16_t *A, const uint8_t *W, const uint8_t *S, uint16_t *C, const float *topk_w,                \
       const int32_t *sorted_ids, const int32_t *expert_ids, const int32_t *ntpp, uint32_t num_sorted,     \
       uint32_t num_valid, uint32_t a_rows, uint32_t a_row_div, uint32_t N, uint32_t num_experts,          \
-      uint32_t mul_routed, uint32_t n_steps
+      uint32_t mul_routed, uint32_t n_steps, uint32_t a_stride
 #define MXFP4_DOWN_PASS \
   A, W, S, C, topk_w, sorted_ids, expert_ids, ntpp, num_sorted, num_valid, a_rows, a_row_div, N, num_experts, \
-      mul_routed, n_steps
+      mul_routed, n_steps, a_stride
 
 // Kernel name: mxfp4_moe_down_bm<BM>_k<K>_nt<NT>.
 #define MXFP4_DOWN(BM, KS, NT, KV)                                                                     \

@@ -28,7 +28,7 @@ template <int BM, int NT, int EPI>
 MM_DEVICE void gateup(const uint16_t* A, const uint8_t* W, const uint8_t* S, uint16_t* C, const float* topk_w,
                       const int32_t* sorted_ids, const int32_t* expert_ids, const int32_t* ntpp,
                       uint32_t num_sorted, uint32_t num_valid, uint32_t a_rows, uint32_t a_row_div, uint32_t K,
-                      uint32_t N, uint32_t num_experts, uint32_t mul_routed, float beta, float lin) {
+                      uint32_t N, uint32_t num_experts, uint32_t mul_routed, float beta, float lin, uint32_t a_stride) {
   static_assert(BM % 16 == 0 && BM <= 64, "block_m is 16, 32 or 48");
   constexpr int SUBS = BM / 16;
   constexpr int TILES = EPI == kEpiSitu ? 2 * NT : NT;
@@ -48,7 +48,9 @@ MM_DEVICE void gateup(const uint16_t* A, const uint8_t* W, const uint8_t* S, uin
   const uint32_t kblocks = K / 32u;
   const uint32_t slabs = (K + kSlabK - 1) / kSlabK;
   const ExpertWeights ew = expert_weights(W, S, (uint32_t)expert, N, kblocks);
-  const buffer_rsrc abuf = make_buffer(A, a_rows * K * 2u);
+  // A rows are a_stride elements apart (any row stride, contiguous k); the buffer ends at the
+  // last row's K-th element.
+  const buffer_rsrc abuf = make_buffer(A, ((a_rows - 1u) * a_stride + K) * 2u);
 
   // Weight column of tile t for this lane (SITU: tiles NT.. are the up half of the same outputs).
   uint32_t widx[TILES];
@@ -67,7 +69,7 @@ MM_DEVICE void gateup(const uint16_t* A, const uint8_t* W, const uint8_t* S, uin
     st_row[p] = u >> 4;
     const RowInfo ri = row_info(sorted_ids, num_sorted, m0 + st_row[p], num_valid);
     st_live[p] = u < BM * kGranulesPerRow && ri.live;
-    st_off[p] = ri.live ? (ri.slot / a_row_div) * K * 2u : 0u;
+    st_off[p] = ri.live ? (ri.slot / a_row_div) * a_stride * 2u : 0u;
   }
   const uint32_t g = tid & 15u;
 
@@ -147,10 +149,10 @@ MM_DEVICE void gateup(const uint16_t* A, const uint8_t* W, const uint8_t* S, uin
   const uint16_t *A, const uint8_t *W, const uint8_t *S, uint16_t *C, const float *topk_w,                   \
       const int32_t *sorted_ids, const int32_t *expert_ids, const int32_t *ntpp, uint32_t num_sorted,        \
       uint32_t num_valid, uint32_t a_rows, uint32_t a_row_div, uint32_t K, uint32_t N, uint32_t num_experts, \
-      uint32_t mul_routed, float beta, float lin
+      uint32_t mul_routed, float beta, float lin, uint32_t a_stride
 #define MXFP4_GATEUP_PASS \
   A, W, S, C, topk_w, sorted_ids, expert_ids, ntpp, num_sorted, num_valid, a_rows, a_row_div, K, N, num_experts, \
-      mul_routed, beta, lin
+      mul_routed, beta, lin, a_stride
 
 #define MXFP4_GATEUP(BM, NT, EPI, NAME)                                                      \
   MM_KERNEL MM_LAUNCH_BOUNDS(kThreads) void mxfp4_moe_gateup_bm##BM##_nt##NT##_##NAME(MXFP4_GATEUP_ARGS) { \
