@@ -99,3 +99,13 @@ def test_device_plan_matches_host_plan_with_host_copies():
     assert not plan.on_device    # host copies: the exact host plan
     q, k, v = rnd(42, 2, 128, seed=5), rnd(42, 2, 128, seed=6), rnd(42, 2, 128, seed=7)
     assert same(plan.run(q, k, v), att.forward_varlen(q, k, v, c, c, 33, 33), 42)
+
+
+def test_forward_varlen_with_device_cu_seqlens_plans_on_the_device():
+    lens_q, lens_k = [7, 0, 40], [33, 5, 64]
+    cq, ck = cu(lens_q), cu(lens_k)
+    q, k, v = rnd(47, 2, 128, seed=11), rnd(102, 1, 128, seed=12), rnd(102, 1, 128, seed=13)
+    a, la = att.forward_varlen(q, k, v, as_emu_device(cq.clone()), as_emu_device(ck.clone()), 40, 64, causal=True,
+                               return_lse=True)
+    b, lb = att.forward_varlen(q, k, v, cq, ck, 40, 64, causal=True, return_lse=True)
+    assert same(a, b, 47) and torch.equal(la, lb)

@@ -239,9 +239,9 @@ def _check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_
             if host.device.type != "cpu":
                 raise ValueError(f"{hname} must be a CPU tensor (the host copy of {name}); got {host.device}")
         src, sname = (host, hname) if host is not None else (cu, name)
-        if checks.on_host(src):
+        if checks.on_host(src) and not device_resident(src):
             hosts[name] = _cu_seqlens(sname, src, total, tname, mx, "max_seqlen_" + name[-1])
-        if host is not None and checks.on_host(cu):   # a CPU cu_seqlens is checked too, not trusted to match
+        if host is not None and checks.on_host(cu) and not device_resident(cu):   # checked too, not trusted to match
             _cu_seqlens(name, cu, total, tname, mx, "max_seqlen_" + name[-1])
     return scale, oshape, hosts
 
@@ -301,9 +301,17 @@ def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse,
 def _run_kernel_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale,
                        host_cu_seqlens_q, host_cu_seqlens_k) -> None:
     """The hip/emu path of forward_varlen. host_cu_seqlens_* are CPU copies of the cu_seqlens when the caller has
-    them (or None): plan exactly on the host from them. Device cu_seqlens without host copies are read back
-    (one sync) until the device-side planner exists."""
+    them (or None): plan exactly on the host from them. Device cu_seqlens without host copies are planned on the
+    device (serving.py: the planning kernel writes the work list; no host read)."""
     from . import kernel
+
+    if host_cu_seqlens_q is None and host_cu_seqlens_k is None and (device_resident(cu_seqlens_q)
+                                                                    or device_resident(cu_seqlens_k)):
+        from . import serving
+
+        serving.run_varlen_on_device(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse,
+                                     causal, scale)
+        return
 
     cu_q = (host_cu_seqlens_q if host_cu_seqlens_q is not None else cu_seqlens_q).cpu().tolist()
     cu_k = (host_cu_seqlens_k if host_cu_seqlens_k is not None else cu_seqlens_k).cpu().tolist()

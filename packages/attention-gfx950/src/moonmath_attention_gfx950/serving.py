@@ -99,3 +99,12 @@ def run_device_planned(buf: torch.Tensor, n_cap: int, q, k, v, out, lse, causal:
         return []
     return [KERNELS.launch(op, ARCH, kernel.FWD_CODE_OBJECT, kernel.FWD_KERNELS[(q.shape[2], v.shape[2])],
                            grid=(n_cap, Hq), block=FWD_BLOCK, args=[buf, q, k, v, out, lse, None, None])]
+
+
+def run_varlen_on_device(q, k, v, cu_q, cu_k, max_q: int, max_k: int, out, lse, causal: bool, scale: float) -> None:
+    """forward_varlen with device-resident cu_seqlens and no host copies: plan on the device into a buffer that
+    lives for this call (stream order keeps it valid for the kernels), then run."""
+    n_cap = device_plan_capacity(cu_q.numel() - 1, max_q, q.shape[0])
+    buf = torch.zeros(ARGS_BYTES + n_cap * ITEM_BYTES, dtype=torch.uint8, device=q.device)
+    plan_on_device(buf, cu_q, cu_k, n_cap, q.shape[0], k.shape[0], max_q, max_k, causal)
+    run_device_planned(buf, n_cap, q, k, v, out, lse, causal, scale)
