@@ -109,3 +109,19 @@ def test_forward_varlen_with_device_cu_seqlens_plans_on_the_device():
                                return_lse=True)
     b, lb = att.forward_varlen(q, k, v, cq, ck, 40, 64, causal=True, return_lse=True)
     assert same(a, b, 47) and torch.equal(la, lb)
+
+
+def test_device_plan_more_than_one_scan_round():
+    """B > 256: the planning kernel scans 256 sequences per round; lengths 0..3, some empty, in one batch."""
+    g = torch.Generator().manual_seed(4)
+    lens_q = torch.randint(0, 4, (300,), generator=g).tolist()
+    lens_k = torch.randint(0, 4, (300,), generator=g).tolist()
+    cq, ck = cu(lens_q), cu(lens_k)
+    tq, tk = int(cq[-1]), int(ck[-1])
+    q, k, v = rnd(tq, 1, 128, seed=21), rnd(tk, 1, 128, seed=22), rnd(tk, 1, 128, seed=23)
+    plan = att.VarlenPlan().plan(as_emu_device(cq.clone()), as_emu_device(ck.clone()), 3, 3, tq, tk, heads=1,
+                                 kv_heads=1, causal=False)
+    assert plan.on_device
+    o, l = plan.run(q, k, v, return_lse=True)
+    ro, rl = att.forward_varlen(q, k, v, cq, ck, 3, 3, return_lse=True)
+    assert same(o, ro, tq) and torch.equal(l, rl)
