@@ -7,6 +7,7 @@
   nox -s isa-<p>           code-object budgets (registers, LDS, scratch) of one package
   nox -s lint | integration | docs | bench
   nox -s peers             AITER's shipped kernels beside ours on the emulator: tables + charts in build/peers
+  nox -s timing            the timing model vs AITER's published times (build/timing/)
 """
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ PACKAGES = {
     "moonmath-amd": "packages/moonmath-amd",
 }
 OP_PACKAGES = ["mha-gfx942", "attention-gfx950", "mla-decode", "mxfp4-moe"]
-# ziglang: tests compile their own HIP test kernels (no ROCm needed); matplotlib: the peer report smoke test draws its chart
+# ziglang: tests compile their own HIP test kernels (no ROCm needed);
+# matplotlib: the peer report smoke test draws its chart
 TEST_DEPS = ["pytest", "hypothesis", "numpy", "ziglang", "matplotlib"]
 
 
@@ -135,3 +137,17 @@ def peers(session: nox.Session) -> None:
     session.install("numpy", "matplotlib")
     session.install(*(f"./{PACKAGES[p]}" for p in ("common", "emu", "mha-gfx942", "attention-gfx950", "mla-decode")))
     session.run("python", "-m", "benchmarks.peers", "--out", "build/peers", *session.posargs)
+
+
+@nox.session
+def timing(session: nox.Session) -> None:
+    """The timing model against AITER's published hardware times: tables and figure in build/timing/.
+
+    Runs AITER's FMHA v3 code objects (pinned amd-aiter wheel, fetched into $MOONMATH_AITER_CACHE) on
+    the emulator under the timing model; calibrates one constant on the MI300X RTNE column and
+    predicts the rest (benchmarks/timing/run.py). About a minute of CPU.
+    """
+    session.install(TORCH)
+    session.install("numpy", "matplotlib")
+    session.install("./common", "./packages/emu")
+    session.run("python", "-m", "benchmarks.timing.run", "--out", str(ROOT / "build" / "timing"), *session.posargs)

@@ -50,7 +50,14 @@ def test_mla_gfx942_aiter_and_ours_agree():
     with metrics.emulated_arch("gfx942"), metrics.capture_launches() as seen:
         mla_decode_a16w8(x[0], x[1], x[2], ours, *x[3:])
     assert seen and metrics.rel_err(ours, ref) < 3e-3
-    hist = metrics.ulp_histogram(ours, out)
+    # Bit-near agreement needs the same algorithm: AITER runs one work item per request (no KV split),
+    # while our planner may split (each part then rounds P against its own max). Compare our unsplit run.
+    from moonmath_mla_decode import kernel as mla_kernel
+
+    unsplit = torch.zeros_like(x[0])
+    with metrics.emulated_arch("gfx942"):
+        mla_kernel.run(x[0], x[1], x[2], unsplit, x[3], x[4], x[5], x[6], x[7], nparts=1)
+    hist = metrics.ulp_histogram(unsplit, out)
     assert sum(n for b, n in hist.items() if b not in ("0", "1")) == 0, hist
     assert c["vmem_load_bytes"] / 256 >= 576  # every fp8 KV row (576 bytes) read at least once
 

@@ -187,7 +187,8 @@ def test_online_softmax_and_lse_merge(mod):
     neg_inf = torch.tensor(float("-inf"), dtype=torch.float64)
     wm = torch.logsumexp(torch.where(valid, lses.double() * ln2, neg_inf), 1) / ln2
     assert torch.isneginf(lse_merged[1])
-    keep = torch.arange(64) != 1
+    assert torch.isnan(lse_merged[2])  # a NaN part poisons the merge, it is not an empty part
+    keep = (torch.arange(64) != 1) & (torch.arange(64) != 2)
     torch.testing.assert_close(lse_merged[keep].double(), wm[keep], rtol=1e-5, atol=1e-5)
 
 
@@ -219,6 +220,7 @@ def test_perm_selects_bytes(mod):
     sel = (sel_bytes[:, 0] | sel_bytes[:, 1] << 8 | sel_bytes[:, 2] << 16 | sel_bytes[:, 3] << 24).to(torch.int32)
     out = torch.zeros(64, dtype=torch.int32)
     mod.launch("t_perm", grid=(1, 1, 1), block=(64, 1, 1), args=[hi, lo, sel, out])
-    src = torch.stack([lo.view(torch.uint8).view(64, 4), hi.view(torch.uint8).view(64, 4)], 1).view(64, 8).to(torch.int64)
+    src = torch.stack([lo.view(torch.uint8).view(64, 4), hi.view(torch.uint8).view(64, 4)], 1)
+    src = src.view(64, 8).to(torch.int64)
     want = torch.where(sel_bytes == 0x0C, 0, torch.gather(src, 1, sel_bytes.clamp(max=7)))
     assert torch.equal(out.view(torch.uint8).view(64, 4).to(torch.int64), want)

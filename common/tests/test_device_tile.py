@@ -97,7 +97,8 @@ def test_fragment_loads_place_every_element(modules, name, arch):
         oa, ob = torch.zeros(64 * words, dtype=torch.int32), torch.zeros(64 * words, dtype=torch.int32)
         modules[arch].launch(f"t_load_{name}", grid=(1, 1, 1), block=(64, 1, 1), args=[at, bt, oa, ob])
         dt = torch.int16 if bits == 16 else torch.uint8
-        got.append((oa.view(dt).view(64, elems).to(torch.int64) & 0xFFFF, ob.view(dt).view(64, elems).to(torch.int64) & 0xFFFF))
+        got.append((oa.view(dt).view(64, elems).to(torch.int64) & 0xFFFF,
+                    ob.view(dt).view(64, elems).to(torch.int64) & 0xFFFF))
     for lane in range(64):
         for e in range(elems):
             x, k = fact_ab(M, K, elems, lane, e)
@@ -380,7 +381,8 @@ def test_blocked_lds_operands(modules, arch):
     g = torch.Generator().manual_seed(60)
     a = torch.randn(16, 128, generator=g).to(torch.bfloat16)
     words, d = torch.zeros(8 * 64 * 2, dtype=torch.int32), torch.zeros(16, 16)
-    modules[arch].launch("t_blocked_16x16x16", grid=(1, 1, 1), block=(64, 1, 1), args=[a.view(torch.int16), codes, words, d])
+    modules[arch].launch("t_blocked_16x16x16", grid=(1, 1, 1), block=(64, 1, 1),
+                         args=[a.view(torch.int16), codes, words, d])
     got = words.view(torch.int16).view(8, 64, 4).to(torch.int64) & 0xFFFF
     for m in range(8):
         for lane in range(64):

@@ -7,6 +7,8 @@
 namespace py = pybind11;
 using namespace mmemu;
 
+void register_timing(py::module_& m);  // timing_bindings.cpp
+
 static py::dict kernel_info(const Module& m, const std::string& name) {
   const KernelDesc* k = m.co().find(name);
   if (!k) throw EmuError("no kernel named '" + name + "' in the code object");
@@ -113,6 +115,7 @@ PYBIND11_MODULE(_core, m) {
         d["global_lines"] = c.global_lines;
         return d;
       });
+  register_timing(m);  // the timing model (timing.hpp)
   m.def("supported_opcodes", [](const std::string& arch) {
     if (arch != "gfx942" && arch != "gfx950") throw EmuError("unknown arch '" + arch + "' (gfx942 or gfx950)");
     return supported_opcodes(arch == "gfx950");

@@ -430,6 +430,7 @@ struct Ctx {
   uint32_t wg[3] = {0, 0, 0};
   int nwaves = 0;
   uint32_t priv_size = 0;
+  bool tracing = false;  // timing hook: this workgroup is recorded
 
   std::vector<uint32_t> lds_wpc;  // per LDS dword: instruction index of the last write (hazard messages)
   // the launch's kernarg segment, dispatch packet and queue (owned by the primary Ctx, shared by the
@@ -812,6 +813,7 @@ void Ctx::step(Wave& w) {
   if (w.pc < 0 || w.pc >= (int)M.insts.size()) {
     throw EmuError("kernel '" + kd.name + "': program counter left the code (wave " + std::to_string(w.id) + ")");
   }
+  if (tracing) P.trace->on_inst(w.id, w.pc, M.insts[w.pc], w.s, w.v, w.exec());  // timing hook
   if (w.mode & kModeGprIdxEn) [[unlikely]] {
     if (step_gpr_indexed(w)) return;
   }
@@ -2600,6 +2602,8 @@ void Ctx::run_workgroup(uint64_t linear, uint64_t nthreads) {
   cur_wg = linear;
   const KernelDesc* kdp = &kd;
   wg[0] = xg; wg[1] = y; wg[2] = z;
+  tracing = P.trace && P.trace->begin_workgroup(wg, nwaves);        // timing hook
+  if (P.trace && !tracing && !P.trace->run_untraced()) return;      // timing hook
   std::fill(lds.begin(), lds.end(), 0);
   if (hz) std::fill(lmeta.begin(), lmeta.end(), LdsMeta());
   for (auto& w : waves) { w.dma.clear(); w.resume = false; }
@@ -2631,6 +2635,7 @@ void Ctx::run_workgroup(uint64_t linear, uint64_t nthreads) {
     for (auto& w : waves) if (w.state == WS_BARRIER) { w.state = WS_RUN; w.since_barrier = 0; }
     epoch++;
   }
+  if (tracing) P.trace->end_workgroup();  // timing hook
 }
 
 void Ctx::merge_from(const Ctx& o) {
@@ -2768,7 +2773,7 @@ Counters Module::launch(const std::string& name, const LaunchParams& P) {
   // After an error, the error of the lowest-numbered failing workgroup is raised (the one a single
   // thread would have met first); memory written by higher-numbered workgroups is then unspecified.
   unsigned nthr = P.threads ? P.threads : default_threads();
-  if (impl_->serial_only || nwg < 2) nthr = 1;
+  if (impl_->serial_only || nwg < 2 || P.trace) nthr = 1;  // timing hook: the trace sink is single-threaded
   nthr = (unsigned)std::min<uint64_t>(nthr, nwg);
   if (nthr <= 1) {
     for (uint64_t i = 0; i < nwg; i++) C.run_workgroup(i, nthreads);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "emu.hpp"
+#include "timing_hook.hpp"
 
 namespace mmemu {
 
@@ -41,6 +42,7 @@ struct LaunchParams {
   bool hazards_warn = false;  // with check_hazards: report each distinct site once and go on
   unsigned threads = 0;       // workgroups in parallel on this many threads; 0: MOONMATH_EMU_THREADS or all cores
   std::vector<LaunchArg> args;
+  TraceSink* trace = nullptr;  // timing hook (timing_hook.hpp): records chosen workgroups
 };
 
 // A loaded, pre-decoded code object.

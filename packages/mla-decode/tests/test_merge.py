@@ -19,7 +19,7 @@ def make_inputs(R, T, H, *, seed=0, empty_frac=0.0, all_empty_rows=0):
     lse = torch.randn(R, T, H, generator=g) * 8
     if empty_frac:
         mask = torch.rand(R, T, H, generator=g) < empty_frac
-        fill = torch.tensor([float("inf"), float("-inf"), float("nan"), 3e38, -3.5e38])
+        fill = torch.tensor([float("inf"), float("-inf"), 3e38, -3.5e38])  # empty ranks (NaN is not empty)
         lse[mask] = fill[torch.randint(0, len(fill), (int(mask.sum()),), generator=g)]
         # an empty rank's part may hold garbage, NaN included; it must not leak into the result
         parts[mask] = float("nan")
@@ -106,6 +106,20 @@ def test_kernel_nan_in_live_rank_is_canonical(arch, monkeypatch):
     bits = out.view(torch.int16).to(torch.int32) & 0xFFFF
     assert int(bits[0, 0, 5]) == 0x7FFF
     assert not torch.isnan(out[0, 1].float()).any()
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_kernel_nan_lse_poisons_the_row(arch, monkeypatch):
+    """A rank whose lse is NaN (its inputs held NaN/Inf) is not an empty rank: the row comes out NaN
+    (canonical 0x7FFF, lse NaN) on the kernel and the reference, and the other rows are untouched."""
+    parts, lse = make_inputs(3, 2, 2, seed=11)
+    lse[1, 0, 1] = float("nan")
+    out, lo = run("emu", parts, lse, arch=arch, monkeypatch=monkeypatch)
+    ref, lref = run("reference", parts, lse, arch=arch, monkeypatch=monkeypatch)
+    bits = out.view(torch.int16).to(torch.int32) & 0xFFFF
+    assert torch.all(bits[0, 1] == 0x7FFF) and torch.isnan(lo[0, 1])
+    assert torch.equal(out.view(torch.int16), ref.view(torch.int16))
+    assert torch.isnan(lref[0, 1]) and not torch.isnan(lo[0, 0]) and not torch.isnan(lo[1]).any()
 
 
 def test_rejections():

@@ -304,9 +304,128 @@ def test_misaligned_pool_rejected():
 
 
 def test_32bit_range_check():
-    with pytest.raises(ValueError, match="32-bit"):
-        mk._check_ranges(kv_pool=1 << 32)
-    mk._check_ranges(kv_pool=(1 << 32) - 1)
+    """The buffers still addressed by 32-bit byte offsets are refused at 4 GiB with a message that
+    names them (and not pool slots); the pool is refused only past 2^32 - 1 slots."""
+    with pytest.raises(ValueError, match="q_lat spans 4294967296 bytes.*32-bit") as e:
+        mk._check_ranges(q_lat=1 << 32)
+    assert "slot" not in str(e.value)
+    mk._check_ranges(q_lat=(1 << 32) - 1)
+    with pytest.raises(ValueError, match="kv_pool has 4294967296 slots"):
+        mk._check_pool_slots(1 << 32)
+    mk._check_pool_slots((1 << 32) - 1)
+    assert mk._usable_indices(5 << 30) == (1 << 31) - 1 and mk._usable_indices(100) == 100
+
+
+# ---- sizes beyond 32-bit offsets, hostile device metadata, NaN/Inf -----------------------------------
+
+def _lazy_empty(n, dtype):
+    """A CPU tensor of n elements that only commits the pages written (Linux maps large allocations
+    lazily; torch.empty does not touch them). Skips when the machine refuses the virtual allocation."""
+    try:
+        return torch.empty(n, dtype=dtype)
+    except RuntimeError as e:  # pragma: no cover - machines without overcommit
+        pytest.skip(f"cannot map a {n * torch.empty(0, dtype=dtype).element_size() >> 20} MiB view: {e}")
+
+
+@pytest.mark.parametrize("variant", ["wave", "shared"])
+def test_pool_beyond_4gib(variant):
+    """Slots whose rows lie past byte 2^32 of the pool are read correctly: the pool is a structured
+    buffer (576-byte records), so base + slot * 576 is formed in 48 bits, not 32."""
+    small = make_case(2, 16, 2, [40, 23], seed=31)
+    slots = (1 << 32) // 576 + 4096  # 4.3e9 bytes: the last 2.3 MB lie beyond 4 GiB
+    flat = _lazy_empty(slots * 576, torch.uint8)
+    pool = flat.view(torch.float8_e4m3fnuz).view(slots, 1, 576)
+    n = small["kv_pool"].shape[0]
+    first = slots - n  # every used row sits past 2^32 bytes
+    assert first * 576 > (1 << 32)
+    pool[first:] = small["kv_pool"]
+    big = dict(small, kv_pool=pool, kv_indices=small["kv_indices"] + first)
+    o, lse = call("emu", big, variant=variant)
+    ro, rlse = call("reference", small)
+    check_close(o, lse, ro, rlse)
+
+
+def test_kv_indices_beyond_4gib():
+    """A kv_indices tensor of more than 4 GiB (the request runs start past byte 2^32): each request's
+    run is its own buffer, rebased on the 64-bit pointer."""
+    small = make_case(2, 16, 1, [33, 50], seed=37)
+    n_idx = (1 << 30) + 4096  # int32 entries: 4 GiB + 16 KiB
+    idx = _lazy_empty(n_idx, torch.int32)
+    lo = n_idx - small["kv_indices"].numel() - 5
+    assert lo * 4 > (1 << 32)
+    idx[lo:lo + small["kv_indices"].numel()] = small["kv_indices"]
+    big = dict(small, kv_indices=idx, kv_indptr=small["kv_indptr"] + lo)
+    o, lse = call("emu", big)
+    ro, rlse = call("reference", small)
+    check_close(o, lse, ro, rlse)
+
+
+@pytest.mark.parametrize("variant", ["wave", "shared"])
+def test_huge_device_seq_lens_are_clamped(variant):
+    """Device-resident seq_lens are not checked on the host; a length of 2^31 - 1 (or one past its
+    kv_indptr span, or negative) must neither hang nor read past the request's run: the kernel clamps
+    every length to [0, kv_indptr[b+1] - kv_indptr[b]]. kernel.run stands in for the device path."""
+    lens = [29, 40, 17]
+    case = make_case(3, 16, 2, lens, seed=41)
+    hostile = torch.tensor([2**31 - 1, 41, -5], dtype=torch.int32)
+    T, H = case["q_lat"].shape[:2]
+    o = torch.full((T, H, 512), float("nan"), dtype=torch.bfloat16)
+    lse = torch.full((T, H), float("nan"))
+    with use_backend("emu"):
+        mk.run(case["q_lat"], case["q_pe"], case["kv_pool"], o, hostile, case["kv_indices"], case["kv_indptr"],
+               SCALE, KV_SCALE, lse=lse, variant=variant)
+    clamped = dict(case, seq_lens=torch.tensor([29, 40, 0], dtype=torch.int32))
+    ro, rlse = call("reference", clamped)
+    check_close(o, lse, ro, rlse)
+
+
+def _nan_pattern_case(seed, q_len=2):
+    case = make_case(2, 16, q_len, [45, 38], seed=seed)
+    return case
+
+
+@pytest.mark.parametrize("variant,nparts", [("wave", 1), ("wave", 3), ("shared", 1), ("shared", 3)])
+def test_nan_inputs_give_nan_lse(variant, nparts):
+    """NaN/Inf in a row's inputs gives lse NaN (not -inf, which a merge reads as an empty rank), direct
+    and through the split-KV merge, with the reference's NaN pattern in o and lse:
+      request 0: a NaN pool row attended by every position -> every row of request 0 is NaN;
+      request 1: one query row NaN, another +Inf in one element -> only those rows are NaN."""
+    case = _nan_pattern_case(43)
+    pool = case["kv_pool"].clone()
+    pool.view(torch.uint8)[int(case["kv_indices"][3])] = 0x80  # the e4m3fnuz NaN, token 3 of request 0
+    q_lat = case["q_lat"].clone()
+    H = q_lat.shape[1]
+    q_lat[2, 5, 100] = float("nan")  # request 1, position 0, head 5
+    q_lat[3, 9, 7] = float("inf")    # request 1, position 1, head 9
+    bad = dict(case, kv_pool=pool, q_lat=q_lat)
+    o, lse = call("emu", bad, nparts=nparts, variant=variant)
+    ro, rlse = call("reference", bad)
+    assert torch.equal(torch.isnan(lse), torch.isnan(rlse))
+    assert torch.equal(torch.isnan(o.float()), torch.isnan(ro.float()))
+    nan_rows = torch.zeros(4, H, dtype=torch.bool)
+    nan_rows[:2] = True
+    nan_rows[2, 5] = nan_rows[3, 9] = True
+    assert torch.equal(torch.isnan(lse), nan_rows)
+    fin = ~nan_rows
+    assert (o.float()[fin] - ro.float()[fin]).abs().max().item() < O_TOL
+    assert (lse[fin] - rlse[fin]).abs().max().item() < LSE_TOL
+
+
+@pytest.mark.parametrize("variant", ["wave", "shared"])
+def test_nan_kv_outside_a_window_reaches_it_through_pv(variant):
+    """Documented behaviour: a NaN in a KV row that position 0 does not attend (it lies in position 1's
+    window only) still reaches position 0's o through the shared P V product (p = 0 times NaN), as in
+    the reference's dense product; position 0's lse stays finite (its score is masked)."""
+    case = make_case(1, 16, 2, [20], seed=47)
+    pool = case["kv_pool"].clone()
+    pool.view(torch.uint8)[int(case["kv_indices"][19])] = 0x80  # token 19: only position 1 attends it
+    bad = dict(case, kv_pool=pool)
+    o, lse = call("emu", bad, nparts=1, variant=variant)
+    ro, rlse = call("reference", bad)
+    assert torch.equal(torch.isnan(o.float()), torch.isnan(ro.float()))
+    assert bool(torch.isnan(o[0].float()).all()) and bool(torch.isfinite(lse[0]).all())
+    assert bool(torch.isnan(lse[1]).all())
+    assert (lse[0] - rlse[0]).abs().max().item() < LSE_TOL
 
 
 # ---- decode context parallelism --------------------------------------------------------------------
@@ -419,3 +538,70 @@ def test_graph_replay_follows_new_lengths_gpu():
     torch.cuda.synchronize()
     ro, rlse = call("reference", new)
     check_close(o.cpu(), lse.cpu(), ro, rlse)
+
+
+# ---- plan once, run per layer ----------------------------------------------------------------------
+
+def test_plan_once_run_per_layer_with_one_workspace():
+    """One plan and one caller-provided workspace serve several layers (different Q and pools, same
+    shapes): bitwise the per-call results; a plan of other shapes and a short workspace are refused."""
+    B, H, q_len, lens = 2, 16, 2, [90, 61]
+    p = mk.make_plan(B, H, q_len, 90, nparts=3)
+    assert p.nparts == 3 and p.merge_wpr == 1 and p.workspace_floats == B * q_len * H * 3 * 516
+    ws = p.workspace()
+    for layer in range(2):
+        case = make_case(B, H, q_len, lens, seed=60 + layer)
+        o_ref, l_ref = call("emu", case, nparts=3, variant=p.variant)
+        T = B * q_len
+        o = torch.full((T, H, 512), float("nan"), dtype=torch.bfloat16)
+        lse = torch.full((T, H), float("nan"))
+        with use_backend("emu"):
+            mk.run(case["q_lat"], case["q_pe"], case["kv_pool"], o, case["seq_lens"], case["kv_indices"],
+                   case["kv_indptr"], SCALE, KV_SCALE, lse=lse, plan=p, workspace=ws)
+        assert torch.equal(o, o_ref) and torch.equal(lse, l_ref)
+    case = make_case(B, H, q_len, lens, seed=60)
+    args = (case["q_lat"], case["q_pe"], case["kv_pool"], torch.empty(B * q_len, H, 512, dtype=torch.bfloat16),
+            case["seq_lens"], case["kv_indices"], case["kv_indptr"], SCALE, KV_SCALE)
+    with use_backend("emu"):
+        with pytest.raises(ValueError, match="plan is for B=2, H=16, q_len=1"):
+            mk.run(*args, plan=mk.make_plan(B, H, 1, 90))
+        with pytest.raises(ValueError, match="at least"):
+            mk.run(*args, plan=p, workspace=torch.empty(p.workspace_floats - 1))
+        with pytest.raises(ValueError, match="make_plan"):
+            mk.run(*args, nparts=2, plan=p)
+
+
+@pytest.mark.parametrize("variant", ["wave", "shared"])
+def test_length_balanced_split(variant):
+    """One long request beside seven short ones: the device-side balanced split gives the long one most
+    of the B * nparts parts, so its busiest part carries 32 tokens instead of 112 (uniform: nparts each),
+    and both splits match the reference. The parts' token counts are read from the workspace: with
+    Q = 0 every attended token has p = 1, so a part's l is its token count."""
+    B, H, nparts = 8, 16, 8
+    q_len = 1 if variant == "wave" else 2
+    lens = [800] + [24] * 7
+    case = make_case(B, H, q_len, lens, seed=71)
+    ro, rlse = call("reference", case)
+    zero_q = dict(case, q_lat=torch.zeros_like(case["q_lat"]), q_pe=torch.zeros_like(case["q_pe"]))
+    T, rows = B * q_len, q_len * H
+    busiest = {}
+    for balanced in (True, False):
+        p = mk.make_plan(B, H, q_len, 800, nparts=nparts, variant=variant, balanced=balanced)
+        for data in (case, zero_q):
+            ws = torch.full((p.workspace_floats,), float("nan"))
+            o = torch.full((T, H, 512), float("nan"), dtype=torch.bfloat16)
+            lse = torch.full((T, H), float("nan"))
+            with use_backend("emu"):
+                mk.run(data["q_lat"], data["q_pe"], data["kv_pool"], o, data["seq_lens"], data["kv_indices"],
+                       data["kv_indptr"], SCALE, KV_SCALE, lse=lse, plan=p, workspace=ws)
+            if data is case:
+                check_close(o, lse, ro, rlse)
+        ml = ws[p.ws_o_floats:].view(B * nparts, rows, 4)
+        tokens = ml[:, rows - 1, 1]  # the last position's row attends every token of its part
+        written = ~torch.isnan(tokens)
+        assert int(tokens[written].sum()) == sum(lens)
+        busiest[balanced] = int(tokens[written].max())
+        if not balanced:
+            assert bool(written.all())
+    assert busiest[False] == 7 * 16  # ceil(50 tiles / 8 parts)
+    assert busiest[True] <= 2 * 16   # 64 tiles, 56 spare parts: 44 parts for the long request

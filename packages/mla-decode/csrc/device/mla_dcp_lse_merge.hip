@@ -3,8 +3,9 @@
 // For one row (t, h) with per-rank partial outputs part_r[512] and base-2 LSEs lse_r:
 //   w_r = exp2(lse_r - max_r lse_r), out = (sum_r w_r * part_r) * (1 / sum_r w_r),
 //   lse_out = max + log2(sum_r w_r).
-// A rank whose |lse| >= 3e38 or NaN is empty (weight 0, its part never read). A row with every rank
-// empty gives out = 0 and lse_out = -inf. Ranks are summed in order 0..R-1: deterministic.
+// A rank whose |lse| >= 3e38 (+-inf included) is empty (weight 0, its part never read). A row with every
+// rank empty gives out = 0 and lse_out = -inf. A rank with a NaN lse (its inputs held NaN/Inf) makes
+// the row NaN (out 0x7FFF, lse_out NaN): never dropped as if empty. Ranks are summed in order 0..R-1.
 //
 // Work split: one wave per row, each lane owns 8 consecutive elements (one 16-byte load per rank).
 #include "moonmath/all.hpp"
@@ -47,7 +48,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void mla_dcp_lse_merge_ranks(
     }
   }
 
-  const float inv = merge.empty() ? 0.f : 1.0f / merge.sum_w;
+  const float inv = merge.poisoned ? __builtin_nanf("") : merge.empty() ? 0.f : 1.0f / merge.sum_w;
   mm::u32x4 o;
 #pragma unroll
   for (int i = 0; i < 4; ++i) o[i] = mm::pack_bf16x2<mm::Round::RTNE>(acc[2 * i] * inv, acc[2 * i + 1] * inv);

@@ -12,20 +12,31 @@
 // With nparts == 1 the kernel writes o/lse itself; otherwise it writes fp32 partials (O, m, l, ln) to a
 // workspace and a merge kernel (a 4-wave workgroup per row) combines them in part order.
 //
-// Cost model (documented in docs/kernels/mla_decode_gfx942.md), in nanoseconds:
+// Cost model (documented in docs/kernels/mla_decode_gfx942.md), in nanoseconds. Its compute constants
+// are issue cycles measured on the emulator (benchmarks/calibrate_mla_planner_emu.py; the test
+// test_mla_kernel_planner.py::test_cost_constants_match_the_emulator keeps them within 10% of it), so
+// the planner sees what a part costs beyond its tiles (Q load, prologue, epilogue of partials) and
+// what the merge costs, and stops splitting where a part's fixed cost and the merge outweigh the gain:
 //   waves run one per SIMD (the kernels need > 256 registers), so a round holds cus * 4 waves;
 //   waves     = B * nparts * n_rt (wave) or B * nparts * ceil(n_rt / 4) * 4 (shared)
 //   rounds    = ceil(waves / (cus * 4))
-//   t_compute = rounds * (ceil(tiles / nparts) * tile_ns + kWaveNs)      tiles = ceil(L / 16)
-//               tile_ns = kTileNs (wave) or kSharedTileNs (shared)
-//   t_memory  = (B * L * (576 + 4) + partial_bytes) / (kHbmBytesPerNs * busy_cus / cus)
-//               busy_cus = min(cus, ceil(waves / 4)): HBM bandwidth needs every CU streaming
+//   t_compute = rounds * (ceil(tiles / nparts) * tile_cycles + part_cycles) / clock + kPartLatencyNs
+//               tiles = ceil(L / 16); (tile_cycles, part_cycles) per variant, measured
+//   t_memory  = (B * L * (576 + 4) + partial_bytes) / bw
+//               bw = min(kHbmBytesPerNs, busy_cus * kCuBytesPerNs), busy_cus = min(cus, ceil(waves / 4))
 //               partial_bytes = 2 * B * q_len * H * nparts * (512 + 4) * 4   (written, then read)
-//   cost      = max(t_compute, t_memory)
-//               + (nparts > 1 ? kMergeLaunchNs + ceil(4 * B * q_len * H / (cus * 4)) * ceil(nparts / 16) * 1000 : 0)
-//               (merge: a 4-wave workgroup per row, 16 parts in flight per workgroup, ~1 us per batch)
-// (variant, nparts) is the first minimiser, shared (if n_rt >= 2) before wave, nparts ascending over 1..kMaxParts
-// (a candidate must beat the best so far by 0.1%: ties keep fewer parts, less workspace).
+//   cost      = max(t_compute, t_memory) + (nparts > 1 ? t_merge : 0)
+//   balanced split (balance_split: 1 < B <= 64 and nparts > 1): part_cycles and the merge wave's
+//               cycles grow by kBalanceRequestCycles * B (every wave reads all B lengths)
+//   t_merge   = kMergeLaunchNs + merge_rounds * iters * (kHbmLatencyNs + kMergeIterCycles / clock)
+//               + kMergeWaveCycles / clock, with wpr = merge_waves_per_row(nparts) waves per row,
+//               iters = ceil(nparts / (4 * wpr)) (four parts in flight per wave and iteration),
+//               merge_rounds = ceil(B * q_len * H * wpr / (cus * 4))
+// kPartLatencyNs, kHbmLatencyNs and the bandwidths are assumptions about the hardware (the emulator
+// has no timing); the cycle constants are measurements.
+// (variant, nparts): the fewest parts (shared, if n_rt >= 2, before wave) whose cost is within
+// kSplitSlack (10%) of the minimum over nparts in 1..kMaxParts with no empty part: gains below the
+// model's accuracy do not buy more work.
 // L is the length hint (tokens per request) or kDefaultLen when none is given.
 #pragma once
 
@@ -46,15 +57,29 @@ constexpr int kWavesPerBlock = 4;
 constexpr int kBlockThreads = 64 * kWavesPerBlock;
 constexpr int kMaxParts = 1024;
 
-// gfx942 (MI300X) machine and kernel constants of the cost model.
+// gfx942 (MI300X) machine constants (assumptions: the emulator has no timing).
 constexpr int kDefaultCus = 304;
 constexpr int kSimdsPerCu = 4;
 constexpr int64_t kDefaultLen = 16384;
-constexpr double kTileNs = 1100.0;        // one 16-token tile per wave: 68 MFMA (16 cycles) + ~330 VALU, ~2.1 GHz
-constexpr double kSharedTileNs = 800.0;   // shared variant: 68 MFMA + ~150 VALU + 34 LDS reads + 2 barriers
-constexpr double kWaveNs = 2000.0;        // Q load, first-tile latency, epilogue stores
-constexpr double kHbmBytesPerNs = 4000.0; // ~4 TB/s achievable of the 5.3 TB/s peak
-constexpr double kMergeLaunchNs = 4000.0; // a second kernel on the stream
+constexpr double kClockGhz = 2.1;
+constexpr double kHbmBytesPerNs = 4000.0;  // ~4 TB/s achievable of the 5.3 TB/s peak
+constexpr double kCuBytesPerNs = 134.0;    // one CU's L2 link: 64 B per clock
+constexpr double kHbmLatencyNs = 1000.0;   // one dependent HBM round trip
+constexpr double kPartLatencyNs = 2000.0;  // a part's first MFMA waits for its slots, then its KV
+constexpr double kMergeLaunchNs = 4000.0;  // a second kernel on the stream
+constexpr double kSplitSlack = 1.10;       // a split must beat the fewer-part plans by more than 10%
+
+// Issue cycles measured on the emulator (perfmodel weights: MFMA 16, VALU/DS/VMEM 4, trans 16,
+// scalar 1) by benchmarks/calibrate_mla_planner_emu.py, at H 16 (wave: q_len 1; shared: q_len 4).
+constexpr double kWaveTileCycles = 3047.0;    // one 16-token tile of one wave
+constexpr double kWavePartCycles = 2706.0;    // a wave's fixed cost per part
+constexpr double kSharedTileCycles = 2110.0;  // one tile, per wave of a shared workgroup
+constexpr double kSharedPartCycles = 3169.0;
+constexpr double kMergeWaveCycles = 643.0;    // a merge wave's fixed cost
+constexpr double kMergeIterCycles = 766.0;    // one iteration: four parts folded
+constexpr double kBalanceRequestCycles = 126.0;  // balanced split: per request, per decode wave and merge wave
+// The length-balanced split (device side) costs every wave O(B); it is used up to this batch.
+constexpr int64_t kBalanceMaxBatch = 64;
 
 struct Plan {
   int64_t batch = 0, heads = 0, q_len = 0;
@@ -65,7 +90,9 @@ struct Plan {
   int64_t waves = 0;          // wave: B * nparts * n_rt; shared: B * nparts * ceil(n_rt / 4) * 4
   int64_t grid = 0;           // workgroups of the main kernel (kBlockThreads each) = waves / 4
   int64_t block = kBlockThreads;
-  int64_t merge_grid = 0;     // workgroups of the merge kernel, one per row (0: no merge)
+  int64_t merge_grid = 0;     // workgroups of the merge kernel: ceil(rows * merge_wpr / 4) (0: no merge)
+  int64_t merge_wpr = 0;      // merge waves per row (merge_waves_per_row(nparts); 0: no merge)
+  bool balanced = false;      // parts shared out by request length on the device (balance_split)
   int64_t ws_o_floats = 0;    // workspace: partial O, [B*rows, nparts, 512] fp32
   int64_t ws_ml_floats = 0;   // workspace: partial (m, l, ln, 0), [B*rows, nparts, 4] fp32
   int64_t len_used = 0;       // the length the cost model assumed
@@ -83,6 +110,28 @@ inline int64_t launch_waves(int64_t batch, int64_t n_rt, int64_t nparts, Variant
                                : batch * nparts * n_rt;
 }
 
+// Waves of the merge kernel per row: one while its parts fit four iterations of four loads in flight,
+// then two, then four (the latency of a long part list is shared).
+inline int64_t merge_waves_per_row(int64_t nparts) { return nparts <= 16 ? 1 : (nparts <= 32 ? 2 : 4); }
+
+// A split whose last parts would get no tile (tiles = 64, nparts = 40: 2 tiles per part fill 32 parts)
+// only adds empty waves and merge inputs; the planner considers only splits where every part has work.
+inline bool parts_all_busy(int64_t tiles, int64_t nparts) {
+  return ceil_div(tiles, ceil_div(tiles, nparts)) == nparts;
+}
+
+// Whether the B * nparts parts are shared out by request length (mla_decode_common.hpp, locate):
+// whenever a batch splits, up to kBalanceMaxBatch requests (each wave then reads all B lengths).
+inline bool balance_split(int64_t batch, int64_t nparts) { return nparts > 1 && batch > 1 && batch <= kBalanceMaxBatch; }
+
+inline double merge_cost(int64_t total_rows, int64_t nparts, int64_t cus, double extra_wave_cycles = 0.0) {
+  const int64_t wpr = merge_waves_per_row(nparts);
+  const double rounds = (double)ceil_div(total_rows * wpr, cus * kSimdsPerCu);
+  const double iters = (double)ceil_div(nparts, 4 * wpr);
+  return kMergeLaunchNs + rounds * (iters * (kHbmLatencyNs + kMergeIterCycles / kClockGhz) +
+                                    (kMergeWaveCycles + extra_wave_cycles) / kClockGhz);
+}
+
 // Modelled time (ns) of a launch with `nparts` parts and kernel variant `v`.
 inline double plan_cost(int64_t batch, int64_t heads, int64_t q_len, int64_t len, int64_t nparts,
                         int64_t cus = kDefaultCus, Variant v = Variant::kWave) {
@@ -91,19 +140,18 @@ inline double plan_cost(int64_t batch, int64_t heads, int64_t q_len, int64_t len
   const int64_t slots = cus * kSimdsPerCu;
   const int64_t waves = launch_waves(batch, n_rt, nparts, v);
   const int64_t rounds = ceil_div(waves, slots);
-  const double tile_ns = v == Variant::kShared ? kSharedTileNs : kTileNs;
-  const double t_compute = (double)rounds * ((double)ceil_div(tiles, nparts) * tile_ns + kWaveNs);
+  const bool shared = v == Variant::kShared;
+  const double tile_cycles = shared ? kSharedTileCycles : kWaveTileCycles;
+  const double balance = balance_split(batch, nparts) ? kBalanceRequestCycles * (double)batch : 0.0;
+  const double part_cycles = (shared ? kSharedPartCycles : kWavePartCycles) + balance;
+  const double t_compute =
+      (double)rounds * ((double)ceil_div(tiles, nparts) * tile_cycles + part_cycles) / kClockGhz + kPartLatencyNs;
   const double partial = nparts > 1 ? 2.0 * (double)(batch * rows * nparts) * (kLat + 4) * 4.0 : 0.0;
-  // HBM bandwidth is reached only with every CU streaming: scale it by the busy CUs (4 waves each).
   const double busy_cus = std::min<double>((double)cus, (double)ceil_div(waves, kSimdsPerCu));
-  const double bw = kHbmBytesPerNs * busy_cus / (double)cus;
+  const double bw = std::min(kHbmBytesPerNs * (double)cus / kDefaultCus, busy_cus * kCuBytesPerNs);
   const double t_memory = ((double)batch * (double)len * (kRowBytes + 4) + partial) / bw;
   double cost = std::max(t_compute, t_memory);
-  if (nparts > 1) {
-    // merge: one 4-wave workgroup per row, each wave 4 parts (2 KiB each) in flight at a time
-    const double merge_rounds = (double)ceil_div(batch * rows * kWavesPerBlock, slots);
-    cost += kMergeLaunchNs + merge_rounds * (double)ceil_div(nparts, 16) * 1000.0;
-  }
+  if (nparts > 1) cost += merge_cost(batch * rows, nparts, cus, balance);
   return cost;
 }
 
@@ -131,27 +179,37 @@ inline Plan plan(int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint =
   // Shared first when it applies: it issues a quarter of the VMEM requests and widening VALU per row
   // tile, which the HBM-only memory term does not see, so on a tie it wins.
   const Variant first = p.n_rt >= 2 ? Variant::kShared : Variant::kWave;
+  // Pass 1: the modelled minimum. Pass 2: the fewest parts (shared before wave at equal parts) whose
+  // cost is within kSplitSlack of it: a split must buy more than the model's own uncertainty (it has
+  // no hardware timing), else it only adds work (a part's fixed cost, partials, the merge).
+  auto addressable = [&](int64_t np) { return np == 1 || total_rows * np * kLat * 4 < limit; };
+  auto candidate = [&](int64_t np) { return parts_all_busy(tiles, np); };
+  const Variant order[2] = {first, Variant::kWave};
+  const int n_variants = first == Variant::kWave ? 1 : 2;
+  double min_cost = plan_cost(batch, heads, q_len, p.len_used, 1, cus, first);
+  for (int64_t np = 1; np <= max_parts && addressable(np); ++np)
+    for (int k = 0; k < n_variants && candidate(np); ++k) min_cost = std::min(min_cost, plan_cost(batch, heads, q_len, p.len_used, np, cus, order[k]));
   Variant best_v = first;
-  int64_t best = 1;
-  double best_cost = plan_cost(batch, heads, q_len, p.len_used, 1, cus, best_v);
-  for (Variant v : {first, Variant::kWave}) {
-    for (int64_t np = 1; np <= max_parts; ++np) {
-      if (np > 1 && total_rows * np * kLat * 4 >= limit) break;  // the partial workspace must stay addressable
-      const double c = plan_cost(batch, heads, q_len, p.len_used, np, cus, v);
-      if (c < best_cost * 0.999) {  // strictly better by 0.1%: ties keep the earlier (fewer parts, wave)
+  int64_t best = 0;
+  double best_cost = 0;
+  for (int64_t np = 1; np <= max_parts && addressable(np) && best == 0; ++np)
+    for (int k = 0; k < n_variants && best == 0 && candidate(np); ++k) {
+      const double c = plan_cost(batch, heads, q_len, p.len_used, np, cus, order[k]);
+      if (c <= min_cost * kSplitSlack) {
         best = np;
-        best_v = v;
+        best_v = order[k];
         best_cost = c;
       }
     }
-  }
   p.nparts = best;
   p.variant = best_v == Variant::kShared ? "shared" : "wave";
   p.cost_ns = best_cost;
   p.waves = launch_waves(batch, p.n_rt, p.nparts, best_v);
   p.grid = ceil_div(p.waves, kWavesPerBlock);
   if (p.nparts > 1) {
-    p.merge_grid = total_rows;  // one 4-wave workgroup per row
+    p.merge_wpr = merge_waves_per_row(p.nparts);
+    p.balanced = balance_split(batch, p.nparts);
+    p.merge_grid = ceil_div(total_rows * p.merge_wpr, kWavesPerBlock);
     p.ws_o_floats = total_rows * p.nparts * kLat;
     p.ws_ml_floats = total_rows * p.nparts * 4;
   }

@@ -1,5 +1,8 @@
 // pybind11 bindings of the gfx942 MLA decode planner (mla_planner.hpp).
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <map>
 
 #include <string>
 
@@ -21,6 +24,8 @@ void register_mla_planner(py::module_& m) {
       .def_readonly("grid", &Plan::grid)
       .def_readonly("block", &Plan::block)
       .def_readonly("merge_grid", &Plan::merge_grid)
+      .def_readonly("merge_wpr", &Plan::merge_wpr)
+      .def_readonly("balanced", &Plan::balanced)
       .def_readonly("ws_o_floats", &Plan::ws_o_floats)
       .def_readonly("ws_ml_floats", &Plan::ws_ml_floats)
       .def_readonly("len_used", &Plan::len_used)
@@ -42,6 +47,21 @@ void register_mla_planner(py::module_& m) {
       py::arg("batch"), py::arg("heads"), py::arg("q_len"), py::arg("len_hint") = 0,
       py::arg("cus") = moonmath::mla::kDefaultCus,
       "Plan mla_decode_a16w8 on gfx942 from shapes (and an optional tokens-per-request hint).");
+  m.def("balance_split", &moonmath::mla::balance_split, py::arg("batch"), py::arg("nparts"),
+        "Whether a launch shares its parts out by request length on the device.");
+  m.def("merge_waves_per_row", &moonmath::mla::merge_waves_per_row, py::arg("nparts"),
+        "Waves of the split-KV merge kernel per row for a given number of parts.");
+  m.def(
+      "mla_cost_constants",
+      [] {
+        namespace k = moonmath::mla;
+        return std::map<std::string, double>{
+            {"wave_tile_cycles", k::kWaveTileCycles},     {"wave_part_cycles", k::kWavePartCycles},
+            {"shared_tile_cycles", k::kSharedTileCycles}, {"shared_part_cycles", k::kSharedPartCycles},
+            {"merge_wave_cycles", k::kMergeWaveCycles},   {"merge_iter_cycles", k::kMergeIterCycles},
+            {"balance_request_cycles", k::kBalanceRequestCycles}};
+      },
+      "The planner's emulator-calibrated issue-cycle constants (benchmarks/calibrate_mla_planner_emu.py).");
   m.def(
       "mla_plan_cost",
       [](int64_t batch, int64_t heads, int64_t q_len, int64_t len, int64_t nparts, int64_t cus,

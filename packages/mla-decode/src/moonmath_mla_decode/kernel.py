@@ -6,14 +6,18 @@ the fixed-order fp32 merge of the parts). The launch configuration comes from th
 (``_C.plan_mla_decode``) and depends on shapes only (plus ``kv_indices.numel() / B`` as a length hint),
 so a captured graph replays correctly with new lengths and page tables.
 
+``make_plan`` turns the planner's choice into a ``DecodePlan`` (grids, merge waves, balanced flag,
+workspace sizes): plan once per batch, then ``run(..., plan=, workspace=)`` per layer.
+
 The caller (decode.py) has validated every tensor; this module checks the 32-bit buffer ranges the
-kernels build, allocates the split-KV workspace, and launches. docs/kernels/mla_decode_gfx942.md has
+kernels build, allocates the split-KV workspace (unless given one), and launches. docs/kernels/mla_decode_gfx942.md has
 the design and the planner's cost model.
 """
 from __future__ import annotations
 
 import math
 import struct
+from dataclasses import dataclass
 
 import torch
 
@@ -29,6 +33,7 @@ MERGE_CODE_OBJECT, MERGE_KERNEL = "mla_decode_a16w8_merge", "mla_decode_a16w8_me
 LOG2E = 1.0 / math.log(2.0)
 FLAG_LSE = 1
 FLAG_PARTIAL = 2
+FLAG_BALANCED = 4  # parts per request by length (device-side, mla_decode_common.hpp: locate)
 _U32 = 1 << 32
 
 KERNELS = KernelSet("moonmath_mla_decode")
@@ -45,11 +50,86 @@ def plan(batch: int, heads: int, q_len: int, len_hint: int = 0):
     return _C.plan_mla_decode(batch, heads, q_len, len_hint)
 
 
+@dataclass(frozen=True)
+class DecodePlan:
+    """Everything a launch needs that depends on shapes only: plan once per batch, run per layer.
+
+    Made by ``make_plan``; pass it (and optionally a workspace from ``workspace``) to ``run`` so a
+    captured graph, or every layer of a model, reuses one plan and one workspace with no host work
+    beyond argument packing.
+    """
+
+    batch: int
+    heads: int
+    q_len: int
+    nparts: int
+    variant: str          # "wave" or "shared"
+    n_rt: int             # 16-row tiles per request
+    grid: int             # workgroups of the decode kernel (256 threads each)
+    merge_grid: int       # workgroups of the merge kernel (0: no merge)
+    merge_wpr: int        # merge waves per row (0: no merge)
+    ws_o_floats: int      # partial O: [B * q_len * H, nparts, 512] fp32
+    ws_ml_floats: int     # partial (m, l, ln, 0): [B * q_len * H, nparts, 4] fp32
+    balanced: bool = False  # the B * nparts parts are shared out by request length on the device
+
+    @property
+    def workspace_floats(self) -> int:
+        return self.ws_o_floats + self.ws_ml_floats
+
+    def workspace(self, device: torch.device | str = "cpu") -> torch.Tensor | None:
+        """A workspace for this plan (None when the plan does not split)."""
+        if not self.workspace_floats:
+            return None
+        return torch.empty(self.workspace_floats, dtype=torch.float32, device=device)
+
+
+def make_plan(batch: int, heads: int, q_len: int, len_hint: int = 0, *, nparts: int | None = None,
+              variant: str | None = None, balanced: bool | None = None) -> DecodePlan:
+    """The launch configuration for shapes (B, H, q_len) and a tokens-per-request hint; ``nparts`` and
+    ``variant`` override the planner's choice (tests, benchmarks). ``balanced`` (default: the planner's
+    rule, _C.balance_split: 1 < B <= 64 and the plan splits) shares the B * nparts parts among the
+    requests by their device-resident lengths instead of nparts each."""
+    from . import _C
+
+    p = _C.plan_mla_decode(batch, heads, q_len, len_hint)
+    np_ = p.nparts if nparts is None else int(nparts)
+    if np_ < 1:
+        raise ValueError(f"{OP}: nparts must be >= 1; got {np_}")
+    variant = p.variant if variant is None else variant
+    if variant not in VARIANTS:
+        raise ValueError(f"{OP}: variant must be one of {VARIANTS}; got {variant!r}")
+    n_rt, rows = p.n_rt, q_len * heads
+    grid = batch * np_ * -(-n_rt // 4) if variant == "shared" else -(-(batch * np_ * n_rt) // 4)
+    wpr = _C.merge_waves_per_row(np_) if np_ > 1 else 0
+    split = np_ > 1
+    balanced = _C.balance_split(batch, np_) if balanced is None else bool(balanced) and split
+    return DecodePlan(batch, heads, q_len, np_, variant, n_rt, grid,
+                      -(-(batch * rows * wpr) // 4) if split else 0, wpr,
+                      batch * rows * np_ * 512 if split else 0, batch * rows * np_ * 4 if split else 0, balanced)
+
+
 def _check_ranges(**sizes: int) -> None:
+    """Buffers the kernels address with 32-bit byte offsets (q_lat, q_pe, o_lat, lse, the workspace).
+
+    The pool and kv_indices are not among them: the pool is a structured buffer of 576-byte records
+    (see _check_pool_slots) and each request's kv_indices run is its own buffer.
+    """
     for name, nbytes in sizes.items():
         if nbytes >= _U32:
-            raise ValueError(f"{OP}: {name} spans {nbytes} bytes; the gfx942 kernel addresses buffers with 32-bit "
-                             f"offsets (at most {_U32 - 1} bytes: {(_U32 - 1) // 576} pool slots)")
+            raise ValueError(f"{OP}: {name} spans {nbytes} bytes; the gfx942 kernel addresses it with 32-bit "
+                             f"byte offsets (at most {_U32 - 1} bytes)")
+
+
+def _check_pool_slots(slots: int) -> None:
+    """The pool's record count must fit the buffer descriptor's 32-bit num_records (pools up to ~2.4 TB)."""
+    if slots >= _U32:
+        raise ValueError(f"{OP}: kv_pool has {slots} slots; the gfx942 kernel addresses the pool as 576-byte "
+                         f"records with a 32-bit record count (at most {_U32 - 1} slots)")
+
+
+def _usable_indices(n_idx: int) -> int:
+    """kv_indices entries the kernel can reach: kv_indptr is int32, so entries past 2^31 - 1 never are."""
+    return min(n_idx, (1 << 31) - 1)
 
 
 def _check_alignment(**tensors: torch.Tensor | None) -> None:
@@ -62,14 +142,17 @@ def _check_alignment(**tensors: torch.Tensor | None) -> None:
 def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: torch.Tensor, seq_lens: torch.Tensor,
         kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float, kv_scale: float,
         lse: torch.Tensor | None = None, glen: torch.Tensor | None = None, cp_rank: int = 0, cp_world: int = 1,
-        nparts: int | None = None, variant: str | None = None) -> list[dict | None]:
+        nparts: int | None = None, variant: str | None = None, *, plan: DecodePlan | None = None,
+        workspace: torch.Tensor | None = None, balanced: bool | None = None) -> list[dict | None]:
     """Run mla_decode_a16w8 on the gfx942 kernels (emu or hip backend). Writes o_lat (and lse) in place.
 
     Tensors as in decode.mla_decode_a16w8 (already validated). ``nparts`` overrides the planner's KV split
     (tests and benchmarks); the result does not depend on it beyond fp32 rounding. ``variant`` overrides the
     planner's kernel choice: "wave" (one wave per row tile, KV straight to registers) or "shared" (a
-    workgroup of up to 4 row tiles fetches and widens each KV tile once into LDS). Returns the launches'
-    emulator counters (emu) or Nones (hip).
+    workgroup of up to 4 row tiles fetches and widens each KV tile once into LDS). ``plan`` (from
+    ``make_plan``, for these B, H, q_len) replaces planning on every call; ``workspace`` (fp32, contiguous,
+    on the device, at least ``plan.workspace_floats``) replaces the per-call allocation. Returns the
+    launches' emulator counters (emu) or Nones (hip).
     """
     arch = target_arch()
     if arch != ARCH:
@@ -79,38 +162,49 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
     T, H, _ = q_lat.shape
     B = kv_indptr.numel() - 1
     q_len = T // B
+    if plan is None:
+        plan = make_plan(B, H, q_len, kv_indices.numel() // B, nparts=nparts, variant=variant, balanced=balanced)
+    elif (plan.batch, plan.heads, plan.q_len) != (B, H, q_len):
+        raise ValueError(f"{OP}: plan is for B={plan.batch}, H={plan.heads}, q_len={plan.q_len}; the call has "
+                         f"B={B}, H={H}, q_len={q_len}")
+    elif nparts is not None or variant is not None or balanced is not None:
+        raise ValueError(f"{OP}: pass nparts / variant / balanced to make_plan, not with a plan")
     rows = q_len * H
-    p = plan(B, H, q_len, kv_indices.numel() // B)
-    np_ = p.nparts if nparts is None else int(nparts)
-    if np_ < 1:
-        raise ValueError(f"{OP}: nparts must be >= 1; got {np_}")
-    partial = np_ > 1
-    n_rt = p.n_rt
-    variant = p.variant if variant is None else variant
-    if variant not in VARIANTS:
-        raise ValueError(f"{OP}: variant must be one of {VARIANTS}; got {variant!r}")
-    if variant == "shared":
-        grid = B * np_ * -(-n_rt // 4)
-        code_object, kernel_name = SHARED_CODE_OBJECT, SHARED_KERNEL
-    else:
-        grid = -(-(B * np_ * n_rt) // 4)
-        code_object, kernel_name = FWD_CODE_OBJECT, FWD_KERNEL
-    _check_ranges(kv_pool=kv_pool.numel(), q_lat=q_lat.numel() * 2, kv_indices=kv_indices.numel() * 4,
-                  workspace=B * rows * np_ * 512 * 4 if partial else 0)
+    partial = plan.nparts > 1
+    code_object, kernel_name = ((SHARED_CODE_OBJECT, SHARED_KERNEL) if plan.variant == "shared"
+                                else (FWD_CODE_OBJECT, FWD_KERNEL))
+    _check_ranges(q_lat=q_lat.numel() * 2, workspace=plan.ws_o_floats * 4)
+    _check_pool_slots(kv_pool.shape[0])
     _check_alignment(q_lat=q_lat, q_pe=q_pe, kv_pool=kv_pool, o_lat=o_lat)
     dev = q_lat.device
-    ws_o = torch.empty(B * rows * np_ * 512, dtype=torch.float32, device=dev) if partial else None
-    ws_ml = torch.empty(B * rows * np_ * 4, dtype=torch.float32, device=dev) if partial else None
+    ws_o = ws_ml = None
+    if partial:
+        if workspace is None:
+            workspace = plan.workspace(dev)
+        elif not isinstance(workspace, torch.Tensor):
+            raise TypeError(f"{OP}: workspace must be a torch.Tensor; got {type(workspace).__name__}")
+        elif (workspace.dtype != torch.float32 or not workspace.is_contiguous() or workspace.device != dev
+              or workspace.numel() < plan.workspace_floats):
+            raise ValueError(f"{OP}: workspace must be a contiguous float32 tensor on {dev} with at least "
+                             f"{plan.workspace_floats} elements; got {workspace.dtype} {list(workspace.shape)} on "
+                             f"{workspace.device}")
+        _check_alignment(workspace=workspace)
+        flat = workspace.view(-1)
+        ws_o = flat[:plan.ws_o_floats]
+        ws_ml = flat[plan.ws_o_floats:plan.workspace_floats]
     glen_arg = glen if (cp_world > 1 and glen is not None) else seq_lens
-    flags = (FLAG_LSE if lse is not None else 0) | (FLAG_PARTIAL if partial else 0)
+    bal = FLAG_BALANCED if plan.balanced else 0
+    flags = (FLAG_LSE if lse is not None else 0) | (FLAG_PARTIAL if partial else 0) | bal
     c_qk = _f32_bits(float(scale) * float(kv_scale) * LOG2E)
     o_scale = _f32_bits(float(kv_scale))
-    counters = [KERNELS.launch(OP, arch, code_object, kernel_name, grid=grid, block=256,
+    counters = [KERNELS.launch(OP, arch, code_object, kernel_name, grid=plan.grid, block=256,
                                args=[q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, glen_arg, lse,
-                                     ws_o, ws_ml, B, H, q_len, np_, kv_pool.numel(), kv_indices.numel(), cp_rank,
-                                     cp_world, flags, c_qk, o_scale])]
+                                     ws_o, ws_ml, B, H, q_len, plan.nparts, kv_pool.shape[0],
+                                     _usable_indices(kv_indices.numel()), cp_rank, cp_world, flags, c_qk, o_scale])]
     if partial:
-        counters.append(KERNELS.launch(OP, arch, MERGE_CODE_OBJECT, MERGE_KERNEL, grid=B * rows, block=256,
-                                       args=[ws_o, ws_ml, o_lat, lse, B * rows, np_,
-                                             FLAG_LSE if lse is not None else 0, o_scale]))
+        counters.append(KERNELS.launch(OP, arch, MERGE_CODE_OBJECT, MERGE_KERNEL, grid=plan.merge_grid, block=256,
+                                       args=[ws_o, ws_ml, o_lat, lse, B * rows, plan.nparts,
+                                             (FLAG_LSE if lse is not None else 0) | bal, o_scale, plan.merge_wpr,
+                                             seq_lens, glen_arg, kv_indptr, _usable_indices(kv_indices.numel()), B,
+                                             q_len, cp_rank, cp_world]))
     return counters

@@ -41,8 +41,9 @@ def reference(parts_in: torch.Tensor, lse_in: torch.Tensor) -> tuple[torch.Tenso
     """The documented semantics in fp32: returns (out bf16 [T,H,512] RTNE, lse_out fp32 [T,H]).
 
     Ranks are accumulated in order 0..R-1 and normalised by multiplying with the fp32 reciprocal of
-    the weight sum, as the kernels do. An empty rank (|lse| >= 3e38 or NaN) has weight 0 and its part
-    is never read (NaN there does not propagate).
+    the weight sum, as the kernels do. An empty rank (|lse| >= 3e38, +-inf included) has weight 0 and
+    its part is never read (NaN there does not propagate). A rank with a NaN lse (its inputs held
+    NaN/Inf) makes the row NaN: out NaN (0x7FFF), lse_out NaN — it is never dropped as if empty.
     """
     lse = lse_in.to(torch.float32)
     empty = ~(lse.abs() < EMPTY_LSE)
@@ -60,8 +61,11 @@ def reference(parts_in: torch.Tensor, lse_in: torch.Tensor) -> tuple[torch.Tenso
         acc = acc + torch.where(wr.unsqueeze(-1) > 0, contrib, torch.zeros_like(contrib))
     live = sum_w > 0
     inv = torch.where(live, 1.0 / torch.where(live, sum_w, torch.ones_like(sum_w)), torch.zeros_like(sum_w))
+    poisoned = torch.isnan(lse).any(dim=0)
+    inv = torch.where(poisoned, torch.full_like(inv, float("nan")), inv)
     out = round_bf16(acc * inv.unsqueeze(-1), "rtne")
     lse_out = torch.where(live, m_safe + torch.log2(torch.where(live, sum_w, torch.ones_like(sum_w))), neg_inf)
+    lse_out = torch.where(poisoned, torch.full_like(lse_out, float("nan")), lse_out)
     return out, lse_out
 
 
@@ -98,7 +102,7 @@ def mla_dcp_lse_merge_ranks(parts_in: torch.Tensor, lse_in: torch.Tensor, out: t
     """Merge the partial MLA decode outputs of R context-parallel ranks into `out` (in place).
 
     parts_in: bf16 [R, T, H, 512], each rank's normalised partial output.
-    lse_in:   fp32 [R, T, H], each rank's base-2 log-sum-exp (|lse| >= 3e38 or NaN: empty rank).
+    lse_in:   fp32 [R, T, H], each rank's base-2 log-sum-exp (|lse| >= 3e38: empty rank; NaN: the row is NaN).
     out:      bf16 [T, H, 512], written: sum_r w_r part_r / sum_r w_r, w_r = exp2(lse_r - max lse).
     lse_out:  optional fp32 [T, H], written: max + log2(sum_r w_r) (-inf where every rank is empty,
               whose out rows are 0).

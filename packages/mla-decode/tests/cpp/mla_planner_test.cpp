@@ -62,16 +62,29 @@ int main() {
           if (p.nparts == 1) {
             CHECK(p.merge_grid == 0 && p.ws_o_floats == 0 && p.ws_ml_floats == 0);
           } else {
-            CHECK(p.merge_grid == B * q * H);
+            CHECK(p.merge_wpr == merge_waves_per_row(p.nparts));
+            CHECK(p.balanced == balance_split(B, p.nparts));
+            CHECK(p.merge_grid * kWavesPerBlock >= B * q * H * p.merge_wpr &&
+                  (p.merge_grid - 1) * kWavesPerBlock < B * q * H * p.merge_wpr);
             CHECK(p.ws_o_floats == B * q * H * p.nparts * 512);
             CHECK(p.ws_ml_floats == B * q * H * p.nparts * 4);
             CHECK(p.ws_o_floats * 4 < (int64_t(1) << 32));
           }
-          // The chosen split is the model's minimum (up to the 0.1% tie rule).
+          // The chosen split is the fewest parts within kSplitSlack of the model's minimum.
+          double min_cost = 1e300;
           for (int64_t np = 1; np <= std::min<int64_t>(kMaxParts, (len + 15) / 16); ++np) {
             if (np > 1 && B * q * H * np * 512 * 4 >= (int64_t(1) << 32)) break;
-            CHECK(plan_cost(B, H, q, len, np, kDefaultCus, Variant::kWave) >= p.cost_ns * 0.998);
-            if (p.n_rt >= 2) CHECK(plan_cost(B, H, q, len, np, kDefaultCus, Variant::kShared) >= p.cost_ns * 0.998);
+            if (!parts_all_busy((len + 15) / 16, np)) continue;
+            const double cw = plan_cost(B, H, q, len, np, kDefaultCus, Variant::kWave);
+            const double cs = p.n_rt >= 2 ? plan_cost(B, H, q, len, np, kDefaultCus, Variant::kShared) : 1e300;
+            min_cost = std::min(min_cost, std::min(cw, cs));
+          }
+          CHECK(p.cost_ns <= min_cost * kSplitSlack);
+          CHECK(parts_all_busy((len + 15) / 16, p.nparts));
+          for (int64_t np = 1; np < p.nparts; ++np) {
+            if (!parts_all_busy((len + 15) / 16, np)) continue;
+            CHECK(plan_cost(B, H, q, len, np, kDefaultCus, Variant::kWave) > min_cost * kSplitSlack);
+            if (p.n_rt >= 2) CHECK(plan_cost(B, H, q, len, np, kDefaultCus, Variant::kShared) > min_cost * kSplitSlack);
           }
           CHECK(plan_cost(B, H, q, len, p.nparts, kDefaultCus, shared ? Variant::kShared : Variant::kWave) ==
                 p.cost_ns);

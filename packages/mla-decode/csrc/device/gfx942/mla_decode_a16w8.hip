@@ -3,8 +3,10 @@
 // Work unit: one wave owns one 16-row tile of one request over one KV part.
 //   rows   r = t*H + h (position t, head h) of request b, packed 16 to a tile, so any H and q_len
 //          fill tiles; global row R = b*q_len*H + r indexes q_lat/q_pe/o_lat/lse directly.
-//   parts  request b's window [0, E_b) (E_b = window end of its last position) is cut into nparts
-//          runs of whole 16-token tiles; part p takes tiles [p*tpp, (p+1)*tpp).
+//   parts  the grid holds U = B * nparts units; request b owns count_b of them (nparts each, or by
+//          length with kFlagBalanced: mla_decode_common.hpp, locate) and its window [0, E_b) (E_b =
+//          window end of its last position) is cut into count_b runs of whole 16-token tiles; part p
+//          takes tiles [p*tpp, (p+1)*tpp).
 // Waves are independent (no LDS, no barriers): each keeps its Q tile and its full 16x512 fp32
 // output accumulator in registers and streams its part's KV tiles straight from the pool.
 // Wave order inside the grid: rt fastest, then part, then request, so the row tiles that share a
@@ -37,53 +39,41 @@
 // order (deterministic, no atomics). For q_len * H > 16 the planner usually picks the shared-tile
 // variant (mla_decode_a16w8_shared.hip), which widens each KV tile once per 4 row tiles.
 //
-// Memory safety: every pool access goes through a buffer resource sized to the pool, so a bad slot
-// index reads zeros (or another pool row), never outside it; kv_indices likewise.
-#include "moonmath/all.hpp"
+// Memory safety and size (mla_decode_common.hpp): the pool is a structured buffer (576-byte records,
+// num_records = slots), so a bad slot index reads zeros, never outside the pool, and pools beyond 4 GiB
+// need no 64-bit math; each request's kv_indices run is its own buffer and its length is clamped to
+// that run (a device-resident seq_len of 2^31-1 cannot hang the kernel).
+// NaN/Inf: a NaN in a score makes the row's l NaN, so lse is NaN (not -inf, which reads as empty).
+// A NaN in a KV row that a row does not attend (causal positions of q_len > 1 sharing the tile)
+// still reaches that row through the shared PV MFMA (p = 0 times NaN = NaN), as in the reference's
+// dense P V product over the request's longest window.
+#include "mla_decode_common.hpp"
 #include "moonmath/convert.hpp"
 
 namespace {
 
-constexpr uint32_t kLat = 512;
-constexpr uint32_t kRow = 576;           // fused row bytes (fp8)
+using namespace mla;
 constexpr uint32_t kWavesPerBlock = 4;
 constexpr float kLazyMax = 0.0f;         // log2 units (see the softmax note)
-constexpr uint32_t kFlagLse = 1u;        // write lse (direct mode)
-constexpr uint32_t kFlagPartial = 2u;    // write partials to the workspace instead of o/lse
 
 struct KvRaw {
   mm::u32x4 k[9];     // token i, bytes [144g + 16m, +16)
   mm::u32x4 v[4][2];  // token 4g+e, bytes [256h + 16i, +16)
 };
 
-// Window end (local rows) of position t: end-aligned causal, decode context parallel.
-MM_DEVICE int32_t window_end(int32_t glen, int32_t slen, int32_t q_len, int32_t t, int32_t cp_rank,
-                             int32_t cp_world) {
-  const int32_t g = glen - (q_len - 1 - t);
-  int32_t e = g <= cp_rank ? 0 : (g - cp_rank + cp_world - 1) / cp_world;
-  return e < slen ? e : slen;
-}
-
-// kv_indices entry of request-local token `tok` (loaded ahead; validity is applied at use).
-MM_DEVICE uint32_t load_slot(mm::buffer_rsrc idx, uint32_t base, uint32_t tok) {
-  return mm::buffer_load_b32(idx, (base + tok) * 4u);
-}
-
 // Issue the loads of one KV tile. Lane (i, g): K = token i's bytes [144g, +144); V = tokens 4g+e's
-// bytes [256h + 16i, +16). Token i's slot is `slot_raw` if tok_i < k_end, else slot 0 (its scores are
-// masked and its V zeroed, so any finite or non-finite content is harmless).
+// bytes [256h + 16i, +16). Token i's slot is `slot_raw` if tok_i < k_end, else kNoSlot: the pool
+// buffer returns zeros for it, so tokens past the part contribute 0 to S (masked anyway) and to PV.
 MM_DEVICE void load_kv(KvRaw& raw, mm::buffer_rsrc pool, uint32_t slot_raw, uint32_t tok_i, uint32_t k_end,
                        uint32_t g, uint32_t i) {
-  const uint32_t slot_i = tok_i < k_end ? slot_raw : 0u;
-  const uint32_t koff = slot_i * kRow + 144u * g;
+  const uint32_t slot_i = tok_i < k_end ? slot_raw : kNoSlot;
 #pragma unroll
-  for (int m = 0; m < 9; ++m) raw.k[m] = mm::buffer_load_b128(pool, koff + 16u * m);
+  for (int m = 0; m < 9; ++m) raw.k[m] = pool_load_b128(pool, slot_i, 144u * g + 16u * m);
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
     const uint32_t s = mm::bpermute(slot_i, 4u * g + e);  // slot of token 4g+e (held by lane 4g+e)
-    const uint32_t voff = s * kRow + 16u * i;
-    raw.v[e][0] = mm::buffer_load_b128(pool, voff);
-    raw.v[e][1] = mm::buffer_load_b128(pool, voff + 256u);
+    raw.v[e][0] = pool_load_b128(pool, s, 16u * i);
+    raw.v[e][1] = pool_load_b128(pool, s, 16u * i + 256u);
   }
 }
 
@@ -92,24 +82,28 @@ MM_DEVICE void load_kv(KvRaw& raw, mm::buffer_rsrc pool, uint32_t slot_raw, uint
 MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void mla_decode_a16w8_fwd(
     const uint16_t* __restrict__ q_lat,     // [T, H, 512] bf16
     const uint16_t* __restrict__ q_pe,      // [T, H, 64] bf16
-    const uint8_t* __restrict__ pool,       // [slots, 576] fp8 e4m3fnuz
+    const uint8_t* __restrict__ pool,       // [pool_slots, 576] fp8 e4m3fnuz
     uint16_t* __restrict__ o_lat,           // [T, H, 512] bf16 (direct mode)
     const int32_t* __restrict__ seq_lens,   // [B]
     const int32_t* __restrict__ kv_indices, // [n_idx]
     const int32_t* __restrict__ kv_indptr,  // [B + 1]
     const int32_t* __restrict__ glen,       // [B] global lengths (seq_lens when cp_world == 1)
     float* __restrict__ lse,                // [T, H] fp32 base 2 (direct mode, kFlagLse)
-    float* __restrict__ ws_o,               // [T*H, nparts, 512] fp32 (partial mode)
-    float* __restrict__ ws_ml,              // [T*H, nparts, 4] fp32 (m, l, ln, 0) (partial mode)
-    uint32_t B, uint32_t H, uint32_t q_len, uint32_t nparts, uint32_t pool_bytes, uint32_t n_idx,
+    float* __restrict__ ws_o,               // [B*nparts units, q_len*H, 512] fp32 (partial mode)
+    float* __restrict__ ws_ml,              // [B*nparts units, q_len*H, 4] fp32 (m, l, ln, 0) (partial mode)
+    uint32_t B, uint32_t H, uint32_t q_len, uint32_t nparts, uint32_t pool_slots, uint32_t n_idx,
     uint32_t cp_rank, uint32_t cp_world, uint32_t flags, uint32_t c_qk_bits, uint32_t o_scale_bits) {
   const uint32_t rows = q_len * H;
   const uint32_t n_rt = (rows + 15u) / 16u;
   const uint32_t gw = mm::block_id_x() * kWavesPerBlock + mm::wave_id();
   if (gw >= B * nparts * n_rt) return;
   const uint32_t rt = gw % n_rt;
-  const uint32_t p = (gw / n_rt) % nparts;
-  const uint32_t b = gw / (n_rt * nparts);
+  const uint32_t unit = gw / n_rt;
+  const Units units = locate(SplitArgs{seq_lens, glen, kv_indptr, n_idx, B, nparts, q_len, cp_rank, cp_world, flags},
+                             unit, false);
+  if (!units.valid) return;  // an idle unit of the balanced split (wave-uniform)
+  const uint32_t b = units.b;
+  const uint32_t p = unit - units.first;
 
   const uint32_t lane = mm::lane_id();
   const uint32_t i = lane & 15u, g = lane >> 4;
@@ -117,9 +111,9 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
   const float o_scale = mm::bit_cast<float>(o_scale_bits);
 
   // ---- this wave's rows and KV range -------------------------------------------------------------
-  const int32_t slen = seq_lens[b];
-  const int32_t gl = glen[b];
-  const uint32_t base = (uint32_t)kv_indptr[b];
+  const RequestView req = request_view(seq_lens, glen, kv_indices, kv_indptr, n_idx, cp_world, b);
+  const int32_t slen = req.slen;
+  const int32_t gl = req.glen;
   const uint32_t r = rt * 16u + i;  // lane's row (as j of S/O) within the request
   const bool live = r < rows;
   const int32_t e_row = live ? window_end(gl, slen, (int32_t)q_len, (int32_t)(r / H), (int32_t)cp_rank,
@@ -127,7 +121,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
                              : 0;
   const int32_t e_req = window_end(gl, slen, (int32_t)q_len, (int32_t)q_len - 1, (int32_t)cp_rank, (int32_t)cp_world);
   const uint32_t n_tiles = e_req > 0 ? ((uint32_t)e_req + 15u) / 16u : 0u;
-  const uint32_t tpp = (n_tiles + nparts - 1u) / nparts;
+  const uint32_t tpp = (n_tiles + units.count - 1u) / units.count;
   const uint32_t tile0 = p * tpp;
   const uint32_t tile1 = tile0 + tpp < n_tiles ? tile0 + tpp : n_tiles;
   const uint32_t k0 = tile0 * 16u;
@@ -136,8 +130,8 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
   const uint32_t R = b * rows + r;                                   // global row
 
   // ---- stream the part's KV tiles ------------------------------------------------------------------
-  const mm::buffer_rsrc pool_buf = mm::make_buffer(pool, pool_bytes);
-  const mm::buffer_rsrc idx_buf = mm::make_buffer(kv_indices, n_idx * 4u);
+  const mm::buffer_rsrc pool_buf = make_pool(pool, pool_slots);
+  const mm::buffer_rsrc idx_buf = req.idx;
 
   mm::f32x4 acc[32];
 #pragma unroll
@@ -216,14 +210,6 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
       for (int c = 0; c < 32; ++c) acc[c] *= alpha;
     }
 
-    // Tokens at or past the part's end (last tile only): their V may be anything (even NaN), zero it.
-    if (k + 16u > k1) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        if (k + 4u * g + e >= k1) cur.v[e][0] = cur.v[e][1] = mm::u32x4{0u, 0u, 0u, 0u};
-      }
-    }
-
     // O += P V: block c = 16h + 4w + cc covers output columns 256h + 16i + 4w + cc.
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -253,8 +239,8 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
   KvRaw buf_a, buf_b;
   uint32_t slot_a = 0, slot_b = 0;
   if (nt > 0) {
-    slot_a = load_slot(idx_buf, base, k0 + i);
-    slot_b = load_slot(idx_buf, base, k0 + 16u + i);
+    slot_a = load_slot(idx_buf, k0 + i);
+    slot_b = load_slot(idx_buf, k0 + 16u + i);
   }
   load_q();
   // One round trip for Q and the first slots together. (Also: the compiler's wait tracking loses the
@@ -264,13 +250,13 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
   for (uint32_t it = 0; it < nt; it += 2) {
     const uint32_t k = k0 + 16u * it;
     if (it + 1 < nt) {
-      slot_a = load_slot(idx_buf, base, k + 32u + i);
+      slot_a = load_slot(idx_buf, k + 32u + i);
       load_kv(buf_b, pool_buf, slot_b, k + 16u + i, k1, g, i);
     }
     compute(buf_a, it);
     if (it + 1 >= nt) break;
     if (it + 2 < nt) {
-      slot_b = load_slot(idx_buf, base, k + 48u + i);
+      slot_b = load_slot(idx_buf, k + 48u + i);
       load_kv(buf_a, pool_buf, slot_a, k + 32u + i, k1, g, i);
     }
     compute(buf_b, it + 1);
@@ -284,7 +270,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
   if (!live) return;
   // Lane (j, g), block 16h + c16, reg rr: column 256h + 64g + 16rr + c16.
   if (flags & kFlagPartial) {
-    const uint32_t slot = R * nparts + p;
+    const uint32_t slot = unit * rows + r;  // unit-major: a request's parts need not be contiguous per row
     const mm::buffer_rsrc wo = mm::make_buffer(ws_o, B * rows * nparts * kLat * 4u);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -307,7 +293,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
                             wml, slot * 16u);
     }
   } else {
-    const float inv = ln_row > 0.f ? o_scale / ln_row : 0.f;
+    const float inv = inv_norm(o_scale, ln_row);
     const mm::buffer_rsrc ob = mm::make_buffer(o_lat, B * rows * kLat * 2u);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -327,7 +313,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
       }
     }
     if ((flags & kFlagLse) && g == 0) {
-      const float out = l_row > 0.f ? m_run + mm::log2(l_row) : -__builtin_inff();
+      const float out = finish_lse(m_run, l_row);
       mm::buffer_store_f32(out, mm::make_buffer(lse, B * rows * 4u), R * 4u);
     }
   }

@@ -18,28 +18,18 @@
 //                               O[row j][32 (4g + rr) + c].
 // Two barriers per tile (tile written -> read; read -> next write). Raw fp8 of tile n+1 is fetched into
 // registers while tile n is widened and computed.
-#include "moonmath/all.hpp"
+#include "mla_decode_common.hpp"
 #include "moonmath/convert.hpp"
 
 namespace {
 
-constexpr uint32_t kLat = 512;
-constexpr uint32_t kRow = 576;
+using namespace mla;
 constexpr uint32_t kWaves = 4;
 constexpr float kLazyMax = 0.0f;  // eager running max (see mla_decode_a16w8.hip)
-constexpr uint32_t kFlagLse = 1u;
-constexpr uint32_t kFlagPartial = 2u;
 constexpr uint32_t kKStride = 1168;        // bytes per K row in LDS (576 bf16 + 16 bytes pad)
 constexpr uint32_t kVBlock = 272;          // bytes per (i, g) V block (32 chunks of 8 + 16 pad)
 constexpr uint32_t kKBytes = 16 * kKStride;
 constexpr uint32_t kVBytes = 64 * kVBlock;
-
-MM_DEVICE int32_t window_end(int32_t glen, int32_t slen, int32_t q_len, int32_t t, int32_t cp_rank,
-                             int32_t cp_world) {
-  const int32_t g = glen - (q_len - 1 - t);
-  int32_t e = g <= cp_rank ? 0 : (g - cp_rank + cp_world - 1) / cp_world;
-  return e < slen ? e : slen;
-}
 
 // Raw fp8 of one tile held by one thread: up to three K chunks and (threads 0..127) one V unit.
 struct Raw {
@@ -65,7 +55,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
     uint16_t* __restrict__ o_lat, const int32_t* __restrict__ seq_lens, const int32_t* __restrict__ kv_indices,
     const int32_t* __restrict__ kv_indptr, const int32_t* __restrict__ glen, float* __restrict__ lse,
     float* __restrict__ ws_o, float* __restrict__ ws_ml, uint32_t B, uint32_t H, uint32_t q_len, uint32_t nparts,
-    uint32_t pool_bytes, uint32_t n_idx, uint32_t cp_rank, uint32_t cp_world, uint32_t flags, uint32_t c_qk_bits,
+    uint32_t pool_slots, uint32_t n_idx, uint32_t cp_rank, uint32_t cp_world, uint32_t flags, uint32_t c_qk_bits,
     uint32_t o_scale_bits) {
   MM_LDS __attribute__((aligned(16))) uint8_t lds[kKBytes + kVBytes];
   uint8_t* const ks = lds;
@@ -77,8 +67,12 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
   const uint32_t wg = mm::block_id_x();
   if (wg >= B * nparts * n_grp) return;  // uniform over the workgroup
   const uint32_t grp = wg % n_grp;
-  const uint32_t p = (wg / n_grp) % nparts;
-  const uint32_t b = wg / (n_grp * nparts);
+  const uint32_t unit = wg / n_grp;
+  const Units units = locate(SplitArgs{seq_lens, glen, kv_indptr, n_idx, B, nparts, q_len, cp_rank, cp_world, flags},
+                             unit, false);
+  if (!units.valid) return;  // an idle unit of the balanced split (uniform over the workgroup)
+  const uint32_t b = units.b;
+  const uint32_t p = unit - units.first;
   const uint32_t wave = mm::wave_id();
   const uint32_t rt = grp * kWaves + wave;
   const bool has_tile = rt < n_rt;  // wave-uniform: waves past the last row tile only fetch and widen
@@ -89,9 +83,9 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
   const float c_qk = mm::bit_cast<float>(c_qk_bits);
   const float o_scale = mm::bit_cast<float>(o_scale_bits);
 
-  const int32_t slen = seq_lens[b];
-  const int32_t gl = glen[b];
-  const uint32_t base = (uint32_t)kv_indptr[b];
+  const RequestView req = request_view(seq_lens, glen, kv_indices, kv_indptr, n_idx, cp_world, b);
+  const int32_t slen = req.slen;
+  const int32_t gl = req.glen;
   const uint32_t r = rt * 16u + i;
   const bool live = has_tile && r < rows;
   const int32_t e_row = live ? window_end(gl, slen, (int32_t)q_len, (int32_t)(r / H), (int32_t)cp_rank,
@@ -99,16 +93,20 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
                              : 0;
   const int32_t e_req = window_end(gl, slen, (int32_t)q_len, (int32_t)q_len - 1, (int32_t)cp_rank, (int32_t)cp_world);
   const uint32_t n_tiles = e_req > 0 ? ((uint32_t)e_req + 15u) / 16u : 0u;
-  const uint32_t tpp = (n_tiles + nparts - 1u) / nparts;
+  const uint32_t tpp = (n_tiles + units.count - 1u) / units.count;
   const uint32_t tile0 = p * tpp;
   const uint32_t tile1 = tile0 + tpp < n_tiles ? tile0 + tpp : n_tiles;
   const uint32_t k0 = tile0 * 16u;
   const uint32_t k1 = tile1 * 16u < (uint32_t)e_req ? tile1 * 16u : (uint32_t)(e_req > 0 ? e_req : 0);
   const int32_t e_lane = e_row < (int32_t)k1 ? e_row : (int32_t)k1;
+  // Row ends grow with the row (position-major rows), so lane 0's end is the wave's smallest live one:
+  // a tile ending at or before it needs no mask. (Dead rows then see unmasked scores of a zero Q:
+  // their p only ever reaches their own, never stored, output column.)
+  const uint32_t e_live = mm::uniform((uint32_t)(e_lane > 0 ? e_lane : 0));
   const uint32_t R = b * rows + r;
 
-  const mm::buffer_rsrc pool_buf = mm::make_buffer(pool, pool_bytes);
-  const mm::buffer_rsrc idx_buf = mm::make_buffer(kv_indices, n_idx * 4u);
+  const mm::buffer_rsrc pool_buf = make_pool(pool, pool_slots);
+  const mm::buffer_rsrc idx_buf = req.idx;
 
   // Fetch roles. K chunk ck = tid + 256u (u = 0..2, ck < 576): token ck / 36, bytes 16 * (ck % 36).
   // V unit (tid < 128): tokens 4 * (tid / 32) + e, bytes 16 * (tid % 32).
@@ -124,27 +122,27 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
   const uint32_t vtg = (tid >> 5) & 3u, vcg = tid & 31u;
 
   // Slots: lane l (< 16) of every wave loads token l's slot; the roles fetch theirs by ds_bpermute.
-  auto load_slot = [&](uint32_t k) __attribute__((always_inline)) {
-    return mm::buffer_load_b32(idx_buf, (base + k + (lane & 15u)) * 4u);
+  auto load_tile_slot = [&](uint32_t k) __attribute__((always_inline)) {
+    return load_slot(idx_buf, k + (lane & 15u));
   };
   auto fetch = [&](Raw& raw, uint32_t slot_raw, uint32_t k) __attribute__((always_inline)) {
-    const uint32_t slot_l = (k + (lane & 15u)) < k1 ? slot_raw : 0u;  // tokens past the part: slot 0
+    // tokens past the part: kNoSlot, which the pool buffer reads as zeros (K and V)
+    const uint32_t slot_l = (k + (lane & 15u)) < k1 ? slot_raw : kNoSlot;
 #pragma unroll
     for (int u = 0; u < 3; ++u) {
       const uint32_t s = mm::bpermute(slot_l, ktok[u] & 15u);
-      if ((uint32_t)u < n_kchunks) raw.k[u] = mm::buffer_load_b128(pool_buf, s * kRow + kcol[u]);
+      if ((uint32_t)u < n_kchunks) raw.k[u] = pool_load_b128(pool_buf, s, kcol[u]);
     }
     if (v_role) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const uint32_t s = mm::bpermute(slot_l, 4u * vtg + e);
-        raw.v[e] = mm::buffer_load_b128(pool_buf, s * kRow + 16u * vcg);
+        raw.v[e] = pool_load_b128(pool_buf, s, 16u * vcg);
       }
     }
   };
-  // Widen a fetched tile into LDS. V of tokens at or past k1 is zeroed (their scores are masked, but
-  // 0 * NaN would not be 0).
-  auto widen = [&](const Raw& raw, uint32_t k) __attribute__((always_inline)) {
+  // Widen a fetched tile into LDS (tokens at or past k1 were fetched as kNoSlot: zeros, never NaN).
+  auto widen = [&](const Raw& raw) __attribute__((always_inline)) {
 #pragma unroll
     for (int u = 0; u < 3; ++u) {
       if ((uint32_t)u < n_kchunks) {
@@ -156,12 +154,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
       }
     }
     if (v_role) {
-      mm::u32x4 v[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const bool ok = k + 4u * vtg + e < k1;
-        v[e] = ok ? raw.v[e] : mm::u32x4{0u, 0u, 0u, 0u};
-      }
+      const mm::u32x4* v = raw.v;
       // columns 16 vcg + 4q + cc -> A-row i = vcg / 2, chunk c = 16 (vcg % 2) + 4q + cc
       const uint32_t vb = ((vcg >> 1) * 4u + vtg) * kVBlock + 8u * 16u * (vcg & 1u);
 #pragma unroll
@@ -213,8 +206,8 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
   Raw raw_a, raw_b;
   uint32_t slot_next = 0;
   if (nt > 0) {
-    const uint32_t s0 = load_slot(k0);
-    slot_next = load_slot(k0 + 16u);
+    const uint32_t s0 = load_tile_slot(k0);
+    slot_next = load_tile_slot(k0 + 16u);
     mm::wait_vmcnt<0>();
     fetch(raw_a, s0, k0);
   }
@@ -223,35 +216,62 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
     const uint32_t k = k0 + 16u * it;
     if (it + 1 < nt) {  // prefetch the next tile's fp8 and the slots of the one after
       const uint32_t s = slot_next;
-      slot_next = load_slot(k + 32u);
+      slot_next = load_tile_slot(k + 32u);
       fetch(nxt, s, k + 16u);
     }
     mm::block_sync();  // every wave is done reading the previous tile from LDS
-    widen(cur, k);
+    widen(cur);
     mm::block_sync();  // the tile is in LDS
     if (!has_tile) return;
 
-    // S^T = K Q^T: lane (i, g) reads K row i, columns 144g + 8m .. +7 (k-steps 2m, 2m+1).
+    // S^T = K Q^T: lane (i, g) reads K row i, columns 144g + 8m .. +7 (k-steps 2m, 2m+1). The 18 reads
+    // go in 3 groups of 6, double-buffered: group n+1 is in flight while group n's 12 MFMAs run, and
+    // one s_waitcnt per group (not one per read) retires it.
     mm::f32x4 s = {0.f, 0.f, 0.f, 0.f};
+    {
+      constexpr int kGrp = 6, kNGrp = 18 / kGrp;
+      mm::u32x4 kw[2][kGrp];
+      const uint32_t kbase = i * kKStride + 2u * 144u * g;
 #pragma unroll
-    for (int m = 0; m < 18; ++m) {
-      const mm::u32x4 kw = mm::lds_read_b128(ks, i * kKStride + 2u * (144u * g + 8u * m));
+      for (int u = 0; u < kGrp; ++u) kw[0][u] = mm::lds_read_b128(ks, kbase + 16u * u);
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const mm::u32x2 ka = {kw[2 * h], kw[2 * h + 1]};
-        const mm::u32x2 qb = {q[m][2 * h], q[m][2 * h + 1]};
-        s = mm::mfma_16x16x16_bf16(mm::bit_cast<mm::i16x4>(ka), mm::bit_cast<mm::i16x4>(qb), s);
+      for (int n = 0; n < kNGrp; ++n) {
+        if (n + 1 < kNGrp) {
+#pragma unroll
+          for (int u = 0; u < kGrp; ++u) kw[(n + 1) & 1][u] = mm::lds_read_b128(ks, kbase + 16u * (kGrp * (n + 1) + u));
+          mm::wait_lgkmcnt<kGrp>();
+        } else {
+          mm::wait_lgkmcnt<0>();
+        }
+        mm::sched_barrier();
+#pragma unroll
+        for (int u = 0; u < kGrp; ++u) {
+          const int m = kGrp * n + u;
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const mm::u32x2 ka = {kw[n & 1][u][2 * h], kw[n & 1][u][2 * h + 1]};
+            const mm::u32x2 qb = {q[m][2 * h], q[m][2 * h + 1]};
+            s = mm::mfma_16x16x16_bf16(mm::bit_cast<mm::i16x4>(ka), mm::bit_cast<mm::i16x4>(qb), s);
+          }
+        }
+        mm::sched_barrier();
       }
     }
 
     float x[4];
     float mt = -__builtin_inff();
+    if (k + 16u <= e_live) {  // uniform: every token of the tile is inside every live row's window
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int32_t tok = (int32_t)(k + 4u * g + e);
-      x[e] = tok < e_lane ? s[e] * c_qk : -__builtin_inff();
-      mt = __builtin_fmaxf(mt, x[e]);
+      for (int e = 0; e < 4; ++e) x[e] = s[e] * c_qk;
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int32_t tok = (int32_t)(k + 4u * g + e);
+        x[e] = tok < e_lane ? s[e] * c_qk : -__builtin_inff();
+      }
     }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) mt = __builtin_fmaxf(mt, x[e]);
     mt = __builtin_fmaxf(mt, mm::xor_lane(mt, 16));
     mt = __builtin_fmaxf(mt, mm::xor_lane(mt, 32));
     const bool upd = mt > m_run + kLazyMax;
@@ -272,16 +292,34 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
       for (int c = 0; c < 32; ++c) acc[c] *= alpha;
     }
 
-    // O += P V: lane (i, g) reads its 32 chunks (columns 32i + c, tokens 4g..4g+3), two per read.
+    // O += P V: lane (i, g) reads its 32 chunks (columns 32i + c, tokens 4g..4g+3), two per read; the 16
+    // reads in 4 double-buffered groups of 4 with one s_waitcnt each, as for QK.
     const uint32_t vb = (i * 4u + g) * kVBlock;
+    {
+      constexpr int kGrp = 4, kNGrp = 16 / kGrp;
+      mm::u32x4 vw[2][kGrp];
 #pragma unroll
-    for (int c2 = 0; c2 < 16; ++c2) {
-      const mm::u32x4 vw = mm::lds_read_b128(vs, vb + 16u * c2);
+      for (int u = 0; u < kGrp; ++u) vw[0][u] = mm::lds_read_b128(vs, vb + 16u * u);
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const mm::u32x2 va = {vw[2 * h], vw[2 * h + 1]};
-        const int c = 2 * c2 + h;
-        acc[c] = mm::mfma_16x16x16_bf16(mm::bit_cast<mm::i16x4>(va), mm::bit_cast<mm::i16x4>(pb), acc[c]);
+      for (int n = 0; n < kNGrp; ++n) {
+        if (n + 1 < kNGrp) {
+#pragma unroll
+          for (int u = 0; u < kGrp; ++u) vw[(n + 1) & 1][u] = mm::lds_read_b128(vs, vb + 16u * (kGrp * (n + 1) + u));
+          mm::wait_lgkmcnt<kGrp>();
+        } else {
+          mm::wait_lgkmcnt<0>();
+        }
+        mm::sched_barrier();
+#pragma unroll
+        for (int u = 0; u < kGrp; ++u) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const mm::u32x2 va = {vw[n & 1][u][2 * h], vw[n & 1][u][2 * h + 1]};
+            const int c = 2 * (kGrp * n + u) + h;
+            acc[c] = mm::mfma_16x16x16_bf16(mm::bit_cast<mm::i16x4>(va), mm::bit_cast<mm::i16x4>(pb), acc[c]);
+          }
+        }
+        mm::sched_barrier();
       }
     }
   };
@@ -299,7 +337,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
   ln_row += mm::xor_lane(ln_row, 32);
   // Lane (j, g), block c, reg rr: column 32 (4g + rr) + c: 32 consecutive columns per rr.
   if (flags & kFlagPartial) {
-    const uint32_t slot = R * nparts + p;
+    const uint32_t slot = unit * rows + r;
     const mm::buffer_rsrc wo = mm::make_buffer(ws_o, B * rows * nparts * kLat * 4u);
 #pragma unroll
     for (int rr = 0; rr < 4; ++rr) {
@@ -319,7 +357,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
                             wml, slot * 16u);
     }
   } else {
-    const float inv = ln_row > 0.f ? o_scale / ln_row : 0.f;
+    const float inv = inv_norm(o_scale, ln_row);
     const mm::buffer_rsrc ob = mm::make_buffer(o_lat, B * rows * kLat * 2u);
 #pragma unroll
     for (int rr = 0; rr < 4; ++rr) {
@@ -336,7 +374,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
       }
     }
     if ((flags & kFlagLse) && g == 0) {
-      const float out = l_row > 0.f ? m_run + mm::log2(l_row) : -__builtin_inff();
+      const float out = finish_lse(m_run, l_row);
       mm::buffer_store_f32(out, mm::make_buffer(lse, B * rows * 4u), R * 4u);
     }
   }

@@ -1,0 +1,1 @@
+"""Timing-model calibration and prediction against AITER's published hardware times (issue 16)."""

@@ -1,0 +1,34 @@
+// Timing-model test kernels: LDS bank conflicts, an MFMA chain, a global load the wave waits for.
+#define KERNEL extern "C" __attribute__((global))
+#define LDS __attribute__((shared))
+typedef unsigned int u32;
+#define DEVICE static inline __attribute__((device, always_inline))
+DEVICE u32 tid() { return __builtin_amdgcn_workitem_id_x(); }
+DEVICE u32 bid() { return __builtin_amdgcn_workgroup_id_x(); }
+
+// one wave: each lane stores and loads LDS dword lane * stride (stride 32: every lane in bank 0)
+KERNEL void lds_stride(u32* out, u32 stride) {
+  LDS u32 sh[64 * 33];
+  u32 i = tid() * stride;
+  __atomic_store_n(&sh[i], tid() + 1, __ATOMIC_RELAXED);
+  __builtin_amdgcn_s_barrier();
+  out[tid()] = __atomic_load_n(&sh[i], __ATOMIC_RELAXED);
+}
+
+typedef float f32x16 __attribute__((ext_vector_type(16)));
+typedef short s16x4 __attribute__((ext_vector_type(4)));
+
+// n dependent 32x32x8 bf16 MFMAs (accumulating into one tile) per wave
+KERNEL void mfma_chain(float* out, int n) {
+  s16x4 a = {(short)tid(), 1, 2, 3}, b = {1, 1, 1, 1};
+  f32x16 acc = {};
+  for (int k = 0; k < n; k++) acc = __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(a, b, acc, 0, 0, 0);
+  for (int j = 0; j < 16; j++) out[(bid() * 256 + tid()) * 16 + j] = acc[j];
+}
+
+// a dependent load chain: out[i] = src[src[...src[i]]] (n hops), each hop waits for its load
+KERNEL void chase(const u32* src, u32* out, int n) {
+  u32 p = bid() * 64 + tid();
+  for (int k = 0; k < n; k++) p = src[p];
+  out[bid() * 64 + tid()] = p;
+}

@@ -1,0 +1,108 @@
+"""Calibrate the gfx942 MLA planner's cost constants against the emulator (no timing claims).
+
+The planner (csrc/host/mla_planner.hpp) models one wave's (or one shared workgroup's) time on its SIMD
+as  issue_cycles(part) = kPartCycles + tiles * kTileCycles  and one merge wave's as
+merge_cycles(wave) = kMergeWaveCycles + iterations * kMergeIterCycles (four parts per iteration). The cycles are the
+emulator's instruction mix weighted by perfmodel's issue costs (MFMA 16, VALU 4, transcendental 16,
+DS/VMEM 4, SALU/SMEM/waitcnt/barrier/branch 1). This script measures them: for each variant it runs
+one request with every wave doing the same work at two tile counts per part (so the per-wave cycles
+separate into a fixed and a per-tile term), and the merge at two part counts with one wave per row.
+
+    python benchmarks/calibrate_mla_planner_emu.py          # prints the fitted constants and the planner's
+"""
+from __future__ import annotations
+
+import os
+
+import torch
+
+os.environ.setdefault("MOONMATH_EMU_ARCH", "gfx942")
+
+from moonmath_common import use_backend  # noqa: E402
+from moonmath_common.perfmodel import ISSUE_CYCLES, MFMA  # noqa: E402
+from moonmath_mla_decode import _C  # noqa: E402
+from moonmath_mla_decode import kernel as mk  # noqa: E402
+
+
+def issue_cycles(c: dict) -> float:
+    """perfmodel's issue weights applied to one launch's counters (trans counted once, at 16)."""
+    mf = sum(MFMA.get(op, (16, 0))[0] * n for op, n in c.get("mfma_by_opcode", {}).items())
+    other = sum(ISSUE_CYCLES[k] * c.get(k, 0) for k in ISSUE_CYCLES if k != "trans")
+    return mf + other + (ISSUE_CYCLES["trans"] - ISSUE_CYCLES["valu"]) * c.get("trans", 0)
+
+
+def inputs(B, S, H, q_len, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    slots = B * S + 3
+    pool = (torch.randn(slots, 1, 576, generator=g) * 8).clamp(-240, 240).to(torch.float8_e4m3fnuz)
+    idx = torch.randperm(slots, generator=g)[: B * S].to(torch.int32)
+    ip = torch.arange(B + 1, dtype=torch.int32) * S
+    lens = torch.full((B,), S, dtype=torch.int32)
+    q_lat = torch.randn(B * q_len, H, 512, generator=g).to(torch.bfloat16)
+    q_pe = torch.randn(B * q_len, H, 64, generator=g).to(torch.bfloat16)
+    return q_lat, q_pe, pool, lens, idx, ip
+
+
+def run(B, S, H, q_len, nparts, variant, balanced=None):
+    q_lat, q_pe, pool, lens, idx, ip = inputs(B, S, H, q_len)
+    o = torch.empty_like(q_lat)
+    lse = torch.empty(B * q_len, H)
+    with use_backend("emu"):
+        return mk.run(q_lat, q_pe, pool, o, lens, idx, ip, 576 ** -0.5, 1 / 32, lse=lse, nparts=nparts,
+                      variant=variant, balanced=balanced)
+
+
+def fit_balance(b_lo=4, b_hi=16):
+    """Balanced split: the extra cycles per request of one decode wave (each wave reads all B lengths)."""
+    per = []
+    for B in (b_lo, b_hi):
+        c = run(B, 64, 16, 1, 2, "wave", balanced=True)
+        per.append(issue_cycles(c[0]) / (B * 2))
+    return (per[1] - per[0]) / (b_hi - b_lo)
+
+
+def per_unit_cycles(variant, H, q_len, tiles, nparts):
+    """Issue cycles per wave (wave variant) or per workgroup-wave (shared) of the main launch, every
+    unit with `tiles` tiles, and (if split) the merge's cycles per merge wave."""
+    c = run(1, 16 * tiles * nparts, H, q_len, nparts, variant)
+    n_rt = -(-q_len * H // 16)
+    waves = nparts * (n_rt if variant == "wave" else -(-n_rt // 4) * 4)
+    main = issue_cycles(c[0]) / waves
+    merge = issue_cycles(c[1]) / (q_len * H * _C.merge_waves_per_row(nparts)) if len(c) > 1 else 0.0
+    return main, merge
+
+
+def fit(variant, H, q_len, t_lo=2, t_hi=10, parts=2):
+    lo, _ = per_unit_cycles(variant, H, q_len, t_lo, parts)
+    hi, _ = per_unit_cycles(variant, H, q_len, t_hi, parts)
+    tile = (hi - lo) / (t_hi - t_lo)
+    return lo - t_lo * tile, tile
+
+
+def fit_merge(H=16, q_len=1, p_lo=4, p_hi=16):
+    """One merge wave per row (nparts <= 16): 1 and 4 iterations of four parts."""
+    _, lo = per_unit_cycles("wave", H, q_len, 1, p_lo)
+    _, hi = per_unit_cycles("wave", H, q_len, 1, p_hi)
+    it = (hi - lo) / ((p_hi - p_lo) // 4)
+    return lo - it, it
+
+
+def measured():
+    """{name: value} of every constant the planner's model uses, as the emulator gives them now."""
+    wf, wt = fit("wave", 16, 1)
+    sf, st = fit("shared", 16, 4)
+    mr, ms = fit_merge()
+    return {"wave_part_cycles": wf, "wave_tile_cycles": wt, "shared_part_cycles": sf, "shared_tile_cycles": st,
+            "merge_wave_cycles": mr, "merge_iter_cycles": ms, "balance_request_cycles": fit_balance()}
+
+
+def main():
+    m = measured()
+    k = _C.mla_cost_constants()
+    print(f"{'constant':>22} {'emulator':>10} {'planner':>10}")
+    for name, v in m.items():
+        print(f"{name:>22} {v:10.0f} {k[name]:10.0f}")
+
+
+if __name__ == "__main__":
+    main()

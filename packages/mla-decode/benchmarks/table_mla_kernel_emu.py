@@ -1,0 +1,140 @@
+"""The gfx942 MLA decode table of docs/kernels/mla_decode_gfx942.md, measured on the emulator.
+
+For B = 2, H = 16, q_len in {1, 2, 4} and S in {1024, 8192, 32768}, beside AITER's gfx942
+`mla_a16w8_qh16_m16x4_n16x1_coex0_mask1_ps.co` run through the peer harness (benchmarks/peers, one work
+item per request, as the harness builds it) on the same inputs: our planner's split (variant, parts)
+and our unsplit kernel; per 16-token KV tile of one query position: wave-instructions of the decode
+launch plus its merge; bytes the VMEM loads request per KV token (emulator byte counters, Q and
+indices included); rel. Frobenius error of o against a float64 reference; perfmodel's issue-rate
+time. Writes a markdown table to stdout and, with --chart PATH, a PNG chart. No timing claims.
+Nothing of AITER is stored: the harness fetches the pinned wheel into its cache.
+
+    python benchmarks/table_mla_kernel_emu.py --chart docs/kernels/mla_decode_gfx942_emu.png
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import torch
+
+os.environ.setdefault("MOONMATH_EMU_ARCH", "gfx942")
+
+from moonmath_common import perfmodel, use_backend  # noqa: E402
+from moonmath_common.numerics import e4m3fnuz_to_f32  # noqa: E402
+from moonmath_mla_decode import kernel as mk  # noqa: E402
+
+SCALE, KV_SCALE = 576 ** -0.5, 1 / 32
+REPO = Path(__file__).resolve().parents[3]
+
+
+def aiter_runner():
+    """The peer harness's AITER a16w8 runner, or (None, reason)."""
+    sys.path.insert(0, str(REPO))
+    try:
+        from benchmarks.peers.mla import run_aiter_mla_a16w8
+        return run_aiter_mla_a16w8, ""
+    except Exception as e:  # no harness in this checkout, or no wheel
+        return None, f"{type(e).__name__}: {e}"
+
+
+def make(B, S, H, q_len, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    slots = B * S + 3
+    pool = (torch.randn(slots, 1, 576, generator=g) * 8).clamp(-240, 240).to(torch.float8_e4m3fnuz)
+    idx = torch.randperm(slots, generator=g)[: B * S].to(torch.int32)
+    ip = torch.arange(B + 1, dtype=torch.int32) * S
+    lens = torch.full((B,), S, dtype=torch.int32)
+    q_lat = torch.randn(B * q_len, H, 512, generator=g).to(torch.bfloat16)
+    q_pe = torch.randn(B * q_len, H, 64, generator=g).to(torch.bfloat16)
+    return q_lat, q_pe, pool, lens, idx, ip
+
+
+def reference64(q_lat, q_pe, pool, lens, idx, ip, q_len):
+    """o in float64 from the exactly decoded fp8 rows (end-aligned causal windows)."""
+    B = lens.numel()
+    T, H, _ = q_lat.shape
+    out = torch.empty(T, H, 512, dtype=torch.float64)
+    for b in range(B):
+        S = int(lens[b])
+        c = e4m3fnuz_to_f32(pool.view(pool.shape[0], 576)[idx[int(ip[b]):int(ip[b]) + S].long()]).double()
+        q = torch.cat([q_lat[b * q_len:(b + 1) * q_len], q_pe[b * q_len:(b + 1) * q_len]], -1).double()
+        s = torch.einsum("thd,nd->thn", q, c) * SCALE * KV_SCALE
+        end = torch.arange(q_len) + S - q_len + 1
+        s = s.masked_fill(torch.arange(S)[None, None, :] >= end[:, None, None], float("-inf"))
+        out[b * q_len:(b + 1) * q_len] = torch.softmax(s, -1) @ c[:, :512] * KV_SCALE
+    return out
+
+
+def run(B, S, H, q_len, nparts=None, variant=None):
+    args = make(B, S, H, q_len)
+    q_lat, q_pe, pool, lens, idx, ip = args
+    o = torch.empty_like(q_lat)
+    lse = torch.empty(B * q_len, H)
+    with use_backend("emu"):
+        counters = mk.run(q_lat, q_pe, pool, o, lens, idx, ip, SCALE, KV_SCALE, lse=lse, nparts=nparts,
+                          variant=variant)
+    ref = reference64(*args, q_len)
+    err = ((o.double() - ref).norm() / ref.norm()).item()
+    tiles = B * -(-S // 16) * q_len  # 16-token KV tiles x query positions
+    instr = sum(c["wave_instructions"] for c in counters) / tiles
+    hbm = B * S * (576 + 4)
+    t = sum(perfmodel.model(c, "gfx942", hbm_bytes=hbm if k == 0 else 0)["modeled_s"] for k, c in enumerate(counters))
+    bpt = counters[0].get("vmem_load_bytes", float("nan")) / (B * S)
+    return instr, err, t, bpt
+
+
+def run_aiter(runner, B, S, H, q_len):
+    args = make(B, S, H, q_len)
+    out, c = runner(*args, SCALE, KV_SCALE)
+    ref = reference64(*args, q_len)
+    err = ((out.double() - ref).norm() / ref.norm()).item()
+    return c["wave_instructions"] / (B * -(-S // 16) * q_len), err, c.get("vmem_load_bytes", float("nan")) / (B * S)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--chart", help="write a PNG chart here")
+    ap.add_argument("--lengths", default="1024,8192,32768")
+    a = ap.parse_args()
+    B, H = 2, 16
+    runner, why = aiter_runner()
+    if runner is None:
+        print(f"(AITER columns empty: {why})")
+    rows = []
+    print("| q_len | S | ours: planner (variant, parts) | ours, planner's split | ours, unsplit | AITER a16w8_ps | "
+          "bytes / token ours | AITER | rel. error vs fp64 ours | AITER | perfmodel time ours |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for S in (int(x) for x in a.lengths.split(",")):
+        for q_len in (1, 2, 4):
+            p = mk.plan(B, H, q_len, S)
+            instr, err, t, bpt = run(B, S, H, q_len)
+            instr1, _, _, _ = run(B, S, H, q_len, nparts=1, variant=p.variant)
+            ai, aerr, abpt = run_aiter(runner, B, S, H, q_len) if runner else (float("nan"),) * 3
+            rows.append((q_len, S, p.variant, p.nparts, instr, instr1, ai))
+            print(f"| {q_len} | {S} | {p.variant}, {p.nparts} | {instr:.0f} | {instr1:.0f} | {ai:.0f} | {bpt:.0f} | "
+                  f"{abpt:.0f} | {err:.2e} | {aerr:.2e} | {t * 1e6:.1f} us |", flush=True)
+    if a.chart:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(8, 4))
+        labels = [f"q{r[0]}\nS{r[1]}" for r in rows]
+        xs = range(len(rows))
+        ax.bar([x - 0.27 for x in xs], [r[4] for r in rows], 0.27, label="ours, planner's split")
+        ax.bar(list(xs), [r[5] for r in rows], 0.27, label="ours, unsplit")
+        ax.bar([x + 0.27 for x in xs], [r[6] for r in rows], 0.27, label="AITER a16w8_ps (one item per request)")
+        ax.set_xticks(list(xs), labels, fontsize=7)
+        ax.set_ylabel("wave-instructions per 16-token tile-position")
+        ax.set_title("gfx942 MLA decode on moonmath-emu, B=2 H=16 (decode + merge)")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(a.chart, dpi=110)
+
+
+if __name__ == "__main__":
+    main()

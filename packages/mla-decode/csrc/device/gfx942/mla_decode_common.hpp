@@ -1,0 +1,158 @@
+// Shared stages of the gfx942 MLA decode kernels (mla_decode_a16w8.hip: a wave per row tile;
+// mla_decode_a16w8_shared.hip: a workgroup shares each KV tile through LDS).
+//
+//   request_view   one request's KV metadata read from the device and made safe: its kv_indices run
+//                  [kv_indptr[b], kv_indptr[b+1]) clamped into the kv_indices tensor, its length
+//                  clamped to that run (so a device-resident seq_len of 2^31-1 cannot make the kernel
+//                  walk 2^27 tiles), and a buffer over just that run (rebased on the 64-bit pointer, so
+//                  kv_indices may be any size; the run itself is capped at 2^30-1 entries).
+//   pool           the fp8 pool as a *structured* buffer: record = one 576-byte row, num_records = the
+//                  number of slots. The hardware computes base + slot * 576 + offset in 48 bits, so
+//                  pools beyond 4 GiB are addressed without 64-bit VALU math, and a slot >= slots
+//                  (kNoSlot, or a bad index) reads zeros.
+//   finish_lse     lse = m + log2(l): -inf for an empty row, NaN when the row's inputs held NaN/Inf.
+#pragma once
+#include "moonmath/all.hpp"
+
+namespace mla {
+
+constexpr uint32_t kLat = 512;
+constexpr uint32_t kRow = 576;            // fused row bytes (fp8): 512 latent + 64 rope
+constexpr uint32_t kFlagLse = 1u;         // write lse (direct mode)
+constexpr uint32_t kFlagPartial = 2u;     // write partials to the workspace instead of o/lse
+constexpr uint32_t kFlagBalanced = 4u;    // parts per request by length (RequestUnits), not nparts each
+constexpr uint32_t kNoSlot = 0xFFFFFFFFu; // past every pool: a pool load of it returns zeros
+constexpr uint32_t kMaxSpan = (1u << 30) - 1u;  // entries of one request's run (4-byte offsets < 2^32)
+
+// Structured buffer load (idxen): address = base + index * stride + voffset + soffset; range-checked by
+// index < num_records. clang has no builtin for it, so the LLVM intrinsic is named directly; the
+// compiler still tracks its vmcnt like any buffer load.
+__attribute__((device)) mm::u32x4 struct_buffer_load_b128(mm::buffer_rsrc r, uint32_t index, uint32_t voff,
+                                                          uint32_t soff, int aux)
+    __asm("llvm.amdgcn.struct.ptr.buffer.load.v4i32");
+
+MM_DEVICE mm::buffer_rsrc make_pool(const uint8_t* pool, uint32_t slots) {
+  return __builtin_amdgcn_make_buffer_rsrc(const_cast<uint8_t*>(pool), (short)kRow, (int)slots, mm::kRawBufferFlags);
+}
+
+// 16 bytes of pool row `slot` at byte `off` (off + 16 <= 576).
+MM_DEVICE mm::u32x4 pool_load_b128(mm::buffer_rsrc pool, uint32_t slot, uint32_t off) {
+  return struct_buffer_load_b128(pool, slot, off, 0u, 0);
+}
+
+// Window end (local rows) of position t: end-aligned causal, decode context parallel.
+MM_DEVICE int32_t window_end(int32_t glen, int32_t slen, int32_t q_len, int32_t t, int32_t cp_rank,
+                             int32_t cp_world) {
+  // A device-resident glen near +-2^31 must not wrap: g in 64 bits, then g - cp_rank < 2^31 and the
+  // rounded-up quotient fits an unsigned 32-bit division.
+  const int64_t g = (int64_t)glen - (q_len - 1 - t);
+  if (g <= cp_rank) return 0;
+  if (cp_world == 1) return g < slen ? (int32_t)g : slen;  // no division without DCP (uniform branch)
+  const uint32_t e = ((uint32_t)(g - cp_rank) + (uint32_t)cp_world - 1u) / (uint32_t)cp_world;
+  return e < (uint32_t)slen ? (int32_t)e : slen;
+}
+
+struct RequestView {
+  int32_t slen;          // seq_lens[b] clamped to [0, span]
+  int32_t glen;          // the global length: glen[b] under DCP (window_end clamps by slen), else slen
+  mm::buffer_rsrc idx;   // request b's kv_indices run; entry j at byte 4j
+};
+
+MM_DEVICE uint32_t clamp_u32(int32_t v, uint32_t hi) {
+  return v < 0 ? 0u : ((uint32_t)v < hi ? (uint32_t)v : hi);
+}
+
+// n_idx: usable entries of kv_indices (the host passes min(numel, 2^31 - 1): kv_indptr is int32).
+MM_DEVICE RequestView request_view(const int32_t* seq_lens, const int32_t* glen, const int32_t* kv_indices,
+                                   const int32_t* kv_indptr, uint32_t n_idx, uint32_t cp_world, uint32_t b) {
+  const uint32_t lo = clamp_u32(kv_indptr[b], n_idx);
+  uint32_t span = clamp_u32(kv_indptr[b + 1], n_idx);
+  span = span > lo ? span - lo : 0u;
+  span = span < kMaxSpan ? span : kMaxSpan;
+  RequestView r;
+  r.slen = (int32_t)clamp_u32(seq_lens[b], span);
+  // Without DCP the causal ends follow the clamped length (end-aligned on it), not the raw one.
+  r.glen = cp_world > 1 ? glen[b] : r.slen;
+  r.idx = mm::make_buffer(kv_indices + lo, span * 4u);
+  return r;
+}
+
+// KV tiles of request b: the window of its last position, in 16-token tiles.
+MM_DEVICE uint32_t request_tiles(const int32_t* seq_lens, const int32_t* glen, const int32_t* kv_indptr, uint32_t n_idx,
+                                 uint32_t q_len, uint32_t cp_rank, uint32_t cp_world, uint32_t b) {
+  const uint32_t lo = clamp_u32(kv_indptr[b], n_idx);
+  uint32_t span = clamp_u32(kv_indptr[b + 1], n_idx);
+  span = span > lo ? span - lo : 0u;
+  span = span < kMaxSpan ? span : kMaxSpan;
+  const int32_t slen = (int32_t)clamp_u32(seq_lens[b], span);
+  const int32_t gl = cp_world > 1 ? glen[b] : slen;
+  const int32_t e = window_end(gl, slen, (int32_t)q_len, (int32_t)q_len - 1, (int32_t)cp_rank, (int32_t)cp_world);
+  return e > 0 ? ((uint32_t)e + 15u) / 16u : 0u;
+}
+
+// The split of the grid's U = B * nparts units (parts) among the requests.
+//   uniform (no kFlagBalanced): request b owns units [b * nparts, (b + 1) * nparts).
+//   balanced: request b owns count_b = 1 + floor((U - B) * t_b / T) units (t_b its tiles, T their sum;
+//     fp32 arithmetic, identical in the decode and merge kernels), each end clamped so that every later
+//     request keeps at least one unit; units past the last end idle. So a 150k-token request beside
+//     seven 1k ones gets ~95% of the parts instead of 1/8, and the busiest part carries ~T / (U - B)
+//     tiles whatever the mix. Graph-capturable: a function of the device-resident lengths, read by
+//     every wave (O(B) scalar loads; the host balances only when B > 1 and nparts > 1).
+struct Units {
+  uint32_t b = 0;      // the request
+  uint32_t first = 0;  // its first unit
+  uint32_t count = 0;  // its units (parts)
+  bool valid = false;
+};
+
+struct SplitArgs {
+  const int32_t* seq_lens;
+  const int32_t* glen;
+  const int32_t* kv_indptr;
+  uint32_t n_idx, B, nparts, q_len, cp_rank, cp_world, flags;
+};
+
+// The request owning unit u (valid = false: an idle unit), or with by_request the units of request u.
+MM_DEVICE Units locate(const SplitArgs& a, uint32_t u, bool by_request) {
+  Units r;
+  if (!(a.flags & kFlagBalanced)) {
+    r.b = by_request ? u : u / a.nparts;
+    r.first = r.b * a.nparts;
+    r.count = a.nparts;
+    r.valid = r.b < a.B;
+    return r;
+  }
+  const uint32_t U = a.B * a.nparts;
+  uint32_t total = 0;
+  for (uint32_t b = 0; b < a.B; ++b)
+    total += request_tiles(a.seq_lens, a.glen, a.kv_indptr, a.n_idx, a.q_len, a.cp_rank, a.cp_world, b);
+  const float share = total > 0 ? (float)(U - a.B) / (float)total : 0.f;
+  uint32_t first = 0;
+  for (uint32_t b = 0; b < a.B; ++b) {
+    const uint32_t t = request_tiles(a.seq_lens, a.glen, a.kv_indptr, a.n_idx, a.q_len, a.cp_rank, a.cp_world, b);
+    const uint32_t cap = U - (a.B - 1u - b);
+    uint32_t end = first + 1u + (uint32_t)(share * (float)t);
+    end = end < cap ? end : cap;
+    if (by_request ? b == u : u < end) {
+      r.b = b;
+      r.first = first;
+      r.count = end - first;
+      r.valid = true;
+      return r;
+    }
+    first = end;
+  }
+  return r;
+}
+
+// kv_indices entry of request-local token `tok` (past the run: 0, harmless: such tokens are masked).
+MM_DEVICE uint32_t load_slot(mm::buffer_rsrc idx, uint32_t tok) { return mm::buffer_load_b32(idx, tok * 4u); }
+
+// Base-2 lse of a row from its running max m and sum l (of exp2(x - m)). l == 0: an empty row, -inf.
+// A NaN/Inf input makes l NaN (exp2(NaN) or exp2(inf - inf)); it must stay NaN, not read as empty.
+MM_DEVICE float finish_lse(float m, float l) { return l == 0.f ? -__builtin_inff() : m + mm::log2(l); }
+
+// 1 / normaliser for o (0 for an empty row; NaN propagates).
+MM_DEVICE float inv_norm(float scale, float ln) { return ln == 0.f ? 0.f : scale / ln; }
+
+}  // namespace mla
