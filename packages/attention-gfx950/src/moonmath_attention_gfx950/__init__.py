@@ -5,4 +5,5 @@ from .varlen_plan import VarlenPlan
 
 __version__ = "0.1.0"
 
-__all__ = ["EmuDeviceTensor", "HEAD_DIMS", "HostReadError", "LAYOUTS", "ROUND_MODES", "VarlenPlan", "as_emu_device", "forward", "forward_paged", "forward_varlen"]
+__all__ = ["EmuDeviceTensor", "HEAD_DIMS", "HostReadError", "LAYOUTS", "ROUND_MODES", "VarlenPlan", "as_emu_device",
+           "forward", "forward_paged", "forward_varlen"]
