@@ -91,3 +91,16 @@ def test_paged_split_kv_equals_varlen_split():
         assert kernel._C().plan_forward_paged(c["cu_q"].tolist(), c["lens"].tolist(), [0, 0], 2, 2, False, False,
                                               1.0, [0] * 14, **kernel._PLANNER)["n_merge"] > 0
         check_paged_equals_varlen(c, causal=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dims", [(128, 128), (192, 128)])
+@pytest.mark.parametrize("page_size", [8, 16, 32, 64, 128])
+@pytest.mark.parametrize("causal", [False, True])
+def test_paged_sweep(dims, page_size, causal):
+    """Slow sweep: lengths around the tile and page edges, GQA 4:1, both head dims, every page size."""
+    if dims[0] == 192 and page_size < 16:
+        pytest.skip("MLA pages are >= 16")
+    q_lens, k_lens = [0, 1, 17, 129, 300], [0, 15, 16, 600, 127]
+    c = paged_case(q_lens, k_lens, page_size, hq=4, hk=1, dqk=dims[0], dv=dims[1], seed=page_size + dims[0])
+    check_paged_equals_varlen(c, causal)

@@ -60,7 +60,8 @@ def test_device_plan_equals_host_plan_and_varlen(causal, dims):
     assert not host_plan.on_device
     n = int(cq[-1])
     for layer in range(2):     # one plan, several layers with different tensors
-        q = rnd(total_q, hq, dims[0], seed=10 * layer)
+        # layer 1 reads q as a slice of a wider (fused) projection: other strides, the same plan
+        q = rnd(total_q, hq + 2 * layer, dims[0], seed=10 * layer)[:, :hq]
         k = rnd(total_k, hk, dims[0], seed=10 * layer + 1)
         v = rnd(total_k, hk, dims[1], seed=10 * layer + 2)
         o_d, l_d = dev_plan.run(q, k, v, return_lse=True)

@@ -346,7 +346,8 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
         causal, softmax_scale, return_lse, out, round_mode: as forward_varlen (LSE ``[Hq, total_q]``).
 
     Lengths and kv_indptr are read on the host (CPU tensors avoid a sync), so this op is not graph
-    capturable; page indices are checked against num_pages when they are CPU tensors.
+    capturable; page indices are checked against num_pages when they are CPU tensors (on the device, an
+    index outside the cache reads zero keys: never memory outside it). Each cache must span < 4 GiB (gfx950 kernel).
 
     Returns:
         out, or (out, lse).

@@ -79,10 +79,13 @@ def plan_on_device(buf: torch.Tensor, cu_q, cu_k, n_cap: int, total_q: int, tota
                    args=[buf, cu_q, cu_k, cu_q.numel() - 1, n_cap, total_q, total_k, max_q, max_k, int(causal)])
 
 
-def run_device_planned(buf: torch.Tensor, n_cap: int, q, k, v, out, lse, causal: bool,
-                       scale: float) -> list[dict | None]:
+def run_device_planned(buf: torch.Tensor, n_cap: int, q, k, v, out, lse, causal: bool, scale: float,
+                       staging: dict | None = None) -> list[dict | None]:
     """Run the forward kernel over a device-written plan: the host writes only the header (strides of this
-    run's q/k/v/out, scale, flags), a host-to-device copy of values it owns; it reads nothing back."""
+    run's q/k/v/out, scale, flags), a host-to-device copy of values it owns; it reads nothing back.
+
+    staging: the plan's cache of host copies of headers (pinned on a GPU), one per distinct header, kept as long
+    as the plan: a captured graph's copy node then always reads a live source holding the right bytes."""
     op = "moonmath_attention_gfx950.VarlenPlan.run"
     if target_arch() != ARCH:
         raise NoKernelError(op, target_arch(), KERNELS.archs_built())
@@ -94,7 +97,14 @@ def run_device_planned(buf: torch.Tensor, n_cap: int, q, k, v, out, lse, causal:
                                                 **_PLANNER)["plan"])
     assert len(header) == ARGS_BYTES
     struct.pack_into("<i", header, N_ITEMS_OFFSET, n_cap)
-    buf[:ARGS_BYTES].copy_(torch.frombuffer(header, dtype=torch.uint8))
+    on_gpu = buf.device.type != "cpu"
+    src = staging.get(bytes(header)) if staging is not None else None
+    if src is None:
+        src = torch.frombuffer(header, dtype=torch.uint8)
+        src = src.pin_memory() if on_gpu else src
+        if staging is not None:
+            staging[bytes(header)] = src
+    buf[:ARGS_BYTES].copy_(src, non_blocking=on_gpu)   # stream-ordered, no host sync on a GPU
     if n_cap == 0 or Hq == 0:
         return []
     return [KERNELS.launch(op, ARCH, kernel.FWD_CODE_OBJECT, kernel.FWD_KERNELS[(q.shape[2], v.shape[2])],

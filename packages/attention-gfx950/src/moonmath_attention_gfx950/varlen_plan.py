@@ -43,6 +43,7 @@ class VarlenPlan:
         self._buf: torch.Tensor | None = None                    # device-planned: [AttnFwdArgs][items]
         self._cap = 0
         self._key: tuple | None = None
+        self._staging: dict = {}                                 # header bytes -> host source of its copy
 
     def plan(self, cu_seqlens_q: torch.Tensor, cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int,
              total_q: int, total_k: int, *, heads: int, kv_heads: int, causal: bool = False,
@@ -144,5 +145,5 @@ class VarlenPlan:
         lse = torch.empty(q.shape[1], q.shape[0], dtype=torch.float32, device=q.device) if return_lse else None
         from . import serving
 
-        serving.run_device_planned(self._buf, self._cap, q, k, v, out, lse, a["causal"], scale)
+        serving.run_device_planned(self._buf, self._cap, q, k, v, out, lse, a["causal"], scale, self._staging)
         return (out, lse) if return_lse else out
