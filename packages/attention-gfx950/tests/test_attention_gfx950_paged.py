@@ -104,3 +104,16 @@ def test_paged_sweep(dims, page_size, causal):
     q_lens, k_lens = [0, 1, 17, 129, 300], [0, 15, 16, 600, 127]
     c = paged_case(q_lens, k_lens, page_size, hq=4, hk=1, dqk=dims[0], dv=dims[1], seed=page_size + dims[0])
     check_paged_equals_varlen(c, causal)
+
+
+def test_paged_planner_binding():
+    """The paged plan is the shared planner's over paged sequences: items carry the first page-list entry in
+    k_tok0 and the packed q offsets; bad sequences are rejected."""
+    C = kernel._C()
+    p = C.plan_forward_paged([0, 3, 300], [10, 70], [5, 9], 2, 1, True, False, 1.0, [0] * 14)
+    items = sorted(p["items"], key=lambda it: (it[1], it[5]))   # (batch, q_tok0, q_len, k_tok0, k_len, q_row0, ..)
+    assert [(it[1], it[2], it[3], it[4], it[5]) for it in items] == [(0, 3, 5, 10, 0), (3, 297, 9, 70, 0),
+                                                                   (3, 297, 9, 70, 256)]
+    for bad in (([0, 3, 2], [1, 1], [0, 0]), ([0, 3], [-1], [0]), ([0, 3], [1], [-2]), ([0, 3], [1, 2], [0])):
+        with pytest.raises(ValueError):
+            C.plan_forward_paged(*bad, 1, 1, False, False, 1.0, [0] * 14)

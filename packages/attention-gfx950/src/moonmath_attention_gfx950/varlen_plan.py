@@ -77,8 +77,7 @@ class VarlenPlan:
         self._args = dict(cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
                           max_seqlen_k=max_seqlen_k, total_q=total_q, total_k=total_k, heads=heads,
                           kv_heads=kv_heads, causal=causal, softmax_scale=softmax_scale)
-        on_device = host_cu_seqlens_q is None and (device_resident(cu_seqlens_q) or device_resident(cu_seqlens_k)
-                                                   or not checks.host_checks())
+        on_device = host_cu_seqlens_q is None and (device_resident(cu_seqlens_q) or device_resident(cu_seqlens_k))
         if not on_device:
             hq = host_cu_seqlens_q if host_cu_seqlens_q is not None else cu_seqlens_q
             hk = host_cu_seqlens_k if host_cu_seqlens_k is not None else cu_seqlens_k
@@ -132,6 +131,9 @@ class VarlenPlan:
         checks.boolean("return_lse", return_lse)
         _att._out_type(out)
         dev = checks.same_device(q=q, k=k, v=v, out=out)
+        if dev != self._buf.device:
+            raise ValueError(f"q must be on the device the plan was made on ({self._buf.device}, that of "
+                             f"cu_seqlens); got {dev}")
         _att._heads(q.shape[1], k.shape[1], v.shape[1])
         _att._head_dims(q.shape[2], k.shape[2], v.shape[2])
         for name, t in (("q", q), ("k", k), ("v", v)):
