@@ -126,3 +126,16 @@ def test_device_plan_more_than_one_scan_round():
     o, l = plan.run(q, k, v, return_lse=True)
     ro, rl = att.forward_varlen(q, k, v, cq, ck, 3, 3, return_lse=True)
     assert same(o, ro, tq) and torch.equal(l, rl)
+
+
+def test_device_plan_offsets_not_from_zero():
+    """cu_seqlens need not start at 0 nor end at the total: the device plan writes the same rows as the host's."""
+    cq, ck = torch.tensor([3, 10, 30], dtype=i32), torch.tensor([5, 5, 77], dtype=i32)
+    q, k, v = rnd(36, 2, 128, seed=31), rnd(80, 2, 128, seed=32), rnd(80, 2, 128, seed=33)
+    out_d = torch.full((36, 2, 128), 7.0, dtype=bf)
+    out_h = out_d.clone()
+    att.VarlenPlan().plan(as_emu_device(cq.clone()), as_emu_device(ck.clone()), 20, 72, 36, 80, heads=2,
+                          kv_heads=2, causal=True).run(q, k, v, out=out_d)
+    att.forward_varlen(q, k, v, cq, ck, 20, 72, causal=True, out=out_h)
+    assert torch.equal(out_d.view(torch.int16), out_h.view(torch.int16))   # untouched rows included
+    assert torch.equal(out_d[:3], torch.full((3, 2, 128), 7.0, dtype=bf))
