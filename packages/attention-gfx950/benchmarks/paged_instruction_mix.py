@@ -1,5 +1,6 @@
 """Dynamic instruction counts on the emulator (gfx950): forward_varlen vs forward_paged over the same keys, one
-64-row tile against 512 keys, d128, unsplit, page sizes 8/16/64. Prints the counters that differ.
+64-row tile against 512 keys, d128, unsplit, page sizes 8/16/64. Prints the counters that differ and the common
+perfmodel's modeled time (issue rates only: HBM bytes are not given, so no memory term).
 
     MOONMATH_EMU_ARCH=gfx950 python packages/attention-gfx950/benchmarks/paged_instruction_mix.py
 """
@@ -14,7 +15,7 @@ from test_attention_gfx950_paged import paged_case  # noqa: E402
 
 import moonmath_attention_gfx950 as att  # noqa: E402
 from moonmath_attention_gfx950 import kernel  # noqa: E402
-from moonmath_common import use_backend  # noqa: E402
+from moonmath_common import perfmodel, use_backend  # noqa: E402
 
 with use_backend("emu"):
     for ps in (8, 16, 64):
@@ -26,4 +27,6 @@ with use_backend("emu"):
                               kv_page_indices=c["indices"])
             cp = kernel.KERNELS.last_counters
         diff = {k: (cv[k], cp[k]) for k in cv if isinstance(cv[k], int) and cv[k] != cp.get(k)}
-        print(f"page_size {ps}: (varlen, paged) {diff}")
+        mv, mp = (perfmodel.model(x, "gfx950")["modeled_s"] * 1e6 for x in (cv, cp))
+        print(f"page_size {ps}: (varlen, paged) {diff}; modeled MI355X compute us (issue-rate model, no HBM term): "
+              f"{mv:.3f} -> {mp:.3f}")
