@@ -26,6 +26,11 @@ BUDGETS = {
     (FWD_CODE_OBJECT, "attn_fwd_d128"): dict(vgpr=256, agpr=256, sgpr=96, lds=65536, block=FWD_BLOCK),
     (FWD_CODE_OBJECT, "attn_fwd_d192_128"): dict(vgpr=256, agpr=256, sgpr=96, lds=81920, block=FWD_BLOCK),
     (MERGE_CODE_OBJECT, MERGE_KERNEL): dict(vgpr=40, agpr=0, sgpr=72, lds=0, block=MERGE_BLOCK),
+    # serving paths (issue 13): the paged partitioner on the same pipeline, and the device planner
+    ("attention_fwd_paged", "attn_fwd_paged_d128"): dict(vgpr=256, agpr=256, sgpr=96, lds=65536, block=FWD_BLOCK),
+    ("attention_fwd_paged", "attn_fwd_paged_d192_128"): dict(vgpr=256, agpr=256, sgpr=96, lds=81920,
+                                                             block=FWD_BLOCK),
+    ("attention_plan", "attn_fwd_plan_varlen"): dict(vgpr=64, agpr=0, sgpr=72, lds=2048, block=256),
 }
 
 

@@ -74,7 +74,9 @@ def _strides(t: torch.Tensor, batch: int | None, token: int, head: int) -> list[
     return [t.stride(batch) if batch is not None else 0, t.stride(token), t.stride(head)]
 
 
-def _launch(op: str, plan: dict, q, k, v, out, lse, dims: tuple[int, int]) -> list[dict | None]:
+def _launch(op: str, plan: dict, q, k, v, out, lse, dims: tuple[int, int], kernels: dict = FWD_KERNELS,
+            code_object: str = FWD_CODE_OBJECT, extra: tuple = ()) -> list[dict | None]:
+    """kernels / code_object / extra: the paged kernels and their added arguments (serving.py)."""
     arch = target_arch()
     if arch != ARCH:
         raise NoKernelError(op, arch, KERNELS.archs_built())
@@ -87,8 +89,8 @@ def _launch(op: str, plan: dict, q, k, v, out, lse, dims: tuple[int, int]) -> li
     tile = _C().TILE_ROWS
     ws_o = torch.empty(n_slots * hq * tile * dims[1], dtype=torch.float32, device=dev) if n_slots else None
     ws_ml = torch.empty(n_slots * hq * tile * 4, dtype=torch.float32, device=dev) if n_slots else None
-    counters = [KERNELS.launch(op, arch, FWD_CODE_OBJECT, FWD_KERNELS[dims], grid=(plan["n_items"], hq),
-                               block=FWD_BLOCK, args=[buf, q, k, v, out, lse, ws_o, ws_ml])]
+    counters = [KERNELS.launch(op, arch, code_object, kernels[dims], grid=(plan["n_items"], hq),
+                               block=FWD_BLOCK, args=[buf, q, k, v, out, lse, ws_o, ws_ml, *extra])]
     if plan["n_merge"]:
         counters.append(KERNELS.launch(op, arch, MERGE_CODE_OBJECT, MERGE_KERNEL, grid=(plan["n_merge"], hq),
                                        block=MERGE_BLOCK, args=[buf, out, lse, ws_o, ws_ml]))

@@ -397,13 +397,16 @@ struct FwdPointers {
   float* ws_ml;
 };
 
-template <class Shape>
-MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPointers& ptr, lds_u8* lds) {
+// Tile: the partitioner (DenseTile; PagedTile in attention_fwd_paged.hpp), built from the item and
+// the pointers plus its own extra arguments.
+template <class Shape, class Tile = DenseTile<Shape>, class... TileExtra>
+MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPointers& ptr, lds_u8* lds,
+                             const TileExtra&... extra) {
   const AttnFwdArgs a = *plan;
   const AttnWorkItem it = reinterpret_cast<const AttnWorkItem*>(plan + 1)[mm::block_id_x()];
   const int32_t h = (int32_t)mm::block_id_y();
   const uint32_t wave = mm::wave_id(), lane = mm::lane_id();
-  const DenseTile<Shape> tile(a, it, h, ptr.k, ptr.v);
+  const Tile tile(a, it, h, ptr.k, ptr.v, extra...);
   const bool causal = (a.flags & kFlagCausal) != 0;
 
   WaveState<Shape> st;
