@@ -668,8 +668,8 @@ std::string disasm_inst(const Inst& in) {
       if (in.sc1) os << " sc1";
       break;
     case ENC_MUBUF: case ENC_MTBUF:
+      if (in.idxen) os << " idxen";  // LLVM's order: idxen before offen
       if (in.offen) os << " offen";
-      if (in.idxen) os << " idxen";
       if (in.offset) os << " offset:" << in.offset;
       if (in.glc) os << " sc0";
       if (in.nt) os << " nt";
