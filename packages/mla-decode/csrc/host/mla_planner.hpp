@@ -101,7 +101,7 @@ constexpr Machine kGfx942{"gfx942", kDefaultCus, kClockGhz, kHbmBytesPerNs, kCuB
 // 4 / 5.3 fraction assumed on gfx942), 64 B per clock per CU. Cycles: measured on the gfx950 code
 // objects (the QK contraction is 18 v_mfma_f32_16x16x32_bf16 per tile instead of 36 16x16x16).
 constexpr Machine kGfx950{"gfx950", 256, 2.4, 6000.0, 154.0,
-                          3047.0, 2706.0, 2110.0, 3169.0,
+                          2759.0, 2706.0, 1822.0, 3169.0,  // tiles: 288 cycles (18 MFMA) below gfx942
                           643.0, 766.0, 126.0};
 
 // The machine model of `arch`; std::invalid_argument for an arch without MLA decode kernels.
