@@ -1,8 +1,9 @@
-"""The MLA decode tables of docs/kernels/mla_decode_gfx942.md and mla_decode_gfx950.md, measured on the emulator.
+"""The MLA decode tables of docs/kernels/mla_decode_gfx942.md / mla_decode_gfx950.md, measured on the emulator.
 
 For B = 2, H = 16, q_len in {1, 2, 4} and S in {1024, 8192, 32768}, beside AITER's
-`mla_a16w8_qh16_m16x4_n16x1_coex0_mask1_ps.co` of the same arch (--arch gfx942 / gfx950) run through the peer harness (benchmarks/peers, one work
-item per request, as the harness builds it) on the same inputs: our planner's split (variant, parts)
+`mla_a16w8_qh16_m16x4_n16x1_coex0_mask1_ps.co` of the same arch (--arch gfx942 / gfx950) run through
+the peer harness (benchmarks/peers, one work item per request, as the harness builds it) on the same
+inputs: our planner's split (variant, parts)
 and our unsplit kernel; per 16-token KV tile of one query position: wave-instructions of the decode
 launch plus its merge; bytes the VMEM loads request per KV token (emulator byte counters, Q and
 indices included); rel. Frobenius error of o against a float64 reference; perfmodel's issue-rate
@@ -84,7 +85,8 @@ def run(B, S, H, q_len, nparts=None, variant=None):
     tiles = B * -(-S // 16) * q_len  # 16-token KV tiles x query positions
     instr = sum(c["wave_instructions"] for c in counters) / tiles
     hbm = B * S * (576 + 4)
-    t = sum(perfmodel.model(c, target_arch(), hbm_bytes=hbm if k == 0 else 0)["modeled_s"] for k, c in enumerate(counters))
+    arch = target_arch()
+    t = sum(perfmodel.model(c, arch, hbm_bytes=hbm if k == 0 else 0)["modeled_s"] for k, c in enumerate(counters))
     bpt = counters[0].get("vmem_load_bytes", float("nan")) / (B * S)
     return instr, err, t, bpt
 

@@ -6,6 +6,7 @@
 // decodes the arch's native e4m3fnuz; the PV MFMA 16x16x16 over a 16-token tile) is arch-neutral.
 #pragma once
 #include "moonmath/all.hpp"
+#include "moonmath/tile.hpp"
 
 namespace mla {
 
@@ -14,11 +15,8 @@ constexpr const char* kArchName = "gfx942";
 // s += K Q^T over one 8-column step (k, q: 8 bf16 each in the same slot order).
 MM_DEVICE mm::f32x4 qk_step8(const mm::u32x4& k, const mm::u32x4& q, mm::f32x4 s) {
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const mm::u32x2 ka = {k[2 * h], k[2 * h + 1]};
-    const mm::u32x2 qb = {q[2 * h], q[2 * h + 1]};
-    s = mm::mfma_16x16x16_bf16(mm::bit_cast<mm::i16x4>(ka), mm::bit_cast<mm::i16x4>(qb), s);
-  }
+  for (int h = 0; h < 2; ++h)  // the tile layer's 16x16x16 shape: A/B k = 4 * (lane / 16) + e
+    s = mm::Mfma16x16x16Bf16::run(mm::u32x2{k[2 * h], k[2 * h + 1]}, mm::u32x2{q[2 * h], q[2 * h + 1]}, s);
   return s;
 }
 
