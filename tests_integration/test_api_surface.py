@@ -58,10 +58,13 @@ def test_names_and_argument_order(name):
 
 
 def test_constants_and_plan():
-    assert (ma.EPI_NONE, ma.EPI_SITU) == (0, 1)
+    assert (ma.EPI_NONE, ma.EPI_SITU, ma.EPI_SILU) == (0, 1, 2)
+    import moonmath_amd.moe as moe
+
+    assert moe.EPI_SILU == ma.EPI_SILU
     assert list(inspect.signature(ma.VarlenPlan.plan).parameters)[1:] == [
         "cu_seqlens_q", "cu_seqlens_k", "max_seqlen_q", "max_seqlen_k", "total_q", "total_k", "heads", "kv_heads",
-        "causal", "softmax_scale"]
+        "causal", "softmax_scale", "host_cu_seqlens_q", "host_cu_seqlens_k"]
     assert list(inspect.signature(ma.VarlenPlan.run).parameters)[1:4] == ["q", "k", "v"]
 
 

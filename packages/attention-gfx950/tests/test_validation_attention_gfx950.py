@@ -12,9 +12,13 @@ bf = torch.bfloat16
 i32 = torch.int32
 
 
-@pytest.fixture(autouse=True)
-def _reference():
-    with use_backend("reference"):
+@pytest.fixture(autouse=True, params=["reference", "emu"])
+def _backend(request, monkeypatch):
+    """One set of checks runs before the backend is chosen: every rejection holds on both."""
+    if request.param == "emu":
+        pytest.importorskip("moonmath_emu")
+        monkeypatch.setenv("MOONMATH_EMU_ARCH", "gfx950")
+    with use_backend(request.param):
         yield
 
 

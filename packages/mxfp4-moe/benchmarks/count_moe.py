@@ -1,4 +1,5 @@
-"""Emulator instruction counts of the gfx942 MXFP4 MoE kernels at the seed's Kimi-K3 TP8 shapes.
+"""Emulator instruction counts of the MXFP4 MoE kernels (gfx942, or the gfx950 a16w4 build) at the seed's
+Kimi-K3 TP8 shapes.
 
 No timing: the emulator counts instructions (per class) for a launch, and this script turns them into
 counts per 16-row x N-column output tile, bytes of weight read per useful FLOP, and the registers, LDS and
@@ -16,6 +17,7 @@ folded onto 4 physical experts (the same code runs; the memory stays small).
 
     python packages/mxfp4-moe/benchmarks/count_moe.py                 # the four shapes, 16 blocks each
     python packages/mxfp4-moe/benchmarks/count_moe.py --tokens 8 --blocks 0   # all blocks of T = 8
+    python packages/mxfp4-moe/benchmarks/count_moe.py --arch gfx950 --epilogue silu --tokens 8 32
 """
 from __future__ import annotations
 
@@ -52,16 +54,20 @@ def subset(sid, eid, ntpp, bm, blocks):
     return rows, experts, torch.tensor([rows.numel()], dtype=torch.int32), len(live_ids), live
 
 
-def occupancy(meta) -> int:
-    """Waves per SIMD: VGPRs (512 per lane per SIMD, granule 8), LDS (64 KiB per CU; a workgroup puts 2 waves
-    on each of the 4 SIMDs), at most 8."""
+LDS_PER_CU = {"gfx942": 65536, "gfx950": 160 * 1024}
+CUS = {"gfx942": 304, "gfx950": 256}
+
+
+def occupancy(meta, arch="gfx942") -> int:
+    """Waves per SIMD: VGPRs (512 per lane per SIMD, granule 8), LDS (64 KiB per CU on gfx942, 160 KiB on
+    gfx950; a workgroup puts 2 waves on each of the 4 SIMDs), at most 8."""
     vg = max(8, math.ceil((meta.vgpr + meta.agpr) / 8) * 8)
     by_vgpr = 512 // vg
-    by_lds = 2 * (65536 // meta.lds) if meta.lds else 8
+    by_lds = 2 * (LDS_PER_CU[arch] // meta.lds) if meta.lds else 8
     return min(8, by_vgpr - by_vgpr % 2, by_lds)
 
 
-def measure(name, launch, nvt_rows, live_blocks, n_sub, bm, n_cols, K, meta):
+def measure(name, launch, nvt_rows, live_blocks, n_sub, bm, n_cols, K, meta, arch="gfx942"):
     c = launch()
     scale = live_blocks / n_sub
     tiles = live_blocks * bm // 16
@@ -70,16 +76,18 @@ def measure(name, launch, nvt_rows, live_blocks, n_sub, bm, n_cols, K, meta):
     flops = 2 * nvt_rows * n_cols * K
     return {"name": name, "kernel": meta.name, "blocks": live_blocks, "block_m": bm, "per_tile": per_tile,
             "w_bytes_per_flop": w_bytes / flops, "vgpr": meta.vgpr, "sgpr": meta.sgpr, "lds": meta.lds,
-            "waves_per_simd": occupancy(meta), "launch_wave_instr": c["wave_instructions"] * scale}
+            "waves_per_simd": occupancy(meta, arch), "launch_wave_instr": c["wave_instructions"] * scale}
 
 
-def run(T, blocks, E=896, top_k=16, K=3584, I=384, cus=304):
+def run(T, blocks, E=896, top_k=16, K=3584, I=384, arch="gfx942", epilogue="situ"):
+    cus = CUS[arch]
+    epi = {"situ": kernel.EPI_SITU, "silu": kernel.EPI_SILU}[epilogue]
     ids = route(T, E, top_k, seed=T)
     nvt = T * top_k
     active = int(torch.unique(ids).numel())
     out = []
-    co_g = CodeObject.parse(kernel.KERNELS.path("bench", "gfx942", "mxfp4_moe_gateup").read_bytes())
-    co_d = CodeObject.parse(kernel.KERNELS.path("bench", "gfx942", "mxfp4_moe_down").read_bytes())
+    co_g = CodeObject.parse(kernel.KERNELS.path("bench", arch, "mxfp4_moe_gateup").read_bytes())
+    co_d = CodeObject.parse(kernel.KERNELS.path("bench", arch, "mxfp4_moe_down").read_bytes())
 
     # gate/up: [T, K] x [2I, K] -> SiLU-GLU -> [nvt, I]
     bm = mm.mxfp4_moe_gateup_block_m(nvt, active)
@@ -89,11 +97,11 @@ def run(T, blocks, E=896, top_k=16, K=3584, I=384, cus=304):
     B = torch.randint(0, 256, (PHYS, K // 32, 2 * I, 16), dtype=torch.uint8)
     Bs = torch.randint(120, 134, (PHYS, K // 32, 2 * I), dtype=torch.uint8)
     C = torch.zeros(nvt, I, dtype=torch.bfloat16)
-    nt = kernel.gateup_nt(bm, I, kernel.EPI_SITU)
-    meta = co_g.kernels[f"mxfp4_moe_gateup_bm{bm}_nt{nt}_situ"]
+    nt = kernel.gateup_nt(bm, I, epi)
+    meta = co_g.kernels[f"mxfp4_moe_gateup_bm{bm}_nt{nt}_{epilogue}"]
     out.append(measure("gate/up", lambda: kernel.launch_gateup(
-        A, B, Bs, C, None, rows, experts, sub_ntpp, n_sub, bm, nvt, top_k, kernel.EPI_SITU, False, 4.0, 25.0),
-        nvt, live, n_sub, bm, 2 * I, K, meta))
+        A, B, Bs, C, None, rows, experts, sub_ntpp, n_sub, bm, nvt, top_k, epi, False, 4.0, 25.0),
+        nvt, live, n_sub, bm, 2 * I, K, meta, arch))
 
     # down: [nvt, I] x [K, I] -> [nvt, K]
     dbm, dnt, steps = mm.mxfp4_moe_down_plan(nvt, active, K, I, 0, num_cus=cus)
@@ -107,7 +115,7 @@ def run(T, blocks, E=896, top_k=16, K=3584, I=384, cus=304):
     meta = co_d.kernels[f"mxfp4_moe_down_bm{dbm}_k{I}_nt{dnt}"]
     r = measure("down", lambda: kernel.launch_down(
         A2, B2, Bs2, C2, None, rows, experts, sub_ntpp, n_sub, dbm, steps, dnt, nvt, 1, False),
-        nvt, live, n_sub, dbm, K, I, meta)
+        nvt, live, n_sub, dbm, K, I, meta, arch)
     r["n_steps"] = steps
     out.append(r)
     return T, nvt, active, out
@@ -117,14 +125,17 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tokens", type=int, nargs="+", default=[8, 32, 8192, 16384])
     ap.add_argument("--blocks", type=int, default=16, help="live m-blocks counted per launch (0 = all)")
+    ap.add_argument("--arch", choices=sorted(CUS), default="gfx942")
+    ap.add_argument("--epilogue", choices=("situ", "silu"), default="situ")
     args = ap.parse_args()
+    os.environ["MOONMATH_EMU_ARCH"] = args.arch
     hdr = ("| T | rows | experts hit | proj | kernel | live blocks | MFMA | VALU | trans | SALU | DS | VMEM | "
            "waitcnt | barrier | all | VALU/MFMA | W bytes/FLOP | VGPR | LDS | waves/SIMD |")
     print(hdr)
     print("|" + "---|" * (hdr.count("|") - 1))
     with use_backend("emu"):
         for T in args.tokens:
-            T, nvt, active, res = run(T, args.blocks)
+            T, nvt, active, res = run(T, args.blocks, arch=args.arch, epilogue=args.epilogue)
             for r in res:
                 p = r["per_tile"]
                 print(f"| {T} | {nvt} | {active} | {r['name']} | {r['kernel']} | {r['blocks']} | {p['mfma']:.0f} | "

@@ -1,4 +1,5 @@
-"""The gfx942 MXFP4 MoE kernels (gate/up with EPI_NONE / EPI_SITU, down) on the emulator.
+"""The MXFP4 MoE kernels (gate/up with EPI_NONE / EPI_SITU, down) on the emulator, every test on gfx942 and
+on gfx950 (the a16w4 build; fixture kernel_arch in conftest.py).
 
 Reference: a dense fp64 product built from the STOCK (never repacked) weights and the decoded E8M0 scales,
 independent of the package's repack and reference code. Metric: max|d| / max|ref| over live rows < 2e-2
@@ -36,7 +37,7 @@ pytestmark = pytest.mark.skipif(_backend() == "none", reason="needs moonmath-emu
 
 
 @pytest.fixture(autouse=True)
-def _kernel_backend():
+def _kernel_backend(kernel_arch):
     with use_backend("hip" if get_backend() == "hip" else "emu"):
         yield
 

@@ -20,6 +20,8 @@ GATEUP_VGPR = {(16, 1, "none"): 64, (16, 2, "none"): 84, (16, 3, "none"): 104, (
                (32, 2, "none"): 112, (32, 3, "none"): 132, (48, 1, "none"): 76, (48, 2, "none"): 144,
                (48, 3, "none"): 168, (16, 1, "situ"): 88, (16, 2, "situ"): 120, (32, 1, "situ"): 120,
                (32, 2, "situ"): 156, (48, 1, "situ"): 148, (48, 2, "situ"): 200}
+# SwiGLU variants hold the same accumulators as SituGLU (gate and up tiles): same ceilings.
+GATEUP_VGPR.update({(bm, nt, "silu"): v for (bm, nt, epi), v in list(GATEUP_VGPR.items()) if epi == "situ"})
 DOWN_VGPR_MAX = 176
 TABLES = 256 * 16  # the 256 dequantisation tables (one per E8M0 byte) in LDS
 
@@ -36,7 +38,7 @@ def test_gateup_budget():
     want = {f"mxfp4_moe_gateup_bm{bm}_nt{nt}_{epi}" for (bm, nt, epi) in GATEUP_VGPR}
     assert names == want
     for name, k in co.kernels.items():
-        bm, nt, epi = re.fullmatch(r"mxfp4_moe_gateup_bm(\d+)_nt(\d+)_(none|situ)", name).groups()
+        bm, nt, epi = re.fullmatch(r"mxfp4_moe_gateup_bm(\d+)_nt(\d+)_(none|situ|silu)", name).groups()
         key = (int(bm), int(nt), epi)
         assert k.scratch == 0, name
         assert k.agpr == 0, name
@@ -85,19 +87,25 @@ def test_launcher_rejections():
         kernel.launch_gateup(A, B, Bs, C, None, ids, ids[:1], ids[:1], 1, 16, 4, 1, kernel.EPI_SITU, False, nt=3)
 
 
-def test_no_gfx950_kernels(monkeypatch):
-    """Under the emulator at gfx950 the MoE ops say clearly that this build has no kernel for that arch."""
-    import torch
+@pytest.mark.parametrize("stem", ["mxfp4_moe_gateup", "mxfp4_moe_down"])
+def test_gfx950_a16w4_build(stem):
+    """gfx950 has every gfx942 variant (the a16w4 build of csrc/device/gfx950/), on v_mfma_f32_16x16x32_bf16:
+    per kernel exactly half the static MFMA count of its gfx942 twin, no 16x16x16 left; the same LDS, no
+    scratch, no AGPRs."""
+    from collections import Counter
 
-    import moonmath_mxfp4_moe as mm
-    from moonmath_common import NoKernelError, use_backend
+    import moonmath_emu
 
-    monkeypatch.setenv("MOONMATH_EMU_ARCH", "gfx950")
-    ids = torch.zeros(1, 1, dtype=torch.int32)
-    sid, eid, ntpp, nblk = mm.moe_align_block_size(ids, 16, 1)
-    A = torch.zeros(1, 256, dtype=torch.bfloat16)
-    B = torch.zeros(1, 8, 32, 16, dtype=torch.uint8)
-    Bs = torch.zeros(1, 8, 32, dtype=torch.uint8)
-    C = torch.zeros(1, 32, dtype=torch.bfloat16)
-    with use_backend("emu"), pytest.raises(NoKernelError, match="gfx950"):
-        mm.mxfp4_moe_gateup(A, B, Bs, C, None, sid, eid, ntpp, nblk, 16, 1, 1)
+    objs = {a: kernel.KERNELS.path(stem, a, stem).read_bytes() for a in ("gfx942", "gfx950")}
+    cos = {a: CodeObject.parse(b) for a, b in objs.items()}
+    assert cos["gfx950"].arch == "gfx950"
+    assert set(cos["gfx950"].kernels) == set(cos["gfx942"].kernels)
+    mfma = {a: Counter(k for k, _, text in moonmath_emu.disassemble(b) if text.startswith("v_mfma"))
+            for a, b in objs.items()}
+    ops950 = {text.split()[0] for _, _, text in moonmath_emu.disassemble(objs["gfx950"]) if text.startswith("v_mfma")}
+    assert ops950 == {"v_mfma_f32_16x16x32_bf16"}
+    for name, k in cos["gfx950"].kernels.items():
+        assert mfma["gfx950"][name] * 2 == mfma["gfx942"][name], name
+        assert k.scratch == 0 and k.agpr == 0, name
+        assert k.lds == cos["gfx942"].kernels[name].lds, name
+        assert k.max_workgroup_size == kernel.THREADS, name

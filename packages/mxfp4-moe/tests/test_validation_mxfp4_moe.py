@@ -83,7 +83,7 @@ GATEUP = COMMON + [
      "sorted_token_ids values must be >= 0"),
     ("K not multiple of 32", dict(A=torch.zeros(T, 48, dtype=bf), B=torch.zeros(E, 1, N, 16, dtype=u8),
                                   Bs=torch.zeros(E, 1, N, dtype=u8)), ValueError, "B must have K/32"),
-    ("epilogue value", dict(epilogue=2), ValueError, "epilogue must be one of"),
+    ("epilogue value", dict(epilogue=3), ValueError, "epilogue must be one of"),
     ("epilogue type", dict(epilogue="situ"), TypeError, "epilogue must be an int"),
     ("C columns none", dict(C=torch.zeros(T * TOPK, N + 1, dtype=bf)), ValueError, "with EPI_NONE, C must have B's N"),
     ("situ_beta zero", dict(situ_beta=0.0), ValueError, "situ_beta must be > 0"),

@@ -6,9 +6,10 @@ import math
 
 import torch
 
-from moonmath_common import NoKernelError, checks, get_backend, target_arch
+from moonmath_common import checks, get_backend
 
 from . import reference
+from .emu_device import device_resident
 
 LAYOUTS = ("bhsd", "bshd")
 ROUND_MODES = ("rtne",)
@@ -94,6 +95,28 @@ def _index_vector(name: str, t: object, numel: int | None = None) -> torch.Tenso
     return t
 
 
+def _out_type(out: object) -> None:
+    """out= is None or a tensor (checked before anything reads its attributes)."""
+    if out is not None and not isinstance(out, torch.Tensor):
+        raise TypeError(f"out must be a torch.Tensor or None; got {type(out).__name__}")
+
+
+def _no_self_overlap(name: str, t: torch.Tensor) -> None:
+    """No two elements of t share memory (a stride-0 or interleaved view would be written twice)."""
+    dims = sorted((t.stride(d), t.shape[d]) for d in range(t.dim()) if t.shape[d] > 1)
+    extent = 1
+    for st, n in dims:
+        if st < extent:
+            raise ValueError(f"{name} must not overlap itself; got strides {t.stride()} for shape {tuple(t.shape)}")
+        extent = st * (n - 1) + extent
+
+
+def _check_out(out: torch.Tensor, oshape: list[int], dev: torch.device, token_dim: int) -> None:
+    checks.tensor("out", out, dtype=torch.bfloat16, shape=oshape, device=dev)
+    _strides("out", out, token_dim)
+    _no_self_overlap("out", out)
+
+
 # ---------------------------------------------------------------------------------------------
 # forward (batch)
 # ---------------------------------------------------------------------------------------------
@@ -127,6 +150,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
     _round_mode(round_mode)
     checks.boolean("causal", causal)
     checks.boolean("return_lse", return_lse)
+    _out_type(out)
     dev = checks.same_device(q=q, k=k, v=v, out=out)
     sd, hd = (1, 2) if layout == "bshd" else (2, 1)
     if k.shape[0] != q.shape[0] or v.shape[0] != q.shape[0]:
@@ -143,8 +167,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
     if out is None:
         out = torch.empty(oshape, dtype=torch.bfloat16, device=q.device)
     else:
-        checks.tensor("out", out, dtype=torch.bfloat16, shape=oshape, device=dev)
-        _strides("out", out, sd)
+        _check_out(out, oshape, dev, sd)
     B, Hq, Sq = q.shape[0], q.shape[hd], q.shape[sd]
     lse = torch.empty(B, Hq, Sq, dtype=torch.float32, device=q.device) if return_lse else None
     _forward_op(q, k, v, out, lse, layout, causal, scale)
@@ -169,8 +192,10 @@ def _(q, k, v, out, lse, layout, causal, scale) -> None:
 
 
 def _run_kernel(q, k, v, out, lse, layout, causal, scale) -> None:
-    """The hip/emu path of forward: launch the gfx950 attention kernel. (Kernel not built yet.)"""
-    raise NoKernelError("moonmath_attention_gfx950.forward", target_arch(), archs_built=())
+    """The hip/emu path of forward: the gfx950 kernels (kernel.py), planned on the host."""
+    from . import kernel
+
+    kernel.run_forward(q, k, v, out, lse, layout, causal, scale)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -191,6 +216,7 @@ def _check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_
     _index_vector("cu_seqlens_k", cu_seqlens_k, cu_seqlens_q.numel())
     if cu_seqlens_q.numel() < 1:
         raise ValueError("cu_seqlens_q must have B + 1 >= 1 elements; got 0")
+    _out_type(out)
     dev = checks.same_device(q=q, k=k, v=v, out=out)
     _host_or(dev, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
     if v.shape[0] != k.shape[0]:
@@ -202,8 +228,7 @@ def _check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_
     scale = _scale(softmax_scale, q.shape[2])
     oshape = [q.shape[0], q.shape[1], v.shape[2]]
     if out is not None:
-        checks.tensor("out", out, dtype=torch.bfloat16, shape=oshape, device=dev)
-        _strides("out", out, 0)
+        _check_out(out, oshape, dev, 0)
     hosts = {}
     for name, cu, host, total, tname, mx in (
             ("cu_seqlens_q", cu_seqlens_q, host_cu_seqlens_q, q.shape[0], "q.shape[0]", max_seqlen_q),
@@ -214,8 +239,10 @@ def _check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_
             if host.device.type != "cpu":
                 raise ValueError(f"{hname} must be a CPU tensor (the host copy of {name}); got {host.device}")
         src, sname = (host, hname) if host is not None else (cu, name)
-        if checks.on_host(src):
+        if checks.on_host(src) and not device_resident(src):
             hosts[name] = _cu_seqlens(sname, src, total, tname, mx, "max_seqlen_" + name[-1])
+        if host is not None and checks.on_host(cu) and not device_resident(cu):   # checked too, not trusted to match
+            _cu_seqlens(name, cu, total, tname, mx, "max_seqlen_" + name[-1])
     return scale, oshape, hosts
 
 
@@ -274,63 +301,24 @@ def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse,
 def _run_kernel_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale,
                        host_cu_seqlens_q, host_cu_seqlens_k) -> None:
     """The hip/emu path of forward_varlen. host_cu_seqlens_* are CPU copies of the cu_seqlens when the caller has
-    them (or None): plan on the host from them; otherwise plan from device cu_seqlens without a sync.
-    (Kernel not built yet.)"""
-    raise NoKernelError("moonmath_attention_gfx950.forward_varlen", target_arch(), archs_built=())
+    them (or None): plan exactly on the host from them. Device cu_seqlens without host copies are planned on the
+    device (serving.py: the planning kernel writes the work list; no host read)."""
+    from . import kernel
+
+    if host_cu_seqlens_q is None and host_cu_seqlens_k is None and (device_resident(cu_seqlens_q)
+                                                                    or device_resident(cu_seqlens_k)):
+        from . import serving
+
+        serving.run_varlen_on_device(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse,
+                                     causal, scale)
+        return
+
+    cu_q = (host_cu_seqlens_q if host_cu_seqlens_q is not None else cu_seqlens_q).cpu().tolist()
+    cu_k = (host_cu_seqlens_k if host_cu_seqlens_k is not None else cu_seqlens_k).cpu().tolist()
+    kernel.run_forward_varlen(q, k, v, cu_q, cu_k, out, lse, causal, scale)
 
 
-class VarlenPlan:
-    """forward_varlen split in two: ``plan()`` once per forward pass, ``run(q, k, v)`` per layer.
-
-    ``plan(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, total_q, total_k, heads=, kv_heads=,
-    causal=False, softmax_scale=None)`` checks the sequences and returns the plan itself;
-    ``run(q, k, v, out=None, return_lse=False)`` checks that q/k/v match the planned shapes and runs the
-    attention. Keep the plan alive (and its cu_seqlens tensors unchanged) while it is used.
-    """
-
-    def __init__(self) -> None:
-        self._args: dict | None = None
-
-    def plan(self, cu_seqlens_q: torch.Tensor, cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int,
-             total_q: int, total_k: int, *, heads: int, kv_heads: int, causal: bool = False,
-             softmax_scale: float | None = None) -> VarlenPlan:
-        checks.integer("total_q", total_q, lo=0)
-        checks.integer("total_k", total_k, lo=0)
-        checks.integer("heads", heads, lo=1)
-        checks.integer("kv_heads", kv_heads, lo=1)
-        if heads % kv_heads:
-            raise ValueError(f"heads must be a multiple of kv_heads; got heads={heads}, kv_heads={kv_heads}")
-        checks.integer("max_seqlen_q", max_seqlen_q, lo=0)
-        checks.integer("max_seqlen_k", max_seqlen_k, lo=0)
-        checks.boolean("causal", causal)
-        if softmax_scale is not None:
-            checks.real("softmax_scale", softmax_scale)
-        _index_vector("cu_seqlens_q", cu_seqlens_q)
-        _index_vector("cu_seqlens_k", cu_seqlens_k, cu_seqlens_q.numel())
-        if cu_seqlens_q.numel() < 1:
-            raise ValueError("cu_seqlens_q must have B + 1 >= 1 elements; got 0")
-        checks.same_device(cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
-        if checks.on_host(cu_seqlens_q, cu_seqlens_k):
-            _cu_seqlens("cu_seqlens_q", cu_seqlens_q, total_q, "total_q", max_seqlen_q, "max_seqlen_q")
-            _cu_seqlens("cu_seqlens_k", cu_seqlens_k, total_k, "total_k", max_seqlen_k, "max_seqlen_k")
-        self._args = dict(cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
-                          max_seqlen_k=max_seqlen_k, total_q=total_q, total_k=total_k, heads=heads,
-                          kv_heads=kv_heads, causal=causal, softmax_scale=softmax_scale)
-        return self
-
-    def run(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Tensor | None = None,
-            return_lse: bool = False):
-        if self._args is None:
-            raise RuntimeError("VarlenPlan.run() called before plan()")
-        a = self._args
-        for name, t, total, h, tname, hname in (("q", q, a["total_q"], a["heads"], "total_q", "heads"),
-                                               ("k", k, a["total_k"], a["kv_heads"], "total_k", "kv_heads"),
-                                               ("v", v, a["total_k"], a["kv_heads"], "total_k", "kv_heads")):
-            checks.tensor(name, t, ndim=3)
-            if t.shape[0] != total or t.shape[1] != h:
-                raise ValueError(f"{name} must be [{tname}={total}, {hname}={h}, D] as planned; got {list(t.shape)}")
-        return forward_varlen(q, k, v, a["cu_seqlens_q"], a["cu_seqlens_k"], a["max_seqlen_q"], a["max_seqlen_k"],
-                              softmax_scale=a["softmax_scale"], causal=a["causal"], return_lse=return_lse, out=out)
+# VarlenPlan: varlen_plan.py (device-side planning, issue 13).
 
 
 # ---------------------------------------------------------------------------------------------
@@ -358,7 +346,8 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
         causal, softmax_scale, return_lse, out, round_mode: as forward_varlen (LSE ``[Hq, total_q]``).
 
     Lengths and kv_indptr are read on the host (CPU tensors avoid a sync), so this op is not graph
-    capturable; page indices are checked against num_pages when they are CPU tensors.
+    capturable; page indices are checked against num_pages when they are CPU tensors (on the device, an
+    index outside the cache reads zero keys: never memory outside it). Each cache must span < 4 GiB (gfx950 kernel).
 
     Returns:
         out, or (out, lse).
@@ -387,6 +376,7 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
         checks.tensor("block_table", block_table, dtype=torch.int32, ndim=2, last_dim_contiguous=True)
         if block_table.shape[0] != B:
             raise ValueError(f"block_table must have B = {B} rows (len(cu_seqlens_q) - 1); got {block_table.shape[0]}")
+    _out_type(out)
     dev = checks.same_device(q=q, k_cache=k_cache, v_cache=v_cache, out=out, kv_page_indices=kv_page_indices,
                              block_table=block_table)
     _host_or(dev, cu_seqlens_q=cu_seqlens_q, seqlens_k=seqlens_k, kv_indptr=kv_indptr)
@@ -406,8 +396,7 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
     scale = _scale(softmax_scale, dqk)
     oshape = [q.shape[0], q.shape[1], v_cache.shape[3]]
     if out is not None:
-        checks.tensor("out", out, dtype=torch.bfloat16, shape=oshape, device=dev)
-        _strides("out", out, 0)
+        _check_out(out, oshape, dev, 0)
     # lengths and kv_indptr are read on the host (a sync when they live on the GPU)
     host_lens = seqlens_k.cpu()
     host_indptr = kv_indptr.cpu() if kv_indptr is not None else None
@@ -427,7 +416,7 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                 b = int(torch.nonzero(have < need)[0])
                 raise ValueError(f"kv_indptr gives sequence {b} {int(have[b])} pages but seqlens_k[{b}] = "
                                  f"{int(host_lens[b])} needs {int(need[b])} pages of {page_size}")
-            if checks.on_host(kv_page_indices) and B:
+            if checks.on_host(kv_page_indices) and not device_resident(kv_page_indices) and B:
                 used = kv_page_indices[int(host_indptr[0]):int(host_indptr[-1])]
                 checks.values_in("kv_page_indices", used, lo=0, hi=num_pages)
         else:
@@ -435,7 +424,7 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                 b = int(need.argmax())
                 raise ValueError(f"block_table has {block_table.shape[1]} columns but seqlens_k[{b}] = "
                                  f"{int(host_lens[b])} needs {int(need[b])} pages of {page_size}")
-            if checks.on_host(block_table) and B:
+            if checks.on_host(block_table) and not device_resident(block_table) and B:
                 cols = torch.arange(block_table.shape[1])
                 used = block_table[cols.view(1, -1) < need.view(-1, 1)]
                 checks.values_in("block_table", used, lo=0, hi=num_pages)
@@ -474,5 +463,17 @@ def _(q, k_cache, v_cache, cu_seqlens_q, seqlens_k, kv_indptr, kv_page_indices, 
 
 def _run_kernel_paged(q, k_cache, v_cache, cu_seqlens_q, seqlens_k, kv_indptr, kv_page_indices, block_table, out,
                       lse, causal, scale) -> None:
-    """The hip/emu path of forward_paged (seqlens_k and kv_indptr arrive as CPU tensors). (Kernel not built yet.)"""
-    raise NoKernelError("moonmath_attention_gfx950.forward_paged", target_arch(), archs_built=())
+    """The hip/emu path of forward_paged (seqlens_k and kv_indptr arrive as CPU tensors; the page list stays on the
+    device): the paged kernels of serving.py, planned on the host."""
+    from . import serving
+
+    cu_q = (cu_seqlens_q if checks.on_host(cu_seqlens_q) else cu_seqlens_q.cpu()).tolist()
+    lens = [int(x) for x in seqlens_k.tolist()]
+    if block_table is not None:
+        pages, page0 = block_table, [b * block_table.stride(0) for b in range(len(lens))]
+        if page0 and page0[-1] >= 1 << 31:
+            raise ValueError(f"block_table rows must start less than 2^31 entries apart; got row stride "
+                             f"{block_table.stride(0)} for {len(lens)} rows")
+    else:
+        pages, page0 = kv_page_indices, [int(x) for x in kv_indptr[:-1].tolist()]
+    serving.run_forward_paged(q, k_cache, v_cache, cu_q, lens, page0, pages, out, lse, causal, scale)

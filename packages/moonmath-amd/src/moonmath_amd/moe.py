@@ -2,6 +2,7 @@
 The same functions as moonmath_amd's top level."""
 from moonmath_mxfp4_moe import (
     EPI_NONE,
+    EPI_SILU,
     EPI_SITU,
     moe_align_block_size,
     mxfp4_moe_down,
@@ -19,7 +20,7 @@ from moonmath_mxfp4_moe import (
 )
 
 __all__ = [
-    "EPI_NONE", "EPI_SITU", "moe_align_block_size", "mxfp4_moe_down", "mxfp4_moe_down_block_m",
+    "EPI_NONE", "EPI_SILU", "EPI_SITU", "moe_align_block_size", "mxfp4_moe_down", "mxfp4_moe_down_block_m",
     "mxfp4_moe_down_n_steps", "mxfp4_moe_down_nt", "mxfp4_moe_down_plan", "mxfp4_moe_gateup",
     "mxfp4_moe_gateup_block_m", "mxfp4_moe_gateup_supports_k", "repack_mxfp4", "repack_mxfp4_scales",
     "unrepack_mxfp4", "unrepack_mxfp4_scales",

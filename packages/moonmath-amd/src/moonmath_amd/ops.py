@@ -13,6 +13,7 @@ from moonmath_common import MoonmathError, NoKernelError, target_arch
 from moonmath_mla_decode import mla_dcp_lse_merge_ranks, mla_decode_a16w8
 from moonmath_mxfp4_moe import (
     EPI_NONE,
+    EPI_SILU,
     EPI_SITU,
     moe_align_block_size,
     mxfp4_moe_down,
@@ -120,7 +121,7 @@ class VarlenPlan(_gfx950.VarlenPlan):
 
 
 __all__ = [
-    "ATTENTION_ARCHS", "ArchFeatureError", "EPI_NONE", "EPI_SITU", "VarlenPlan", "forward", "forward_paged",
+    "ATTENTION_ARCHS", "ArchFeatureError", "EPI_NONE", "EPI_SILU", "EPI_SITU", "VarlenPlan", "forward", "forward_paged",
     "forward_varlen", "mla_dcp_lse_merge_ranks", "mla_decode_a16w8", "moe_align_block_size", "mxfp4_moe_down",
     "mxfp4_moe_down_block_m", "mxfp4_moe_down_n_steps", "mxfp4_moe_down_nt", "mxfp4_moe_down_plan",
     "mxfp4_moe_gateup", "mxfp4_moe_gateup_block_m", "mxfp4_moe_gateup_supports_k", "repack_mxfp4",

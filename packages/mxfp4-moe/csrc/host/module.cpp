@@ -2,8 +2,10 @@
 #include <pybind11/pybind11.h>
 
 void register_moe_planners(pybind11::module_& m);
+void register_moe_planners_gfx950(pybind11::module_& m);
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "moonmath_mxfp4_moe host helpers";
   register_moe_planners(m);
+  register_moe_planners_gfx950(m);
 }

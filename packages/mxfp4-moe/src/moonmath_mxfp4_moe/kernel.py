@@ -1,9 +1,11 @@
-"""Launching the gfx942 MXFP4 MoE kernels (csrc/device/gfx942/) through moonmath_common's runtime.
+"""Launching the MXFP4 MoE kernels (csrc/device/gfx942/, gfx950/) through moonmath_common's runtime.
 
 Code objects: ``mxfp4_moe_gateup.hsaco`` (kernels ``mxfp4_moe_gateup_bm{16,32,48}_nt{1,2,3}_none`` and
-``..._nt{1,2}_situ``) and ``mxfp4_moe_down.hsaco`` (``mxfp4_moe_down_bm{BM}_k{K}_nt{1,2}`` for the (BM, K)
-pairs whose A tile fits LDS). Both take the same leading arguments (A, W, S, C, topk_w, sorted_ids,
-expert_ids, ntpp, num_sorted, num_valid, a_rows, a_row_div) and A's row stride last; see the .hip files.
+``..._nt{1,2}_situ`` / ``..._nt{1,2}_silu``) and ``mxfp4_moe_down.hsaco``
+(``mxfp4_moe_down_bm{BM}_k{K}_nt{1,2}`` for the (BM, K) pairs whose A tile fits LDS), for gfx942 and gfx950
+(csrc/device/gfx950/: the same kernels on the 16x16x32 bf16 MFMA). Both take the same leading arguments
+(A, W, S, C, topk_w, sorted_ids, expert_ids, ntpp, num_sorted, num_valid, a_rows, a_row_div) and A's row
+stride last; see the .hip files.
 num_sorted is sorted_ids' length: a block row at or past it is a padding row (the aligners of vLLM and
 SGLang allocate fewer than num_m_blocks * block_m entries).
 
@@ -21,9 +23,12 @@ from moonmath_common.kernels import KernelSet
 
 EPI_NONE = 0
 EPI_SITU = 1
+EPI_SILU = 2
+GATED = (EPI_SITU, EPI_SILU)  # epilogues that read gate columns [0, N) and up columns [N, 2N)
+EPI_NAMES = {EPI_NONE: "none", EPI_SITU: "situ", EPI_SILU: "silu"}
 THREADS = 512       # 8 waves per workgroup, both kernels
 COLS_PER_NT = 128   # output columns per workgroup (gate/up) or per column step (down) at nt = 1
-GATEUP_NTS = {EPI_NONE: (1, 2, 3), EPI_SITU: (1, 2)}
+GATEUP_NTS = {EPI_NONE: (1, 2, 3), EPI_SITU: (1, 2), EPI_SILU: (1, 2)}
 DOWN_VARIANTS = {(16, 384), (16, 512), (16, 768), (32, 384), (32, 512), (32, 768), (64, 384)}
 _OOB_LIMIT = 1 << 31  # the kernels use voffset 2^31 as "out of range": every buffer must be <= 2 GiB
 
@@ -95,12 +100,12 @@ def launch_gateup(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.T
     """Run the gate/up kernel (also the down projection at K the down kernel does not serve).
 
     A bf16 [T, K] (K % 32 == 0), B uint8 [E, K/32, Nb, 16], Bs uint8 [E, K/32, Nb], C bf16 [>= nvt, N_out]
-    with N_out = Nb (EPI_NONE) or Nb / 2 (EPI_SITU). nt = None lets gateup_nt choose. Returns the
+    with N_out = Nb (EPI_NONE) or Nb / 2 (EPI_SITU, EPI_SILU). nt = None lets gateup_nt choose. Returns the
     emulator's counters (emu) or None (hip).
     """
     E, G, nb, _ = B.shape
     T, K = A.shape
-    n_out = nb // 2 if epilogue == EPI_SITU else nb
+    n_out = nb // 2 if epilogue in GATED else nb
     if nt is None:
         nt = gateup_nt(block_m, n_out, epilogue)
     if nt not in GATEUP_NTS[epilogue]:
@@ -110,7 +115,7 @@ def launch_gateup(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.T
     A = _aligned_a(A)
     _check_ranges(op, A=_a_bytes(A), B_per_expert=G * nb * 16, C=num_valid_tokens * n_out * 2)
     _check_b(op, B)
-    name = f"mxfp4_moe_gateup_bm{block_m}_nt{nt}_{'situ' if epilogue == EPI_SITU else 'none'}"
+    name = f"mxfp4_moe_gateup_bm{block_m}_nt{nt}_{EPI_NAMES[epilogue]}"
     grid = (_cdiv(n_out, COLS_PER_NT * nt), num_m_blocks, 1)
     args = [A, B, Bs, C, _topk(topk_weights, mul_routed_weight), sorted_ids, expert_ids, ntpp,
             sorted_ids.numel(), num_valid_tokens, T, top_k, K, nb, E, int(bool(mul_routed_weight)),

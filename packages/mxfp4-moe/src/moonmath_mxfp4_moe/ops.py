@@ -1,4 +1,4 @@
-"""The MXFP4 MoE grouped GEMMs: mxfp4_moe_gateup (optional fused SiLU-GLU) and mxfp4_moe_down."""
+"""The MXFP4 MoE grouped GEMMs: mxfp4_moe_gateup (optional fused SituGLU or SwiGLU) and mxfp4_moe_down."""
 from __future__ import annotations
 
 import torch
@@ -9,6 +9,7 @@ from . import reference
 
 EPI_NONE = 0
 EPI_SITU = 1
+EPI_SILU = 2
 GATEUP_BLOCK_MS = (16, 32, 48)
 DOWN_BLOCK_MS = (16, 32, 64)
 DOWN_KS = (384, 512, 768)
@@ -85,21 +86,22 @@ def mxfp4_moe_gateup(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torc
     Args:
         A: bf16 ``[T, K]`` activations, one row per token (row of slot s is s // top_k), contiguous k and
             any row stride (a row-strided view is read in place). K a positive multiple of 32.
-        B: repacked weights uint8 ``[E, K/32, Nb, 16]`` (repack_mxfp4). Under EPI_SITU, Nb = 2N: gate
+        B: repacked weights uint8 ``[E, K/32, Nb, 16]`` (repack_mxfp4). Under EPI_SITU/EPI_SILU, Nb = 2N: gate
             columns [0, N), up columns [N, 2N); under EPI_NONE, Nb = N.
         Bs: repacked E8M0 scales uint8 ``[E, K/32, Nb]`` (repack_mxfp4_scales).
         C: bf16 ``[rows, N]`` contiguous output, row = slot (rows >= num_valid_tokens).
         topk_weights: fp32 or bf16, contiguous, >= num_valid_tokens elements (flat index = slot); required
-            when mul_routed_weight. Applied in fp32 under both epilogues (after the SiLU-GLU).
+            when mul_routed_weight. Applied in fp32 under every epilogue (after the SituGLU / SwiGLU).
         sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks: from moe_align_block_size (or
             vLLM's / SGLang's aligner: sorted_token_ids may be shorter than num_m_blocks * block_m; rows
             past its end are padding).
         block_m: 16, 32 or 48 (mxfp4_moe_gateup_block_m). num_valid_tokens: slots s < it are live.
-        top_k: slots per token. epilogue: EPI_NONE or EPI_SITU.
+        top_k: slots per token. epilogue: EPI_NONE, EPI_SITU (SituGLU) or EPI_SILU (SwiGLU:
+            silu(gate) * up, the DeepSeek-V3/R1 and Qwen3 MLP activation).
         situ_beta, situ_linear_beta: b and L of (b tanh(g/b) sigmoid(g)) * (L tanh(u/L)); finite, > 0.
     """
     checks.integer("epilogue", epilogue)
-    checks.choice("epilogue", epilogue, (EPI_NONE, EPI_SITU))
+    checks.choice("epilogue", epilogue, (EPI_NONE, EPI_SITU, EPI_SILU))
     situ_beta = checks.real("situ_beta", situ_beta, positive=True, fp32=True)
     situ_linear_beta = checks.real("situ_linear_beta", situ_linear_beta, positive=True, fp32=True)
     E, K, ncols = _common(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
@@ -107,9 +109,10 @@ def mxfp4_moe_gateup(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torc
     if K % 32 or K == 0:
         raise ValueError(f"K (A.shape[1]) must be a positive multiple of 32 (one E8M0 scale per 32 k) for "
                          f"mxfp4_moe_gateup; got {K}")
-    if epilogue == EPI_SITU:
+    if epilogue in (EPI_SITU, EPI_SILU):
         if ncols % 2 or C.shape[1] * 2 != ncols:
-            raise ValueError(f"with EPI_SITU, B must have 2 * N columns (gate then up) for C's N = {C.shape[1]}; "
+            name = "EPI_SITU" if epilogue == EPI_SITU else "EPI_SILU"
+            raise ValueError(f"with {name}, B must have 2 * N columns (gate then up) for C's N = {C.shape[1]}; "
                              f"got {ncols}")
     elif C.shape[1] != ncols:
         raise ValueError(f"with EPI_NONE, C must have B's N = {ncols} columns; got {C.shape[1]}")

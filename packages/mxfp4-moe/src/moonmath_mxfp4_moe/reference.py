@@ -8,7 +8,9 @@ computes acc = A[s // top_k] . W[e]^T in fp32
 (A upcast exactly from bf16), then
     EPI_NONE: v = acc
     EPI_SITU: g = acc[:N], u = acc[N:2N];  v = (b * tanh(g / b) * sigmoid(g)) * (L * tanh(u / L))
-    v = v * topk_weights[s] (when mul_routed_weight, the weight as given, fp32 or bf16 upcast)
+    EPI_SILU: g = acc[:N], u = acc[N:2N];  v = silu(g) * u = g * sigmoid(g) * u   (SwiGLU)
+    v = v * topk_weights[s] (when mul_routed_weight, the weight as given, fp32 or bf16 upcast; after the
+        epilogue under every epilogue)
 and writes C[s] = bf16 RTNE(v) (NaN -> 0x7FFF). Rows of C that no live slot names are not written.
 """
 from __future__ import annotations
@@ -21,6 +23,7 @@ from .repack import unrepack_mxfp4, unrepack_mxfp4_scales
 
 EPI_NONE = 0
 EPI_SITU = 1
+EPI_SILU = 2
 
 
 def dequant_expert(B: torch.Tensor, Bs: torch.Tensor, e: int) -> torch.Tensor:
@@ -32,6 +35,10 @@ def dequant_expert(B: torch.Tensor, Bs: torch.Tensor, e: int) -> torch.Tensor:
 
 def situ_glu(g: torch.Tensor, u: torch.Tensor, beta: float, linear_beta: float) -> torch.Tensor:
     return (beta * torch.tanh(g / beta) * torch.sigmoid(g)) * (linear_beta * torch.tanh(u / linear_beta))
+
+
+def swiglu(g: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    return g * torch.sigmoid(g) * u
 
 
 def grouped_gemm(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.Tensor,
@@ -58,6 +65,9 @@ def grouped_gemm(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.Te
         if epilogue == EPI_SITU:
             n = acc.shape[1] // 2
             acc = situ_glu(acc[:, :n], acc[:, n:], situ_beta, situ_linear_beta)
+        elif epilogue == EPI_SILU:
+            n = acc.shape[1] // 2
+            acc = swiglu(acc[:, :n], acc[:, n:])
         if mul_routed_weight:
             acc = acc * topk_weights.reshape(-1)[rows].float()[:, None]
         C[rows] = round_bf16(acc, "rtne")

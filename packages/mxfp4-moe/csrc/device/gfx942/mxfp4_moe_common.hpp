@@ -1,4 +1,5 @@
-// MXFP4 MoE grouped GEMMs on gfx942: the pieces the gate/up and down kernels share.
+// MXFP4 MoE grouped GEMMs on gfx942 (and the gfx950 a16w4 build): the pieces the gate/up and down
+// kernels share.
 //
 // Shapes and layouts (docs/kernels/mxfp4_moe_gfx942.md has the full story):
 //   A   activations, bf16 [A_rows, K] row-major; the A row of sorted slot `s` is s / a_row_div.
@@ -79,13 +80,21 @@ MM_DEVICE ScaleTable load_table(const uint8_t* tables, uint32_t e) {
   return t;
 }
 
-// The MFMA of both kernels (moonmath/tile.hpp): A = dequantised weights, B = activations.
+// The MFMA of both kernels (moonmath/tile.hpp): A = dequantised weights, B = activations. gfx950 (the
+// a16w4 build in csrc/device/gfx950/) uses its 16x16x32 bf16 shape: one MFMA per dequantised dword of
+// 8 weights instead of two, the same lanes, k blocks and registers otherwise.
+#if defined(__gfx950__)
+typedef Mfma16x16x32Bf16 Mma;
+#else
 typedef Mfma16x16x16Bf16 Mma;
+#endif
+// MFMAs per 16x16 output tile per slab: the 4 lane groups each own 32 k of the slab.
+constexpr int kSlabMfmas = kSlabK / Mma::K;
 
-// 8 nibbles (k = 0..3 in the low nibbles of bytes 0..3, k = 4..7 in the high nibbles) -> two MFMA
-// operands of 4 bf16 in k order: lo = k 0..3, hi = k 4..7.
+// 8 nibbles (k = 0..3 in the low nibbles of bytes 0..3, k = 4..7 in the high nibbles) -> 8 bf16 in k
+// order: lo = k 0..3, hi = k 4..7 (two 16x16x16 operands, or together one 16x16x32 operand).
 struct Dequant8 {
-  FragA<Mma> lo, hi;
+  u32x2 lo, hi;
 };
 
 MM_DEVICE Dequant8 dequant8(uint32_t w, const ScaleTable& t) {
@@ -96,8 +105,8 @@ MM_DEVICE Dequant8 dequant8(uint32_t w, const ScaleTable& t) {
   const uint32_t h47 = perm(t.h47, t.h03, m47) | (w & 0x80808080u);
   const uint32_t l47 = perm(t.l47, t.l03, m47);
   Dequant8 r;
-  r.lo.w = u32x2{perm(h03, l03, 0x05010400u), perm(h03, l03, 0x07030602u)};
-  r.hi.w = u32x2{perm(h47, l47, 0x05010400u), perm(h47, l47, 0x07030602u)};
+  r.lo = u32x2{perm(h03, l03, 0x05010400u), perm(h03, l03, 0x07030602u)};
+  r.hi = u32x2{perm(h47, l47, 0x05010400u), perm(h47, l47, 0x07030602u)};
   return r;
 }
 
@@ -146,14 +155,15 @@ MM_DEVICE uint32_t a_lds_offset(uint32_t row, uint32_t granule) { return SlabLds
 
 // acc[r][t] += W(tile t)^T-ish x A(subtile r) over one slab: dequantise each tile's granule once and
 // use it against every row subtile. The activation operands of a 16-row subtile are k-blocked over
-// the slab's 8 MFMAs (lane (q, j) reads row j's k = 32q .. 32q+31, granules 4q..4q+3; a[r][m] feeds
-// MFMA m), matching the weights' granule of k-block q.
+// the slab's MFMAs (lane (q, j) reads row j's k = 32q .. 32q+31, granules 4q..4q+3; a[r][m] feeds
+// MFMA m), matching the weights' granule of k-block q: dword d of the granule (k = 32q + 8d ..+7)
+// feeds MFMAs 2d, 2d+1 (16x16x16: 4 k each) or MFMA d (gfx950 16x16x32: 8 k).
 template <int SUBS, int TILES>
 MM_DEVICE void slab_mma(FragC<Mma> (&acc)[SUBS][TILES], const WeightSlab (&ws)[TILES], const uint8_t* slab_base,
                         const uint8_t* tables) {
-  FragB<Mma> a[SUBS][8];
+  FragB<Mma> a[SUBS][kSlabMfmas];
 #pragma unroll
-  for (int r = 0; r < SUBS; ++r) lds_load_b_blocked<SlabLds, 8>(a[r], slab_base, 16u * r);
+  for (int r = 0; r < SUBS; ++r) lds_load_b_blocked<SlabLds, kSlabMfmas>(a[r], slab_base, 16u * r);
 #pragma unroll
   for (int t = 0; t < TILES; ++t) {
     const ScaleTable tab = load_table(tables, ws[t].scale);
@@ -161,11 +171,21 @@ MM_DEVICE void slab_mma(FragC<Mma> (&acc)[SUBS][TILES], const WeightSlab (&ws)[T
 #pragma unroll
     for (int d = 0; d < 4; ++d) {
       const Dequant8 b = dequant8(nib[d], tab);
+#if defined(__gfx950__)
+      FragA<Mma> w8;
+      w8.w = u32x4{b.lo.x, b.lo.y, b.hi.x, b.hi.y};
+#pragma unroll
+      for (int r = 0; r < SUBS; ++r) mma(acc[r][t], w8, a[r][d], acc[r][t]);
+#else
+      FragA<Mma> lo, hi;
+      lo.w = b.lo;
+      hi.w = b.hi;
 #pragma unroll
       for (int r = 0; r < SUBS; ++r) {
-        mma(acc[r][t], b.lo, a[r][2 * d], acc[r][t]);
-        mma(acc[r][t], b.hi, a[r][2 * d + 1], acc[r][t]);
+        mma(acc[r][t], lo, a[r][2 * d], acc[r][t]);
+        mma(acc[r][t], hi, a[r][2 * d + 1], acc[r][t]);
       }
+#endif
     }
   }
 }
@@ -220,5 +240,9 @@ MM_DEVICE float situ(float g, float u, float beta, float inv_beta, float lin, fl
   const float tu = 2.0f * sigmoid(2.0f * u * inv_lin) - 1.0f;
   return (beta * tg * sigmoid(g)) * (lin * tu);
 }
+
+// SwiGLU: silu(g) * u = g * sigmoid(g) * u (DeepSeek-V3/R1, Qwen3). sigmoid as above (exp2 + rcp); a
+// non-finite g gives what torch's g * sigmoid(g) gives (+inf -> inf, -inf -> -inf * 0 = NaN).
+MM_DEVICE float swiglu(float g, float u) { return g * sigmoid(g) * u; }
 
 }  // namespace mm::moe

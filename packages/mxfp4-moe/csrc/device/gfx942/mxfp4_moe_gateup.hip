@@ -4,8 +4,8 @@
 //
 // Workgroup = 8 waves = one block of BM sorted rows x one column block. The waves split the columns:
 // each holds all BM rows and NT column tiles of 16 (EPI_NONE: 128*NT columns per workgroup), or, under
-// EPI_SITU, NT gate tiles and the NT up tiles of the same output columns (128*NT output columns), so
-// the SiLU-GLU epilogue is lane-local. K is walked in slabs of 128: the activation slab is
+// EPI_SITU or EPI_SILU, NT gate tiles and the NT up tiles of the same output columns (128*NT output
+// columns), so the gated epilogue is lane-local. K is walked in slabs of 128: the activation slab is
 // double-buffered in LDS (one barrier per slab), the weights never touch LDS: each lane loads one
 // 16-byte granule and one scale byte per column tile per slab, a slab ahead, and dequantises them in
 // registers (v_perm lookups in the scale byte's table; the 256 tables sit in 4 KiB of LDS). Any K that is a multiple of 32 works: the last, partial slab reads zeros past K (the
@@ -13,8 +13,9 @@
 //
 // Grid: (ceil(N_out / (128*NT)), num_m_blocks). A block past *ntpp or whose expert id is negative
 // (or >= num_experts) returns at once. Dead rows (slot >= num_valid: padding) are never written.
-// Output bf16 RTNE, canonical NaN. mul_routed != 0 multiplies each row by topk_w[slot] (fp32) before
-// rounding, under both epilogues.
+// Output bf16 RTNE, canonical NaN. Epilogues: EPI_NONE v = acc; EPI_SITU v = SituGLU(gate, up);
+// EPI_SILU (SwiGLU) v = silu(gate) * up = gate * sigmoid(gate) * up. mul_routed != 0 multiplies each row
+// by topk_w[slot] (fp32) after the epilogue, before rounding, under every epilogue.
 #include "mxfp4_moe_common.hpp"
 
 using namespace mm;
@@ -22,7 +23,8 @@ using namespace mm::moe;
 
 namespace {
 
-enum : int { kEpiNone = 0, kEpiSitu = 1 };
+enum : int { kEpiNone = 0, kEpiSitu = 1, kEpiSilu = 2 };
+constexpr bool gated(int epi) { return epi == kEpiSitu || epi == kEpiSilu; }
 
 template <int BM, int NT, int EPI>
 MM_DEVICE void gateup(const uint16_t* A, const uint8_t* W, const uint8_t* S, uint16_t* C, const float* topk_w,
@@ -31,7 +33,7 @@ MM_DEVICE void gateup(const uint16_t* A, const uint8_t* W, const uint8_t* S, uin
                       uint32_t N, uint32_t num_experts, uint32_t mul_routed, float beta, float lin, uint32_t a_stride) {
   static_assert(BM % 16 == 0 && BM <= 64, "block_m is 16, 32 or 48");
   constexpr int SUBS = BM / 16;
-  constexpr int TILES = EPI == kEpiSitu ? 2 * NT : NT;
+  constexpr int TILES = gated(EPI) ? 2 * NT : NT;
   constexpr int STAGE = (BM * kGranulesPerRow + kThreads - 1) / kThreads;  // A granules per thread per slab
   MM_LDS __attribute__((aligned(16))) uint8_t lds[2][BM * kRowBytes];
   MM_LDS __attribute__((aligned(16))) uint8_t tables[kTableBytes];
@@ -43,7 +45,7 @@ MM_DEVICE void gateup(const uint16_t* A, const uint8_t* W, const uint8_t* S, uin
   if (expert < 0 || (uint32_t)expert >= num_experts) return;
 
   const uint32_t tid = thread_id_x(), lane = lane_id(), wave = wave_id();
-  const uint32_t nout = EPI == kEpiSitu ? N / 2u : N;
+  const uint32_t nout = gated(EPI) ? N / 2u : N;
   const uint32_t wave_col = block_id_x() * (kWaves * 16 * NT) + wave * (16 * NT);  // first output column
   const uint32_t kblocks = K / 32u;
   const uint32_t slabs = (K + kSlabK - 1) / kSlabK;
@@ -52,12 +54,12 @@ MM_DEVICE void gateup(const uint16_t* A, const uint8_t* W, const uint8_t* S, uin
   // last row's K-th element.
   const buffer_rsrc abuf = make_buffer(A, ((a_rows - 1u) * a_stride + K) * 2u);
 
-  // Weight column of tile t for this lane (SITU: tiles NT.. are the up half of the same outputs).
+  // Weight column of tile t for this lane (gated: tiles NT.. are the up half of the same outputs).
   uint32_t widx[TILES];
 #pragma unroll
   for (int t = 0; t < TILES; ++t) {
     const uint32_t c = wave_col + 16u * (t % NT) + (lane & 15u);
-    widx[t] = weight_index(ew, (EPI == kEpiSitu && t >= NT) ? nout + c : c);
+    widx[t] = weight_index(ew, (gated(EPI) && t >= NT) ? nout + c : c);
   }
 
   // This thread's staging granules: block row and A row offset.
@@ -135,6 +137,9 @@ MM_DEVICE void gateup(const uint16_t* A, const uint8_t* W, const uint8_t* S, uin
         const f32x4 gt = acc[r][t].v, up = acc[r][NT + t].v;
         v = f32x4{situ(gt.x, up.x, beta, inv_beta, lin, inv_lin), situ(gt.y, up.y, beta, inv_beta, lin, inv_lin),
                   situ(gt.z, up.z, beta, inv_beta, lin, inv_lin), situ(gt.w, up.w, beta, inv_beta, lin, inv_lin)};
+      } else if constexpr (EPI == kEpiSilu) {
+        const f32x4 gt = acc[r][t].v, up = acc[r][NT + t].v;
+        v = f32x4{swiglu(gt.x, up.x), swiglu(gt.y, up.y), swiglu(gt.z, up.z), swiglu(gt.w, up.w)};
       } else {
         v = acc[r][t].v;
       }
@@ -175,6 +180,12 @@ MXFP4_GATEUP(32, 1, kEpiSitu, situ)
 MXFP4_GATEUP(32, 2, kEpiSitu, situ)
 MXFP4_GATEUP(48, 1, kEpiSitu, situ)
 MXFP4_GATEUP(48, 2, kEpiSitu, situ)
+MXFP4_GATEUP(16, 1, kEpiSilu, silu)
+MXFP4_GATEUP(16, 2, kEpiSilu, silu)
+MXFP4_GATEUP(32, 1, kEpiSilu, silu)
+MXFP4_GATEUP(32, 2, kEpiSilu, silu)
+MXFP4_GATEUP(48, 1, kEpiSilu, silu)
+MXFP4_GATEUP(48, 2, kEpiSilu, silu)
 #else
 // Development hook: -DMXFP4_MOE_SINGLE_VARIANT -DBMV=.. -DNTV=.. -DEPIV=kEpiNone -DEPIN=none
 MXFP4_GATEUP(BMV, NTV, EPIV, EPIN)

@@ -1,0 +1,37 @@
+// gfx950 attention forward over paged K/V caches: the pipeline of attention_fwd.hpp with the paged
+// partitioner of attention_fwd_paged.hpp. Grid (n_items, heads_q), 512 threads, the same plan buffer
+// as the dense kernels (k_batch / v_batch = page strides, k_tok0 = first page-list entry).
+#include "attention_fwd_paged.hpp"
+
+namespace {
+
+template <int Dqk, int Dv>
+MM_DEVICE void run_paged(const attn950::AttnFwdArgs* plan, const uint16_t* q, const uint16_t* k, const uint16_t* v,
+                         uint16_t* o, float* lse, float* ws_o, float* ws_ml, const int32_t* pages, uint32_t k_bytes,
+                         uint32_t v_bytes, int32_t page_shift) {
+  using Shape = attn950::FwdShape<Dqk, Dv>;
+  MM_LDS __attribute__((aligned(16))) uint8_t lds[Shape::kLdsBytes];
+  const attn950::FwdPointers ptr{q, k, v, o, lse, ws_o, ws_ml};
+  const attn950::PagedKv pk{pages, k_bytes, v_bytes, page_shift};
+  attn950::attention_fwd<Shape, attn950::PagedTile<Shape>>(plan, ptr, (attn950::lds_u8*)lds, pk);
+}
+
+}  // namespace
+
+// (Dqk, Dv) = (128, 128), page_size >= 8
+MM_KERNEL MM_LAUNCH_BOUNDS(512) void attn_fwd_paged_d128(const attn950::AttnFwdArgs* __restrict__ plan,
+                                                         const uint16_t* q, const uint16_t* k, const uint16_t* v,
+                                                         uint16_t* o, float* lse, float* ws_o, float* ws_ml,
+                                                         const int32_t* pages, uint32_t k_bytes, uint32_t v_bytes,
+                                                         int32_t page_shift) {
+  run_paged<128, 128>(plan, q, k, v, o, lse, ws_o, ws_ml, pages, k_bytes, v_bytes, page_shift);
+}
+
+// (Dqk, Dv) = (192, 128): MLA prefill against a paged cache, page_size >= 16
+MM_KERNEL MM_LAUNCH_BOUNDS(512) void attn_fwd_paged_d192_128(const attn950::AttnFwdArgs* __restrict__ plan,
+                                                             const uint16_t* q, const uint16_t* k, const uint16_t* v,
+                                                             uint16_t* o, float* lse, float* ws_o, float* ws_ml,
+                                                             const int32_t* pages, uint32_t k_bytes, uint32_t v_bytes,
+                                                             int32_t page_shift) {
+  run_paged<192, 128>(plan, q, k, v, o, lse, ws_o, ws_ml, pages, k_bytes, v_bytes, page_shift);
+}

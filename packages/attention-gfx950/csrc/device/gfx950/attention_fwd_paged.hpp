@@ -1,0 +1,96 @@
+// Paged K/V partitioner of the gfx950 attention forward (issue 13): the same pipeline
+// (attention_fwd.hpp), a different answer to "where do the keys of block key0 live".
+//
+// Caches are [pages, page_size, kv_heads, D] with page_size = 2^page_shift >= 8. A work item's
+// sequence reads its pages from a page list on the device: entries pages[k_tok0 ..] (for paged items
+// k_tok0 is the sequence's first page-list entry: kv_indptr[b], or b * block_table.stride(0)). Key j
+// of the sequence is row (j & (page_size - 1)) of page pages[k_tok0 + (j >> page_shift)].
+//
+// Addressing. One raw buffer resource spans the whole cache (from the kv head's first element; the
+// host bounds the span below 2^32 - 64 bytes); every DMA lane computes its row's offset from its
+// page index. A lane whose key is past k_len, or whose page index points outside the cache (a
+// device-resident list the host could not check), gets offset = the resource's size: the load returns
+// 0, as the dense partitioner's clipped resource does, so paged and varlen runs fill LDS with the same
+// bytes and give the same bits. Page indices are fetched for all of a block's K and V rows first,
+// then the DMAs are issued (one wait for the small loads, not one per DMA).
+#pragma once
+#include "attention_fwd.hpp"
+
+namespace attn950 {
+
+// The kernel arguments the paged partitioner adds to the dense ones.
+struct PagedKv {
+  const int32_t* pages;     // page list (kv_page_indices or the block table)
+  uint32_t k_bytes;         // bytes of k_cache from its first element (span of the whole cache)
+  uint32_t v_bytes;
+  int32_t page_shift;       // log2(page_size)
+};
+
+template <class Shape>
+struct PagedTile : DenseTile<Shape> {
+  using Base = DenseTile<Shape>;
+  mm::buffer_rsrc k_cache, v_cache, page_list;
+  uint32_t k_span, v_span;   // the resources' sizes: the "load 0" offset
+  int32_t shift;
+
+  MM_DEVICE PagedTile(const AttnFwdArgs& a_, const AttnWorkItem& it_, int32_t h_, const uint16_t* k,
+                      const uint16_t* v, const PagedKv& pk)
+      : Base(a_, it_, h_, k, v), shift(pk.page_shift) {
+    // k_batch / v_batch carry the page strides of paged plans.
+    const int64_t hk_k = (int64_t)this->hk * a_.k_head, hk_v = (int64_t)this->hk * a_.v_head;
+    k_span = pk.k_bytes - (uint32_t)(hk_k * 2);
+    v_span = pk.v_bytes - (uint32_t)(hk_v * 2);
+    k_cache = mm::make_buffer(k + hk_k, k_span);
+    v_cache = mm::make_buffer(v + hk_v, v_span);
+    const int32_t n_pages = it_.k_len > 0 ? ((it_.k_len - 1) >> shift) + 1 : 0;
+    page_list = mm::make_buffer(pk.pages + it_.k_tok0, (uint32_t)n_pages * 4u);
+  }
+  // Byte offset of key `key` (row of a page) at element offset 0 of the row; span when not loadable.
+  MM_DEVICE uint32_t row_offset(int32_t key, int32_t page, int64_t page_stride, int64_t token_stride,
+                                uint32_t span, int32_t row_bytes) const {
+    const int64_t off = ((int64_t)page * page_stride + (int64_t)(key & ((1 << shift) - 1)) * token_stride) * 2;
+    const bool ok = key < this->it.k_len && page >= 0 && off + row_bytes <= (int64_t)span;
+    return ok ? (uint32_t)off : span;
+  }
+};
+
+// The paged counterpart of dma_rows: the same LDS positions and swizzle, rows addressed through pages.
+template <int RowBytes, int Loads>
+struct PagedRows {
+  static constexpr uint32_t kChunks = RowBytes / 16;
+  int32_t page[Loads];
+  MM_DEVICE void fetch_pages(const mm::buffer_rsrc& list, int32_t key0, int32_t shift, uint32_t wave, uint32_t lane) {
+#pragma unroll
+    for (int i = 0; i < Loads; ++i) {
+      const uint32_t row = ((wave * Loads + i) * 64u + lane) / kChunks;
+      page[i] = (int32_t)mm::buffer_load_b32(list, (uint32_t)((key0 + (int32_t)row) >> shift) * 4u);
+    }
+  }
+  template <class Tile>
+  MM_DEVICE void dma(const Tile& t, mm::buffer_rsrc cache, uint32_t span, int64_t page_stride, int64_t token_stride,
+                     int32_t key0, lds_u8* dst, uint32_t wave, uint32_t lane) const {
+#pragma unroll
+    for (int i = 0; i < Loads; ++i) {
+      const uint32_t base = (wave * Loads + i) * 64u;
+      const uint32_t p = base + lane;
+      const uint32_t row = p / kChunks, c = (p % kChunks) ^ (row & 7u);
+      const uint32_t off = t.row_offset(key0 + (int32_t)row, page[i], page_stride, token_stride, span, RowBytes);
+      // A not-loadable row keeps offset = span for all its chunks (out of range: 0).
+      mm::buffer_load_to_lds<16>(cache, (void*)(dst + base * 16u), off == span ? span : off + c * 16u);
+    }
+  }
+};
+
+// Chosen over the generic dma_block of attention_fwd.hpp for paged tiles (more specialised overload).
+template <class Shape>
+MM_DEVICE void dma_block(const PagedTile<Shape>& tile, int32_t key0, lds_u8* stage, uint32_t wave, uint32_t lane) {
+  PagedRows<Shape::kKRow, Shape::kKLoads> kr;
+  PagedRows<Shape::kVRow, Shape::kVLoads> vr;
+  kr.fetch_pages(tile.page_list, key0, tile.shift, wave, lane);
+  vr.fetch_pages(tile.page_list, key0, tile.shift, wave, lane);
+  const AttnFwdArgs& a = tile.a;
+  kr.dma(tile, tile.k_cache, tile.k_span, a.k_batch, a.k_token, key0, stage, wave, lane);
+  vr.dma(tile, tile.v_cache, tile.v_span, a.v_batch, a.v_token, key0, stage + Shape::kKBytes, wave, lane);
+}
+
+}  // namespace attn950

@@ -1,0 +1,151 @@
+"""VarlenPlan: forward_varlen split into plan() (once per forward pass) and run(q, k, v) (per layer), planned on the
+device when the cu_seqlens live there (issue 13). docs/ops/VarlenPlan.md states the rules."""
+from __future__ import annotations
+
+import torch
+
+from moonmath_common import checks, get_backend
+
+from . import attention as _att
+from .emu_device import device_resident
+
+
+class VarlenPlan:
+    """forward_varlen split in two: ``plan()`` once per forward pass, ``run(q, k, v)`` per layer.
+
+    ``plan(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, total_q, total_k, heads=, kv_heads=,
+    causal=False, softmax_scale=None, host_cu_seqlens_q=None, host_cu_seqlens_k=None)`` returns the plan itself.
+
+    Where it plans:
+      * device cu_seqlens (on a GPU; on the emu backend an ``EmuDeviceTensor``) and no host copies: a planning
+        kernel writes the work list into the plan's device buffer; the host reads no device value, so plan and
+        runs can be captured in one graph, and a replay (or a new ``plan()`` call with the same B, max_seqlen_q
+        and total_q, which rewrites the same buffer) follows the current lengths. Device lengths cannot be
+        checked: each sequence is clamped to [0, total] and to max_seqlen (rows past that are not written).
+      * host cu_seqlens (CPU tensors) or ``host_cu_seqlens_q/_k``: checked and planned exactly on the host (the
+        host planner may split KV over idle CUs).
+    Both give identical outputs for the same lengths when the host plan does not split (a split result differs
+    only by fp32 rounding of the merge).
+
+    Lifetime: the plan owns its device buffer (header + work items). Keep the plan object alive while any run or
+    captured graph using it may execute; a re-plan with the same (B, max_seqlen_q, total_q) reuses the buffer,
+    any other re-plan allocates a new one (graphs captured before then must not be replayed). The device path
+    reads cu_seqlens only in the planning kernel: changing them affects the next plan (or replay), not a run.
+
+    ``run(q, k, v, out=None, return_lse=False)``: q/k/v as planned (``[total_q, heads, Dqk]``,
+    ``[total_k, kv_heads, Dqk]``, ``[total_k, kv_heads, Dv]``), any strides with a contiguous head dim; a plan
+    serves any number of runs (layers) with different tensors.
+    """
+
+    def __init__(self) -> None:
+        self._args: dict | None = None
+        self._host: tuple[list[int], list[int]] | None = None   # host-planned: the cu_seqlens values
+        self._buf: torch.Tensor | None = None                    # device-planned: [AttnFwdArgs][items]
+        self._cap = 0
+        self._key: tuple | None = None
+        self._staging: dict = {}                                 # header bytes -> host source of its copy
+
+    def plan(self, cu_seqlens_q: torch.Tensor, cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int,
+             total_q: int, total_k: int, *, heads: int, kv_heads: int, causal: bool = False,
+             softmax_scale: float | None = None, host_cu_seqlens_q: torch.Tensor | None = None,
+             host_cu_seqlens_k: torch.Tensor | None = None) -> VarlenPlan:
+        checks.integer("total_q", total_q, lo=0, hi=2**31 - 1)
+        checks.integer("total_k", total_k, lo=0, hi=2**31 - 1)
+        checks.integer("heads", heads, lo=1)
+        checks.integer("kv_heads", kv_heads, lo=1)
+        if heads % kv_heads:
+            raise ValueError(f"heads must be a multiple of kv_heads; got heads={heads}, kv_heads={kv_heads}")
+        checks.integer("max_seqlen_q", max_seqlen_q, lo=0, hi=2**31 - 1)
+        checks.integer("max_seqlen_k", max_seqlen_k, lo=0, hi=2**31 - 1)
+        checks.boolean("causal", causal)
+        if softmax_scale is not None:
+            checks.real("softmax_scale", softmax_scale)
+        _att._index_vector("cu_seqlens_q", cu_seqlens_q)
+        _att._index_vector("cu_seqlens_k", cu_seqlens_k, cu_seqlens_q.numel())
+        if cu_seqlens_q.numel() < 1:
+            raise ValueError("cu_seqlens_q must have B + 1 >= 1 elements; got 0")
+        checks.same_device(cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
+        n = cu_seqlens_q.numel()
+        for hname, host in (("host_cu_seqlens_q", host_cu_seqlens_q), ("host_cu_seqlens_k", host_cu_seqlens_k)):
+            if host is not None:
+                _att._index_vector(hname, host, n)
+                if host.device.type != "cpu" or device_resident(host):
+                    raise ValueError(f"{hname} must be a CPU tensor (the host copy of cu_seqlens_{hname[-1]}); got "
+                                     f"{'a device-resident tensor' if host.device.type == 'cpu' else host.device}")
+        if (host_cu_seqlens_q is None) != (host_cu_seqlens_k is None):
+            raise ValueError("give both host_cu_seqlens_q and host_cu_seqlens_k, or neither")
+        self._args = dict(cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
+                          max_seqlen_k=max_seqlen_k, total_q=total_q, total_k=total_k, heads=heads,
+                          kv_heads=kv_heads, causal=causal, softmax_scale=softmax_scale)
+        on_device = host_cu_seqlens_q is None and (device_resident(cu_seqlens_q) or device_resident(cu_seqlens_k))
+        if not on_device:
+            hq = host_cu_seqlens_q if host_cu_seqlens_q is not None else cu_seqlens_q
+            hk = host_cu_seqlens_k if host_cu_seqlens_k is not None else cu_seqlens_k
+            sq = "host_cu_seqlens_q" if host_cu_seqlens_q is not None else "cu_seqlens_q"
+            sk = "host_cu_seqlens_k" if host_cu_seqlens_k is not None else "cu_seqlens_k"
+            self._host = (_att._cu_seqlens(sq, hq, total_q, "total_q", max_seqlen_q, "max_seqlen_q"),
+                          _att._cu_seqlens(sk, hk, total_k, "total_k", max_seqlen_k, "max_seqlen_k"))
+            return self
+        self._host = None
+        if get_backend() == "reference":
+            return self          # the reference runs forward_varlen (it reads the lengths on the host)
+        from . import serving
+
+        cap = serving.device_plan_capacity(n - 1, max_seqlen_q, total_q)
+        key = (n - 1, max_seqlen_q, total_q, cu_seqlens_q.device)
+        if self._buf is None or self._key != key:
+            self._buf = torch.zeros(serving.ARGS_BYTES + cap * serving.ITEM_BYTES, dtype=torch.uint8,
+                                    device=cu_seqlens_q.device)
+            self._key, self._cap = key, cap
+        serving.plan_on_device(self._buf, cu_seqlens_q, cu_seqlens_k, cap, total_q, total_k, max_seqlen_q,
+                               max_seqlen_k, causal)
+        return self
+
+    @property
+    def on_device(self) -> bool:
+        """True when the work list was written on the device (no host read), False when planned on the host."""
+        if self._args is None:
+            raise RuntimeError("VarlenPlan.on_device read before plan()")
+        return self._host is None
+
+    def run(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Tensor | None = None,
+            return_lse: bool = False):
+        if self._args is None:
+            raise RuntimeError("VarlenPlan.run() called before plan()")
+        a = self._args
+        for name, t, total, h, tname, hname in (("q", q, a["total_q"], a["heads"], "total_q", "heads"),
+                                               ("k", k, a["total_k"], a["kv_heads"], "total_k", "kv_heads"),
+                                               ("v", v, a["total_k"], a["kv_heads"], "total_k", "kv_heads")):
+            checks.tensor(name, t, ndim=3)
+            if t.shape[0] != total or t.shape[1] != h:
+                raise ValueError(f"{name} must be [{tname}={total}, {hname}={h}, D] as planned; got {list(t.shape)}")
+        if self._host is not None or get_backend() == "reference":
+            hq = torch.tensor(self._host[0], dtype=torch.int32) if self._host is not None else None
+            hk = torch.tensor(self._host[1], dtype=torch.int32) if self._host is not None else None
+            return _att.forward_varlen(q, k, v, a["cu_seqlens_q"] if hq is None else hq,
+                                       a["cu_seqlens_k"] if hk is None else hk, a["max_seqlen_q"], a["max_seqlen_k"],
+                                       softmax_scale=a["softmax_scale"], causal=a["causal"], return_lse=return_lse,
+                                       out=out)
+        # device-planned: validate the tensors as forward_varlen does, without any value of the cu_seqlens
+        _att._qkv_dtypes(q, k, v)
+        checks.boolean("return_lse", return_lse)
+        _att._out_type(out)
+        dev = checks.same_device(q=q, k=k, v=v, out=out)
+        if dev != self._buf.device:
+            raise ValueError(f"q must be on the device the plan was made on ({self._buf.device}, that of "
+                             f"cu_seqlens); got {dev}")
+        _att._heads(q.shape[1], k.shape[1], v.shape[1])
+        _att._head_dims(q.shape[2], k.shape[2], v.shape[2])
+        for name, t in (("q", q), ("k", k), ("v", v)):
+            _att._strides(name, t, 0)
+        scale = _att._scale(a["softmax_scale"], q.shape[2])
+        oshape = [q.shape[0], q.shape[1], v.shape[2]]
+        if out is None:
+            out = torch.empty(oshape, dtype=torch.bfloat16, device=q.device)
+        else:
+            _att._check_out(out, oshape, dev, 0)
+        lse = torch.empty(q.shape[1], q.shape[0], dtype=torch.float32, device=q.device) if return_lse else None
+        from . import serving
+
+        serving.run_device_planned(self._buf, self._cap, q, k, v, out, lse, a["causal"], scale, self._staging)
+        return (out, lse) if return_lse else out

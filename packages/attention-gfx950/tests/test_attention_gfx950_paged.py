@@ -1,0 +1,119 @@
+"""forward_paged on the gfx950 kernels (emulator): bit for bit equal to forward_varlen over the same keys,
+for page sizes 8..64 with shuffled pages from a larger cache, as page lists and as block tables."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import moonmath_attention_gfx950 as att
+from moonmath_attention_gfx950 import kernel
+from moonmath_common import use_backend
+
+bf = torch.bfloat16
+
+pytestmark = pytest.mark.skipif(kernel.ARCH not in kernel.KERNELS.archs_built(),
+                                reason="this build has no gfx950 code objects")
+
+
+@pytest.fixture(autouse=True)
+def _emu_gfx950(monkeypatch):
+    pytest.importorskip("moonmath_emu")
+    monkeypatch.setenv("MOONMATH_EMU_ARCH", "gfx950")
+    with use_backend("emu"):
+        yield
+
+
+def rnd(*shape, seed):
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed)).to(bf)
+
+
+def paged_case(q_lens, k_lens, page_size, hq, hk, dqk, dv, seed, spare_pages=5):
+    """Packed q/k/v plus the same keys scattered into shuffled pages of a NaN-filled cache (a read of any
+    byte that is not a key of the sequence would show up as NaN)."""
+    g = torch.Generator().manual_seed(seed + 1)
+    cu_q = torch.tensor([0] + list(torch.tensor(q_lens).cumsum(0)), dtype=torch.int32)
+    cu_k = torch.tensor([0] + list(torch.tensor(k_lens).cumsum(0)), dtype=torch.int32)
+    q = rnd(int(cu_q[-1]), hq, dqk, seed=seed)
+    k = rnd(int(cu_k[-1]), hk, dqk, seed=seed + 2)
+    v = rnd(int(cu_k[-1]), hk, dv, seed=seed + 3)
+    need = [-(-n // page_size) for n in k_lens]
+    num_pages = sum(need) + spare_pages
+    perm = torch.randperm(num_pages, generator=g).to(torch.int32)
+    kc = torch.full((num_pages, page_size, hk, dqk), float("nan"), dtype=bf)
+    vc = torch.full((num_pages, page_size, hk, dv), float("nan"), dtype=bf)
+    lists, at = [], 0
+    for b, n in enumerate(k_lens):
+        pg = perm[at:at + need[b]]
+        at += need[b]
+        lists.append(pg)
+        for j in range(n):
+            kc[pg[j // page_size], j % page_size] = k[cu_k[b] + j]
+            vc[pg[j // page_size], j % page_size] = v[cu_k[b] + j]
+    indptr = torch.tensor([0] + list(torch.tensor(need).cumsum(0)), dtype=torch.int32)
+    indices = torch.cat(lists) if lists else torch.zeros(0, dtype=torch.int32)
+    width = max(need + [1]) + 1
+    table = torch.full((len(k_lens), width), 2**30, dtype=torch.int32)   # unused entries point nowhere
+    for b, pg in enumerate(lists):
+        table[b, :len(pg)] = pg
+    return dict(q=q, k=k, v=v, cu_q=cu_q, cu_k=cu_k, kc=kc, vc=vc, lens=torch.tensor(k_lens, dtype=torch.int32),
+                indptr=indptr, indices=indices, table=table, max_q=max(q_lens), max_k=max(k_lens))
+
+
+def check_paged_equals_varlen(c, causal):
+    o_ref, l_ref = att.forward_varlen(c["q"], c["k"], c["v"], c["cu_q"], c["cu_k"], c["max_q"], c["max_k"],
+                                      causal=causal, return_lse=True)
+    assert not torch.isnan(o_ref).any()
+    o1, l1 = att.forward_paged(c["q"], c["kc"], c["vc"], c["cu_q"], c["lens"], kv_indptr=c["indptr"],
+                               kv_page_indices=c["indices"], causal=causal, return_lse=True)
+    o2, l2 = att.forward_paged(c["q"], c["kc"], c["vc"], c["cu_q"], c["lens"], block_table=c["table"],
+                               causal=causal, return_lse=True)
+    for o, l in ((o1, l1), (o2, l2)):
+        assert torch.equal(o.view(torch.int16), o_ref.view(torch.int16))
+        assert torch.equal(l, l_ref)
+
+
+@pytest.mark.parametrize("page_size", [8, 16, 32, 64])
+def test_paged_equals_varlen_d128(page_size):
+    c = paged_case([3, 20], [70, 45], page_size, hq=2, hk=1, dqk=128, dv=128, seed=page_size)
+    check_paged_equals_varlen(c, causal=page_size in (16, 64))
+
+
+@pytest.mark.parametrize("page_size,causal", [(16, False), (32, True)])
+def test_paged_equals_varlen_d192(page_size, causal):
+    c = paged_case([9, 1], [40, 77], page_size, hq=1, hk=1, dqk=192, dv=128, seed=7 + page_size)
+    check_paged_equals_varlen(c, causal)
+
+
+def test_paged_split_kv_equals_varlen_split():
+    """With the planner forced to split KV, the paged run splits the same way and still matches bit for bit."""
+    c = paged_case([4, 2], [150, 200], 16, hq=2, hk=2, dqk=128, dv=128, seed=3)
+    with kernel.planner_options(min_part_blocks=1):
+        assert kernel._C().plan_forward_paged(c["cu_q"].tolist(), c["lens"].tolist(), [0, 0], 2, 2, False, False,
+                                              1.0, [0] * 14, **kernel._PLANNER)["n_merge"] > 0
+        check_paged_equals_varlen(c, causal=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dims", [(128, 128), (192, 128)])
+@pytest.mark.parametrize("page_size", [8, 16, 32, 64, 128])
+@pytest.mark.parametrize("causal", [False, True])
+def test_paged_sweep(dims, page_size, causal):
+    """Slow sweep: lengths around the tile and page edges, GQA 4:1, both head dims, every page size."""
+    if dims[0] == 192 and page_size < 16:
+        pytest.skip("MLA pages are >= 16")
+    q_lens, k_lens = [0, 1, 17, 129, 300], [0, 15, 16, 600, 127]
+    c = paged_case(q_lens, k_lens, page_size, hq=4, hk=1, dqk=dims[0], dv=dims[1], seed=page_size + dims[0])
+    check_paged_equals_varlen(c, causal)
+
+
+def test_paged_planner_binding():
+    """The paged plan is the shared planner's over paged sequences: items carry the first page-list entry in
+    k_tok0 and the packed q offsets; bad sequences are rejected."""
+    C = kernel._C()
+    p = C.plan_forward_paged([0, 3, 300], [10, 70], [5, 9], 2, 1, True, False, 1.0, [0] * 14)
+    items = sorted(p["items"], key=lambda it: (it[1], it[5]))   # (batch, q_tok0, q_len, k_tok0, k_len, q_row0, ..)
+    assert [(it[1], it[2], it[3], it[4], it[5]) for it in items] == [(0, 3, 5, 10, 0), (3, 297, 9, 70, 0),
+                                                                   (3, 297, 9, 70, 256)]
+    for bad in (([0, 3, 2], [1, 1], [0, 0]), ([0, 3], [-1], [0]), ([0, 3], [1], [-2]), ([0, 3], [1, 2], [0])):
+        with pytest.raises(ValueError):
+            C.plan_forward_paged(*bad, 1, 1, False, False, 1.0, [0] * 14)
