@@ -1,8 +1,8 @@
 """mla_decode_a16w8 on the gfx942 and gfx950 kernels (emu backend; hip with the same tests on hardware).
 
 Every test runs on both archs (the `arch` parameter; the pool is the arch's native fp8, e4m3fnuz on
-gfx942, OCP e4m3fn on gfx950, and NaN pool bytes are that format's NaN): the gfx950 half of the matrix
-adds about 10 s.
+gfx942, OCP e4m3fn on gfx950, and NaN pool bytes are that format's NaN); the gfx950 half costs about
+15 s of CPU.
 
 Every launch runs under the emulator's memory sanitizer and hazard checker (on by default), so each
 test here also shows the kernels clean. Sizes are chosen for CI on a 2-core machine (the whole file
