@@ -171,7 +171,7 @@ def _mla950_aiter(x: dict, c: Case) -> Result:
 
 
 def _mla950_ours(x: dict, c: Case) -> Result | None:
-    # our gfx950 MLA decode takes bf16 Q (a16w8): run it on the same fp8 KV; it raises NoKernelError today
+    # our gfx950 MLA decode takes bf16 Q (a16w8): run it on the same fp8 KV (None if this build lacks it)
     from moonmath_common import NoKernelError
     from moonmath_mla_decode import mla_decode_a16w8
 

@@ -1,9 +1,9 @@
 """AITER's MLA decode kernels (absorbed MLA: 16 query heads share one 576-wide latent+rope KV row).
 
 Families:
-- gfx942 `mla/mla_a16w8_qh16_m16x4_n16x1_coex0_mask1_ps.co`: bf16 Q, fp8 e4m3fnuz KV, persistent
-  (a work list built here: one work item per request, so the kernel writes the final bf16 output).
-  `run_aiter_mla_a16w8`.
+- gfx942 and gfx950 `mla/mla_a16w8_qh16_m16x4_n16x1_coex0_mask1_ps.co`: bf16 Q, the arch's fp8 KV
+  (e4m3fnuz / OCP e4m3fn), persistent (a work list built here: one work item per request, so the kernel
+  writes the final bf16 output). `run_aiter_mla_a16w8(..., arch=)`.
 - gfx950 `mla/mla_a8w8_qh16_qseqlen1_gqaratio16.co`: fp8 Q and KV (OCP e4m3fn), q_len 1,
   non-persistent split-KV; the split outputs are merged on the host (AITER merges them with a separate
   Triton kernel, not a shipped code object). `run_aiter_mla_a8w8`.
@@ -95,9 +95,13 @@ def _work_list(B: int, q_len: int, kv_indptr: torch.Tensor) -> torch.Tensor:
 
 def run_aiter_mla_a16w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, seq_lens: torch.Tensor,
                         kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float, kv_scale: float, *,
-                        check_hazards: bool | str = False) -> tuple[torch.Tensor, dict]:
-    """gfx942 a16w8 persistent MLA decode on the emulator: (out bf16 [T, H, 512], counters)."""
-    T, B, q_len = _check(q_lat, q_pe, kv_pool, seq_lens, kv_indices, kv_indptr, torch.float8_e4m3fnuz)
+                        check_hazards: bool | str = False, arch: str = "gfx942") -> tuple[torch.Tensor, dict]:
+    """a16w8 persistent MLA decode of `arch` (gfx942: e4m3fnuz KV, gfx950: OCP e4m3fn KV) on the emulator:
+    (out bf16 [T, H, 512], counters)."""
+    pool_dtypes = {"gfx942": torch.float8_e4m3fnuz, "gfx950": torch.float8_e4m3fn}
+    if arch not in pool_dtypes:
+        raise ValueError(f"arch must be one of {sorted(pool_dtypes)}; got {arch!r}")
+    T, B, q_len = _check(q_lat, q_pe, kv_pool, seq_lens, kv_indices, kv_indptr, pool_dtypes[arch])
     if q_len > 4:
         raise ValueError(f"AITER's qh16 a16w8 kernel serves q_len <= 4; got {q_len}")
     q = torch.cat([q_lat, q_pe], dim=-1).contiguous()
@@ -112,7 +116,7 @@ def run_aiter_mla_a16w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.
         "qo_indptr": torch.arange(B + 1, dtype=torch.int32) * q_len, "work": _work_list(B, q_len, kv_indptr),
         "out": out, "q_scale": None, "kv_scale": torch.tensor([kv_scale], dtype=torch.float32),
     }
-    counters = launch("gfx942", A16W8_PS, MLA_ARGS, values, grid=(B, 1, 1), block=256, check_hazards=check_hazards)
+    counters = launch(arch, A16W8_PS, MLA_ARGS, values, grid=(B, 1, 1), block=256, check_hazards=check_hazards)
     counters["kernel"] = A16W8_PS
     return out, counters
 

@@ -1,4 +1,4 @@
-"""Calibrate the gfx942 MLA planner's cost constants against the emulator (no timing claims).
+"""Calibrate the MLA planner's cost constants (per arch: gfx942, gfx950) against the emulator (no timing claims).
 
 The planner (csrc/host/mla_planner.hpp) models one wave's (or one shared workgroup's) time on its SIMD
 as  issue_cycles(part) = kPartCycles + tiles * kTileCycles  and one merge wave's as
@@ -8,20 +8,22 @@ DS/VMEM 4, SALU/SMEM/waitcnt/barrier/branch 1). This script measures them: for e
 one request with every wave doing the same work at two tile counts per part (so the per-wave cycles
 separate into a fixed and a per-tile term), and the merge at two part counts with one wave per row.
 
-    python benchmarks/calibrate_mla_planner_emu.py          # prints the fitted constants and the planner's
+    python benchmarks/calibrate_mla_planner_emu.py [--arch gfx950]   # prints the fitted constants and the planner's
 """
 from __future__ import annotations
 
+import argparse
 import os
 
 import torch
 
 os.environ.setdefault("MOONMATH_EMU_ARCH", "gfx942")
 
-from moonmath_common import use_backend  # noqa: E402
+from moonmath_common import target_arch, use_backend  # noqa: E402
 from moonmath_common.perfmodel import ISSUE_CYCLES, MFMA  # noqa: E402
 from moonmath_mla_decode import _C  # noqa: E402
 from moonmath_mla_decode import kernel as mk  # noqa: E402
+from moonmath_mla_decode.decode import POOL_DTYPES  # noqa: E402
 
 
 def issue_cycles(c: dict) -> float:
@@ -34,7 +36,7 @@ def issue_cycles(c: dict) -> float:
 def inputs(B, S, H, q_len, seed=0):
     g = torch.Generator().manual_seed(seed)
     slots = B * S + 3
-    pool = (torch.randn(slots, 1, 576, generator=g) * 8).clamp(-240, 240).to(torch.float8_e4m3fnuz)
+    pool = (torch.randn(slots, 1, 576, generator=g) * 8).clamp(-240, 240).to(POOL_DTYPES[target_arch()])
     idx = torch.randperm(slots, generator=g)[: B * S].to(torch.int32)
     ip = torch.arange(B + 1, dtype=torch.int32) * S
     lens = torch.full((B,), S, dtype=torch.int32)
@@ -97,8 +99,12 @@ def measured():
 
 
 def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--arch", default=os.environ["MOONMATH_EMU_ARCH"], choices=mk.ARCHS)
+    os.environ["MOONMATH_EMU_ARCH"] = ap.parse_args().arch
     m = measured()
-    k = _C.mla_cost_constants()
+    k = _C.mla_cost_constants(target_arch())
+    print(f"arch {target_arch()}")
     print(f"{'constant':>22} {'emulator':>10} {'planner':>10}")
     for name, v in m.items():
         print(f"{name:>22} {v:10.0f} {k[name]:10.0f}")

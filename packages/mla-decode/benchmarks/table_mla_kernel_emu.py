@@ -1,8 +1,9 @@
-"""The gfx942 MLA decode table of docs/kernels/mla_decode_gfx942.md, measured on the emulator.
+"""The MLA decode tables of docs/kernels/mla_decode_gfx942.md / mla_decode_gfx950.md, measured on the emulator.
 
-For B = 2, H = 16, q_len in {1, 2, 4} and S in {1024, 8192, 32768}, beside AITER's gfx942
-`mla_a16w8_qh16_m16x4_n16x1_coex0_mask1_ps.co` run through the peer harness (benchmarks/peers, one work
-item per request, as the harness builds it) on the same inputs: our planner's split (variant, parts)
+For B = 2, H = 16, q_len in {1, 2, 4} and S in {1024, 8192, 32768}, beside AITER's
+`mla_a16w8_qh16_m16x4_n16x1_coex0_mask1_ps.co` of the same arch (--arch gfx942 / gfx950) run through
+the peer harness (benchmarks/peers, one work item per request, as the harness builds it) on the same
+inputs: our planner's split (variant, parts)
 and our unsplit kernel; per 16-token KV tile of one query position: wave-instructions of the decode
 launch plus its merge; bytes the VMEM loads request per KV token (emulator byte counters, Q and
 indices included); rel. Frobenius error of o against a float64 reference; perfmodel's issue-rate
@@ -10,6 +11,7 @@ time. Writes a markdown table to stdout and, with --chart PATH, a PNG chart. No 
 Nothing of AITER is stored: the harness fetches the pinned wheel into its cache.
 
     python benchmarks/table_mla_kernel_emu.py --chart docs/kernels/mla_decode_gfx942_emu.png
+    python benchmarks/table_mla_kernel_emu.py --arch gfx950 --chart docs/kernels/mla_decode_gfx950_emu.png
 """
 from __future__ import annotations
 
@@ -22,9 +24,10 @@ import torch
 
 os.environ.setdefault("MOONMATH_EMU_ARCH", "gfx942")
 
-from moonmath_common import perfmodel, use_backend  # noqa: E402
-from moonmath_common.numerics import e4m3fnuz_to_f32  # noqa: E402
+from moonmath_common import perfmodel, target_arch, use_backend  # noqa: E402
+from moonmath_common.numerics import e4m3fn_to_f32, e4m3fnuz_to_f32  # noqa: E402
 from moonmath_mla_decode import kernel as mk  # noqa: E402
+from moonmath_mla_decode.decode import POOL_DTYPES  # noqa: E402
 
 SCALE, KV_SCALE = 576 ** -0.5, 1 / 32
 REPO = Path(__file__).resolve().parents[3]
@@ -43,7 +46,7 @@ def aiter_runner():
 def make(B, S, H, q_len, seed=0):
     g = torch.Generator().manual_seed(seed)
     slots = B * S + 3
-    pool = (torch.randn(slots, 1, 576, generator=g) * 8).clamp(-240, 240).to(torch.float8_e4m3fnuz)
+    pool = (torch.randn(slots, 1, 576, generator=g) * 8).clamp(-240, 240).to(POOL_DTYPES[target_arch()])
     idx = torch.randperm(slots, generator=g)[: B * S].to(torch.int32)
     ip = torch.arange(B + 1, dtype=torch.int32) * S
     lens = torch.full((B,), S, dtype=torch.int32)
@@ -59,7 +62,8 @@ def reference64(q_lat, q_pe, pool, lens, idx, ip, q_len):
     out = torch.empty(T, H, 512, dtype=torch.float64)
     for b in range(B):
         S = int(lens[b])
-        c = e4m3fnuz_to_f32(pool.view(pool.shape[0], 576)[idx[int(ip[b]):int(ip[b]) + S].long()]).double()
+        decode = e4m3fn_to_f32 if pool.dtype == torch.float8_e4m3fn else e4m3fnuz_to_f32
+        c = decode(pool.view(pool.shape[0], 576)[idx[int(ip[b]):int(ip[b]) + S].long()]).double()
         q = torch.cat([q_lat[b * q_len:(b + 1) * q_len], q_pe[b * q_len:(b + 1) * q_len]], -1).double()
         s = torch.einsum("thd,nd->thn", q, c) * SCALE * KV_SCALE
         end = torch.arange(q_len) + S - q_len + 1
@@ -81,14 +85,15 @@ def run(B, S, H, q_len, nparts=None, variant=None):
     tiles = B * -(-S // 16) * q_len  # 16-token KV tiles x query positions
     instr = sum(c["wave_instructions"] for c in counters) / tiles
     hbm = B * S * (576 + 4)
-    t = sum(perfmodel.model(c, "gfx942", hbm_bytes=hbm if k == 0 else 0)["modeled_s"] for k, c in enumerate(counters))
+    arch = target_arch()
+    t = sum(perfmodel.model(c, arch, hbm_bytes=hbm if k == 0 else 0)["modeled_s"] for k, c in enumerate(counters))
     bpt = counters[0].get("vmem_load_bytes", float("nan")) / (B * S)
     return instr, err, t, bpt
 
 
 def run_aiter(runner, B, S, H, q_len):
     args = make(B, S, H, q_len)
-    out, c = runner(*args, SCALE, KV_SCALE)
+    out, c = runner(*args, SCALE, KV_SCALE, arch=target_arch())
     ref = reference64(*args, q_len)
     err = ((out.double() - ref).norm() / ref.norm()).item()
     return c["wave_instructions"] / (B * -(-S // 16) * q_len), err, c.get("vmem_load_bytes", float("nan")) / (B * S)
@@ -98,7 +103,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--chart", help="write a PNG chart here")
     ap.add_argument("--lengths", default="1024,8192,32768")
+    ap.add_argument("--arch", default=os.environ["MOONMATH_EMU_ARCH"], choices=mk.ARCHS)
     a = ap.parse_args()
+    os.environ["MOONMATH_EMU_ARCH"] = a.arch
     B, H = 2, 16
     runner, why = aiter_runner()
     if runner is None:
@@ -130,7 +137,7 @@ def main():
         ax.bar([x + 0.27 for x in xs], [r[6] for r in rows], 0.27, label="AITER a16w8_ps (one item per request)")
         ax.set_xticks(list(xs), labels, fontsize=7)
         ax.set_ylabel("wave-instructions per 16-token tile-position")
-        ax.set_title("gfx942 MLA decode on moonmath-emu, B=2 H=16 (decode + merge)")
+        ax.set_title(f"{a.arch} MLA decode on moonmath-emu, B=2 H=16 (decode + merge)")
         ax.legend()
         fig.tight_layout()
         fig.savefig(a.chart, dpi=110)

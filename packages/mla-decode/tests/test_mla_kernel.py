@@ -1,10 +1,14 @@
-"""mla_decode_a16w8 on the gfx942 kernels (emu backend; hip with the same tests on hardware).
+"""mla_decode_a16w8 on the gfx942 and gfx950 kernels (emu backend; hip with the same tests on hardware).
+
+Every test runs on both archs (the `arch` parameter; the pool is the arch's native fp8, e4m3fnuz on
+gfx942, OCP e4m3fn on gfx950, and NaN pool bytes are that format's NaN); the gfx950 half costs about
+15 s of CPU.
 
 Every launch runs under the emulator's memory sanitizer and hazard checker (on by default), so each
 test here also shows the kernels clean. Sizes are chosen for CI on a 2-core machine (the whole file
 runs in about a minute under moonmath-emu); the `gpu` marker holds hardware-only sizes.
 
-Data follow the seed's test: pool = randn / kv_scale in fp8 e4m3fnuz, scale 0.088, kv_scale 0.02,
+Data follow the seed's test: pool = randn / kv_scale in the arch's fp8 (clamped to +-240), scale 0.088, kv_scale 0.02,
 a random permutation of pool slots; tolerance |o - ref| < 0.02, base-2 lse within 0.05 with the
 finite / -inf pattern exact (the kernel typically lands near 1e-3).
 """
@@ -16,9 +20,10 @@ import pytest
 import torch
 
 import moonmath_mla_decode as mld
-from moonmath_common import use_backend
+from moonmath_common import target_arch, use_backend
 from moonmath_mla_decode import kernel as mk
 from moonmath_mla_decode import reference
+from moonmath_mla_decode.decode import POOL_DTYPES
 
 SCALE, KV_SCALE = 0.088, 0.02
 O_TOL, LSE_TOL = 0.02, 0.05
@@ -26,10 +31,25 @@ O_TOL, LSE_TOL = 0.02, 0.05
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 
-@pytest.fixture(autouse=True)
-def _gfx942(monkeypatch):
-    monkeypatch.setenv("MOONMATH_EMU_ARCH", "gfx942")
+# The NaN byte of each arch's fp8 (e4m3fnuz: 0x80; OCP e4m3fn: S.1111.111, 0x7F / 0xFF).
+NAN_BYTE = {"gfx942": 0x80, "gfx950": 0x7F}
+
+
+@pytest.fixture(autouse=True, params=mk.ARCHS)
+def arch(request, monkeypatch):
+    arch = request.param
+    monkeypatch.setenv("MOONMATH_EMU_ARCH", arch)
     pytest.importorskip("moonmath_emu")
+    return arch
+
+
+def fp8():
+    """The pool dtype of the emulated arch."""
+    return POOL_DTYPES[target_arch()]
+
+
+def nan_byte():
+    return NAN_BYTE[target_arch()]
 
 
 def make_case(B, H, q_len, lens, *, seed=0, extra_slots=7, glen=None):
@@ -38,7 +58,7 @@ def make_case(B, H, q_len, lens, *, seed=0, extra_slots=7, glen=None):
     T = B * q_len
     total = int(sum(lens))
     slots = total + extra_slots
-    pool = (torch.randn(slots, 1, 576, generator=g) / KV_SCALE).clamp(-240, 240).to(torch.float8_e4m3fnuz)
+    pool = (torch.randn(slots, 1, 576, generator=g) / KV_SCALE).clamp(-240, 240).to(fp8())
     kv_indices = torch.randperm(slots, generator=g)[:total].to(torch.int32)
     kv_indptr = torch.zeros(B + 1, dtype=torch.int32)
     kv_indptr[1:] = torch.cumsum(torch.tensor(lens, dtype=torch.int64), 0).to(torch.int32)
@@ -169,7 +189,7 @@ def test_causal_poisoning(variant):
         s0 = int(case["kv_indptr"][b])
         # position 0 of request b sees local rows [0, len - q_len]; rows after it are its future
         future = case["kv_indices"][s0 + lens[b] - (q_len - 1): s0 + lens[b]].long()
-        pool[future] = (torch.randn(len(future), 1, 576, generator=g) * 50).to(torch.float8_e4m3fnuz)
+        pool[future] = (torch.randn(len(future), 1, 576, generator=g) * 50).to(fp8())
     poisoned["kv_pool"] = pool
     o2, l2 = call("emu", poisoned, variant=variant)
     o1 = o1.view(B, q_len, H, 512)
@@ -186,7 +206,7 @@ def test_unindexed_slots_never_matter():
     pool = case["kv_pool"].clone()
     used = torch.zeros(pool.shape[0], dtype=torch.bool)
     used[case["kv_indices"].long()] = True
-    pool.view(torch.uint8)[~used] = 0x80  # the e4m3fnuz NaN
+    pool.view(torch.uint8)[~used] = nan_byte()  # the arch's fp8 NaN
     o2, l2 = call("emu", dict(case, kv_pool=pool))
     assert torch.equal(o1, o2) and torch.equal(l1, l2)
 
@@ -240,7 +260,7 @@ def test_bad_indices_stay_inside_the_pool():
         mk.run(case["q_lat"], case["q_pe"], case["kv_pool"], o, case["seq_lens"], idx, case["kv_indptr"], SCALE,
                KV_SCALE, lse=lse)
     # reference: a zero row appended to the pool, the bad indices pointing at it
-    pool0 = torch.cat([case["kv_pool"], torch.zeros(1, 1, 576).to(torch.float8_e4m3fnuz)])
+    pool0 = torch.cat([case["kv_pool"], torch.zeros(1, 1, 576).to(fp8())])
     idx0 = idx.clone()
     for i in bad_pos:
         idx0[i] = slots
@@ -297,7 +317,7 @@ def test_rejections_before_any_launch(what):
 def test_misaligned_pool_rejected():
     case = make_case(1, 4, 1, [8], seed=2)
     big = torch.zeros(case["kv_pool"].numel() + 576, dtype=torch.uint8)
-    view = big[8:8 + case["kv_pool"].numel()].view(torch.float8_e4m3fnuz).view(case["kv_pool"].shape)
+    view = big[8:8 + case["kv_pool"].numel()].view(fp8()).view(case["kv_pool"].shape)
     view.copy_(case["kv_pool"])
     with pytest.raises(ValueError, match="16-byte"):
         call("emu", dict(case, kv_pool=view))
@@ -334,7 +354,7 @@ def test_pool_beyond_4gib(variant):
     small = make_case(2, 16, 2, [40, 23], seed=31)
     slots = (1 << 32) // 576 + 4096  # 4.3e9 bytes: the last 2.3 MB lie beyond 4 GiB
     flat = _lazy_empty(slots * 576, torch.uint8)
-    pool = flat.view(torch.float8_e4m3fnuz).view(slots, 1, 576)
+    pool = flat.view(fp8()).view(slots, 1, 576)
     n = small["kv_pool"].shape[0]
     first = slots - n  # every used row sits past 2^32 bytes
     assert first * 576 > (1 << 32)
@@ -392,7 +412,7 @@ def test_nan_inputs_give_nan_lse(variant, nparts):
       request 1: one query row NaN, another +Inf in one element -> only those rows are NaN."""
     case = _nan_pattern_case(43)
     pool = case["kv_pool"].clone()
-    pool.view(torch.uint8)[int(case["kv_indices"][3])] = 0x80  # the e4m3fnuz NaN, token 3 of request 0
+    pool.view(torch.uint8)[int(case["kv_indices"][3])] = nan_byte()  # the arch's fp8 NaN, token 3 of request 0
     q_lat = case["q_lat"].clone()
     H = q_lat.shape[1]
     q_lat[2, 5, 100] = float("nan")  # request 1, position 0, head 5
@@ -418,7 +438,7 @@ def test_nan_kv_outside_a_window_reaches_it_through_pv(variant):
     the reference's dense product; position 0's lse stays finite (its score is masked)."""
     case = make_case(1, 16, 2, [20], seed=47)
     pool = case["kv_pool"].clone()
-    pool.view(torch.uint8)[int(case["kv_indices"][19])] = 0x80  # token 19: only position 1 attends it
+    pool.view(torch.uint8)[int(case["kv_indices"][19])] = nan_byte()  # token 19: only position 1 attends it
     bad = dict(case, kv_pool=pool)
     o, lse = call("emu", bad, nparts=1, variant=variant)
     ro, rlse = call("reference", bad)
@@ -434,7 +454,7 @@ def dcp_case(B, H, q_len, glens, cp_world, seed):
     """A global pool per request plus, for every rank, its local view (slots of positions r, r+W, ...)."""
     g = torch.Generator().manual_seed(seed)
     total = int(sum(glens))
-    pool = (torch.randn(total + 5, 1, 576, generator=g) / KV_SCALE).clamp(-240, 240).to(torch.float8_e4m3fnuz)
+    pool = (torch.randn(total + 5, 1, 576, generator=g) / KV_SCALE).clamp(-240, 240).to(fp8())
     perm = torch.randperm(total + 5, generator=g)[:total].to(torch.int32)
     gstart = [0]
     for n in glens:
@@ -605,3 +625,18 @@ def test_length_balanced_split(variant):
             assert bool(written.all())
     assert busiest[False] == 7 * 16  # ceil(50 tiles / 8 parts)
     assert busiest[True] <= 2 * 16   # 64 tiles, 56 spare parts: 44 parts for the long request
+
+
+def test_the_arch_runs_its_own_code_object(arch):
+    """The launch ran the arch's code object (no fallback): its counters show the arch's QK MFMA
+    (gfx950: v_mfma_f32_16x16x32_bf16, 18 per 16-token tile per row tile; gfx942: none of it)."""
+    case = make_case(1, 16, 1, [64], seed=3)  # 4 tiles, one row tile, one part (forced)
+    o = torch.empty(1, 16, 512, dtype=torch.bfloat16)
+    with use_backend("emu"):
+        counters = mk.run(case["q_lat"], case["q_pe"], case["kv_pool"], o, case["seq_lens"], case["kv_indices"],
+                          case["kv_indptr"], SCALE, KV_SCALE, nparts=1, variant="wave")
+    mix = counters[0]["mfma_by_opcode"]
+    if arch == "gfx950":
+        assert mix == {"v_mfma_f32_16x16x32_bf16": 4 * 18, "v_mfma_f32_16x16x16_bf16": 4 * 32}
+    else:
+        assert mix == {"v_mfma_f32_16x16x16_bf16": 4 * (36 + 32)}

@@ -1,6 +1,8 @@
-"""ISA budgets of the gfx942 MLA decode kernels, read from the built code objects' metadata.
+"""ISA budgets of the MLA decode kernels on gfx942 and gfx950, read from the built code objects.
 
-Declared budgets (docs/kernels/mla_decode_gfx942.md):
+One kernel source serves both archs (csrc/device/mla_decode_a16w8*.hip); only the QK MFMA stage differs
+(csrc/device/<arch>/mla_decode_stages.hpp). Declared budgets (docs/kernels/mla_decode_gfx942.md,
+docs/kernels/mla_decode_gfx950.md), the same on both archs:
   mla_decode_a16w8_fwd    VGPR+AGPR <= 416 (AGPR <= 160): one wave per SIMD (512 available), 256 threads
                           per workgroup; SGPR <= 64; LDS 0; scratch 0; no spills. (Was 384 / 128 before the
                           pool became a structured buffer: each idxen load takes a (slot, column) VGPR pair,
@@ -11,18 +13,23 @@ Declared budgets (docs/kernels/mla_decode_gfx942.md):
                           and locates a row's parts of the balanced split; SGPRs do not bound its
                           occupancy, its VGPRs do); LDS <= 6180 (three waves' running state); scratch 0;
                           no spills.
+MFMA mix (static, the decode loop unrolled by two tiles): per tile 36 QK + 32 PV v_mfma_f32_16x16x16_bf16
+on gfx942; on gfx950 the QK contraction is 18 v_mfma_f32_16x16x32_bf16 and PV stays 32 16x16x16.
 """
 from __future__ import annotations
+
+import collections
 
 import pytest
 
 from moonmath_mla_decode.kernel import (
-    ARCH,
+    ARCHS,
     FWD_CODE_OBJECT,
     FWD_KERNEL,
     KERNELS,
     MERGE_CODE_OBJECT,
     MERGE_KERNEL,
+    OP,
     SHARED_CODE_OBJECT,
     SHARED_KERNEL,
 )
@@ -32,13 +39,23 @@ BUDGETS = {
     (SHARED_CODE_OBJECT, SHARED_KERNEL): dict(vgpr=384, agpr=128, sgpr=64, lds=36096, scratch=0, block=256),
     (MERGE_CODE_OBJECT, MERGE_KERNEL): dict(vgpr=72, agpr=0, sgpr=64, lds=6180, scratch=0, block=256),
 }
+# Static MFMA counts per decode kernel (two tiles of the unrolled loop): {opcode: count}.
+MFMA_MIX = {
+    "gfx942": {"v_mfma_f32_16x16x16_bf16": 2 * (36 + 32)},
+    "gfx950": {"v_mfma_f32_16x16x32_bf16": 2 * 18, "v_mfma_f32_16x16x16_bf16": 2 * 32},
+}
 
 
+def _need(arch):
+    if arch not in KERNELS.archs_built():
+        pytest.skip(f"this build has no {arch} code objects")
+
+
+@pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("co,kernel", list(BUDGETS))
-def test_isa_budget(co, kernel):
-    if ARCH not in KERNELS.archs_built():
-        pytest.skip("this build has no gfx942 code objects")
-    m = KERNELS.kernel_meta("isa budget", ARCH, co, kernel)
+def test_isa_budget(co, kernel, arch):
+    _need(arch)
+    m = KERNELS.kernel_meta("isa budget", arch, co, kernel)
     b = BUDGETS[(co, kernel)]
     assert m.vgpr <= b["vgpr"], f"{kernel}: {m.vgpr} VGPR+AGPR > {b['vgpr']}"
     assert m.agpr <= b["agpr"], f"{kernel}: {m.agpr} AGPR > {b['agpr']}"
@@ -47,3 +64,15 @@ def test_isa_budget(co, kernel):
     assert m.scratch == b["scratch"], f"{kernel}: {m.scratch} bytes of scratch"
     assert m.raw.get(".vgpr_spill_count", 0) == 0 and m.raw.get(".sgpr_spill_count", 0) == 0
     assert m.max_workgroup_size == b["block"]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("co,kernel", [(FWD_CODE_OBJECT, FWD_KERNEL), (SHARED_CODE_OBJECT, SHARED_KERNEL)])
+def test_mfma_mix(co, kernel, arch):
+    """The arch's QK stage is what the code object runs: gfx950 contracts QK with 16x16x32 bf16 MFMAs."""
+    _need(arch)
+    emu = pytest.importorskip("moonmath_emu")
+    with open(KERNELS.path(OP, arch, co), "rb") as f:
+        module = emu.Module(f.read())
+    ops = collections.Counter(text.split()[0] for name, _, text in module.disassemble() if name == kernel)
+    assert {op: n for op, n in ops.items() if op.startswith("v_mfma")} == MFMA_MIX[arch]

@@ -1,4 +1,5 @@
-"""The gfx942 MLA decode planner: its C++ unit test (built with the host compiler) and the binding."""
+"""The MLA decode planner (gfx942 and gfx950 machine models): its C++ unit test (built with the host compiler)
+and the binding."""
 from __future__ import annotations
 
 import shutil
@@ -40,6 +41,26 @@ def test_binding_matches_shapes_only():
     assert _C.plan_mla_decode(2, 16, 1, 150000).variant == "wave"  # one row tile
 
 
+def test_binding_per_arch_machine():
+    """gfx950's machine model (256 CUs, its own measured cycles) is a different plan and cost; an arch
+    without kernels is refused by name; cus <= 0 means the arch's full part."""
+    from moonmath_mla_decode import _C
+
+    a, b = _C.plan_mla_decode(2, 16, 1, 8192, arch="gfx942"), _C.plan_mla_decode(2, 16, 1, 8192, arch="gfx950")
+    assert a.cost_ns != b.cost_ns
+    assert _C.mla_plan_cost(2, 16, 1, 8192, b.nparts, arch="gfx950") == pytest.approx(b.cost_ns)
+    assert _C.mla_plan_cost(2, 16, 1, 8192, 4, cus=256, arch="gfx950") == _C.mla_plan_cost(2, 16, 1, 8192, 4,
+                                                                                         arch="gfx950")
+    assert _C.mla_cost_constants("gfx950")["wave_tile_cycles"] < _C.mla_cost_constants("gfx942")["wave_tile_cycles"]
+    # a full batch (one part each) fills 256 CUs with 1024 waves: B = 1024 at H 16, q_len 1
+    assert _C.plan_mla_decode(1024, 16, 1, 4096, arch="gfx950").nparts == 1
+    for bad in ("gfx90a", ""):
+        with pytest.raises(ValueError, match="no machine model"):
+            _C.plan_mla_decode(1, 16, 1, arch=bad)
+        with pytest.raises(ValueError, match="no machine model"):
+            _C.mla_cost_constants(bad)
+
+
 def _calibration():
     import importlib.util
 
@@ -50,15 +71,16 @@ def _calibration():
     return mod
 
 
-def test_cost_constants_match_the_emulator(monkeypatch):
+@pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
+def test_cost_constants_match_the_emulator(arch, monkeypatch):
     """The planner's per-tile, per-part and merge issue cycles are the emulator's (within 10%): a
     kernel change that moves them must re-calibrate the planner (benchmarks/calibrate_mla_planner_emu.py)."""
     pytest.importorskip("moonmath_emu")
-    monkeypatch.setenv("MOONMATH_EMU_ARCH", "gfx942")
+    monkeypatch.setenv("MOONMATH_EMU_ARCH", arch)
     from moonmath_mla_decode import _C
 
     measured = _calibration().measured()
-    constants = _C.mla_cost_constants()
+    constants = _C.mla_cost_constants(arch)
     assert set(measured) == set(constants)
     for name, v in measured.items():
         assert abs(constants[name] - v) <= 0.10 * v, f"{name}: planner {constants[name]:.0f}, emulator {v:.0f}"

@@ -1,8 +1,8 @@
-// Host planner of mla_decode_a16w8 on gfx942: pure C++, no HIP types, a function of shapes only
+// Host planner of mla_decode_a16w8 on gfx942 and gfx950: pure C++, no HIP types, a function of shapes only
 // (plus an optional host length hint), so a captured graph replays correctly with new lengths and
 // page tables: the kernel reads lengths, kv_indptr and kv_indices on the device.
 //
-// Work decomposition (see csrc/device/gfx942/mla_decode_a16w8*.hip):
+// Work decomposition (see csrc/device/mla_decode_a16w8*.hip, one source for both archs):
 //   rows      q_len * H per request, packed into n_rt = ceil(q_len * H / 16) MFMA row tiles;
 //   parts     each request's window is cut into `nparts` runs of whole 16-token KV tiles;
 //   variant   "wave":   one wave per (request, part, row tile), KV straight to registers,
@@ -12,7 +12,8 @@
 // With nparts == 1 the kernel writes o/lse itself; otherwise it writes fp32 partials (O, m, l, ln) to a
 // workspace and a merge kernel (a 4-wave workgroup per row) combines them in part order.
 //
-// Cost model (documented in docs/kernels/mla_decode_gfx942.md), in nanoseconds. Its compute constants
+// Cost model (documented in docs/kernels/mla_decode_gfx942.md), in nanoseconds, per arch through a Machine
+// (CUs, clock, bandwidths, measured cycles: kGfx942, kGfx950; machine_for(arch)). Its compute constants
 // are issue cycles measured on the emulator (benchmarks/calibrate_mla_planner_emu.py; the test
 // test_mla_kernel_planner.py::test_cost_constants_match_the_emulator keeps them within 10% of it), so
 // the planner sees what a part costs beyond its tiles (Q load, prologue, epilogue of partials) and
@@ -81,6 +82,35 @@ constexpr double kBalanceRequestCycles = 126.0;  // balanced split: per request,
 // The length-balanced split (device side) costs every wave O(B); it is used up to this batch.
 constexpr int64_t kBalanceMaxBatch = 64;
 
+// One arch's machine model: the hardware assumptions above and the issue cycles measured on the emulator
+// for that arch's code objects (benchmarks/calibrate_mla_planner_emu.py --arch).
+struct Machine {
+  const char* arch;
+  int64_t cus;             // the full part's CUs (a live device may report fewer: plan's cus)
+  double clock_ghz;
+  double hbm_bytes_per_ns;  // achievable HBM bandwidth of the full part
+  double cu_bytes_per_ns;   // one CU's L2 link: 64 B per clock
+  double wave_tile_cycles, wave_part_cycles, shared_tile_cycles, shared_part_cycles;
+  double merge_wave_cycles, merge_iter_cycles, balance_request_cycles;
+};
+// MI300X: the constants above.
+constexpr Machine kGfx942{"gfx942", kDefaultCus, kClockGhz, kHbmBytesPerNs, kCuBytesPerNs,
+                          kWaveTileCycles, kWavePartCycles, kSharedTileCycles, kSharedPartCycles,
+                          kMergeWaveCycles, kMergeIterCycles, kBalanceRequestCycles};
+// MI355X (assumptions, no timing): 256 CUs, 2.4 GHz, 8 TB/s peak HBM of which ~6 TB/s achievable (the
+// 4 / 5.3 fraction assumed on gfx942), 64 B per clock per CU. Cycles: measured on the gfx950 code
+// objects (the QK contraction is 18 v_mfma_f32_16x16x32_bf16 per tile instead of 36 16x16x16).
+constexpr Machine kGfx950{"gfx950", 256, 2.4, 6000.0, 154.0,
+                          2759.0, 2706.0, 1822.0, 3169.0,  // tiles: 288 cycles (18 MFMA) below gfx942
+                          643.0, 766.0, 126.0};
+
+// The machine model of `arch`; std::invalid_argument for an arch without MLA decode kernels.
+inline const Machine& machine_for(const std::string& arch) {
+  if (arch == "gfx942") return kGfx942;
+  if (arch == "gfx950") return kGfx950;
+  throw std::invalid_argument("mla planner: no machine model for arch '" + arch + "' (gfx942, gfx950)");
+}
+
 struct Plan {
   int64_t batch = 0, heads = 0, q_len = 0;
   int64_t rows = 0;           // q_len * heads per request
@@ -124,34 +154,35 @@ inline bool parts_all_busy(int64_t tiles, int64_t nparts) {
 // whenever a batch splits, up to kBalanceMaxBatch requests (each wave then reads all B lengths).
 inline bool balance_split(int64_t batch, int64_t nparts) { return nparts > 1 && batch > 1 && batch <= kBalanceMaxBatch; }
 
-inline double merge_cost(int64_t total_rows, int64_t nparts, int64_t cus, double extra_wave_cycles = 0.0) {
+inline double merge_cost(int64_t total_rows, int64_t nparts, int64_t cus, double extra_wave_cycles = 0.0,
+                         const Machine& mc = kGfx942) {
   const int64_t wpr = merge_waves_per_row(nparts);
   const double rounds = (double)ceil_div(total_rows * wpr, cus * kSimdsPerCu);
   const double iters = (double)ceil_div(nparts, 4 * wpr);
-  return kMergeLaunchNs + rounds * (iters * (kHbmLatencyNs + kMergeIterCycles / kClockGhz) +
-                                    (kMergeWaveCycles + extra_wave_cycles) / kClockGhz);
+  return kMergeLaunchNs + rounds * (iters * (kHbmLatencyNs + mc.merge_iter_cycles / mc.clock_ghz) +
+                                    (mc.merge_wave_cycles + extra_wave_cycles) / mc.clock_ghz);
 }
 
 // Modelled time (ns) of a launch with `nparts` parts and kernel variant `v`.
 inline double plan_cost(int64_t batch, int64_t heads, int64_t q_len, int64_t len, int64_t nparts,
-                        int64_t cus = kDefaultCus, Variant v = Variant::kWave) {
+                        int64_t cus = kDefaultCus, Variant v = Variant::kWave, const Machine& mc = kGfx942) {
   const int64_t rows = q_len * heads, n_rt = ceil_div(rows, kRowsPerTile);
   const int64_t tiles = std::max<int64_t>(1, ceil_div(len, kTileTokens));
   const int64_t slots = cus * kSimdsPerCu;
   const int64_t waves = launch_waves(batch, n_rt, nparts, v);
   const int64_t rounds = ceil_div(waves, slots);
   const bool shared = v == Variant::kShared;
-  const double tile_cycles = shared ? kSharedTileCycles : kWaveTileCycles;
-  const double balance = balance_split(batch, nparts) ? kBalanceRequestCycles * (double)batch : 0.0;
-  const double part_cycles = (shared ? kSharedPartCycles : kWavePartCycles) + balance;
+  const double tile_cycles = shared ? mc.shared_tile_cycles : mc.wave_tile_cycles;
+  const double balance = balance_split(batch, nparts) ? mc.balance_request_cycles * (double)batch : 0.0;
+  const double part_cycles = (shared ? mc.shared_part_cycles : mc.wave_part_cycles) + balance;
   const double t_compute =
-      (double)rounds * ((double)ceil_div(tiles, nparts) * tile_cycles + part_cycles) / kClockGhz + kPartLatencyNs;
+      (double)rounds * ((double)ceil_div(tiles, nparts) * tile_cycles + part_cycles) / mc.clock_ghz + kPartLatencyNs;
   const double partial = nparts > 1 ? 2.0 * (double)(batch * rows * nparts) * (kLat + 4) * 4.0 : 0.0;
   const double busy_cus = std::min<double>((double)cus, (double)ceil_div(waves, kSimdsPerCu));
-  const double bw = std::min(kHbmBytesPerNs * (double)cus / kDefaultCus, busy_cus * kCuBytesPerNs);
+  const double bw = std::min(mc.hbm_bytes_per_ns * (double)cus / (double)mc.cus, busy_cus * mc.cu_bytes_per_ns);
   const double t_memory = ((double)batch * (double)len * (kRowBytes + 4) + partial) / bw;
   double cost = std::max(t_compute, t_memory);
-  if (nparts > 1) cost += merge_cost(batch * rows, nparts, cus, balance);
+  if (nparts > 1) cost += merge_cost(batch * rows, nparts, cus, balance, mc);
   return cost;
 }
 
@@ -159,12 +190,14 @@ inline double plan_cost(int64_t batch, int64_t heads, int64_t q_len, int64_t len
 // len_hint <= 0: no hint (kDefaultLen). Any batch size is served (more waves, more rounds).
 // The shared variant is considered when there are two or more row tiles (with one, three of its four
 // waves would idle).
-inline Plan plan(int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint = 0, int64_t cus = kDefaultCus) {
+// cus <= 0: the machine's full part.
+inline Plan plan(int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint = 0, int64_t cus = kDefaultCus,
+                 const Machine& mc = kGfx942) {
+  if (cus <= 0) cus = mc.cus;
   if (batch < 1) throw std::invalid_argument("mla planner: batch must be >= 1, got " + std::to_string(batch));
   if (heads < 1 || heads > kMaxHeads)
     throw std::invalid_argument("mla planner: heads must be in [1, 128], got " + std::to_string(heads));
   if (q_len < 1) throw std::invalid_argument("mla planner: q_len must be >= 1, got " + std::to_string(q_len));
-  if (cus < 1) throw std::invalid_argument("mla planner: cus must be >= 1, got " + std::to_string(cus));
   Plan p;
   p.batch = batch;
   p.heads = heads;
@@ -186,15 +219,15 @@ inline Plan plan(int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint =
   auto candidate = [&](int64_t np) { return parts_all_busy(tiles, np); };
   const Variant order[2] = {first, Variant::kWave};
   const int n_variants = first == Variant::kWave ? 1 : 2;
-  double min_cost = plan_cost(batch, heads, q_len, p.len_used, 1, cus, first);
+  double min_cost = plan_cost(batch, heads, q_len, p.len_used, 1, cus, first, mc);
   for (int64_t np = 1; np <= max_parts && addressable(np); ++np)
-    for (int k = 0; k < n_variants && candidate(np); ++k) min_cost = std::min(min_cost, plan_cost(batch, heads, q_len, p.len_used, np, cus, order[k]));
+    for (int k = 0; k < n_variants && candidate(np); ++k) min_cost = std::min(min_cost, plan_cost(batch, heads, q_len, p.len_used, np, cus, order[k], mc));
   Variant best_v = first;
   int64_t best = 0;
   double best_cost = 0;
   for (int64_t np = 1; np <= max_parts && addressable(np) && best == 0; ++np)
     for (int k = 0; k < n_variants && best == 0 && candidate(np); ++k) {
-      const double c = plan_cost(batch, heads, q_len, p.len_used, np, cus, order[k]);
+      const double c = plan_cost(batch, heads, q_len, p.len_used, np, cus, order[k], mc);
       if (c <= min_cost * kSplitSlack) {
         best = np;
         best_v = order[k];

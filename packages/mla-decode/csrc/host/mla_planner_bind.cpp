@@ -37,42 +37,56 @@ void register_mla_planner(py::module_& m) {
       });
   m.def(
       "plan_mla_decode",
-      [](int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint, int64_t cus) {
+      [](int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint, int64_t cus, const std::string& arch) {
         try {
-          return moonmath::mla::plan(batch, heads, q_len, len_hint, cus);
+          return moonmath::mla::plan(batch, heads, q_len, len_hint, cus, moonmath::mla::machine_for(arch));
         } catch (const std::invalid_argument& e) {
           throw py::value_error(e.what());
         }
       },
-      py::arg("batch"), py::arg("heads"), py::arg("q_len"), py::arg("len_hint") = 0,
-      py::arg("cus") = moonmath::mla::kDefaultCus,
-      "Plan mla_decode_a16w8 on gfx942 from shapes (and an optional tokens-per-request hint).");
+      py::arg("batch"), py::arg("heads"), py::arg("q_len"), py::arg("len_hint") = 0, py::arg("cus") = 0,
+      py::arg("arch") = "gfx942",
+      "Plan mla_decode_a16w8 on `arch` (gfx942, gfx950) from shapes (and an optional tokens-per-request hint);\n"
+      "cus <= 0: the arch's full part.");
   m.def("balance_split", &moonmath::mla::balance_split, py::arg("batch"), py::arg("nparts"),
         "Whether a launch shares its parts out by request length on the device.");
   m.def("merge_waves_per_row", &moonmath::mla::merge_waves_per_row, py::arg("nparts"),
         "Waves of the split-KV merge kernel per row for a given number of parts.");
   m.def(
       "mla_cost_constants",
-      [] {
-        namespace k = moonmath::mla;
+      [](const std::string& arch) {
+        const moonmath::mla::Machine* m = nullptr;
+        try {
+          m = &moonmath::mla::machine_for(arch);
+        } catch (const std::invalid_argument& e) {
+          throw py::value_error(e.what());
+        }
         return std::map<std::string, double>{
-            {"wave_tile_cycles", k::kWaveTileCycles},     {"wave_part_cycles", k::kWavePartCycles},
-            {"shared_tile_cycles", k::kSharedTileCycles}, {"shared_part_cycles", k::kSharedPartCycles},
-            {"merge_wave_cycles", k::kMergeWaveCycles},   {"merge_iter_cycles", k::kMergeIterCycles},
-            {"balance_request_cycles", k::kBalanceRequestCycles}};
+            {"wave_tile_cycles", m->wave_tile_cycles},     {"wave_part_cycles", m->wave_part_cycles},
+            {"shared_tile_cycles", m->shared_tile_cycles}, {"shared_part_cycles", m->shared_part_cycles},
+            {"merge_wave_cycles", m->merge_wave_cycles},   {"merge_iter_cycles", m->merge_iter_cycles},
+            {"balance_request_cycles", m->balance_request_cycles}};
       },
+      py::arg("arch") = "gfx942",
       "The planner's emulator-calibrated issue-cycle constants (benchmarks/calibrate_mla_planner_emu.py).");
   m.def(
       "mla_plan_cost",
       [](int64_t batch, int64_t heads, int64_t q_len, int64_t len, int64_t nparts, int64_t cus,
-         const std::string& variant) {
+         const std::string& variant, const std::string& arch) {
         if (variant != "wave" && variant != "shared")
           throw py::value_error("mla_plan_cost: variant must be 'wave' or 'shared', got '" + variant + "'");
-        return moonmath::mla::plan_cost(batch, heads, q_len, len, nparts, cus,
+        const moonmath::mla::Machine* m = nullptr;
+        try {
+          m = &moonmath::mla::machine_for(arch);
+        } catch (const std::invalid_argument& e) {
+          throw py::value_error(e.what());
+        }
+        return moonmath::mla::plan_cost(batch, heads, q_len, len, nparts, cus > 0 ? cus : m->cus,
                                         variant == "shared" ? moonmath::mla::Variant::kShared
-                                                            : moonmath::mla::Variant::kWave);
+                                                            : moonmath::mla::Variant::kWave,
+                                        *m);
       },
       py::arg("batch"), py::arg("heads"), py::arg("q_len"), py::arg("len"), py::arg("nparts"),
-      py::arg("cus") = moonmath::mla::kDefaultCus, py::arg("variant") = "wave",
+      py::arg("cus") = 0, py::arg("variant") = "wave", py::arg("arch") = "gfx942",
       "The planner's modelled time (ns) for a given number of KV parts and kernel variant.");
 }

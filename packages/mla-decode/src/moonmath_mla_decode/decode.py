@@ -165,9 +165,11 @@ def _(q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, scale, kv_sc
 
 def _run_kernel(q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, scale, kv_scale, lse, glen, cp_rank,
                 cp_world) -> None:
-    """The hip/emu path: the gfx942 kernels (kernel.py): the decode kernel, then its split-KV merge."""
+    """The hip/emu path: the gfx942 / gfx950 kernels (kernel.py): the decode kernel, then its split-KV merge."""
     arch = target_arch()
-    if arch != "gfx942":
+    from .kernel import ARCHS
+
+    if arch not in ARCHS:
         from .kernel import KERNELS
 
         # Raises NoKernelError saying whether the decode code object is not built or not implemented for

@@ -1,4 +1,5 @@
-"""Launching the gfx942 MLA decode kernels (csrc/device/gfx942/) through moonmath_common's runtime.
+"""Launching the MLA decode kernels (csrc/device/: one source for gfx942 and gfx950, the arch's QK MFMA stage in
+csrc/device/<arch>/mla_decode_stages.hpp) through moonmath_common's runtime.
 
 Code objects: ``mla_decode_a16w8.hsaco`` (kernel ``mla_decode_a16w8_fwd``: one wave per 16-row tile of
 (position, head) rows per KV part) and ``mla_decode_a16w8_merge.hsaco`` (``mla_decode_a16w8_merge``:
@@ -11,7 +12,7 @@ workspace sizes): plan once per batch, then ``run(..., plan=, workspace=)`` per 
 
 The caller (decode.py) has validated every tensor; this module checks the 32-bit buffer ranges the
 kernels build, allocates the split-KV workspace (unless given one), and launches. docs/kernels/mla_decode_gfx942.md has
-the design and the planner's cost model.
+the design and the planner's cost model; docs/kernels/mla_decode_gfx950.md what differs on gfx950.
 """
 from __future__ import annotations
 
@@ -22,10 +23,11 @@ from dataclasses import dataclass
 import torch
 
 from moonmath_common import target_arch
+from moonmath_common.backend import cu_count
 from moonmath_common.kernels import KernelSet
 
 OP = "moonmath_mla_decode.mla_decode_a16w8"
-ARCH = "gfx942"
+ARCHS = ("gfx942", "gfx950")  # archs with decode kernels (the planner has a machine model for each)
 FWD_CODE_OBJECT, FWD_KERNEL = "mla_decode_a16w8", "mla_decode_a16w8_fwd"
 SHARED_CODE_OBJECT, SHARED_KERNEL = "mla_decode_a16w8_shared", "mla_decode_a16w8_fwd_shared"
 VARIANTS = ("wave", "shared")
@@ -43,11 +45,12 @@ def _f32_bits(x: float) -> int:
     return struct.unpack("<I", struct.pack("<f", x))[0]
 
 
-def plan(batch: int, heads: int, q_len: int, len_hint: int = 0):
-    """The C++ planner's launch configuration (an ``_C.MlaPlan``)."""
+def plan(batch: int, heads: int, q_len: int, len_hint: int = 0, arch: str | None = None):
+    """The C++ planner's launch configuration (an ``_C.MlaPlan``) for ``arch`` (default: target_arch())."""
     from . import _C
 
-    return _C.plan_mla_decode(batch, heads, q_len, len_hint)
+    arch = target_arch() if arch is None else arch
+    return _C.plan_mla_decode(batch, heads, q_len, len_hint, arch=arch, cus=cu_count(arch))
 
 
 @dataclass(frozen=True)
@@ -84,14 +87,15 @@ class DecodePlan:
 
 
 def make_plan(batch: int, heads: int, q_len: int, len_hint: int = 0, *, nparts: int | None = None,
-              variant: str | None = None, balanced: bool | None = None) -> DecodePlan:
+              variant: str | None = None, balanced: bool | None = None, arch: str | None = None) -> DecodePlan:
     """The launch configuration for shapes (B, H, q_len) and a tokens-per-request hint; ``nparts`` and
     ``variant`` override the planner's choice (tests, benchmarks). ``balanced`` (default: the planner's
     rule, _C.balance_split: 1 < B <= 64 and the plan splits) shares the B * nparts parts among the
-    requests by their device-resident lengths instead of nparts each."""
+    requests by their device-resident lengths instead of nparts each. ``arch`` (default: target_arch())
+    picks the planner's machine model (CUs, clock, bandwidth, measured cycles per tile)."""
     from . import _C
 
-    p = _C.plan_mla_decode(batch, heads, q_len, len_hint)
+    p = plan(batch, heads, q_len, len_hint, arch)
     np_ = p.nparts if nparts is None else int(nparts)
     if np_ < 1:
         raise ValueError(f"{OP}: nparts must be >= 1; got {np_}")
@@ -116,14 +120,14 @@ def _check_ranges(**sizes: int) -> None:
     """
     for name, nbytes in sizes.items():
         if nbytes >= _U32:
-            raise ValueError(f"{OP}: {name} spans {nbytes} bytes; the gfx942 kernel addresses it with 32-bit "
+            raise ValueError(f"{OP}: {name} spans {nbytes} bytes; the kernel addresses it with 32-bit "
                              f"byte offsets (at most {_U32 - 1} bytes)")
 
 
 def _check_pool_slots(slots: int) -> None:
     """The pool's record count must fit the buffer descriptor's 32-bit num_records (pools up to ~2.4 TB)."""
     if slots >= _U32:
-        raise ValueError(f"{OP}: kv_pool has {slots} slots; the gfx942 kernel addresses the pool as 576-byte "
+        raise ValueError(f"{OP}: kv_pool has {slots} slots; the kernel addresses the pool as 576-byte "
                          f"records with a 32-bit record count (at most {_U32 - 1} slots)")
 
 
@@ -135,7 +139,7 @@ def _usable_indices(n_idx: int) -> int:
 def _check_alignment(**tensors: torch.Tensor | None) -> None:
     for name, t in tensors.items():
         if t is not None and t.data_ptr() % 16:
-            raise ValueError(f"{OP}: {name} must start on a 16-byte boundary for the gfx942 kernel's 16-byte "
+            raise ValueError(f"{OP}: {name} must start on a 16-byte boundary for the kernel's 16-byte "
                              f"loads and stores; got address {t.data_ptr():#x} (pass a fresh or .clone()d tensor)")
 
 
@@ -144,7 +148,7 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
         lse: torch.Tensor | None = None, glen: torch.Tensor | None = None, cp_rank: int = 0, cp_world: int = 1,
         nparts: int | None = None, variant: str | None = None, *, plan: DecodePlan | None = None,
         workspace: torch.Tensor | None = None, balanced: bool | None = None) -> list[dict | None]:
-    """Run mla_decode_a16w8 on the gfx942 kernels (emu or hip backend). Writes o_lat (and lse) in place.
+    """Run mla_decode_a16w8 on the gfx942 / gfx950 kernels (emu or hip backend). Writes o_lat (and lse) in place.
 
     Tensors as in decode.mla_decode_a16w8 (already validated). ``nparts`` overrides the planner's KV split
     (tests and benchmarks); the result does not depend on it beyond fp32 rounding. ``variant`` overrides the
@@ -155,7 +159,7 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
     launches' emulator counters (emu) or Nones (hip).
     """
     arch = target_arch()
-    if arch != ARCH:
+    if arch not in ARCHS:
         from moonmath_common import NoKernelError
 
         raise NoKernelError(OP, arch, KERNELS.archs_built())
@@ -163,7 +167,8 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
     B = kv_indptr.numel() - 1
     q_len = T // B
     if plan is None:
-        plan = make_plan(B, H, q_len, kv_indices.numel() // B, nparts=nparts, variant=variant, balanced=balanced)
+        plan = make_plan(B, H, q_len, kv_indices.numel() // B, nparts=nparts, variant=variant, balanced=balanced,
+                         arch=arch)
     elif (plan.batch, plan.heads, plan.q_len) != (B, H, q_len):
         raise ValueError(f"{OP}: plan is for B={plan.batch}, H={plan.heads}, q_len={plan.q_len}; the call has "
                          f"B={B}, H={H}, q_len={q_len}")

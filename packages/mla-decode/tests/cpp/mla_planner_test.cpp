@@ -42,11 +42,12 @@ int main() {
   const int64_t Hs[] = {1, 12, 16, 64, 128};
   const int64_t Qs[] = {1, 2, 4, 8};
   const int64_t Ls[] = {0, 1, 15, 16, 17, 1000, 8192, 150000};
+  for (const Machine* mc : {&kGfx942, &kGfx950})
   for (int64_t B : Bs)
     for (int64_t H : Hs)
       for (int64_t q : Qs)
         for (int64_t L : Ls) {
-          const Plan p = plan(B, H, q, L);
+          const Plan p = plan(B, H, q, L, mc->cus, *mc);
           CHECK(p.rows == q * H);
           CHECK(p.n_rt == (q * H + 15) / 16);
           CHECK(p.nparts >= 1 && p.nparts <= kMaxParts);
@@ -75,21 +76,21 @@ int main() {
           for (int64_t np = 1; np <= std::min<int64_t>(kMaxParts, (len + 15) / 16); ++np) {
             if (np > 1 && B * q * H * np * 512 * 4 >= (int64_t(1) << 32)) break;
             if (!parts_all_busy((len + 15) / 16, np)) continue;
-            const double cw = plan_cost(B, H, q, len, np, kDefaultCus, Variant::kWave);
-            const double cs = p.n_rt >= 2 ? plan_cost(B, H, q, len, np, kDefaultCus, Variant::kShared) : 1e300;
+            const double cw = plan_cost(B, H, q, len, np, mc->cus, Variant::kWave, *mc);
+            const double cs = p.n_rt >= 2 ? plan_cost(B, H, q, len, np, mc->cus, Variant::kShared, *mc) : 1e300;
             min_cost = std::min(min_cost, std::min(cw, cs));
           }
           CHECK(p.cost_ns <= min_cost * kSplitSlack);
           CHECK(parts_all_busy((len + 15) / 16, p.nparts));
           for (int64_t np = 1; np < p.nparts; ++np) {
             if (!parts_all_busy((len + 15) / 16, np)) continue;
-            CHECK(plan_cost(B, H, q, len, np, kDefaultCus, Variant::kWave) > min_cost * kSplitSlack);
-            if (p.n_rt >= 2) CHECK(plan_cost(B, H, q, len, np, kDefaultCus, Variant::kShared) > min_cost * kSplitSlack);
+            CHECK(plan_cost(B, H, q, len, np, mc->cus, Variant::kWave, *mc) > min_cost * kSplitSlack);
+            if (p.n_rt >= 2) CHECK(plan_cost(B, H, q, len, np, mc->cus, Variant::kShared, *mc) > min_cost * kSplitSlack);
           }
-          CHECK(plan_cost(B, H, q, len, p.nparts, kDefaultCus, shared ? Variant::kShared : Variant::kWave) ==
+          CHECK(plan_cost(B, H, q, len, p.nparts, mc->cus, shared ? Variant::kShared : Variant::kWave, *mc) ==
                 p.cost_ns);
           // Pure function of its inputs.
-          const Plan p2 = plan(B, H, q, L);
+          const Plan p2 = plan(B, H, q, L, mc->cus, *mc);
           CHECK(p2.nparts == p.nparts && p2.grid == p.grid);
         }
 
@@ -107,6 +108,14 @@ int main() {
     // Beyond the original's B * ceil(q_len * H / 96) <= 304 cap: still planned.
     const Plan d = plan(1024, 128, 8, 8192);
     CHECK(d.nparts >= 1 && d.grid > 0);
+  }
+  // Per-arch machines: cus <= 0 is the machine's full part; gfx950's faster tiles never cost more.
+  {
+    CHECK(plan(2, 16, 1, 8192, 0, kGfx950).cost_ns == plan(2, 16, 1, 8192, 256, kGfx950).cost_ns);
+    CHECK(plan(2, 16, 1, 8192, 0).cost_ns == plan(2, 16, 1, 8192, kDefaultCus).cost_ns);
+    CHECK(&machine_for("gfx942") == &kGfx942 && &machine_for("gfx950") == &kGfx950);
+    CHECK(throws([] { machine_for("gfx90a"); }));
+    CHECK(kGfx950.wave_tile_cycles < kGfx942.wave_tile_cycles && kGfx950.cus == 256);
   }
   // A short hint never splits below one tile per part.
   CHECK(plan(1, 16, 1, 16).nparts == 1);

@@ -1,5 +1,7 @@
-// Shared stages of the gfx942 MLA decode kernels (mla_decode_a16w8.hip: a wave per row tile;
-// mla_decode_a16w8_shared.hip: a workgroup shares each KV tile through LDS).
+// Shared stages of the MLA decode kernels, gfx942 and gfx950 (mla_decode_a16w8.hip: a wave per row tile;
+// mla_decode_a16w8_shared.hip: a workgroup shares each KV tile through LDS; mla_decode_a16w8_merge.hip).
+// The kernels are one source for both archs; the arch-specific stage (the QK MFMA step, qk_step8) is in
+// gfx942/mla_decode_stages.hpp and gfx950/mla_decode_stages.hpp, picked here by the target.
 //
 //   request_view   one request's KV metadata read from the device and made safe: its kv_indices run
 //                  [kv_indptr[b], kv_indptr[b+1]) clamped into the kv_indices tensor, its length
@@ -13,6 +15,13 @@
 //   finish_lse     lse = m + log2(l): -inf for an empty row, NaN when the row's inputs held NaN/Inf.
 #pragma once
 #include "moonmath/all.hpp"
+#if defined(__gfx950__)
+#include "gfx950/mla_decode_stages.hpp"
+#elif defined(__gfx942__)
+#include "gfx942/mla_decode_stages.hpp"
+#else
+#error "mla_decode: no stages for this target (gfx942, gfx950)"
+#endif
 
 namespace mla {
 

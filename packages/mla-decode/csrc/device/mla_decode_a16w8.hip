@@ -168,13 +168,16 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
 #pragma unroll
     for (int m = 0; m < 9; ++m) {
 #pragma unroll
-      for (int w = 0; w < 4; ++w) {
-        const mm::f32x2 lo = mm::cvt_pk_f32_fp8<false>(cur.k[m][w]);
-        const mm::f32x2 hi = mm::cvt_pk_f32_fp8<true>(cur.k[m][w]);
-        const mm::u32x2 ka = {mm::pack_bf16x2_hi(lo.x, lo.y), mm::pack_bf16x2_hi(hi.x, hi.y)};
-        const int kk = 4 * m + w;  // columns 144g + 4kk .. +3 = Q chunk kk/2, dwords 2(kk%2), +1
-        const mm::u32x2 qb = {q[kk >> 1][2 * (kk & 1)], q[kk >> 1][2 * (kk & 1) + 1]};
-        s = mm::mfma_16x16x16_bf16(mm::bit_cast<mm::i16x4>(ka), mm::bit_cast<mm::i16x4>(qb), s);
+      for (int h = 0; h < 2; ++h) {  // columns 144g + 16m + 8h .. +7 = Q chunk 2m + h
+        mm::u32x4 kb;
+#pragma unroll
+        for (int w = 0; w < 2; ++w) {
+          const mm::f32x2 lo = mm::cvt_pk_f32_fp8<false>(cur.k[m][2 * h + w]);
+          const mm::f32x2 hi = mm::cvt_pk_f32_fp8<true>(cur.k[m][2 * h + w]);
+          kb[2 * w] = mm::pack_bf16x2_hi(lo.x, lo.y);
+          kb[2 * w + 1] = mm::pack_bf16x2_hi(hi.x, hi.y);
+        }
+        s = qk_step8(kb, q[2 * m + h], s);  // the arch's stage (gfx942/gfx950 mla_decode_stages.hpp)
       }
     }
 

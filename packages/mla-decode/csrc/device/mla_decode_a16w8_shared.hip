@@ -245,15 +245,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
         }
         mm::sched_barrier();
 #pragma unroll
-        for (int u = 0; u < kGrp; ++u) {
-          const int m = kGrp * n + u;
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const mm::u32x2 ka = {kw[n & 1][u][2 * h], kw[n & 1][u][2 * h + 1]};
-            const mm::u32x2 qb = {q[m][2 * h], q[m][2 * h + 1]};
-            s = mm::mfma_16x16x16_bf16(mm::bit_cast<mm::i16x4>(ka), mm::bit_cast<mm::i16x4>(qb), s);
-          }
-        }
+        for (int u = 0; u < kGrp; ++u) s = qk_step8(kw[n & 1][u], q[kGrp * n + u], s);  // the arch's stage
         mm::sched_barrier();
       }
     }

@@ -1,4 +1,4 @@
-// Split-KV merge of mla_decode_a16w8_fwd's partials (gfx942).
+// Split-KV merge of mla_decode_a16w8_fwd's partials (gfx942 and gfx950: one source, no arch-specific stage).
 //
 // For one row R (row r of request b) with parts p = 0..n_b-1 (units first_b + p of the split, each
 // holding row r at workspace slot unit * rows_per_request + r) holding (O_p[512] fp32 unnormalised, m_p, l_p, ln_p) where
