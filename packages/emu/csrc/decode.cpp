@@ -516,8 +516,11 @@ std::string disasm_inst(const Inst& in) {
   if (enc == ENC_VOP3 && r->vop3sd && in.op >= 281 && in.op <= 286) name += "_e64";
   os << name;
   std::vector<std::string> ops;
+  // gfx950 v_bitop3_*: the VOP3 ABS/NEG/OMOD fields hold the truth table, printed as bitop3:0xNN
+  const bool bitop3 = enc == ENC_VOP3 && r->name.rfind("v_bitop3_", 0) == 0;
   auto src_s = [&](int i, const char* fname) {
     std::string s = opnd(in, in.src[i], fb(fname, 32), i);
+    if (bitop3) return s;
     if (in.abs >> i & 1) s = "|" + s + "|";
     if (in.neg >> i & 1) s = "-" + s;
     return s;
@@ -632,7 +635,10 @@ std::string disasm_inst(const Inst& in) {
         os << (in.opsel >> 3 & 1) << "]";
       }
       if (in.clamp) os << " clamp";
-      if (in.omod == 1) os << " mul:2"; else if (in.omod == 2) os << " mul:4"; else if (in.omod == 3) os << " div:2";
+      if (bitop3) {
+        const unsigned tt = ((unsigned)in.omod << 6) | ((unsigned)in.abs << 3) | in.neg;
+        if (tt) os << " bitop3:0x" << std::hex << tt << std::dec;
+      } else if (in.omod == 1) os << " mul:2"; else if (in.omod == 2) os << " mul:4"; else if (in.omod == 3) os << " div:2";
       break;
     case ENC_VOP3P: case ENC_VOP3PX2:
       if (in.row && (in.row->name.rfind("v_mfma", 0) == 0 || in.row->name.rfind("v_smfmac", 0) == 0)) {
