@@ -1,26 +1,18 @@
 """The gfx950 attention forward planner: its C++ unit test (built with the host compiler) and the binding."""
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+
+from moonmath_common.testing import run_host_cpp_test
 
 HERE = Path(__file__).resolve().parent
 CSRC = HERE.parent / "csrc"
 
 
 def test_cpp_unit_test(tmp_path):
-    cxx = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
-    if cxx is None:
-        pytest.skip("no host C++ compiler")
-    exe = tmp_path / "attention_planner_test"
-    src = HERE / "cpp" / "attention_planner_test.cpp"
-    subprocess.run([cxx, "-std=c++17", "-O1", "-Wall", "-Werror", f"-I{CSRC / 'host'}", f"-I{CSRC}", str(src), "-o",
-                    str(exe)], check=True)
-    r = subprocess.run([str(exe)], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    run_host_cpp_test(HERE / "cpp" / "attention_planner_test.cpp", [CSRC / 'host', CSRC], tmp_path)
 
 
 def test_binding():

@@ -2,25 +2,18 @@
 and the binding."""
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+
+from moonmath_common.testing import run_host_cpp_test
 
 HERE = Path(__file__).resolve().parent
 HOST = HERE.parent / "csrc" / "host"
 
 
 def test_cpp_unit_test(tmp_path):
-    cxx = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
-    if cxx is None:
-        pytest.skip("no host C++ compiler")
-    exe = tmp_path / "mla_planner_test"
-    src = HERE / "cpp" / "mla_planner_test.cpp"
-    subprocess.run([cxx, "-std=c++17", "-O1", "-Wall", "-Werror", f"-I{HOST}", str(src), "-o", str(exe)], check=True)
-    r = subprocess.run([str(exe)], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    run_host_cpp_test(HERE / "cpp" / "mla_planner_test.cpp", [HOST], tmp_path)
 
 
 def test_binding_matches_shapes_only():

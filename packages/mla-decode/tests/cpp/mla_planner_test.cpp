@@ -6,36 +6,19 @@
 #include <string>
 
 #include "mla_planner.hpp"
+#include "moonmath/host/unit_check.hpp"
 
 using namespace moonmath::mla;
 
-static int failures = 0;
-#define CHECK(cond)                                                        \
-  do {                                                                     \
-    if (!(cond)) {                                                         \
-      std::fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      ++failures;                                                          \
-    }                                                                      \
-  } while (0)
-
-template <typename F>
-static bool throws(F f) {
-  try {
-    f();
-  } catch (const std::invalid_argument&) {
-    return true;
-  }
-  return false;
-}
 
 int main() {
   // Domain.
-  CHECK(throws([] { plan(1, 0, 1); }));
-  CHECK(throws([] { plan(1, 129, 1); }));
-  CHECK(throws([] { plan(0, 16, 1); }));
-  CHECK(throws([] { plan(1, 16, 0); }));
-  CHECK(!throws([] { plan(1, 1, 1); }));
-  CHECK(!throws([] { plan(1, 128, 8); }));
+  MM_CHECK(mm_host::throws([] { plan(1, 0, 1); }));
+  MM_CHECK(mm_host::throws([] { plan(1, 129, 1); }));
+  MM_CHECK(mm_host::throws([] { plan(0, 16, 1); }));
+  MM_CHECK(mm_host::throws([] { plan(1, 16, 0); }));
+  MM_CHECK(!mm_host::throws([] { plan(1, 1, 1); }));
+  MM_CHECK(!mm_host::throws([] { plan(1, 128, 8); }));
 
   // Invariants over a sweep of shapes and hints.
   const int64_t Bs[] = {1, 2, 3, 8, 32, 64, 304, 1000};
@@ -48,28 +31,28 @@ int main() {
       for (int64_t q : Qs)
         for (int64_t L : Ls) {
           const Plan p = plan(B, H, q, L, mc->cus, *mc);
-          CHECK(p.rows == q * H);
-          CHECK(p.n_rt == (q * H + 15) / 16);
-          CHECK(p.nparts >= 1 && p.nparts <= kMaxParts);
+          MM_CHECK(p.rows == q * H);
+          MM_CHECK(p.n_rt == (q * H + 15) / 16);
+          MM_CHECK(p.nparts >= 1 && p.nparts <= kMaxParts);
           const int64_t len = L > 0 ? L : kDefaultLen;
-          CHECK(p.len_used == len);
-          CHECK(p.nparts <= (len + 15) / 16 || p.nparts == 1);  // never more parts than tiles
+          MM_CHECK(p.len_used == len);
+          MM_CHECK(p.nparts <= (len + 15) / 16 || p.nparts == 1);  // never more parts than tiles
           const bool shared = std::string(p.variant) == "shared";
-          CHECK(shared || std::string(p.variant) == "wave");
-          CHECK(!shared || p.n_rt >= 2);
-          CHECK(p.waves == (shared ? B * p.nparts * ((p.n_rt + 3) / 4) * 4 : B * p.nparts * p.n_rt));
-          CHECK(p.grid * kWavesPerBlock >= p.waves && (p.grid - 1) * kWavesPerBlock < p.waves);
-          CHECK(p.block == 256);
+          MM_CHECK(shared || std::string(p.variant) == "wave");
+          MM_CHECK(!shared || p.n_rt >= 2);
+          MM_CHECK(p.waves == (shared ? B * p.nparts * ((p.n_rt + 3) / 4) * 4 : B * p.nparts * p.n_rt));
+          MM_CHECK(p.grid * kWavesPerBlock >= p.waves && (p.grid - 1) * kWavesPerBlock < p.waves);
+          MM_CHECK(p.block == 256);
           if (p.nparts == 1) {
-            CHECK(p.merge_grid == 0 && p.ws_o_floats == 0 && p.ws_ml_floats == 0);
+            MM_CHECK(p.merge_grid == 0 && p.ws_o_floats == 0 && p.ws_ml_floats == 0);
           } else {
-            CHECK(p.merge_wpr == merge_waves_per_row(p.nparts));
-            CHECK(p.balanced == balance_split(B, p.nparts));
-            CHECK(p.merge_grid * kWavesPerBlock >= B * q * H * p.merge_wpr &&
+            MM_CHECK(p.merge_wpr == merge_waves_per_row(p.nparts));
+            MM_CHECK(p.balanced == balance_split(B, p.nparts));
+            MM_CHECK(p.merge_grid * kWavesPerBlock >= B * q * H * p.merge_wpr &&
                   (p.merge_grid - 1) * kWavesPerBlock < B * q * H * p.merge_wpr);
-            CHECK(p.ws_o_floats == B * q * H * p.nparts * 512);
-            CHECK(p.ws_ml_floats == B * q * H * p.nparts * 4);
-            CHECK(p.ws_o_floats * 4 < (int64_t(1) << 32));
+            MM_CHECK(p.ws_o_floats == B * q * H * p.nparts * 512);
+            MM_CHECK(p.ws_ml_floats == B * q * H * p.nparts * 4);
+            MM_CHECK(p.ws_o_floats * 4 < (int64_t(1) << 32));
           }
           // The chosen split is the fewest parts within kSplitSlack of the model's minimum.
           double min_cost = 1e300;
@@ -80,51 +63,47 @@ int main() {
             const double cs = p.n_rt >= 2 ? plan_cost(B, H, q, len, np, mc->cus, Variant::kShared, *mc) : 1e300;
             min_cost = std::min(min_cost, std::min(cw, cs));
           }
-          CHECK(p.cost_ns <= min_cost * kSplitSlack);
-          CHECK(parts_all_busy((len + 15) / 16, p.nparts));
+          MM_CHECK(p.cost_ns <= min_cost * kSplitSlack);
+          MM_CHECK(parts_all_busy((len + 15) / 16, p.nparts));
           for (int64_t np = 1; np < p.nparts; ++np) {
             if (!parts_all_busy((len + 15) / 16, np)) continue;
-            CHECK(plan_cost(B, H, q, len, np, mc->cus, Variant::kWave, *mc) > min_cost * kSplitSlack);
-            if (p.n_rt >= 2) CHECK(plan_cost(B, H, q, len, np, mc->cus, Variant::kShared, *mc) > min_cost * kSplitSlack);
+            MM_CHECK(plan_cost(B, H, q, len, np, mc->cus, Variant::kWave, *mc) > min_cost * kSplitSlack);
+            if (p.n_rt >= 2) MM_CHECK(plan_cost(B, H, q, len, np, mc->cus, Variant::kShared, *mc) > min_cost * kSplitSlack);
           }
-          CHECK(plan_cost(B, H, q, len, p.nparts, mc->cus, shared ? Variant::kShared : Variant::kWave, *mc) ==
+          MM_CHECK(plan_cost(B, H, q, len, p.nparts, mc->cus, shared ? Variant::kShared : Variant::kWave, *mc) ==
                 p.cost_ns);
           // Pure function of its inputs.
           const Plan p2 = plan(B, H, q, L, mc->cus, *mc);
-          CHECK(p2.nparts == p.nparts && p2.grid == p.grid);
+          MM_CHECK(p2.nparts == p.nparts && p2.grid == p.grid);
         }
 
   // Shapes the issue measures: a long single request splits widely, a full batch much less.
   {
     const Plan a = plan(2, 16, 1, 150000);
-    CHECK(a.nparts >= 64 && std::string(a.variant) == "wave");  // one row tile: never shared
+    MM_CHECK(a.nparts >= 64 && std::string(a.variant) == "wave");  // one row tile: never shared
     const Plan b = plan(8, 16, 4, 8192);
-    CHECK(b.nparts > 1 && b.nparts < 64);
+    MM_CHECK(b.nparts > 1 && b.nparts < 64);
     // Very large batches need (almost) no split.
     const Plan c = plan(4096, 16, 4, 4096);
-    CHECK(c.nparts <= 2);
+    MM_CHECK(c.nparts <= 2);
     const Plan c1 = plan(2048, 64, 8, 2048);
-    CHECK(c1.nparts == 1 && c1.merge_grid == 0 && c1.ws_o_floats == 0);
+    MM_CHECK(c1.nparts == 1 && c1.merge_grid == 0 && c1.ws_o_floats == 0);
     // Beyond the original's B * ceil(q_len * H / 96) <= 304 cap: still planned.
     const Plan d = plan(1024, 128, 8, 8192);
-    CHECK(d.nparts >= 1 && d.grid > 0);
+    MM_CHECK(d.nparts >= 1 && d.grid > 0);
   }
   // Per-arch machines: cus <= 0 is the machine's full part; gfx950's faster tiles never cost more.
   {
-    CHECK(plan(2, 16, 1, 8192, 0, kGfx950).cost_ns == plan(2, 16, 1, 8192, 256, kGfx950).cost_ns);
-    CHECK(plan(2, 16, 1, 8192, 0).cost_ns == plan(2, 16, 1, 8192, kDefaultCus).cost_ns);
-    CHECK(&machine_for("gfx942") == &kGfx942 && &machine_for("gfx950") == &kGfx950);
-    CHECK(throws([] { machine_for("gfx90a"); }));
-    CHECK(kGfx950.wave_tile_cycles < kGfx942.wave_tile_cycles && kGfx950.cus == 256);
+    MM_CHECK(plan(2, 16, 1, 8192, 0, kGfx950).cost_ns == plan(2, 16, 1, 8192, 256, kGfx950).cost_ns);
+    MM_CHECK(plan(2, 16, 1, 8192, 0).cost_ns == plan(2, 16, 1, 8192, kDefaultCus).cost_ns);
+    MM_CHECK(&machine_for("gfx942") == &kGfx942 && &machine_for("gfx950") == &kGfx950);
+    MM_CHECK(mm_host::throws([] { machine_for("gfx90a"); }));
+    MM_CHECK(kGfx950.wave_tile_cycles < kGfx942.wave_tile_cycles && kGfx950.cus == 256);
   }
   // A short hint never splits below one tile per part.
-  CHECK(plan(1, 16, 1, 16).nparts == 1);
-  CHECK(plan(1, 16, 1, 40).nparts <= 3);
+  MM_CHECK(plan(1, 16, 1, 16).nparts == 1);
+  MM_CHECK(plan(1, 16, 1, 40).nparts <= 3);
 
-  if (failures) {
-    std::fprintf(stderr, "%d failure(s)\n", failures);
-    return 1;
-  }
-  std::printf("mla planner: all checks passed\n");
-  return 0;
+  if (mm_host::failures == 0) std::printf("mla planner: all checks passed\n");
+  return mm_host::exit_code();
 }

@@ -1,0 +1,29 @@
+"""Helpers for the packages' tests (not used at run time).
+
+`run_host_cpp_test(src, includes, workdir)` builds one C++ unit test of a host planner with the machine's
+C++ compiler (moonmath-common's include/ on the path, for `moonmath/host/unit_check.hpp`), runs it, and
+fails with its stderr when it exits non-zero. No compiler: the test is skipped, saying so.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from . import common_dir
+
+
+def run_host_cpp_test(src: Path, includes: list[Path] | tuple[Path, ...], workdir: Path) -> None:
+    import pytest
+
+    cxx = shutil.which(os.environ.get("CXX", "c++")) or shutil.which("g++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("no host C++ compiler (c++, g++ or clang++)")
+    exe = Path(workdir) / Path(src).stem
+    flags = [f"-I{Path(common_dir()) / 'include'}", *(f"-I{d}" for d in includes)]
+    build = subprocess.run([cxx, "-std=c++17", "-O1", "-Wall", "-Werror", *flags, str(src), "-o", str(exe)],
+                           capture_output=True, text=True)
+    assert build.returncode == 0, f"{Path(src).name} does not build:\n{build.stderr[:4000]}"
+    run = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert run.returncode == 0, f"{Path(src).name} failed:\n{run.stderr[:4000]}"
