@@ -16,6 +16,8 @@ launches. docs/kernels/mxfp4_moe_gfx942.md has the design.
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from moonmath_common import target_arch
@@ -132,6 +134,17 @@ def launch_gateup(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.T
     return KERNELS.launch(op, target_arch(), "mxfp4_moe_gateup", name, grid, THREADS, args)
 
 
+@functools.lru_cache(maxsize=256)
+def _down_plan(T: int, K: int, a_stride: int, E: int, G: int, N: int, block_m: int, n_steps: int, nt: int,
+               num_m_blocks: int, num_valid_tokens: int, op: str) -> tuple[str, tuple[int, int, int]]:
+    """Kernel name and grid of one down call, after its buffer range checks: cached by shape (a rejected
+    shape raises each time, it is never cached)."""
+    a_bytes = ((T - 1) * a_stride + K) * 2 if T else 0
+    _check_ranges(op, A=a_bytes, B_per_expert=_weight_reach(K, N), C=num_valid_tokens * N * 2)
+    name = f"mxfp4_moe_down_bm{block_m}_k{K}_nt{nt}"
+    return name, (_cdiv(_cdiv(N, COLS_PER_NT * nt), n_steps), num_m_blocks, 1)
+
+
 def launch_down(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.Tensor,
                 topk_weights: torch.Tensor | None, sorted_ids: torch.Tensor, expert_ids: torch.Tensor,
                 ntpp: torch.Tensor, num_m_blocks: int, block_m: int, n_steps: int, nt: int, num_valid_tokens: int,
@@ -148,10 +161,9 @@ def launch_down(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.Ten
     if num_m_blocks == 0 or num_valid_tokens == 0:
         return None
     A = _aligned_a(A)
-    _check_ranges(op, A=_a_bytes(A), B_per_expert=_weight_reach(K, N), C=num_valid_tokens * N * 2)
+    a_stride = _a_stride(A)
+    name, grid = _down_plan(T, K, a_stride, E, G, N, block_m, n_steps, nt, num_m_blocks, num_valid_tokens, op)
     _check_b(op, B)
-    name = f"mxfp4_moe_down_bm{block_m}_k{K}_nt{nt}"
-    grid = (_cdiv(_cdiv(N, COLS_PER_NT * nt), n_steps), num_m_blocks, 1)
     args = [A, B, Bs, C, _topk(topk_weights, mul_routed_weight), sorted_ids, expert_ids, ntpp,
-            sorted_ids.numel(), num_valid_tokens, T, top_k, N, E, int(bool(mul_routed_weight)), n_steps, _a_stride(A)]
+            sorted_ids.numel(), num_valid_tokens, T, top_k, N, E, int(bool(mul_routed_weight)), n_steps, a_stride]
     return KERNELS.launch(op, target_arch(), "mxfp4_moe_down", name, grid, THREADS, args)
