@@ -32,9 +32,11 @@ def _common(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_
             _SHAPES_CHECKED[key] = dims
     E = dims[0]
     if checks.on_host(sorted_token_ids, expert_ids, num_tokens_post_padded):
-        checks.values_in(ntpp_name, num_tokens_post_padded, lo=0)
+        padded = int(num_tokens_post_padded[0])  # one element: read once, not reduced twice
+        if padded < 0:
+            raise ValueError(f"{ntpp_name} values must be >= 0; got {padded} (first bad at flat index 0)")
         # Only blocks below the padded total are read (aligners may leave the rest uninitialised).
-        live = min(num_m_blocks, -(-int(num_tokens_post_padded[0]) // block_m))
+        live = min(num_m_blocks, -(-padded // block_m))
         checks.values_in("expert_ids", expert_ids[:live], hi=E)
         checks.values_in(sorted_name, sorted_token_ids[:live * block_m], lo=0)
     return dims
