@@ -55,3 +55,22 @@ def test_on_host():
 
     torch.compile(f, fullgraph=True, backend="aot_eager")(cpu)
     assert seen == [False]   # while tracing, value checks are skipped
+
+
+def test_byte_span_and_no_overlap_fast_paths():
+    """byte_span's contiguous shortcut equals the span from sizes and strides; no_overlap computes out's span
+    once and still finds an input overlapping it through another storage, and skips None inputs."""
+    base = torch.zeros(64, 48, dtype=torch.bfloat16)
+    for t in (base, base[3:9], base[:, :1], base[5:5], torch.zeros(1, 1, 7), base.t(), base[::2, 4:9]):
+        p, es = t.data_ptr(), t.element_size()
+        if t.numel() == 0:
+            want = (p, p)
+        else:
+            want = (p, p + (sum((n - 1) * s for n, s in zip(t.shape, t.stride())) + 1) * es)
+        assert checks.byte_span(t) == want
+    flat = torch.zeros(1024, dtype=torch.uint8)
+    out = flat[100:200].view(torch.bfloat16)
+    other = torch.from_numpy(flat.numpy()[150:160])  # a second storage over the same bytes
+    checks.no_overlap("out", out, a=flat[200:300], b=None)
+    with pytest.raises(ValueError, match="out must not overlap b"):
+        checks.no_overlap("out", out, a=flat[200:300], b=other)

@@ -28,6 +28,13 @@ def _noop(q: torch.Tensor, p: torch.Tensor, kv: torch.Tensor, o: torch.Tensor, s
     return None
 
 
+@torch.library.custom_op("moonmath_bench::noop15", mutates_args=("C",))
+def _noop_down(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.Tensor, w: torch.Tensor | None,
+               s: torch.Tensor, e: torch.Tensor, n: torch.Tensor, m: int, bm: int, st: int, nt: int, v: int, k: int,
+               r: bool) -> None:
+    return None
+
+
 def _median_us(fn, reps: int) -> float:
     for _ in range(min(50, reps)):
         fn()
@@ -74,11 +81,14 @@ def main() -> None:
                 dev = _median_us(lambda args=args: ma.mla_decode_a16w8(*args), a.reps)
             print(f"{'mla_decode_a16w8':28s} {f'B={B} H=16 S=64':18s} {dev:13.1f} us {host:10.1f} us "
                   f"{floor:12.1f} us")
-        args = moe_down_args()
-        host = _median_us(lambda: ma.mxfp4_moe_down(*args), a.reps)
-        with mock.patch.object(checks, "on_host", lambda *t: False):
-            dev = _median_us(lambda: ma.mxfp4_moe_down(*args), a.reps)
-        print(f"{'mxfp4_moe_down':28s} {'T=4 top8 E64 N7168':18s} {dev:13.1f} us {host:10.1f} us")
+        for T in (4, 64):
+            args = moe_down_args(T)
+            floor = _median_us(lambda args=args: _noop_down(*args, False), a.reps)
+            host = _median_us(lambda args=args: ma.mxfp4_moe_down(*args), a.reps)
+            with mock.patch.object(checks, "on_host", lambda *t: False):
+                dev = _median_us(lambda args=args: ma.mxfp4_moe_down(*args), a.reps)
+            print(f"{'mxfp4_moe_down':28s} {f'T={T} top8 E64 N7168':18s} {dev:13.1f} us {host:10.1f} us "
+                  f"{floor:12.1f} us")
         plan = _median_us(lambda: ma.mxfp4_moe_down_plan(32, 30, 7168, 384, 40, 304), a.reps)
         print(f"{'mxfp4_moe_down_plan':28s} {'(cached by shape)':18s} {plan:13.1f} us")
 

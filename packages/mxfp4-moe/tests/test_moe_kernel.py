@@ -359,3 +359,57 @@ def test_misaligned_views():
     with pytest.raises(ValueError, match="16-byte boundary"):
         kernel.launch_gateup(p.A, B, p.Bs, ref.clone(), None, sid, eid, ntpp, nblk, 16, p.nvt, p.top_k,
                              mm.EPI_NONE, False)
+
+
+# --- operands beyond 2 GiB (32-bit buffer offsets up to 4 GiB - 1) ----------------------------------
+
+def _lazy_empty(n, dtype):
+    """A CPU tensor of n elements that only commits the pages written (Linux maps large allocations
+    lazily; torch.empty does not touch them). Skips when the machine refuses the virtual allocation."""
+    try:
+        return torch.empty(n, dtype=dtype)
+    except RuntimeError as e:  # pragma: no cover - machines without overcommit
+        pytest.skip(f"cannot map a {n * torch.empty(0, dtype=dtype).element_size() >> 20} MiB view: {e}")
+
+
+@pytest.mark.parametrize("which", ["gateup", "down"])
+def test_operands_beyond_2gib(which):
+    """A and C of more than 2 GiB (a 32,768-token prefill's C is 3.5 GiB): every live row sits past byte
+    2^31 of both, and A holds NaN at byte 2^31 (where an out-of-range marker of 2^31 would now land
+    inside the buffer): the rows must equal the same problem run on small tensors, bit for bit. The
+    gate/up case has K = 160, so its last slab's k >= K lanes take the out-of-range offset."""
+    K, N = (160, 256) if which == "gateup" else (384, 256)
+    p = Problem(T=40, top_k=1, E=4, K=K, N=N, seed=77)
+    bm = 16
+    sid, eid, ntpp, nblk = mm.moe_align_block_size(p.ids, bm, p.E)
+    small = (run_gateup(p, bm, mm.EPI_NONE, True, align=(sid, eid, ntpp, nblk)) if which == "gateup"
+             else run_down(p, p.A, bm, 1, 1, True, align=(sid, eid, ntpp, nblk)))
+
+    rows = (1 << 32) // (2 * max(K, N)) - 64  # the larger of A, C just under 4 GiB, both past 2 GiB
+    first = rows - p.T
+    A = _lazy_empty(rows * K, torch.bfloat16).view(rows, K)
+    C = _lazy_empty(rows * N, torch.bfloat16).view(rows, N)
+    assert min(A.numel(), C.numel()) * 2 > (1 << 31) and first * K * 2 > (1 << 31)
+    A.view(-1)[(1 << 30) - 64:(1 << 30) + 64] = float("nan")  # bytes around 2^31
+    A[first:] = p.A
+    C[first:].view(torch.int16).fill_(SENTINEL)
+    tw = _lazy_empty(rows, torch.float32)
+    tw[first:] = p.tw.reshape(-1)
+    big_sid = torch.where(sid < p.nvt, sid + first, torch.full_like(sid, rows))  # padding stays >= nvt
+    args = _on(A, p.B, p.Bs, C, tw, big_sid, eid, ntpp)
+    if which == "gateup":
+        kernel.launch_gateup(*args, nblk, bm, rows, 1, mm.EPI_NONE, True)
+    else:
+        kernel.launch_down(*args, nblk, bm, 1, 1, rows, 1, True)
+    assert torch.equal(bits(args[3][first:].cpu()), bits(small))
+
+
+def test_buffer_limit_is_4gib():
+    """The launcher refuses a buffer only past 4 GiB - 1 bytes, naming it; the weights are bounded by
+    the offsets the kernel forms (its tile padding and one-slab prefetch included)."""
+    kernel._check_ranges("op", A=(1 << 32) - 16, C=(1 << 32) - 1)
+    with pytest.raises(ValueError, match=r"C spans 4294967296 bytes.*4 GiB"):
+        kernel._check_ranges("op", C=1 << 32)
+    assert kernel._weight_reach(K=384, nb=7168) < 1 << 32
+    with pytest.raises(ValueError, match="B_per_expert"):
+        kernel._check_ranges("op", B_per_expert=kernel._weight_reach(K=8192, nb=(1 << 32) // 4096))

@@ -71,9 +71,9 @@ def test_gateup_nt_choice(block_m, n_out, epi, want):
 
 
 def test_launcher_rejections():
-    with pytest.raises(ValueError, match="2 GiB"):
-        kernel._check_ranges("op", A=(1 << 31) + 2)
-    kernel._check_ranges("op", A=1 << 31)
+    with pytest.raises(ValueError, match="4 GiB"):
+        kernel._check_ranges("op", A=1 << 32)
+    kernel._check_ranges("op", A=(1 << 32) - 1)
     import torch
 
     A = torch.zeros(4, 512, dtype=torch.bfloat16)

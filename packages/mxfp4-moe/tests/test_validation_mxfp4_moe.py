@@ -257,3 +257,31 @@ def test_gateup_accepts_short_sorted_ids_and_row_strided_a():
     a["A"] = big[:, : a["A"].shape[1]]
     with use_backend("reference"):
         moe.mxfp4_moe_gateup(**a)
+
+
+def test_repeated_shapes_skip_shape_checks_not_value_checks(monkeypatch):
+    """Host cost (issue 18 point 19): a call with the metadata (dtypes, shapes, strides, devices, scalars) of an
+    accepted call runs no per-tensor shape check again, but every value check and the overlap check still
+    run, and a scalar of another type (bool for int) is not taken for the cached one."""
+    from moonmath_mxfp4_moe import ops
+
+    with use_backend("reference"):
+        moe.mxfp4_moe_down(**down_args())
+        again = down_args()
+        calls = []
+        real = ops._shape_checks
+        monkeypatch.setattr(ops, "_shape_checks", lambda *a: calls.append(a) or real(*a))
+        moe.mxfp4_moe_down(**again)
+        assert calls == []
+        bad = down_args()
+        bad["expert_ids"] = torch.full_like(bad["expert_ids"], E)
+        with pytest.raises(ValueError, match="expert_ids values must be < 4"):
+            moe.mxfp4_moe_down(**bad)
+        a = down_args()
+        flat = torch.zeros(a["A"].numel(), dtype=bf)  # C's bytes inside A's, same metadata as the cached call
+        alias = dict(a, A=flat.view(a["A"].shape), C=flat[:a["C"].numel()].view(a["C"].shape))
+        with pytest.raises(ValueError, match="C must not overlap A"):
+            moe.mxfp4_moe_down(**alias)
+        with pytest.raises(TypeError, match="top_k must be an int"):
+            moe.mxfp4_moe_down(**dict(down_args(), top_k=True))
+        assert len(calls) == 1  # the bool is a new key: checked in full

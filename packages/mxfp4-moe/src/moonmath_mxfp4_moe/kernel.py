@@ -10,11 +10,13 @@ num_sorted is sorted_ids' length: a block row at or past it is a padding row (th
 SGLang allocate fewer than num_m_blocks * block_m entries).
 
 The callers (ops.py) have validated every tensor; this module only picks the kernel variant, checks the
-32-bit buffer ranges the kernels build and B's 16-byte alignment (an A view off 16 bytes is copied; C may
+32-bit buffer ranges the kernels build (4 GiB - 1 bytes each) and B's 16-byte alignment (an A view off 16 bytes is copied; C may
 start anywhere: the kernels fall back to 2-byte stores where an 8-byte one would be misaligned), and
 launches. docs/kernels/mxfp4_moe_gfx942.md has the design.
 """
 from __future__ import annotations
+
+import functools
 
 import torch
 
@@ -30,7 +32,9 @@ THREADS = 512       # 8 waves per workgroup, both kernels
 COLS_PER_NT = 128   # output columns per workgroup (gate/up) or per column step (down) at nt = 1
 GATEUP_NTS = {EPI_NONE: (1, 2, 3), EPI_SITU: (1, 2), EPI_SILU: (1, 2)}
 DOWN_VARIANTS = {(16, 384), (16, 512), (16, 768), (32, 384), (32, 512), (32, 768), (64, 384)}
-_OOB_LIMIT = 1 << 31  # the kernels use voffset 2^31 as "out of range": every buffer must be <= 2 GiB
+# Buffers are addressed by 32-bit byte offsets: each may span up to 4 GiB - 1 bytes. (The kernels' out-of-
+# range offset is 0xFFFFFFF0, at or past the end of every A buffer, whose size is a multiple of 16.)
+_BUFFER_LIMIT = (1 << 32) - 1
 
 KERNELS = KernelSet("moonmath_mxfp4_moe")
 
@@ -85,11 +89,18 @@ def _check_b(op: str, B: torch.Tensor) -> None:
                          f"is {B.data_ptr() % 16} bytes past one: pass a fresh tensor (e.g. B.clone())")
 
 
+def _weight_reach(K: int, nb: int) -> int:
+    """Bytes past one expert's weight base that the kernels' 32-bit weight offsets reach: 4 k-blocks per
+    slab over ceil(K/128) slabs plus the one-slab prefetch, times nb columns, plus up to 384 padding
+    columns of the last column tile. Reads past the expert's K/32 blocks must fall out of range, not wrap."""
+    return 16 * ((4 * _cdiv(K, 128) + 4) * nb + 384)
+
+
 def _check_ranges(op: str, **sizes: int) -> None:
     for name, nbytes in sizes.items():
-        if nbytes > _OOB_LIMIT:
-            raise ValueError(f"{op}: {name} spans {nbytes} bytes; the gfx942 kernel addresses at most 2 GiB per "
-                             f"buffer (split the call)")
+        if nbytes > _BUFFER_LIMIT:
+            raise ValueError(f"{op}: {name} spans {nbytes} bytes; the kernels address each buffer with 32-bit "
+                             f"byte offsets, at most 4 GiB - 1 bytes (split the call)")
 
 
 def launch_gateup(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.Tensor,
@@ -113,7 +124,7 @@ def launch_gateup(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.T
     if num_m_blocks == 0 or num_valid_tokens == 0:
         return None
     A = _aligned_a(A)
-    _check_ranges(op, A=_a_bytes(A), B_per_expert=G * nb * 16, C=num_valid_tokens * n_out * 2)
+    _check_ranges(op, A=_a_bytes(A), B_per_expert=_weight_reach(K, nb), C=num_valid_tokens * n_out * 2)
     _check_b(op, B)
     name = f"mxfp4_moe_gateup_bm{block_m}_nt{nt}_{EPI_NAMES[epilogue]}"
     grid = (_cdiv(n_out, COLS_PER_NT * nt), num_m_blocks, 1)
@@ -121,6 +132,17 @@ def launch_gateup(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.T
             sorted_ids.numel(), num_valid_tokens, T, top_k, K, nb, E, int(bool(mul_routed_weight)),
             float(situ_beta), float(situ_linear_beta), _a_stride(A)]
     return KERNELS.launch(op, target_arch(), "mxfp4_moe_gateup", name, grid, THREADS, args)
+
+
+@functools.lru_cache(maxsize=256)
+def _down_plan(T: int, K: int, a_stride: int, E: int, G: int, N: int, block_m: int, n_steps: int, nt: int,
+               num_m_blocks: int, num_valid_tokens: int, op: str) -> tuple[str, tuple[int, int, int]]:
+    """Kernel name and grid of one down call, after its buffer range checks: cached by shape (a rejected
+    shape raises each time, it is never cached)."""
+    a_bytes = ((T - 1) * a_stride + K) * 2 if T else 0
+    _check_ranges(op, A=a_bytes, B_per_expert=_weight_reach(K, N), C=num_valid_tokens * N * 2)
+    name = f"mxfp4_moe_down_bm{block_m}_k{K}_nt{nt}"
+    return name, (_cdiv(_cdiv(N, COLS_PER_NT * nt), n_steps), num_m_blocks, 1)
 
 
 def launch_down(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.Tensor,
@@ -139,10 +161,9 @@ def launch_down(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.Ten
     if num_m_blocks == 0 or num_valid_tokens == 0:
         return None
     A = _aligned_a(A)
-    _check_ranges(op, A=_a_bytes(A), B_per_expert=G * N * 16, C=num_valid_tokens * N * 2)
+    a_stride = _a_stride(A)
+    name, grid = _down_plan(T, K, a_stride, E, G, N, block_m, n_steps, nt, num_m_blocks, num_valid_tokens, op)
     _check_b(op, B)
-    name = f"mxfp4_moe_down_bm{block_m}_k{K}_nt{nt}"
-    grid = (_cdiv(_cdiv(N, COLS_PER_NT * nt), n_steps), num_m_blocks, 1)
     args = [A, B, Bs, C, _topk(topk_weights, mul_routed_weight), sorted_ids, expert_ids, ntpp,
-            sorted_ids.numel(), num_valid_tokens, T, top_k, N, E, int(bool(mul_routed_weight)), n_steps, _a_stride(A)]
+            sorted_ids.numel(), num_valid_tokens, T, top_k, N, E, int(bool(mul_routed_weight)), n_steps, a_stride]
     return KERNELS.launch(op, target_arch(), "mxfp4_moe_down", name, grid, THREADS, args)

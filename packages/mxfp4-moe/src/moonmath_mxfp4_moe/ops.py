@@ -19,6 +19,52 @@ def _common(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_
             block_m, block_ms, num_valid_tokens, top_k, mul_routed_weight, sorted_name="sorted_token_ids",
             ntpp_name="num_tokens_post_padded"):
     """Checks shared by gate/up and down; returns (E, K, Ncols of B)."""
+    key = _shape_key(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks,
+                     block_m, block_ms, num_valid_tokens, top_k, mul_routed_weight, sorted_name, ntpp_name)
+    dims = _SHAPES_CHECKED.get(key) if key is not None else None
+    if dims is None:
+        dims = _shape_checks(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
+                             num_m_blocks, block_m, block_ms, num_valid_tokens, top_k, mul_routed_weight, sorted_name,
+                             ntpp_name)
+        if key is not None:
+            if len(_SHAPES_CHECKED) >= 1024:
+                _SHAPES_CHECKED.clear()
+            _SHAPES_CHECKED[key] = dims
+    E = dims[0]
+    if checks.on_host(sorted_token_ids, expert_ids, num_tokens_post_padded):
+        padded = int(num_tokens_post_padded[0])  # one element: read once, not reduced twice
+        if padded < 0:
+            raise ValueError(f"{ntpp_name} values must be >= 0; got {padded} (first bad at flat index 0)")
+        # Only blocks below the padded total are read (aligners may leave the rest uninitialised).
+        live = min(num_m_blocks, -(-padded // block_m))
+        checks.values_in("expert_ids", expert_ids[:live], hi=E)
+        checks.values_in(sorted_name, sorted_token_ids[:live * block_m], lo=0)
+    return dims
+
+
+# Argument metadata (dtypes, shapes, strides, devices, scalar values) whose shape checks passed -> (E, K, Ncols):
+# a serving engine repeats a handful of shapes, so each is checked once. Values are still checked every call.
+_SHAPES_CHECKED: dict[tuple, tuple[int, int, int]] = {}
+
+
+def _shape_key(*args) -> tuple | None:
+    """The metadata a call's shape checks depend on, or None when an argument is not a plain tensor (a subclass,
+    e.g. a FakeTensor while torch.compile traces, has symbolic shapes), None, an exact int / bool / str or a
+    tuple (then every check runs)."""
+    key = []
+    for a in args:
+        if type(a) is torch.Tensor:
+            key.append((a.dtype, a.shape, a.stride(), a.device))
+        elif a is None or type(a) in (int, bool, str, tuple):
+            key.append((type(a), a))
+        else:
+            return None
+    return tuple(key)
+
+
+def _shape_checks(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks,
+                  block_m, block_ms, num_valid_tokens, top_k, mul_routed_weight, sorted_name, ntpp_name):
+    """The checks of _common that depend only on argument metadata; returns (E, K, Ncols of B)."""
     checks.tensor("A", A, dtype=torch.bfloat16, ndim=2, last_dim_contiguous=True)
     if B is not None and isinstance(B, torch.Tensor) and B.dim() == 3:
         raise ValueError(f"B must be the repacked weights [E, K/32, N, 16] (repack_mxfp4 output); got a 3-D tensor "
@@ -67,12 +113,6 @@ def _common(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_
     if expert_ids.numel() < num_m_blocks:
         raise ValueError(f"expert_ids must have at least num_m_blocks = {num_m_blocks} elements; got "
                          f"{expert_ids.numel()}")
-    if checks.on_host(sorted_token_ids, expert_ids, num_tokens_post_padded):
-        checks.values_in(ntpp_name, num_tokens_post_padded, lo=0)
-        # Only blocks below the padded total are read (aligners may leave the rest uninitialised).
-        live = min(num_m_blocks, -(-int(num_tokens_post_padded[0]) // block_m))
-        checks.values_in("expert_ids", expert_ids[:live], hi=E)
-        checks.values_in(sorted_name, sorted_token_ids[:live * block_m], lo=0)
     return E, K, ncols
 
 

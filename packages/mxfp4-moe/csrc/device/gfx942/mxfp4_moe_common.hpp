@@ -30,7 +30,10 @@ constexpr int kThreads = kWaves * kWaveSize;
 constexpr int kSlabK = 128;          // k per slab
 constexpr int kRowBytes = 256;       // bf16 bytes of one A row in one slab
 constexpr int kGranulesPerRow = 16;  // 16-byte granules per A row per slab
-constexpr uint32_t kOOB = 0x80000000u;  // voffset past every buffer we build: loads return 0
+// Out-of-range voffset of the A loads: buffers span up to 4 GiB - 1 bytes, and an A buffer's size is a
+// multiple of 16 (16-byte aligned rows, K % 32 == 0), so it is <= 0xFFFFFFF0: every dword of a b128 load
+// here ends past num_records and none wraps past 2^32. Loads return 0.
+constexpr uint32_t kOOB = 0xFFFFFFF0u;
 
 // perm(hi, lo, sel) below is mm::perm (moonmath/convert.hpp): one v_perm_b32.
 
