@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import torch
 
-from moonmath_common import NoKernelError, checks, get_backend, target_arch
+from moonmath_common import checks, get_backend
 
-from . import reference
+from . import kernel, reference
 
 LAYOUTS = ("bhsd", "bshd")
 ROUND_MODES = ("rtna", "rtne", "rtz")
@@ -22,12 +22,14 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
         k: bf16, contiguous, same layout, ``Skv`` rows; batch, heads and head dim equal q's (no GQA).
         v: bf16, contiguous, exactly k's shape.
         out: optional bf16 contiguous tensor of q's shape, filled in place and returned.
-        round_mode: rounding of the bf16 output: "rtna" (default), "rtne" or "rtz". NaN is written as
-            the canonical 0x7FFF in every mode.
+        round_mode: rounding of the bf16 probabilities (kernels) and output: "rtna" (default), "rtne" or
+            "rtz". NaN is written as the canonical 0x7FFF for RTNE/RTNA (and by the reference backend in
+            every mode); the gfx942 kernel's RTZ truncates NaN like AITER's RTZ kernel.
         layout: "bhsd" or "bshd"; inputs are read in that layout, the output has it too.
 
     Sq >= 1 and Skv >= 1 independently (cross-attention). No causal mask, no GQA, no varlen;
-    softmax scale fixed at 1/sqrt(128).
+    softmax scale fixed at 1/sqrt(128). On emu/hip the gfx942 kernels run (docs/kernels/mha_gfx942.md),
+    with the tail KV-split when the planner's cost model says it pays (``MOONMATH_NO_TAIL=1``: never).
 
     Returns:
         The output, bf16, q's shape and layout (``out`` when given).
@@ -80,5 +82,12 @@ def _(q, k, v, out, layout, round_mode) -> None:
 
 def _run_kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, layout: str,
                 round_mode: str) -> None:
-    """The hip/emu path: launch the gfx942 MHA kernel into `out`. (Kernel not built yet.)"""
-    raise NoKernelError(OP, target_arch(), archs_built=())
+    """The hip/emu path: the gfx942 kernels (kernel.py) write `out`. On hip, CPU tensors go to the GPU and
+    the result comes back (the seed's behaviour)."""
+    if get_backend() == "hip" and q.device.type == "cpu":
+        dev = torch.device("cuda", torch.cuda.current_device())
+        gout = torch.empty(out.shape, dtype=out.dtype, device=dev)
+        kernel.run(q.to(dev), k.to(dev), v.to(dev), gout, layout, round_mode)
+        out.copy_(gout.cpu())
+        return
+    kernel.run(q, k, v, out, layout, round_mode)

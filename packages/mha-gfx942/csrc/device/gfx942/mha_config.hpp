@@ -1,0 +1,14 @@
+// Tile constants of the gfx942 MHA forward, shared by the device code (mha_fwd.hip) and the host planner
+// (csrc/host/mha_tail_planner.hpp, which includes this directory): plain C++, no device types.
+#pragma once
+
+namespace moonmath::mha::config {
+
+constexpr unsigned kHeadDim = 128;
+constexpr unsigned kWaves = 4;          // waves per workgroup (256 threads, one wave per SIMD)
+constexpr unsigned kQTilesPerWave = 4;  // 16-row q tiles held in registers by each wave
+constexpr unsigned kCtaRows = kWaves * kQTilesPerWave * 16;  // q rows per workgroup: 256
+constexpr unsigned kKvBlock = 64;       // kv rows per main-loop step
+constexpr unsigned kMergeRowsPerCta = 8;  // merge kernel: 8 rows x 32 threads
+
+}  // namespace moonmath::mha::config

@@ -1,0 +1,220 @@
+// bf16 MHA forward for gfx942 (MI300X): O = softmax(Q K^T / sqrt(128)) V, head dim 128, fp32 online
+// softmax in the log2 domain, bf16 output rounded RTNA / RTNE / RTZ (one kernel per mode; P and O are
+// rounded by the same rule; NaN output canonical 0x7FFF for RTNE/RTNA, RTZ truncates NaN like AITER's).
+//
+// Tiling. A workgroup of 4 waves (256 threads, one wave per SIMD) owns 256 q rows of one (batch, head):
+// wave w holds four 16-row q tiles (rows 64w .. 64w+63) in registers for the whole kernel, with their O
+// accumulators (4 x 8 fragments, in AGPRs) and row state (m, l). Four tiles per wave amortise each K/V
+// fragment load over 64 q rows (~390 of the 512 registers a lone wave has; no spills). The main loop walks the kv sequence in blocks of 64 rows:
+//   1. issue V_t(n) (16 coalesced b128 per lane); K(n) is already in registers,
+//   2. S^T = K Q^T for all four q tiles (128 MFMAs at s_setprio 3), then issue K(n+1) (16 b128),
+//   3. per q tile: mask kv >= Skv (last block only), online softmax (rescale gate), P -> bf16 in the
+//      lane that produced it, O^T += V^T P^T (32 MFMAs at s_setprio 3).
+// Each load has a whole phase of MFMAs (~2000 cycles) to land in; no second register buffer is needed.
+// No LDS and no barrier in the main kernel: waves are independent; the four waves' K/V loads of one
+// block hit the same lines (L1/L2). V is consumed pre-transposed (V_t, written by mha_v_transpose,
+// kv rows >= Skv zero) so that the A operand of PV is 8 contiguous bytes per lane.
+//
+// Bounds: every tensor is read through a raw buffer descriptor whose num_records is the exact byte
+// extent of that (batch, head)'s rows; out-of-range loads give 0 and stores are dropped. BHSD and BSHD
+// differ only in the row/head/batch strides passed in (no copies).
+//
+// Grid. Dense: 1-D over the work items (q block, batch*head) in head-first order, remapped so each XCD
+// gets a contiguous range (one head's q blocks share an L2). Tail KV-split (host planner, _C): the last
+// items of the order run as G parts each (mha_fwd_split_*: part p takes kv blocks p, p+G, ...) writing
+// fp32 partials (O unnormalised, m, l), folded by mha_merge_* in fp32 with the NaN-safe pack.
+#include "gfx942/mha_stages.hpp"
+
+namespace mha {
+
+constexpr uint32_t kWaves = moonmath::mha::config::kWaves;
+constexpr uint32_t kQTilesPerWave = moonmath::mha::config::kQTilesPerWave;
+constexpr uint32_t kCtaRows = moonmath::mha::config::kCtaRows;
+static_assert(kCtaRows == kWaves * kQTilesPerWave * 16, "one 16-row q tile per wave and slot");
+
+struct Strides {
+  uint32_t row;    // bytes between consecutive sequence rows
+  uint64_t head;   // bytes between heads
+  uint64_t batch;  // bytes between batches
+};
+
+MM_DEVICE mm::buffer_rsrc head_buffer(const void* base, Strides st, uint32_t bh, uint32_t heads, uint32_t rows) {
+  const uint32_t b = bh / heads, h = bh - b * heads;
+  const char* p = (const char*)base + b * st.batch + h * st.head;
+  return mm::make_buffer(p, (rows - 1u) * st.row + kRowBytes);
+}
+
+// One work item: q block `qb` of head `bh`, kv blocks part, part + nparts, ... . kSplit: write the fp32
+// partial (slot) instead of the normalised bf16 output.
+template <mm::Round R, bool kSplit>
+MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, uint16_t* out, float* ws_o,
+                      float* ws_ml, uint32_t sq, uint32_t skv, uint32_t heads, Strides qs, Strides ks, uint32_t qb,
+                      uint32_t bh, uint32_t part, uint32_t nparts, uint32_t slot) {
+  const uint32_t wave = mm::wave_id();
+  const uint32_t row0 = qb * kCtaRows + wave * (kQTilesPerWave * 16);
+  if (row0 >= sq) return;  // a wave with no live q row (no barriers in this kernel)
+  const uint32_t nkb = (skv + kKvBlock - 1) / kKvBlock;
+  const mm::buffer_rsrc qr = head_buffer(q, qs, bh, heads, sq);
+  const mm::buffer_rsrc kr = head_buffer(k, ks, bh, heads, skv);
+  const mm::buffer_rsrc vr = mm::make_buffer((const char*)vt + (uint64_t)bh * nkb * kVtBlockBytes, nkb * kVtBlockBytes);
+
+  FragB qf[kQTilesPerWave][kKSteps];
+  FragC o[kQTilesPerWave][kDTiles];
+  GatedColSoftmax sm[kQTilesPerWave];
+#pragma unroll
+  for (uint32_t i = 0; i < kQTilesPerWave; ++i) {
+    load_rows16_kpair(qf[i], qr, row0 + 16u * i, qs.row);
+#pragma unroll
+    for (uint32_t dt = 0; dt < kDTiles; ++dt) o[i][dt] = mm::zeros<S16>();
+  }
+
+  // Software pipeline without double buffers: K(n) is in registers when iteration n starts; V_t(n) is
+  // issued first and lands while the QK phase of all four tiles runs; K(n + nparts) is issued right after
+  // the QK phase (the K registers are free then) and lands during softmax + PV. A load past the last
+  // block reads beyond num_records (zeros) and is never used.
+  FragA kf[kKvSub][kKSteps];
+#pragma unroll
+  for (uint32_t t = 0; t < kKvSub; ++t) load_rows16_kpair(kf[t], kr, part * kKvBlock + 16u * t, ks.row);
+  for (uint32_t n = part; n < nkb; n += nparts) {
+    FragA vf[kDTiles][kKvSub];
+    load_vt_block(vf, vr, n);
+    issue_fence();  // keep the V_t loads ahead of the QK phase (LLVM would sink them down to the PV)
+    FragC s[kQTilesPerWave][kKvSub];
+    mm::set_priority<3>();
+#pragma unroll
+    for (uint32_t i = 0; i < kQTilesPerWave; ++i)
+#pragma unroll
+      for (uint32_t t = 0; t < kKvSub; ++t) s[i][t] = qk_tile(kf[t], qf[i]);
+    mm::set_priority<0>();
+#pragma unroll
+    for (uint32_t t = 0; t < kKvSub; ++t) load_rows16_kpair(kf[t], kr, (n + nparts) * kKvBlock + 16u * t, ks.row);
+    issue_fence();
+    const bool first = n == part;
+    const bool partial_block = (n + 1) * kKvBlock > skv;
+#pragma unroll
+    for (uint32_t i = 0; i < kQTilesPerWave; ++i) {
+      if (partial_block) mask_kv_tail(s[i], n * kKvBlock, skv);
+      sm[i].update(s[i], o[i], first);
+      mm::set_priority<3>();
+      pv_block<R>(o[i], vf, s[i]);
+      mm::set_priority<0>();
+    }
+  }
+
+#pragma unroll
+  for (uint32_t i = 0; i < kQTilesPerWave; ++i) {
+    const float lsum = sm[i].sum_l();
+    const uint32_t r = row0 + 16u * i;
+    if constexpr (kSplit) {
+      // Partial: O unnormalised (fp32) and the row's (m, l); rows of the CTA, not of the sequence.
+      const uint32_t cta_row = r - qb * kCtaRows;
+      store_o_partial(o[i], mm::make_buffer(ws_o + (uint64_t)slot * kCtaRows * kHeadDim, kCtaRows * kHeadDim * 4u),
+                      cta_row);
+      if (quad_id() == 0) {
+        const mm::buffer_rsrc wm = mm::make_buffer(ws_ml + (uint64_t)slot * kCtaRows * 2u, kCtaRows * 8u);
+        mm::buffer_store_b64(mm::u32x2{__builtin_bit_cast(uint32_t, sm[i].m), __builtin_bit_cast(uint32_t, lsum)},
+                             wm, (cta_row + col_id()) * 8u);
+      }
+    } else {
+      store_o_tile<R>(o[i], lsum, head_buffer(out, qs, bh, heads, sq), r, qs.row);
+    }
+  }
+}
+
+// Merge of G fp32 partials of one q block: M = max m_p, w_p = exp2(m_p - M) (0 for a part that saw
+// no finite max), out = sum w_p O_p / sum w_p l_p, packed like the unsplit output. 256 threads: 8 rows
+// x 32 threads of 4 head-dim columns each; kCtaRows / 8 workgroups per q block.
+template <mm::Round R>
+MM_DEVICE void merge(const float* ws_o, const float* ws_ml, const int32_t* table, uint16_t* out, uint32_t sq,
+                     uint32_t heads, Strides qs, uint32_t ngroups) {
+  constexpr uint32_t kPerGroup = kCtaRows / moonmath::mha::config::kMergeRowsPerCta;
+  const uint32_t g = mm::block_id_x() / kPerGroup;
+  if (g >= ngroups) return;
+  const uint32_t tid = mm::thread_id_x();
+  const uint32_t cta_row = (mm::block_id_x() % kPerGroup) * 8u + tid / 32u, col = (tid % 32u) * 4u;
+  const mm::buffer_rsrc tr = mm::make_buffer(table, ngroups * 16u);
+  const mm::u32x4 e = mm::buffer_load_b128(tr, g * 16u);
+  const uint32_t qb = mm::uniform(e.x), bh = mm::uniform(e.y), slot0 = mm::uniform(e.z), parts = mm::uniform(e.w);
+  const uint32_t row = qb * kCtaRows + cta_row;
+  float big_m = -__builtin_inff();
+  for (uint32_t p = 0; p < parts; ++p)
+    big_m = __builtin_fmaxf(big_m, ws_ml[((uint64_t)(slot0 + p) * kCtaRows + cta_row) * 2u]);
+  mm::f32x4 acc = {0.f, 0.f, 0.f, 0.f};
+  float big_l = 0.f;
+  for (uint32_t p = 0; p < parts; ++p) {
+    const uint64_t base = (uint64_t)(slot0 + p) * kCtaRows + cta_row;
+    const float mp = ws_ml[base * 2u], lp = ws_ml[base * 2u + 1u];
+    const float w = mp == -__builtin_inff() ? 0.f : mm::exp2(mp - big_m);
+    const mm::f32x4 op = *(const mm::f32x4*)(ws_o + base * kHeadDim + col);
+    big_l += w * lp;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[i] += w * op[i];
+  }
+  if (row >= sq) return;
+  const float inv = big_l == 0.f ? 0.f : mm::rcp(big_l);
+  const mm::u32x2 w = {pack_o<R>(acc[0] * inv, acc[1] * inv), pack_o<R>(acc[2] * inv, acc[3] * inv)};
+  mm::buffer_store_b64(w, head_buffer(out, qs, bh, heads, sq), row * qs.row + col * 2u);
+}
+
+}  // namespace mha
+
+// V [rows, 128] of one (batch, head) -> V_t blocks (see mha_stages.hpp load_vt_block), one 64-row block
+// per workgroup: 16 KB staged in LDS, then gathered per output lane. Rows >= Skv read as 0.
+MM_KERNEL MM_LAUNCH_BOUNDS(256) void mha_v_transpose(const uint16_t* v, uint16_t* vt, uint32_t skv, uint32_t heads,
+                                                     uint32_t row_stride, uint64_t head_stride, uint64_t batch_stride) {
+  MM_LDS uint16_t tile[mha::kKvBlock * mha::kHeadDim];
+  const uint32_t n = mm::block_id_x(), bh = mm::block_id_y(), tid = mm::thread_id_x();
+  const uint32_t nkb = (skv + mha::kKvBlock - 1) / mha::kKvBlock;
+  const mm::buffer_rsrc vr = mha::head_buffer(v, mha::Strides{row_stride, head_stride, batch_stride}, bh, heads, skv);
+#pragma unroll
+  for (uint32_t i = 0; i < 4; ++i) {
+    const uint32_t idx = tid + 256u * i, row = idx / 16u, c16 = idx % 16u;
+    *(mm::u32x4*)&tile[row * mha::kHeadDim + c16 * 8u] =
+        mm::buffer_load_b128(vr, (n * mha::kKvBlock + row) * row_stride + c16 * 16u);
+  }
+  mm::block_sync();
+  const mm::buffer_rsrc out = mm::make_buffer(vt + (uint64_t)bh * nkb * (mha::kVtBlockBytes / 2), nkb * mha::kVtBlockBytes);
+#pragma unroll
+  for (uint32_t i = 0; i < 4; ++i) {
+    const uint32_t idx = tid + 256u * i, c = idx / 64u, lane = idx % 64u;
+    const uint32_t dt = c / 2u, pair = c % 2u, quad = lane / 16u, col = lane % 16u;
+    uint32_t w[4];
+#pragma unroll
+    for (uint32_t h = 0; h < 2; ++h)
+#pragma unroll
+      for (uint32_t e = 0; e < 4; e += 2) {
+        const uint32_t kv = 16u * (2u * pair + h) + 4u * quad + e, hd = 16u * dt + col;
+        w[2 * h + e / 2] = (uint32_t)tile[kv * mha::kHeadDim + hd] | ((uint32_t)tile[(kv + 1) * mha::kHeadDim + hd] << 16);
+      }
+    mm::buffer_store_b128(mm::u32x4{w[0], w[1], w[2], w[3]}, out, n * mha::kVtBlockBytes + c * 1024u + lane * 16u);
+  }
+}
+
+#define MHA_KERNELS(mode, R)                                                                                         \
+  MM_KERNEL MM_LAUNCH_BOUNDS(256) void mha_fwd_##mode(                                                               \
+      const uint16_t* q, const uint16_t* k, const uint16_t* vt, uint16_t* out, uint32_t sq, uint32_t skv,            \
+      uint32_t heads, uint32_t nqb, uint32_t n_work, uint32_t q_row, uint64_t q_head, uint64_t q_batch,              \
+      uint32_t k_row, uint64_t k_head, uint64_t k_batch) {                                                           \
+    const uint32_t w = mha::xcd_contiguous(mm::block_id_x(), n_work);                                               \
+    mha::attend<R, false>(q, k, vt, out, nullptr, nullptr, sq, skv, heads, mha::Strides{q_row, q_head, q_batch},    \
+                          mha::Strides{k_row, k_head, k_batch}, w % nqb, w / nqb, 0u, 1u, 0u);                      \
+  }                                                                                                                  \
+  MM_KERNEL MM_LAUNCH_BOUNDS(256) void mha_fwd_split_##mode(                                                         \
+      const uint16_t* q, const uint16_t* k, const uint16_t* vt, float* ws_o, float* ws_ml, const int32_t* sched,     \
+      uint32_t n_slots, uint32_t sq, uint32_t skv, uint32_t heads, uint32_t q_row, uint64_t q_head,                  \
+      uint64_t q_batch, uint32_t k_row, uint64_t k_head, uint64_t k_batch) {                                         \
+    const uint32_t slot = mm::block_id_x();                                                                          \
+    const mm::u32x4 e = mm::buffer_load_b128(mm::make_buffer(sched, n_slots * 16u), slot * 16u);                     \
+    mha::attend<R, true>(q, k, vt, nullptr, ws_o, ws_ml, sq, skv, heads, mha::Strides{q_row, q_head, q_batch},      \
+                         mha::Strides{k_row, k_head, k_batch}, mm::uniform(e.x), mm::uniform(e.y), mm::uniform(e.z), \
+                         mm::uniform(e.w), slot);                                                                    \
+  }                                                                                                                  \
+  MM_KERNEL MM_LAUNCH_BOUNDS(256) void mha_merge_##mode(const float* ws_o, const float* ws_ml, const int32_t* table,  \
+                                                        uint16_t* out, uint32_t sq, uint32_t heads, uint32_t q_row,   \
+                                                        uint64_t q_head, uint64_t q_batch, uint32_t ngroups) {        \
+    mha::merge<R>(ws_o, ws_ml, table, out, sq, heads, mha::Strides{q_row, q_head, q_batch}, ngroups);                \
+  }
+
+MHA_KERNELS(rtna, mm::Round::RTNA)
+MHA_KERNELS(rtne, mm::Round::RTNE)
+MHA_KERNELS(rtz, mm::Round::RTZ)

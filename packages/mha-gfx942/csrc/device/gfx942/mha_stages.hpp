@@ -1,0 +1,206 @@
+// Stages of the gfx942 MHA forward (bf16, head dim 128) over the tile layer (moonmath/tile.hpp).
+//
+// Products (Mfma16x16x16Bf16; lane = 16*quad + col):
+//   QK: S^T (16 kv x 16 q) = K Q^T, A = K rows, B = Q^T. A column of S^T is one q row: the softmax state
+//       (m, l) is one float per lane (ColVec) and the row max is reduce_cols over the 4 kv subtiles.
+//   PV: O^T (16 hd x 16 q) += V^T P^T. The packed S^T *is* the B operand P^T (as_b_operand), so P never
+//       leaves the lane; A = V^T comes pre-transposed from V_t (one b128 holds two subtiles' A operands).
+//   The head dim is the reduction of QK; any permutation of it is fine if Q and K use the same one, so a
+//   lane loads 16 contiguous bytes of its row (d = 64*j + 8*quad + 0..7, j = 0..3) and feeds them as two
+//   k-steps: 4 b128 loads per 16-row tile instead of the 8 b64 loads of the natural k order (load_a).
+//
+// Local additions to the tile layer (candidates for common/include/moonmath/tile.hpp):
+//   load_rows16_kpair  the k-permuted b128 operand load above (A and B forms);
+//   pack_p<R>          bf16 packing without the NaN test (P = exp2(...) only makes the canonical f32 NaN,
+//                      which every rounding keeps a NaN); v_perm_b32 per pair;
+//   lane_col_sum       the in-lane part of col_sum (l is reduced across lanes once, at the end);
+//   GatedColSoftmax    ColSoftmax with the rescale gate: O and l are rescaled only when some lane's max
+//                      grew (the factor is exactly 1 otherwise) and never on the first block;
+//   issue_fence        keeps loads issued ahead of an MFMA phase (see below).
+#pragma once
+#include "gfx942/mha_config.hpp"
+#include "moonmath/tile.hpp"
+
+namespace mha {
+
+typedef mm::Mfma16x16x16Bf16 S16;
+typedef mm::FragA<S16> FragA;
+typedef mm::FragB<S16> FragB;
+typedef mm::FragC<S16> FragC;
+typedef mm::ColVec<S16> ColVec;
+
+constexpr uint32_t kHeadDim = moonmath::mha::config::kHeadDim;
+constexpr uint32_t kRowBytes = kHeadDim * 2;
+constexpr uint32_t kKvBlock = moonmath::mha::config::kKvBlock;  // kv rows per step of the main loop
+constexpr uint32_t kKvSub = kKvBlock / 16;                        // 16-row kv subtiles per block
+constexpr uint32_t kDTiles = kHeadDim / 16;                       // 16-wide head-dim tiles of O
+constexpr uint32_t kKSteps = kHeadDim / 16;                       // k-steps of QK
+constexpr uint32_t kVtBlockBytes = kKvBlock * kRowBytes;          // one V_t block: 16 chunks of 1 KB
+// log2(e) / sqrt(128): scores go to the log2 domain with one fma.
+constexpr float kScaleLog2e = 1.4426950408889634f * 0.088388347648318440f;
+constexpr float kMaskedScore = -3.4028234663852886e38f;  // -FLT_MAX: exp2 of it is 0, never NaN
+
+MM_DEVICE uint32_t quad_id() { return mm::lane_id() >> 4; }
+MM_DEVICE uint32_t col_id() { return mm::lane_id() & 15u; }
+
+// The k-permuted operand load: rows row0 + (lane & 15), 4 b128 per lane -> 8 k-steps (see the header).
+// Rows beyond the buffer's num_records read as 0.
+template <class Frag>
+MM_DEVICE void load_rows16_kpair(Frag (&f)[kKSteps], mm::buffer_rsrc r, uint32_t row0, uint32_t row_stride) {
+  const uint32_t off = (row0 + col_id()) * row_stride + quad_id() * 16u;
+#pragma unroll
+  for (uint32_t j = 0; j < kKSteps / 2; ++j) {
+    const mm::u32x4 w = mm::buffer_load_b128(r, off + 64u * j);
+    f[2 * j].w = mm::u32x2{w.x, w.y};
+    f[2 * j + 1].w = mm::u32x2{w.z, w.w};
+  }
+}
+
+// One V_t block as A operands of V^T: v[dt][t] for head-dim tile dt and kv subtile t. Chunk c = 2*dt + pair
+// of the block holds, for lane (quad, col), V[kv = 16*(2*pair + h) + 4*quad + e][hd = 16*dt + col] at
+// element 4*h + e (mha_v_transpose writes it). 16 coalesced b128 loads (1 KB per wave each).
+MM_DEVICE void load_vt_block(FragA (&v)[kDTiles][kKvSub], mm::buffer_rsrc r, uint32_t block) {
+  const uint32_t off = block * kVtBlockBytes + mm::lane_id() * 16u;
+#pragma unroll
+  for (uint32_t dt = 0; dt < kDTiles; ++dt)
+#pragma unroll
+    for (uint32_t p = 0; p < 2; ++p) {
+      const mm::u32x4 w = mm::buffer_load_b128(r, off + (2u * dt + p) * 1024u);
+      v[dt][2 * p].w = mm::u32x2{w.x, w.y};
+      v[dt][2 * p + 1].w = mm::u32x2{w.z, w.w};
+    }
+}
+
+// S^T (16 kv x 16 q) = K Q^T over the full head dim: 8 MFMAs.
+MM_DEVICE FragC qk_tile(const FragA (&k)[kKSteps], const FragB (&q)[kKSteps]) {
+  FragC s = mm::zeros<S16>();
+#pragma unroll
+  for (uint32_t j = 0; j < kKSteps; ++j) mm::mma(s, k[j], q[j], s);
+  return s;
+}
+
+// Scores of kv rows >= skv (in the last, partial block) become -FLT_MAX.
+MM_DEVICE void mask_kv_tail(FragC (&s)[kKvSub], uint32_t kv0, uint32_t skv) {
+#pragma unroll
+  for (uint32_t t = 0; t < kKvSub; ++t) {
+    const int first_dead = (int)skv - (int)(kv0 + 16u * t);
+    mm::apply(s[t], [=](float x, int row, int) { return row < first_dead ? x : kMaskedScore; });
+  }
+}
+
+MM_DEVICE float lane_col_sum(const FragC (&s)[kKvSub]) {
+  float v = 0.f;
+#pragma unroll
+  for (uint32_t t = 0; t < kKvSub; ++t)
+#pragma unroll
+    for (int r = 0; r < S16::kCRegs; ++r) v += s[t].v[r];
+  return v;
+}
+
+// bf16 bits of P in the kernel's rounding mode, no NaN test (see the header).
+template <mm::Round R>
+MM_DEVICE uint32_t round_bits_raw(float f) {
+  uint32_t u = __builtin_bit_cast(uint32_t, f);
+  if constexpr (R == mm::Round::RTNE) u += 0x7FFFu + ((u >> 16) & 1u);
+  else if constexpr (R == mm::Round::RTNA) u += 0x8000u;
+  return u;
+}
+template <mm::Round R>
+MM_DEVICE mm::PackedC<S16> pack_p(const FragC& c) {
+  mm::PackedC<S16> p;
+#pragma unroll
+  for (int i = 0; i < S16::kCRegs / 2; ++i)
+    p.w[i] = __builtin_amdgcn_perm(round_bits_raw<R>(c.v[2 * i + 1]), round_bits_raw<R>(c.v[2 * i]), 0x07060302u);
+  return p;
+}
+
+// Online softmax of one q tile (a column of S^T per lane) in the log2 domain, with the rescale gate.
+// l is the lane's partial sum (its 16 kv rows of each block); sum_l() reduces it across the 4 quads.
+struct GatedColSoftmax {
+  float m = -__builtin_inff();
+  float l = 0.f;
+  // s: scores of one kv block -> probabilities exp2(s * c - m) (fp32); o is rescaled when needed.
+  MM_DEVICE void update(FragC (&s)[kKvSub], FragC (&o)[kDTiles], bool first) {
+    const float m_new = __builtin_fmaxf(m, mm::reduce_cols<S16, kKvSub>(s, mm::MaxOp{}).v * kScaleLog2e);
+    if (!first && __builtin_amdgcn_ballot_w64(m_new > m) != 0) {
+      const ColVec r = {mm::exp2(m - m_new)};
+      l *= r.v;
+#pragma unroll
+      for (uint32_t dt = 0; dt < kDTiles; ++dt) mm::mul_cols(o[dt], r);
+    }
+    m = m_new;
+#pragma unroll
+    for (uint32_t t = 0; t < kKvSub; ++t) {
+      mm::apply(s[t], [=](float x, int, int) { return __builtin_fmaf(x, kScaleLog2e, -m_new); });
+      mm::exp2(s[t]);
+    }
+    l += lane_col_sum(s);
+  }
+  // The row sum: the lane partials of the 4 quads added (col_sum of a fragment holding l once; once per
+  // kernel, so its three adds of zero cost nothing).
+  MM_DEVICE float sum_l() const {
+    FragC c = mm::zeros<S16>();
+    c.v[0] = l;
+    return mm::col_sum(c).v;
+  }
+};
+
+// O^T += V^T P^T over one kv block: 32 MFMAs.
+template <mm::Round R>
+MM_DEVICE void pv_block(FragC (&o)[kDTiles], const FragA (&v)[kDTiles][kKvSub], const FragC (&p)[kKvSub]) {
+  FragB pb[kKvSub];
+#pragma unroll
+  for (uint32_t t = 0; t < kKvSub; ++t) pb[t] = mm::as_b_operand(pack_p<R>(p[t]));
+#pragma unroll
+  for (uint32_t dt = 0; dt < kDTiles; ++dt)
+#pragma unroll
+    for (uint32_t t = 0; t < kKvSub; ++t) mm::mma(o[dt], v[dt][t], pb[t], o[dt]);
+}
+
+// Output pair packing: RTNE/RTNA with NaN -> 0x7FFF (numerics.hpp), RTZ plain truncation like AITER's
+// RTZ kernel (NaN stays a NaN with its truncated payload and sign).
+template <mm::Round R>
+MM_DEVICE uint32_t pack_o(float lo, float hi) {
+  if constexpr (R == mm::Round::RTZ) return __builtin_amdgcn_perm(__builtin_bit_cast(uint32_t, hi),
+                                                                  __builtin_bit_cast(uint32_t, lo), 0x07060302u);
+  else return mm::pack_bf16x2<R>(lo, hi);
+}
+
+// Normalise and store one q tile's O rows (bf16 packed by pack_o, one b64 per lane and d-tile). Rows
+// beyond the buffer are dropped by the descriptor. inv = 0 for an all-zero row sum.
+template <mm::Round R>
+MM_DEVICE void store_o_tile(FragC (&o)[kDTiles], float l, mm::buffer_rsrc r, uint32_t row0, uint32_t row_stride) {
+  const ColVec inv = {l == 0.f ? 0.f : mm::rcp(l)};
+#pragma unroll
+  for (uint32_t dt = 0; dt < kDTiles; ++dt) {
+    mm::mul_cols(o[dt], inv);
+    if constexpr (R == mm::Round::RTZ) {
+      const mm::PackedC<S16> p = pack_p<R>(o[dt]);  // truncation: the raw pack is the output rule
+      mm::buffer_store_b64(mm::u32x2{p.w[0], p.w[1]}, r, (row0 + col_id()) * row_stride + dt * 32u + quad_id() * 8u);
+    } else {
+      mm::store_ct_bf16<R>(o[dt], r, row0 * row_stride + dt * 32u, row_stride);
+    }
+  }
+}
+
+// The unnormalised fp32 O^T of one q tile into a [rows][128] partial (rows of the CTA).
+MM_DEVICE void store_o_partial(const FragC (&o)[kDTiles], mm::buffer_rsrc r, uint32_t cta_row0) {
+#pragma unroll
+  for (uint32_t dt = 0; dt < kDTiles; ++dt)
+    mm::buffer_store_b128(__builtin_bit_cast(mm::u32x4, o[dt].v), r,
+                          ((cta_row0 + col_id()) * kHeadDim + 16u * dt + 4u * quad_id()) * 4u);
+}
+
+// Loads issued before this point stay before it: an empty asm with a memory clobber is a point no memory
+// access moves across (sched_barrier alone does not stop LLVM's IR-level sinking of loads to their use),
+// and it emits no instruction. Used to issue a block's loads one MFMA phase ahead of their use.
+MM_DEVICE void issue_fence() { asm volatile("" ::: "memory"); }
+
+// Chiplet swizzle: CTA c runs on XCD c % 8; give each XCD a contiguous range of the head-first work
+// order so the q blocks of one head share one L2. A bijection on [0, n).
+MM_DEVICE uint32_t xcd_contiguous(uint32_t c, uint32_t n) {
+  const uint32_t x = c & 7u, slot = c >> 3, per = n >> 3, rem = n & 7u;
+  return x * per + (x < rem ? x : rem) + slot;
+}
+
+}  // namespace mha

@@ -1,0 +1,87 @@
+// Dense tail KV-split planner of the gfx942 MHA forward (pure C++, no HIP types).
+//
+// The dense grid runs n = nqb * B*H work items (one kCtaRows-row q block of one head each), one
+// workgroup per CU at a time (the kernel holds ~390 registers per lane: one wave per SIMD). When n is not a
+// multiple of the CU count, the last round leaves CUs idle: tail = n mod cus items run alone. The
+// planner splits those `tail` items along kv into G parts each (fp32 partials + a merge), choosing G to
+// minimise the tail's span in kv-block units, ceil(tail * G / cus) * ceil(nkb / G) + overhead, against
+// the unsplit span nkb + overhead; G must win strictly. Guards: no split when tail = 0, when the tail
+// already fills >= 95 % of a round (tail * 20 > cus * 19), or when kv is short (nkb < min_kv_blocks;
+// each part then keeps >= 4 blocks since G <= nkb / 4). Every input is explicit (the CU count is the
+// live device's on hip, 304 for MI300X, small in emulator tests) so the plan is a function of shapes.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <vector>
+
+#include "mha_config.hpp"  // csrc/device/gfx942: the tile constants the kernels use
+
+namespace moonmath::mha {
+
+constexpr int64_t kCtaRows = config::kCtaRows;
+constexpr int64_t kKvBlock = config::kKvBlock;
+constexpr int64_t kHeadDim = config::kHeadDim;
+constexpr int64_t kDefaultMinKvBlocks = 48;
+constexpr int64_t kMergeOverheadBlocks = 3;
+
+struct TailPlan {
+  int64_t n_work = 0;   // q-block work items in total (nqb * bh)
+  int64_t n_dense = 0;  // items run by the dense launch (the first n_dense of the head-first order)
+  int64_t tail = 0;     // items split (the last `tail`), 0 = no split
+  int64_t parts = 1;    // G: kv parts per split item
+  int64_t span = 0;     // the tail round's modeled span in kv-block units (chosen plan)
+  int64_t span_unsplit = 0;
+  int64_t slots() const { return tail * parts; }
+  int64_t ws_o_floats() const { return slots() * kCtaRows * kHeadDim; }
+  int64_t ws_ml_floats() const { return slots() * kCtaRows * 2; }
+};
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+inline TailPlan plan_tail(int64_t sq, int64_t skv, int64_t bh, int64_t cus, bool enabled = true,
+                          int64_t min_kv_blocks = kDefaultMinKvBlocks) {
+  if (sq < 1) throw std::invalid_argument("sq must be >= 1");
+  if (skv < 1) throw std::invalid_argument("skv must be >= 1");
+  if (bh < 1) throw std::invalid_argument("bh (batch * heads) must be >= 1");
+  if (cus < 1) throw std::invalid_argument("cus (compute units) must be >= 1");
+  TailPlan p;
+  const int64_t nqb = ceil_div(sq, kCtaRows), nkb = ceil_div(skv, kKvBlock);
+  p.n_work = nqb * bh;
+  p.n_dense = p.n_work;
+  p.span_unsplit = p.span = nkb + kMergeOverheadBlocks;
+  const int64_t tail = p.n_work % cus;
+  if (!enabled || tail == 0 || tail * 20 > cus * 19 || nkb < min_kv_blocks) return p;
+  int64_t best_g = 1, best = p.span_unsplit;
+  const int64_t g_max = std::min<int64_t>(2 * cus / tail, nkb / 4);
+  for (int64_t g = 2; g <= g_max; ++g) {
+    const int64_t span = ceil_div(tail * g, cus) * ceil_div(nkb, g) + kMergeOverheadBlocks;
+    if (span < best) best = span, best_g = g;
+  }
+  if (best_g == 1) return p;
+  p.tail = tail;
+  p.parts = best_g;
+  p.n_dense = p.n_work - tail;
+  p.span = best;
+  return p;
+}
+
+// The split launch's table, one int32x4 per slot: (q block, bh, part, G); and the merge's, one per
+// split item: (q block, bh, first slot, G). Items in head-first order: item w = (w / nqb, w % nqb).
+inline std::vector<int32_t> split_schedule(const TailPlan& p, int64_t nqb) {
+  std::vector<int32_t> t;
+  t.reserve(p.slots() * 4);
+  for (int64_t w = p.n_dense; w < p.n_work; ++w)
+    for (int64_t g = 0; g < p.parts; ++g)
+      t.insert(t.end(), {int32_t(w % nqb), int32_t(w / nqb), int32_t(g), int32_t(p.parts)});
+  return t;
+}
+inline std::vector<int32_t> merge_table(const TailPlan& p, int64_t nqb) {
+  std::vector<int32_t> t;
+  t.reserve(p.tail * 4);
+  for (int64_t w = p.n_dense; w < p.n_work; ++w)
+    t.insert(t.end(), {int32_t(w % nqb), int32_t(w / nqb), int32_t((w - p.n_dense) * p.parts), int32_t(p.parts)});
+  return t;
+}
+
+}  // namespace moonmath::mha

@@ -1,0 +1,34 @@
+// Python binding of the tail KV-split planner (mha_tail_planner.hpp).
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "mha_tail_planner.hpp"
+
+namespace py = pybind11;
+using namespace moonmath::mha;
+
+void register_tail_planner(py::module_& m) {
+  py::class_<TailPlan>(m, "TailPlan")
+      .def_readonly("n_work", &TailPlan::n_work)
+      .def_readonly("n_dense", &TailPlan::n_dense)
+      .def_readonly("tail", &TailPlan::tail)
+      .def_readonly("parts", &TailPlan::parts)
+      .def_readonly("span", &TailPlan::span)
+      .def_readonly("span_unsplit", &TailPlan::span_unsplit)
+      .def_property_readonly("slots", &TailPlan::slots)
+      .def_property_readonly("ws_o_floats", &TailPlan::ws_o_floats)
+      .def_property_readonly("ws_ml_floats", &TailPlan::ws_ml_floats)
+      .def("__repr__", [](const TailPlan& p) {
+        return "TailPlan(n_work=" + std::to_string(p.n_work) + ", n_dense=" + std::to_string(p.n_dense) +
+               ", tail=" + std::to_string(p.tail) + ", parts=" + std::to_string(p.parts) + ")";
+      });
+  m.def("plan_tail", &plan_tail, py::arg("sq"), py::arg("skv"), py::arg("bh"), py::arg("cus"),
+        py::arg("enabled") = true, py::arg("min_kv_blocks") = kDefaultMinKvBlocks,
+        "The dense tail KV-split plan for q length sq, kv length skv, bh = batch*heads on `cus` CUs.");
+  m.def("split_schedule", &split_schedule, py::arg("plan"), py::arg("nqb"));
+  m.def("merge_table", &merge_table, py::arg("plan"), py::arg("nqb"));
+  m.attr("CTA_ROWS") = kCtaRows;
+  m.attr("KV_BLOCK") = kKvBlock;
+  m.attr("MERGE_ROWS_PER_CTA") = config::kMergeRowsPerCta;
+  m.attr("DEFAULT_MIN_KV_BLOCKS") = kDefaultMinKvBlocks;
+}

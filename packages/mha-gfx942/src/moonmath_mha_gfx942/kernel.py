@@ -1,0 +1,112 @@
+"""Launching the gfx942 MHA forward kernels (csrc/device/gfx942/mha_fwd.hip) through moonmath_common.
+
+One code object ``mha_fwd.hsaco`` holds, per rounding mode ``<m>`` in rtna/rtne/rtz:
+``mha_fwd_<m>`` (the dense launch: one 4-wave workgroup per 256-row q block of one head),
+``mha_fwd_split_<m>`` (the tail KV-split parts: fp32 partials) and ``mha_merge_<m>`` (their fp32 merge),
+plus ``mha_v_transpose`` (V -> V_t, run first). The tail split is planned by the pure C++ planner
+``_C.plan_tail`` from shapes and the CU count only; ``MOONMATH_NO_TAIL=1`` turns it off.
+
+The caller (attention.py) has validated every tensor; this module checks the 32-bit buffer ranges the
+kernels build, allocates V_t and the split workspace, and launches on the current stream.
+docs/kernels/mha_gfx942.md has the design.
+"""
+from __future__ import annotations
+
+import os
+
+import torch
+
+from moonmath_common import NoKernelError, get_backend, target_arch
+from moonmath_common.kernels import KernelSet
+
+OP = "moonmath_mha_gfx942.forward"
+ARCH = "gfx942"
+CODE_OBJECT = "mha_fwd"
+TRANSPOSE_KERNEL = "mha_v_transpose"
+MI300X_CUS = 304
+_U32 = 1 << 32
+
+KERNELS = KernelSet("moonmath_mha_gfx942")
+
+
+def kernel_names(round_mode: str) -> tuple[str, str, str]:
+    """(dense, split, merge) kernel names of one rounding mode."""
+    return f"mha_fwd_{round_mode}", f"mha_fwd_split_{round_mode}", f"mha_merge_{round_mode}"
+
+
+def tail_enabled() -> bool:
+    return os.environ.get("MOONMATH_NO_TAIL", "").strip() not in ("1", "true", "on")
+
+
+def device_cus(device: torch.device) -> int:
+    """The CU count the planner sees: the live GPU's on hip, MI300X's 304 on the emulator."""
+    if get_backend() == "hip" and device.type == "cuda":
+        return int(torch.cuda.get_device_properties(device).multi_processor_count)
+    return MI300X_CUS
+
+
+def plan(sq: int, skv: int, bh: int, cus: int, enabled: bool | None = None, min_kv_blocks: int | None = None):
+    """The C++ planner's tail KV-split plan (an ``_C.TailPlan``)."""
+    from . import _C
+
+    kw = {} if min_kv_blocks is None else {"min_kv_blocks": int(min_kv_blocks)}
+    return _C.plan_tail(sq, skv, bh, cus, tail_enabled() if enabled is None else bool(enabled), **kw)
+
+
+def _strides(t: torch.Tensor, layout: str) -> tuple[int, int, int]:
+    """(row, head, batch) strides in bytes; layout only says which of dims 1, 2 is the sequence."""
+    sdim, hdim = (1, 2) if layout == "bshd" else (2, 1)
+    return t.stride(sdim) * 2, t.stride(hdim) * 2, t.stride(0) * 2
+
+
+def run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, layout: str, round_mode: str, *,
+        cus: int | None = None, min_kv_blocks: int | None = None, tail: bool | None = None) -> list[dict | None]:
+    """Run the forward on the gfx942 kernels (emu or hip backend), writing ``out``.
+
+    ``cus`` (CU count), ``min_kv_blocks`` and ``tail`` override the planner's inputs (tests force splits on
+    small grids with them). Returns the launches' emulator counters (emu) or Nones (hip).
+    """
+    arch = target_arch()
+    if arch != ARCH:
+        raise NoKernelError(OP, arch, KERNELS.archs_built())
+    from . import _C
+
+    CTA_ROWS, KV_BLOCK = _C.CTA_ROWS, _C.KV_BLOCK  # the tile constants of csrc/device/gfx942/mha_config.hpp
+    sdim, hdim = (1, 2) if layout == "bshd" else (2, 1)
+    B, H, Sq, Skv = q.shape[0], q.shape[hdim], q.shape[sdim], k.shape[sdim]
+    bh = B * H
+    nqb, nkb = -(-Sq // CTA_ROWS), -(-Skv // KV_BLOCK)
+    qs, ks = _strides(q, layout), _strides(k, layout)
+    for name, rows, row in (("q", Sq, qs[0]), ("k", Skv, ks[0]), ("v", Skv, ks[0])):
+        if (rows - 1) * row + 256 >= _U32:
+            raise ValueError(f"{OP}: one head of {name} spans more than 4 GiB ({rows} rows {row} bytes apart); the "
+                             f"gfx942 kernel addresses a head's rows with 32-bit buffer offsets")
+    if nkb * KV_BLOCK * 256 >= _U32:
+        raise ValueError(f"{OP}: k/v sequence length {Skv} is too long for the gfx942 kernel's 32-bit V_t offsets "
+                         f"(at most {(_U32 - 1) // 256 // KV_BLOCK * KV_BLOCK - 1} rows)")
+    if bh >= 1 << 31 or nqb * bh >= 1 << 31:
+        raise ValueError(f"{OP}: too many (batch * heads, q blocks) work items for a 1-D grid: {bh} x {nqb}")
+    for name, t in (("q", q), ("k", k), ("v", v), ("out", out)):
+        if t.data_ptr() % 16:
+            raise ValueError(f"{OP}: {name} must start on a 16-byte boundary for the gfx942 kernel's 16-byte loads "
+                             f"and stores; got address {t.data_ptr():#x} (pass a fresh or .clone()d tensor)")
+    p = plan(Sq, Skv, bh, device_cus(q.device) if cus is None else int(cus), tail, min_kv_blocks)
+    dense, split, merge = kernel_names(round_mode)
+    dev = q.device
+    vt = torch.empty(bh * nkb * KV_BLOCK * 128, dtype=torch.bfloat16, device=dev)
+    counters = [KERNELS.launch(OP, arch, CODE_OBJECT, TRANSPOSE_KERNEL, grid=(nkb, bh), block=256,
+                               args=[v, vt, Skv, H, *ks])]
+    if p.n_dense:
+        counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, dense, grid=p.n_dense, block=256,
+                                       args=[q, k, vt, out, Sq, Skv, H, nqb, p.n_dense, *qs, *ks]))
+    if p.tail:
+        sched = torch.tensor(_C.split_schedule(p, nqb), dtype=torch.int32).to(dev)
+        table = torch.tensor(_C.merge_table(p, nqb), dtype=torch.int32).to(dev)
+        ws_o = torch.empty(p.ws_o_floats, dtype=torch.float32, device=dev)
+        ws_ml = torch.empty(p.ws_ml_floats, dtype=torch.float32, device=dev)
+        counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, split, grid=p.slots, block=256,
+                                       args=[q, k, vt, ws_o, ws_ml, sched, p.slots, Sq, Skv, H, *qs, *ks]))
+        merge_grid = p.tail * (CTA_ROWS // _C.MERGE_ROWS_PER_CTA)
+        counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, merge, grid=merge_grid, block=256,
+                                       args=[ws_o, ws_ml, table, out, Sq, H, *qs, p.tail]))
+    return counters

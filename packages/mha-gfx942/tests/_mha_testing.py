@@ -1,0 +1,42 @@
+"""Helpers of the gfx942 MHA tests: inputs, the float64 oracle, bf16 ulps at a row's scale."""
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+def rand(shape, seed, scale=1.0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(shape, generator=g) * scale).to(torch.bfloat16)
+
+
+def qkv(B, H, Sq, Skv, layout="bhsd", seed=0, scale=1.0):
+    sq = (B, H, Sq, 128) if layout == "bhsd" else (B, Sq, H, 128)
+    sk = (B, H, Skv, 128) if layout == "bhsd" else (B, Skv, H, 128)
+    return rand(sq, seed, scale), rand(sk, seed + 1, scale), rand(sk, seed + 2)
+
+
+def oracle_fp64(q, k, v, layout="bhsd"):
+    """softmax(q k^T / sqrt(128)) v in float64, in q's layout."""
+    if layout == "bshd":
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+    s = (q.double() @ k.double().transpose(-1, -2)) / math.sqrt(128.0)
+    out = torch.softmax(s, dim=-1) @ v.double()
+    return out.transpose(1, 2) if layout == "bshd" else out
+
+
+def bf16_ulp(x):
+    """The bf16 ulp at |x| (float64), normal range."""
+    e = torch.floor(torch.log2(x.abs().clamp_min(2.0 ** -126)))
+    return torch.pow(2.0, e - 7)
+
+
+def row_ulp(ref):
+    """One bf16 ulp at the scale of each output row: ulp(max over the row's D outputs of |ref|) (finite ones)."""
+    r = ref.double()
+    return bf16_ulp(r.masked_fill(~torch.isfinite(r), 0).abs().amax(-1, keepdim=True))
+
+
+def bits(t):
+    return t.view(torch.int16)

@@ -1,0 +1,53 @@
+"""ISA budgets of the gfx942 MHA forward kernels, read from the built code object's metadata.
+
+Declared budgets (docs/kernels/mha_gfx942.md):
+  mha_fwd_<mode>        VGPR+AGPR <= 448 (one wave per SIMD, 256 threads: 512 available; AGPR <= 192:
+                        the 4 q tiles' O accumulators are 128 of them, K fragments most of the rest);
+                        SGPR <= 48; LDS 0; scratch 0; no spills.
+  mha_fwd_split_<mode>  the same, SGPR <= 80 (the schedule entry).
+  mha_merge_<mode>      VGPR <= 32, AGPR 0, SGPR <= 40; LDS 0; scratch 0.
+  mha_v_transpose       VGPR <= 48, AGPR 0, SGPR <= 32; LDS 16384 (one 64 x 128 bf16 block); scratch 0.
+"""
+from __future__ import annotations
+
+import pytest
+
+from moonmath_mha_gfx942.kernel import ARCH, CODE_OBJECT, KERNELS, TRANSPOSE_KERNEL, kernel_names
+
+BUDGETS = {TRANSPOSE_KERNEL: dict(vgpr=48, agpr=0, sgpr=32, lds=16384)}
+for _mode in ("rtna", "rtne", "rtz"):
+    _dense, _split, _merge = kernel_names(_mode)
+    BUDGETS[_dense] = dict(vgpr=448, agpr=192, sgpr=48, lds=0)
+    BUDGETS[_split] = dict(vgpr=448, agpr=192, sgpr=80, lds=0)
+    BUDGETS[_merge] = dict(vgpr=32, agpr=0, sgpr=40, lds=0)
+
+
+@pytest.mark.parametrize("kernel", list(BUDGETS))
+def test_isa_budget(kernel):
+    if ARCH not in KERNELS.archs_built():
+        pytest.skip("this build has no gfx942 code objects")
+    m = KERNELS.kernel_meta("isa budget", ARCH, CODE_OBJECT, kernel)
+    b = BUDGETS[kernel]
+    assert m.vgpr <= b["vgpr"], f"{kernel}: {m.vgpr} VGPR+AGPR > {b['vgpr']}"
+    assert m.agpr <= b["agpr"], f"{kernel}: {m.agpr} AGPR > {b['agpr']}"
+    assert m.sgpr <= b["sgpr"], f"{kernel}: {m.sgpr} SGPR > {b['sgpr']}"
+    assert m.lds <= b["lds"], f"{kernel}: {m.lds} bytes of LDS > {b['lds']}"
+    assert m.scratch == 0, f"{kernel}: {m.scratch} bytes of scratch"
+    assert m.raw.get(".vgpr_spill_count", 0) == 0 and m.raw.get(".sgpr_spill_count", 0) == 0
+    assert m.max_workgroup_size == 256
+
+
+def test_no_agpr_used_as_spill_space():
+    """AGPRs in the dense kernels hold MFMA accumulators and load destinations used by MFMAs directly. VALU
+    work on an AGPR-resident accumulator goes through v_accvgpr_read/write: today 49 / 52 / 12 of them
+    (rtna / rtne / rtz), most in the main loop at the gated O rescale (some O fragments live in AGPRs). A jump
+    above 64 means the compiler has started parking values (the step before spills)."""
+    if ARCH not in KERNELS.archs_built():
+        pytest.skip("this build has no gfx942 code objects")
+    emu = pytest.importorskip("moonmath_emu")
+    code = KERNELS.path("isa", ARCH, CODE_OBJECT).read_bytes()
+    for mode in ("rtna", "rtne", "rtz"):
+        dense = kernel_names(mode)[0]
+        text = [t for k, _, t in emu.disassemble(code) if k == dense]
+        moves = sum(t.startswith("v_accvgpr_") for t in text)
+        assert moves <= 64, f"{dense}: {moves} AGPR moves (registers are running out)"
