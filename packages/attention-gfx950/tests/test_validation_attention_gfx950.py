@@ -12,9 +12,13 @@ bf = torch.bfloat16
 i32 = torch.int32
 
 
-@pytest.fixture(autouse=True)
-def _reference():
-    with use_backend("reference"):
+@pytest.fixture(autouse=True, params=["reference", "emu"])
+def _backend(request, monkeypatch):
+    """One set of checks runs before the backend is chosen: every rejection holds on both."""
+    if request.param == "emu":
+        pytest.importorskip("moonmath_emu")
+        monkeypatch.setenv("MOONMATH_EMU_ARCH", "gfx950")
+    with use_backend(request.param):
         yield
 
 
@@ -211,9 +215,15 @@ def test_paged_rejects(name, form, change, exc, msg):
 
 
 def test_paged_valid_inputs_run():
+    from moonmath_common import NoKernelError, get_backend
+
     for form in ("list", "table"):
         a = paged_args(form)
         pos = [a.pop(n) for n in ("q", "k_cache", "v_cache", "cu_seqlens_q", "seqlens_k")]
+        if get_backend() == "emu":  # the paged kernels are the next issue's; valid input reaches the launch
+            with pytest.raises(NoKernelError, match="forward_paged"):
+                att.forward_paged(*pos, **a)
+            continue
         assert att.forward_paged(*pos, **a).shape == (5, 4, 128)
 
 

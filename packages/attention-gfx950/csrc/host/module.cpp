@@ -1,6 +1,63 @@
 // The package's host module: pure C++ planners and helpers (no HIP types), bound with pybind11.
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "attention_planner.hpp"
+
+namespace py = pybind11;
+using namespace attn950;
+
+namespace {
+
+py::dict to_dict(const FwdPlan& p) {
+  const auto b = p.bytes();
+  py::dict d;
+  d["plan"] = py::bytes(reinterpret_cast<const char*>(b.data()), b.size());
+  d["n_items"] = p.args.n_items;
+  d["n_merge"] = p.args.n_merge;
+  d["n_slots"] = p.args.n_slots;
+  d["max_parts"] = p.n_parts_max();
+  py::list items;
+  for (const auto& it : p.items)
+    items.append(py::make_tuple(it.batch, it.q_tok0, it.q_len, it.k_tok0, it.k_len, it.q_row0, it.kv_begin, it.kv_end,
+                                it.slot));
+  d["items"] = items;
+  return d;
+}
+
+PlanOptions options(int32_t num_cus, int32_t min_part_blocks, int32_t max_parts) {
+  PlanOptions o;
+  o.num_cus = num_cus;
+  o.min_part_blocks = min_part_blocks;
+  o.max_parts = max_parts;
+  return o;
+}
+
+}  // namespace
 
 PYBIND11_MODULE(_C, m) {
-  m.doc() = "moonmath_attention_gfx950 host helpers";
+  m.doc() = "moonmath_attention_gfx950 host helpers: the forward planner";
+  m.attr("TILE_ROWS") = kTileRows;
+  m.attr("KV_BLOCK") = kKvBlock;
+  m.def(
+      "plan_forward_batch",
+      [](int32_t B, int32_t Sq, int32_t Skv, int32_t heads_q, int32_t heads_kv, bool causal, bool lse, float scale_log2,
+         const std::vector<int64_t>& strides, int32_t num_cus, int32_t min_part_blocks, int32_t max_parts) {
+        return to_dict(plan_forward(batch_sequences(B, Sq, Skv), heads_q, heads_kv, causal, lse, scale_log2, strides,
+                                    options(num_cus, min_part_blocks, max_parts)));
+      },
+      py::arg("B"), py::arg("Sq"), py::arg("Skv"), py::arg("heads_q"), py::arg("heads_kv"), py::arg("causal"),
+      py::arg("lse"), py::arg("scale_log2"), py::arg("strides"), py::arg("num_cus") = 256,
+      py::arg("min_part_blocks") = 4, py::arg("max_parts") = 16);
+  m.def(
+      "plan_forward_varlen",
+      [](const std::vector<int32_t>& cu_q, const std::vector<int32_t>& cu_k, int32_t heads_q, int32_t heads_kv,
+         bool causal, bool lse, float scale_log2, const std::vector<int64_t>& strides, int32_t num_cus,
+         int32_t min_part_blocks, int32_t max_parts) {
+        return to_dict(plan_forward(varlen_sequences(cu_q, cu_k), heads_q, heads_kv, causal, lse, scale_log2, strides,
+                                    options(num_cus, min_part_blocks, max_parts)));
+      },
+      py::arg("cu_q"), py::arg("cu_k"), py::arg("heads_q"), py::arg("heads_kv"), py::arg("causal"), py::arg("lse"),
+      py::arg("scale_log2"), py::arg("strides"), py::arg("num_cus") = 256, py::arg("min_part_blocks") = 4,
+      py::arg("max_parts") = 16);
 }

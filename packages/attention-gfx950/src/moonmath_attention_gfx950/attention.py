@@ -169,8 +169,10 @@ def _(q, k, v, out, lse, layout, causal, scale) -> None:
 
 
 def _run_kernel(q, k, v, out, lse, layout, causal, scale) -> None:
-    """The hip/emu path of forward: launch the gfx950 attention kernel. (Kernel not built yet.)"""
-    raise NoKernelError("moonmath_attention_gfx950.forward", target_arch(), archs_built=())
+    """The hip/emu path of forward: the gfx950 kernels (kernel.py), planned on the host."""
+    from . import kernel
+
+    kernel.run_forward(q, k, v, out, lse, layout, causal, scale)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -274,9 +276,13 @@ def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse,
 def _run_kernel_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale,
                        host_cu_seqlens_q, host_cu_seqlens_k) -> None:
     """The hip/emu path of forward_varlen. host_cu_seqlens_* are CPU copies of the cu_seqlens when the caller has
-    them (or None): plan on the host from them; otherwise plan from device cu_seqlens without a sync.
-    (Kernel not built yet.)"""
-    raise NoKernelError("moonmath_attention_gfx950.forward_varlen", target_arch(), archs_built=())
+    them (or None): plan exactly on the host from them. Device cu_seqlens without host copies are read back
+    (one sync) until the device-side planner exists."""
+    from . import kernel
+
+    cu_q = (host_cu_seqlens_q if host_cu_seqlens_q is not None else cu_seqlens_q).cpu().tolist()
+    cu_k = (host_cu_seqlens_k if host_cu_seqlens_k is not None else cu_seqlens_k).cpu().tolist()
+    kernel.run_forward_varlen(q, k, v, cu_q, cu_k, out, lse, causal, scale)
 
 
 class VarlenPlan:

@@ -1,0 +1,127 @@
+"""Launching the gfx950 attention forward kernels (csrc/device/gfx950/) through moonmath_common's runtime.
+
+Code objects: ``attention_fwd.hsaco`` (kernels ``attn_fwd_d128`` and ``attn_fwd_d192_128``: grid
+(work items, q heads), 512 threads) and ``attention_merge.hsaco`` (``attn_fwd_merge``: the fixed-order
+fp32 merge of split-KV parts). The C++ planner (``_C.plan_forward_batch`` / ``_C.plan_forward_varlen``,
+csrc/host/attention_planner.hpp) writes the plan buffer both kernels read
+(csrc/shared/attention_fwd_plan.h): the strides, the scale, and one work item per (tile, key range).
+
+The caller (attention.py) has validated every tensor; this module checks what the kernels add (16-byte
+alignment of the rows they load and store with 16/8-byte accesses), plans, and launches.
+docs/kernels/attention_gfx950.md has the design.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+
+import torch
+
+from moonmath_common import NoKernelError, target_arch
+from moonmath_common.kernels import KernelSet
+
+ARCH = "gfx950"
+FWD_CODE_OBJECT = "attention_fwd"
+FWD_KERNELS = {(128, 128): "attn_fwd_d128", (192, 128): "attn_fwd_d192_128"}
+MERGE_CODE_OBJECT, MERGE_KERNEL = "attention_merge", "attn_fwd_merge"
+FWD_BLOCK, MERGE_BLOCK = 512, 256
+LOG2E = 1.0 / math.log(2.0)
+
+KERNELS = KernelSet("moonmath_attention_gfx950")
+
+# Planner inputs. num_cus is the machine's CU count (MI355X: 256); tests and benchmarks change it with
+# planner_options() to force or forbid splits on small shapes.
+_PLANNER = {"num_cus": 256, "min_part_blocks": 4, "max_parts": 16}
+
+
+@contextlib.contextmanager
+def planner_options(**kw):
+    """Temporarily change the planner's inputs (num_cus, min_part_blocks, max_parts)."""
+    unknown = set(kw) - set(_PLANNER)
+    if unknown:
+        raise TypeError(f"planner_options: unknown option(s) {sorted(unknown)}; known: {sorted(_PLANNER)}")
+    old = dict(_PLANNER)
+    _PLANNER.update({k: int(v) for k, v in kw.items()})
+    try:
+        yield
+    finally:
+        _PLANNER.clear()
+        _PLANNER.update(old)
+
+
+def _C():
+    from . import _C as c
+
+    return c
+
+
+def _check_alignment(op: str, **tensors: tuple[torch.Tensor, tuple[int, ...]]) -> None:
+    # Q rows are loaded, K/V rows DMA'd to LDS and out rows stored in 16- and 8-byte pieces: each row
+    # must start on a 16-byte boundary (address and the batch/token/head strides, in bf16 elements).
+    for name, (t, dims) in tensors.items():
+        if t is None:
+            continue
+        if t.data_ptr() % 16:
+            raise ValueError(f"{op}: {name} must start on a 16-byte boundary for the gfx950 kernel; got address "
+                             f"{t.data_ptr():#x} (pass a fresh or .clone()d tensor)")
+        for d in dims:
+            if t.shape[d] > 1 and t.stride(d) % 8:
+                raise ValueError(f"{op}: {name}.stride({d}) must be a multiple of 8 elements (16 bytes) for the gfx950 "
+                                 f"kernel; got {t.stride(d)}")
+
+
+def _strides(t: torch.Tensor, batch: int | None, token: int, head: int) -> list[int]:
+    return [t.stride(batch) if batch is not None else 0, t.stride(token), t.stride(head)]
+
+
+def _launch(op: str, plan: dict, q, k, v, out, lse, dims: tuple[int, int]) -> list[dict | None]:
+    arch = target_arch()
+    if arch != ARCH:
+        raise NoKernelError(op, arch, KERNELS.archs_built())
+    if plan["n_items"] == 0:
+        return []
+    dev = q.device
+    hq = plan["heads_q"]
+    buf = torch.frombuffer(bytearray(plan["plan"]), dtype=torch.uint8).to(dev)
+    n_slots = plan["n_slots"]
+    tile = _C().TILE_ROWS
+    ws_o = torch.empty(n_slots * hq * tile * dims[1], dtype=torch.float32, device=dev) if n_slots else None
+    ws_ml = torch.empty(n_slots * hq * tile * 4, dtype=torch.float32, device=dev) if n_slots else None
+    counters = [KERNELS.launch(op, arch, FWD_CODE_OBJECT, FWD_KERNELS[dims], grid=(plan["n_items"], hq),
+                               block=FWD_BLOCK, args=[buf, q, k, v, out, lse, ws_o, ws_ml])]
+    if plan["n_merge"]:
+        counters.append(KERNELS.launch(op, arch, MERGE_CODE_OBJECT, MERGE_KERNEL, grid=(plan["n_merge"], hq),
+                                       block=MERGE_BLOCK, args=[buf, out, lse, ws_o, ws_ml]))
+    return counters
+
+
+def run_forward(q, k, v, out, lse, layout: str, causal: bool, scale: float) -> list[dict | None]:
+    """Batch forward on the gfx950 kernels (emu or hip). Tensors validated by attention.forward."""
+    op = "moonmath_attention_gfx950.forward"
+    sd, hd = (1, 2) if layout == "bshd" else (2, 1)
+    _check_alignment(op, q=(q, (0, 1, 2)), k=(k, (0, 1, 2)), v=(v, (0, 1, 2)), out=(out, (0, 1, 2)))
+    B, Hq, Sq = q.shape[0], q.shape[hd], q.shape[sd]
+    Hkv, Skv = k.shape[hd], k.shape[sd]
+    strides = (_strides(q, 0, sd, hd) + _strides(k, 0, sd, hd) + _strides(v, 0, sd, hd) + _strides(out, 0, sd, hd)
+               + ([lse.stride(0), lse.stride(1)] if lse is not None else [0, 0]))
+    plan = _C().plan_forward_batch(B, Sq, Skv, Hq, Hkv, causal, lse is not None, scale * LOG2E, strides, **_PLANNER)
+    plan["heads_q"] = Hq
+    return _launch(op, plan, q, k, v, out, lse, (q.shape[3], v.shape[3]))
+
+
+def run_forward_varlen(q, k, v, cu_q: list[int], cu_k: list[int], out, lse, causal: bool,
+                       scale: float) -> list[dict | None]:
+    """Packed varlen (THD) forward, planned exactly on the host from host cu_seqlens values."""
+    op = "moonmath_attention_gfx950.forward_varlen"
+    _check_alignment(op, q=(q, (0, 1)), k=(k, (0, 1)), v=(v, (0, 1)), out=(out, (0, 1)))
+    Hq, Hkv = q.shape[1], k.shape[1]
+    strides = (_strides(q, None, 0, 1) + _strides(k, None, 0, 1) + _strides(v, None, 0, 1) + _strides(out, None, 0, 1)
+               + ([0, lse.stride(0)] if lse is not None else [0, 0]))
+    plan = _C().plan_forward_varlen(cu_q, cu_k, Hq, Hkv, causal, lse is not None, scale * LOG2E, strides, **_PLANNER)
+    plan["heads_q"] = Hq
+    return _launch(op, plan, q, k, v, out, lse, (q.shape[2], v.shape[2]))
+
+
+def plan_batch(B: int, Sq: int, Skv: int, heads_q: int, heads_kv: int, causal: bool = False) -> dict:
+    """The planner's decision for a batch shape under the current planner options (strides irrelevant)."""
+    return _C().plan_forward_batch(B, Sq, Skv, heads_q, heads_kv, causal, False, 1.0, [0] * 14, **_PLANNER)

@@ -1,0 +1,59 @@
+"""ISA budgets of the gfx950 attention forward kernels, read from the built code objects' metadata.
+
+Declared budgets (docs/kernels/attention_gfx950.md):
+  attn_fwd_d128      VGPR+AGPR <= 256 (8 waves per workgroup: two waves per SIMD share the 512-entry
+                     file), SGPR <= 96 (no occupancy cost at 2 waves per SIMD); LDS = 65536 (two
+                     stages of a 64-key K and V block); scratch 0.
+  attn_fwd_d192_128  VGPR+AGPR <= 256, SGPR <= 96; LDS = 81920; scratch 0.
+  attn_fwd_merge     VGPR <= 40, AGPR 0, SGPR <= 72; LDS 0; scratch 0.
+No spills anywhere.
+"""
+from __future__ import annotations
+
+import pytest
+
+from moonmath_attention_gfx950.kernel import (
+    ARCH,
+    FWD_BLOCK,
+    FWD_CODE_OBJECT,
+    KERNELS,
+    MERGE_BLOCK,
+    MERGE_CODE_OBJECT,
+    MERGE_KERNEL,
+)
+
+BUDGETS = {
+    (FWD_CODE_OBJECT, "attn_fwd_d128"): dict(vgpr=256, agpr=256, sgpr=96, lds=65536, block=FWD_BLOCK),
+    (FWD_CODE_OBJECT, "attn_fwd_d192_128"): dict(vgpr=256, agpr=256, sgpr=96, lds=81920, block=FWD_BLOCK),
+    (MERGE_CODE_OBJECT, MERGE_KERNEL): dict(vgpr=40, agpr=0, sgpr=72, lds=0, block=MERGE_BLOCK),
+}
+
+
+@pytest.mark.parametrize("co,kernel", list(BUDGETS))
+def test_isa_budget(co, kernel):
+    if ARCH not in KERNELS.archs_built():
+        pytest.skip("this build has no gfx950 code objects")
+    m = KERNELS.kernel_meta("isa budget", ARCH, co, kernel)
+    b = BUDGETS[(co, kernel)]
+    assert m.vgpr <= b["vgpr"], f"{kernel}: {m.vgpr} VGPR+AGPR > {b['vgpr']}"
+    assert m.agpr <= b["agpr"], f"{kernel}: {m.agpr} AGPR > {b['agpr']}"
+    assert m.sgpr <= b["sgpr"], f"{kernel}: {m.sgpr} SGPR > {b['sgpr']}"
+    assert m.lds == b["lds"], f"{kernel}: {m.lds} bytes of LDS, declared {b['lds']}"
+    assert m.scratch == 0, f"{kernel}: {m.scratch} bytes of scratch"
+    assert m.raw.get(".vgpr_spill_count", 0) == 0 and m.raw.get(".sgpr_spill_count", 0) == 0
+    assert m.max_workgroup_size == b["block"]
+
+
+def test_fwd_kernels_use_the_gfx950_instructions():
+    """The kernels are what the design says: 16x16x32 bf16 MFMAs, 16-byte direct-to-LDS loads, transposing
+    LDS reads for V; no other MFMA shape."""
+    emu = pytest.importorskip("moonmath_emu")
+    if ARCH not in KERNELS.archs_built():
+        pytest.skip("this build has no gfx950 code objects")
+    code = KERNELS.path("isa", ARCH, FWD_CODE_OBJECT).read_bytes()
+    ops = emu.opcodes_in(code)
+    assert {"v_mfma_f32_16x16x32_bf16", "ds_read_b64_tr_b16"} <= ops
+    assert {o for o in ops if o.startswith("v_mfma")} == {"v_mfma_f32_16x16x32_bf16"}
+    for kernel in ("attn_fwd_d128", "attn_fwd_d192_128"):
+        text = [t for k, _, t in emu.disassemble(code) if k == kernel]
+        assert any(t.startswith("buffer_load_dwordx4") and t.endswith(" lds") for t in text), kernel

@@ -1,0 +1,42 @@
+"""The gfx950 attention forward planner: its C++ unit test (built with the host compiler) and the binding."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+CSRC = HERE.parent / "csrc"
+
+
+def test_cpp_unit_test(tmp_path):
+    cxx = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("no host C++ compiler")
+    exe = tmp_path / "attention_planner_test"
+    src = HERE / "cpp" / "attention_planner_test.cpp"
+    subprocess.run([cxx, "-std=c++17", "-O1", "-Wall", "-Werror", f"-I{CSRC / 'host'}", f"-I{CSRC}", str(src), "-o",
+                    str(exe)], check=True)
+    r = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def test_binding():
+    from moonmath_attention_gfx950 import _C
+
+    assert _C.TILE_ROWS == 256 and _C.KV_BLOCK == 64
+    p = _C.plan_forward_batch(1, 300, 4096, 2, 1, False, True, 1.0, [0] * 14)
+    assert p["n_merge"] == 2 and p["max_parts"] == 16 and p["n_items"] == 32 and p["n_slots"] == 32
+    assert len(p["plan"]) == 144 + 32 * 48 + 2 * 32
+    q = _C.plan_forward_batch(1, 300, 4096, 2, 1, False, True, 1.0, [0] * 14, num_cus=1)
+    assert q["n_merge"] == 0 and q["n_items"] == 2
+    v = _C.plan_forward_varlen([0, 10, 10, 300], [0, 64, 64, 500], 4, 4, True, False, 1.0, [0] * 14)
+    assert [it[2] for it in v["items"]] == [290, 290, 10]  # heaviest first, empty sequence skipped
+    with pytest.raises(ValueError, match="heads_q must be a positive multiple of heads_kv"):
+        _C.plan_forward_batch(1, 1, 1, 3, 2, False, False, 1.0, [0] * 14)
+    with pytest.raises(ValueError, match="non-decreasing"):
+        _C.plan_forward_varlen([0, 5, 3], [0, 1, 2], 1, 1, False, False, 1.0, [0] * 14)
+    with pytest.raises(ValueError, match="strides"):
+        _C.plan_forward_batch(1, 1, 1, 1, 1, False, False, 1.0, [0] * 13)
