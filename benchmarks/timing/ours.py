@@ -10,14 +10,16 @@ How ours is composed (each launch of `forward` modeled and the launches summed; 
 gap between launches, kernel_launch_us = 0, as for AITER's single launch):
 - gfx942 (moonmath_mha_gfx942, `mha_fwd.hsaco`): V transpose (memory: the sampled CU's round, at least
   its HBM bytes / bandwidth), the dense launch (1 workgroup per CU; round cycles = a + b * Skv from 2 CUs
-  of XCD 0 at Skv = 1024 and 2048, as run.py fits AITER), and where the planner (`_C.plan_tail`, 304 CUs)
-  splits the tail: the split launch (the same fit on `mha_fwd_split_*`, at the part's ceil(nkb / G) kv
-  blocks) and the merge (simulated at the plan's G).
+  of XCD 0 at Skv = 2048 and 8192; AITER's fit, 1024 and 2048, is exactly linear), and where the planner
+  (`_C.plan_tail`, 304 CUs) splits the tail: the split launch (the same fit on `mha_fwd_split_*` at
+  Skv = 1024 and 2048, evaluated at the part's ceil(nkb / G) kv blocks) and the merge (simulated at G).
 - gfx950 (moonmath_attention_gfx950): the forward launch from its planner (256 CUs); every work item's
-  cycles come from a + b * kv_blocks fitted on 2 CUs (dense: q tiles of one head; causal: the heaviest
-  tile of 4 GQA heads sharing one kv head), and the grid is list-scheduled in dispatch order (workgroup
-  x + y * gx to the first free CU; for equal items this is rounds * round cycles, run.py's rule).
-  None of the seed's MI355X shapes splits (tiles x heads >= 256), so no merge launch runs there.
+  cycles come from a + b * kv_blocks fitted on 2 CUs (dense: Skv = 2048 and 8192, q tiles 0 and 8 of
+  one head; causal: Sq = Skv = 2048 and 4096, the heaviest tile of 4 GQA heads sharing one kv head);
+  dense rows with Skv below the fit range are simulated at their Skv. The grid is list-scheduled in
+  dispatch order (workgroup x + y * gx to the first free CU; for equal items this is rounds x round
+  cycles, run.py's rule). None of the seed's MI355X shapes splits (tiles x heads >= 256 CUs), so no
+  merge launch runs there (attn_shape raises if one would).
 """
 from __future__ import annotations
 
@@ -42,6 +44,7 @@ from .fmha import _aligned, grid_workgroups, model_wg
 
 MODES = ("rtne", "rtna", "rtz")
 SKV_FIT = calib.SKV_FIT
+SKV_DENSE_FIT = (2048, 8192)  # ours: the seed's dense shapes have Skv >= 8192 (one 512); fit over that range
 SKV_CAUSAL_FIT = (2048, 4096)  # Sq = Skv: 8 and 16 tiles of 256 rows, so item 0 of each head is on XCD 0
 
 
@@ -129,16 +132,17 @@ def _mha_sample(skv: int, mode: str, *, sq: int, split: bool = False, seed: int 
     return {L["kernel"]: L for L in seen}
 
 
-def mha_fits(mode: str, cfg: dict) -> dict:
+def mha_fits(mode: str, cfg: dict, skvs: tuple[int, ...] | None = None, which_: tuple[str, ...] = ("dense", "split")) -> dict:
     """Dense and split launches: round cycles = a + b * Skv (2 CUs of XCD 0, 1 workgroup each)."""
     from moonmath_mha_gfx942 import _C
 
     xcds, rows = cfg["xcds"], _C.CTA_ROWS
     nwork = xcds + 1  # workgroups 0 and 8 exist; xcd_contiguous gives XCD 0 items 0, 1 of the one head
     out = {}
-    for which in ("dense", "split"):
+    for which in which_:
         cyc, last = {}, None
-        for skv in SKV_FIT:
+        # dense: the long range of the seed's shapes; split: a part walks 7-128 kv blocks, the short range
+        for skv in (skvs or (SKV_DENSE_FIT if which == "dense" else SKV_FIT)):
             launches = _mha_sample(skv, mode, sq=nwork * rows, split=which == "split")
             if which == "dense":
                 L = launches[f"mha_fwd_{mode}"]
@@ -154,8 +158,9 @@ def mha_fits(mode: str, cfg: dict) -> dict:
                 L = dict(L, grid=(nwork, 1, 1))
             rep = simulate(L, _xcd0_cus(2, 1, L["grid"][0], xcds), cfg, args)
             cyc[skv], last = rep["wg_cycles"], rep
-        b = (cyc[SKV_FIT[1]] - cyc[SKV_FIT[0]]) / (SKV_FIT[1] - SKV_FIT[0])
-        out[which] = {"a": cyc[SKV_FIT[0]] - b * SKV_FIT[0], "b": b, "cycles": cyc, "where": last["where"],
+        s1, s2 = min(cyc), max(cyc)
+        b = (cyc[s2] - cyc[s1]) / (s2 - s1) if s2 != s1 else 0.0
+        out[which] = {"a": cyc[s1] - b * s1, "b": b, "cycles": cyc, "where": last["where"],
                       "pipe_util": last["pipe_util"], "mem": last["mem"]}
     return out
 
@@ -242,13 +247,13 @@ def _attn_launch(B, Hq, Hkv, Sq, Skv, dqk, dv, causal, *, num_cus=None, seed=0):
     return seen
 
 
-def attn_fit(dqk: int, dv: int, causal: bool, cfg: dict) -> dict:
+def attn_fit(dqk: int, dv: int, causal: bool, cfg: dict, skvs: tuple[int, ...] | None = None) -> dict:
     """Work-item cycles = a + b * kv_blocks on 2 CUs of XCD 0 (1 workgroup per CU: occupancy 1)."""
     from moonmath_attention_gfx950 import _C
 
     xcds, tile, kvb = cfg["xcds"], _C.TILE_ROWS, _C.KV_BLOCK
     cyc, last = {}, None
-    for skv in (SKV_CAUSAL_FIT if causal else SKV_FIT):
+    for skv in skvs or (SKV_CAUSAL_FIT if causal else SKV_DENSE_FIT):
         if causal:  # the heaviest tile (item 0) of 4 q heads on one kv head; gx = skv / 256 is a multiple of 8
             (L,) = _attn_launch(1, 4, 1, skv, skv, dqk, dv, True, num_cus=1)
             gx = L["grid"][0]
@@ -260,13 +265,14 @@ def attn_fit(dqk: int, dv: int, causal: bool, cfg: dict) -> dict:
             cus = _xcd0_cus(2, 1, L["grid"][0], xcds)
         rep = simulate(L, cus, cfg)
         cyc[skv // kvb], last = rep["wg_cycles"], rep
-    (n1, n2) = sorted(cyc)
-    b = (cyc[n2] - cyc[n1]) / (n2 - n1)
+    n1, n2 = min(cyc), max(cyc)
+    b = (cyc[n2] - cyc[n1]) / (n2 - n1) if n2 != n1 else 0.0
     return {"a": cyc[n1] - b * n1, "b_per_block": b, "cycles": cyc, "where": last["where"],
             "pipe_util": last["pipe_util"], "mem": last["mem"]}
 
 
-def attn_shape(row, fits: dict, cfg: dict, f_hz: float) -> dict:
+def attn_shape(row, fits: dict, cfg: dict, f_hz: float, direct: dict | None = None) -> dict:
+    """Modeled seconds of the gfx950 forward; direct[(dqk, Skv)]: simulated item cycles that replace the fit."""
     from moonmath_attention_gfx950 import _C
     from moonmath_attention_gfx950 import kernel as K
 
@@ -284,7 +290,10 @@ def attn_shape(row, fits: dict, cfg: dict, f_hz: float) -> dict:
     if len(blocks) != plan["n_items"]:
         raise ValueError(f"work items {len(blocks)} != planner's {plan['n_items']}")
     f = fits[(dqk, causal)]
-    costs = [f["a"] + f["b_per_block"] * n for n in blocks] * Hq  # dispatch: x fastest, then heads
+    if direct and (dqk, Skv) in direct and not causal:
+        costs = [direct[(dqk, Skv)]] * len(blocks) * Hq
+    else:
+        costs = [f["a"] + f["b_per_block"] * n for n in blocks] * Hq  # dispatch: x fastest, then heads
     cyc = list_schedule(costs, cfg["cus_per_chip"])
     return {"seconds": cyc / f_hz, "cycles": cyc, "workgroups": len(costs)}
 
@@ -339,6 +348,12 @@ def main() -> None:
     from moonmath_mha_gfx942 import _C
 
     ours_fits = {m: mha_fits(m, cfg942) for m in MODES}
+    # linearity of the fits, checked once per kernel family outside the fitted range
+    chk = 16384
+    lin = {}
+    sim = mha_fits("rtne", cfg942, (chk,), ("dense",))["dense"]["cycles"][chk]
+    ext = ours_fits["rtne"]["dense"]["a"] + ours_fits["rtne"]["dense"]["b"] * chk
+    lin["mha_fwd_rtne at Skv 16384"] = {"simulated": sim, "extrapolated": ext, "err": (ext - sim) / sim}
     small = {}
     t942 = []
     for shape, pub in rows942:
@@ -358,12 +373,22 @@ def main() -> None:
     # ---- gfx950 ours vs AITER's gfx950 v3 objects
     fits950 = {128: calib.linear_fit("gfx950", "rtne", cfg950), 192: calib.linear_fit("gfx950", "rtne", cfg950, dqk=192)}
     ours950 = {(d, c): attn_fit(d, 128, c, cfg950) for d in (128, 192) for c in (False, True)}
+    f8, chk = ours950[(128, False)], 512
+    sim = attn_fit(128, 128, False, cfg950, (chk,))["cycles"][chk // 64]
+    ext = f8["a"] + f8["b_per_block"] * (chk // 64)
+    lin["attn_fwd_d128 at Skv 512"] = {"simulated": sim, "extrapolated": ext, "err": (ext - sim) / sim}
+    # dense rows shorter than the fit range (the (2, 24, 8192/512) row: +7 % extrapolated) are simulated
+    direct = {}
+    for row in calib.MI355X_ATTN:
+        if not row[7] and row[4] < SKV_DENSE_FIT[0] and (row[5], row[4]) not in direct:
+            direct[(row[5], row[4])] = attn_fit(row[5], row[6], False, cfg950, (row[4],))["cycles"][row[4] // 64]
+    print("linearity:", {k: f"{v['err']:+.2%}" for k, v in lin.items()})
     causal_cache: dict = {}
     t950 = []
     for row in calib.MI355X_ATTN:
         B, Hq, Hk, Sq, Skv, dqk, dv, causal, ms_pub, fastest = row
         a_s = aiter_950_cycles(row, fits950, causal_cache, cfg950) / f950
-        o = attn_shape(row, ours950, cfg950, f950)
+        o = attn_shape(row, ours950, cfg950, f950, direct)
         t950.append({"shape": (B, Hq, Hk, Sq, Skv, dqk, dv), "causal": causal, "aiter_v3_ms": a_s * 1e3,
                      "ours_ms": o["seconds"] * 1e3, "speedup": a_s / o["seconds"], "published_fastest": fastest,
                      "published_ms": ms_pub, "ours_vs_published": ms_pub / (o["seconds"] * 1e3)})
@@ -410,10 +435,12 @@ def main() -> None:
         md.append(brk(f"AITER gfx950 hd{d} (Skv 2048)", fits950[d]))
         md.append(brk(f"ours attn_fwd d{d} dense (Skv 2048)", ours950[(d, False)]))
         md.append(brk(f"ours attn_fwd d{d} causal (heaviest tile, S 2048)", ours950[(d, True)]))
+    md += ["", "Linearity of our dense fits outside their range (simulated vs extrapolated cycles): " + "; ".join(
+        f"{k}: {v['simulated']:.0f} vs {v['extrapolated']:.0f} ({v['err']:+.2%})" for k, v in lin.items())]
     md += ["", f"CPU time of this run: {time.time() - t0:.0f} s.", ""]
     (out / "ours.md").write_text("\n".join(md))
     dump = {"f_eff_hz": f_eff, "f950_hz": f950, "gfx942": t942, "gfx950": t950, "geomean_gfx942": gm942,
-            "geomean_gfx950": gm950, "fits": {"ours_gfx942": ours_fits, "ours_gfx950": {str(k): v for k, v in ours950.items()},
+            "geomean_gfx950": gm950, "linearity": lin, "fits": {"ours_gfx942": ours_fits, "ours_gfx950": {str(k): v for k, v in ours950.items()},
                                               "aiter_gfx942": aiter_fits, "aiter_gfx950": fits950},
             "small": {str(k): v for k, v in small.items()}}
     (out / "ours.json").write_text(json.dumps(dump, indent=1, default=str))
@@ -430,13 +457,14 @@ def main() -> None:
         a1.set_xticks(range(len(shapes)), [f"{s[0]},{s[1]},{s[2]}" for s in shapes], rotation=60, fontsize=7)
         a1.set_title("MI300X: moonmath_mha_gfx942 vs AITER v3 (MODELED)", fontsize=9)
         a2.bar(range(len(t950)), [r["speedup"] for r in t950],
-               color=["tab:purple" if r["causal"] else ("tab:olive" if r["shape"][5] == 192 else "tab:cyan") for r in t950])
+               color=[{(128, False): "tab:cyan", (128, True): "tab:purple", (192, False): "tab:olive", (192, True): "tab:brown"}[
+                   (r["shape"][5], r["causal"])] for r in t950])
         a2.set_xticks(range(len(t950)), [f"{r['shape'][0]},{r['shape'][1]}/{r['shape'][2]},{r['shape'][3]}"
                                          f"{'/' + str(r['shape'][4]) if r['shape'][4] != r['shape'][3] else ''}"
                                          f"{',d192' if r['shape'][5] == 192 else ''}{',c' if r['causal'] else ''}"
                                          for r in t950], rotation=70, fontsize=6)
         a2.set_title(f"MI355X: moonmath_attention_gfx950 vs AITER gfx950 v3 (MODELED; geomean {gm950['all']:.3f})\n"
-                     "cyan d128 dense, purple causal, olive d192", fontsize=9)
+                     "cyan d128 dense, purple d128 causal, olive d192 dense, brown d192 causal", fontsize=9)
         for ax in (a1, a2):
             ax.axhline(1.0, color="k", lw=0.8)
             ax.set_ylabel("modeled speedup (AITER / ours)")
