@@ -36,8 +36,8 @@ import torch
 
 import moonmath_emu
 import moonmath_emu.timing as timing
-from moonmath_common import use_arch, use_backend
 from benchmarks.peers import fmha_v3
+from moonmath_common import use_arch, use_backend
 
 from . import run as calib
 from .fmha import _aligned, grid_workgroups, model_wg
@@ -132,7 +132,8 @@ def _mha_sample(skv: int, mode: str, *, sq: int, split: bool = False, seed: int 
     return {L["kernel"]: L for L in seen}
 
 
-def mha_fits(mode: str, cfg: dict, skvs: tuple[int, ...] | None = None, which_: tuple[str, ...] = ("dense", "split")) -> dict:
+def mha_fits(mode: str, cfg: dict, skvs: tuple[int, ...] | None = None,
+             which_: tuple[str, ...] = ("dense", "split")) -> dict:
     """Dense and split launches: round cycles = a + b * Skv (2 CUs of XCD 0, 1 workgroup each)."""
     from moonmath_mha_gfx942 import _C
 
@@ -373,7 +374,7 @@ def main() -> None:
                          "plan": o["plan"], "aiter_published_ms": pub[mode]})
 
     # ---- gfx950 ours vs AITER's gfx950 v3 objects
-    fits950 = {128: calib.linear_fit("gfx950", "rtne", cfg950), 192: calib.linear_fit("gfx950", "rtne", cfg950, dqk=192)}
+    fits950 = {d: calib.linear_fit("gfx950", "rtne", cfg950, dqk=d) for d in (128, 192)}
     ours950 = {(d, c): attn_fit(d, 128, c, cfg950) for d in (128, 192) for c in (False, True)}
     f8, chk = ours950[(128, False)], 512
     sim = attn_fit(128, 128, False, cfg950, (chk,))["cycles"][chk // 64]
@@ -402,7 +403,8 @@ def main() -> None:
           f"{f_eff / 1e6:.0f} MHz (gfx942) / {f950 / 1e6:.0f} MHz (gfx950) from run.py's RTNE calibration. "
           "speedup = modeled AITER time / modeled ours (> 1: ours modeled faster).", "",
           "## MI300X: moonmath_mha_gfx942 forward vs AITER fwd_hd128_bf16_<mode>.co", "",
-          "| (B, H, S) | mode | tail split (items x G) | AITER v3 modeled ms | ours modeled ms | of which V transpose / split / merge ms | speedup |",
+          "| (B, H, S) | mode | tail split (items x G) | AITER v3 modeled ms | ours modeled ms | "
+          "of which V transpose / split / merge ms | speedup |",
           "|---|---|---|---|---|---|---|"]
     for r in t942:
         L = r["launches_ms"]
@@ -412,12 +414,15 @@ def main() -> None:
     gm942 = {m: geomean([r["speedup"] for r in t942 if r["mode"] == m]) for m in MODES}
     md += ["", "Geomean modeled speedup: " + ", ".join(f"{m} {v:.3f}" for m, v in gm942.items()), "",
            "## MI355X: moonmath_attention_gfx950 forward vs AITER's gfx950 v3 objects", "",
-           "| (B, Hq/Hkv, Sq/Skv, Dqk/Dv) | causal | AITER v3 modeled ms | ours modeled ms | ours workgroups (CU balance) | speedup vs v3 | published fastest AITER (kernel, ms) |",
+           "| (B, Hq/Hkv, Sq/Skv, Dqk/Dv) | causal | AITER v3 modeled ms | ours modeled ms | "
+           "ours workgroups (CU balance) | speedup vs v3 | published fastest AITER (kernel, ms) |",
            "|---|---|---|---|---|---|---|"]
     for r in t950:
         B, Hq, Hk, Sq, Skv, dqk, dv = r["shape"]
-        md.append(f"| ({B}, {Hq}/{Hk}, {Sq}/{Skv}, {dqk}/{dv}) | {'yes' if r['causal'] else ''} | {r['aiter_v3_ms']:.4g} | "
-                  f"{r['ours_ms']:.4g} | {r['ours_workgroups']} ({r['ours_balance']:.0%}) | {r['speedup']:.3f} | {r['published_fastest']}, {r['published_ms']} |")
+        md.append(f"| ({B}, {Hq}/{Hk}, {Sq}/{Skv}, {dqk}/{dv}) | {'yes' if r['causal'] else ''} | "
+                  f"{r['aiter_v3_ms']:.4g} | "
+                  f"{r['ours_ms']:.4g} | {r['ours_workgroups']} ({r['ours_balance']:.0%}) | {r['speedup']:.3f} | "
+                  f"{r['published_fastest']}, {r['published_ms']} |")
     gm950 = {k: geomean([r["speedup"] for r in t950 if sel(r)]) for k, sel in (
         ("all", lambda r: True), ("d128 dense", lambda r: r["shape"][5] == 128 and not r["causal"]),
         ("d128 causal", lambda r: r["shape"][5] == 128 and r["causal"]), ("d192", lambda r: r["shape"][5] == 192))}
@@ -428,7 +433,8 @@ def main() -> None:
 
     def brk(name, f):
         pipes = ", ".join(f"{k} {v:.0%}" for k, v in f["pipe_util"].items() if v >= 0.005)
-        return f"| {name} | " + " | ".join(f"{f['where'].get(k, 0):.1%}" for k in aiter_fits["rtne"]["where"]) + f" | {pipes} |"
+        cells = " | ".join(f"{f['where'].get(k, 0):.1%}" for k in aiter_fits["rtne"]["where"])
+        return f"| {name} | {cells} | {pipes} |"
 
     for m in MODES:
         md.append(brk(f"AITER gfx942 {m} (Skv 2048)", aiter_fits[m]))
@@ -443,8 +449,9 @@ def main() -> None:
     md += ["", f"CPU time of this run: {time.time() - t0:.0f} s.", ""]
     (out / "ours.md").write_text("\n".join(md))
     dump = {"f_eff_hz": f_eff, "f950_hz": f950, "gfx942": t942, "gfx950": t950, "geomean_gfx942": gm942,
-            "geomean_gfx950": gm950, "linearity": lin, "fits": {"ours_gfx942": ours_fits, "ours_gfx950": {str(k): v for k, v in ours950.items()},
-                                              "aiter_gfx942": aiter_fits, "aiter_gfx950": fits950},
+            "geomean_gfx950": gm950, "linearity": lin,
+            "fits": {"ours_gfx942": ours_fits, "ours_gfx950": {str(k): v for k, v in ours950.items()},
+                     "aiter_gfx942": aiter_fits, "aiter_gfx950": fits950},
             "small": {str(k): v for k, v in small.items()}}
     (out / "ours.json").write_text(json.dumps(dump, indent=1, default=str))
     try:
@@ -459,9 +466,10 @@ def main() -> None:
             a1.bar([j + (i - 1) * w for j in range(len(shapes))], ys, w, label=f"{m} (geomean {gm942[m]:.3f})")
         a1.set_xticks(range(len(shapes)), [f"{s[0]},{s[1]},{s[2]}" for s in shapes], rotation=60, fontsize=7)
         a1.set_title("MI300X: moonmath_mha_gfx942 vs AITER v3 (MODELED)", fontsize=9)
+        colors = {(128, False): "tab:cyan", (128, True): "tab:purple", (192, False): "tab:olive",
+                  (192, True): "tab:brown"}
         a2.bar(range(len(t950)), [r["speedup"] for r in t950],
-               color=[{(128, False): "tab:cyan", (128, True): "tab:purple", (192, False): "tab:olive", (192, True): "tab:brown"}[
-                   (r["shape"][5], r["causal"])] for r in t950])
+               color=[colors[(r["shape"][5], r["causal"])] for r in t950])
         a2.set_xticks(range(len(t950)), [f"{r['shape'][0]},{r['shape'][1]}/{r['shape'][2]},{r['shape'][3]}"
                                          f"{'/' + str(r['shape'][4]) if r['shape'][4] != r['shape'][3] else ''}"
                                          f"{',d192' if r['shape'][5] == 192 else ''}{',c' if r['causal'] else ''}"
