@@ -234,3 +234,26 @@ def test_varlen_plan_runs_the_kernels():
     a, la = plan.run(q, k, v, return_lse=True)
     b, lb = att.forward_varlen(q, k, v, cu_q, cu_k, max(lens_q), max(lens_k), causal=True, return_lse=True)
     assert torch.equal(a[:n], b[:n]) and torch.equal(la[:, :n], lb[:, :n])
+
+
+# Heavier sweep, outside the default run (MOONMATH_RUN_SLOW=1): every length of the set crossed
+# for q and k, both head dims, dense and causal, split forced and not.
+SLOW_LENS = [0, 1, 15, 16, 17, 127, 128, 129, 600]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("D", [128, 192])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("split", [False, True])
+def test_sweep_all_lengths(D, causal, split):
+    for i, Sq in enumerate(SLOW_LENS):
+        for j, Skv in enumerate(SLOW_LENS):
+            q = rnd(1, 4, Sq, D, seed=100 + i)
+            k, v = rnd(1, 1, Skv, D, seed=200 + j), rnd(1, 1, Skv, 128, seed=300 + j)
+            opts = dict(num_cus=4096, min_part_blocks=1) if split else dict(num_cus=1)
+            with kernel.planner_options(**opts):
+                o, lse = att.forward(q, k, v, causal=causal, return_lse=True)
+            if Sq and Skv:
+                check_against_ref(o, lse, q, k, v, causal, 1.0 / math.sqrt(D))
+            elif Sq:
+                assert torch.equal(o.float(), torch.zeros_like(o.float())) and bool(torch.isneginf(lse).all())
