@@ -7,7 +7,7 @@
   nox -s isa-<p>           code-object budgets (registers, LDS, scratch) of one package
   nox -s lint | integration | docs | bench
   nox -s peers             AITER's shipped kernels beside ours on the emulator: tables + charts in build/peers
-  nox -s timing            the timing model vs AITER's published times (build/timing/)
+  nox -s timing            the timing model vs AITER's published times, then ours vs AITER (modeled; build/timing/)
 """
 from __future__ import annotations
 
