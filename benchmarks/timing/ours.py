@@ -380,6 +380,11 @@ def main() -> None:
     sim = attn_fit(128, 128, False, cfg950, (chk,))["cycles"][chk // 64]
     ext = f8["a"] + f8["b_per_block"] * (chk // 64)
     lin["attn_fwd_d128 at Skv 512"] = {"simulated": sim, "extrapolated": ext, "err": (ext - sim) / sim}
+    fc = ours950[(128, True)]
+    sim = attn_fit(128, 128, True, cfg950, (8192,))["cycles"][128]
+    ext = fc["a"] + fc["b_per_block"] * 128
+    lin["attn_fwd_d128 causal heaviest tile at S 8192"] = {"simulated": sim, "extrapolated": ext,
+                                                           "err": (ext - sim) / sim}
     # dense rows shorter than the fit range (the (2, 24, 8192/512) row: +7 % extrapolated) are simulated
     direct = {}
     for row in calib.MI355X_ATTN:
