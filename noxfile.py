@@ -7,7 +7,7 @@
   nox -s isa-<p>           code-object budgets (registers, LDS, scratch) of one package
   nox -s lint | integration | docs | bench
   nox -s peers             AITER's shipped kernels beside ours on the emulator: tables + charts in build/peers
-  nox -s timing            the timing model vs AITER's published times (build/timing/)
+  nox -s timing            the timing model vs AITER's published times, then ours vs AITER (modeled; build/timing/)
 """
 from __future__ import annotations
 
@@ -145,9 +145,12 @@ def timing(session: nox.Session) -> None:
 
     Runs AITER's FMHA v3 code objects (pinned amd-aiter wheel, fetched into $MOONMATH_AITER_CACHE) on
     the emulator under the timing model; calibrates one constant on the MI300X RTNE column and
-    predicts the rest (benchmarks/timing/run.py). About a minute of CPU.
+    predicts the rest (benchmarks/timing/run.py); then models our gfx942 MHA and gfx950 attention
+    forwards beside AITER v3 at the same shapes with every constant frozen (benchmarks/timing/ours.py:
+    ours.md/json/png). A few minutes of CPU, plus building the two kernel packages.
     """
     session.install(TORCH)
     session.install("numpy", "matplotlib")
-    session.install("./common", "./packages/emu")
+    session.install("./common", "./packages/emu", "./packages/mha-gfx942", "./packages/attention-gfx950")
     session.run("python", "-m", "benchmarks.timing.run", "--out", str(ROOT / "build" / "timing"), *session.posargs)
+    session.run("python", "-m", "benchmarks.timing.ours", "--out", str(ROOT / "build" / "timing"))
