@@ -11,8 +11,8 @@ SGLang allocate fewer than num_m_blocks * block_m entries).
 
 The callers (ops.py) have validated every tensor; this module only picks the kernel variant, checks the
 32-bit buffer ranges the kernels build (4 GiB - 1 bytes each) and B's 16-byte alignment (an A view off
-16 bytes is copied; C may start anywhere: the kernels fall back to 2-byte stores where an 8-byte one would be misaligned), and
-launches. docs/kernels/mxfp4_moe_gfx942.md has the design.
+16 bytes is copied; C may start anywhere: the kernels fall back to 2-byte stores where an 8-byte one would
+be misaligned), and launches. docs/kernels/mxfp4_moe_gfx942.md has the design.
 """
 from __future__ import annotations
 
