@@ -70,11 +70,13 @@ inline int32_t tile_kv_end(const Sequence& s, int32_t q_row0, bool causal) {
 // strides: q(batch, token, head), k(...), v(...), o(...), lse(batch, head): 14 element strides.
 inline FwdPlan plan_forward(const std::vector<Sequence>& seqs, int32_t heads_q, int32_t heads_kv, bool causal,
                             bool lse, float scale_log2, const std::vector<int64_t>& strides,
-                            const PlanOptions& opt = PlanOptions()) {
+                            const PlanOptions& opt = PlanOptions(), float softcap = 0.f) {
   if (heads_q < 1 || heads_kv < 1 || heads_q % heads_kv)
     throw std::invalid_argument("heads_q must be a positive multiple of heads_kv; got " + std::to_string(heads_q) +
                                 " and " + std::to_string(heads_kv));
   if (strides.size() != 14) throw std::invalid_argument("strides must hold 14 values; got " + std::to_string(strides.size()));
+  if (!(softcap >= 0.f) || std::isinf(softcap))
+    throw std::invalid_argument("softcap must be 0 (off) or a finite positive cap; got " + std::to_string(softcap));
   if (opt.num_cus < 1 || opt.min_part_blocks < 1 || opt.max_parts < 1)
     throw std::invalid_argument("num_cus, min_part_blocks and max_parts must be >= 1");
   for (const auto& s : seqs)
@@ -92,6 +94,14 @@ inline FwdPlan plan_forward(const std::vector<Sequence>& seqs, int32_t heads_q, 
   // below 2^-24, so exp2 of them is exactly 1 as for 0 (and -inf * c stays -inf for masked keys).
   a.flags = (causal ? kFlagCausal : 0u) | (lse ? kFlagLse : 0u) | (scale_log2 < 0.f ? kFlagNegScale : 0u);
   a.scale_log2 = std::max(std::fabs(scale_log2), std::numeric_limits<float>::min());
+  // Soft-cap (the *_softcap kernels): logits cap tanh(scale s / cap); the kernel computes
+  // t = tanh(|scale| s / cap) from pre2 and scales t by c = cap log2(e) (sign via the negated Q as above).
+  a.softcap_pre2 = 0.f;
+  if (softcap > 0.f) {
+    a.flags |= kFlagSoftcap;
+    a.softcap_pre2 = 2.f * a.scale_log2 / softcap;
+    a.scale_log2 = softcap * 1.44269504088896340736f;
+  }
 
   struct Tile { Sequence s; int32_t q_row0, kv_end, blocks; };
   std::vector<Tile> tiles;

@@ -27,6 +27,7 @@ constexpr int32_t kKvBlock = 64;          // keys per pipeline step (one LDS sta
 constexpr uint32_t kFlagCausal = 1u;      // bottom-right aligned causal mask
 constexpr uint32_t kFlagLse = 2u;         // write the natural-log LSE
 constexpr uint32_t kFlagNegScale = 4u;    // softmax_scale < 0: the kernel negates Q (exact) and uses |scale|
+constexpr uint32_t kFlagSoftcap = 8u;     // logits soft-capped (the *_softcap kernels; scale_log2 = cap log2 e)
 
 // Strides are in elements (bf16 for q/k/v/out, fp32 for lse); 64-bit so that batch strides of large
 // tensors fit. Token strides are at most 2^22 (checked in Python), so one tile's rows span < 2^32 bytes.
@@ -40,8 +41,9 @@ struct AttnFwdArgs {
   int32_t n_items, n_merge;
   int32_t n_slots;                        // workspace slots (one per split part)
   uint32_t flags;
-  float scale_log2;                       // |softmax_scale| * log2(e), at least FLT_MIN (see the planner)
-  int32_t pad0;
+  float scale_log2;                       // |softmax_scale| * log2(e), at least FLT_MIN (see the planner);
+                                          // with a soft-cap: cap * log2(e), the factor of tanh
+  float softcap_pre2;                     // soft-cap only: 2 |softmax_scale| log2(e) / cap (0 otherwise)
 };
 
 // One tile of query rows [q_row0, q_row0 + kTileRows) of one sequence against keys [kv_begin, kv_end)

@@ -32,7 +32,7 @@ def _span_bytes(t: torch.Tensor) -> int:
 
 
 def run_forward_paged(q, k_cache, v_cache, cu_q: list[int], k_lens: list[int], page0: list[int], pages, out, lse,
-                      causal: bool, scale: float) -> list[dict | None]:
+                      causal: bool, scale: float, softcap: float = 0.0) -> list[dict | None]:
     """forward_paged on the gfx950 kernels. cu_q / k_lens / page0 are host values (page0[b]: sequence b's first entry
     in `pages`, the page list or the flattened block table, which stays on the device)."""
     op = "moonmath_attention_gfx950.forward_paged"
@@ -49,11 +49,11 @@ def run_forward_paged(q, k_cache, v_cache, cu_q: list[int], k_lens: list[int], p
     strides = (_strides(q, None, 0, 1) + _strides(k_cache, 0, 1, 2) + _strides(v_cache, 0, 1, 2)
                + _strides(out, None, 0, 1) + ([0, lse.stride(0)] if lse is not None else [0, 0]))
     plan = _C().plan_forward_paged(cu_q, k_lens, page0, Hq, Hkv, causal, lse is not None, scale * LOG2E, strides,
-                                   **_PLANNER)
+                                   **_PLANNER, softcap=softcap)
     plan["heads_q"] = Hq
     extra = (pages, _span_bytes(k_cache), _span_bytes(v_cache), int(math.log2(page_size)))
     return kernel._launch(op, plan, q, k_cache, v_cache, out, lse, (q.shape[2], v_cache.shape[3]),
-                          kernels=PAGED_KERNELS, code_object=PAGED_CODE_OBJECT, extra=extra)
+                          kernels=PAGED_KERNELS, code_object=PAGED_CODE_OBJECT, extra=extra, softcap=softcap)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -80,7 +80,7 @@ def plan_on_device(buf: torch.Tensor, cu_q, cu_k, n_cap: int, total_q: int, tota
 
 
 def run_device_planned(buf: torch.Tensor, n_cap: int, q, k, v, out, lse, causal: bool, scale: float,
-                       staging: dict | None = None) -> list[dict | None]:
+                       staging: dict | None = None, softcap: float = 0.0) -> list[dict | None]:
     """Run the forward kernel over a device-written plan: the host writes only the header (strides of this
     run's q/k/v/out, scale, flags), a host-to-device copy of values it owns; it reads nothing back.
 
@@ -94,7 +94,7 @@ def run_device_planned(buf: torch.Tensor, n_cap: int, q, k, v, out, lse, causal:
     strides = (_strides(q, None, 0, 1) + _strides(k, None, 0, 1) + _strides(v, None, 0, 1) + _strides(out, None, 0, 1)
                + ([0, lse.stride(0)] if lse is not None else [0, 0]))
     header = bytearray(_C().plan_forward_varlen([0], [0], Hq, Hkv, causal, lse is not None, scale * LOG2E, strides,
-                                                **_PLANNER)["plan"])
+                                                **_PLANNER, softcap=softcap)["plan"])
     assert len(header) == ARGS_BYTES
     struct.pack_into("<i", header, N_ITEMS_OFFSET, n_cap)
     on_gpu = buf.device.type != "cpu"
@@ -107,14 +107,16 @@ def run_device_planned(buf: torch.Tensor, n_cap: int, q, k, v, out, lse, causal:
     buf[:ARGS_BYTES].copy_(src, non_blocking=on_gpu)   # stream-ordered, no host sync on a GPU
     if n_cap == 0 or Hq == 0:
         return []
-    return [KERNELS.launch(op, ARCH, kernel.FWD_CODE_OBJECT, kernel.FWD_KERNELS[(q.shape[2], v.shape[2])],
+    return [KERNELS.launch(op, ARCH, kernel.FWD_CODE_OBJECT,
+                           kernel.fwd_kernel(kernel.FWD_KERNELS, (q.shape[2], v.shape[2]), softcap),
                            grid=(n_cap, Hq), block=FWD_BLOCK, args=[buf, q, k, v, out, lse, None, None])]
 
 
-def run_varlen_on_device(q, k, v, cu_q, cu_k, max_q: int, max_k: int, out, lse, causal: bool, scale: float) -> None:
+def run_varlen_on_device(q, k, v, cu_q, cu_k, max_q: int, max_k: int, out, lse, causal: bool, scale: float,
+                         softcap: float = 0.0) -> None:
     """forward_varlen with device-resident cu_seqlens and no host copies: plan on the device into a buffer that
     lives for this call (stream order keeps it valid for the kernels), then run."""
     n_cap = device_plan_capacity(cu_q.numel() - 1, max_q, q.shape[0])
     buf = torch.zeros(ARGS_BYTES + n_cap * ITEM_BYTES, dtype=torch.uint8, device=q.device)
     plan_on_device(buf, cu_q, cu_k, n_cap, q.shape[0], k.shape[0], max_q, max_k, causal)
-    run_device_planned(buf, n_cap, q, k, v, out, lse, causal, scale)
+    run_device_planned(buf, n_cap, q, k, v, out, lse, causal, scale, softcap=softcap)

@@ -14,7 +14,8 @@ class VarlenPlan:
     """forward_varlen split in two: ``plan()`` once per forward pass, ``run(q, k, v)`` per layer.
 
     ``plan(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, total_q, total_k, heads=, kv_heads=,
-    causal=False, softmax_scale=None, host_cu_seqlens_q=None, host_cu_seqlens_k=None)`` returns the plan itself.
+    causal=False, softmax_scale=None, host_cu_seqlens_q=None, host_cu_seqlens_k=None, softcap=0.0)`` returns the
+    plan itself.
 
     Where it plans:
       * device cu_seqlens (on a GPU; on the emu backend an ``EmuDeviceTensor``) and no host copies: a planning
@@ -48,7 +49,7 @@ class VarlenPlan:
     def plan(self, cu_seqlens_q: torch.Tensor, cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int,
              total_q: int, total_k: int, *, heads: int, kv_heads: int, causal: bool = False,
              softmax_scale: float | None = None, host_cu_seqlens_q: torch.Tensor | None = None,
-             host_cu_seqlens_k: torch.Tensor | None = None) -> VarlenPlan:
+             host_cu_seqlens_k: torch.Tensor | None = None, softcap: float | None = 0.0) -> VarlenPlan:
         checks.integer("total_q", total_q, lo=0, hi=2**31 - 1)
         checks.integer("total_k", total_k, lo=0, hi=2**31 - 1)
         checks.integer("heads", heads, lo=1)
@@ -60,6 +61,7 @@ class VarlenPlan:
         checks.boolean("causal", causal)
         if softmax_scale is not None:
             checks.real("softmax_scale", softmax_scale)
+        cap = _att._softcap(softcap)
         _att._index_vector("cu_seqlens_q", cu_seqlens_q)
         _att._index_vector("cu_seqlens_k", cu_seqlens_k, cu_seqlens_q.numel())
         if cu_seqlens_q.numel() < 1:
@@ -76,7 +78,7 @@ class VarlenPlan:
             raise ValueError("give both host_cu_seqlens_q and host_cu_seqlens_k, or neither")
         self._args = dict(cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
                           max_seqlen_k=max_seqlen_k, total_q=total_q, total_k=total_k, heads=heads,
-                          kv_heads=kv_heads, causal=causal, softmax_scale=softmax_scale)
+                          kv_heads=kv_heads, causal=causal, softmax_scale=softmax_scale, softcap=cap)
         on_device = host_cu_seqlens_q is None and (device_resident(cu_seqlens_q) or device_resident(cu_seqlens_k))
         if not on_device:
             hq = host_cu_seqlens_q if host_cu_seqlens_q is not None else cu_seqlens_q
@@ -125,7 +127,7 @@ class VarlenPlan:
             return _att.forward_varlen(q, k, v, a["cu_seqlens_q"] if hq is None else hq,
                                        a["cu_seqlens_k"] if hk is None else hk, a["max_seqlen_q"], a["max_seqlen_k"],
                                        softmax_scale=a["softmax_scale"], causal=a["causal"], return_lse=return_lse,
-                                       out=out)
+                                       out=out, softcap=a["softcap"])
         # device-planned: validate the tensors as forward_varlen does, without any value of the cu_seqlens
         _att._qkv_dtypes(q, k, v)
         checks.boolean("return_lse", return_lse)
@@ -147,5 +149,6 @@ class VarlenPlan:
         lse = torch.empty(q.shape[1], q.shape[0], dtype=torch.float32, device=q.device) if return_lse else None
         from . import serving
 
-        serving.run_device_planned(self._buf, self._cap, q, k, v, out, lse, a["causal"], scale, self._staging)
+        serving.run_device_planned(self._buf, self._cap, q, k, v, out, lse, a["causal"], scale, self._staging,
+                                   softcap=a["softcap"])
         return (out, lse) if return_lse else out

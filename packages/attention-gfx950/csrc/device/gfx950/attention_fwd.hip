@@ -5,10 +5,10 @@
 
 namespace {
 
-template <int Dqk, int Dv>
+template <int Dqk, int Dv, bool Softcap = false>
 MM_DEVICE void run(const attn950::AttnFwdArgs* plan, const uint16_t* q, const uint16_t* k, const uint16_t* v,
                    uint16_t* o, float* lse, float* ws_o, float* ws_ml) {
-  using Shape = attn950::FwdShape<Dqk, Dv>;
+  using Shape = attn950::FwdShape<Dqk, Dv, Softcap>;
   MM_LDS __attribute__((aligned(16))) uint8_t lds[Shape::kLdsBytes];
   const attn950::FwdPointers ptr{q, k, v, o, lse, ws_o, ws_ml};
   attn950::attention_fwd<Shape>(plan, ptr, (attn950::lds_u8*)lds);
@@ -28,4 +28,18 @@ MM_KERNEL MM_LAUNCH_BOUNDS(512) void attn_fwd_d192_128(const attn950::AttnFwdArg
                                                        const uint16_t* q, const uint16_t* k, const uint16_t* v,
                                                        uint16_t* o, float* lse, float* ws_o, float* ws_ml) {
   run<192, 128>(plan, q, k, v, o, lse, ws_o, ws_ml);
+}
+
+// The same pipelines with the soft-cap stage (softcap=, Gemma 2): compile-time, so the plain kernels
+// above carry no trace of it.
+MM_KERNEL MM_LAUNCH_BOUNDS(512) void attn_fwd_d128_softcap(const attn950::AttnFwdArgs* __restrict__ plan,
+                                                           const uint16_t* q, const uint16_t* k, const uint16_t* v,
+                                                           uint16_t* o, float* lse, float* ws_o, float* ws_ml) {
+  run<128, 128, true>(plan, q, k, v, o, lse, ws_o, ws_ml);
+}
+
+MM_KERNEL MM_LAUNCH_BOUNDS(512) void attn_fwd_d192_128_softcap(const attn950::AttnFwdArgs* __restrict__ plan,
+                                                               const uint16_t* q, const uint16_t* k, const uint16_t* v,
+                                                               uint16_t* o, float* lse, float* ws_o, float* ws_ml) {
+  run<192, 128, true>(plan, q, k, v, o, lse, ws_o, ws_ml);
 }

@@ -25,7 +25,7 @@
 // Pipeline, one barrier per KV block:
 //   wait own DMAs of block n (vmcnt 0); barrier       -> block n visible; every wave is done with n-1
 //   DMA block n+1 into the other stage (all waves)   -> overlaps the math below
-//   QK(n) from LDS, mask (only on blocks that need it), online softmax (log2 domain, fp32),
+//   QK(n) from LDS, [soft-cap: the *_softcap kernels], mask (only on blocks that need it), online softmax (log2 domain, fp32),
 //   P -> bf16 (RTNE), PV(n) with transposing LDS reads.
 // Epilogue: O / lb (lb = the sum of the bf16 P, by MFMA against ones; 0 -> 0) rounded RTNE with canonical NaN 0x7FFF, LSE = (m + log2 l) ln 2; a
 // split part writes fp32 (O, m, l) to its workspace slot instead (attention_merge.hip combines them).
@@ -61,9 +61,12 @@ typedef __attribute__((address_space(3))) uint8_t lds_u8;
 constexpr float kNegInf = -__builtin_inff();
 
 // ---- shapes -------------------------------------------------------------------------------------
-template <int Dqk_, int Dv_>
+// Softcap_: the compile-time soft-cap feature (softcap_block between QK and the mask). A flag, not a
+// copy: off, the pipeline compiles to the plain kernel instruction for instruction.
+template <int Dqk_, int Dv_, bool Softcap_ = false>
 struct FwdShape {
   static constexpr int Dqk = Dqk_, Dv = Dv_;
+  static constexpr bool kSoftcap = Softcap_;
   static constexpr int kQkSteps = Dqk / 32;                 // MFMA k-steps per 16-key QK tile
   static constexpr int kDvTiles = Dv / 16;                  // 16-column output tiles
   static constexpr int kKeyTiles = kKvBlock / 16;           // 16-key tiles per block (4)
@@ -244,6 +247,21 @@ MM_DEVICE void qk(const WaveState<Shape>& st, const lds_u8* kblk, FragC (&s)[kRo
       for (int rt = 0; rt < kRowTilesPerWave; ++rt) mm::mma(s[rt][t], kf, st.q[rt][ks], s[rt][t]);
     }
   }
+}
+
+// Gemma-2 soft-cap of the raw scores: s -> tanh(|scale| s / cap) = 1 - 2 / (1 + 2^(s pre2)), pre2 =
+// 2 |scale| log2(e) / cap; the softmax then multiplies by c = cap log2(e), so its logits are
+// cap tanh(scale s / cap) in log2 units. exp2 overflowing to inf gives rcp = 0, t = 1 (no NaN); tanh is
+// monotone, so the max-then-scale of softmax_step stays exact. Before the mask: a masked key stays -inf.
+template <class Shape>
+MM_DEVICE void softcap_block(FragC (&s)[kRowTilesPerWave][Shape::kKeyTiles], float pre2) {
+#pragma unroll
+  for (int rt = 0; rt < kRowTilesPerWave; ++rt)
+#pragma unroll
+    for (int t = 0; t < Shape::kKeyTiles; ++t)
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+        s[rt][t].v[r] = __builtin_fmaf(-2.f, mm::rcp(1.f + mm::exp2(s[rt][t].v[r] * pre2)), 1.f);
 }
 
 // Keys at or past a row's limit (k_len, or the causal diagonal) -> -inf. Only blocks that cross a
@@ -441,6 +459,7 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
     if (key0 + kKvBlock < it.kv_end) dma_block<Shape>(tile, key0 + kKvBlock, lds + (stage ^ 1u) * Shape::kStageBytes, wave, lane);
     FragC s[kRowTilesPerWave][Shape::kKeyTiles];
     qk(st, cur, s, lane);
+    if constexpr (Shape::kSoftcap) softcap_block<Shape>(s, a.softcap_pre2);
     if (key0 + kKvBlock > wave_limit) mask_block<Shape>(s, key0, limit, lane);
     softmax_step(st, s, a.scale_log2);
     pv(st, s, cur + Shape::kKBytes, lane);
