@@ -1,5 +1,6 @@
-"""Issue 17 figures on the emulator: static instruction counts of the plain and feature kernels, and the error of
-the soft-capped kernels against float64 on the test shapes. Run: MOONMATH_EMU_ARCH=gfx950 python
+"""Issue 17 figures on the emulator: static instruction counts of the plain and feature kernels, the error of
+the soft-capped kernels against float64 on the test shapes, and the executed instructions of a sliding window
+on a long Skv (one 256-row causal tile, 4096 keys, unsplit). Run: MOONMATH_EMU_ARCH=gfx950 python
 packages/attention-gfx950/benchmarks/features_figures.py (from a checkout, with the package and moonmath-emu
 installed)."""
 from __future__ import annotations
@@ -44,6 +45,17 @@ def softcap_errors() -> None:
               f"{float((ro0 - ro).abs().max() / ro.abs().max()):.2f}")
 
 
+def window_work() -> None:
+    q, k = rnd(1, 1, 256, 128, seed=26), rnd(1, 1, 4096, 128, seed=27)
+    with use_backend("emu"), kernel.planner_options(num_cus=1):
+        for left in (-1, 128, 512, 1024, 2048):
+            att.forward(q, k, k, causal=True, window_size=(left, -1))
+            c = kernel.KERNELS.last_counters
+            print(f"Sq 256 Skv 4096 causal window_size=({left}, -1): {c['mfma'] // (68 * 8):2d} KV blocks, "
+                  f"{c['wave_instructions']:7d} wave instructions, {c['mfma']:6d} MFMAs")
+
+
 if __name__ == "__main__":
     static_counts()
     softcap_errors()
+    window_work()

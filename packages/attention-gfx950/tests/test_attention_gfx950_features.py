@@ -1,4 +1,4 @@
-"""Issue 17 features of the gfx950 attention forward (softcap): the reference backend against an independent
+"""Issue 17 features of the gfx950 attention forward (softcap, window_size): the reference backend against an independent
 float64 formulation, the kernels on the emulator against float64 through every entry point (forward,
 forward_varlen, forward_paged, VarlenPlan host- and device-planned), bad input, and the compile-time flag
 (the plain kernels carry no trace of a feature)."""
@@ -37,9 +37,10 @@ def rnd(*shape, seed, scale=1.0):
     return (torch.randn(shape, generator=torch.Generator().manual_seed(seed)) * scale).to(bf)
 
 
-def ref64(q, k, v, causal, scale, softcap=0.0):
+def ref64(q, k, v, causal, scale, softcap=0.0, window=(-1, -1)):
     """Independent float64 attention on [H, S, D] tensors: softmax / logsumexp of torch in float64, tanh written
-    out as (e^2x - 1) / (e^2x + 1). Rows seeing no key: o = 0, lse = -inf."""
+    out as (e^2x - 1) / (e^2x + 1), the window as a boolean mask over (row, key) from flash-attn's definition
+    (keys j with i' - left <= j <= i' + right, i' = i + Skv - Sq). Rows seeing no key: o = 0, lse = -inf."""
     H, Sq = q.shape[0], q.shape[1]
     Hk, Skv = k.shape[0], k.shape[1]
     kk = k.double().repeat_interleave(H // Hk, 0)
@@ -48,10 +49,13 @@ def ref64(q, k, v, causal, scale, softcap=0.0):
     if softcap:
         e = torch.exp(2.0 * (s / softcap).clamp(-40, 40))
         s = softcap * (e - 1.0) / (e + 1.0)
-    if causal:
-        j = torch.arange(Skv)[None, :]
-        i = torch.arange(Sq)[:, None]
-        s = s.masked_fill(j > i + Skv - Sq, float("-inf"))
+    j = torch.arange(Skv)[None, :]
+    i = torch.arange(Sq)[:, None] + (Skv - Sq)
+    left, right = window[0], 0 if causal else window[1]
+    if right >= 0:
+        s = s.masked_fill(j > i + right, float("-inf"))
+    if left >= 0:
+        s = s.masked_fill(j < i - left, float("-inf"))
     lse = torch.logsumexp(s, -1) if Skv else torch.full((H, Sq), float("-inf"), dtype=torch.float64)
     p = torch.softmax(s, -1).nan_to_num(0.0) if Skv else torch.zeros(H, Sq, 0, dtype=torch.float64)
     return p @ vv, lse
@@ -74,7 +78,7 @@ def cu(lens):
     return torch.tensor([0] + list(torch.tensor(lens).cumsum(0)), dtype=torch.int32)
 
 
-def varlen_ref(q, k, v, lens_q, lens_k, causal, scale, softcap):
+def varlen_ref(q, k, v, lens_q, lens_k, causal, scale, softcap, window=(-1, -1)):
     """float64 per sequence of packed THD tensors -> (o [total_q, H, Dv], lse [H, total_q]) over the sequences' rows."""
     cq, ck = cu(lens_q), cu(lens_k)
     n = int(cq[-1])
@@ -83,7 +87,7 @@ def varlen_ref(q, k, v, lens_q, lens_k, causal, scale, softcap):
     for b in range(len(lens_q)):
         q0, q1, k0, k1 = int(cq[b]), int(cq[b + 1]), int(ck[b]), int(ck[b + 1])
         ro, rl = ref64(q[q0:q1].transpose(0, 1), k[k0:k1].transpose(0, 1), v[k0:k1].transpose(0, 1), causal, scale,
-                       softcap)
+                       softcap, window)
         o[q0:q1], lse[:, q0:q1] = ro.transpose(0, 1), rl
     return o, lse
 
@@ -199,11 +203,146 @@ def test_plain_kernels_carry_no_softcap_stage():
     """The soft-cap is a compile-time flag: each *_softcap kernel has its plain twin's instructions plus the
     stage (an exp2 and a reciprocal per score: 32 more v_rcp_f32 per block per wave), the plain kernel none of it."""
     emu = pytest.importorskip("moonmath_emu")
-    for co, names in ((kernel.FWD_CODE_OBJECT, kernel.FWD_KERNELS), ("attention_fwd_paged", None)):
+    for co in (kernel.FWD_CODE_OBJECT, "attention_fwd_paged"):
         d = emu.disassemble(kernel.KERNELS.path("isa", kernel.ARCH, co).read_bytes())
         kernels = {x[0] for x in d}
-        plain = sorted(n for n in kernels if not n.endswith("_softcap"))
+        plain = sorted(n for n in kernels if not n.endswith(("_softcap", "_window")))
         assert plain and all(n + "_softcap" in kernels for n in plain)
         for n in plain:
             rcp = {m: sum(1 for x in d if x[0] == m and x[2].startswith("v_rcp_f32")) for m in (n, n + "_softcap")}
             assert rcp[n + "_softcap"] - rcp[n] >= 32, rcp
+
+
+# ---- window_size ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("causal,window,softcap", [(True, (100, -1), 0.0), (False, (50, 70), 0.0),
+                                                   (False, (-1, 10), 5.0), (True, (0, -1), 0.0)])
+def test_reference_window_matches_float64(causal, window, softcap):
+    q, k, v = rnd(1, 4, 300, 128, seed=20), rnd(1, 2, 700, 128, seed=21), rnd(1, 2, 700, 128, seed=22)
+    with use_backend("reference"):
+        o, lse = att.forward(q, k, v, causal=causal, window_size=window, softcap=softcap, return_lse=True)
+    ro, rl = ref64(q[0], k[0], v[0], causal, 1 / math.sqrt(128), softcap, window)
+    check(o[0], lse[0], ro, rl)
+
+
+@needs_kernels
+@pytest.mark.parametrize("Sq,Skv,D,causal,window", [
+    (300, 700, 128, True, (100, -1)),     # causal sliding window (Mistral / gpt-oss layers)
+    (129, 600, 128, False, (50, 70)),     # two-sided
+    (300, 127, 192, True, (20, -1)),      # Sq > Skv: early rows see nothing
+    (200, 260, 128, False, (-1, 0)),      # right bound only (= causal by window)
+])
+def test_window_kernel_matches_float64(emu, Sq, Skv, D, causal, window):
+    q, k, v = rnd(1, 4, Sq, D, seed=23), rnd(1, 2, Skv, D, seed=24), rnd(1, 2, Skv, 128, seed=25)
+    o, lse = att.forward(q, k, v, causal=causal, window_size=window, return_lse=True)
+    check(o[0], lse[0], *ref64(q[0], k[0], v[0], causal, 1 / math.sqrt(D), 0.0, window))
+
+
+@needs_kernels
+def test_window_skips_blocks_outside_it(emu):
+    """Work proportional to the window on a long Skv: one 256-row causal tile against 4096 keys runs exactly the
+    64-key blocks that meet its rows' windows (68 MFMAs per block per wave), and its instruction count grows
+    linearly in them; the full run does all 64 blocks."""
+    q, k = rnd(1, 1, 256, 128, seed=26), rnd(1, 1, 4096, 128, seed=27)
+    runs = {}
+    with kernel.planner_options(num_cus=1):                       # unsplit: one work item, one launch
+        for left in (-1, 128, 512, 1024):
+            att.forward(q, k, k, causal=True, window_size=(left, -1))
+            c = kernel.KERNELS.last_counters
+            blocks = 64 if left < 0 else -(-(256 + left) // 64)
+            assert c["mfma"] == 68 * 8 * blocks, (left, c["mfma"])
+            runs[left] = (blocks, c["wave_instructions"])
+    (b0, i0), (b1, i1), (b2, i2), (b3, i3) = (runs[x] for x in (128, 512, 1024, -1))
+    per = [(i1 - i0) / (b1 - b0), (i2 - i1) / (b2 - b1), (i3 - i2) / (b3 - b2)]   # instructions per block
+    assert max(per) <= 1.2 * min(per), per
+    assert i0 / i3 <= 2 * b0 / b3, (i0, i3)                                    # 6 of 64 blocks: <= 19% of the work
+
+
+@needs_kernels
+def test_window_combined_varlen_paged_plans(emu):
+    """window + softcap + causal + GQA through forward_varlen (host plan, split), forward_paged (block table) and
+    VarlenPlan (host- and device-planned: the device plan covers the causal range, the kernel clips it) vs
+    float64, and bit-equal to each other where the plans are the same."""
+    lens_q, lens_k = [5, 0, 300, 33], [20, 3, 400, 160]
+    hq, hk, cap, win = 4, 2, 8.0, (64, -1)
+    cq, ck = cu(lens_q), cu(lens_k)
+    q = rnd(int(cq[-1]), hq, 128, seed=30, scale=2)
+    k = rnd(int(ck[-1]), hk, 128, seed=31, scale=2)
+    v = rnd(int(ck[-1]), hk, 128, seed=32)
+    ro, rl = varlen_ref(q, k, v, lens_q, lens_k, True, 1 / math.sqrt(128), cap, win)
+    kw = dict(causal=True, softcap=cap, window_size=win, return_lse=True)
+    with kernel.planner_options(num_cus=1):
+        o, lse = att.forward_varlen(q, k, v, cq, ck, max(lens_q), max(lens_k), **kw)
+    check(o.transpose(0, 1), lse, ro.transpose(0, 1), rl)
+    with kernel.planner_options(num_cus=64, min_part_blocks=1):     # split parts of the window's range + merge
+        os_, ls = att.forward_varlen(q, k, v, cq, ck, max(lens_q), max(lens_k), **kw)
+    check(os_.transpose(0, 1), ls, ro.transpose(0, 1), rl)
+
+    page = 16
+    need = [-(-n // page) for n in lens_k]
+    perm = torch.randperm(sum(need) + 3, generator=torch.Generator().manual_seed(33)).to(torch.int32)
+    kc = torch.full((perm.numel(), page, hk, 128), float("nan"), dtype=bf)
+    vc = kc.clone()
+    table = torch.full((len(lens_k), max(need) + 1), 2**30, dtype=torch.int32)
+    at = 0
+    for b, n in enumerate(lens_k):
+        pg = perm[at:at + need[b]]
+        at += need[b]
+        table[b, :need[b]] = pg
+        for j in range(n):
+            kc[pg[j // page], j % page] = k[int(ck[b]) + j]
+            vc[pg[j // page], j % page] = v[int(ck[b]) + j]
+    with kernel.planner_options(num_cus=1):
+        op, lp = att.forward_paged(q, kc, vc, cq, torch.tensor(lens_k, dtype=torch.int32), block_table=table, **kw)
+    assert torch.equal(op.view(torch.int16), o.view(torch.int16)) and torch.equal(lp, lse)
+
+    pkw = dict(heads=hq, kv_heads=hk, causal=True, softcap=cap, window_size=win)
+    n = int(cq[-1])
+    with kernel.planner_options(num_cus=1):
+        for plan in (att.VarlenPlan().plan(cq, ck, max(lens_q), max(lens_k), q.shape[0], k.shape[0], **pkw),
+                     att.VarlenPlan().plan(as_emu_device(cq.clone()), as_emu_device(ck.clone()), max(lens_q),
+                                           max(lens_k), q.shape[0], k.shape[0], **pkw)):
+            o2, l2 = plan.run(q, k, v, return_lse=True)
+            assert torch.equal(o2[:n].view(torch.int16), o[:n].view(torch.int16)) and torch.equal(l2[:, :n], lse[:, :n])
+
+
+def test_window_normalisation():
+    """causal forces right = 0 (flash-attn); a window that bounds nothing beyond causal is the plain kernel's."""
+    from moonmath_attention_gfx950.attention import _window
+    assert _window((-1, -1), False) == (-1, -1) and _window((-1, 5), True) == (-1, -1)
+    assert _window((7, 5), True) == (7, 0) and _window([3, -1], False) == (3, -1) and _window(None, False) == (-1, -1)
+    assert kernel.fwd_kernel(kernel.FWD_KERNELS, (128, 128), 2.0, (7, 0)) == "attn_fwd_d128_softcap_window"
+    assert kernel.fwd_kernel(kernel.FWD_KERNELS, (192, 128), 0.0, (-1, -1)) == "attn_fwd_d192_128"
+
+
+@pytest.mark.parametrize("bad,exc", [((-2, 0), ValueError), ((1, -5), ValueError), ((1,), ValueError),
+                                     (5, ValueError), ((1.5, 2), TypeError), ("ab", ValueError)])
+def test_window_bad_input_names_it(bad, exc):
+    q, k, v = rnd(2, 1, 128, seed=0), rnd(2, 1, 128, seed=0), rnd(2, 1, 128, seed=0)
+    c = cu([2])
+    calls = [
+        lambda: att.forward(q[None], k[None], v[None], window_size=bad),
+        lambda: att.forward_varlen(q, k, v, c, c, 2, 2, window_size=bad),
+        lambda: att.forward_paged(q, torch.zeros(1, 8, 1, 128, dtype=bf), torch.zeros(1, 8, 1, 128, dtype=bf), c,
+                                  torch.tensor([2], dtype=torch.int32), block_table=torch.zeros(1, 1, dtype=torch.int32),
+                                  window_size=bad),
+        lambda: att.VarlenPlan().plan(c, c, 2, 2, 2, 2, heads=1, kv_heads=1, window_size=bad),
+    ]
+    for call in calls:
+        with use_backend("reference"), pytest.raises(exc, match="window_size"):
+            call()
+
+
+@needs_kernels
+def test_plain_kernels_carry_no_window_stage():
+    """The window is a compile-time flag: every plain kernel has *_window and *_softcap_window twins; only those
+    clip the key loop (more instructions than the plain twin)."""
+    emu = pytest.importorskip("moonmath_emu")
+    for co in (kernel.FWD_CODE_OBJECT, "attention_fwd_paged"):
+        d = emu.disassemble(kernel.KERNELS.path("isa", kernel.ARCH, co).read_bytes())
+        count = {}
+        for x in d:
+            count[x[0]] = count.get(x[0], 0) + 1
+        plain = [n for n in count if not n.endswith(("_softcap", "_window"))]
+        for n in plain:
+            assert count[n + "_window"] > count[n] and count[n + "_softcap_window"] > count[n + "_softcap"]

@@ -6,7 +6,8 @@ Declared budgets (docs/kernels/attention_gfx950.md):
                      stages of a 64-key K and V block); scratch 0.
   attn_fwd_d192_128  VGPR+AGPR <= 256, SGPR <= 96; LDS = 81920; scratch 0.
   attn_fwd_merge     VGPR <= 40, AGPR 0, SGPR <= 72; LDS 0; scratch 0.
-  attn_fwd*_softcap  (issue 17) the budget of the plain twin, SGPR <= 100 (no occupancy cost either).
+  attn_fwd*_softcap, *_window, *_softcap_window  (issue 17) the budget of the plain twin, SGPR <= 100 (no
+                     occupancy cost either).
 No spills anywhere.
 """
 from __future__ import annotations
@@ -35,8 +36,9 @@ BUDGETS = {
 }
 # issue 17: the compile-time feature instantiations keep their plain twin's budget, but SGPR <= 100 (the cap's
 # scalar; the paged 192 kernel needs 97): at 2 waves per SIMD any count up to the 102 addressable costs nothing.
-BUDGETS.update({(co, n + "_softcap"): dict(b, sgpr=100) for (co, n), b in list(BUDGETS.items())
-                if co.startswith("attention_fwd") and n != MERGE_KERNEL})
+BUDGETS.update({(co, n + sfx): dict(b, sgpr=100) for (co, n), b in list(BUDGETS.items())
+                if co.startswith("attention_fwd") and n != MERGE_KERNEL
+                for sfx in ("_softcap", "_window", "_softcap_window")})
 
 
 @pytest.mark.parametrize("co,kernel", list(BUDGETS))

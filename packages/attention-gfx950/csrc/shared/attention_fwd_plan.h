@@ -44,6 +44,8 @@ struct AttnFwdArgs {
   float scale_log2;                       // |softmax_scale| * log2(e), at least FLT_MIN (see the planner);
                                           // with a soft-cap: cap * log2(e), the factor of tanh
   float softcap_pre2;                     // soft-cap only: 2 |softmax_scale| log2(e) / cap (0 otherwise)
+  int32_t window_left, window_right;      // sliding window (the *_window kernels): row i (diagonal key
+                                          // d = i + k_len - q_len) sees keys [d - left, d + right]; -1 = unbounded
 };
 
 // One tile of query rows [q_row0, q_row0 + kTileRows) of one sequence against keys [kv_begin, kv_end)
@@ -66,7 +68,7 @@ struct AttnMergeItem {
   int32_t pad[2];
 };
 
-static_assert(sizeof(AttnFwdArgs) == 14 * 8 + 8 * 4, "AttnFwdArgs layout");
+static_assert(sizeof(AttnFwdArgs) == 14 * 8 + 10 * 4, "AttnFwdArgs layout");
 static_assert(sizeof(AttnWorkItem) == 48, "AttnWorkItem layout");
 static_assert(sizeof(AttnMergeItem) == 32, "AttnMergeItem layout");
 

@@ -8,6 +8,9 @@ lse is the natural-log log-sum-exp of the scaled scores, fp32.
 
 softcap (Gemma 2; 0 = off): the scaled score s = scale * q.k becomes cap * tanh(s / cap) before the mask and
 the softmax; lse is then the log-sum-exp of the capped scores.
+
+window (left, right) (flash-attn's window_size, -1 = unbounded; causal means right = 0): row i, whose diagonal
+key is d = i + Skv - Sq, sees keys d - left <= j <= d + right (bottom-right aligned like causal).
 """
 from __future__ import annotations
 
@@ -16,25 +19,30 @@ import torch
 from moonmath_common.numerics import round_bf16, softmax_attention
 
 
-def _softcapped_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, cap: float,
-                          key_end: torch.Tensor | None, rows_per_chunk: int = 256
-                          ) -> tuple[torch.Tensor, torch.Tensor]:
-    """softmax(cap * tanh(scale * q k^T / cap) [masked at key_end]) v in fp32: (o [G, Sq, Dv], lse [G, Sq]).
-    A row that sees no key gives o = 0 and lse = -inf."""
+def _featured_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, cap: float,
+                        key_begin: torch.Tensor | None, key_end: torch.Tensor | None, rows_per_chunk: int = 256
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+    """softmax(s) v in fp32 with s = scale q k^T, soft-capped (cap * tanh(s / cap)) when cap > 0 and masked to keys
+    key_begin[i] <= j < key_end[i]: (o [G, Sq, Dv], lse [G, Sq]). A row that sees no key gives o = 0, lse = -inf."""
     G, Sq = q.shape[0], q.shape[1]
     Skv, Dv = k.shape[1], v.shape[2]
     o = torch.zeros(G, Sq, Dv, dtype=torch.float32, device=q.device)
     lse = torch.full((G, Sq), float("-inf"), dtype=torch.float32, device=q.device)
     if G == 0 or Sq == 0 or Skv == 0:
         return o, lse
-    kf, vf = k.float(), v.float()
+    # Scores: bf16 products summed in float64, then fp32 (torch's CPU fp32 matmul was measured to vary run to run
+    # by up to ~8e-5 in the LSE on std-9 scores; this form is deterministic and at least as accurate).
+    kd, vf = k.double(), v.float()
     cols = torch.arange(Skv, device=q.device)
     for r0 in range(0, Sq, rows_per_chunk):
         r1 = min(Sq, r0 + rows_per_chunk)
-        s = torch.matmul(q[:, r0:r1].float(), kf.transpose(1, 2)) * scale
-        s = cap * torch.tanh(s / cap)
+        s = (torch.matmul(q[:, r0:r1].double(), kd.transpose(1, 2)) * scale).float()
+        if cap:
+            s = cap * torch.tanh(s / cap)
         if key_end is not None:
             s = s.masked_fill(cols.view(1, 1, Skv) >= key_end[r0:r1].view(1, -1, 1), float("-inf"))
+        if key_begin is not None:
+            s = s.masked_fill(cols.view(1, 1, Skv) < key_begin[r0:r1].view(1, -1, 1), float("-inf"))
         m = s.amax(dim=-1, keepdim=True)
         m = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
         p = torch.exp(s - m)
@@ -44,8 +52,8 @@ def _softcapped_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sca
     return o, lse
 
 
-def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float, softcap: float = 0.0
-            ) -> tuple[torch.Tensor, torch.Tensor]:
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float, softcap: float = 0.0,
+            window: tuple[int, int] = (-1, -1)) -> tuple[torch.Tensor, torch.Tensor]:
     """q [Hq, Sq, Dqk], k [Hkv, Skv, Dqk], v [Hkv, Skv, Dv] -> (bf16 o [Hq, Sq, Dv], fp32 lse [Hq, Sq])."""
     Hq, Sq = q.shape[0], q.shape[1]
     Hkv, Skv = k.shape[0], k.shape[1]
@@ -53,17 +61,19 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, sca
     k = k.repeat_interleave(g, dim=0)
     v = v.repeat_interleave(g, dim=0)
     end = None
-    if causal:
-        end = torch.arange(Sq, device=q.device) + (Skv - Sq + 1)
-    if softcap:
-        o, lse = _softcapped_attention(q, k, v, scale, softcap, end)
+    left, right = window[0], 0 if causal else window[1]
+    diag = torch.arange(Sq, device=q.device) + (Skv - Sq)
+    if right >= 0:
+        end = diag + (right + 1)
+    if softcap or left >= 0:
+        o, lse = _featured_attention(q, k, v, scale, softcap, diag - left if left >= 0 else None, end)
     else:
         o, lse = softmax_attention(q, k, v, scale, end)
     return round_bf16(o, "rtne"), lse
 
 
 def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layout: str, causal: bool, scale: float,
-            softcap: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+            softcap: float = 0.0, window: tuple[int, int] = (-1, -1)) -> tuple[torch.Tensor, torch.Tensor]:
     """q/k/v in `layout`; returns (o in q's layout with Dv, lse [B, Hq, Sq])."""
     if layout == "bshd":
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
@@ -71,20 +81,20 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layout: str, caus
     o = torch.empty(B, Hq, Sq, v.shape[-1], dtype=torch.bfloat16, device=q.device)
     lse = torch.empty(B, Hq, Sq, dtype=torch.float32, device=q.device)
     for b in range(B):
-        o[b], lse[b] = _attend(q[b], k[b], v[b], causal, scale, softcap)
+        o[b], lse[b] = _attend(q[b], k[b], v[b], causal, scale, softcap, window)
     return (o.transpose(1, 2) if layout == "bshd" else o), lse
 
 
 def forward_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_q: list[int], cu_k: list[int],
                    causal: bool, scale: float, out: torch.Tensor, lse: torch.Tensor | None,
-                   softcap: float = 0.0) -> None:
+                   softcap: float = 0.0, window: tuple[int, int] = (-1, -1)) -> None:
     """THD q [total_q, Hq, D], k/v [total_k, Hkv, D]; writes rows cu_q[b]:cu_q[b+1] of out (and lse [Hq, total_q])."""
     for b in range(len(cu_q) - 1):
         q0, q1, k0, k1 = cu_q[b], cu_q[b + 1], cu_k[b], cu_k[b + 1]
         if q1 == q0:
             continue
         o, l = _attend(q[q0:q1].transpose(0, 1), k[k0:k1].transpose(0, 1), v[k0:k1].transpose(0, 1), causal, scale,
-                       softcap)
+                       softcap, window)
         out[q0:q1] = o.transpose(0, 1)
         if lse is not None:
             lse[:, q0:q1] = l
@@ -100,7 +110,8 @@ def gather_pages(cache: torch.Tensor, pages: torch.Tensor, length: int) -> torch
 
 def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cu_q: list[int],
                   lens_k: list[int], page_lists: list[torch.Tensor], causal: bool, scale: float,
-                  out: torch.Tensor, lse: torch.Tensor | None, softcap: float = 0.0) -> None:
+                  out: torch.Tensor, lse: torch.Tensor | None, softcap: float = 0.0,
+                  window: tuple[int, int] = (-1, -1)) -> None:
     """Paged K/V: sequence b's keys are rows [0, lens_k[b]) of its pages page_lists[b] (in order)."""
     for b in range(len(cu_q) - 1):
         q0, q1 = cu_q[b], cu_q[b + 1]
@@ -108,7 +119,7 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
             continue
         k = gather_pages(k_cache, page_lists[b], lens_k[b])
         v = gather_pages(v_cache, page_lists[b], lens_k[b])
-        o, l = _attend(q[q0:q1].transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1), causal, scale, softcap)
+        o, l = _attend(q[q0:q1].transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1), causal, scale, softcap, window)
         out[q0:q1] = o.transpose(0, 1)
         if lse is not None:
             lse[:, q0:q1] = l

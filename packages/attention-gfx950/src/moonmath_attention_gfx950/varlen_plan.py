@@ -14,7 +14,8 @@ class VarlenPlan:
     """forward_varlen split in two: ``plan()`` once per forward pass, ``run(q, k, v)`` per layer.
 
     ``plan(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, total_q, total_k, heads=, kv_heads=,
-    causal=False, softmax_scale=None, host_cu_seqlens_q=None, host_cu_seqlens_k=None, softcap=0.0)`` returns the
+    causal=False, softmax_scale=None, host_cu_seqlens_q=None, host_cu_seqlens_k=None, softcap=0.0,
+    window_size=(-1, -1))`` returns the
     plan itself.
 
     Where it plans:
@@ -49,7 +50,8 @@ class VarlenPlan:
     def plan(self, cu_seqlens_q: torch.Tensor, cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int,
              total_q: int, total_k: int, *, heads: int, kv_heads: int, causal: bool = False,
              softmax_scale: float | None = None, host_cu_seqlens_q: torch.Tensor | None = None,
-             host_cu_seqlens_k: torch.Tensor | None = None, softcap: float | None = 0.0) -> VarlenPlan:
+             host_cu_seqlens_k: torch.Tensor | None = None, softcap: float | None = 0.0,
+             window_size: tuple[int, int] = (-1, -1)) -> VarlenPlan:
         checks.integer("total_q", total_q, lo=0, hi=2**31 - 1)
         checks.integer("total_k", total_k, lo=0, hi=2**31 - 1)
         checks.integer("heads", heads, lo=1)
@@ -62,6 +64,7 @@ class VarlenPlan:
         if softmax_scale is not None:
             checks.real("softmax_scale", softmax_scale)
         cap = _att._softcap(softcap)
+        window = _att._window(window_size, causal)
         _att._index_vector("cu_seqlens_q", cu_seqlens_q)
         _att._index_vector("cu_seqlens_k", cu_seqlens_k, cu_seqlens_q.numel())
         if cu_seqlens_q.numel() < 1:
@@ -78,7 +81,8 @@ class VarlenPlan:
             raise ValueError("give both host_cu_seqlens_q and host_cu_seqlens_k, or neither")
         self._args = dict(cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
                           max_seqlen_k=max_seqlen_k, total_q=total_q, total_k=total_k, heads=heads,
-                          kv_heads=kv_heads, causal=causal, softmax_scale=softmax_scale, softcap=cap)
+                          kv_heads=kv_heads, causal=causal, softmax_scale=softmax_scale, softcap=cap,
+                          window_size=window)
         on_device = host_cu_seqlens_q is None and (device_resident(cu_seqlens_q) or device_resident(cu_seqlens_k))
         if not on_device:
             hq = host_cu_seqlens_q if host_cu_seqlens_q is not None else cu_seqlens_q
@@ -127,7 +131,7 @@ class VarlenPlan:
             return _att.forward_varlen(q, k, v, a["cu_seqlens_q"] if hq is None else hq,
                                        a["cu_seqlens_k"] if hk is None else hk, a["max_seqlen_q"], a["max_seqlen_k"],
                                        softmax_scale=a["softmax_scale"], causal=a["causal"], return_lse=return_lse,
-                                       out=out, softcap=a["softcap"])
+                                       out=out, softcap=a["softcap"], window_size=a["window_size"])
         # device-planned: validate the tensors as forward_varlen does, without any value of the cu_seqlens
         _att._qkv_dtypes(q, k, v)
         checks.boolean("return_lse", return_lse)
@@ -150,5 +154,5 @@ class VarlenPlan:
         from . import serving
 
         serving.run_device_planned(self._buf, self._cap, q, k, v, out, lse, a["causal"], scale, self._staging,
-                                   softcap=a["softcap"])
+                                   softcap=a["softcap"], window=a["window_size"])
         return (out, lse) if return_lse else out

@@ -5,10 +5,10 @@
 
 namespace {
 
-template <int Dqk, int Dv, bool Softcap = false>
+template <int Dqk, int Dv, bool Softcap = false, bool Window = false>
 MM_DEVICE void run(const attn950::AttnFwdArgs* plan, const uint16_t* q, const uint16_t* k, const uint16_t* v,
                    uint16_t* o, float* lse, float* ws_o, float* ws_ml) {
-  using Shape = attn950::FwdShape<Dqk, Dv, Softcap>;
+  using Shape = attn950::FwdShape<Dqk, Dv, Softcap, Window>;
   MM_LDS __attribute__((aligned(16))) uint8_t lds[Shape::kLdsBytes];
   const attn950::FwdPointers ptr{q, k, v, o, lse, ws_o, ws_ml};
   attn950::attention_fwd<Shape>(plan, ptr, (attn950::lds_u8*)lds);
@@ -30,16 +30,17 @@ MM_KERNEL MM_LAUNCH_BOUNDS(512) void attn_fwd_d192_128(const attn950::AttnFwdArg
   run<192, 128>(plan, q, k, v, o, lse, ws_o, ws_ml);
 }
 
-// The same pipelines with the soft-cap stage (softcap=, Gemma 2): compile-time, so the plain kernels
-// above carry no trace of it.
-MM_KERNEL MM_LAUNCH_BOUNDS(512) void attn_fwd_d128_softcap(const attn950::AttnFwdArgs* __restrict__ plan,
-                                                           const uint16_t* q, const uint16_t* k, const uint16_t* v,
-                                                           uint16_t* o, float* lse, float* ws_o, float* ws_ml) {
-  run<128, 128, true>(plan, q, k, v, o, lse, ws_o, ws_ml);
-}
-
-MM_KERNEL MM_LAUNCH_BOUNDS(512) void attn_fwd_d192_128_softcap(const attn950::AttnFwdArgs* __restrict__ plan,
-                                                               const uint16_t* q, const uint16_t* k, const uint16_t* v,
-                                                               uint16_t* o, float* lse, float* ws_o, float* ws_ml) {
-  run<192, 128, true>(plan, q, k, v, o, lse, ws_o, ws_ml);
-}
+// The same pipelines with compile-time features (issue 17): the soft-cap stage (softcap=) and the sliding
+// window (window_size=), alone and together. The plain kernels above carry no trace of them.
+#define ATTN_FWD_FEATURE_KERNEL(name, Dqk, Dv, Softcap, Window)                                                   \
+  MM_KERNEL MM_LAUNCH_BOUNDS(512) void name(const attn950::AttnFwdArgs* __restrict__ plan, const uint16_t* q,       \
+                                            const uint16_t* k, const uint16_t* v, uint16_t* o, float* lse,          \
+                                            float* ws_o, float* ws_ml) {                                            \
+    run<Dqk, Dv, Softcap, Window>(plan, q, k, v, o, lse, ws_o, ws_ml);                                               \
+  }
+ATTN_FWD_FEATURE_KERNEL(attn_fwd_d128_softcap, 128, 128, true, false)
+ATTN_FWD_FEATURE_KERNEL(attn_fwd_d192_128_softcap, 192, 128, true, false)
+ATTN_FWD_FEATURE_KERNEL(attn_fwd_d128_window, 128, 128, false, true)
+ATTN_FWD_FEATURE_KERNEL(attn_fwd_d192_128_window, 192, 128, false, true)
+ATTN_FWD_FEATURE_KERNEL(attn_fwd_d128_softcap_window, 128, 128, true, true)
+ATTN_FWD_FEATURE_KERNEL(attn_fwd_d192_128_softcap_window, 192, 128, true, true)
