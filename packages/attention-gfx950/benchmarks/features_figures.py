@@ -45,6 +45,19 @@ def softcap_errors() -> None:
               f"{float((ro0 - ro).abs().max() / ro.abs().max()):.2f}")
 
 
+def sinks_errors() -> None:
+    sinks = torch.tensor([0.5, -1.0, 3.0, -float("inf")])
+    for Sq, Skv, D, causal, cus in [(300, 127, 128, True, 1), (129, 600, 128, False, 256), (130, 200, 192, True, 1)]:
+        q, k, v = rnd(1, 4, Sq, D, seed=43), rnd(1, 2, Skv, D, seed=44), rnd(1, 2, Skv, 128, seed=45)
+        with use_backend("emu"), kernel.planner_options(num_cus=cus):
+            o, lse = att.forward(q, k, v, causal=causal, sinks=sinks, return_lse=True)
+        ro, rl = ref64(q[0], k[0], v[0], causal, 1 / math.sqrt(D), 0.0, (-1, -1), sinks)
+        fin = ~torch.isneginf(rl)
+        print(f"sinks Sq {Sq} Skv {Skv} D {D} causal {causal} {'split' if cus > 1 else 'unsplit'}: rel err "
+              f"{float((o[0].double() - ro).abs().max() / ro.abs().max()):.2e}, lse err "
+              f"{float((lse[0].double() - rl)[fin].abs().max()):.1e}")
+
+
 def window_work() -> None:
     q, k = rnd(1, 1, 256, 128, seed=26), rnd(1, 1, 4096, 128, seed=27)
     with use_backend("emu"), kernel.planner_options(num_cus=1):
@@ -58,4 +71,5 @@ def window_work() -> None:
 if __name__ == "__main__":
     static_counts()
     softcap_errors()
+    sinks_errors()
     window_work()

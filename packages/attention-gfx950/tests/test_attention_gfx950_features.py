@@ -1,4 +1,4 @@
-"""Issue 17 features of the gfx950 attention forward (softcap, window_size): the reference backend against an independent
+"""Issue 17 features of the gfx950 attention forward (softcap, window_size, sinks): the reference backend against an independent
 float64 formulation, the kernels on the emulator against float64 through every entry point (forward,
 forward_varlen, forward_paged, VarlenPlan host- and device-planned), bad input, and the compile-time flag
 (the plain kernels carry no trace of a feature)."""
@@ -37,10 +37,12 @@ def rnd(*shape, seed, scale=1.0):
     return (torch.randn(shape, generator=torch.Generator().manual_seed(seed)) * scale).to(bf)
 
 
-def ref64(q, k, v, causal, scale, softcap=0.0, window=(-1, -1)):
+def ref64(q, k, v, causal, scale, softcap=0.0, window=(-1, -1), sinks=None):
     """Independent float64 attention on [H, S, D] tensors: softmax / logsumexp of torch in float64, tanh written
     out as (e^2x - 1) / (e^2x + 1), the window as a boolean mask over (row, key) from flash-attn's definition
-    (keys j with i' - left <= j <= i' + right, i' = i + Skv - Sq). Rows seeing no key: o = 0, lse = -inf."""
+    (keys j with i' - left <= j <= i' + right, i' = i + Skv - Sq), sinks as gpt-oss writes them: one more logit
+    column per head, softmax over all, the sink column dropped before the PV product. Rows seeing no key (and no
+    sink): o = 0, lse = -inf."""
     H, Sq = q.shape[0], q.shape[1]
     Hk, Skv = k.shape[0], k.shape[1]
     kk = k.double().repeat_interleave(H // Hk, 0)
@@ -56,8 +58,12 @@ def ref64(q, k, v, causal, scale, softcap=0.0, window=(-1, -1)):
         s = s.masked_fill(j > i + right, float("-inf"))
     if left >= 0:
         s = s.masked_fill(j < i - left, float("-inf"))
-    lse = torch.logsumexp(s, -1) if Skv else torch.full((H, Sq), float("-inf"), dtype=torch.float64)
-    p = torch.softmax(s, -1).nan_to_num(0.0) if Skv else torch.zeros(H, Sq, 0, dtype=torch.float64)
+    if sinks is not None:
+        s = torch.cat([s, sinks.double().view(H, 1, 1).expand(H, Sq, 1)], -1)
+    lse = torch.logsumexp(s, -1) if s.shape[-1] else torch.full((H, Sq), float("-inf"), dtype=torch.float64)
+    p = torch.softmax(s, -1).nan_to_num(0.0) if s.shape[-1] else torch.zeros(H, Sq, 0, dtype=torch.float64)
+    if sinks is not None:
+        p = p[..., :-1]
     return p @ vv, lse
 
 
@@ -78,7 +84,7 @@ def cu(lens):
     return torch.tensor([0] + list(torch.tensor(lens).cumsum(0)), dtype=torch.int32)
 
 
-def varlen_ref(q, k, v, lens_q, lens_k, causal, scale, softcap, window=(-1, -1)):
+def varlen_ref(q, k, v, lens_q, lens_k, causal, scale, softcap, window=(-1, -1), sinks=None):
     """float64 per sequence of packed THD tensors -> (o [total_q, H, Dv], lse [H, total_q]) over the sequences' rows."""
     cq, ck = cu(lens_q), cu(lens_k)
     n = int(cq[-1])
@@ -87,7 +93,7 @@ def varlen_ref(q, k, v, lens_q, lens_k, causal, scale, softcap, window=(-1, -1))
     for b in range(len(lens_q)):
         q0, q1, k0, k1 = int(cq[b]), int(cq[b + 1]), int(ck[b]), int(ck[b + 1])
         ro, rl = ref64(q[q0:q1].transpose(0, 1), k[k0:k1].transpose(0, 1), v[k0:k1].transpose(0, 1), causal, scale,
-                       softcap, window)
+                       softcap, window, sinks)
         o[q0:q1], lse[:, q0:q1] = ro.transpose(0, 1), rl
     return o, lse
 
@@ -206,7 +212,7 @@ def test_plain_kernels_carry_no_softcap_stage():
     for co in (kernel.FWD_CODE_OBJECT, "attention_fwd_paged"):
         d = emu.disassemble(kernel.KERNELS.path("isa", kernel.ARCH, co).read_bytes())
         kernels = {x[0] for x in d}
-        plain = sorted(n for n in kernels if not n.endswith(("_softcap", "_window")))
+        plain = sorted(n for n in kernels if not n.endswith(("_softcap", "_window", "_sinks")))
         assert plain and all(n + "_softcap" in kernels for n in plain)
         for n in plain:
             rcp = {m: sum(1 for x in d if x[0] == m and x[2].startswith("v_rcp_f32")) for m in (n, n + "_softcap")}
@@ -260,17 +266,18 @@ def test_window_skips_blocks_outside_it(emu):
 
 @needs_kernels
 def test_window_combined_varlen_paged_plans(emu):
-    """window + softcap + causal + GQA through forward_varlen (host plan, split), forward_paged (block table) and
+    """window + sinks + softcap + causal + GQA through forward_varlen (host plan, split), forward_paged (block table) and
     VarlenPlan (host- and device-planned: the device plan covers the causal range, the kernel clips it) vs
     float64, and bit-equal to each other where the plans are the same."""
     lens_q, lens_k = [5, 0, 300, 33], [20, 3, 400, 160]
     hq, hk, cap, win = 4, 2, 8.0, (64, -1)
+    sinks = torch.tensor([0.5, -1.0, 6.0, 2.0])
     cq, ck = cu(lens_q), cu(lens_k)
     q = rnd(int(cq[-1]), hq, 128, seed=30, scale=2)
     k = rnd(int(ck[-1]), hk, 128, seed=31, scale=2)
     v = rnd(int(ck[-1]), hk, 128, seed=32)
-    ro, rl = varlen_ref(q, k, v, lens_q, lens_k, True, 1 / math.sqrt(128), cap, win)
-    kw = dict(causal=True, softcap=cap, window_size=win, return_lse=True)
+    ro, rl = varlen_ref(q, k, v, lens_q, lens_k, True, 1 / math.sqrt(128), cap, win, sinks)
+    kw = dict(causal=True, softcap=cap, window_size=win, return_lse=True, sinks=sinks)
     with kernel.planner_options(num_cus=1):
         o, lse = att.forward_varlen(q, k, v, cq, ck, max(lens_q), max(lens_k), **kw)
     check(o.transpose(0, 1), lse, ro.transpose(0, 1), rl)
@@ -302,7 +309,7 @@ def test_window_combined_varlen_paged_plans(emu):
         for plan in (att.VarlenPlan().plan(cq, ck, max(lens_q), max(lens_k), q.shape[0], k.shape[0], **pkw),
                      att.VarlenPlan().plan(as_emu_device(cq.clone()), as_emu_device(ck.clone()), max(lens_q),
                                            max(lens_k), q.shape[0], k.shape[0], **pkw)):
-            o2, l2 = plan.run(q, k, v, return_lse=True)
+            o2, l2 = plan.run(q, k, v, return_lse=True, sinks=sinks)
             assert torch.equal(o2[:n].view(torch.int16), o[:n].view(torch.int16)) and torch.equal(l2[:, :n], lse[:, :n])
 
 
@@ -343,6 +350,57 @@ def test_plain_kernels_carry_no_window_stage():
         count = {}
         for x in d:
             count[x[0]] = count.get(x[0], 0) + 1
-        plain = [n for n in count if not n.endswith(("_softcap", "_window"))]
+        plain = [n for n in count if not n.endswith(("_softcap", "_window", "_sinks"))]
         for n in plain:
             assert count[n + "_window"] > count[n] and count[n + "_softcap_window"] > count[n + "_softcap"]
+            for f in ("", "_softcap", "_window", "_softcap_window"):      # sinks: a flag of its own
+                assert count[n + f + "_sinks"] > count[n + f]
+
+
+# ---- sinks ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("causal,window", [(True, (-1, -1)), (False, (40, 30))])
+def test_reference_sinks_match_float64(causal, window):
+    q, k, v = rnd(1, 4, 300, 128, seed=40), rnd(1, 2, 127, 128, seed=41), rnd(1, 2, 127, 128, seed=42)
+    sinks = torch.tensor([0.5, -1.0, 3.0, -float("inf")])      # -inf: no sink for that head
+    with use_backend("reference"):
+        o, lse = att.forward(q, k, v, causal=causal, window_size=window, sinks=sinks, return_lse=True)
+    ro, rl = ref64(q[0], k[0], v[0], causal, 1 / math.sqrt(128), 0.0, window, sinks)
+    check(o[0], lse[0], ro, rl)
+    # rows that see no key: 0, lse = the sink (heads with a finite sink)
+    if causal:
+        assert torch.equal(lse[0, :3, 0], sinks[:3]) and not o[0, :3, 0].float().any()
+
+
+@needs_kernels
+@pytest.mark.parametrize("Sq,Skv,D,causal,split", [
+    (300, 127, 128, True, False),     # Sq > Skv: early rows see only the sink
+    (129, 600, 128, False, True),     # split-KV: the first part carries the sink, the merge combines
+    (130, 200, 192, True, False),
+])
+def test_sinks_kernel_matches_float64(emu, Sq, Skv, D, causal, split):
+    q, k, v = rnd(1, 4, Sq, D, seed=43), rnd(1, 2, Skv, D, seed=44), rnd(1, 2, Skv, 128, seed=45)
+    sinks = torch.tensor([0.5, -1.0, 3.0, -float("inf")])
+    with kernel.planner_options(num_cus=256 if split else 1):
+        if split:
+            assert kernel.plan_batch(1, Sq, Skv, 4, 2)["n_merge"] > 0
+        o, lse = att.forward(q, k, v, causal=causal, sinks=sinks, return_lse=True)
+    check(o[0], lse[0], *ref64(q[0], k[0], v[0], causal, 1 / math.sqrt(D), 0.0, (-1, -1), sinks))
+
+
+@pytest.mark.parametrize("bad,exc", [(torch.zeros(3), ValueError), (torch.zeros(2, 2), ValueError),
+                                     (torch.zeros(4, dtype=torch.bfloat16), TypeError), ([0.0] * 4, TypeError)])
+def test_sinks_bad_input_names_it(bad, exc):
+    q, k, v = rnd(2, 4, 128, seed=0), rnd(2, 1, 128, seed=0), rnd(2, 1, 128, seed=0)
+    c = cu([2])
+    calls = [
+        lambda: att.forward(q[None], k[None], v[None], layout="bshd", sinks=bad),
+        lambda: att.forward_varlen(q, k, v, c, c, 2, 2, sinks=bad),
+        lambda: att.forward_paged(q, torch.zeros(1, 8, 1, 128, dtype=bf), torch.zeros(1, 8, 1, 128, dtype=bf), c,
+                                  torch.tensor([2], dtype=torch.int32), block_table=torch.zeros(1, 1, dtype=torch.int32),
+                                  sinks=bad),
+        lambda: att.VarlenPlan().plan(c, c, 2, 2, 2, 2, heads=4, kv_heads=1).run(q, k, v, sinks=bad),
+    ]
+    for call in calls:
+        with use_backend("reference"), pytest.raises(exc, match="sinks"):
+            call()

@@ -138,13 +138,14 @@ inline FwdPlan plan_forward(const std::vector<Sequence>& seqs, int32_t heads_q, 
     parts = parts > 1 ? ceil_div(t.blocks, per) : 1;
     if (parts <= 1) {
       p.items.push_back({t.s.batch, t.s.q_tok0, t.s.q_len, t.s.k_tok0, t.s.k_len, t.q_row0, t.kv_begin, t.kv_end, -1,
-                         {0, 0, 0}});
+                         0, {0, 0}});
       continue;
     }
     p.merges.push_back({t.s.batch, t.s.q_tok0, t.s.q_len, t.q_row0, slot, parts, {0, 0}});
     for (int32_t i = 0; i < parts; ++i) {
       const int32_t b = t.kv_begin + i * per * kKvBlock, e = std::min(t.kv_end, t.kv_begin + (i + 1) * per * kKvBlock);
-      p.items.push_back({t.s.batch, t.s.q_tok0, t.s.q_len, t.s.k_tok0, t.s.k_len, t.q_row0, b, e, slot + i, {0, 0, 0}});
+      p.items.push_back({t.s.batch, t.s.q_tok0, t.s.q_len, t.s.k_tok0, t.s.k_len, t.q_row0, b, e, slot + i, i == 0,
+                         {0, 0}});
     }
     slot += parts;
   }

@@ -58,7 +58,9 @@ struct AttnWorkItem {
   int32_t q_row0;                         // first row of the tile within the sequence
   int32_t kv_begin, kv_end;               // key range (a multiple of kKvBlock apart from kv_end)
   int32_t slot;                           // -1: final (write out/lse); else the workspace slot of a part
-  int32_t pad[3];
+  int32_t sink_part;                      // sinks (the *_sinks kernels): 1 = the part whose (m, l) takes the sink
+                                          // term (the first of a split; a final item always does)
+  int32_t pad[2];
 };
 
 // The parts of one split tile: slots [slot0, slot0 + n_parts) in ascending key order.

@@ -84,6 +84,16 @@ def _window(window_size: object, causal: bool) -> tuple[int, int]:
     return (left, right)
 
 
+def _sinks(sinks: object, heads_q: int, dev: torch.device) -> torch.Tensor | None:
+    """gpt-oss sinks: None, or fp32 [Hq] per-head logits on q's device."""
+    if sinks is None:
+        return None
+    checks.tensor("sinks", sinks, dtype=torch.float32, ndim=1, device=dev)
+    if sinks.numel() != heads_q:
+        raise ValueError(f"sinks must have one logit per q head ([{heads_q}]); got shape {list(sinks.shape)}")
+    return sinks.contiguous()
+
+
 def _round_mode(round_mode: object) -> None:
     if round_mode not in ROUND_MODES:
         raise ValueError(f"round_mode must be 'rtne' on gfx950 (the only mode its attention kernels round "
@@ -149,7 +159,7 @@ def _check_out(out: torch.Tensor, oshape: list[int], dev: torch.device, token_di
 def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Tensor | None = None,
             round_mode: str = "rtne", layout: str = "bhsd", causal: bool = False,
             softmax_scale: float | None = None, return_lse: bool = False, softcap: float | None = 0.0,
-            window_size: tuple[int, int] = (-1, -1)):
+            window_size: tuple[int, int] = (-1, -1), sinks: torch.Tensor | None = None):
     """Attention forward on gfx950 (MI355X), bf16 in, bf16 out (RTNE).
 
     Args:
@@ -168,6 +178,8 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
         window_size: flash-attn's sliding window (left, right), -1 = unbounded: row i sees keys
             d - left <= j <= d + right, d = i + Skv - Sq (with causal, right = 0). Key blocks wholly outside
             every row's window of a 256-row tile are skipped (work proportional to the window).
+        sinks: gpt-oss attention sinks, fp32 ``[Hq]`` natural-log logits on q's device: head h's sink joins each
+            row's softmax denominator (no value); the LSE includes it; a row with no key gives 0, lse = sink.
 
     Any Sq, Skv >= 0. A new output is contiguous in the call's layout.
 
@@ -196,6 +208,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
     scale = _scale(softmax_scale, q.shape[3])
     cap = _softcap(softcap)
     wl, wr = _window(window_size, causal)
+    sk = _sinks(sinks, q.shape[hd], dev)
     oshape = list(q.shape[:3]) + [v.shape[3]]
     if out is None:
         out = torch.empty(oshape, dtype=torch.bfloat16, device=q.device)
@@ -203,32 +216,33 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
         _check_out(out, oshape, dev, sd)
     B, Hq, Sq = q.shape[0], q.shape[hd], q.shape[sd]
     lse = torch.empty(B, Hq, Sq, dtype=torch.float32, device=q.device) if return_lse else None
-    _forward_op(q, k, v, out, lse, layout, causal, scale, cap, wl, wr)
+    _forward_op(q, k, v, out, lse, layout, causal, scale, cap, wl, wr, sk)
     return (out, lse) if return_lse else out
 
 
 @torch.library.custom_op("moonmath::attention_gfx950_forward", mutates_args=("out", "lse"))
 def _forward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor | None,
-                layout: str, causal: bool, scale: float, softcap: float, window_left: int, window_right: int) -> None:
+                layout: str, causal: bool, scale: float, softcap: float, window_left: int, window_right: int,
+                sinks: torch.Tensor | None) -> None:
     if get_backend() == "reference":
-        o, l = reference.forward(q, k, v, layout, causal, scale, softcap, (window_left, window_right))
+        o, l = reference.forward(q, k, v, layout, causal, scale, softcap, (window_left, window_right), sinks)
         out.copy_(o)
         if lse is not None:
             lse.copy_(l)
     else:
-        _run_kernel(q, k, v, out, lse, layout, causal, scale, softcap, (window_left, window_right))
+        _run_kernel(q, k, v, out, lse, layout, causal, scale, softcap, (window_left, window_right), sinks)
 
 
 @_forward_op.register_fake
-def _(q, k, v, out, lse, layout, causal, scale, softcap, window_left, window_right) -> None:
+def _(q, k, v, out, lse, layout, causal, scale, softcap, window_left, window_right, sinks) -> None:
     return None
 
 
-def _run_kernel(q, k, v, out, lse, layout, causal, scale, softcap, window) -> None:
+def _run_kernel(q, k, v, out, lse, layout, causal, scale, softcap, window, sinks) -> None:
     """The hip/emu path of forward: the gfx950 kernels (kernel.py), planned on the host."""
     from . import kernel
 
-    kernel.run_forward(q, k, v, out, lse, layout, causal, scale, softcap, window)
+    kernel.run_forward(q, k, v, out, lse, layout, causal, scale, softcap, window, sinks)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -237,7 +251,7 @@ def _run_kernel(q, k, v, out, lse, layout, causal, scale, softcap, window) -> No
 
 def _check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, softmax_scale, causal,
                   return_lse, out, round_mode, host_cu_seqlens_q, host_cu_seqlens_k, softcap=0.0,
-                  window_size=(-1, -1)):
+                  window_size=(-1, -1), sinks=None):
     _qkv_dtypes(q, k, v)
     for name, t in (("q", q), ("k", k), ("v", v)):
         checks.tensor(name, t, ndim=3)
@@ -262,6 +276,7 @@ def _check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_
     scale = _scale(softmax_scale, q.shape[2])
     cap = _softcap(softcap)
     window = _window(window_size, causal)
+    sk = _sinks(sinks, q.shape[1], dev)
     oshape = [q.shape[0], q.shape[1], v.shape[2]]
     if out is not None:
         _check_out(out, oshape, dev, 0)
@@ -279,7 +294,7 @@ def _check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_
             hosts[name] = _cu_seqlens(sname, src, total, tname, mx, "max_seqlen_" + name[-1])
         if host is not None and checks.on_host(cu) and not device_resident(cu):   # checked too, not trusted to match
             _cu_seqlens(name, cu, total, tname, mx, "max_seqlen_" + name[-1])
-    return scale, cap, window, oshape, hosts
+    return scale, cap, window, sk, oshape, hosts
 
 
 def forward_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
@@ -287,7 +302,8 @@ def forward_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens
                    softmax_scale: float | None = None, causal: bool = False, return_lse: bool = False,
                    out: torch.Tensor | None = None, round_mode: str = "rtne",
                    host_cu_seqlens_q: torch.Tensor | None = None, host_cu_seqlens_k: torch.Tensor | None = None,
-                   softcap: float | None = 0.0, window_size: tuple[int, int] = (-1, -1)):
+                   softcap: float | None = 0.0, window_size: tuple[int, int] = (-1, -1),
+                   sinks: torch.Tensor | None = None):
     """Attention over packed variable-length sequences (THD), ``flash_attn_varlen_func`` argument order.
 
     Args:
@@ -304,19 +320,20 @@ def forward_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens
         host_cu_seqlens_q/_k: optional CPU copies of the cu_seqlens (used for checks and host planning).
         softcap: logit soft-cap as forward (None or 0: off).
         window_size: sliding window (left, right) as forward, per sequence (bottom-right aligned).
+        sinks: fp32 ``[Hq]`` attention sinks as forward.
 
     Returns:
         out, or (out, lse).
     """
-    scale, cap, window, oshape, hosts = _check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                                                      max_seqlen_k, softmax_scale, causal, return_lse, out,
-                                                      round_mode, host_cu_seqlens_q, host_cu_seqlens_k, softcap,
-                                                      window_size)
+    scale, cap, window, sk, oshape, hosts = _check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                                                          max_seqlen_k, softmax_scale, causal, return_lse, out,
+                                                          round_mode, host_cu_seqlens_q, host_cu_seqlens_k, softcap,
+                                                          window_size, sinks)
     if out is None:
         out = torch.empty(oshape, dtype=torch.bfloat16, device=q.device)
     lse = torch.empty(q.shape[1], q.shape[0], dtype=torch.float32, device=q.device) if return_lse else None
     _varlen_op(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale,
-               host_cu_seqlens_q, host_cu_seqlens_k, cap, window[0], window[1])
+               host_cu_seqlens_q, host_cu_seqlens_k, cap, window[0], window[1], sk)
     return (out, lse) if return_lse else out
 
 
@@ -324,23 +341,24 @@ def forward_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens
 def _varlen_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
                cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, out: torch.Tensor,
                lse: torch.Tensor | None, causal: bool, scale: float, host_cu_seqlens_q: torch.Tensor | None,
-               host_cu_seqlens_k: torch.Tensor | None, softcap: float, window_left: int, window_right: int) -> None:
+               host_cu_seqlens_k: torch.Tensor | None, softcap: float, window_left: int, window_right: int,
+               sinks: torch.Tensor | None) -> None:
     if get_backend() == "reference":
         reference.forward_varlen(q, k, v, cu_seqlens_q.tolist(), cu_seqlens_k.tolist(), causal, scale, out, lse,
-                                 softcap, (window_left, window_right))
+                                 softcap, (window_left, window_right), sinks)
     else:
         _run_kernel_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale,
-                           host_cu_seqlens_q, host_cu_seqlens_k, softcap, (window_left, window_right))
+                           host_cu_seqlens_q, host_cu_seqlens_k, softcap, (window_left, window_right), sinks)
 
 
 @_varlen_op.register_fake
 def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale, host_cu_seqlens_q,
-      host_cu_seqlens_k, softcap, window_left, window_right) -> None:
+      host_cu_seqlens_k, softcap, window_left, window_right, sinks) -> None:
     return None
 
 
 def _run_kernel_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale,
-                       host_cu_seqlens_q, host_cu_seqlens_k, softcap, window) -> None:
+                       host_cu_seqlens_q, host_cu_seqlens_k, softcap, window, sinks) -> None:
     """The hip/emu path of forward_varlen. host_cu_seqlens_* are CPU copies of the cu_seqlens when the caller has
     them (or None): plan exactly on the host from them. Device cu_seqlens without host copies are planned on the
     device (serving.py: the planning kernel writes the work list; no host read)."""
@@ -351,12 +369,12 @@ def _run_kernel_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_se
         from . import serving
 
         serving.run_varlen_on_device(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse,
-                                     causal, scale, softcap, window)
+                                     causal, scale, softcap, window, sinks)
         return
 
     cu_q = (host_cu_seqlens_q if host_cu_seqlens_q is not None else cu_seqlens_q).cpu().tolist()
     cu_k = (host_cu_seqlens_k if host_cu_seqlens_k is not None else cu_seqlens_k).cpu().tolist()
-    kernel.run_forward_varlen(q, k, v, cu_q, cu_k, out, lse, causal, scale, softcap, window)
+    kernel.run_forward_varlen(q, k, v, cu_q, cu_k, out, lse, causal, scale, softcap, window, sinks)
 
 
 # VarlenPlan: varlen_plan.py (device-side planning, issue 13).
@@ -371,7 +389,7 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                   kv_page_indices: torch.Tensor | None = None, block_table: torch.Tensor | None = None,
                   causal: bool = False, softmax_scale: float | None = None, return_lse: bool = False,
                   out: torch.Tensor | None = None, round_mode: str = "rtne", softcap: float | None = 0.0,
-                  window_size: tuple[int, int] = (-1, -1)):
+                  window_size: tuple[int, int] = (-1, -1), sinks: torch.Tensor | None = None):
     """Attention of packed queries (THD) against K/V stored in pages.
 
     Args:
@@ -388,6 +406,7 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
         causal, softmax_scale, return_lse, out, round_mode: as forward_varlen (LSE ``[Hq, total_q]``).
         softcap: logit soft-cap as forward (None or 0: off).
         window_size: sliding window (left, right) as forward (only the window's pages are read).
+        sinks: fp32 ``[Hq]`` attention sinks as forward.
 
     Lengths and kv_indptr are read on the host (CPU tensors avoid a sync), so this op is not graph
     capturable; page indices are checked against num_pages when they are CPU tensors (on the device, an
@@ -440,6 +459,7 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
     scale = _scale(softmax_scale, dqk)
     cap = _softcap(softcap)
     wl, wr = _window(window_size, causal)
+    sk = _sinks(sinks, q.shape[1], dev)
     oshape = [q.shape[0], q.shape[1], v_cache.shape[3]]
     if out is not None:
         _check_out(out, oshape, dev, 0)
@@ -478,7 +498,7 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
         out = torch.empty(oshape, dtype=torch.bfloat16, device=q.device)
     lse = torch.empty(q.shape[1], q.shape[0], dtype=torch.float32, device=q.device) if return_lse else None
     _paged_op(q, k_cache, v_cache, cu_seqlens_q, host_lens, host_indptr, kv_page_indices, block_table, out, lse,
-              causal, scale, cap, wl, wr)
+              causal, scale, cap, wl, wr, sk)
     return (out, lse) if return_lse else out
 
 
@@ -486,7 +506,7 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
 def _paged_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cu_seqlens_q: torch.Tensor,
               seqlens_k: torch.Tensor, kv_indptr: torch.Tensor | None, kv_page_indices: torch.Tensor | None,
               block_table: torch.Tensor | None, out: torch.Tensor, lse: torch.Tensor | None, causal: bool,
-              scale: float, softcap: float, window_left: int, window_right: int) -> None:
+              scale: float, softcap: float, window_left: int, window_right: int, sinks: torch.Tensor | None) -> None:
     if get_backend() == "reference":
         lens = [int(x) for x in seqlens_k.tolist()]
         if block_table is not None:
@@ -495,20 +515,20 @@ def _paged_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cu_
             ip = [int(x) for x in kv_indptr.tolist()]
             pages = [kv_page_indices[ip[b]:ip[b + 1]] for b in range(len(lens))]
         reference.forward_paged(q, k_cache, v_cache, [int(x) for x in cu_seqlens_q.tolist()], lens, pages, causal,
-                                scale, out, lse, softcap, (window_left, window_right))
+                                scale, out, lse, softcap, (window_left, window_right), sinks)
     else:
         _run_kernel_paged(q, k_cache, v_cache, cu_seqlens_q, seqlens_k, kv_indptr, kv_page_indices, block_table,
-                          out, lse, causal, scale, softcap, (window_left, window_right))
+                          out, lse, causal, scale, softcap, (window_left, window_right), sinks)
 
 
 @_paged_op.register_fake
 def _(q, k_cache, v_cache, cu_seqlens_q, seqlens_k, kv_indptr, kv_page_indices, block_table, out, lse, causal,
-      scale, softcap, window_left, window_right) -> None:
+      scale, softcap, window_left, window_right, sinks) -> None:
     return None
 
 
 def _run_kernel_paged(q, k_cache, v_cache, cu_seqlens_q, seqlens_k, kv_indptr, kv_page_indices, block_table, out,
-                      lse, causal, scale, softcap, window) -> None:
+                      lse, causal, scale, softcap, window, sinks) -> None:
     """The hip/emu path of forward_paged (seqlens_k and kv_indptr arrive as CPU tensors; the page list stays on the
     device): the paged kernels of serving.py, planned on the host."""
     from . import serving
@@ -523,4 +543,4 @@ def _run_kernel_paged(q, k_cache, v_cache, cu_seqlens_q, seqlens_k, kv_indptr, k
     else:
         pages, page0 = kv_page_indices, [int(x) for x in kv_indptr[:-1].tolist()]
     serving.run_forward_paged(q, k_cache, v_cache, cu_q, lens, page0, pages, out, lse, causal, scale, softcap,
-                              window)
+                              window, sinks)

@@ -78,15 +78,18 @@ def _strides(t: torch.Tensor, batch: int | None, token: int, head: int) -> list[
 NO_WINDOW = (-1, -1)
 
 
-def fwd_kernel(kernels: dict, dims: tuple[int, int], softcap: float, window: tuple[int, int] = NO_WINDOW) -> str:
+def fwd_kernel(kernels: dict, dims: tuple[int, int], softcap: float, window: tuple[int, int] = NO_WINDOW,
+               sinks: bool = False) -> str:
     """The kernel of head dims `dims` with the compile-time features in use: ``*_softcap`` when softcap > 0,
-    ``*_window`` for a sliding window (attention._window normalises: (-1, -1) = none)."""
-    return kernels[dims] + ("_softcap" if softcap else "") + ("_window" if tuple(window) != NO_WINDOW else "")
+    ``*_window`` for a sliding window (attention._window normalises: (-1, -1) = none), ``*_sinks`` with sinks
+    (one more argument: the fp32 [Hq] sinks, last)."""
+    return (kernels[dims] + ("_softcap" if softcap else "") + ("_window" if tuple(window) != NO_WINDOW else "")
+            + ("_sinks" if sinks else ""))
 
 
 def _launch(op: str, plan: dict, q, k, v, out, lse, dims: tuple[int, int], kernels: dict = FWD_KERNELS,
             code_object: str = FWD_CODE_OBJECT, extra: tuple = (), softcap: float = 0.0,
-            window: tuple[int, int] = NO_WINDOW) -> list[dict | None]:
+            window: tuple[int, int] = NO_WINDOW, sinks: torch.Tensor | None = None) -> list[dict | None]:
     """kernels / code_object / extra: the paged kernels and their added arguments (serving.py)."""
     arch = target_arch()
     if arch != ARCH:
@@ -100,8 +103,10 @@ def _launch(op: str, plan: dict, q, k, v, out, lse, dims: tuple[int, int], kerne
     tile = _C().TILE_ROWS
     ws_o = torch.empty(n_slots * hq * tile * dims[1], dtype=torch.float32, device=dev) if n_slots else None
     ws_ml = torch.empty(n_slots * hq * tile * 4, dtype=torch.float32, device=dev) if n_slots else None
-    counters = [KERNELS.launch(op, arch, code_object, fwd_kernel(kernels, dims, softcap, window), grid=(plan["n_items"], hq),
-                               block=FWD_BLOCK, args=[buf, q, k, v, out, lse, ws_o, ws_ml, *extra])]
+    tail = [sinks] if sinks is not None else []        # the *_sinks kernels' last argument
+    counters = [KERNELS.launch(op, arch, code_object, fwd_kernel(kernels, dims, softcap, window, sinks is not None),
+                               grid=(plan["n_items"], hq), block=FWD_BLOCK,
+                               args=[buf, q, k, v, out, lse, ws_o, ws_ml, *extra, *tail])]
     if plan["n_merge"]:
         counters.append(KERNELS.launch(op, arch, MERGE_CODE_OBJECT, MERGE_KERNEL, grid=(plan["n_merge"], hq),
                                        block=MERGE_BLOCK, args=[buf, out, lse, ws_o, ws_ml]))
@@ -109,7 +114,7 @@ def _launch(op: str, plan: dict, q, k, v, out, lse, dims: tuple[int, int], kerne
 
 
 def run_forward(q, k, v, out, lse, layout: str, causal: bool, scale: float, softcap: float = 0.0,
-                window: tuple[int, int] = NO_WINDOW) -> list[dict | None]:
+                window: tuple[int, int] = NO_WINDOW, sinks=None) -> list[dict | None]:
     """Batch forward on the gfx950 kernels (emu or hip). Tensors validated by attention.forward."""
     op = "moonmath_attention_gfx950.forward"
     sd, hd = (1, 2) if layout == "bshd" else (2, 1)
@@ -121,11 +126,13 @@ def run_forward(q, k, v, out, lse, layout: str, causal: bool, scale: float, soft
     plan = _C().plan_forward_batch(B, Sq, Skv, Hq, Hkv, causal, lse is not None, scale * LOG2E, strides, **_PLANNER,
                                    softcap=softcap, window_left=window[0], window_right=window[1])
     plan["heads_q"] = Hq
-    return _launch(op, plan, q, k, v, out, lse, (q.shape[3], v.shape[3]), softcap=softcap, window=window)
+    return _launch(op, plan, q, k, v, out, lse, (q.shape[3], v.shape[3]), softcap=softcap, window=window,
+                   sinks=sinks)
 
 
 def run_forward_varlen(q, k, v, cu_q: list[int], cu_k: list[int], out, lse, causal: bool,
-                       scale: float, softcap: float = 0.0, window: tuple[int, int] = NO_WINDOW) -> list[dict | None]:
+                       scale: float, softcap: float = 0.0, window: tuple[int, int] = NO_WINDOW,
+                       sinks=None) -> list[dict | None]:
     """Packed varlen (THD) forward, planned exactly on the host from host cu_seqlens values."""
     op = "moonmath_attention_gfx950.forward_varlen"
     _check_alignment(op, q=(q, (0, 1)), k=(k, (0, 1)), v=(v, (0, 1)), out=(out, (0, 1)))
@@ -135,7 +142,8 @@ def run_forward_varlen(q, k, v, cu_q: list[int], cu_k: list[int], out, lse, caus
     plan = _C().plan_forward_varlen(cu_q, cu_k, Hq, Hkv, causal, lse is not None, scale * LOG2E, strides, **_PLANNER,
                                     softcap=softcap, window_left=window[0], window_right=window[1])
     plan["heads_q"] = Hq
-    return _launch(op, plan, q, k, v, out, lse, (q.shape[2], v.shape[2]), softcap=softcap, window=window)
+    return _launch(op, plan, q, k, v, out, lse, (q.shape[2], v.shape[2]), softcap=softcap, window=window,
+                   sinks=sinks)
 
 
 def plan_batch(B: int, Sq: int, Skv: int, heads_q: int, heads_kv: int, causal: bool = False,

@@ -33,7 +33,7 @@ def _span_bytes(t: torch.Tensor) -> int:
 
 def run_forward_paged(q, k_cache, v_cache, cu_q: list[int], k_lens: list[int], page0: list[int], pages, out, lse,
                       causal: bool, scale: float, softcap: float = 0.0,
-                      window: tuple[int, int] = kernel.NO_WINDOW) -> list[dict | None]:
+                      window: tuple[int, int] = kernel.NO_WINDOW, sinks=None) -> list[dict | None]:
     """forward_paged on the gfx950 kernels. cu_q / k_lens / page0 are host values (page0[b]: sequence b's first entry
     in `pages`, the page list or the flattened block table, which stays on the device)."""
     op = "moonmath_attention_gfx950.forward_paged"
@@ -55,7 +55,7 @@ def run_forward_paged(q, k_cache, v_cache, cu_q: list[int], k_lens: list[int], p
     extra = (pages, _span_bytes(k_cache), _span_bytes(v_cache), int(math.log2(page_size)))
     return kernel._launch(op, plan, q, k_cache, v_cache, out, lse, (q.shape[2], v_cache.shape[3]),
                           kernels=PAGED_KERNELS, code_object=PAGED_CODE_OBJECT, extra=extra, softcap=softcap,
-                          window=window)
+                          window=window, sinks=sinks)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -83,7 +83,7 @@ def plan_on_device(buf: torch.Tensor, cu_q, cu_k, n_cap: int, total_q: int, tota
 
 def run_device_planned(buf: torch.Tensor, n_cap: int, q, k, v, out, lse, causal: bool, scale: float,
                        staging: dict | None = None, softcap: float = 0.0,
-                       window: tuple[int, int] = kernel.NO_WINDOW) -> list[dict | None]:
+                       window: tuple[int, int] = kernel.NO_WINDOW, sinks=None) -> list[dict | None]:
     """Run the forward kernel over a device-written plan: the host writes only the header (strides of this
     run's q/k/v/out, scale, flags), a host-to-device copy of values it owns; it reads nothing back.
 
@@ -112,15 +112,17 @@ def run_device_planned(buf: torch.Tensor, n_cap: int, q, k, v, out, lse, causal:
     if n_cap == 0 or Hq == 0:
         return []
     return [KERNELS.launch(op, ARCH, kernel.FWD_CODE_OBJECT,
-                           kernel.fwd_kernel(kernel.FWD_KERNELS, (q.shape[2], v.shape[2]), softcap, window),
-                           grid=(n_cap, Hq), block=FWD_BLOCK, args=[buf, q, k, v, out, lse, None, None])]
+                           kernel.fwd_kernel(kernel.FWD_KERNELS, (q.shape[2], v.shape[2]), softcap, window,
+                                             sinks is not None),
+                           grid=(n_cap, Hq), block=FWD_BLOCK, args=[buf, q, k, v, out, lse, None, None,
+                                                             *([sinks] if sinks is not None else [])])]
 
 
 def run_varlen_on_device(q, k, v, cu_q, cu_k, max_q: int, max_k: int, out, lse, causal: bool, scale: float,
-                         softcap: float = 0.0, window: tuple[int, int] = kernel.NO_WINDOW) -> None:
+                         softcap: float = 0.0, window: tuple[int, int] = kernel.NO_WINDOW, sinks=None) -> None:
     """forward_varlen with device-resident cu_seqlens and no host copies: plan on the device into a buffer that
     lives for this call (stream order keeps it valid for the kernels), then run."""
     n_cap = device_plan_capacity(cu_q.numel() - 1, max_q, q.shape[0])
     buf = torch.zeros(ARGS_BYTES + n_cap * ITEM_BYTES, dtype=torch.uint8, device=q.device)
     plan_on_device(buf, cu_q, cu_k, n_cap, q.shape[0], k.shape[0], max_q, max_k, causal)
-    run_device_planned(buf, n_cap, q, k, v, out, lse, causal, scale, softcap=softcap, window=window)
+    run_device_planned(buf, n_cap, q, k, v, out, lse, causal, scale, softcap=softcap, window=window, sinks=sinks)

@@ -63,11 +63,12 @@ constexpr float kNegInf = -__builtin_inff();
 // ---- shapes -------------------------------------------------------------------------------------
 // Compile-time features, flags not copies: off, the pipeline compiles to the plain kernel instruction for
 // instruction. Softcap_: softcap_block between QK and the mask. Window_: a sliding window, i.e. a lower
-// key bound per row in the mask and the tile's key loop clipped to the window.
-template <int Dqk_, int Dv_, bool Softcap_ = false, bool Window_ = false>
+// key bound per row in the mask and the tile's key loop clipped to the window. Sinks_: per-head sink logits
+// joining each row's denominator (add_sink before the epilogue).
+template <int Dqk_, int Dv_, bool Softcap_ = false, bool Window_ = false, bool Sinks_ = false>
 struct FwdShape {
   static constexpr int Dqk = Dqk_, Dv = Dv_;
-  static constexpr bool kSoftcap = Softcap_, kWindow = Window_;
+  static constexpr bool kSoftcap = Softcap_, kWindow = Window_, kSinks = Sinks_;
   static constexpr int kQkSteps = Dqk / 32;                 // MFMA k-steps per 16-key QK tile
   static constexpr int kDvTiles = Dv / 16;                  // 16-column output tiles
   static constexpr int kKeyTiles = kKvBlock / 16;           // 16-key tiles per block (4)
@@ -374,6 +375,28 @@ MM_DEVICE void pv(WaveState<Shape>& st, const FragC (&p)[kRowTilesPerWave][Shape
   }
 }
 
+// gpt-oss sinks: the head's sink logit (log2 units, sink2 = sink log2 e, unscaled) joins every row's
+// denominator as one more "key" with no value: M = max(m, sink2), O and both sums rescaled by 2^(m - M),
+// 2^(sink2 - M) added to the sums (once per row: lane group 0 for the per-lane share l; every register of the
+// row-uniform lb). A row that saw no key ends with O = 0 and lse = sink.
+template <class Shape>
+MM_DEVICE void add_sink(WaveState<Shape>& st, float sink2, uint32_t lane) {
+  const bool first_group = (lane >> 4) == 0;
+#pragma unroll
+  for (int rt = 0; rt < kRowTilesPerWave; ++rt) {
+    const float M = __builtin_fmaxf(st.m[rt], sink2);
+    const float M_ref = M == kNegInf ? 0.f : M;          // sink -inf and no key: nothing to add
+    const float r = mm::exp2(st.m[rt] - M_ref), e = mm::exp2(sink2 - M_ref);
+    st.m[rt] = M;
+    st.l[rt] = st.l[rt] * r + (first_group ? e : 0.f);
+    mm::scale(st.lb[rt], r);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) st.lb[rt].v[i] += e;
+#pragma unroll
+    for (int n = 0; n < Shape::kDvTiles; ++n) mm::scale(st.o[rt][n], r);
+  }
+}
+
 // Final rows: out = O / l in bf16 (RTNE, canonical NaN), lse = (m + log2 l) * ln 2.
 template <class Shape>
 MM_DEVICE void store_final(const WaveState<Shape>& st, mm::buffer_rsrc o, int64_t o_token, mm::buffer_rsrc lse,
@@ -431,6 +454,7 @@ struct FwdPointers {
   float* lse;
   float* ws_o;
   float* ws_ml;
+  const float* sinks;   // the *_sinks kernels: fp32 [heads_q] sink logits (natural-log units); else null
 };
 
 // Tile: the partitioner (DenseTile; PagedTile in attention_fwd_paged.hpp), built from the item and
@@ -513,6 +537,9 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
     stage ^= 1u;
   }
 
+  if constexpr (Shape::kSinks) {
+    if (it.slot < 0 || it.sink_part) add_sink(st, ptr.sinks[h] * mm::kLog2e, lane);
+  }
   if (it.slot < 0)
     store_final(st, tile.o_rsrc(ptr.o), a.o_token, tile.lse_rsrc(ptr.lse), (a.flags & kFlagLse) != 0, wave, lane);
   else
