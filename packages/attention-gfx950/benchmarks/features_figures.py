@@ -12,8 +12,8 @@ import sys
 
 import torch
 
-import moonmath_emu as emu
 import moonmath_attention_gfx950 as att
+import moonmath_emu as emu
 from moonmath_attention_gfx950 import kernel
 from moonmath_common import use_backend
 
@@ -31,9 +31,11 @@ def static_counts() -> None:
 
 
 def softcap_errors() -> None:
-    for B, Hq, Hkv, Sq, Skv, D, causal, cap in [(1, 4, 1, 129, 600, 128, False, 5.0), (1, 2, 2, 300, 127, 128, True, 20.0),
-                                                (1, 2, 1, 130, 200, 192, True, 3.0), (1, 2, 1, 130, 200, 128, True, 30.0)]:
-        q, k, v = rnd(B, Hq, Sq, D, seed=4, scale=3), rnd(B, Hkv, Skv, D, seed=5, scale=3), rnd(B, Hkv, Skv, 128, seed=6)
+    shapes = [(1, 4, 1, 129, 600, 128, False, 5.0), (1, 2, 2, 300, 127, 128, True, 20.0),
+              (1, 2, 1, 130, 200, 192, True, 3.0), (1, 2, 1, 130, 200, 128, True, 30.0)]
+    for B, Hq, Hkv, Sq, Skv, D, causal, cap in shapes:
+        q, k = rnd(B, Hq, Sq, D, seed=4, scale=3), rnd(B, Hkv, Skv, D, seed=5, scale=3)
+        v = rnd(B, Hkv, Skv, 128, seed=6)
         with use_backend("emu"):
             o, lse = att.forward(q, k, v, causal=causal, softcap=cap, return_lse=True)
         ro, rl = ref64(q[0], k[0], v[0], causal, 1 / math.sqrt(D), cap)

@@ -1,5 +1,5 @@
-"""Issue 17 features of the gfx950 attention forward (softcap, window_size, sinks): the reference backend against an independent
-float64 formulation, the kernels on the emulator against float64 through every entry point (forward,
+"""Issue 17 features of the gfx950 attention forward (softcap, window_size, sinks): the reference backend against an
+independent float64 formulation, the kernels on the emulator against float64 through every entry point (forward,
 forward_varlen, forward_paged, VarlenPlan host- and device-planned), bad input, and the compile-time flag
 (the plain kernels carry no trace of a feature)."""
 from __future__ import annotations
@@ -195,7 +195,8 @@ def test_softcap_bad_input_names_it(bad, exc):
         lambda: att.forward(q[None], k[None], v[None], softcap=bad),
         lambda: att.forward_varlen(q, k, v, c, c, 2, 2, softcap=bad),
         lambda: att.forward_paged(q, torch.zeros(1, 8, 1, 128, dtype=bf), torch.zeros(1, 8, 1, 128, dtype=bf), c,
-                                  torch.tensor([2], dtype=torch.int32), block_table=torch.zeros(1, 1, dtype=torch.int32),
+                                  torch.tensor([2], dtype=torch.int32),
+                                  block_table=torch.zeros(1, 1, dtype=torch.int32),
                                   softcap=bad),
         lambda: att.VarlenPlan().plan(c, c, 2, 2, 2, 2, heads=1, kv_heads=1, softcap=bad),
     ]
@@ -266,8 +267,8 @@ def test_window_skips_blocks_outside_it(emu):
 
 @needs_kernels
 def test_window_combined_varlen_paged_plans(emu):
-    """window + sinks + softcap + causal + GQA through forward_varlen (host plan, split), forward_paged (block table) and
-    VarlenPlan (host- and device-planned: the device plan covers the causal range, the kernel clips it) vs
+    """window + sinks + softcap + causal + GQA through forward_varlen (host plan, split), forward_paged (block table)
+    and VarlenPlan (host- and device-planned: the device plan covers the causal range, the kernel clips it) vs
     float64, and bit-equal to each other where the plans are the same."""
     lens_q, lens_k = [5, 0, 300, 33], [20, 3, 400, 160]
     hq, hk, cap, win = 4, 2, 8.0, (64, -1)
@@ -331,7 +332,8 @@ def test_window_bad_input_names_it(bad, exc):
         lambda: att.forward(q[None], k[None], v[None], window_size=bad),
         lambda: att.forward_varlen(q, k, v, c, c, 2, 2, window_size=bad),
         lambda: att.forward_paged(q, torch.zeros(1, 8, 1, 128, dtype=bf), torch.zeros(1, 8, 1, 128, dtype=bf), c,
-                                  torch.tensor([2], dtype=torch.int32), block_table=torch.zeros(1, 1, dtype=torch.int32),
+                                  torch.tensor([2], dtype=torch.int32),
+                                  block_table=torch.zeros(1, 1, dtype=torch.int32),
                                   window_size=bad),
         lambda: att.VarlenPlan().plan(c, c, 2, 2, 2, 2, heads=1, kv_heads=1, window_size=bad),
     ]
@@ -397,7 +399,8 @@ def test_sinks_bad_input_names_it(bad, exc):
         lambda: att.forward(q[None], k[None], v[None], layout="bshd", sinks=bad),
         lambda: att.forward_varlen(q, k, v, c, c, 2, 2, sinks=bad),
         lambda: att.forward_paged(q, torch.zeros(1, 8, 1, 128, dtype=bf), torch.zeros(1, 8, 1, 128, dtype=bf), c,
-                                  torch.tensor([2], dtype=torch.int32), block_table=torch.zeros(1, 1, dtype=torch.int32),
+                                  torch.tensor([2], dtype=torch.int32),
+                                  block_table=torch.zeros(1, 1, dtype=torch.int32),
                                   sinks=bad),
         lambda: att.VarlenPlan().plan(c, c, 2, 2, 2, 2, heads=4, kv_heads=1).run(q, k, v, sinks=bad),
     ]

@@ -6,8 +6,8 @@ Declared budgets (docs/kernels/attention_gfx950.md):
                      stages of a 64-key K and V block); scratch 0.
   attn_fwd_d192_128  VGPR+AGPR <= 256, SGPR <= 96; LDS = 81920; scratch 0.
   attn_fwd_merge     VGPR <= 40, AGPR 0, SGPR <= 72; LDS 0; scratch 0.
-  attn_fwd*_softcap, *_window, *_softcap_window and their *_sinks  (issue 17) the budget of the plain twin, SGPR <= 102 (no
-                     occupancy cost either).
+  attn_fwd*_softcap, *_window, *_softcap_window and their *_sinks  (issue 17) the budget of the plain
+                     twin, SGPR <= 102 (no occupancy cost either).
 No spills anywhere.
 """
 from __future__ import annotations

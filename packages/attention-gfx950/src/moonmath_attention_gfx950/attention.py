@@ -75,7 +75,8 @@ def _window(window_size: object, causal: bool) -> tuple[int, int]:
     if window_size is None:
         return (-1, -1)
     if not isinstance(window_size, (tuple, list)) or len(window_size) != 2:
-        raise ValueError(f"window_size must be a pair (left, right) of ints >= -1 (-1 = unbounded); got {window_size!r}")
+        raise ValueError(f"window_size must be a pair (left, right) of ints >= -1 (-1 = unbounded); got "
+                         f"{window_size!r}")
     left, right = (checks.integer(f"window_size[{i}]", w, lo=-1, hi=2**31 - 1) for i, w in enumerate(window_size))
     if causal:
         right = 0

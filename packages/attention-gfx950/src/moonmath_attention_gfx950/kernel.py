@@ -2,10 +2,10 @@
 
 Code objects: ``attention_fwd.hsaco`` (kernels ``attn_fwd_d128`` and ``attn_fwd_d192_128``: grid
 (work items, q heads), 512 threads; ``*_softcap``, ``*_window``, ``*_softcap_window``: the same pipelines
-with the soft-cap stage / the sliding window compiled in) and ``attention_merge.hsaco`` (``attn_fwd_merge``: the fixed-order
-fp32 merge of split-KV parts). The C++ planner (``_C.plan_forward_batch`` / ``_C.plan_forward_varlen``,
-csrc/host/attention_planner.hpp) writes the plan buffer both kernels read
-(csrc/shared/attention_fwd_plan.h): the strides, the scale, and one work item per (tile, key range).
+with the soft-cap stage / the sliding window compiled in; ``*_sinks`` of each: with sinks) and
+``attention_merge.hsaco`` (``attn_fwd_merge``: the fixed-order fp32 merge of split-KV parts). The C++ planner
+(``_C.plan_forward_batch`` / ``_C.plan_forward_varlen``, csrc/host/attention_planner.hpp) writes the plan buffer
+both kernels read (csrc/shared/attention_fwd_plan.h): the strides, the scale, and one work item per (tile, key range).
 
 The caller (attention.py) has validated every tensor; this module checks what the kernels add (16-byte
 alignment of the rows they load and store with 16/8-byte accesses), plans, and launches.

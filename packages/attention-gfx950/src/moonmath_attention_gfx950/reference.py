@@ -84,7 +84,8 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, sca
 
 
 def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layout: str, causal: bool, scale: float,
-            softcap: float = 0.0, window: tuple[int, int] = (-1, -1), sinks: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+            softcap: float = 0.0, window: tuple[int, int] = (-1, -1), sinks: torch.Tensor | None = None
+            ) -> tuple[torch.Tensor, torch.Tensor]:
     """q/k/v in `layout`; returns (o in q's layout with Dv, lse [B, Hq, Sq])."""
     if layout == "bshd":
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
@@ -131,7 +132,8 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
             continue
         k = gather_pages(k_cache, page_lists[b], lens_k[b])
         v = gather_pages(v_cache, page_lists[b], lens_k[b])
-        o, l = _attend(q[q0:q1].transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1), causal, scale, softcap, window, sinks)
+        o, l = _attend(q[q0:q1].transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1), causal, scale, softcap, window,
+                       sinks)
         out[q0:q1] = o.transpose(0, 1)
         if lse is not None:
             lse[:, q0:q1] = l
