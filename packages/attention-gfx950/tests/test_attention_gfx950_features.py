@@ -407,3 +407,26 @@ def test_sinks_bad_input_names_it(bad, exc):
     for call in calls:
         with use_backend("reference"), pytest.raises(exc, match="sinks"):
             call()
+
+
+def test_custom_ops_opcheck_with_features():
+    """The torch custom ops take the features as trailing arguments with defaults (older positional callers still
+    work) and pass torch.library.opcheck with them set (reference backend)."""
+    i32 = torch.int32
+    q, k, v = rnd(1, 4, 5, 128, seed=50), rnd(1, 2, 7, 128, seed=51), rnd(1, 2, 7, 128, seed=52)
+    qt, kt, vt = rnd(5, 4, 128, seed=53), rnd(9, 2, 128, seed=54), rnd(9, 2, 128, seed=55)
+    cq, ck = torch.tensor([0, 2, 5], dtype=i32), torch.tensor([0, 3, 9], dtype=i32)
+    kc, vc = rnd(3, 8, 2, 128, seed=56), rnd(3, 8, 2, 128, seed=57)
+    cases = {
+        "attention_gfx950_forward": (q, k, v, torch.empty_like(q), torch.empty(1, 4, 5), "bhsd", True, 0.1),
+        "attention_gfx950_forward_varlen": (qt, kt, vt, cq, ck, 3, 4, torch.empty_like(qt), torch.empty(4, 5), True,
+                                            0.1, cq.clone(), None),
+        "attention_gfx950_forward_paged": (qt, kc, vc, cq, torch.tensor([3, 9], dtype=i32),
+                                           torch.tensor([0, 1, 3], dtype=i32), torch.tensor([2, 0, 1], dtype=i32), None,
+                                           torch.empty_like(qt), None, False, 0.1),
+    }
+    with use_backend("reference"):
+        for name, args in cases.items():
+            op = getattr(torch.ops.moonmath, name)
+            torch.library.opcheck(op, args)
+            torch.library.opcheck(op, args + (2.0, 3, -1, torch.tensor([0.5, -1.0, 2.0, 0.0])))

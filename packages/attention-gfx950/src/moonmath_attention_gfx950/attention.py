@@ -223,8 +223,8 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
 
 @torch.library.custom_op("moonmath::attention_gfx950_forward", mutates_args=("out", "lse"))
 def _forward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor | None,
-                layout: str, causal: bool, scale: float, softcap: float, window_left: int, window_right: int,
-                sinks: torch.Tensor | None) -> None:
+                layout: str, causal: bool, scale: float, softcap: float = 0.0, window_left: int = -1,
+                window_right: int = -1, sinks: torch.Tensor | None = None) -> None:
     if get_backend() == "reference":
         o, l = reference.forward(q, k, v, layout, causal, scale, softcap, (window_left, window_right), sinks)
         out.copy_(o)
@@ -235,7 +235,7 @@ def _forward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Te
 
 
 @_forward_op.register_fake
-def _(q, k, v, out, lse, layout, causal, scale, softcap, window_left, window_right, sinks) -> None:
+def _(q, k, v, out, lse, layout, causal, scale, softcap=0.0, window_left=-1, window_right=-1, sinks=None) -> None:
     return None
 
 
@@ -342,8 +342,8 @@ def forward_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens
 def _varlen_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
                cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, out: torch.Tensor,
                lse: torch.Tensor | None, causal: bool, scale: float, host_cu_seqlens_q: torch.Tensor | None,
-               host_cu_seqlens_k: torch.Tensor | None, softcap: float, window_left: int, window_right: int,
-               sinks: torch.Tensor | None) -> None:
+               host_cu_seqlens_k: torch.Tensor | None, softcap: float = 0.0, window_left: int = -1,
+               window_right: int = -1, sinks: torch.Tensor | None = None) -> None:
     if get_backend() == "reference":
         reference.forward_varlen(q, k, v, cu_seqlens_q.tolist(), cu_seqlens_k.tolist(), causal, scale, out, lse,
                                  softcap, (window_left, window_right), sinks)
@@ -354,7 +354,7 @@ def _varlen_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: 
 
 @_varlen_op.register_fake
 def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale, host_cu_seqlens_q,
-      host_cu_seqlens_k, softcap, window_left, window_right, sinks) -> None:
+      host_cu_seqlens_k, softcap=0.0, window_left=-1, window_right=-1, sinks=None) -> None:
     return None
 
 
@@ -507,7 +507,8 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
 def _paged_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cu_seqlens_q: torch.Tensor,
               seqlens_k: torch.Tensor, kv_indptr: torch.Tensor | None, kv_page_indices: torch.Tensor | None,
               block_table: torch.Tensor | None, out: torch.Tensor, lse: torch.Tensor | None, causal: bool,
-              scale: float, softcap: float, window_left: int, window_right: int, sinks: torch.Tensor | None) -> None:
+              scale: float, softcap: float = 0.0, window_left: int = -1, window_right: int = -1,
+              sinks: torch.Tensor | None = None) -> None:
     if get_backend() == "reference":
         lens = [int(x) for x in seqlens_k.tolist()]
         if block_table is not None:
@@ -524,7 +525,7 @@ def _paged_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cu_
 
 @_paged_op.register_fake
 def _(q, k_cache, v_cache, cu_seqlens_q, seqlens_k, kv_indptr, kv_page_indices, block_table, out, lse, causal,
-      scale, softcap, window_left, window_right, sinks) -> None:
+      scale, softcap=0.0, window_left=-1, window_right=-1, sinks=None) -> None:
     return None
 
 
