@@ -64,7 +64,7 @@ def test_constants_and_plan():
     assert moe.EPI_SILU == ma.EPI_SILU
     assert list(inspect.signature(ma.VarlenPlan.plan).parameters)[1:] == [
         "cu_seqlens_q", "cu_seqlens_k", "max_seqlen_q", "max_seqlen_k", "total_q", "total_k", "heads", "kv_heads",
-        "causal", "softmax_scale", "host_cu_seqlens_q", "host_cu_seqlens_k"]
+        "causal", "softmax_scale", "host_cu_seqlens_q", "host_cu_seqlens_k", "softcap", "window_size"]
     assert list(inspect.signature(ma.VarlenPlan.run).parameters)[1:4] == ["q", "k", "v"]
 
 

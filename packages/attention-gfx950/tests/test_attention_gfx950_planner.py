@@ -21,7 +21,7 @@ def test_binding():
     assert _C.TILE_ROWS == 256 and _C.KV_BLOCK == 64
     p = _C.plan_forward_batch(1, 300, 4096, 2, 1, False, True, 1.0, [0] * 14)
     assert p["n_merge"] == 2 and p["max_parts"] == 16 and p["n_items"] == 32 and p["n_slots"] == 32
-    assert len(p["plan"]) == 144 + 32 * 48 + 2 * 32
+    assert len(p["plan"]) == 152 + 32 * 48 + 2 * 32
     q = _C.plan_forward_batch(1, 300, 4096, 2, 1, False, True, 1.0, [0] * 14, num_cus=1)
     assert q["n_merge"] == 0 and q["n_items"] == 2
     v = _C.plan_forward_varlen([0, 10, 10, 300], [0, 64, 64, 500], 4, 4, True, False, 1.0, [0] * 14)

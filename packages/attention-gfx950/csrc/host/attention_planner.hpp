@@ -70,11 +70,16 @@ inline int32_t tile_kv_end(const Sequence& s, int32_t q_row0, bool causal) {
 // strides: q(batch, token, head), k(...), v(...), o(...), lse(batch, head): 14 element strides.
 inline FwdPlan plan_forward(const std::vector<Sequence>& seqs, int32_t heads_q, int32_t heads_kv, bool causal,
                             bool lse, float scale_log2, const std::vector<int64_t>& strides,
-                            const PlanOptions& opt = PlanOptions()) {
+                            const PlanOptions& opt = PlanOptions(), float softcap = 0.f, int32_t window_left = -1,
+                            int32_t window_right = -1) {
   if (heads_q < 1 || heads_kv < 1 || heads_q % heads_kv)
     throw std::invalid_argument("heads_q must be a positive multiple of heads_kv; got " + std::to_string(heads_q) +
                                 " and " + std::to_string(heads_kv));
   if (strides.size() != 14) throw std::invalid_argument("strides must hold 14 values; got " + std::to_string(strides.size()));
+  if (!(softcap >= 0.f) || std::isinf(softcap))
+    throw std::invalid_argument("softcap must be 0 (off) or a finite positive cap; got " + std::to_string(softcap));
+  if (window_left < -1 || window_right < -1)
+    throw std::invalid_argument("window_size entries must be >= -1 (-1 = unbounded)");
   if (opt.num_cus < 1 || opt.min_part_blocks < 1 || opt.max_parts < 1)
     throw std::invalid_argument("num_cus, min_part_blocks and max_parts must be >= 1");
   for (const auto& s : seqs)
@@ -92,13 +97,35 @@ inline FwdPlan plan_forward(const std::vector<Sequence>& seqs, int32_t heads_q, 
   // below 2^-24, so exp2 of them is exactly 1 as for 0 (and -inf * c stays -inf for masked keys).
   a.flags = (causal ? kFlagCausal : 0u) | (lse ? kFlagLse : 0u) | (scale_log2 < 0.f ? kFlagNegScale : 0u);
   a.scale_log2 = std::max(std::fabs(scale_log2), std::numeric_limits<float>::min());
+  // Soft-cap (the *_softcap kernels): logits cap tanh(scale s / cap); the kernel computes
+  // t = tanh(|scale| s / cap) from pre2 and scales t by c = cap log2(e) (sign via the negated Q as above).
+  a.softcap_pre2 = 0.f;
+  if (softcap > 0.f) {
+    a.flags |= kFlagSoftcap;
+    a.softcap_pre2 = 2.f * a.scale_log2 / softcap;
+    a.scale_log2 = softcap * 1.44269504088896340736f;
+  }
 
-  struct Tile { Sequence s; int32_t q_row0, kv_end, blocks; };
+  a.window_left = window_left;
+  a.window_right = window_right;
+  // A sliding window: a tile's keys are [first row's d - left, last row's d + right] (d = the row's diagonal
+  // key), its range starting on the 64-key grid; blocks wholly outside the window are never planned.
+  struct Tile { Sequence s; int32_t q_row0, kv_begin, kv_end, blocks; };
   std::vector<Tile> tiles;
   for (const auto& s : seqs)
     for (int32_t r = 0; r < s.q_len; r += kTileRows) {
-      const int32_t e = tile_kv_end(s, r, causal);
-      tiles.push_back({s, r, e, ceil_div(e, kKvBlock)});
+      int32_t b = 0, e = tile_kv_end(s, r, causal);
+      const int64_t off = (int64_t)s.k_len - s.q_len;
+      if (window_right >= 0) {
+        const int64_t last = std::min<int64_t>((int64_t)r + kTileRows, s.q_len) - 1;
+        e = (int32_t)std::max<int64_t>(0, std::min<int64_t>(e, last + off + window_right + 1));
+      }
+      if (window_left >= 0) {
+        const int64_t lo = (int64_t)r + off - window_left;
+        b = lo <= 0 ? 0 : (int32_t)std::min<int64_t>(lo / kKvBlock * kKvBlock, s.k_len);
+      }
+      if (b > e) b = e;
+      tiles.push_back({s, r, b, e, ceil_div(e - b, kKvBlock)});
     }
   std::stable_sort(tiles.begin(), tiles.end(), [](const Tile& x, const Tile& y) { return x.blocks > y.blocks; });
 
@@ -110,13 +137,15 @@ inline FwdPlan plan_forward(const std::vector<Sequence>& seqs, int32_t heads_q, 
     int32_t per = parts > 1 ? ceil_div(t.blocks, parts) : t.blocks;
     parts = parts > 1 ? ceil_div(t.blocks, per) : 1;
     if (parts <= 1) {
-      p.items.push_back({t.s.batch, t.s.q_tok0, t.s.q_len, t.s.k_tok0, t.s.k_len, t.q_row0, 0, t.kv_end, -1, {0, 0, 0}});
+      p.items.push_back({t.s.batch, t.s.q_tok0, t.s.q_len, t.s.k_tok0, t.s.k_len, t.q_row0, t.kv_begin, t.kv_end, -1,
+                         0, {0, 0}});
       continue;
     }
     p.merges.push_back({t.s.batch, t.s.q_tok0, t.s.q_len, t.q_row0, slot, parts, {0, 0}});
     for (int32_t i = 0; i < parts; ++i) {
-      const int32_t b = i * per * kKvBlock, e = std::min(t.kv_end, (i + 1) * per * kKvBlock);
-      p.items.push_back({t.s.batch, t.s.q_tok0, t.s.q_len, t.s.k_tok0, t.s.k_len, t.q_row0, b, e, slot + i, {0, 0, 0}});
+      const int32_t b = t.kv_begin + i * per * kKvBlock, e = std::min(t.kv_end, t.kv_begin + (i + 1) * per * kKvBlock);
+      p.items.push_back({t.s.batch, t.s.q_tok0, t.s.q_len, t.s.k_tok0, t.s.k_len, t.q_row0, b, e, slot + i, i == 0,
+                         {0, 0}});
     }
     slot += parts;
   }

@@ -43,34 +43,37 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "plan_forward_batch",
       [](int32_t B, int32_t Sq, int32_t Skv, int32_t heads_q, int32_t heads_kv, bool causal, bool lse, float scale_log2,
-         const std::vector<int64_t>& strides, int32_t num_cus, int32_t min_part_blocks, int32_t max_parts) {
+         const std::vector<int64_t>& strides, int32_t num_cus, int32_t min_part_blocks, int32_t max_parts, float softcap, int32_t window_left, int32_t window_right) {
         return to_dict(plan_forward(batch_sequences(B, Sq, Skv), heads_q, heads_kv, causal, lse, scale_log2, strides,
-                                    options(num_cus, min_part_blocks, max_parts)));
+                                    options(num_cus, min_part_blocks, max_parts), softcap, window_left, window_right));
       },
       py::arg("B"), py::arg("Sq"), py::arg("Skv"), py::arg("heads_q"), py::arg("heads_kv"), py::arg("causal"),
       py::arg("lse"), py::arg("scale_log2"), py::arg("strides"), py::arg("num_cus") = 256,
-      py::arg("min_part_blocks") = 4, py::arg("max_parts") = 16);
+      py::arg("min_part_blocks") = 4, py::arg("max_parts") = 16, py::arg("softcap") = 0.f,
+      py::arg("window_left") = -1, py::arg("window_right") = -1);
   m.def(
       "plan_forward_varlen",
       [](const std::vector<int32_t>& cu_q, const std::vector<int32_t>& cu_k, int32_t heads_q, int32_t heads_kv,
          bool causal, bool lse, float scale_log2, const std::vector<int64_t>& strides, int32_t num_cus,
-         int32_t min_part_blocks, int32_t max_parts) {
+         int32_t min_part_blocks, int32_t max_parts, float softcap, int32_t window_left, int32_t window_right) {
         return to_dict(plan_forward(varlen_sequences(cu_q, cu_k), heads_q, heads_kv, causal, lse, scale_log2, strides,
-                                    options(num_cus, min_part_blocks, max_parts)));
+                                    options(num_cus, min_part_blocks, max_parts), softcap, window_left, window_right));
       },
       py::arg("cu_q"), py::arg("cu_k"), py::arg("heads_q"), py::arg("heads_kv"), py::arg("causal"), py::arg("lse"),
       py::arg("scale_log2"), py::arg("strides"), py::arg("num_cus") = 256, py::arg("min_part_blocks") = 4,
-      py::arg("max_parts") = 16);
+      py::arg("max_parts") = 16, py::arg("softcap") = 0.f,
+      py::arg("window_left") = -1, py::arg("window_right") = -1);
   // Paged K/V (issue 13): strides k/v (batch) are the page strides; page0[b] = sequence b's first page-list entry.
   m.def(
       "plan_forward_paged",
       [](const std::vector<int32_t>& cu_q, const std::vector<int32_t>& k_lens, const std::vector<int32_t>& page0,
          int32_t heads_q, int32_t heads_kv, bool causal, bool lse, float scale_log2, const std::vector<int64_t>& strides,
-         int32_t num_cus, int32_t min_part_blocks, int32_t max_parts) {
+         int32_t num_cus, int32_t min_part_blocks, int32_t max_parts, float softcap, int32_t window_left, int32_t window_right) {
         return to_dict(plan_forward(paged_sequences(cu_q, k_lens, page0), heads_q, heads_kv, causal, lse, scale_log2,
-                                    strides, options(num_cus, min_part_blocks, max_parts)));
+                                    strides, options(num_cus, min_part_blocks, max_parts), softcap, window_left, window_right));
       },
       py::arg("cu_q"), py::arg("k_lens"), py::arg("page0"), py::arg("heads_q"), py::arg("heads_kv"), py::arg("causal"),
       py::arg("lse"), py::arg("scale_log2"), py::arg("strides"), py::arg("num_cus") = 256,
-      py::arg("min_part_blocks") = 4, py::arg("max_parts") = 16);
+      py::arg("min_part_blocks") = 4, py::arg("max_parts") = 16, py::arg("softcap") = 0.f,
+      py::arg("window_left") = -1, py::arg("window_right") = -1);
 }

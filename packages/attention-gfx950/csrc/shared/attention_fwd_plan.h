@@ -27,6 +27,7 @@ constexpr int32_t kKvBlock = 64;          // keys per pipeline step (one LDS sta
 constexpr uint32_t kFlagCausal = 1u;      // bottom-right aligned causal mask
 constexpr uint32_t kFlagLse = 2u;         // write the natural-log LSE
 constexpr uint32_t kFlagNegScale = 4u;    // softmax_scale < 0: the kernel negates Q (exact) and uses |scale|
+constexpr uint32_t kFlagSoftcap = 8u;     // logits soft-capped (the *_softcap kernels; scale_log2 = cap log2 e)
 
 // Strides are in elements (bf16 for q/k/v/out, fp32 for lse); 64-bit so that batch strides of large
 // tensors fit. Token strides are at most 2^22 (checked in Python), so one tile's rows span < 2^32 bytes.
@@ -40,8 +41,11 @@ struct AttnFwdArgs {
   int32_t n_items, n_merge;
   int32_t n_slots;                        // workspace slots (one per split part)
   uint32_t flags;
-  float scale_log2;                       // |softmax_scale| * log2(e), at least FLT_MIN (see the planner)
-  int32_t pad0;
+  float scale_log2;                       // |softmax_scale| * log2(e), at least FLT_MIN (see the planner);
+                                          // with a soft-cap: cap * log2(e), the factor of tanh
+  float softcap_pre2;                     // soft-cap only: 2 |softmax_scale| log2(e) / cap (0 otherwise)
+  int32_t window_left, window_right;      // sliding window (the *_window kernels): row i (diagonal key
+                                          // d = i + k_len - q_len) sees keys [d - left, d + right]; -1 = unbounded
 };
 
 // One tile of query rows [q_row0, q_row0 + kTileRows) of one sequence against keys [kv_begin, kv_end)
@@ -54,7 +58,9 @@ struct AttnWorkItem {
   int32_t q_row0;                         // first row of the tile within the sequence
   int32_t kv_begin, kv_end;               // key range (a multiple of kKvBlock apart from kv_end)
   int32_t slot;                           // -1: final (write out/lse); else the workspace slot of a part
-  int32_t pad[3];
+  int32_t sink_part;                      // sinks (the *_sinks kernels): 1 = the part whose (m, l) takes the sink
+                                          // term (the first of a split; a final item always does)
+  int32_t pad[2];
 };
 
 // The parts of one split tile: slots [slot0, slot0 + n_parts) in ascending key order.
@@ -64,7 +70,7 @@ struct AttnMergeItem {
   int32_t pad[2];
 };
 
-static_assert(sizeof(AttnFwdArgs) == 14 * 8 + 8 * 4, "AttnFwdArgs layout");
+static_assert(sizeof(AttnFwdArgs) == 14 * 8 + 10 * 4, "AttnFwdArgs layout");
 static_assert(sizeof(AttnWorkItem) == 48, "AttnWorkItem layout");
 static_assert(sizeof(AttnMergeItem) == 32, "AttnMergeItem layout");
 

@@ -1,5 +1,5 @@
 """bf16 attention forward for gfx950 (MI355X): dense/causal, GQA/MQA, head dims (128,128) and (192,128),
-batch (BHSD/BSHD), varlen (THD) and paged K/V, optional natural-log LSE, RTNE output."""
+batch (BHSD/BSHD), varlen (THD) and paged K/V, logit soft-cap, sliding window, optional natural-log LSE, RTNE output."""
 from __future__ import annotations
 
 import math
@@ -57,6 +57,42 @@ def _scale(softmax_scale: object, dqk: int) -> float:
     if softmax_scale is None:
         return 1.0 / math.sqrt(dqk)
     return checks.real("softmax_scale", softmax_scale)
+
+
+def _softcap(softcap: object) -> float:
+    """softcap (Gemma 2): None or 0 -> off (0.0); else a finite positive cap (fp32)."""
+    if softcap is None:
+        return 0.0
+    cap = checks.real("softcap", softcap, fp32=True)
+    if cap < 0:
+        raise ValueError(f"softcap must be None or 0 (off) or a positive cap (logits cap * tanh(s / cap)); got {cap}")
+    return cap
+
+
+def _window(window_size: object, causal: bool) -> tuple[int, int]:
+    """flash-attn's window_size=(left, right), -1 = unbounded; causal forces right = 0. Returns (-1, -1) when the
+    window bounds nothing beyond causal (the plain kernels), else the (left, right) the window kernels apply."""
+    if window_size is None:
+        return (-1, -1)
+    if not isinstance(window_size, (tuple, list)) or len(window_size) != 2:
+        raise ValueError(f"window_size must be a pair (left, right) of ints >= -1 (-1 = unbounded); got "
+                         f"{window_size!r}")
+    left, right = (checks.integer(f"window_size[{i}]", w, lo=-1, hi=2**31 - 1) for i, w in enumerate(window_size))
+    if causal:
+        right = 0
+    if left < 0 and (right < 0 or causal):
+        return (-1, -1)
+    return (left, right)
+
+
+def _sinks(sinks: object, heads_q: int, dev: torch.device) -> torch.Tensor | None:
+    """gpt-oss sinks: None, or fp32 [Hq] per-head logits on q's device."""
+    if sinks is None:
+        return None
+    checks.tensor("sinks", sinks, dtype=torch.float32, ndim=1, device=dev)
+    if sinks.numel() != heads_q:
+        raise ValueError(f"sinks must have one logit per q head ([{heads_q}]); got shape {list(sinks.shape)}")
+    return sinks.contiguous()
 
 
 def _round_mode(round_mode: object) -> None:
@@ -123,7 +159,8 @@ def _check_out(out: torch.Tensor, oshape: list[int], dev: torch.device, token_di
 
 def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Tensor | None = None,
             round_mode: str = "rtne", layout: str = "bhsd", causal: bool = False,
-            softmax_scale: float | None = None, return_lse: bool = False):
+            softmax_scale: float | None = None, return_lse: bool = False, softcap: float | None = 0.0,
+            window_size: tuple[int, int] = (-1, -1), sinks: torch.Tensor | None = None):
     """Attention forward on gfx950 (MI355X), bf16 in, bf16 out (RTNE).
 
     Args:
@@ -137,6 +174,13 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
         causal: bottom-right aligned mask (row i sees keys j <= i + Skv - Sq); a row seeing no key is 0.
         softmax_scale: default 1/sqrt(Dqk).
         return_lse: also return the natural-log LSE, fp32 ``[B, Hq, Sq]`` (-inf for a row with no key).
+        softcap: Gemma-2 logit soft-cap: the scaled score s becomes ``softcap * tanh(s / softcap)`` before the
+            mask and softmax (the LSE is over the capped scores). None or 0: off; otherwise finite and > 0.
+        window_size: flash-attn's sliding window (left, right), -1 = unbounded: row i sees keys
+            d - left <= j <= d + right, d = i + Skv - Sq (with causal, right = 0). Key blocks wholly outside
+            every row's window of a 256-row tile are skipped (work proportional to the window).
+        sinks: gpt-oss attention sinks, fp32 ``[Hq]`` natural-log logits on q's device: head h's sink joins each
+            row's softmax denominator (no value); the LSE includes it; a row with no key gives 0, lse = sink.
 
     Any Sq, Skv >= 0. A new output is contiguous in the call's layout.
 
@@ -163,6 +207,9 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
     for name, t in (("q", q), ("k", k), ("v", v)):
         _strides(name, t, sd)
     scale = _scale(softmax_scale, q.shape[3])
+    cap = _softcap(softcap)
+    wl, wr = _window(window_size, causal)
+    sk = _sinks(sinks, q.shape[hd], dev)
     oshape = list(q.shape[:3]) + [v.shape[3]]
     if out is None:
         out = torch.empty(oshape, dtype=torch.bfloat16, device=q.device)
@@ -170,32 +217,33 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
         _check_out(out, oshape, dev, sd)
     B, Hq, Sq = q.shape[0], q.shape[hd], q.shape[sd]
     lse = torch.empty(B, Hq, Sq, dtype=torch.float32, device=q.device) if return_lse else None
-    _forward_op(q, k, v, out, lse, layout, causal, scale)
+    _forward_op(q, k, v, out, lse, layout, causal, scale, cap, wl, wr, sk)
     return (out, lse) if return_lse else out
 
 
 @torch.library.custom_op("moonmath::attention_gfx950_forward", mutates_args=("out", "lse"))
 def _forward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor | None,
-                layout: str, causal: bool, scale: float) -> None:
+                layout: str, causal: bool, scale: float, softcap: float = 0.0, window_left: int = -1,
+                window_right: int = -1, sinks: torch.Tensor | None = None) -> None:
     if get_backend() == "reference":
-        o, l = reference.forward(q, k, v, layout, causal, scale)
+        o, l = reference.forward(q, k, v, layout, causal, scale, softcap, (window_left, window_right), sinks)
         out.copy_(o)
         if lse is not None:
             lse.copy_(l)
     else:
-        _run_kernel(q, k, v, out, lse, layout, causal, scale)
+        _run_kernel(q, k, v, out, lse, layout, causal, scale, softcap, (window_left, window_right), sinks)
 
 
 @_forward_op.register_fake
-def _(q, k, v, out, lse, layout, causal, scale) -> None:
+def _(q, k, v, out, lse, layout, causal, scale, softcap=0.0, window_left=-1, window_right=-1, sinks=None) -> None:
     return None
 
 
-def _run_kernel(q, k, v, out, lse, layout, causal, scale) -> None:
+def _run_kernel(q, k, v, out, lse, layout, causal, scale, softcap, window, sinks) -> None:
     """The hip/emu path of forward: the gfx950 kernels (kernel.py), planned on the host."""
     from . import kernel
 
-    kernel.run_forward(q, k, v, out, lse, layout, causal, scale)
+    kernel.run_forward(q, k, v, out, lse, layout, causal, scale, softcap, window, sinks)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -203,7 +251,8 @@ def _run_kernel(q, k, v, out, lse, layout, causal, scale) -> None:
 # ---------------------------------------------------------------------------------------------
 
 def _check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, softmax_scale, causal,
-                  return_lse, out, round_mode, host_cu_seqlens_q, host_cu_seqlens_k):
+                  return_lse, out, round_mode, host_cu_seqlens_q, host_cu_seqlens_k, softcap=0.0,
+                  window_size=(-1, -1), sinks=None):
     _qkv_dtypes(q, k, v)
     for name, t in (("q", q), ("k", k), ("v", v)):
         checks.tensor(name, t, ndim=3)
@@ -226,6 +275,9 @@ def _check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_
     for name, t in (("q", q), ("k", k), ("v", v)):
         _strides(name, t, 0)
     scale = _scale(softmax_scale, q.shape[2])
+    cap = _softcap(softcap)
+    window = _window(window_size, causal)
+    sk = _sinks(sinks, q.shape[1], dev)
     oshape = [q.shape[0], q.shape[1], v.shape[2]]
     if out is not None:
         _check_out(out, oshape, dev, 0)
@@ -243,14 +295,16 @@ def _check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_
             hosts[name] = _cu_seqlens(sname, src, total, tname, mx, "max_seqlen_" + name[-1])
         if host is not None and checks.on_host(cu) and not device_resident(cu):   # checked too, not trusted to match
             _cu_seqlens(name, cu, total, tname, mx, "max_seqlen_" + name[-1])
-    return scale, oshape, hosts
+    return scale, cap, window, sk, oshape, hosts
 
 
 def forward_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
                    cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, *,
                    softmax_scale: float | None = None, causal: bool = False, return_lse: bool = False,
                    out: torch.Tensor | None = None, round_mode: str = "rtne",
-                   host_cu_seqlens_q: torch.Tensor | None = None, host_cu_seqlens_k: torch.Tensor | None = None):
+                   host_cu_seqlens_q: torch.Tensor | None = None, host_cu_seqlens_k: torch.Tensor | None = None,
+                   softcap: float | None = 0.0, window_size: tuple[int, int] = (-1, -1),
+                   sinks: torch.Tensor | None = None):
     """Attention over packed variable-length sequences (THD), ``flash_attn_varlen_func`` argument order.
 
     Args:
@@ -265,18 +319,22 @@ def forward_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens
             of lse; a new out/lse holds unspecified values there).
         round_mode: "rtne" only.
         host_cu_seqlens_q/_k: optional CPU copies of the cu_seqlens (used for checks and host planning).
+        softcap: logit soft-cap as forward (None or 0: off).
+        window_size: sliding window (left, right) as forward, per sequence (bottom-right aligned).
+        sinks: fp32 ``[Hq]`` attention sinks as forward.
 
     Returns:
         out, or (out, lse).
     """
-    scale, oshape, hosts = _check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-                                         softmax_scale, causal, return_lse, out, round_mode,
-                                         host_cu_seqlens_q, host_cu_seqlens_k)
+    scale, cap, window, sk, oshape, hosts = _check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                                                          max_seqlen_k, softmax_scale, causal, return_lse, out,
+                                                          round_mode, host_cu_seqlens_q, host_cu_seqlens_k, softcap,
+                                                          window_size, sinks)
     if out is None:
         out = torch.empty(oshape, dtype=torch.bfloat16, device=q.device)
     lse = torch.empty(q.shape[1], q.shape[0], dtype=torch.float32, device=q.device) if return_lse else None
     _varlen_op(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale,
-               host_cu_seqlens_q, host_cu_seqlens_k)
+               host_cu_seqlens_q, host_cu_seqlens_k, cap, window[0], window[1], sk)
     return (out, lse) if return_lse else out
 
 
@@ -284,22 +342,24 @@ def forward_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens
 def _varlen_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
                cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, out: torch.Tensor,
                lse: torch.Tensor | None, causal: bool, scale: float, host_cu_seqlens_q: torch.Tensor | None,
-               host_cu_seqlens_k: torch.Tensor | None) -> None:
+               host_cu_seqlens_k: torch.Tensor | None, softcap: float = 0.0, window_left: int = -1,
+               window_right: int = -1, sinks: torch.Tensor | None = None) -> None:
     if get_backend() == "reference":
-        reference.forward_varlen(q, k, v, cu_seqlens_q.tolist(), cu_seqlens_k.tolist(), causal, scale, out, lse)
+        reference.forward_varlen(q, k, v, cu_seqlens_q.tolist(), cu_seqlens_k.tolist(), causal, scale, out, lse,
+                                 softcap, (window_left, window_right), sinks)
     else:
         _run_kernel_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale,
-                           host_cu_seqlens_q, host_cu_seqlens_k)
+                           host_cu_seqlens_q, host_cu_seqlens_k, softcap, (window_left, window_right), sinks)
 
 
 @_varlen_op.register_fake
 def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale, host_cu_seqlens_q,
-      host_cu_seqlens_k) -> None:
+      host_cu_seqlens_k, softcap=0.0, window_left=-1, window_right=-1, sinks=None) -> None:
     return None
 
 
 def _run_kernel_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale,
-                       host_cu_seqlens_q, host_cu_seqlens_k) -> None:
+                       host_cu_seqlens_q, host_cu_seqlens_k, softcap, window, sinks) -> None:
     """The hip/emu path of forward_varlen. host_cu_seqlens_* are CPU copies of the cu_seqlens when the caller has
     them (or None): plan exactly on the host from them. Device cu_seqlens without host copies are planned on the
     device (serving.py: the planning kernel writes the work list; no host read)."""
@@ -310,12 +370,12 @@ def _run_kernel_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_se
         from . import serving
 
         serving.run_varlen_on_device(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse,
-                                     causal, scale)
+                                     causal, scale, softcap, window, sinks)
         return
 
     cu_q = (host_cu_seqlens_q if host_cu_seqlens_q is not None else cu_seqlens_q).cpu().tolist()
     cu_k = (host_cu_seqlens_k if host_cu_seqlens_k is not None else cu_seqlens_k).cpu().tolist()
-    kernel.run_forward_varlen(q, k, v, cu_q, cu_k, out, lse, causal, scale)
+    kernel.run_forward_varlen(q, k, v, cu_q, cu_k, out, lse, causal, scale, softcap, window, sinks)
 
 
 # VarlenPlan: varlen_plan.py (device-side planning, issue 13).
@@ -329,7 +389,8 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                   seqlens_k: torch.Tensor, *, kv_indptr: torch.Tensor | None = None,
                   kv_page_indices: torch.Tensor | None = None, block_table: torch.Tensor | None = None,
                   causal: bool = False, softmax_scale: float | None = None, return_lse: bool = False,
-                  out: torch.Tensor | None = None, round_mode: str = "rtne"):
+                  out: torch.Tensor | None = None, round_mode: str = "rtne", softcap: float | None = 0.0,
+                  window_size: tuple[int, int] = (-1, -1), sinks: torch.Tensor | None = None):
     """Attention of packed queries (THD) against K/V stored in pages.
 
     Args:
@@ -344,6 +405,9 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
         block_table: or vLLM block tables, int32 ``[B, max_pages]``: sequence b's pages are
             block_table[b, :ceil(seqlens_k[b] / page_size)]. Give exactly one of the two forms.
         causal, softmax_scale, return_lse, out, round_mode: as forward_varlen (LSE ``[Hq, total_q]``).
+        softcap: logit soft-cap as forward (None or 0: off).
+        window_size: sliding window (left, right) as forward (only the window's pages are read).
+        sinks: fp32 ``[Hq]`` attention sinks as forward.
 
     Lengths and kv_indptr are read on the host (CPU tensors avoid a sync), so this op is not graph
     capturable; page indices are checked against num_pages when they are CPU tensors (on the device, an
@@ -394,6 +458,9 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
         raise ValueError(f"with head dim 128, k_cache and v_cache must have the same strides; got "
                          f"{k_cache.stride()} and {v_cache.stride()}")
     scale = _scale(softmax_scale, dqk)
+    cap = _softcap(softcap)
+    wl, wr = _window(window_size, causal)
+    sk = _sinks(sinks, q.shape[1], dev)
     oshape = [q.shape[0], q.shape[1], v_cache.shape[3]]
     if out is not None:
         _check_out(out, oshape, dev, 0)
@@ -432,7 +499,7 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
         out = torch.empty(oshape, dtype=torch.bfloat16, device=q.device)
     lse = torch.empty(q.shape[1], q.shape[0], dtype=torch.float32, device=q.device) if return_lse else None
     _paged_op(q, k_cache, v_cache, cu_seqlens_q, host_lens, host_indptr, kv_page_indices, block_table, out, lse,
-              causal, scale)
+              causal, scale, cap, wl, wr, sk)
     return (out, lse) if return_lse else out
 
 
@@ -440,7 +507,8 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
 def _paged_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cu_seqlens_q: torch.Tensor,
               seqlens_k: torch.Tensor, kv_indptr: torch.Tensor | None, kv_page_indices: torch.Tensor | None,
               block_table: torch.Tensor | None, out: torch.Tensor, lse: torch.Tensor | None, causal: bool,
-              scale: float) -> None:
+              scale: float, softcap: float = 0.0, window_left: int = -1, window_right: int = -1,
+              sinks: torch.Tensor | None = None) -> None:
     if get_backend() == "reference":
         lens = [int(x) for x in seqlens_k.tolist()]
         if block_table is not None:
@@ -449,20 +517,20 @@ def _paged_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cu_
             ip = [int(x) for x in kv_indptr.tolist()]
             pages = [kv_page_indices[ip[b]:ip[b + 1]] for b in range(len(lens))]
         reference.forward_paged(q, k_cache, v_cache, [int(x) for x in cu_seqlens_q.tolist()], lens, pages, causal,
-                                scale, out, lse)
+                                scale, out, lse, softcap, (window_left, window_right), sinks)
     else:
         _run_kernel_paged(q, k_cache, v_cache, cu_seqlens_q, seqlens_k, kv_indptr, kv_page_indices, block_table,
-                          out, lse, causal, scale)
+                          out, lse, causal, scale, softcap, (window_left, window_right), sinks)
 
 
 @_paged_op.register_fake
 def _(q, k_cache, v_cache, cu_seqlens_q, seqlens_k, kv_indptr, kv_page_indices, block_table, out, lse, causal,
-      scale) -> None:
+      scale, softcap=0.0, window_left=-1, window_right=-1, sinks=None) -> None:
     return None
 
 
 def _run_kernel_paged(q, k_cache, v_cache, cu_seqlens_q, seqlens_k, kv_indptr, kv_page_indices, block_table, out,
-                      lse, causal, scale) -> None:
+                      lse, causal, scale, softcap, window, sinks) -> None:
     """The hip/emu path of forward_paged (seqlens_k and kv_indptr arrive as CPU tensors; the page list stays on the
     device): the paged kernels of serving.py, planned on the host."""
     from . import serving
@@ -476,4 +544,5 @@ def _run_kernel_paged(q, k_cache, v_cache, cu_seqlens_q, seqlens_k, kv_indptr, k
                              f"{block_table.stride(0)} for {len(lens)} rows")
     else:
         pages, page0 = kv_page_indices, [int(x) for x in kv_indptr[:-1].tolist()]
-    serving.run_forward_paged(q, k_cache, v_cache, cu_q, lens, page0, pages, out, lse, causal, scale)
+    serving.run_forward_paged(q, k_cache, v_cache, cu_q, lens, page0, pages, out, lse, causal, scale, softcap,
+                              window, sinks)

@@ -1,10 +1,11 @@
 """Launching the gfx950 attention forward kernels (csrc/device/gfx950/) through moonmath_common's runtime.
 
 Code objects: ``attention_fwd.hsaco`` (kernels ``attn_fwd_d128`` and ``attn_fwd_d192_128``: grid
-(work items, q heads), 512 threads) and ``attention_merge.hsaco`` (``attn_fwd_merge``: the fixed-order
-fp32 merge of split-KV parts). The C++ planner (``_C.plan_forward_batch`` / ``_C.plan_forward_varlen``,
-csrc/host/attention_planner.hpp) writes the plan buffer both kernels read
-(csrc/shared/attention_fwd_plan.h): the strides, the scale, and one work item per (tile, key range).
+(work items, q heads), 512 threads; ``*_softcap``, ``*_window``, ``*_softcap_window``: the same pipelines
+with the soft-cap stage / the sliding window compiled in; ``*_sinks`` of each: with sinks) and
+``attention_merge.hsaco`` (``attn_fwd_merge``: the fixed-order fp32 merge of split-KV parts). The C++ planner
+(``_C.plan_forward_batch`` / ``_C.plan_forward_varlen``, csrc/host/attention_planner.hpp) writes the plan buffer
+both kernels read (csrc/shared/attention_fwd_plan.h): the strides, the scale, and one work item per (tile, key range).
 
 The caller (attention.py) has validated every tensor; this module checks what the kernels add (16-byte
 alignment of the rows they load and store with 16/8-byte accesses), plans, and launches.
@@ -74,8 +75,21 @@ def _strides(t: torch.Tensor, batch: int | None, token: int, head: int) -> list[
     return [t.stride(batch) if batch is not None else 0, t.stride(token), t.stride(head)]
 
 
+NO_WINDOW = (-1, -1)
+
+
+def fwd_kernel(kernels: dict, dims: tuple[int, int], softcap: float, window: tuple[int, int] = NO_WINDOW,
+               sinks: bool = False) -> str:
+    """The kernel of head dims `dims` with the compile-time features in use: ``*_softcap`` when softcap > 0,
+    ``*_window`` for a sliding window (attention._window normalises: (-1, -1) = none), ``*_sinks`` with sinks
+    (one more argument: the fp32 [Hq] sinks, last)."""
+    return (kernels[dims] + ("_softcap" if softcap else "") + ("_window" if tuple(window) != NO_WINDOW else "")
+            + ("_sinks" if sinks else ""))
+
+
 def _launch(op: str, plan: dict, q, k, v, out, lse, dims: tuple[int, int], kernels: dict = FWD_KERNELS,
-            code_object: str = FWD_CODE_OBJECT, extra: tuple = ()) -> list[dict | None]:
+            code_object: str = FWD_CODE_OBJECT, extra: tuple = (), softcap: float = 0.0,
+            window: tuple[int, int] = NO_WINDOW, sinks: torch.Tensor | None = None) -> list[dict | None]:
     """kernels / code_object / extra: the paged kernels and their added arguments (serving.py)."""
     arch = target_arch()
     if arch != ARCH:
@@ -89,15 +103,18 @@ def _launch(op: str, plan: dict, q, k, v, out, lse, dims: tuple[int, int], kerne
     tile = _C().TILE_ROWS
     ws_o = torch.empty(n_slots * hq * tile * dims[1], dtype=torch.float32, device=dev) if n_slots else None
     ws_ml = torch.empty(n_slots * hq * tile * 4, dtype=torch.float32, device=dev) if n_slots else None
-    counters = [KERNELS.launch(op, arch, code_object, kernels[dims], grid=(plan["n_items"], hq),
-                               block=FWD_BLOCK, args=[buf, q, k, v, out, lse, ws_o, ws_ml, *extra])]
+    tail = [sinks] if sinks is not None else []        # the *_sinks kernels' last argument
+    counters = [KERNELS.launch(op, arch, code_object, fwd_kernel(kernels, dims, softcap, window, sinks is not None),
+                               grid=(plan["n_items"], hq), block=FWD_BLOCK,
+                               args=[buf, q, k, v, out, lse, ws_o, ws_ml, *extra, *tail])]
     if plan["n_merge"]:
         counters.append(KERNELS.launch(op, arch, MERGE_CODE_OBJECT, MERGE_KERNEL, grid=(plan["n_merge"], hq),
                                        block=MERGE_BLOCK, args=[buf, out, lse, ws_o, ws_ml]))
     return counters
 
 
-def run_forward(q, k, v, out, lse, layout: str, causal: bool, scale: float) -> list[dict | None]:
+def run_forward(q, k, v, out, lse, layout: str, causal: bool, scale: float, softcap: float = 0.0,
+                window: tuple[int, int] = NO_WINDOW, sinks=None) -> list[dict | None]:
     """Batch forward on the gfx950 kernels (emu or hip). Tensors validated by attention.forward."""
     op = "moonmath_attention_gfx950.forward"
     sd, hd = (1, 2) if layout == "bshd" else (2, 1)
@@ -106,24 +123,31 @@ def run_forward(q, k, v, out, lse, layout: str, causal: bool, scale: float) -> l
     Hkv, Skv = k.shape[hd], k.shape[sd]
     strides = (_strides(q, 0, sd, hd) + _strides(k, 0, sd, hd) + _strides(v, 0, sd, hd) + _strides(out, 0, sd, hd)
                + ([lse.stride(0), lse.stride(1)] if lse is not None else [0, 0]))
-    plan = _C().plan_forward_batch(B, Sq, Skv, Hq, Hkv, causal, lse is not None, scale * LOG2E, strides, **_PLANNER)
+    plan = _C().plan_forward_batch(B, Sq, Skv, Hq, Hkv, causal, lse is not None, scale * LOG2E, strides, **_PLANNER,
+                                   softcap=softcap, window_left=window[0], window_right=window[1])
     plan["heads_q"] = Hq
-    return _launch(op, plan, q, k, v, out, lse, (q.shape[3], v.shape[3]))
+    return _launch(op, plan, q, k, v, out, lse, (q.shape[3], v.shape[3]), softcap=softcap, window=window,
+                   sinks=sinks)
 
 
 def run_forward_varlen(q, k, v, cu_q: list[int], cu_k: list[int], out, lse, causal: bool,
-                       scale: float) -> list[dict | None]:
+                       scale: float, softcap: float = 0.0, window: tuple[int, int] = NO_WINDOW,
+                       sinks=None) -> list[dict | None]:
     """Packed varlen (THD) forward, planned exactly on the host from host cu_seqlens values."""
     op = "moonmath_attention_gfx950.forward_varlen"
     _check_alignment(op, q=(q, (0, 1)), k=(k, (0, 1)), v=(v, (0, 1)), out=(out, (0, 1)))
     Hq, Hkv = q.shape[1], k.shape[1]
     strides = (_strides(q, None, 0, 1) + _strides(k, None, 0, 1) + _strides(v, None, 0, 1) + _strides(out, None, 0, 1)
                + ([0, lse.stride(0)] if lse is not None else [0, 0]))
-    plan = _C().plan_forward_varlen(cu_q, cu_k, Hq, Hkv, causal, lse is not None, scale * LOG2E, strides, **_PLANNER)
+    plan = _C().plan_forward_varlen(cu_q, cu_k, Hq, Hkv, causal, lse is not None, scale * LOG2E, strides, **_PLANNER,
+                                    softcap=softcap, window_left=window[0], window_right=window[1])
     plan["heads_q"] = Hq
-    return _launch(op, plan, q, k, v, out, lse, (q.shape[2], v.shape[2]))
+    return _launch(op, plan, q, k, v, out, lse, (q.shape[2], v.shape[2]), softcap=softcap, window=window,
+                   sinks=sinks)
 
 
-def plan_batch(B: int, Sq: int, Skv: int, heads_q: int, heads_kv: int, causal: bool = False) -> dict:
+def plan_batch(B: int, Sq: int, Skv: int, heads_q: int, heads_kv: int, causal: bool = False,
+               window: tuple[int, int] = NO_WINDOW) -> dict:
     """The planner's decision for a batch shape under the current planner options (strides irrelevant)."""
-    return _C().plan_forward_batch(B, Sq, Skv, heads_q, heads_kv, causal, False, 1.0, [0] * 14, **_PLANNER)
+    return _C().plan_forward_batch(B, Sq, Skv, heads_q, heads_kv, causal, False, 1.0, [0] * 14, **_PLANNER,
+                                   window_left=window[0], window_right=window[1])

@@ -19,7 +19,7 @@ from .kernel import _C, _PLANNER, ARCH, FWD_BLOCK, KERNELS, LOG2E, _check_alignm
 PAGED_CODE_OBJECT = "attention_fwd_paged"
 PAGED_KERNELS = {(128, 128): "attn_fwd_paged_d128", (192, 128): "attn_fwd_paged_d192_128"}
 PLAN_CODE_OBJECT, PLAN_KERNEL, PLAN_BLOCK = "attention_plan", "attn_fwd_plan_varlen", 256
-ARGS_BYTES, ITEM_BYTES = 144, 48     # sizeof(AttnFwdArgs), sizeof(AttnWorkItem) (csrc/shared/attention_fwd_plan.h)
+ARGS_BYTES, ITEM_BYTES = 152, 48     # sizeof(AttnFwdArgs), sizeof(AttnWorkItem) (csrc/shared/attention_fwd_plan.h)
 N_ITEMS_OFFSET = 14 * 8 + 2 * 4      # AttnFwdArgs.n_items
 MAX_CACHE_BYTES = (1 << 32) - 64     # one buffer resource spans a cache (attention_fwd_paged.hpp)
 
@@ -32,7 +32,8 @@ def _span_bytes(t: torch.Tensor) -> int:
 
 
 def run_forward_paged(q, k_cache, v_cache, cu_q: list[int], k_lens: list[int], page0: list[int], pages, out, lse,
-                      causal: bool, scale: float) -> list[dict | None]:
+                      causal: bool, scale: float, softcap: float = 0.0,
+                      window: tuple[int, int] = kernel.NO_WINDOW, sinks=None) -> list[dict | None]:
     """forward_paged on the gfx950 kernels. cu_q / k_lens / page0 are host values (page0[b]: sequence b's first entry
     in `pages`, the page list or the flattened block table, which stays on the device)."""
     op = "moonmath_attention_gfx950.forward_paged"
@@ -49,11 +50,12 @@ def run_forward_paged(q, k_cache, v_cache, cu_q: list[int], k_lens: list[int], p
     strides = (_strides(q, None, 0, 1) + _strides(k_cache, 0, 1, 2) + _strides(v_cache, 0, 1, 2)
                + _strides(out, None, 0, 1) + ([0, lse.stride(0)] if lse is not None else [0, 0]))
     plan = _C().plan_forward_paged(cu_q, k_lens, page0, Hq, Hkv, causal, lse is not None, scale * LOG2E, strides,
-                                   **_PLANNER)
+                                   **_PLANNER, softcap=softcap, window_left=window[0], window_right=window[1])
     plan["heads_q"] = Hq
     extra = (pages, _span_bytes(k_cache), _span_bytes(v_cache), int(math.log2(page_size)))
     return kernel._launch(op, plan, q, k_cache, v_cache, out, lse, (q.shape[2], v_cache.shape[3]),
-                          kernels=PAGED_KERNELS, code_object=PAGED_CODE_OBJECT, extra=extra)
+                          kernels=PAGED_KERNELS, code_object=PAGED_CODE_OBJECT, extra=extra, softcap=softcap,
+                          window=window, sinks=sinks)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -80,7 +82,8 @@ def plan_on_device(buf: torch.Tensor, cu_q, cu_k, n_cap: int, total_q: int, tota
 
 
 def run_device_planned(buf: torch.Tensor, n_cap: int, q, k, v, out, lse, causal: bool, scale: float,
-                       staging: dict | None = None) -> list[dict | None]:
+                       staging: dict | None = None, softcap: float = 0.0,
+                       window: tuple[int, int] = kernel.NO_WINDOW, sinks=None) -> list[dict | None]:
     """Run the forward kernel over a device-written plan: the host writes only the header (strides of this
     run's q/k/v/out, scale, flags), a host-to-device copy of values it owns; it reads nothing back.
 
@@ -94,7 +97,8 @@ def run_device_planned(buf: torch.Tensor, n_cap: int, q, k, v, out, lse, causal:
     strides = (_strides(q, None, 0, 1) + _strides(k, None, 0, 1) + _strides(v, None, 0, 1) + _strides(out, None, 0, 1)
                + ([0, lse.stride(0)] if lse is not None else [0, 0]))
     header = bytearray(_C().plan_forward_varlen([0], [0], Hq, Hkv, causal, lse is not None, scale * LOG2E, strides,
-                                                **_PLANNER)["plan"])
+                                                **_PLANNER, softcap=softcap, window_left=window[0],
+                                                window_right=window[1])["plan"])
     assert len(header) == ARGS_BYTES
     struct.pack_into("<i", header, N_ITEMS_OFFSET, n_cap)
     on_gpu = buf.device.type != "cpu"
@@ -107,14 +111,18 @@ def run_device_planned(buf: torch.Tensor, n_cap: int, q, k, v, out, lse, causal:
     buf[:ARGS_BYTES].copy_(src, non_blocking=on_gpu)   # stream-ordered, no host sync on a GPU
     if n_cap == 0 or Hq == 0:
         return []
-    return [KERNELS.launch(op, ARCH, kernel.FWD_CODE_OBJECT, kernel.FWD_KERNELS[(q.shape[2], v.shape[2])],
-                           grid=(n_cap, Hq), block=FWD_BLOCK, args=[buf, q, k, v, out, lse, None, None])]
+    return [KERNELS.launch(op, ARCH, kernel.FWD_CODE_OBJECT,
+                           kernel.fwd_kernel(kernel.FWD_KERNELS, (q.shape[2], v.shape[2]), softcap, window,
+                                             sinks is not None),
+                           grid=(n_cap, Hq), block=FWD_BLOCK, args=[buf, q, k, v, out, lse, None, None,
+                                                             *([sinks] if sinks is not None else [])])]
 
 
-def run_varlen_on_device(q, k, v, cu_q, cu_k, max_q: int, max_k: int, out, lse, causal: bool, scale: float) -> None:
+def run_varlen_on_device(q, k, v, cu_q, cu_k, max_q: int, max_k: int, out, lse, causal: bool, scale: float,
+                         softcap: float = 0.0, window: tuple[int, int] = kernel.NO_WINDOW, sinks=None) -> None:
     """forward_varlen with device-resident cu_seqlens and no host copies: plan on the device into a buffer that
     lives for this call (stream order keeps it valid for the kernels), then run."""
     n_cap = device_plan_capacity(cu_q.numel() - 1, max_q, q.shape[0])
     buf = torch.zeros(ARGS_BYTES + n_cap * ITEM_BYTES, dtype=torch.uint8, device=q.device)
     plan_on_device(buf, cu_q, cu_k, n_cap, q.shape[0], k.shape[0], max_q, max_k, causal)
-    run_device_planned(buf, n_cap, q, k, v, out, lse, causal, scale)
+    run_device_planned(buf, n_cap, q, k, v, out, lse, causal, scale, softcap=softcap, window=window, sinks=sinks)

@@ -14,7 +14,9 @@ class VarlenPlan:
     """forward_varlen split in two: ``plan()`` once per forward pass, ``run(q, k, v)`` per layer.
 
     ``plan(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, total_q, total_k, heads=, kv_heads=,
-    causal=False, softmax_scale=None, host_cu_seqlens_q=None, host_cu_seqlens_k=None)`` returns the plan itself.
+    causal=False, softmax_scale=None, host_cu_seqlens_q=None, host_cu_seqlens_k=None, softcap=0.0,
+    window_size=(-1, -1))`` returns the
+    plan itself.
 
     Where it plans:
       * device cu_seqlens (on a GPU; on the emu backend an ``EmuDeviceTensor``) and no host copies: a planning
@@ -48,7 +50,8 @@ class VarlenPlan:
     def plan(self, cu_seqlens_q: torch.Tensor, cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int,
              total_q: int, total_k: int, *, heads: int, kv_heads: int, causal: bool = False,
              softmax_scale: float | None = None, host_cu_seqlens_q: torch.Tensor | None = None,
-             host_cu_seqlens_k: torch.Tensor | None = None) -> VarlenPlan:
+             host_cu_seqlens_k: torch.Tensor | None = None, softcap: float | None = 0.0,
+             window_size: tuple[int, int] = (-1, -1)) -> VarlenPlan:
         checks.integer("total_q", total_q, lo=0, hi=2**31 - 1)
         checks.integer("total_k", total_k, lo=0, hi=2**31 - 1)
         checks.integer("heads", heads, lo=1)
@@ -60,6 +63,8 @@ class VarlenPlan:
         checks.boolean("causal", causal)
         if softmax_scale is not None:
             checks.real("softmax_scale", softmax_scale)
+        cap = _att._softcap(softcap)
+        window = _att._window(window_size, causal)
         _att._index_vector("cu_seqlens_q", cu_seqlens_q)
         _att._index_vector("cu_seqlens_k", cu_seqlens_k, cu_seqlens_q.numel())
         if cu_seqlens_q.numel() < 1:
@@ -76,7 +81,8 @@ class VarlenPlan:
             raise ValueError("give both host_cu_seqlens_q and host_cu_seqlens_k, or neither")
         self._args = dict(cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
                           max_seqlen_k=max_seqlen_k, total_q=total_q, total_k=total_k, heads=heads,
-                          kv_heads=kv_heads, causal=causal, softmax_scale=softmax_scale)
+                          kv_heads=kv_heads, causal=causal, softmax_scale=softmax_scale, softcap=cap,
+                          window_size=window)
         on_device = host_cu_seqlens_q is None and (device_resident(cu_seqlens_q) or device_resident(cu_seqlens_k))
         if not on_device:
             hq = host_cu_seqlens_q if host_cu_seqlens_q is not None else cu_seqlens_q
@@ -109,7 +115,8 @@ class VarlenPlan:
         return self._host is None
 
     def run(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Tensor | None = None,
-            return_lse: bool = False):
+            return_lse: bool = False, sinks: torch.Tensor | None = None):
+        """sinks: this layer's fp32 [heads] attention sinks (forward's sinks=), or None."""
         if self._args is None:
             raise RuntimeError("VarlenPlan.run() called before plan()")
         a = self._args
@@ -125,7 +132,7 @@ class VarlenPlan:
             return _att.forward_varlen(q, k, v, a["cu_seqlens_q"] if hq is None else hq,
                                        a["cu_seqlens_k"] if hk is None else hk, a["max_seqlen_q"], a["max_seqlen_k"],
                                        softmax_scale=a["softmax_scale"], causal=a["causal"], return_lse=return_lse,
-                                       out=out)
+                                       out=out, softcap=a["softcap"], window_size=a["window_size"], sinks=sinks)
         # device-planned: validate the tensors as forward_varlen does, without any value of the cu_seqlens
         _att._qkv_dtypes(q, k, v)
         checks.boolean("return_lse", return_lse)
@@ -139,6 +146,7 @@ class VarlenPlan:
         for name, t in (("q", q), ("k", k), ("v", v)):
             _att._strides(name, t, 0)
         scale = _att._scale(a["softmax_scale"], q.shape[2])
+        sk = _att._sinks(sinks, q.shape[1], dev)
         oshape = [q.shape[0], q.shape[1], v.shape[2]]
         if out is None:
             out = torch.empty(oshape, dtype=torch.bfloat16, device=q.device)
@@ -147,5 +155,6 @@ class VarlenPlan:
         lse = torch.empty(q.shape[1], q.shape[0], dtype=torch.float32, device=q.device) if return_lse else None
         from . import serving
 
-        serving.run_device_planned(self._buf, self._cap, q, k, v, out, lse, a["causal"], scale, self._staging)
+        serving.run_device_planned(self._buf, self._cap, q, k, v, out, lse, a["causal"], scale, self._staging,
+                                   softcap=a["softcap"], window=a["window_size"], sinks=sk)
         return (out, lse) if return_lse else out

@@ -25,7 +25,7 @@
 // Pipeline, one barrier per KV block:
 //   wait own DMAs of block n (vmcnt 0); barrier       -> block n visible; every wave is done with n-1
 //   DMA block n+1 into the other stage (all waves)   -> overlaps the math below
-//   QK(n) from LDS, mask (only on blocks that need it), online softmax (log2 domain, fp32),
+//   QK(n) from LDS, [soft-cap: the *_softcap kernels], mask ([window: lower bound too], only on blocks that need it), online softmax (log2 domain, fp32),
 //   P -> bf16 (RTNE), PV(n) with transposing LDS reads.
 // Epilogue: O / lb (lb = the sum of the bf16 P, by MFMA against ones; 0 -> 0) rounded RTNE with canonical NaN 0x7FFF, LSE = (m + log2 l) ln 2; a
 // split part writes fp32 (O, m, l) to its workspace slot instead (attention_merge.hip combines them).
@@ -61,9 +61,14 @@ typedef __attribute__((address_space(3))) uint8_t lds_u8;
 constexpr float kNegInf = -__builtin_inff();
 
 // ---- shapes -------------------------------------------------------------------------------------
-template <int Dqk_, int Dv_>
+// Compile-time features, flags not copies: off, the pipeline compiles to the plain kernel instruction for
+// instruction. Softcap_: softcap_block between QK and the mask. Window_: a sliding window, i.e. a lower
+// key bound per row in the mask and the tile's key loop clipped to the window. Sinks_: per-head sink logits
+// joining each row's denominator (add_sink before the epilogue).
+template <int Dqk_, int Dv_, bool Softcap_ = false, bool Window_ = false, bool Sinks_ = false>
 struct FwdShape {
   static constexpr int Dqk = Dqk_, Dv = Dv_;
+  static constexpr bool kSoftcap = Softcap_, kWindow = Window_, kSinks = Sinks_;
   static constexpr int kQkSteps = Dqk / 32;                 // MFMA k-steps per 16-key QK tile
   static constexpr int kDvTiles = Dv / 16;                  // 16-column output tiles
   static constexpr int kKeyTiles = kKvBlock / 16;           // 16-key tiles per block (4)
@@ -246,6 +251,21 @@ MM_DEVICE void qk(const WaveState<Shape>& st, const lds_u8* kblk, FragC (&s)[kRo
   }
 }
 
+// Gemma-2 soft-cap of the raw scores: s -> tanh(|scale| s / cap) = 1 - 2 / (1 + 2^(s pre2)), pre2 =
+// 2 |scale| log2(e) / cap; the softmax then multiplies by c = cap log2(e), so its logits are
+// cap tanh(scale s / cap) in log2 units. exp2 overflowing to inf gives rcp = 0, t = 1 (no NaN); tanh is
+// monotone, so the max-then-scale of softmax_step stays exact. Before the mask: a masked key stays -inf.
+template <class Shape>
+MM_DEVICE void softcap_block(FragC (&s)[kRowTilesPerWave][Shape::kKeyTiles], float pre2) {
+#pragma unroll
+  for (int rt = 0; rt < kRowTilesPerWave; ++rt)
+#pragma unroll
+    for (int t = 0; t < Shape::kKeyTiles; ++t)
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+        s[rt][t].v[r] = __builtin_fmaf(-2.f, mm::rcp(1.f + mm::exp2(s[rt][t].v[r] * pre2)), 1.f);
+}
+
 // Keys at or past a row's limit (k_len, or the causal diagonal) -> -inf. Only blocks that cross a
 // limit of the wave's rows pay for it (a wave-uniform branch).
 template <class Shape>
@@ -259,6 +279,23 @@ MM_DEVICE void mask_block(FragC (&s)[kRowTilesPerWave][Shape::kKeyTiles], int32_
 #pragma unroll
       for (int r = 0; r < 4; ++r)
         if (key0 + 16 * t + 4 * g + r >= limit[rt]) s[rt][t].v[r] = kNegInf;
+}
+
+// The window form: keys below a row's lower bound lo go too (the upper bound is in limit).
+template <class Shape>
+MM_DEVICE void mask_block_window(FragC (&s)[kRowTilesPerWave][Shape::kKeyTiles], int32_t key0,
+                                 const int32_t (&limit)[kRowTilesPerWave], const int32_t (&lo)[kRowTilesPerWave],
+                                 uint32_t lane) {
+  const int32_t g = (int32_t)(lane >> 4);
+#pragma unroll
+  for (int rt = 0; rt < kRowTilesPerWave; ++rt)
+#pragma unroll
+    for (int t = 0; t < Shape::kKeyTiles; ++t)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int32_t key = key0 + 16 * t + 4 * g + r;
+        if (key >= limit[rt] || key < lo[rt]) s[rt][t].v[r] = kNegInf;
+      }
 }
 
 // Online softmax over one block of raw scores s (c = |scale| log2 e > 0, so max(c s) = c max(s)):
@@ -338,6 +375,28 @@ MM_DEVICE void pv(WaveState<Shape>& st, const FragC (&p)[kRowTilesPerWave][Shape
   }
 }
 
+// gpt-oss sinks: the head's sink logit (log2 units, sink2 = sink log2 e, unscaled) joins every row's
+// denominator as one more "key" with no value: M = max(m, sink2), O and both sums rescaled by 2^(m - M),
+// 2^(sink2 - M) added to the sums (once per row: lane group 0 for the per-lane share l; every register of the
+// row-uniform lb). A row that saw no key ends with O = 0 and lse = sink.
+template <class Shape>
+MM_DEVICE void add_sink(WaveState<Shape>& st, float sink2, uint32_t lane) {
+  const bool first_group = (lane >> 4) == 0;
+#pragma unroll
+  for (int rt = 0; rt < kRowTilesPerWave; ++rt) {
+    const float M = __builtin_fmaxf(st.m[rt], sink2);
+    const float M_ref = M == kNegInf ? 0.f : M;          // sink -inf and no key: nothing to add
+    const float r = mm::exp2(st.m[rt] - M_ref), e = mm::exp2(sink2 - M_ref);
+    st.m[rt] = M;
+    st.l[rt] = st.l[rt] * r + (first_group ? e : 0.f);
+    mm::scale(st.lb[rt], r);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) st.lb[rt].v[i] += e;
+#pragma unroll
+    for (int n = 0; n < Shape::kDvTiles; ++n) mm::scale(st.o[rt][n], r);
+  }
+}
+
 // Final rows: out = O / l in bf16 (RTNE, canonical NaN), lse = (m + log2 l) * ln 2.
 template <class Shape>
 MM_DEVICE void store_final(const WaveState<Shape>& st, mm::buffer_rsrc o, int64_t o_token, mm::buffer_rsrc lse,
@@ -395,6 +454,7 @@ struct FwdPointers {
   float* lse;
   float* ws_o;
   float* ws_ml;
+  const float* sinks;   // the *_sinks kernels: fp32 [heads_q] sink logits (natural-log units); else null
 };
 
 // Tile: the partitioner (DenseTile; PagedTile in attention_fwd_paged.hpp), built from the item and
@@ -430,23 +490,56 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
     limit[rt] = causal && row + diag < it.k_len ? row + diag : it.k_len;
   }
   // The wave's smallest limit decides whether a block needs the mask at all.
-  const int32_t wave_limit = causal && wave_row0 + diag < it.k_len ? wave_row0 + diag : it.k_len;
+  int32_t wave_limit = causal && wave_row0 + diag < it.k_len ? wave_row0 + diag : it.k_len;
+  int32_t kv_begin = it.kv_begin, kv_end = it.kv_end;
+  // Window: row i sees keys [d - left, d + right], d = i + k_len - q_len (-1: unbounded). The host planner
+  // already plans only the window's blocks; the clip here makes a device-written plan (the full causal
+  // range) skip them too. wave_lo is the largest lower bound of the wave's rows (its last row's).
+  int32_t lo[kRowTilesPerWave];
+  int32_t wave_lo = 0;
+  if constexpr (Shape::kWindow) {
+    const int32_t off = it.k_len - it.q_len, left = a.window_left, right = a.window_right;
+#pragma unroll
+    for (int rt = 0; rt < kRowTilesPerWave; ++rt) {
+      const int32_t row = wave_row0 + 16 * rt + (int32_t)(lane & 15u);
+      if (right >= 0 && row + off + right + 1 < limit[rt]) limit[rt] = row + off + right + 1;
+      lo[rt] = left >= 0 ? row + off - left : -kKvBlock;
+    }
+    if (right >= 0 && wave_row0 + off + right + 1 < wave_limit) wave_limit = wave_row0 + off + right + 1;
+    wave_lo = left >= 0 ? wave_row0 + 31 + off - left : -kKvBlock;
+    if (left >= 0) {
+      const int32_t tile_lo = it.q_row0 + off - left;
+      if (tile_lo > kv_begin) kv_begin = tile_lo & ~(kKvBlock - 1);
+    }
+    if (right >= 0) {
+      const int32_t last = (it.q_len - it.q_row0 < kTileRows ? it.q_len : it.q_row0 + kTileRows) - 1;
+      if (last + off + right + 1 < kv_end) kv_end = last + off + right + 1;
+    }
+  }
 
-  if (it.kv_begin < it.kv_end) dma_block<Shape>(tile, it.kv_begin, lds, wave, lane);
+  if (kv_begin < kv_end) dma_block<Shape>(tile, kv_begin, lds, wave, lane);
   uint32_t stage = 0;
-  for (int32_t key0 = it.kv_begin; key0 < it.kv_end; key0 += kKvBlock) {
+  for (int32_t key0 = kv_begin; key0 < kv_end; key0 += kKvBlock) {
     mm::wait_vmcnt<0>();
     mm::block_sync();
     lds_u8* cur = lds + stage * Shape::kStageBytes;
-    if (key0 + kKvBlock < it.kv_end) dma_block<Shape>(tile, key0 + kKvBlock, lds + (stage ^ 1u) * Shape::kStageBytes, wave, lane);
+    if (key0 + kKvBlock < kv_end) dma_block<Shape>(tile, key0 + kKvBlock, lds + (stage ^ 1u) * Shape::kStageBytes, wave, lane);
     FragC s[kRowTilesPerWave][Shape::kKeyTiles];
     qk(st, cur, s, lane);
-    if (key0 + kKvBlock > wave_limit) mask_block<Shape>(s, key0, limit, lane);
+    if constexpr (Shape::kSoftcap) softcap_block<Shape>(s, a.softcap_pre2);
+    if constexpr (Shape::kWindow) {
+      if (key0 + kKvBlock > wave_limit || key0 < wave_lo) mask_block_window<Shape>(s, key0, limit, lo, lane);
+    } else {
+      if (key0 + kKvBlock > wave_limit) mask_block<Shape>(s, key0, limit, lane);
+    }
     softmax_step(st, s, a.scale_log2);
     pv(st, s, cur + Shape::kKBytes, lane);
     stage ^= 1u;
   }
 
+  if constexpr (Shape::kSinks) {
+    if (it.slot < 0 || it.sink_part) add_sink(st, ptr.sinks[h] * mm::kLog2e, lane);
+  }
   if (it.slot < 0)
     store_final(st, tile.o_rsrc(ptr.o), a.o_token, tile.lse_rsrc(ptr.lse), (a.flags & kFlagLse) != 0, wave, lane);
   else

@@ -60,11 +60,11 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void attn_fwd_plan_varlen(attn950::AttnFwdArgs* 
         const int64_t e = (int64_t)last + 1 + kl - ql;
         kv_end = e < 0 ? 0 : e > kl ? kl : (int32_t)e;
       }
-      items[idx] = AttnWorkItem{0, q0, ql, k0, kl, row0, 0, kv_end, -1, {0, 0, 0}};
+      items[idx] = AttnWorkItem{0, q0, ql, k0, kl, row0, 0, kv_end, -1, 0, {0, 0}};
     }
     base += chunk_total;
     mm::block_sync();   // scan[] is rewritten by the next chunk
   }
   for (int32_t idx = (base < n_cap ? base : n_cap) + t; idx < n_cap; idx += kThreads)
-    items[idx] = AttnWorkItem{0, 0, 0, 0, 0, 0, 0, 0, -1, {0, 0, 0}};
+    items[idx] = AttnWorkItem{0, 0, 0, 0, 0, 0, 0, 0, -1, 0, {0, 0}};
 }
