@@ -90,7 +90,8 @@ def test_gfx942_dispatch(arch):
     assert torch.equal(bf16_bits(ma.forward(q, k, v, round_mode="rtz")), bf16_bits(rtz))
     ma.forward(q, k, v, softmax_scale=1 / math.sqrt(128))     # the fixed scale may be spelled out
     for kwargs, what in ((dict(causal=True), "causal"), (dict(return_lse=True), "return_lse"),
-                         (dict(softmax_scale=0.1), "softmax_scale")):
+                         (dict(softmax_scale=0.1), "softmax_scale"), (dict(softcap=30.0), "softcap"),
+                         (dict(window_size=(4, 0)), "window_size"), (dict(sinks=torch.zeros(2)), "sinks")):
         with pytest.raises(ma.ArchFeatureError, match=what):
             ma.forward(q, k, v, **kwargs)
     with pytest.raises(ma.ArchFeatureError, match="GQA"):
@@ -126,6 +127,17 @@ def test_gfx950_dispatch(arch):
     p = ma.forward_paged(q[0], kc, vc, cu_q, torch.tensor([4, 5], dtype=torch.int32),
                          block_table=torch.tensor([[0], [1]], dtype=torch.int32), causal=True)
     assert torch.equal(bf16_bits(p), bf16_bits(a))
+    # the attention features pass through the metapackage unchanged
+    feats = dict(softcap=20.0, window_size=(3, 0), sinks=torch.tensor([0.5, -1.0, 0.0, 2.0]))
+    fo, fl = ma.forward(q, k, v, layout="bshd", causal=True, return_lse=True, **feats)
+    go, gl = att.forward(q, k, v, layout="bshd", causal=True, return_lse=True, **feats)
+    assert torch.equal(bf16_bits(fo), bf16_bits(go)) and torch.equal(fl, gl) and not torch.equal(fl, lse)
+    fv = ma.forward_varlen(q[0], k[0], v[0], cu_q, cu_k, 4, 5, causal=True, **feats)
+    assert torch.equal(bf16_bits(fv), bf16_bits(att.forward_varlen(q[0], k[0], v[0], cu_q, cu_k, 4, 5, causal=True,
+                                                                   **feats)))
+    fp = ma.forward_paged(q[0], kc, vc, cu_q, torch.tensor([4, 5], dtype=torch.int32),
+                          block_table=torch.tensor([[0], [1]], dtype=torch.int32), causal=True, **feats)
+    assert torch.equal(bf16_bits(fp), bf16_bits(fv))
 
 
 @pytest.mark.parametrize("arch", ["gfx942", "gfx950"], indirect=True)

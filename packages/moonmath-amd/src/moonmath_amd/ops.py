@@ -54,17 +54,25 @@ def _gfx950_only(op: str, what: str) -> None:
 
 def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Tensor | None = None,
             round_mode: str | None = None, layout: str = "bhsd", causal: bool = False,
-            softmax_scale: float | None = None, return_lse: bool = False):
+            softmax_scale: float | None = None, return_lse: bool = False, softcap: float | None = 0.0,
+            window_size: tuple[int, int] = (-1, -1), sinks: torch.Tensor | None = None):
     """bf16 attention forward, dispatched by arch (see docs/ops/forward.md).
 
     gfx942: head dim 128, contiguous q/k/v with equal heads, no causal, no LSE, scale 1/sqrt(128),
     round_mode "rtna" (default), "rtne" or "rtz". gfx950: causal (bottom-right), GQA/MQA, head dims
     (128,128)/(192,128), softmax_scale (default 1/sqrt(Dqk)), any strides with a contiguous head dim,
-    lengths >= 0, return_lse (fp32 [B, H, Sq], natural log), round_mode "rtne" only (the default).
+    lengths >= 0, return_lse (fp32 [B, H, Sq], natural log), round_mode "rtne" only (the default),
+    softcap (Gemma 2), window_size=(left, right) (flash-attn sliding window), sinks (gpt-oss, fp32 [Hq]).
     layout: "bhsd" (default) or "bshd" on both.
     """
     arch = _attention_arch("forward")
     if arch == "gfx942":
+        no_window = isinstance(window_size, (tuple, list)) and list(window_size) == [-1, -1]
+        for name, value, off in (("softcap", softcap, softcap in (None, 0, 0.0)),
+                                 ("window_size", window_size, no_window), ("sinks", sinks, sinks is None)):
+            if not off:
+                raise ArchFeatureError(f"forward: {name}={value!r} is not supported on gfx942 yet (its MHA kernel "
+                                       f"has no {name}); it exists on gfx950")
         if causal is not False:
             raise ArchFeatureError(f"forward: causal={causal!r} is not supported on gfx942 (its MHA kernel has no "
                                    "causal mask); causal attention exists on gfx950")
@@ -82,34 +90,40 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
         return _gfx942.forward(q, k, v, out=out, round_mode="rtna" if round_mode is None else round_mode,
                                layout=layout)
     return _gfx950.forward(q, k, v, out=out, round_mode="rtne" if round_mode is None else round_mode, layout=layout,
-                           causal=causal, softmax_scale=softmax_scale, return_lse=return_lse)
+                           causal=causal, softmax_scale=softmax_scale, return_lse=return_lse, softcap=softcap,
+                           window_size=window_size, sinks=sinks)
 
 
 def forward_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
                    cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, *,
                    softmax_scale: float | None = None, causal: bool = False, return_lse: bool = False,
                    out: torch.Tensor | None = None, round_mode: str = "rtne",
-                   host_cu_seqlens_q: torch.Tensor | None = None, host_cu_seqlens_k: torch.Tensor | None = None):
+                   host_cu_seqlens_q: torch.Tensor | None = None, host_cu_seqlens_k: torch.Tensor | None = None,
+                   softcap: float | None = 0.0, window_size: tuple[int, int] = (-1, -1),
+                   sinks: torch.Tensor | None = None):
     """Packed variable-length attention (THD), flash_attn_varlen_func argument order; gfx950 only.
     See moonmath_attention_gfx950.forward_varlen and docs/ops/forward_varlen.md."""
     _gfx950_only("forward_varlen", "varlen batching")
     return _gfx950.forward_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                                   softmax_scale=softmax_scale, causal=causal, return_lse=return_lse, out=out,
                                   round_mode=round_mode, host_cu_seqlens_q=host_cu_seqlens_q,
-                                  host_cu_seqlens_k=host_cu_seqlens_k)
+                                  host_cu_seqlens_k=host_cu_seqlens_k, softcap=softcap, window_size=window_size,
+                                  sinks=sinks)
 
 
 def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cu_seqlens_q: torch.Tensor,
                   seqlens_k: torch.Tensor, *, kv_indptr: torch.Tensor | None = None,
                   kv_page_indices: torch.Tensor | None = None, block_table: torch.Tensor | None = None,
                   causal: bool = False, softmax_scale: float | None = None, return_lse: bool = False,
-                  out: torch.Tensor | None = None, round_mode: str = "rtne"):
+                  out: torch.Tensor | None = None, round_mode: str = "rtne", softcap: float | None = 0.0,
+                  window_size: tuple[int, int] = (-1, -1), sinks: torch.Tensor | None = None):
     """Attention against paged K/V (page lists or vLLM block tables); gfx950 only.
     See moonmath_attention_gfx950.forward_paged and docs/ops/forward_paged.md."""
     _gfx950_only("forward_paged", "paged K/V")
     return _gfx950.forward_paged(q, k_cache, v_cache, cu_seqlens_q, seqlens_k, kv_indptr=kv_indptr,
                                  kv_page_indices=kv_page_indices, block_table=block_table, causal=causal,
-                                 softmax_scale=softmax_scale, return_lse=return_lse, out=out, round_mode=round_mode)
+                                 softmax_scale=softmax_scale, return_lse=return_lse, out=out, round_mode=round_mode,
+                                 softcap=softcap, window_size=window_size, sinks=sinks)
 
 
 class VarlenPlan(_gfx950.VarlenPlan):
