@@ -1,5 +1,7 @@
 """Helpers for the packages' tests (not used at run time).
 
+`lazy_empty(n, dtype)`: a CPU tensor of n elements that only commits the pages written, for tests of
+offsets beyond 2 or 4 GiB; skips the test when the machine refuses the virtual allocation.
 `run_host_cpp_test(src, includes, workdir)` builds one C++ unit test of a host planner with the machine's
 C++ compiler (moonmath-common's include/ on the path, for `moonmath/host/unit_check.hpp`), runs it, and
 fails with its stderr when it exits non-zero. No compiler: the test is skipped, saying so.
@@ -27,3 +29,15 @@ def run_host_cpp_test(src: Path, includes: list[Path] | tuple[Path, ...], workdi
     assert build.returncode == 0, f"{Path(src).name} does not build:\n{build.stderr[:4000]}"
     run = subprocess.run([str(exe)], capture_output=True, text=True)
     assert run.returncode == 0, f"{Path(src).name} failed:\n{run.stderr[:4000]}"
+
+
+def lazy_empty(n: int, dtype):
+    """A CPU tensor of n elements that commits only the pages written (Linux maps large allocations lazily
+    and torch.empty does not touch them). Skips the calling test when the machine refuses the mapping."""
+    import pytest
+    import torch
+
+    try:
+        return torch.empty(n, dtype=dtype)
+    except RuntimeError as e:  # machines without overcommit
+        pytest.skip(f"cannot map a {n * torch.empty(0, dtype=dtype).element_size() >> 20} MiB view: {e}")

@@ -21,6 +21,7 @@ import torch
 
 import moonmath_mla_decode as mld
 from moonmath_common import target_arch, use_backend
+from moonmath_common.testing import lazy_empty
 from moonmath_mla_decode import kernel as mk
 from moonmath_mla_decode import reference
 from moonmath_mla_decode.decode import POOL_DTYPES
@@ -338,22 +339,13 @@ def test_32bit_range_check():
 
 # ---- sizes beyond 32-bit offsets, hostile device metadata, NaN/Inf -----------------------------------
 
-def _lazy_empty(n, dtype):
-    """A CPU tensor of n elements that only commits the pages written (Linux maps large allocations
-    lazily; torch.empty does not touch them). Skips when the machine refuses the virtual allocation."""
-    try:
-        return torch.empty(n, dtype=dtype)
-    except RuntimeError as e:  # pragma: no cover - machines without overcommit
-        pytest.skip(f"cannot map a {n * torch.empty(0, dtype=dtype).element_size() >> 20} MiB view: {e}")
-
-
 @pytest.mark.parametrize("variant", ["wave", "shared"])
 def test_pool_beyond_4gib(variant):
     """Slots whose rows lie past byte 2^32 of the pool are read correctly: the pool is a structured
     buffer (576-byte records), so base + slot * 576 is formed in 48 bits, not 32."""
     small = make_case(2, 16, 2, [40, 23], seed=31)
     slots = (1 << 32) // 576 + 4096  # 4.3e9 bytes: the last 2.3 MB lie beyond 4 GiB
-    flat = _lazy_empty(slots * 576, torch.uint8)
+    flat = lazy_empty(slots * 576, torch.uint8)
     pool = flat.view(fp8()).view(slots, 1, 576)
     n = small["kv_pool"].shape[0]
     first = slots - n  # every used row sits past 2^32 bytes
@@ -370,7 +362,7 @@ def test_kv_indices_beyond_4gib():
     run is its own buffer, rebased on the 64-bit pointer."""
     small = make_case(2, 16, 1, [33, 50], seed=37)
     n_idx = (1 << 30) + 4096  # int32 entries: 4 GiB + 16 KiB
-    idx = _lazy_empty(n_idx, torch.int32)
+    idx = lazy_empty(n_idx, torch.int32)
     lo = n_idx - small["kv_indices"].numel() - 5
     assert lo * 4 > (1 << 32)
     idx[lo:lo + small["kv_indices"].numel()] = small["kv_indices"]

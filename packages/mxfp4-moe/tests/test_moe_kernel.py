@@ -17,6 +17,7 @@ import torch
 
 import moonmath_mxfp4_moe as mm
 from moonmath_common import get_backend, use_backend
+from moonmath_common.testing import lazy_empty
 from moonmath_mxfp4_moe import kernel
 
 BETA, LIN = 4.0, 25.0
@@ -363,15 +364,6 @@ def test_misaligned_views():
 
 # --- operands beyond 2 GiB (32-bit buffer offsets up to 4 GiB - 1) ----------------------------------
 
-def _lazy_empty(n, dtype):
-    """A CPU tensor of n elements that only commits the pages written (Linux maps large allocations
-    lazily; torch.empty does not touch them). Skips when the machine refuses the virtual allocation."""
-    try:
-        return torch.empty(n, dtype=dtype)
-    except RuntimeError as e:  # pragma: no cover - machines without overcommit
-        pytest.skip(f"cannot map a {n * torch.empty(0, dtype=dtype).element_size() >> 20} MiB view: {e}")
-
-
 @pytest.mark.parametrize("which", ["gateup", "down"])
 def test_operands_beyond_2gib(which):
     """A and C of more than 2 GiB (a 32,768-token prefill's C is 3.5 GiB): every live row sits past byte
@@ -387,13 +379,13 @@ def test_operands_beyond_2gib(which):
 
     rows = (1 << 32) // (2 * max(K, N)) - 64  # the larger of A, C just under 4 GiB, both past 2 GiB
     first = rows - p.T
-    A = _lazy_empty(rows * K, torch.bfloat16).view(rows, K)
-    C = _lazy_empty(rows * N, torch.bfloat16).view(rows, N)
+    A = lazy_empty(rows * K, torch.bfloat16).view(rows, K)
+    C = lazy_empty(rows * N, torch.bfloat16).view(rows, N)
     assert min(A.numel(), C.numel()) * 2 > (1 << 31) and first * K * 2 > (1 << 31)
     A.view(-1)[(1 << 30) - 64:(1 << 30) + 64] = float("nan")  # bytes around 2^31
     A[first:] = p.A
     C[first:].view(torch.int16).fill_(SENTINEL)
-    tw = _lazy_empty(rows, torch.float32)
+    tw = lazy_empty(rows, torch.float32)
     tw[first:] = p.tw.reshape(-1)
     big_sid = torch.where(sid < p.nvt, sid + first, torch.full_like(sid, rows))  # padding stays >= nvt
     args = _on(A, p.B, p.Bs, C, tw, big_sid, eid, ntpp)
