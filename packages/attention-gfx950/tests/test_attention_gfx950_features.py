@@ -8,6 +8,7 @@ import math
 
 import pytest
 import torch
+from _attn_testing import rnd
 
 import moonmath_attention_gfx950 as att
 from moonmath_attention_gfx950 import as_emu_device, kernel
@@ -31,10 +32,6 @@ def emu(monkeypatch):
     monkeypatch.setenv("MOONMATH_EMU_ARCH", "gfx950")
     with use_backend("emu"):
         yield
-
-
-def rnd(*shape, seed, scale=1.0):
-    return (torch.randn(shape, generator=torch.Generator().manual_seed(seed)) * scale).to(bf)
 
 
 def ref64(q, k, v, causal, scale, softcap=0.0, window=(-1, -1), sinks=None):

@@ -6,10 +6,10 @@ import math
 
 import pytest
 import torch
+from _attn_testing import rnd
 
 import moonmath_attention_gfx950 as att
 from moonmath_attention_gfx950 import kernel
-from moonmath_common import use_backend
 
 bf = torch.bfloat16
 # max|d| / max|ref|. Measured 1.8e-3 .. 3.8e-3 on these shapes; the floor is the bf16 rounding of the
@@ -27,15 +27,8 @@ pytestmark = pytest.mark.skipif(not _built(), reason="this build has no gfx950 c
 
 
 @pytest.fixture(autouse=True)
-def _emu_gfx950(monkeypatch):
-    pytest.importorskip("moonmath_emu")
-    monkeypatch.setenv("MOONMATH_EMU_ARCH", "gfx950")
-    with use_backend("emu"):
-        yield
-
-
-def rnd(*shape, seed, scale=1.0):
-    return (torch.randn(shape, generator=torch.Generator().manual_seed(seed)) * scale).to(bf)
+def _emu_gfx950(emu_gfx950):
+    """Every test here runs on the emulator as gfx950 (conftest.emu_gfx950)."""
 
 
 def ref64(q, k, v, causal, scale):

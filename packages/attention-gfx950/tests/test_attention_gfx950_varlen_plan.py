@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from _attn_testing import rnd
 
 import moonmath_attention_gfx950 as att
 from moonmath_attention_gfx950 import HostReadError, as_emu_device, kernel
-from moonmath_common import use_backend
 
 bf, i32 = torch.bfloat16, torch.int32
 
@@ -17,15 +17,8 @@ pytestmark = pytest.mark.skipif(kernel.ARCH not in kernel.KERNELS.archs_built(),
 
 
 @pytest.fixture(autouse=True)
-def _emu_gfx950(monkeypatch):
-    pytest.importorskip("moonmath_emu")
-    monkeypatch.setenv("MOONMATH_EMU_ARCH", "gfx950")
-    with use_backend("emu"):
-        yield
-
-
-def rnd(*shape, seed):
-    return torch.randn(shape, generator=torch.Generator().manual_seed(seed)).to(bf)
+def _emu_gfx950(emu_gfx950):
+    """Every test here runs on the emulator as gfx950 (conftest.emu_gfx950)."""
 
 
 def cu(lens):

@@ -14,16 +14,20 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
+from pathlib import Path
 
 import torch
 
 os.environ.setdefault("MOONMATH_EMU_ARCH", "gfx942")
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import table_mla_kernel_emu as table  # noqa: E402  (the same inputs as the table)
+
 from moonmath_common import target_arch, use_backend  # noqa: E402
 from moonmath_common.perfmodel import ISSUE_CYCLES, MFMA  # noqa: E402
 from moonmath_mla_decode import _C  # noqa: E402
 from moonmath_mla_decode import kernel as mk  # noqa: E402
-from moonmath_mla_decode.decode import POOL_DTYPES  # noqa: E402
 
 
 def issue_cycles(c: dict) -> float:
@@ -33,20 +37,8 @@ def issue_cycles(c: dict) -> float:
     return mf + other + (ISSUE_CYCLES["trans"] - ISSUE_CYCLES["valu"]) * c.get("trans", 0)
 
 
-def inputs(B, S, H, q_len, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    slots = B * S + 3
-    pool = (torch.randn(slots, 1, 576, generator=g) * 8).clamp(-240, 240).to(POOL_DTYPES[target_arch()])
-    idx = torch.randperm(slots, generator=g)[: B * S].to(torch.int32)
-    ip = torch.arange(B + 1, dtype=torch.int32) * S
-    lens = torch.full((B,), S, dtype=torch.int32)
-    q_lat = torch.randn(B * q_len, H, 512, generator=g).to(torch.bfloat16)
-    q_pe = torch.randn(B * q_len, H, 64, generator=g).to(torch.bfloat16)
-    return q_lat, q_pe, pool, lens, idx, ip
-
-
 def run(B, S, H, q_len, nparts, variant, balanced=None):
-    q_lat, q_pe, pool, lens, idx, ip = inputs(B, S, H, q_len)
+    q_lat, q_pe, pool, lens, idx, ip = table.make(B, S, H, q_len)
     o = torch.empty_like(q_lat)
     lse = torch.empty(B * q_len, H)
     with use_backend("emu"):
