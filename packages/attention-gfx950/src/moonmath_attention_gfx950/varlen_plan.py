@@ -42,8 +42,8 @@ class VarlenPlan:
     def __init__(self) -> None:
         self._args: dict | None = None
         self._host: tuple[list[int], list[int]] | None = None   # host-planned: the cu_seqlens values
-        self._buf: torch.Tensor | None = None                    # device-planned: [AttnFwdArgs][items]
-        self._cap = 0
+        self._buf: torch.Tensor | None = None                    # device-planned: the plan buffer
+        self._layout: dict | None = None                         # its capacities and offsets (serving.py)
         self._key: tuple | None = None
         self._staging: dict = {}                                 # header bytes -> host source of its copy
 
@@ -97,14 +97,14 @@ class VarlenPlan:
             return self          # the reference runs forward_varlen (it reads the lengths on the host)
         from . import serving
 
-        cap = serving.device_plan_capacity(n - 1, max_seqlen_q, total_q)
-        key = (n - 1, max_seqlen_q, total_q, cu_seqlens_q.device)
+        layout = serving.device_plan_layout(n - 1, max_seqlen_q, total_q, max_seqlen_k, heads)
+        key = (n - 1, max_seqlen_q, total_q, max_seqlen_k, heads, tuple(layout["policy"].items()),
+               cu_seqlens_q.device)
         if self._buf is None or self._key != key:
-            self._buf = torch.zeros(serving.ARGS_BYTES + cap * serving.ITEM_BYTES, dtype=torch.uint8,
-                                    device=cu_seqlens_q.device)
-            self._key, self._cap = key, cap
-        serving.plan_on_device(self._buf, cu_seqlens_q, cu_seqlens_k, cap, total_q, total_k, max_seqlen_q,
-                               max_seqlen_k, causal)
+            self._buf = torch.zeros(layout["bytes"], dtype=torch.uint8, device=cu_seqlens_q.device)
+            self._key, self._layout = key, layout
+        serving.plan_on_device(self._buf, self._layout, cu_seqlens_q, cu_seqlens_k, total_q, total_k, max_seqlen_q,
+                               max_seqlen_k, causal, window)
         return self
 
     @property
@@ -155,6 +155,6 @@ class VarlenPlan:
         lse = torch.empty(q.shape[1], q.shape[0], dtype=torch.float32, device=q.device) if return_lse else None
         from . import serving
 
-        serving.run_device_planned(self._buf, self._cap, q, k, v, out, lse, a["causal"], scale, self._staging,
+        serving.run_device_planned(self._buf, self._layout, q, k, v, out, lse, a["causal"], scale, self._staging,
                                    softcap=a["softcap"], window=a["window_size"], sinks=sk)
         return (out, lse) if return_lse else out
