@@ -54,9 +54,14 @@ def _strides(name: str, t: torch.Tensor, token_dim: int) -> None:
 
 
 def _scale(softmax_scale: object, dqk: int) -> float:
+    """The kernels take scale * log2(e) as fp32: a finite scale beyond that range is an error, not a NaN output."""
     if softmax_scale is None:
         return 1.0 / math.sqrt(dqk)
-    return checks.real("softmax_scale", softmax_scale)
+    scale = checks.real("softmax_scale", softmax_scale, fp32=True)
+    if abs(scale) > checks.F32_MAX / math.log2(math.e):
+        raise ValueError(f"softmax_scale must have |softmax_scale| * log2(e) within fp32's range (|scale| <= "
+                         f"{checks.F32_MAX / math.log2(math.e):.5g}; the kernels take it so); got {scale}")
+    return scale
 
 
 def _softcap(softcap: object) -> float:
@@ -176,7 +181,8 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
         round_mode: "rtne", the only mode on gfx950.
         layout: "bhsd" or "bshd": which of dims 1 and 2 is the sequence.
         causal: bool; bottom-right aligned mask (row i sees keys j <= i + Skv - Sq); a row seeing no key is 0.
-        softmax_scale: a finite real, default 1/sqrt(Dqk); negative and 0 allowed.
+        softmax_scale: a real with |softmax_scale| * log2(e) within fp32 (the kernels' constant), default
+            1/sqrt(Dqk); negative and 0 allowed.
         return_lse: bool; also return the natural-log LSE, fp32 ``[B, Hq, Sq]`` (-inf for a row with no key).
         softcap: Gemma-2 logit soft-cap: the scaled score s becomes ``softcap * tanh(s / softcap)`` before the
             mask and softmax (the LSE is over the capped scores). None or 0: off; otherwise finite and > 0.
@@ -270,8 +276,8 @@ def _check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_
     _round_mode(round_mode)
     checks.boolean("causal", causal)
     checks.boolean("return_lse", return_lse)
-    checks.integer("max_seqlen_q", max_seqlen_q, lo=0)
-    checks.integer("max_seqlen_k", max_seqlen_k, lo=0)
+    checks.integer("max_seqlen_q", max_seqlen_q, lo=0, hi=2**31 - 1)   # 32-bit in the device planner
+    checks.integer("max_seqlen_k", max_seqlen_k, lo=0, hi=2**31 - 1)
     _index_vector("cu_seqlens_q", cu_seqlens_q)
     _index_vector("cu_seqlens_k", cu_seqlens_k, cu_seqlens_q.numel())
     if cu_seqlens_q.numel() < 1:
@@ -328,7 +334,7 @@ def forward_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens
             the device (no host read, no sync), each sequence clamped into [0, total] and to max_seqlen.
         max_seqlen_q, max_seqlen_k: ints >= 0 that bound every sequence length (checked when the lengths are
             on the host).
-        softmax_scale: a finite real, default 1/sqrt(Dqk).
+        softmax_scale: as forward (|softmax_scale| * log2(e) within fp32), default 1/sqrt(Dqk).
         causal: bool; bottom-right aligned per sequence.
         return_lse: bool; also return fp32 LSE ``[Hq, total_q]`` (natural log; -inf for rows that see no key).
         out: optional bf16 ``[total_q, Hq, Dv]`` on q's device. Rows outside every sequence are not written (of

@@ -54,10 +54,11 @@ class VarlenPlan:
             max_seqlen_q, max_seqlen_k: ints in [0, 2^31) that bound every sequence length (checked when the
                 lengths are on the host; on the device lengths are clamped to them).
             total_q, total_k: ints in [0, 2^31): the token counts of the q/out and k/v tensors the runs take.
-            heads: int >= 1, the q heads of every run.
-            kv_heads: int >= 1 dividing heads, the k/v heads of every run.
+            heads: int in [1, 2^31), the q heads of every run.
+            kv_heads: int in [1, 2^31) dividing heads, the k/v heads of every run.
             causal: bool; bottom-right aligned per sequence.
-            softmax_scale: a finite real, or None for 1/sqrt(Dqk) of each run's q.
+            softmax_scale: as forward (|softmax_scale| * log2(e) within fp32), or None for 1/sqrt(Dqk) of each
+                run's q.
             host_cu_seqlens_q/_k: optional CPU int32 ``[B + 1]`` copies of the cu_seqlens, both or neither: the
                 host plans from them (checked; no sync).
             softcap: logit soft-cap applied by every run, as forward (None or 0: off).
@@ -75,15 +76,15 @@ class VarlenPlan:
         """
         checks.integer("total_q", total_q, lo=0, hi=2**31 - 1)
         checks.integer("total_k", total_k, lo=0, hi=2**31 - 1)
-        checks.integer("heads", heads, lo=1)
-        checks.integer("kv_heads", kv_heads, lo=1)
+        checks.integer("heads", heads, lo=1, hi=2**31 - 1)          # 32-bit in the plan and the planning kernel
+        checks.integer("kv_heads", kv_heads, lo=1, hi=2**31 - 1)
         if heads % kv_heads:
             raise ValueError(f"heads must be a multiple of kv_heads; got heads={heads}, kv_heads={kv_heads}")
         checks.integer("max_seqlen_q", max_seqlen_q, lo=0, hi=2**31 - 1)
         checks.integer("max_seqlen_k", max_seqlen_k, lo=0, hi=2**31 - 1)
         checks.boolean("causal", causal)
         if softmax_scale is not None:
-            checks.real("softmax_scale", softmax_scale)
+            _att._scale(softmax_scale, 128)
         cap = _att._softcap(softcap)
         window = _att._window(window_size, causal)
         _att._index_vector("cu_seqlens_q", cu_seqlens_q)
