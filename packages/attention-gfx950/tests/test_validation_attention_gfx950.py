@@ -64,7 +64,7 @@ FORWARD = [
     ("softmax_scale nan", dict(softmax_scale=float("nan")), ValueError, "softmax_scale must be finite"),
     ("softmax_scale beyond fp32", dict(softmax_scale=1e39), ValueError, "softmax_scale must be within fp32"),
     ("softmax_scale * log2e beyond fp32", dict(softmax_scale=-3e38), ValueError,
-     "softmax_scale must have \|softmax_scale\| \* log2\(e\) within fp32"),
+     r"softmax_scale must have \|softmax_scale\| \* log2\(e\) within fp32"),
     ("return_lse", dict(return_lse=None), TypeError, "return_lse must be a bool"),
 ]
 
