@@ -41,6 +41,8 @@ def _gen():
 # page -> the callables whose signature and argument table it shows, generated from their docstrings
 GENERATED = {
     "mla_decode_a16w8.md": ["moonmath_amd.mla_decode_a16w8"],
+    "mla_dcp_lse_merge_ranks.md": ["moonmath_amd.mla_dcp_lse_merge_ranks"],
+    "moe_align_block_size.md": ["moonmath_amd.moe_align_block_size"],
     "mxfp4_moe_gateup.md": ["moonmath_amd.mxfp4_moe_gateup"],
     "mxfp4_moe_down.md": ["moonmath_amd.mxfp4_moe_down"],
     "forward.md": ["moonmath_amd.forward", "moonmath_mha_gfx942.forward", "moonmath_attention_gfx950.forward"],

@@ -173,9 +173,14 @@ def render(target: str) -> str:
         for names, text in rows:
             out.append(f"| {', '.join(f'`{n.strip()}`' for n in names.split(','))} | {_cell(text)} |")
         out.append("")
-    returns = " ".join(line.strip() for line in _section(doc, "Returns") if line.strip())
+    returns: list[str] = []          # a paragraph, then "- item" lines as a markdown list
+    for line in (x.strip() for x in _section(doc, "Returns") if x.strip()):
+        if line.startswith("- ") or not returns:
+            returns.append(line)
+        else:
+            returns[-1] += " " + line
     if returns:
-        out += [f"**Returns** {returns}", ""]
+        out += [f"**Returns** {returns[0]}", ""] + ([*returns[1:], ""] if returns[1:] else [])
     raises = _entries(_section(doc, "Raises"))
     if raises:
         out += ["| raises | when |", "|---|---|"]
