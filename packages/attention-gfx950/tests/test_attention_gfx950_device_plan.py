@@ -208,3 +208,29 @@ def test_device_replan_with_new_lengths_changes_the_split():
         assert torch.equal(o[:n].view(torch.int16), ref[:n].view(torch.int16))
         assert torch.equal(lse[:, :n], ref_lse[:, :n])
     assert len(bufs) == 1 and splits == [True, False, True]
+
+
+def test_host_planned_runs_reuse_the_plan(monkeypatch):
+    """A host-planned VarlenPlan plans once (plan()); each run() writes only its header: no host planning and no
+    forward_varlen per run (no per-layer re-check of the lengths), one device copy of the plan per distinct set of
+    strides, and the bits of forward_varlen (a split plan)."""
+    lens_q, lens_k = [40, 7], [1024, 300]
+    cq, ck = cu(lens_q), cu(lens_k)
+    plan = att.VarlenPlan().plan(cq, ck, 40, 1024, 47, 1324, heads=2, kv_heads=1)
+    assert not plan.on_device
+    refs = []
+    for layer in range(3):
+        q, k, v = rnd(47, 2, 128, seed=3 * layer), rnd(1324, 1, 128, seed=3 * layer + 1), rnd(1324, 1, 128, seed=9)
+        refs.append(((q, k, v), att.forward_varlen(q, k, v, cq, ck, 40, 1024, return_lse=True)))
+
+    def no(*a, **kw):
+        raise AssertionError("planned again at run()")
+
+    monkeypatch.setattr(att.attention, "forward_varlen", no)
+    monkeypatch.setattr(kernel, "run_forward_varlen", no)
+    monkeypatch.setattr(serving, "host_plan_work", no)
+    for (q, k, v), (o_r, l_r) in refs:
+        o, lse = plan.run(q, k, v, return_lse=True)
+        assert torch.equal(o.view(torch.int16), o_r.view(torch.int16)) and torch.equal(lse, l_r)
+    assert len(plan._staging) == 1          # the same strides in every layer: one device copy of the plan
+    assert plan._work["counts"][1] >= 1      # the plan splits (merge items)

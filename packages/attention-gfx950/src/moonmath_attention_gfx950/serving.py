@@ -88,6 +88,44 @@ def plan_on_device(buf: torch.Tensor, layout: dict, cu_q, cu_k, total_q: int, to
                          p["num_cus"], p["min_part_blocks"], p["max_parts"]])
 
 
+def _run_header(q, k, v, out, lse, causal: bool, scale: float, policy: dict, counts: tuple[int, int, int],
+                softcap: float, window: tuple[int, int]) -> bytes:
+    """The AttnFwdArgs of one run (strides of its q/k/v/out, scale, flags) with the plan's n_items / n_merge /
+    n_slots: the host planner writes it for an empty sequence list, then the counts are set."""
+    Hq, Hkv = q.shape[1], k.shape[1]
+    strides = (_strides(q, None, 0, 1) + _strides(k, None, 0, 1) + _strides(v, None, 0, 1) + _strides(out, None, 0, 1)
+               + ([0, lse.stride(0)] if lse is not None else [0, 0]))
+    header = bytearray(_C().plan_forward_varlen([0], [0], Hq, Hkv, causal, lse is not None, scale * LOG2E, strides,
+                                                **policy, softcap=softcap, window_left=window[0],
+                                                window_right=window[1])["plan"])
+    assert len(header) == ARGS_BYTES
+    struct.pack_into("<iii", header, N_ITEMS_OFFSET, *counts)
+    return bytes(header)
+
+
+def _launch_plan(op: str, buf: torch.Tensor, counts: tuple[int, int, int], q, k, v, out, lse, softcap: float,
+                 window: tuple[int, int], sinks) -> list[dict | None]:
+    """The forward kernel over buf's n_items work items, then the merge kernel over its n_merge merge items, with an
+    fp32 workspace of n_slots parts (allocated per run, stream-ordered)."""
+    n_items, n_merge, n_slots = counts
+    if n_items == 0:
+        return []
+    Hq = q.shape[1]
+    dims = (q.shape[2], v.shape[2])
+    n_ws = n_slots * Hq * _C().TILE_ROWS
+    ws_o = torch.empty(n_ws * dims[1], dtype=torch.float32, device=q.device) if n_ws else None
+    ws_ml = torch.empty(n_ws * 4, dtype=torch.float32, device=q.device) if n_ws else None
+    counters = [KERNELS.launch(op, ARCH, kernel.FWD_CODE_OBJECT,
+                               kernel.fwd_kernel(kernel.FWD_KERNELS, dims, softcap, window, sinks is not None),
+                               grid=(n_items, Hq), block=FWD_BLOCK,
+                               args=[buf, q, k, v, out, lse, ws_o, ws_ml, *([sinks] if sinks is not None else [])])]
+    if n_merge:
+        counters.append(KERNELS.launch(op, ARCH, kernel.MERGE_CODE_OBJECT, kernel.MERGE_KERNEL,
+                                       grid=(n_merge, Hq), block=kernel.MERGE_BLOCK,
+                                       args=[buf, out, lse, ws_o, ws_ml]))
+    return counters
+
+
 def run_device_planned(buf: torch.Tensor, layout: dict, q, k, v, out, lse, causal: bool, scale: float,
                        staging: dict | None = None, softcap: float = 0.0,
                        window: tuple[int, int] = kernel.NO_WINDOW, sinks=None) -> list[dict | None]:
@@ -102,37 +140,44 @@ def run_device_planned(buf: torch.Tensor, layout: dict, q, k, v, out, lse, causa
     if target_arch() != ARCH:
         raise NoKernelError(op, target_arch(), KERNELS.archs_built())
     _check_alignment(op, q=(q, (0, 1)), k=(k, (0, 1)), v=(v, (0, 1)), out=(out, (0, 1)))
-    Hq, Hkv = q.shape[1], k.shape[1]
-    strides = (_strides(q, None, 0, 1) + _strides(k, None, 0, 1) + _strides(v, None, 0, 1) + _strides(out, None, 0, 1)
-               + ([0, lse.stride(0)] if lse is not None else [0, 0]))
-    header = bytearray(_C().plan_forward_varlen([0], [0], Hq, Hkv, causal, lse is not None, scale * LOG2E, strides,
-                                                **layout["policy"], softcap=softcap, window_left=window[0],
-                                                window_right=window[1])["plan"])
-    assert len(header) == ARGS_BYTES
-    struct.pack_into("<iii", header, N_ITEMS_OFFSET, layout["items"], layout["merges"], layout["slots"])
+    counts = (layout["items"], layout["merges"], layout["slots"])
+    header = _run_header(q, k, v, out, lse, causal, scale, layout["policy"], counts, softcap, window)
     on_gpu = buf.device.type != "cpu"
-    src = staging.get(bytes(header)) if staging is not None else None
+    src = staging.get(header) if staging is not None else None
     if src is None:
-        src = torch.frombuffer(header, dtype=torch.uint8)
+        src = torch.frombuffer(bytearray(header), dtype=torch.uint8)
         src = src.pin_memory() if on_gpu else src
         if staging is not None:
-            staging[bytes(header)] = src
+            staging[header] = src
     buf[:ARGS_BYTES].copy_(src, non_blocking=on_gpu)   # stream-ordered, no host sync on a GPU
-    if layout["items"] == 0:
-        return []
-    dims = (q.shape[2], v.shape[2])
-    n_ws = layout["slots"] * Hq * _C().TILE_ROWS
-    ws_o = torch.empty(n_ws * dims[1], dtype=torch.float32, device=q.device) if n_ws else None
-    ws_ml = torch.empty(n_ws * 4, dtype=torch.float32, device=q.device) if n_ws else None
-    counters = [KERNELS.launch(op, ARCH, kernel.FWD_CODE_OBJECT,
-                               kernel.fwd_kernel(kernel.FWD_KERNELS, dims, softcap, window, sinks is not None),
-                               grid=(layout["items"], Hq), block=FWD_BLOCK,
-                               args=[buf, q, k, v, out, lse, ws_o, ws_ml, *([sinks] if sinks is not None else [])])]
-    if layout["merges"]:
-        counters.append(KERNELS.launch(op, ARCH, kernel.MERGE_CODE_OBJECT, kernel.MERGE_KERNEL,
-                                       grid=(layout["merges"], Hq), block=kernel.MERGE_BLOCK,
-                                       args=[buf, out, lse, ws_o, ws_ml]))
-    return counters
+    return _launch_plan(op, buf, counts, q, k, v, out, lse, softcap, window, sinks)
+
+
+def host_plan_work(cu_q: list[int], cu_k: list[int], heads: int, kv_heads: int, causal: bool,
+                   window: tuple[int, int]) -> dict:
+    """The host planner's plan of these lengths under the current planner options, kept by a host-planned
+    VarlenPlan for all its runs: the work-list bytes (items, merge items), their counts and the options."""
+    policy = dict(_PLANNER)
+    p = _C().plan_forward_varlen(cu_q, cu_k, heads, kv_heads, causal, False, 1.0, [0] * 14, **policy,
+                                 window_left=window[0], window_right=window[1])
+    return {"work": p["plan"][ARGS_BYTES:], "counts": (p["n_items"], p["n_merge"], p["n_slots"]), "policy": policy}
+
+
+def run_host_planned(work: dict, bufs: dict, q, k, v, out, lse, causal: bool, scale: float, softcap: float = 0.0,
+                     window: tuple[int, int] = kernel.NO_WINDOW, sinks=None) -> list[dict | None]:
+    """Run the kernels over a plan made on the host once (host_plan_work): per run only the header is new; the
+    device copy of [header][work list] is kept in bufs (the plan's), one per distinct (header, device), so layers
+    with the same strides upload nothing."""
+    op = "moonmath_attention_gfx950.VarlenPlan.run"
+    if target_arch() != ARCH:
+        raise NoKernelError(op, target_arch(), KERNELS.archs_built())
+    _check_alignment(op, q=(q, (0, 1)), k=(k, (0, 1)), v=(v, (0, 1)), out=(out, (0, 1)))
+    header = _run_header(q, k, v, out, lse, causal, scale, work["policy"], work["counts"], softcap, window)
+    key = (header, q.device)
+    buf = bufs.get(key)
+    if buf is None:
+        buf = bufs[key] = torch.frombuffer(bytearray(header + work["work"]), dtype=torch.uint8).to(q.device)
+    return _launch_plan(op, buf, work["counts"], q, k, v, out, lse, softcap, window, sinks)
 
 
 def run_varlen_on_device(q, k, v, cu_q, cu_k, max_q: int, max_k: int, out, lse, causal: bool, scale: float,

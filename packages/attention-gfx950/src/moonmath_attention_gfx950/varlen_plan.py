@@ -37,7 +37,9 @@ class VarlenPlan:
         self._buf: torch.Tensor | None = None                    # device-planned: the plan buffer
         self._layout: dict | None = None                         # its capacities and offsets (serving.py)
         self._key: tuple | None = None
-        self._staging: dict = {}                                 # header bytes -> host source of its copy
+        self._staging: dict = {}                                 # header -> host source of its copy (device
+                                                                 # plan) or device [header][work] (host plan)
+        self._work: dict | None = None                           # host-planned: the work list (serving.py)
 
     def plan(self, cu_seqlens_q: torch.Tensor, cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int,
              total_q: int, total_k: int, *, heads: int, kv_heads: int, causal: bool = False,
@@ -113,6 +115,10 @@ class VarlenPlan:
             sk = "host_cu_seqlens_k" if host_cu_seqlens_k is not None else "cu_seqlens_k"
             self._host = (_att._cu_seqlens(sq, hq, total_q, "total_q", max_seqlen_q, "max_seqlen_q"),
                           _att._cu_seqlens(sk, hk, total_k, "total_k", max_seqlen_k, "max_seqlen_k"))
+            from . import serving
+
+            self._work = serving.host_plan_work(*self._host, heads, kv_heads, causal, window)   # once per pass
+            self._staging = {}
             return self
         self._host = None
         if get_backend() == "reference":
@@ -171,19 +177,19 @@ class VarlenPlan:
             checks.tensor(name, t, ndim=3)
             if t.shape[0] != total or t.shape[1] != h:
                 raise ValueError(f"{name} must be [{tname}={total}, {hname}={h}, D] as planned; got {list(t.shape)}")
-        if self._host is not None or get_backend() == "reference":
+        if get_backend() == "reference":
             hq = torch.tensor(self._host[0], dtype=torch.int32) if self._host is not None else None
             hk = torch.tensor(self._host[1], dtype=torch.int32) if self._host is not None else None
             return _att.forward_varlen(q, k, v, a["cu_seqlens_q"] if hq is None else hq,
                                        a["cu_seqlens_k"] if hk is None else hk, a["max_seqlen_q"], a["max_seqlen_k"],
                                        softmax_scale=a["softmax_scale"], causal=a["causal"], return_lse=return_lse,
                                        out=out, softcap=a["softcap"], window_size=a["window_size"], sinks=sinks)
-        # device-planned: validate the tensors as forward_varlen does, without any value of the cu_seqlens
+        # the kernels over the plan: validate the tensors as forward_varlen does, without any value of the cu_seqlens
         _att._qkv_dtypes(q, k, v)
         checks.boolean("return_lse", return_lse)
         _att._out_type(out)
         dev = checks.same_device(q=q, k=k, v=v, out=out)
-        if dev != self._buf.device:
+        if self._host is None and dev != self._buf.device:
             raise ValueError(f"q must be on the device the plan was made on ({self._buf.device}, that of "
                              f"cu_seqlens); got {dev}")
         _att._heads(q.shape[1], k.shape[1], v.shape[1])
@@ -200,6 +206,10 @@ class VarlenPlan:
         lse = torch.empty(q.shape[1], q.shape[0], dtype=torch.float32, device=q.device) if return_lse else None
         from . import serving
 
-        serving.run_device_planned(self._buf, self._layout, q, k, v, out, lse, a["causal"], scale, self._staging,
-                                   softcap=a["softcap"], window=a["window_size"], sinks=sk)
+        if self._host is not None:      # planned on the host once (plan()); each run writes only its header
+            serving.run_host_planned(self._work, self._staging, q, k, v, out, lse, a["causal"], scale,
+                                     softcap=a["softcap"], window=a["window_size"], sinks=sk)
+        else:
+            serving.run_device_planned(self._buf, self._layout, q, k, v, out, lse, a["causal"], scale, self._staging,
+                                       softcap=a["softcap"], window=a["window_size"], sinks=sk)
         return (out, lse) if return_lse else out
