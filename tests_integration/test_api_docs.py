@@ -43,6 +43,11 @@ GENERATED = {
     "mla_decode_a16w8.md": ["moonmath_amd.mla_decode_a16w8"],
     "mla_dcp_lse_merge_ranks.md": ["moonmath_amd.mla_dcp_lse_merge_ranks"],
     "moe_align_block_size.md": ["moonmath_amd.moe_align_block_size"],
+    "mxfp4_moe_planners.md": [f"moonmath_amd.{n}" for n in (
+        "mxfp4_moe_gateup_block_m", "mxfp4_moe_gateup_supports_k", "mxfp4_moe_down_block_m", "mxfp4_moe_down_nt",
+        "mxfp4_moe_down_n_steps", "mxfp4_moe_down_plan")],
+    "repack_mxfp4.md": [f"moonmath_amd.{n}" for n in (
+        "repack_mxfp4", "repack_mxfp4_scales", "unrepack_mxfp4", "unrepack_mxfp4_scales")],
     "mxfp4_moe_gateup.md": ["moonmath_amd.mxfp4_moe_gateup"],
     "mxfp4_moe_down.md": ["moonmath_amd.mxfp4_moe_down"],
     "forward.md": ["moonmath_amd.forward", "moonmath_mha_gfx942.forward", "moonmath_attention_gfx950.forward"],
