@@ -25,7 +25,7 @@
 namespace {
 using namespace attn950;
 constexpr int32_t kThreads = 256;
-constexpr int32_t kPlanWaves = kThreads / 64;
+constexpr int32_t kPlanWaves = kThreads / (int32_t)mm::kWaveSize;
 constexpr int32_t kDigitBits = 8;
 
 MM_DEVICE int32_t clamp(int32_t x, int32_t lo, int32_t hi) { return x < lo ? lo : x > hi ? hi : x; }
