@@ -30,6 +30,7 @@ namespace mha {
 constexpr uint32_t kWaves = moonmath::mha::config::kWaves;
 constexpr uint32_t kQTilesPerWave = moonmath::mha::config::kQTilesPerWave;
 constexpr uint32_t kCtaRows = moonmath::mha::config::kCtaRows;
+constexpr uint32_t kCtaThreads = moonmath::mha::config::kCtaThreads;
 static_assert(kCtaRows == kWaves * kQTilesPerWave * 16, "one 16-row q tile per wave and slot");
 
 struct Strides {
@@ -45,17 +46,23 @@ MM_DEVICE mm::buffer_rsrc head_buffer(const void* base, Strides st, uint32_t bh,
 }
 
 // One work item: q block `qb` of head `bh`, kv blocks part, part + nparts, ... . kSplit: write the fp32
-// partial (slot) instead of the normalised bf16 output.
+// partial (slot) instead of the normalised bf16 output. lds: kLdsBytes, the two stages.
 template <mm::Round R, bool kSplit>
 MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, uint16_t* out, float* ws_o,
                       float* ws_ml, uint32_t sq, uint32_t skv, uint32_t heads, Strides qs, Strides ks, uint32_t qb,
-                      uint32_t bh, uint32_t part, uint32_t nparts, uint32_t slot) {
+                      uint32_t bh, uint32_t part, uint32_t nparts, uint32_t slot, uint8_t* lds) {
   const uint32_t wave = mm::wave_id();
+#ifdef MHA_NO_GROUP_B
+  const bool group_b = false;
+#else
+  const bool group_b = wave >= kWaves / 2;  // waves 4..7: the second wave of each SIMD
+#endif
   const uint32_t row0 = qb * kCtaRows + wave * (kQTilesPerWave * 16);
-  if (row0 >= sq) return;  // a wave with no live q row (no barriers in this kernel)
   const uint32_t nkb = (skv + kKvBlock - 1) / kKvBlock;
   const mm::buffer_rsrc qr = head_buffer(q, qs, bh, heads, sq);
-  const mm::buffer_rsrc kr = head_buffer(k, ks, bh, heads, skv);
+  const uint32_t b = bh / heads, h = bh - b * heads;
+  const char* k_head = (const char*)k + b * ks.batch + h * ks.head;
+  const uint32_t k_bytes = (skv - 1u) * ks.row + kRowBytes;
   const mm::buffer_rsrc vr = mm::make_buffer((const char*)vt + (uint64_t)bh * nkb * kVtBlockBytes, nkb * kVtBlockBytes);
 
   FragB qf[kQTilesPerWave][kKSteps];
@@ -68,37 +75,64 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
     for (uint32_t dt = 0; dt < kDTiles; ++dt) o[i][dt] = mm::zeros<S16>();
   }
 
-  // Software pipeline without double buffers: K(n) is in registers when iteration n starts; V_t(n) is
-  // issued first and lands while the QK phase of all four tiles runs; K(n + nparts) is issued right after
-  // the QK phase (the K registers are free then) and lands during softmax + PV. A load past the last
-  // block reads beyond num_records (zeros) and is never used.
-  FragA kf[kKvSub][kKSteps];
+  // Block i of this item is kv block part + i * nparts; interval i (between barriers i and i + 1) holds
+  // K(i) in K stage i % 2 and V_t(i - 1) in V stage (i - 1) % 2, while the DMAs of K(i + 1) and V_t(i)
+  // fill the other stages. Group A runs PV(i-1) QK(i) softmax(i), group B softmax(i-1) PV(i-1) QK(i):
+  // the same sequence cut at a different place, so a SIMD's two waves alternate MFMA and VALU phases.
+  const uint32_t cnt = (nkb - part + nparts - 1) / nparts;
+  dma_k(lds, k_head, k_bytes, part, ks.row, 0, wave);
+  FragC s[kQTilesPerWave][kKvSub];
+  auto softmax = [&](uint32_t i) {
+    const uint32_t kb = part + i * nparts;
+    const bool partial_block = (kb + 1) * kKvBlock > skv;
 #pragma unroll
-  for (uint32_t t = 0; t < kKvSub; ++t) load_rows16_kpair(kf[t], kr, part * kKvBlock + 16u * t, ks.row);
-  for (uint32_t n = part; n < nkb; n += nparts) {
-    FragA vf[kDTiles][kKvSub];
-    load_vt_block(vf, vr, n);
-    issue_fence();  // keep the V_t loads ahead of the QK phase (LLVM would sink them down to the PV)
-    FragC s[kQTilesPerWave][kKvSub];
-    mm::set_priority<3>();
-#pragma unroll
-    for (uint32_t i = 0; i < kQTilesPerWave; ++i)
-#pragma unroll
-      for (uint32_t t = 0; t < kKvSub; ++t) s[i][t] = qk_tile(kf[t], qf[i]);
-    mm::set_priority<0>();
-#pragma unroll
-    for (uint32_t t = 0; t < kKvSub; ++t) load_rows16_kpair(kf[t], kr, (n + nparts) * kKvBlock + 16u * t, ks.row);
-    issue_fence();
-    const bool first = n == part;
-    const bool partial_block = (n + 1) * kKvBlock > skv;
-#pragma unroll
-    for (uint32_t i = 0; i < kQTilesPerWave; ++i) {
-      if (partial_block) mask_kv_tail(s[i], n * kKvBlock, skv);
-      sm[i].update(s[i], o[i], first);
-      mm::set_priority<3>();
-      pv_block<R>(o[i], vf, s[i]);
-      mm::set_priority<0>();
+    for (uint32_t t = 0; t < kQTilesPerWave; ++t) {
+      if (partial_block) mask_kv_tail(s[t], kb * kKvBlock, skv);
+      sm[t].update(s[t], o[t], i == 0);
     }
+  };
+  auto qk = [&](uint32_t i) {
+    mm::set_priority<3>();
+    qk_lds(s, lds + (i & 1u) * kKBlockBytes, qf);
+    mm::set_priority<0>();
+  };
+  auto pv = [&](uint32_t i) {
+    mm::set_priority<3>();
+    pv_lds<R>(o, lds + kLdsV + (i & 1u) * kVtBlockBytes, s);
+    mm::set_priority<0>();
+  };
+  auto refill = [&](uint32_t i) {  // interval i: wait for K(i), V_t(i - 1); start K(i + 1), V_t(i)
+    mm::wait_vmcnt<0>();  // this wave's DMAs have landed
+    mm::block_sync();     // ... and every wave's; every wave is done with the stages refilled below
+    if (i + 1 < cnt) dma_k(lds, k_head, k_bytes, part + (i + 1) * nparts, ks.row, (i + 1) & 1u, wave);
+    if (i < cnt) dma_vt(lds, vr, part + i * nparts, i & 1u, wave);
+  };
+  // One loop per group (two separate loops, so that the register allocator sees two regions, not one
+  // loop whose values must sit in the same registers on both paths).
+  if (!group_b) {
+    refill(0);
+    qk(0);
+    softmax(0);
+    for (uint32_t i = 1; i < cnt; ++i) {
+      refill(i);
+      pv(i - 1);
+      qk(i);
+      softmax(i);
+    }
+    refill(cnt);
+    pv(cnt - 1);
+  } else {
+    refill(0);
+    qk(0);
+    for (uint32_t i = 1; i < cnt; ++i) {
+      refill(i);
+      softmax(i - 1);
+      pv(i - 1);
+      qk(i);
+    }
+    refill(cnt);
+    softmax(cnt - 1);
+    pv(cnt - 1);
   }
 
 #pragma unroll
@@ -191,23 +225,25 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void mha_v_transpose(const uint16_t* v, uint16_t
 }
 
 #define MHA_KERNELS(mode, R)                                                                                         \
-  MM_KERNEL MM_LAUNCH_BOUNDS(256) void mha_fwd_##mode(                                                               \
+  MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) void mha_fwd_##mode(                                                               \
       const uint16_t* q, const uint16_t* k, const uint16_t* vt, uint16_t* out, uint32_t sq, uint32_t skv,            \
       uint32_t heads, uint32_t nqb, uint32_t n_work, uint32_t q_row, uint64_t q_head, uint64_t q_batch,              \
       uint32_t k_row, uint64_t k_head, uint64_t k_batch) {                                                           \
+    MM_LDS uint8_t lds[mha::kLdsBytes];                                                                              \
     const uint32_t w = mha::xcd_contiguous(mm::block_id_x(), n_work);                                               \
     mha::attend<R, false>(q, k, vt, out, nullptr, nullptr, sq, skv, heads, mha::Strides{q_row, q_head, q_batch},    \
-                          mha::Strides{k_row, k_head, k_batch}, w % nqb, w / nqb, 0u, 1u, 0u);                      \
+                          mha::Strides{k_row, k_head, k_batch}, w % nqb, w / nqb, 0u, 1u, 0u, lds);                      \
   }                                                                                                                  \
-  MM_KERNEL MM_LAUNCH_BOUNDS(256) void mha_fwd_split_##mode(                                                         \
+  MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) void mha_fwd_split_##mode(                                                         \
       const uint16_t* q, const uint16_t* k, const uint16_t* vt, float* ws_o, float* ws_ml, const int32_t* sched,     \
       uint32_t n_slots, uint32_t sq, uint32_t skv, uint32_t heads, uint32_t q_row, uint64_t q_head,                  \
       uint64_t q_batch, uint32_t k_row, uint64_t k_head, uint64_t k_batch) {                                         \
+    MM_LDS uint8_t lds[mha::kLdsBytes];                                                                              \
     const uint32_t slot = mm::block_id_x();                                                                          \
     const mm::u32x4 e = mm::buffer_load_b128(mm::make_buffer(sched, n_slots * 16u), slot * 16u);                     \
     mha::attend<R, true>(q, k, vt, nullptr, ws_o, ws_ml, sq, skv, heads, mha::Strides{q_row, q_head, q_batch},      \
                          mha::Strides{k_row, k_head, k_batch}, mm::uniform(e.x), mm::uniform(e.y), mm::uniform(e.z), \
-                         mm::uniform(e.w), slot);                                                                    \
+                         mm::uniform(e.w), slot, lds);                                                                    \
   }                                                                                                                  \
   MM_KERNEL MM_LAUNCH_BOUNDS(256) void mha_merge_##mode(const float* ws_o, const float* ws_ml, const int32_t* table,  \
                                                         uint16_t* out, uint32_t sq, uint32_t heads, uint32_t q_row,   \

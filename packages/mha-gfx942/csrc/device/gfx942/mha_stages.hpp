@@ -79,6 +79,52 @@ MM_DEVICE FragC qk_tile(const FragA (&k)[kKSteps], const FragB (&q)[kKSteps]) {
   return s;
 }
 
+// ---- LDS stages (the CTA's shared copy of one kv block) --------------------------------------------
+// Two stages, each one K block (64 rows x 256 B, 16-byte chunk c of row r at chunk c ^ (r % 8): the 16
+// rows x one chunk of a fragment read hit 8 distinct 16-byte bank groups per 8 lanes) and one V_t block
+// (16 KB, byte for byte as mha_v_transpose wrote it: chunk-major, lane-minor, read conflict-free).
+typedef mm::XorLds<kRowBytes> KLayout;
+constexpr uint32_t kKBlockBytes = kKvBlock * kRowBytes;  // 16 KB
+constexpr uint32_t kLdsV = 2 * kKBlockBytes;             // V_t stages start after the two K stages
+constexpr uint32_t kLdsBytes = 2 * (kKBlockBytes + kVtBlockBytes);
+constexpr uint32_t kDmaRowsPerWave = kKvBlock / moonmath::mha::config::kWaves;  // K rows each wave copies
+
+// This wave's share of K block kb (rows kb*64 .. of a head, `k_head` its byte extent from row 0) into
+// stage st: 8 rows, one 256-byte row per direct-to-LDS dword load. The descriptor starts at the block,
+// so rows >= Skv are out of range and read 0.
+MM_DEVICE void dma_k(uint8_t* lds, const char* k_head, uint32_t k_bytes, uint32_t kb, uint32_t row_stride,
+                     uint32_t st, uint32_t wave) {
+  const uint32_t start = kb * kKvBlock * row_stride;
+  const mm::buffer_rsrc r = mm::make_buffer(k_head + start, k_bytes - start);
+  mm::stage_tile_to_lds<KLayout, kDmaRowsPerWave, 4>(lds + st * kKBlockBytes + wave * kDmaRowsPerWave * kRowBytes, r,
+                                                     wave * kDmaRowsPerWave * row_stride, row_stride);
+}
+
+// This wave's 2 KB of V_t block kb into stage st (linear copy; V_t rows >= Skv are already 0).
+MM_DEVICE void dma_vt(uint8_t* lds, mm::buffer_rsrc vr, uint32_t kb, uint32_t st, uint32_t wave) {
+  constexpr uint32_t kPerWave = kVtBlockBytes / moonmath::mha::config::kWaves;
+  mm::stage_tile_to_lds<mm::LinearLds<kRowBytes>, kPerWave / kRowBytes, 4>(
+      lds + kLdsV + st * kVtBlockBytes + wave * kPerWave, vr, 0, kRowBytes, kb * kVtBlockBytes + wave * kPerWave);
+}
+
+// S^T of the wave's q tiles against the K block of an LDS stage: per 16-row kv subtile t, 4 ds_read_b128
+// (the k-permuted rows of load_rows16_kpair) feed 8 MFMAs of every q tile.
+template <uint32_t T>
+MM_DEVICE void qk_lds(FragC (&s)[T][kKvSub], const uint8_t* kst, const FragB (&q)[T][kKSteps]) {
+#pragma unroll
+  for (uint32_t t = 0; t < kKvSub; ++t) {
+    FragA kf[kKSteps];
+#pragma unroll
+    for (uint32_t j = 0; j < kKSteps / 2; ++j) {
+      const mm::u32x4 w = mm::lds_read_b128(kst, KLayout::offset(16u * t + col_id(), 64u * j + 16u * quad_id()));
+      kf[2 * j].w = mm::u32x2{w.x, w.y};
+      kf[2 * j + 1].w = mm::u32x2{w.z, w.w};
+    }
+#pragma unroll
+    for (uint32_t i = 0; i < T; ++i) s[i][t] = qk_tile(kf, q[i]);
+  }
+}
+
 // Scores of kv rows >= skv (in the last, partial block) become -FLT_MAX.
 MM_DEVICE void mask_kv_tail(FragC (&s)[kKvSub], uint32_t kv0, uint32_t skv) {
 #pragma unroll
@@ -155,6 +201,31 @@ MM_DEVICE void pv_block(FragC (&o)[kDTiles], const FragA (&v)[kDTiles][kKvSub], 
   for (uint32_t dt = 0; dt < kDTiles; ++dt)
 #pragma unroll
     for (uint32_t t = 0; t < kKvSub; ++t) mm::mma(o[dt], v[dt][t], pb[t], o[dt]);
+}
+
+// O^T += V^T P^T for the wave's q tiles over the V_t block of an LDS stage: per head-dim tile, 2
+// ds_read_b128 (4 A operands) feed 4 MFMAs of every q tile.
+template <mm::Round R, uint32_t T>
+MM_DEVICE void pv_lds(FragC (&o)[T][kDTiles], const uint8_t* vst, const FragC (&p)[T][kKvSub]) {
+  FragB pb[T][kKvSub];
+#pragma unroll
+  for (uint32_t i = 0; i < T; ++i)
+#pragma unroll
+    for (uint32_t t = 0; t < kKvSub; ++t) pb[i][t] = mm::as_b_operand(pack_p<R>(p[i][t]));
+#pragma unroll
+  for (uint32_t dt = 0; dt < kDTiles; ++dt) {
+    FragA v[kKvSub];
+#pragma unroll
+    for (uint32_t h = 0; h < 2; ++h) {
+      const mm::u32x4 w = mm::lds_read_b128(vst, (2u * dt + h) * 1024u + mm::lane_id() * 16u);
+      v[2 * h].w = mm::u32x2{w.x, w.y};
+      v[2 * h + 1].w = mm::u32x2{w.z, w.w};
+    }
+#pragma unroll
+    for (uint32_t i = 0; i < T; ++i)
+#pragma unroll
+      for (uint32_t t = 0; t < kKvSub; ++t) mm::mma(o[i][dt], v[t], pb[i][t], o[i][dt]);
+  }
 }
 
 // Output pair packing: RTNE/RTNA with NaN -> 0x7FFF (numerics.hpp), RTZ plain truncation like AITER's
