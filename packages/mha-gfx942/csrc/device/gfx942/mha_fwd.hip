@@ -52,11 +52,7 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
                       float* ws_ml, uint32_t sq, uint32_t skv, uint32_t heads, Strides qs, Strides ks, uint32_t qb,
                       uint32_t bh, uint32_t part, uint32_t nparts, uint32_t slot, uint8_t* lds) {
   const uint32_t wave = mm::wave_id();
-#ifdef MHA_NO_GROUP_B
-  const bool group_b = false;
-#else
   const bool group_b = wave >= kWaves / 2;  // waves 4..7: the second wave of each SIMD
-#endif
   const uint32_t row0 = qb * kCtaRows + wave * (kQTilesPerWave * 16);
   const uint32_t nkb = (skv + kKvBlock - 1) / kKvBlock;
   const mm::buffer_rsrc qr = head_buffer(q, qs, bh, heads, sq);
@@ -80,15 +76,19 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
   // fill the other stages. Group A runs PV(i-1) QK(i) softmax(i), group B softmax(i-1) PV(i-1) QK(i):
   // the same sequence cut at a different place, so a SIMD's two waves alternate MFMA and VALU phases.
   const uint32_t cnt = (nkb - part + nparts - 1) / nparts;
-  dma_k(lds, k_head, k_bytes, part, ks.row, 0, wave);
-  FragC s[kQTilesPerWave][kKvSub];
-  auto softmax = [&](uint32_t i) {
+  const uint32_t dma_wave = wave - kWaves / 2;  // group B copies the blocks: A's MFMA phase opens the interval
+  if (group_b) dma_k(lds, k_head, k_bytes, part, ks.row, 0, dma_wave);
+  FragC s[kQTilesPerWave][kKvSub];  // S^T of the current block, then P (fp32)
+  FragB p[kQTilesPerWave][kKvSub];  // P^T packed to bf16: the B operands of PV
+  auto softmax = [&](uint32_t i) {  // online softmax of block i, P packed for PV
     const uint32_t kb = part + i * nparts;
     const bool partial_block = (kb + 1) * kKvBlock > skv;
 #pragma unroll
     for (uint32_t t = 0; t < kQTilesPerWave; ++t) {
       if (partial_block) mask_kv_tail(s[t], kb * kKvBlock, skv);
       sm[t].update(s[t], o[t], i == 0);
+#pragma unroll
+      for (uint32_t u = 0; u < kKvSub; ++u) p[t][u] = mm::as_b_operand(pack_p<R>(s[t][u]));
     }
   };
   auto qk = [&](uint32_t i) {
@@ -98,14 +98,16 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
   };
   auto pv = [&](uint32_t i) {
     mm::set_priority<3>();
-    pv_lds<R>(o, lds + kLdsV + (i & 1u) * kVtBlockBytes, s);
+    pv_lds(o, lds + kLdsV + (i & 1u) * kVtBlockBytes, p);
     mm::set_priority<0>();
   };
-  auto refill = [&](uint32_t i) {  // interval i: wait for K(i), V_t(i - 1); start K(i + 1), V_t(i)
+  auto refill = [&](uint32_t i) {  // interval i: wait for K(i), V_t(i - 1); group B starts K(i + 1), V_t(i)
     mm::wait_vmcnt<0>();  // this wave's DMAs have landed
     mm::block_sync();     // ... and every wave's; every wave is done with the stages refilled below
-    if (i + 1 < cnt) dma_k(lds, k_head, k_bytes, part + (i + 1) * nparts, ks.row, (i + 1) & 1u, wave);
-    if (i < cnt) dma_vt(lds, vr, part + i * nparts, i & 1u, wave);
+    if (group_b) {
+      if (i + 1 < cnt) dma_k(lds, k_head, k_bytes, part + (i + 1) * nparts, ks.row, (i + 1) & 1u, dma_wave);
+      if (i < cnt) dma_vt(lds, vr, part + i * nparts, i & 1u, dma_wave);
+    }
   };
   // One loop per group (two separate loops, so that the register allocator sees two regions, not one
   // loop whose values must sit in the same registers on both paths).
@@ -192,7 +194,7 @@ MM_DEVICE void merge(const float* ws_o, const float* ws_ml, const int32_t* table
 
 }  // namespace mha
 
-// V [rows, 128] of one (batch, head) -> V_t blocks (see mha_stages.hpp load_vt_block), one 64-row block
+// V [rows, 128] of one (batch, head) -> V_t blocks (see mha_stages.hpp lds_load_vt_dtile), one 64-row block
 // per workgroup: 16 KB staged in LDS, then gathered per output lane. Rows >= Skv read as 0.
 MM_KERNEL MM_LAUNCH_BOUNDS(256) void mha_v_transpose(const uint16_t* v, uint16_t* vt, uint32_t skv, uint32_t heads,
                                                      uint32_t row_stride, uint64_t head_stride, uint64_t batch_stride) {
