@@ -2,22 +2,40 @@
 // softmax in the log2 domain, bf16 output rounded RTNA / RTNE / RTZ (one kernel per mode; P and O are
 // rounded by the same rule; NaN output canonical 0x7FFF for RTNE/RTNA, RTZ truncates NaN like AITER's).
 //
-// Tiling. A workgroup of 4 waves (256 threads, one wave per SIMD) owns 256 q rows of one (batch, head):
-// wave w holds four 16-row q tiles (rows 64w .. 64w+63) in registers for the whole kernel, with their O
-// accumulators (4 x 8 fragments, in AGPRs) and row state (m, l). Four tiles per wave amortise each K/V
-// fragment load over 64 q rows (~390 of the 512 registers a lone wave has; no spills). The main loop walks the kv sequence in blocks of 64 rows:
-//   1. issue V_t(n) (16 coalesced b128 per lane); K(n) is already in registers,
-//   2. S^T = K Q^T for all four q tiles (128 MFMAs at s_setprio 3), then issue K(n+1) (16 b128),
-//   3. per q tile: mask kv >= Skv (last block only), online softmax (rescale gate), P -> bf16 in the
-//      lane that produced it, O^T += V^T P^T (32 MFMAs at s_setprio 3).
-// Each load has a whole phase of MFMAs (~2000 cycles) to land in; no second register buffer is needed.
-// No LDS and no barrier in the main kernel: waves are independent; the four waves' K/V loads of one
-// block hit the same lines (L1/L2). V is consumed pre-transposed (V_t, written by mha_v_transpose,
-// kv rows >= Skv zero) so that the A operand of PV is 8 contiguous bytes per lane.
+// Tiling. A workgroup of 8 waves (512 threads, two waves per SIMD) owns 256 q rows of one (batch, head).
+// Wave w holds two 16-row q tiles (rows 32w .. 32w+31) for the whole kernel: Q as the B operand of QK
+// (64 registers), O^T as 2 x 8 fp32 C fragments (64) and one (m, l) per tile. Two waves fit a SIMD's
+// 512-register file only at <= 256 registers each (184-190 used, no scratch), so the CTA shares one copy
+// of every K and V_t block through LDS instead of each wave fetching its own (as the 4-wave predecessor
+// did): 32 KB of global traffic per 64-key block and CTA instead of 128 KB.
+//
+// Waves' roles. Waves w and w + 4 share SIMD w % 4. Group A (waves 0-3) and group B (4-7) run the same
+// stage sequence QK(n), softmax(n), PV(n) cut at different barriers: in the interval between barriers i
+// and i + 1, A runs PV(i-1) QK(i) softmax(i) and B runs softmax(i-1) PV(i-1) QK(i). So while one wave of
+// a SIMD is in its MFMA phase (s_setprio 3: it issues whenever the matrix pipe is free) the other is in
+// its VALU phase, and they swap mid-interval. Group B also issues all the DMA (A opens each interval with
+// MFMAs). Measured on the timing model: B's softmax is the critical path (removing it: -9 % cycles per
+// key; removing A's: no change).
+//
+// LDS (64 KB = two stages). Stage s: one K block (64 rows x 256 B at s * 16 KB; 16-byte chunk c of row r
+// at chunk c ^ (r % 8), so the 8 lanes of a b128 read group hit 8 different bank groups) and one V_t
+// block (16 KB at 32 KB + s * 16 KB, byte for byte as mha_v_transpose wrote it: chunk-major, lane-minor,
+// conflict-free b128 reads). Interval i holds K(i) in stage i % 2 and V_t(i-1) in stage (i-1) % 2.
+//
+// Pipeline. Per interval: s_waitcnt vmcnt(0) (this wave's DMA landed) and s_barrier (everyone's; everyone
+// is done with the stages about to be refilled), then group B issues K(i+1) into the other K stage and
+// V_t(i) into the other V stage by direct-to-LDS dword loads (16 K rows per wave: XOR-permuted lane
+// offsets, the row offset in soffset, a descriptor based at the block; 4 KB of V_t per wave: one lane
+// offset and one M0, the piece in the instruction offset, which moves both sides). The DMA has a whole
+// interval (~5500 modeled cycles) to land. QK reads K subtile t + 1 while subtile t's 16 MFMAs run; PV
+// reads each head-dim tile's V_t just before its 8 MFMAs (pinning those one tile ahead was slower).
+// P is rounded to bf16 at the end of the softmax phase, in the lane that produced it (it is the B operand
+// of PV as it stands).
 //
 // Bounds: every tensor is read through a raw buffer descriptor whose num_records is the exact byte
 // extent of that (batch, head)'s rows; out-of-range loads give 0 and stores are dropped. BHSD and BSHD
-// differ only in the row/head/batch strides passed in (no copies).
+// differ only in the row/head/batch strides passed in (no copies). Waves whose rows are all >= Sq still
+// compute (they take part in the DMA and the barriers); their stores are dropped.
 //
 // Grid. Dense: 1-D over the work items (q block, batch*head) in head-first order, remapped so each XCD
 // gets a contiguous range (one head's q blocks share an L2). Tail KV-split (host planner, _C): the last

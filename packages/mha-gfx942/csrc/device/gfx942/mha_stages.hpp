@@ -5,12 +5,15 @@
 //       (m, l) is one float per lane (ColVec) and the row max is reduce_cols over the 4 kv subtiles.
 //   PV: O^T (16 hd x 16 q) += V^T P^T. The packed S^T *is* the B operand P^T (as_b_operand), so P never
 //       leaves the lane; A = V^T comes pre-transposed from V_t (one b128 holds two subtiles' A operands).
+//   Both read their A operands from the CTA's LDS stages (qk_lds, pv_lds), filled by direct-to-LDS DMA
+//   (dma_k, dma_vt); each fragment read feeds the wave's two q tiles.
 //   The head dim is the reduction of QK; any permutation of it is fine if Q and K use the same one, so a
 //   lane loads 16 contiguous bytes of its row (d = 64*j + 8*quad + 0..7, j = 0..3) and feeds them as two
 //   k-steps: 4 b128 loads per 16-row tile instead of the 8 b64 loads of the natural k order (load_a).
 //
 // Local additions to the tile layer (candidates for common/include/moonmath/tile.hpp):
-//   load_rows16_kpair  the k-permuted b128 operand load above (A and B forms);
+//   load_rows16_kpair  the k-permuted b128 operand load above (A and B forms; Q from global);
+//   lds_load_k_subtile the same k-permuted rows from the XOR-swizzled LDS K stage;
 //   pack_p<R>          bf16 packing without the NaN test (P = exp2(...) only makes the canonical f32 NaN,
 //                      which every rounding keeps a NaN); v_perm_b32 per pair;
 //   lane_col_sum       the in-lane part of col_sum (l is reduced across lanes once, at the end);
