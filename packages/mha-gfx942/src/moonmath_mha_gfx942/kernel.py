@@ -71,7 +71,8 @@ def run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, la
         raise NoKernelError(OP, arch, KERNELS.archs_built())
     from . import _C
 
-    CTA_ROWS, CTA_THREADS, KV_BLOCK = _C.CTA_ROWS, _C.CTA_THREADS, _C.KV_BLOCK  # the tile constants of csrc/device/gfx942/mha_config.hpp
+    # the tile constants of csrc/device/gfx942/mha_config.hpp
+    CTA_ROWS, CTA_THREADS, KV_BLOCK = _C.CTA_ROWS, _C.CTA_THREADS, _C.KV_BLOCK
     sdim, hdim = (1, 2) if layout == "bshd" else (2, 1)
     B, H, Sq, Skv = q.shape[0], q.shape[hdim], q.shape[sdim], k.shape[sdim]
     bh = B * H

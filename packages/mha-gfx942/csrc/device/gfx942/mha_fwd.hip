@@ -244,31 +244,31 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void mha_v_transpose(const uint16_t* v, uint16_t
   }
 }
 
-#define MHA_KERNELS(mode, R)                                                                                         \
-  MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) void mha_fwd_##mode(                                                               \
-      const uint16_t* q, const uint16_t* k, const uint16_t* vt, uint16_t* out, uint32_t sq, uint32_t skv,            \
-      uint32_t heads, uint32_t nqb, uint32_t n_work, uint32_t q_row, uint64_t q_head, uint64_t q_batch,              \
-      uint32_t k_row, uint64_t k_head, uint64_t k_batch) {                                                           \
-    MM_LDS uint8_t lds[mha::kLdsBytes];                                                                              \
-    const uint32_t w = mha::xcd_contiguous(mm::block_id_x(), n_work);                                               \
-    mha::attend<R, false>(q, k, vt, out, nullptr, nullptr, sq, skv, heads, mha::Strides{q_row, q_head, q_batch},    \
-                          mha::Strides{k_row, k_head, k_batch}, w % nqb, w / nqb, 0u, 1u, 0u, lds);                      \
-  }                                                                                                                  \
-  MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) void mha_fwd_split_##mode(                                                         \
-      const uint16_t* q, const uint16_t* k, const uint16_t* vt, float* ws_o, float* ws_ml, const int32_t* sched,     \
-      uint32_t n_slots, uint32_t sq, uint32_t skv, uint32_t heads, uint32_t q_row, uint64_t q_head,                  \
-      uint64_t q_batch, uint32_t k_row, uint64_t k_head, uint64_t k_batch) {                                         \
-    MM_LDS uint8_t lds[mha::kLdsBytes];                                                                              \
-    const uint32_t slot = mm::block_id_x();                                                                          \
-    const mm::u32x4 e = mm::buffer_load_b128(mm::make_buffer(sched, n_slots * 16u), slot * 16u);                     \
-    mha::attend<R, true>(q, k, vt, nullptr, ws_o, ws_ml, sq, skv, heads, mha::Strides{q_row, q_head, q_batch},      \
-                         mha::Strides{k_row, k_head, k_batch}, mm::uniform(e.x), mm::uniform(e.y), mm::uniform(e.z), \
-                         mm::uniform(e.w), slot, lds);                                                                    \
-  }                                                                                                                  \
-  MM_KERNEL MM_LAUNCH_BOUNDS(256) void mha_merge_##mode(const float* ws_o, const float* ws_ml, const int32_t* table,  \
-                                                        uint16_t* out, uint32_t sq, uint32_t heads, uint32_t q_row,   \
-                                                        uint64_t q_head, uint64_t q_batch, uint32_t ngroups) {        \
-    mha::merge<R>(ws_o, ws_ml, table, out, sq, heads, mha::Strides{q_row, q_head, q_batch}, ngroups);                \
+#define MHA_KERNELS(mode, R)                                                                                           \
+  MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) void mha_fwd_##mode(                                                    \
+      const uint16_t* q, const uint16_t* k, const uint16_t* vt, uint16_t* out, uint32_t sq, uint32_t skv,              \
+      uint32_t heads, uint32_t nqb, uint32_t n_work, uint32_t q_row, uint64_t q_head, uint64_t q_batch,                \
+      uint32_t k_row, uint64_t k_head, uint64_t k_batch) {                                                             \
+    MM_LDS uint8_t lds[mha::kLdsBytes];                                                                                \
+    const uint32_t w = mha::xcd_contiguous(mm::block_id_x(), n_work);                                                  \
+    mha::attend<R, false>(q, k, vt, out, nullptr, nullptr, sq, skv, heads, mha::Strides{q_row, q_head, q_batch},       \
+                          mha::Strides{k_row, k_head, k_batch}, w % nqb, w / nqb, 0u, 1u, 0u, lds);                    \
+  }                                                                                                                    \
+  MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) void mha_fwd_split_##mode(                                              \
+      const uint16_t* q, const uint16_t* k, const uint16_t* vt, float* ws_o, float* ws_ml, const int32_t* sched,       \
+      uint32_t n_slots, uint32_t sq, uint32_t skv, uint32_t heads, uint32_t q_row, uint64_t q_head,                    \
+      uint64_t q_batch, uint32_t k_row, uint64_t k_head, uint64_t k_batch) {                                           \
+    MM_LDS uint8_t lds[mha::kLdsBytes];                                                                                \
+    const uint32_t slot = mm::block_id_x();                                                                            \
+    const mm::u32x4 e = mm::buffer_load_b128(mm::make_buffer(sched, n_slots * 16u), slot * 16u);                       \
+    mha::attend<R, true>(q, k, vt, nullptr, ws_o, ws_ml, sq, skv, heads, mha::Strides{q_row, q_head, q_batch},         \
+                         mha::Strides{k_row, k_head, k_batch}, mm::uniform(e.x), mm::uniform(e.y), mm::uniform(e.z),   \
+                         mm::uniform(e.w), slot, lds);                                                                 \
+  }                                                                                                                    \
+  MM_KERNEL MM_LAUNCH_BOUNDS(256) void mha_merge_##mode(const float* ws_o, const float* ws_ml, const int32_t* table,   \
+                                                        uint16_t* out, uint32_t sq, uint32_t heads, uint32_t q_row,    \
+                                                        uint64_t q_head, uint64_t q_batch, uint32_t ngroups) {         \
+    mha::merge<R>(ws_o, ws_ml, table, out, sq, heads, mha::Strides{q_row, q_head, q_batch}, ngroups);                  \
   }
 
 MHA_KERNELS(rtna, mm::Round::RTNA)

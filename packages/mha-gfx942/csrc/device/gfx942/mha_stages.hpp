@@ -82,7 +82,7 @@ typedef mm::XorLds<kRowBytes> KLayout;
 constexpr uint32_t kKBlockBytes = kKvBlock * kRowBytes;  // 16 KB
 constexpr uint32_t kLdsV = 2 * kKBlockBytes;             // V_t stages start after the two K stages
 constexpr uint32_t kLdsBytes = 2 * (kKBlockBytes + kVtBlockBytes);
-constexpr uint32_t kDmaWaves = moonmath::mha::config::kWaves / 2;  // group B copies the blocks (mha_fwd.hip)  // group B copies the blocks (see mha_fwd.hip)
+constexpr uint32_t kDmaWaves = moonmath::mha::config::kWaves / 2;  // group B copies the blocks (mha_fwd.hip)
 constexpr uint32_t kDmaRowsPerWave = kKvBlock / kDmaWaves;          // K rows each copying wave moves
 
 // Copying wave `wave`'s share of K block kb (rows kb*64 .. of a head, `k_bytes` its byte extent from
