@@ -1,6 +1,6 @@
 """moonmath-attention-gfx950: bf16 attention forward for AMD CDNA4 (MI355X, gfx950)."""
 from .attention import HEAD_DIMS, LAYOUTS, ROUND_MODES, forward, forward_paged, forward_varlen
-from .emu_device import EmuDeviceTensor, HostReadError, as_emu_device
+from moonmath_common.emu_device import EmuDeviceTensor, HostReadError, as_emu_device
 from .varlen_plan import VarlenPlan
 
 __version__ = "0.1.0"

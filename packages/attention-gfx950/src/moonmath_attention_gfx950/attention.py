@@ -9,7 +9,7 @@ import torch
 from moonmath_common import checks, get_backend
 
 from . import reference
-from .emu_device import device_resident
+from moonmath_common.emu_device import device_resident
 
 LAYOUTS = ("bhsd", "bshd")
 ROUND_MODES = ("rtne",)

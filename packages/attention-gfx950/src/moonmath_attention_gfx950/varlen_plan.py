@@ -7,7 +7,7 @@ import torch
 from moonmath_common import checks, get_backend
 
 from . import attention as _att
-from .emu_device import device_resident
+from moonmath_common.emu_device import device_resident
 
 
 class VarlenPlan:
