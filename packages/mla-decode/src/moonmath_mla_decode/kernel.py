@@ -30,7 +30,11 @@ OP = "moonmath_mla_decode.mla_decode_a16w8"
 ARCHS = ("gfx942", "gfx950")  # archs with decode kernels (the planner has a machine model for each)
 FWD_CODE_OBJECT, FWD_KERNEL = "mla_decode_a16w8", "mla_decode_a16w8_fwd"
 SHARED_CODE_OBJECT, SHARED_KERNEL = "mla_decode_a16w8_shared", "mla_decode_a16w8_fwd_shared"
-VARIANTS = ("wave", "shared")
+WS_CODE_OBJECT, WS_KERNEL = "mla_decode_a16w8_ws", "mla_decode_a16w8_fwd_ws"
+VARIANTS = ("wave", "shared", "ws")
+_CODE = {"wave": (FWD_CODE_OBJECT, FWD_KERNEL), "shared": (SHARED_CODE_OBJECT, SHARED_KERNEL),
+         "ws": (WS_CODE_OBJECT, WS_KERNEL)}
+_BLOCK = {"wave": 256, "shared": 256, "ws": 512}  # threads per workgroup
 MERGE_CODE_OBJECT, MERGE_KERNEL = "mla_decode_a16w8_merge", "mla_decode_a16w8_merge"
 LOG2E = 1.0 / math.log(2.0)
 FLAG_LSE = 1
@@ -103,7 +107,10 @@ def make_plan(batch: int, heads: int, q_len: int, len_hint: int = 0, *, nparts: 
     if variant not in VARIANTS:
         raise ValueError(f"{OP}: variant must be one of {VARIANTS}; got {variant!r}")
     n_rt, rows = p.n_rt, q_len * heads
-    grid = batch * np_ * -(-n_rt // 4) if variant == "shared" else -(-(batch * np_ * n_rt) // 4)
+    if variant in ("shared", "ws"):  # a workgroup per (request, part, group of up to 4 row tiles)
+        grid = batch * np_ * -(-n_rt // 4)
+    else:
+        grid = -(-(batch * np_ * n_rt) // 4)
     wpr = _C.merge_waves_per_row(np_) if np_ > 1 else 0
     split = np_ > 1
     balanced = _C.balance_split(batch, np_) if balanced is None else bool(balanced) and split
@@ -176,8 +183,7 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
         raise ValueError(f"{OP}: pass nparts / variant / balanced to make_plan, not with a plan")
     rows = q_len * H
     partial = plan.nparts > 1
-    code_object, kernel_name = ((SHARED_CODE_OBJECT, SHARED_KERNEL) if plan.variant == "shared"
-                                else (FWD_CODE_OBJECT, FWD_KERNEL))
+    code_object, kernel_name = _CODE[plan.variant]
     _check_ranges(q_lat=q_lat.numel() * 2, workspace=plan.ws_o_floats * 4)
     _check_pool_slots(kv_pool.shape[0])
     _check_alignment(q_lat=q_lat, q_pe=q_pe, kv_pool=kv_pool, o_lat=o_lat)
@@ -202,7 +208,7 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
     flags = (FLAG_LSE if lse is not None else 0) | (FLAG_PARTIAL if partial else 0) | bal
     c_qk = _f32_bits(float(scale) * float(kv_scale) * LOG2E)
     o_scale = _f32_bits(float(kv_scale))
-    counters = [KERNELS.launch(OP, arch, code_object, kernel_name, grid=plan.grid, block=256,
+    counters = [KERNELS.launch(OP, arch, code_object, kernel_name, grid=plan.grid, block=_BLOCK[plan.variant],
                                args=[q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, glen_arg, lse,
                                      ws_o, ws_ml, B, H, q_len, plan.nparts, kv_pool.shape[0],
                                      _usable_indices(kv_indices.numel()), cp_rank, cp_world, flags, c_qk, o_scale])]
