@@ -9,6 +9,9 @@ docs/kernels/mla_decode_gfx950.md), the same on both archs:
                           +28 AGPR measured, 380 -> 408; the price of pools beyond 4 GiB with no 64-bit VALU.)
   mla_decode_a16w8_fwd_shared  VGPR+AGPR <= 384 (AGPR <= 128), SGPR <= 64; LDS <= 36096 (one widened
                           KV tile: K rows + V operand blocks); scratch 0; no spills.
+  mla_decode_a16w8_fwd_ws VGPR+AGPR <= 256: two waves per SIMD (the 8-wave workgroup, one per CU); SGPR
+                          <= 96; LDS <= 64256 (three widened KV tiles + two P/alpha buffers); scratch 0;
+                          no spills; 512 threads per workgroup.
   mla_decode_a16w8_merge  VGPR <= 72, AGPR 0, SGPR <= 64 (57 since the merge maps 1, 2 or 4 waves to a row
                           and locates a row's parts of the balanced split; SGPRs do not bound its
                           occupancy, its VGPRs do); LDS <= 6180 (three waves' running state); scratch 0;
@@ -32,11 +35,14 @@ from moonmath_mla_decode.kernel import (
     OP,
     SHARED_CODE_OBJECT,
     SHARED_KERNEL,
+    WS_CODE_OBJECT,
+    WS_KERNEL,
 )
 
 BUDGETS = {
     (FWD_CODE_OBJECT, FWD_KERNEL): dict(vgpr=416, agpr=160, sgpr=64, lds=0, scratch=0, block=256),
     (SHARED_CODE_OBJECT, SHARED_KERNEL): dict(vgpr=384, agpr=128, sgpr=64, lds=36096, scratch=0, block=256),
+    (WS_CODE_OBJECT, WS_KERNEL): dict(vgpr=256, agpr=256, sgpr=96, lds=64256, scratch=0, block=512),
     (MERGE_CODE_OBJECT, MERGE_KERNEL): dict(vgpr=72, agpr=0, sgpr=64, lds=6180, scratch=0, block=256),
 }
 # Static MFMA counts per decode kernel (two tiles of the unrolled loop): {opcode: count}.

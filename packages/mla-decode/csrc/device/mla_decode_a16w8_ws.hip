@@ -8,41 +8,43 @@
 // Workgroup = 512 threads = 8 waves = one (request, KV part, group of up to 4 row tiles of 16 rows).
 //   contract waves 0..nrt-1   one row tile each: Q in registers (18 x 16 B per lane), S = K Q^T over
 //                             576 columns (36 16x16x16 MFMAs on gfx942, 18 16x16x32 on gfx950), online
-//                             softmax, P (bf16) and the row rescale factors published to LDS.
-//   fill waves 4..7           round robin over the tiles: fill wave f owns tiles n = f, f + 4, ...: it
+//                             softmax; P (bf16) and each row's rescale factor published to LDS.
+//   waves nrt..3              no role: they end at once (s_barrier counts only running waves).
+//   PV / fill waves 4..7      PV split by output columns: wave 4 + f owns columns [128f, 128f + 128) of
+//                             every row tile (8 MFMAs per row tile per KV tile; 32 accumulator registers
+//                             per row tile instead of 128), and fills the tiles n = f, f + 4, ...: it
 //                             fetches tile n + 4 (9 x 16 B per lane: lane l = token l/4, bytes
-//                             [144 (l%4), +144)) while tiles n+1..n+3 are in flight in the other fill
-//                             waves, so four tiles of loads are in flight; then widens its tile into LDS.
-//   all 8 waves               PV split by output columns: wave w owns columns [64w, 64w + 64) of every
-//                             row tile (4 MFMAs per row tile per KV tile; 16 accumulator registers per
-//                             row tile instead of 128).
-// Slot indices: each tile's 16 kv_indices entries are loaded once (16 lanes of the fill wave that fetches
-// the tile, one tile round ahead) and spread to the fetching lanes by ds_bpermute.
+//                             [144 (l%4), +144)) while the other three fill waves' tiles are in flight,
+//                             so four tiles of loads are in flight; then widens its tile into LDS.
+//   A SIMD holds one contract wave and one PV wave: 36 QK MFMAs beside 32 PV MFMAs per row tile.
+// Slot indices: each tile's 16 kv_indices entries are loaded once (16 lanes of the wave that fetches the
+// tile, one round ahead) and spread to the fetching lanes by ds_bpermute.
 //
 // LDS (64256 bytes):
-//   tile[3]     [16 tokens][584 bf16] (stride 1168 B: 292 dwords = 4 mod 32 banks, so the 16 K rows of
-//               a 16-byte read spread over the banks) — the widened KV tile, three in rotation.
-//               K read (QK, lane (i, g)): token i, columns 144g + 8m .. +7 (m = 0..17), one ds_read_b128
-//               per 8-column step, the same column order as Q's registers.
-//               V^T read (PV, wave w, lane (i, g)): tokens 4g + e (e = 0..3), columns 64w + 4i .. +3,
-//               one ds_read_b64 per token; v_perm (0x05040100 / 0x07060302: the low / high bf16 halves of
-//               two dwords) turns the 4 x 4 block into the A operands of four MFMAs, output column
-//               64w + 4i + b for block b.
+//   tile[3]     [16 tokens][584 bf16] (stride 1168 B: 292 dwords = 4 mod 32 banks) — the widened KV
+//               tile, three in rotation, written row-major by the fill lanes (2 x 16 B per 16 fp8).
+//               K read (QK, lane (i, g)): token i, columns 32m + 8g .. +7 (m = 0..17: m < 16 latent,
+//               the rest rope, so every Q chunk is wave-uniformly latent or rope), one ds_read_b128 per
+//               8-column step, the same column order as Q's registers.
+//               V^T read (PV wave f, lane (i, g)): tokens 4g + e (e = 0..3), columns 128f + 8i .. +7,
+//               one ds_read_b128 per token; v_perm (0x05040100 / 0x07060302: the low / high bf16 halves
+//               of two dwords) turns the 4 x 8 block into the A operands of eight MFMAs (block b: output
+//               column 128f + 8i + b), so D reg rr of lane (j, g) holds row j's column 128f + 32g + 8rr + b.
 //   p[2][4]     per row tile, 16 bytes per lane: P in the MFMA B layout (lane (j, g) holds
 //               P[tokens 4g..4g+3][row j] as 4 bf16) and the rescale factor of row j (1.0: none),
 //               written and read by the same lane index, one 16-byte access each way.
 //
 // Pipeline: one barrier per step; at step s (tiles in a 3-slot ring):
-//   fill wave s % 4     widen tile s into slot s % 3, then fetch tile s + 4 and the slots of tile s + 8
+//   PV wave 4 + s % 4   widen tile s into slot s % 3, then fetch tile s + 4 and the slots of tile s + 8
 //   contract waves      QK + softmax of tile s - 1 (slot (s-1) % 3) -> p[(s-1) % 2]
-//   all waves           PV of tile s - 2 (slot (s-2) % 3, p[(s-2) % 2])
-// so widening VALU (fill waves) overlaps the MFMAs of the others; the contract and PV phases run at
-// s_setprio 1 so the MFMA waves win issue against the widening VALU.
+//   PV waves            PV of tile s - 2 (slot (s-2) % 3, p[(s-2) % 2])
+// so one wave's widening VALU overlaps the others' MFMAs; the MFMA phases run at s_setprio 1.
 // Each hazard is one step apart: slot s % 3 was last read by PV(s - 3) at step s - 1; p[s % 2] by
 // PV(s - 2) at step s - 1.
 //
-// Softmax: base 2, x = s * scale * kv_scale * log2(e). Lazy running max: the max moves only when a tile's
-// max exceeds it by more than kLazyMax (log2 units), so most tiles need no O rescale; p stays <= 2^kLazyMax.
+// Softmax: base 2, x = s * scale * kv_scale * log2(e). Running max per row; it moves only when a tile's
+// max exceeds it by more than kLazyMax (log2 units), and a PV wave rescales a row tile's accumulator only
+// when one of its rows moved.
 //
 // Output: direct (one part) o = kv_scale * O / ln in bf16 RTNE and lse = m + log2(l); otherwise fp32
 // partials (O, m, l, ln) for mla_decode_a16w8_merge, exactly as the other variants.
@@ -53,8 +55,9 @@ namespace {
 
 using namespace mla;
 constexpr uint32_t kMaxRowTiles = 4;   // contract waves 0..3
-constexpr uint32_t kFillWave0 = 4;     // fill waves 4..7
+constexpr uint32_t kFillWave0 = 4;     // PV / fill waves 4..7
 constexpr uint32_t kFillWaves = 4;
+constexpr uint32_t kPvCols = 128;      // output columns per PV wave
 constexpr uint32_t kRing = 3;          // LDS tile slots
 constexpr uint32_t kKStride = 1168;    // bytes per token row in LDS (576 bf16 + 16 bytes pad)
 constexpr uint32_t kTileBytes = 16 * kKStride;
@@ -94,9 +97,9 @@ struct Work {
   float c_qk, o_scale;
 };
 
-// One wave's part of a workgroup with NRT row tiles; its role (contract, fill, or PV only) is a template
-// argument, so each role's step loop carries no tests of the others' (every role meets the same
-// barriers: one per step).
+// One wave's part of a workgroup with NRT row tiles; its role (contract, or PV / fill) is a template
+// argument, so each role's step loop carries no tests of the other's (both meet the same barriers: one
+// per step).
 template <uint32_t NRT, bool kContract, bool kFill>
 MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
   const uint32_t wave = mm::wave_id();
@@ -159,12 +162,12 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
     fetch(s0);
   }
 
-  // ---- PV role: the wave's 64 output columns of every row tile ----------------------------------------
-  mm::f32x4 acc[NRT][4];
+  // ---- PV role: the wave's 128 output columns of every row tile ---------------------------------------
+  mm::f32x4 acc[NRT][8];
 #pragma unroll
   for (uint32_t t = 0; t < NRT; ++t)
 #pragma unroll
-    for (int c = 0; c < 4; ++c) acc[t][c] = mm::f32x4{0.f, 0.f, 0.f, 0.f};
+    for (int c = 0; c < 8; ++c) acc[t][c] = mm::f32x4{0.f, 0.f, 0.f, 0.f};
 
   // LDS byte offsets of the ring slots (rotated every step): tile s (written), s - 1 (QK), s - 2 (PV).
   uint32_t slot_w = 0, slot_q = 2u * kTileBytes, slot_p = kTileBytes;
@@ -248,12 +251,13 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
       mm::lds_write_b128(lds, kPOff + pt * kPBytes + 16u * lane, mm::u32x4{pb[0], pb[1], mm::bit_cast<uint32_t>(alpha), 0u});
     }
 
-    // PV of tile s - 2: every wave, its 64 columns.
-    if (s >= 2u) {
+    // PV of tile s - 2: the PV waves, 128 columns each.
+    if (fill && s >= 2u) {
       const uint32_t pbuf = (s & 1u) * kMaxRowTiles;  // (s - 2) & 1
-      mm::u32x2 d[4];
+      mm::u32x4 d[4];
 #pragma unroll
-      for (int e = 0; e < 4; ++e) d[e] = mm::lds_read_b64(lds, slot_p + (4u * g + e) * kKStride + 128u * wave + 8u * i);
+      for (int e = 0; e < 4; ++e)
+        d[e] = mm::lds_read_b128(lds, slot_p + (4u * g + e) * kKStride + 2u * kPvCols * fill_id + 16u * i);
       mm::u32x2 pbv[NRT];
       float al[NRT];
 #pragma unroll
@@ -262,21 +266,23 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
         pbv[t] = mm::u32x2{pa[0], pa[1]};
         al[t] = mm::bit_cast<float>(pa[2]);
       }
-      mm::u32x2 va[4];
+      // block b = 2k + h: column 8i + b of the wave's 128 at tokens 4g .. 4g + 3 (the low (h = 0) or high
+      // (h = 1) bf16 of dword k of the four token rows)
+      mm::u32x2 va[8];
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        va[2 * h] = mm::u32x2{mm::perm(d[1][h], d[0][h], 0x05040100u), mm::perm(d[3][h], d[2][h], 0x05040100u)};
-        va[2 * h + 1] = mm::u32x2{mm::perm(d[1][h], d[0][h], 0x07060302u), mm::perm(d[3][h], d[2][h], 0x07060302u)};
+      for (int k = 0; k < 4; ++k) {
+        va[2 * k] = mm::u32x2{mm::perm(d[1][k], d[0][k], 0x05040100u), mm::perm(d[3][k], d[2][k], 0x05040100u)};
+        va[2 * k + 1] = mm::u32x2{mm::perm(d[1][k], d[0][k], 0x07060302u), mm::perm(d[3][k], d[2][k], 0x07060302u)};
       }
       mm::set_priority<1>();
 #pragma unroll
       for (uint32_t t = 0; t < NRT; ++t) {
         if (__builtin_amdgcn_ballot_w64(al[t] != 1.f) != 0) {
 #pragma unroll
-          for (int c = 0; c < 4; ++c) acc[t][c] *= al[t];
+          for (int c = 0; c < 8; ++c) acc[t][c] *= al[t];
         }
 #pragma unroll
-        for (int c = 0; c < 4; ++c)
+        for (int c = 0; c < 8; ++c)
           acc[t][c] = mm::mfma_16x16x16_bf16(mm::bit_cast<mm::i16x4>(va[c]), mm::bit_cast<mm::i16x4>(pbv[t]), acc[t][c]);
       }
       mm::set_priority<0>();
@@ -288,14 +294,14 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
     mm::block_sync();
   }
 
-  // ---- epilogue: contract waves publish each row's ln; every wave stores its columns --------------------
+  // ---- epilogue: contract waves publish each row's ln; the PV waves store their columns ----------------
   float* stats = (float*)(lds + kPOff);  // [row tile][16 rows]: the P area is free after the last step
-  float l_row = l_run + mm::xor_lane(l_run, 16);
-  l_row += mm::xor_lane(l_row, 32);
-  float ln_row = ln_run + mm::xor_lane(ln_run, 16);
-  ln_row += mm::xor_lane(ln_row, 32);
   const bool partial = (w.flags & kFlagPartial) != 0;
-  if (contract) {
+  if constexpr (contract) {
+    float l_row = l_run + mm::xor_lane(l_run, 16);
+    l_row += mm::xor_lane(l_row, 32);
+    float ln_row = ln_run + mm::xor_lane(ln_run, 16);
+    ln_row += mm::xor_lane(ln_row, 32);
     if (g == 0) stats[wave * 16u + i] = ln_row;
     if (live && g == 0) {
       if (partial) {
@@ -310,36 +316,38 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
     }
   }
   mm::block_sync();
-  // Lane (j = i, g) of wave w holds row j's columns 64w + 16g + 4rr + c (acc[t][c][rr]).
-  const uint32_t col = 64u * wave + 16u * g;
-  const mm::buffer_rsrc wo = mm::make_buffer(w.ws_o, w.B * rows * w.nparts * kLat * 4u);
-  const mm::buffer_rsrc ob = mm::make_buffer(w.o_lat, w.B * rows * kLat * 2u);
+  if constexpr (fill) {
+    // Lane (j = i, g) of PV wave f holds row j's columns 128f + 32g + 8rr + b (acc[t][b][rr]).
+    const uint32_t col = kPvCols * fill_id + 32u * g;
+    const mm::buffer_rsrc wo = mm::make_buffer(w.ws_o, w.B * rows * w.nparts * kLat * 4u);
+    const mm::buffer_rsrc ob = mm::make_buffer(w.o_lat, w.B * rows * kLat * 2u);
 #pragma unroll
-  for (uint32_t t = 0; t < NRT; ++t) {
-    const uint32_t rt_row = (w.grp * kMaxRowTiles + t) * 16u + i;
-    if (rt_row >= rows) continue;
-    if (partial) {
-      const uint32_t slot = w.unit * rows + rt_row;
+    for (uint32_t t = 0; t < NRT; ++t) {
+      const uint32_t rt_row = (w.grp * kMaxRowTiles + t) * 16u + i;
+      if (rt_row >= rows) continue;
+      if (partial) {
+        const uint32_t slot = w.unit * rows + rt_row;
 #pragma unroll
-      for (int rr = 0; rr < 4; ++rr) {
-        mm::u32x4 v;
+        for (int rr = 0; rr < 4; ++rr) {
 #pragma unroll
-        for (int c = 0; c < 4; ++c) v[c] = mm::bit_cast<uint32_t>(acc[t][c][rr]);
-        mm::buffer_store_b128(v, wo, (slot * kLat + col + 4u * rr) * 4u);
-      }
-    } else {
-      const float inv = inv_norm(w.o_scale, stats[t * 16u + i]);
-      const uint32_t R = w.b * rows + rt_row;
+          for (int h = 0; h < 2; ++h) {
+            mm::u32x4 v;
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        mm::u32x4 v;
-#pragma unroll
-        for (int u = 0; u < 2; ++u) {
-          const int rr = 2 * h + u;
-          v[2 * u] = mm::pack_bf16x2<mm::Round::RTNE>(acc[t][0][rr] * inv, acc[t][1][rr] * inv);
-          v[2 * u + 1] = mm::pack_bf16x2<mm::Round::RTNE>(acc[t][2][rr] * inv, acc[t][3][rr] * inv);
+            for (int c = 0; c < 4; ++c) v[c] = mm::bit_cast<uint32_t>(acc[t][4 * h + c][rr]);
+            mm::buffer_store_b128(v, wo, (slot * kLat + col + 8u * rr + 4u * h) * 4u);
+          }
         }
-        mm::buffer_store_b128(v, ob, (R * kLat + col + 8u * h) * 2u);
+      } else {
+        const float inv = inv_norm(w.o_scale, stats[t * 16u + i]);
+        const uint32_t R = w.b * rows + rt_row;
+#pragma unroll
+        for (int rr = 0; rr < 4; ++rr) {
+          mm::u32x4 v;
+#pragma unroll
+          for (int u = 0; u < 4; ++u)
+            v[u] = mm::pack_bf16x2<mm::Round::RTNE>(acc[t][2 * u][rr] * inv, acc[t][2 * u + 1][rr] * inv);
+          mm::buffer_store_b128(v, ob, (R * kLat + col + 8u * rr) * 2u);
+        }
       }
     }
   }
@@ -405,24 +413,22 @@ MM_KERNEL MM_LAUNCH_BOUNDS(512) void mla_decode_a16w8_fwd_ws(
   w.nt = nt_signed > 0 ? (uint32_t)nt_signed : 0u;
 
   // A body per (row-tile count, role): uniform over the wave, so the step loops carry no role tests and
-  // the PV loops over row tiles no bounds tests.
+  // the PV loops over row tiles no bounds tests. Waves nrt..3 have no role and end here.
   const uint32_t wave = mm::wave_id();
   const bool contract = wave < nrt, fill = wave >= kFillWave0;
+  if (!contract && !fill) return;
   switch (nrt) {
     case 1:
       if (contract) decode_group<1, true, false>(w, lds);
-      else if (fill) decode_group<1, false, true>(w, lds);
-      else decode_group<1, false, false>(w, lds);
+      else decode_group<1, false, true>(w, lds);
       break;
     case 2:
       if (contract) decode_group<2, true, false>(w, lds);
-      else if (fill) decode_group<2, false, true>(w, lds);
-      else decode_group<2, false, false>(w, lds);
+      else decode_group<2, false, true>(w, lds);
       break;
     case 3:
       if (contract) decode_group<3, true, false>(w, lds);
-      else if (fill) decode_group<3, false, true>(w, lds);
-      else decode_group<3, false, false>(w, lds);
+      else decode_group<3, false, true>(w, lds);
       break;
     default:
       if (contract) decode_group<4, true, false>(w, lds);
