@@ -396,7 +396,8 @@ def _nan_pattern_case(seed, q_len=2):
     return case
 
 
-@pytest.mark.parametrize("variant,nparts", [("wave", 1), ("wave", 3), ("shared", 1), ("shared", 3), ("ws", 1), ("ws", 3)])
+@pytest.mark.parametrize("variant,nparts",
+                         [("wave", 1), ("wave", 3), ("shared", 1), ("shared", 3), ("ws", 1), ("ws", 3)])
 def test_nan_inputs_give_nan_lse(variant, nparts):
     """NaN/Inf in a row's inputs gives lse NaN (not -inf, which a merge reads as an empty rank), direct
     and through the split-KV merge, with the reference's NaN pattern in o and lse:
@@ -648,3 +649,58 @@ def test_ws_reads_each_kv_row_once(H, q_len):
                           case["kv_indptr"], SCALE, KV_SCALE, nparts=1, variant="ws")
     rows = q_len * H
     assert counters[0]["vmem_load_bytes"] == S * (576 + 4) + rows * 576 * 2
+
+
+@pytest.mark.parametrize("variant,nparts", [("ws", 1), ("ws", 3), ("wave", 3), ("shared", 1)])
+def test_device_kv_scale_is_read_on_the_device(variant, nparts):
+    """kv_scale as a device tensor (on the emu backend an EmuDeviceTensor, which raises HostReadError on any
+    host read) reaches the kernels by pointer: the call succeeds, so nothing read it on the host; o and lse
+    match the float path; and a new value written into the same device memory changes the next call's
+    result (the kernels, decode and merge, read it at run time)."""
+    from moonmath_common.emu_device import as_emu_device
+
+    H, q_len = 16, 2
+    case = make_case(2, H, q_len, [70, 45], seed=23)
+    T = 2 * q_len
+    mem = torch.tensor([KV_SCALE], dtype=torch.float32)
+    dev = as_emu_device(mem)
+    args = (case["q_lat"], case["q_pe"], case["kv_pool"])
+    idx = (case["seq_lens"], case["kv_indices"], case["kv_indptr"])
+
+    def run(kv):
+        o = torch.full((T, H, 512), float("nan"), dtype=torch.bfloat16)
+        lse = torch.full((T, H), float("nan"))
+        with use_backend("emu"):
+            mk.run(*args, o, *idx, SCALE, kv, lse=lse, nparts=nparts, variant=variant)
+        return o, lse
+
+    o_f, l_f = run(KV_SCALE)
+    o_d, l_d = run(dev)
+    assert (o_d.float() - o_f.float()).abs().max().item() <= 2 ** -8 * o_f.float().abs().max().item()
+    assert torch.allclose(l_d, l_f, rtol=0, atol=1e-5)
+    mem[0] = 2 * KV_SCALE  # the device memory changes; the kernels must see it
+    o_2, l_2 = run(dev)
+    o_ref, l_ref = run(2 * KV_SCALE)
+    assert (o_2.float() - o_ref.float()).abs().max().item() <= 2 ** -8 * o_ref.float().abs().max().item()
+    assert torch.allclose(l_2, l_ref, rtol=0, atol=1e-5) and not torch.allclose(l_2, l_d, atol=1e-3)
+
+
+def test_device_kv_scale_through_the_op():
+    """The public op with an EmuDeviceTensor kv_scale: no host read (HostReadError otherwise), the reference's
+    answer; a device kv_scale of the wrong dtype or size is refused by its metadata alone."""
+    from moonmath_common.emu_device import as_emu_device
+
+    case = make_case(1, 16, 1, [300], seed=29)
+    ro, rlse = call("reference", case)
+    o = torch.empty(1, 16, 512, dtype=torch.bfloat16)
+    lse = torch.empty(1, 16)
+    dev = as_emu_device(torch.tensor([KV_SCALE], dtype=torch.float32))
+    with use_backend("emu"):
+        mld.mla_decode_a16w8(case["q_lat"], case["q_pe"], case["kv_pool"], o, case["seq_lens"], case["kv_indices"],
+                             case["kv_indptr"], SCALE, dev, lse=lse)
+        check_close(o, lse, ro, rlse)
+        for bad, err in ((torch.tensor([KV_SCALE], dtype=torch.float64), TypeError),
+                         (torch.tensor([KV_SCALE, KV_SCALE]), ValueError)):
+            with pytest.raises(err, match="kv_scale"):
+                mld.mla_decode_a16w8(case["q_lat"], case["q_pe"], case["kv_pool"], o, case["seq_lens"],
+                                     case["kv_indices"], case["kv_indptr"], SCALE, as_emu_device(bad))

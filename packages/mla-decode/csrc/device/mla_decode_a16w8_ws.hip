@@ -356,12 +356,8 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
 }  // namespace
 
 MM_KERNEL MM_LAUNCH_BOUNDS(512) void mla_decode_a16w8_fwd_ws(
-    const uint16_t* __restrict__ q_lat, const uint16_t* __restrict__ q_pe, const uint8_t* __restrict__ pool,
-    uint16_t* __restrict__ o_lat, const int32_t* __restrict__ seq_lens, const int32_t* __restrict__ kv_indices,
-    const int32_t* __restrict__ kv_indptr, const int32_t* __restrict__ glen, float* __restrict__ lse,
-    float* __restrict__ ws_o, float* __restrict__ ws_ml, uint32_t B, uint32_t H, uint32_t q_len, uint32_t nparts,
-    uint32_t pool_slots, uint32_t n_idx, uint32_t cp_rank, uint32_t cp_world, uint32_t flags, uint32_t c_qk_bits,
-    uint32_t o_scale_bits) {
+    const MlaDecodeArgs args) {  // mla_decode_args.hpp
+  MLA_UNPACK_ARGS(args);
   MM_LDS __attribute__((aligned(16))) uint8_t lds[kLdsBytes];
 
   const uint32_t rows = q_len * H;
@@ -395,8 +391,9 @@ MM_KERNEL MM_LAUNCH_BOUNDS(512) void mla_decode_a16w8_fwd_ws(
   w.cp_rank = cp_rank;
   w.cp_world = cp_world;
   w.flags = flags;
-  w.c_qk = mm::bit_cast<float>(c_qk_bits);
-  w.o_scale = mm::bit_cast<float>(o_scale_bits);
+  const Scales sc = read_scales(kv_scale_dev, c_qk_bits, o_scale_bits, scale_log2e_bits);
+  w.c_qk = sc.c_qk;
+  w.o_scale = sc.o_scale;
   const RequestView req = request_view(seq_lens, glen, kv_indices, kv_indptr, n_idx, cp_world, units.b);
   w.slen = req.slen;
   w.glen = req.glen;
