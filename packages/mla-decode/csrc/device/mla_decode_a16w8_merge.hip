@@ -79,7 +79,8 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void mla_decode_a16w8_merge(
 #pragma unroll
     for (uint32_t u = 0; u < kUnroll; ++u) {
       const uint32_t p = p0 + wpr * u;
-      const uint32_t slot = (units.first + (p < n_own ? p : 0u)) * rows_req + r_in;
+      if (p >= n_own) break;  // wave-uniform: no loads for parts the row does not have
+      const uint32_t slot = (units.first + p) * rows_req + r_in;
       meta[u] = mm::buffer_load_b128(ml, slot * 16u);
       a[u] = mm::buffer_load_b128(wo, slot * kLat * 4u + col_off);
       b[u] = mm::buffer_load_b128(wo, slot * kLat * 4u + col_off + 16u);

@@ -80,8 +80,8 @@ constexpr double kWaveTileCycles = 3047.0;    // one 16-token tile of one wave
 constexpr double kWavePartCycles = 2706.0;    // a wave's fixed cost per part
 constexpr double kSharedTileCycles = 2110.0;  // one tile, per wave of a shared workgroup
 constexpr double kSharedPartCycles = 3169.0;
-constexpr double kMergeWaveCycles = 643.0;    // a merge wave's fixed cost
-constexpr double kMergeIterCycles = 766.0;    // one iteration: four parts folded
+constexpr double kMergeWaveCycles = 795.0;    // a merge wave's fixed cost
+constexpr double kMergeIterCycles = 779.0;    // one iteration: four parts folded
 constexpr double kBalanceRequestCycles = 126.0;  // balanced split: per request, per decode wave and merge wave
 constexpr double kWsTileCycles = 720.0;       // ws: one tile with one row tile, per SIMD (workgroup total / 4)
 constexpr double kWsRowTileCycles = 428.0;    // ws: one tile, each further row tile of the workgroup
@@ -111,7 +111,7 @@ constexpr Machine kGfx942{"gfx942", kDefaultCus, kClockGhz, kHbmBytesPerNs, kCuB
 // objects (the QK contraction is 18 v_mfma_f32_16x16x32_bf16 per tile instead of 36 16x16x16).
 constexpr Machine kGfx950{"gfx950", 256, 2.4, 6000.0, 154.0,
                           2759.0, 2706.0, 1822.0, 3169.0,  // tiles: 288 cycles (18 MFMA) below gfx942
-                          643.0, 766.0, 126.0, 648.0, 356.0, 1198.0};
+                          795.0, 779.0, 126.0, 648.0, 356.0, 1198.0};
 
 // The machine model of `arch`; std::invalid_argument for an arch without MLA decode kernels.
 inline const Machine& machine_for(const std::string& arch) {
