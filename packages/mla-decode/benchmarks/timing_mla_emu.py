@@ -62,6 +62,18 @@ def modeled_seconds(launches, cfg) -> float:
     return total
 
 
+def ours_launches(args, q_len, nparts=None, variant=None):
+    q_lat, q_pe, pool, lens, idx, ip = args
+    o = torch.empty_like(q_lat)
+    lse = torch.empty(q_lat.shape[0], q_lat.shape[1])
+
+    def go():
+        with use_backend("emu"):
+            mk.run(q_lat, q_pe, pool, o, lens, idx, ip, table.SCALE, table.KV_SCALE, lse=lse, nparts=nparts,
+                   variant=variant)
+    return record(go)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lengths", default="1024,8192")
@@ -76,29 +88,17 @@ def main():
     for S in (int(x) for x in a.lengths.split(",")):
         for q_len in (int(x) for x in a.qlens.split(",")):
             args = table.make(B, S, H, q_len)
-            q_lat, q_pe, pool, lens, idx, ip = args
-            o = torch.empty_like(q_lat)
-            lse = torch.empty(B * q_len, H)
             p = mk.plan(B, H, q_len, S)
-
-            def ours():
-                with use_backend("emu"):
-                    mk.run(q_lat, q_pe, pool, o, lens, idx, ip, table.SCALE, table.KV_SCALE, lse=lse)
-
-            t_ours = modeled_seconds(record(ours), cfg)
             t_ai = float("nan")
             if runner is not None:
-                t_ai = modeled_seconds(record(lambda: runner(*args, table.SCALE, table.KV_SCALE, arch="gfx942")), cfg)
-            print(f"| {q_len} | {S} | {p.variant}, {p.nparts} | {t_ours * 1e6:.1f} | {t_ai * 1e6:.1f} | "
-                  f"{t_ai / t_ours:.2f} |", flush=True)
-            for n in (int(x) for x in a.nparts.split(",") if x):
-                def forced(n=n):
-                    with use_backend("emu"):
-                        mk.run(q_lat, q_pe, pool, o, lens, idx, ip, table.SCALE, table.KV_SCALE, lse=lse, nparts=n,
-                               variant="ws")
-                t_n = modeled_seconds(record(forced), cfg)
-                print(f"| {q_len} | {S} | ws, {n} (forced) | {t_n * 1e6:.1f} | {t_ai * 1e6:.1f} | {t_ai / t_n:.2f} |",
-                      flush=True)
+                t_ai = modeled_seconds(record(lambda a=args: runner(*a, table.SCALE, table.KV_SCALE, arch="gfx942")),
+                                       cfg)
+            rows = [(f"{p.variant}, {p.nparts}", ours_launches(args, q_len))]
+            rows += [(f"ws, {n} (forced)", ours_launches(args, q_len, n, "ws"))
+                     for n in (int(x) for x in a.nparts.split(",") if x)]
+            for label, launches in rows:
+                t = modeled_seconds(launches, cfg)
+                print(f"| {q_len} | {S} | {label} | {t * 1e6:.1f} | {t_ai * 1e6:.1f} | {t_ai / t:.2f} |", flush=True)
     if runner is None:
         print(f"(AITER column empty: {why})")
 
