@@ -81,6 +81,10 @@ constexpr int kWaveRows = kTileRows / kWaves;   // 32: one 32x32 MFMA tile of qu
 constexpr int kGroupWaves = kWaves / 2;         // ping-pong groups: waves 0..3 lead, 4..7 lag a phase
 static_assert(kWaveRows == Mfma::N, "one 32-row tile per wave");
 
+// Lambdas are inlined like MM_DEVICE functions (left to the inliner, the largest feature kernels kept
+// their fragments in scratch).
+#define MM_INLINE_LAMBDA __attribute__((always_inline))
+
 // ---- compile-time loops (constexpr indices for asm immediates and counted waits) ----------------
 template <int V> struct Ic { static constexpr int value = V; };
 template <int... I> struct ISeq {};
@@ -327,16 +331,20 @@ MM_DEVICE void dma_v(const Tile& tile, int32_t key0, lds_u8* buf, uint32_t wave,
 // The MFMA phase M(n): PV of the previous block (V buffer KBuf ^ 1, P in st.p, row sums into lb) then
 // QK of this block (K buffer KBuf) into s. One stream of fragments - V^T (two transposing reads each),
 // then K (one b128 read each) - read kPrefetch fragments ahead of the MFMA that uses them.
-constexpr int kPrefetch = 4;
-template <class Shape, int KBuf, bool DoPv, bool DoQk>
-MM_DEVICE void mfma_phase(WaveState<Shape>& st, const LdsAddrs<Shape>& ad, FragC (&s)[Shape::kKeyTiles]) {
+// `mid` runs once the first fragments are in flight and the row-sum MFMAs issued (the DMA of group A:
+// its scalar set-up then overlaps the MFMA pipe instead of delaying the first MFMA).
+// Fragments read ahead of their MFMA (Prefetch): 6 where Dqk 128 leaves room for them, else 3; 2 for the
+// paged Dqk 192 kernels (their page indices take the VGPRs of the third).
+template <class Shape, bool Dense> constexpr int kPrefetch = Shape::Dqk <= 128 ? 6 : Dense ? 3 : 2;
+template <class Shape, int KBuf, bool DoPv, bool DoQk, int Prefetch, class Mid>
+MM_DEVICE void mfma_phase(WaveState<Shape>& st, const LdsAddrs<Shape>& ad, FragC (&s)[Shape::kKeyTiles], Mid mid) {
   constexpr int kPv = DoPv ? Shape::kPvSteps * Shape::kDvTiles : 0;      // V fragments: (step c, n-tile)
   constexpr int kQk = DoQk ? Shape::kKeyTiles * Shape::kQkSteps : 0;     // K fragments: (key tile, step)
   constexpr int kN = kPv + kQk;
   constexpr int kVBuf = KBuf ^ 1;
   u32x4 kf[kQk > 0 ? kQk : 1];                 // K fragments
   u32x2 vlo[kPv > 0 ? kPv : 1], vhi[kPv > 0 ? kPv : 1];   // V^T fragments: keys +0..3 and +8..11 of the lane
-  auto issue = [&](auto F) {
+  auto issue = [&](auto F) MM_INLINE_LAMBDA {
     constexpr int f = decltype(F)::value;
     if constexpr (f < kPv) {
       constexpr int c = f / Shape::kDvTiles, n = f % Shape::kDvTiles;
@@ -348,20 +356,21 @@ MM_DEVICE void mfma_phase(WaveState<Shape>& st, const LdsAddrs<Shape>& ad, FragC
       kf[g] = ds_read_b128<KBuf * (int)Shape::kKBytes + 32 * t * (int)Shape::kKRow>(ad.k[ks]);
     }
   };
-  static_for<kN + kPrefetch>([&](auto I) {
+  static_for<kN + Prefetch>([&](auto I) MM_INLINE_LAMBDA {
     constexpr int i = decltype(I)::value;
     if constexpr (i < kN) issue(Ic<i>{});
-    if constexpr (DoPv && i == kPrefetch - 1) {
+    if constexpr (DoPv && i == Prefetch - 1) {
       // lb += row sums of the bf16 P the PV MFMAs use (against ones), while the first reads land:
       // normalising by them makes each output row's weights sum to 1 exactly; l stays for the LSE.
       const FragA ones = {u32x4{0x3F803F80u, 0x3F803F80u, 0x3F803F80u, 0x3F803F80u}};
 #pragma unroll
       for (int c = 0; c < Shape::kPvSteps; ++c) mm::mma(st.lb, ones, st.p[c], st.lb);
     }
-    if constexpr (i >= kPrefetch - 1 && i - (kPrefetch - 1) < kN) {
-      constexpr int f = i - (kPrefetch - 1);
+    if constexpr (i == Prefetch - 1) mid();
+    if constexpr (i >= Prefetch - 1 && i - (Prefetch - 1) < kN) {
+      constexpr int f = i - (Prefetch - 1);
       constexpr int last = i < kN ? i : kN - 1;
-      constexpr int pend = [] {
+      constexpr int pend = []() MM_INLINE_LAMBDA {
         int r = 0;
         for (int x = f + 1; x <= last; ++x) r += x < kPv ? 2 : 1;
         return r;
@@ -395,6 +404,14 @@ MM_DEVICE void softcap_block(FragC (&s)[Shape::kKeyTiles], float pre2) {
 // Key of register r of key tile t for lane half h: 32t + 8(r/4) + 4h + r%4.
 MM_DEVICE int32_t key_of(int t, int r, int32_t h) { return 32 * t + 8 * (r / 4) + 4 * h + r % 4; }
 
+// s if the key offset x (from the block and lane) is below the bound b, else -inf: by the sign of x - b
+// (v_sub, v_ashr, v_bfi in VGPRs; a compare per score would hold a 64-bit lane mask in SGPRs each, and the
+// compiler keeps many alive at once).
+MM_DEVICE float keep_below(float s, int32_t x, int32_t b) {
+  const uint32_t keep = (uint32_t)((x - b) >> 31);   // all ones when x < b
+  return __builtin_bit_cast(float, (__builtin_bit_cast(uint32_t, s) & keep) | (0xFF800000u & ~keep));
+}
+
 // Keys at or past the row's limit (k_len, or the causal diagonal) -> -inf. Only blocks that cross a
 // limit of the wave's rows pay for it (a wave-uniform branch).
 template <class Shape>
@@ -403,8 +420,7 @@ MM_DEVICE void mask_block(FragC (&s)[Shape::kKeyTiles], int32_t key0, int32_t li
 #pragma unroll
   for (int t = 0; t < Shape::kKeyTiles; ++t)
 #pragma unroll
-    for (int r = 0; r < 16; ++r)
-      if (key_of(t, r, 0) >= lim) s[t].v[r] = kNegInf;
+    for (int r = 0; r < 16; ++r) s[t].v[r] = keep_below(s[t].v[r], key_of(t, r, 0), lim);
 }
 
 // The window form: keys below the row's lower bound lo go too (the upper bound is in limit).
@@ -414,8 +430,8 @@ MM_DEVICE void mask_block_window(FragC (&s)[Shape::kKeyTiles], int32_t key0, int
 #pragma unroll
   for (int t = 0; t < Shape::kKeyTiles; ++t)
 #pragma unroll
-    for (int r = 0; r < 16; ++r)
-      if (key_of(t, r, 0) >= lim || key_of(t, r, 0) < low) s[t].v[r] = kNegInf;
+    for (int r = 0; r < 16; ++r)   // key < low <=> -key < 1 - low... i.e. keep when low - 1 < key
+      s[t].v[r] = keep_below(keep_below(s[t].v[r], key_of(t, r, 0), lim), low - 1, key_of(t, r, 0));
 }
 
 // Online softmax over one block of raw scores s (c = |scale| log2 e > 0, so max(c s) = c max(s)), with a
@@ -425,7 +441,13 @@ MM_DEVICE void mask_block_window(FragC (&s)[Shape::kKeyTiles], int32_t key0, int
 // blocks, almost never. Exact in the end: O, lb and l share the reference, which cancels in O / lb and
 // is added back in the LSE. Then P -> bf16 into st.p (the next PV's B operands). First: the first block
 // of the tile (O, lb, l are still 0: nothing to rescale).
-constexpr float kLazyRescale = 8.f;
+constexpr float kLazyRescale = 0.f;
+// x *= f by v_mul_f32 one register at a time: the compiler would pair them into v_pk_mul_f32, which may
+// not issue within passes + 2 slots of an MFMA on the SIMD (the other wave's MFMA phase: never).
+MM_DEVICE void scale_unpacked(FragC& x, float f) {
+#pragma unroll
+  for (int r = 0; r < 16; ++r) asm("v_mul_f32 %0, %1, %0" : "+v"(x.v[r]) : "v"(f));
+}
 template <class Shape>
 MM_DEVICE void softmax_step(WaveState<Shape>& st, FragC (&s)[Shape::kKeyTiles], float c, bool first = false) {
   float mx = kNegInf;
@@ -437,17 +459,13 @@ MM_DEVICE void softmax_step(WaveState<Shape>& st, FragC (&s)[Shape::kKeyTiles], 
   // -inf + 8 = -inf: a row's first finite max always moves its reference.
   const bool move = mx > st.m + kLazyRescale;
   if (__builtin_amdgcn_ballot_w64(move)) {
-    const float m_new = move ? mx : st.m;
-    const float r_old = mm::exp2(st.m - m_new);   // 1 for rows that keep m; 0 when m was -inf
-    st.m = m_new;
+    const float r_old = move ? mm::exp2(st.m - mx) : 1.f;   // 0 when m was -inf; rows that keep m: 1
+    st.m = move ? mx : st.m;
     if (!first) {
       st.l *= r_old;
+      st.lb.v[0] *= r_old;   // every register of lb accumulates the same sums on its own: only v[0] is read
 #pragma unroll
-      for (int r = 0; r < 16; ++r) st.lb.v[r] *= r_old;
-#pragma unroll
-      for (int n = 0; n < Shape::kDvTiles; ++n)
-#pragma unroll
-        for (int r = 0; r < 16; ++r) st.o[n].v[r] *= r_old;
+      for (int n = 0; n < Shape::kDvTiles; ++n) scale_unpacked(st.o[n], r_old);
     }
   }
   // A row that has seen no key yet keeps m = -inf: use 0 as its reference so exp2 gives 0, not NaN.
@@ -618,18 +636,24 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
       if (last + off + right + 1 < kv_end) kv_end = last + off + right + 1;
     }
   }
+  // The epilogue's resources now: 8 SGPRs live through the loop instead of the plan fields they come from.
+  const bool final_rows = it.slot < 0;
+  const mm::buffer_rsrc o_r = tile.o_rsrc(ptr.o), lse_r = tile.lse_rsrc(ptr.lse);
+  const int64_t o_token = a.o_token;
+  const bool want_lse = (a.flags & kFlagLse) != 0;
   const int32_t nb = kv_begin < kv_end ? (kv_end - kv_begin + kKvBlock - 1) / kKvBlock : 0;
   const LdsAddrs<Shape> ad(lds, lane);
-  auto kbuf = [&](int32_t n) { return lds + Shape::kKBuf0 + (uint32_t)(n & 1) * Shape::kKBytes; };
-  auto vbuf = [&](int32_t n) { return lds + Shape::kVBuf0 + (uint32_t)(n & 1) * Shape::kVBytes; };
-  auto key_of_block = [&](int32_t n) { return kv_begin + n * kKvBlock; };
+  constexpr int kPf = kPrefetch<Shape, __is_same(Tile, DenseTile<Shape>)>;
+  auto kbuf = [&](int32_t n) MM_INLINE_LAMBDA { return lds + Shape::kKBuf0 + (uint32_t)(n & 1) * Shape::kKBytes; };
+  auto vbuf = [&](int32_t n) MM_INLINE_LAMBDA { return lds + Shape::kVBuf0 + (uint32_t)(n & 1) * Shape::kVBytes; };
+  auto key_of_block = [&](int32_t n) MM_INLINE_LAMBDA { return kv_begin + n * kKvBlock; };
   // The DMA of global phase 2n: K(n+1) and V(n), each if it exists.
-  auto dma_phase = [&](int32_t n) {
+  auto dma_phase = [&](int32_t n) MM_INLINE_LAMBDA {
     if (n + 1 < nb) dma_k<Shape>(tile, key_of_block(n + 1), kbuf(n + 1), wave, lane);
     if (n < nb) dma_v<Shape>(tile, key_of_block(n), vbuf(n), wave, lane);
   };
   FragC s[Shape::kKeyTiles];
-  auto softmax_phase = [&](int32_t n, bool first) {
+  auto softmax_phase = [&](int32_t n, bool first) MM_INLINE_LAMBDA {
     const int32_t key0 = key_of_block(n);
     if constexpr (Shape::kSoftcap) softcap_block<Shape>(s, a.softcap_pre2);
     if constexpr (Shape::kWindow) {
@@ -640,10 +664,9 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
     softmax_step(st, s, a.scale_log2, first);
   };
   // One block n >= 1 with K in buffer KBuf: M(n), barrier, X(n), barrier (DMA and waits by group).
-  auto block = [&](auto kb, int32_t n) {
-    if (lead) dma_phase(n);
+  auto block = [&](auto kb, int32_t n) MM_INLINE_LAMBDA {
     mm::set_priority<1>();
-    mfma_phase<Shape, decltype(kb)::value, true, true>(st, ad, s);
+    mfma_phase<Shape, decltype(kb)::value, true, true, kPf>(st, ad, s, [&]() MM_INLINE_LAMBDA { if (lead) dma_phase(n); });
     mm::set_priority<0>();
     if (!lead) mm::wait_vmcnt<0>();
     phase_barrier(s, st.o, st.lb);
@@ -662,9 +685,8 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
       phase_barrier();
     }
     // block 0: QK only
-    if (lead) dma_phase(0);
     mm::set_priority<1>();
-    mfma_phase<Shape, 0, false, true>(st, ad, s);
+    mfma_phase<Shape, 0, false, true, kPf>(st, ad, s, [&]() MM_INLINE_LAMBDA { if (lead) dma_phase(0); });
     mm::set_priority<0>();
     if (!lead) mm::wait_vmcnt<0>();
     phase_barrier(s);
@@ -683,8 +705,8 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
     }
     // the last PV: M(nb) without QK (V(nb-1) in buffer (nb-1) % 2)
     mm::set_priority<1>();
-    if (nb & 1) mfma_phase<Shape, 1, true, false>(st, ad, s);
-    else mfma_phase<Shape, 0, true, false>(st, ad, s);
+    if (nb & 1) mfma_phase<Shape, 1, true, false, kPf>(st, ad, s, []() MM_INLINE_LAMBDA {});
+    else mfma_phase<Shape, 0, true, false, kPf>(st, ad, s, []() MM_INLINE_LAMBDA {});
     mm::set_priority<0>();
     if (lead) phase_barrier();             // group A's last phase: the barrier count of group B
   }
@@ -692,8 +714,8 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   if constexpr (Shape::kSinks) {
     if (it.slot < 0 || it.sink_part) add_sink(st, ptr.sinks[h] * mm::kLog2e, lane);
   }
-  if (it.slot < 0)
-    store_final(st, tile.o_rsrc(ptr.o), a.o_token, tile.lse_rsrc(ptr.lse), (a.flags & kFlagLse) != 0, wave, lane);
+  if (final_rows)
+    store_final(st, o_r, o_token, lse_r, want_lse, wave, lane);
   else
     store_part(st, ptr.ws_o, ptr.ws_ml, it.slot, h, a.heads_q, wave, lane);
 }
