@@ -349,9 +349,9 @@ MM_DEVICE void dma_v(const Tile& tile, int32_t key0, lds_u8* buf, uint32_t wave,
 // then K (one b128 read each) - read kPrefetch fragments ahead of the MFMA that uses them.
 // `mid` runs once the first fragments are in flight and the row-sum MFMAs issued (the DMA of group A:
 // its scalar set-up then overlaps the MFMA pipe instead of delaying the first MFMA).
-// Fragments read ahead of their MFMA (Prefetch): 6 where Dqk 128 leaves room for them, else 3; 2 for the
-// paged Dqk 192 kernels (their page indices take the VGPRs of the third).
-template <class Shape, bool Dense> constexpr int kPrefetch = Shape::Dqk <= 128 ? 6 : Dense ? 3 : 2;
+// Fragments read ahead of their MFMA (Prefetch): 6 where Dqk 128 leaves room for them, else 4; 2 for the
+// paged Dqk 192 kernels (their page indices take the VGPRs of the others).
+template <class Shape, bool Dense> constexpr int kPrefetch = Shape::Dqk <= 128 ? 6 : Dense ? 4 : 2;
 template <class Shape, int KBuf, bool DoPv, bool DoQk, int Prefetch, class Mid>
 MM_DEVICE void mfma_phase(WaveState<Shape>& st, const LdsAddrs<Shape>& ad, FragC (&s)[Shape::kKeyTiles], Mid mid) {
   constexpr int kPv = DoPv ? Shape::kPvSteps * Shape::kDvTiles : 0;      // V fragments: (step c, n-tile)
