@@ -2,44 +2,61 @@
 //
 // Tiling. A workgroup of 8 waves owns one work item (csrc/shared/attention_fwd_plan.h): kTileRows =
 // 256 query rows of one q head against a key range, walked in blocks of kKvBlock = 64 keys. Wave w
-// owns rows 32w .. 32w+31 of the tile as two 16-row MFMA tiles ("row tiles"); every wave reads every
-// K/V block, so each K/V fragment read from LDS feeds two MFMAs.
+// owns rows 32w .. 32w+31 as one 32-row MFMA tile; every wave reads every K/V block.
 //
-// MFMA: v_mfma_f32_16x16x32_bf16 everywhere. Lane = 16*g + i (g = lane group 0..3, i = 0..15).
-//   16x16x32 layout (emulator mfma.cpp, AMD calculator): A[i][k] in lane 16*(k/8)+i element k%8,
-//   B[k][j] in lane 16*(k/8)+j element k%8, D[i][j] in register i%4 of lane 16*(i/4)+j.
-//   QK: S^T = K Q^T. A = K (i = key of a 16-key tile t, k = d), B = Q^T (j = query row). Lane (g, j)
-//       ends with S[row j][key 16t + 4g + r] in register r: a row's 64 scores sit in 4 lanes.
-//   PV: O^T = V^T P^T. B = P^T straight from the QK registers: MFMA c (32 keys) contracts over
-//       k = 8g + e <-> key 16*(2c + e/4) + 4g + e%4 (any permutation of k is legal when A uses the
-//       same one), so P needs no lane movement. A = V^T: lane (g, i) needs V[key(c,g,e)][16n + i]
-//       for e = 0..7: two ds_read_b64_tr_b16 (one per 16-key half) from V stored key-major in LDS.
-//       D: lane (g, j) holds O[row j][16n + 4g + r], n = 0..Dv/16-1 (32 fp32 per row tile).
+// MFMA: v_mfma_f32_32x32x16_bf16 everywhere (8 passes: a 32-cycle MFMA leaves the VALU of the other
+// wave of its SIMD 6 of 8 issue slots, where a 16-cycle 16x16x32 left it 1 of 4). Lane = 32h + i
+// (h = lane half 0..1, i = 0..31). Layout (emulator mfma.cpp, AMD calculator): A[i][k] in lane
+// 32*(k/8)+i element k%8, B[k][j] in lane 32*(k/8)+j element k%8, D[i][j] in register
+// 4*(i/8) + i%4 of lane 32*((i/4)%2) + j.
+//   QK: S^T = K Q^T. A = K (i = key of a 32-key tile t, k = d), B = Q^T (j = query row), Dqk/16
+//       steps. Lane (h, j) ends with S[row j][key 32t + 8(r/4) + 4h + r%4] in register r: a row's
+//       64 scores sit in 2 lanes (j, j + 32), 32 per lane.
+//   PV: O^T = V^T P^T. B = P^T straight from the QK registers: step c (16 keys, registers 8(c%2) ..
+//       +7 of key tile c/2) contracts over k = 8(e/4) + 4h + e%4 <-> key 16c + k (the tile layer's
+//       KOfPackedC order; A uses the same one), so P moves no data. A = V^T: lane (h, i) needs
+//       V[16c + 8(e/4) + 4h + e%4][32n + i], e = 0..7: two ds_read_b64_tr_b16 from V key-major in LDS.
+//       D: lane (h, j) holds O[row j][32n + 8(r/4) + 4h + r%4], n = 0..Dv/32-1 (64 fp32 per lane).
+//   Row sums of the bf16 P (the normaliser): one more MFMA per step against a fragment of ones.
 //
-// LDS (160 KiB on gfx950; we use 64 KiB for Dqk 128, 80 KiB for 192): two stages, each one K block
-// [64][Dqk] and one V block [64][Dv] bf16, key-major, rows unpadded. 16-byte chunk c of row r sits at
-// chunk (c ^ (r & 7)) of its row (XOR swizzle, applied on the global side of the direct-to-LDS loads,
-// whose LDS side is fixed at M0 + 16*lane): the QK reads (16 rows, one chunk each) and the
-// transposing V reads (4 rows x 2 half-chunks per 16 lanes) then spread over the banks.
+// LDS (160 KiB on gfx950; 64 KiB for Dqk 128, 80 KiB for 192): two K buffers [64][Dqk] and two V
+// buffers [64][Dv] bf16, key-major, rows unpadded, 16-byte chunks permuted within a row so that the
+// reads are free of bank conflicts in the 64-bank model (a b128 read serves 16 lanes per cycle, a
+// b64 one 32): KRows - the 16 lanes of a QK read (16 consecutive rows, one chunk) hit 16 distinct
+// chunk slots mod 256 B: chunk c of row r at c ^ (r & 15) (Dqk 128: 16 chunks a row) or, for rows of
+// 8 mod 16 chunks (Dqk 192), at c ^ ((r >> 1) & 7) within its group of 8 (rows alternate by 128 B).
+// VRows - the 32 lanes of a transposing read (4 consecutive rows x 4 consecutive chunks): chunk c of
+// row r at c ^ 4(r & 3). The direct-to-LDS loads write 16 bytes per lane at M0 + 16*lane, so the
+// permutation is applied on the global side (each lane fetches the chunk that belongs at its slot).
 //
-// Pipeline, one barrier per KV block:
-//   wait own DMAs of block n (vmcnt 0); barrier       -> block n visible; every wave is done with n-1
-//   DMA block n+1 into the other stage (all waves)   -> overlaps the math below
-//   QK(n) from LDS, [soft-cap: the *_softcap kernels], mask ([window: lower bound too], only on blocks that need it), online softmax (log2 domain, fp32),
-//   P -> bf16 (RTNE), PV(n) with transposing LDS reads.
-// Epilogue: O / lb (lb = the sum of the bf16 P, by MFMA against ones; 0 -> 0) rounded RTNE with canonical NaN 0x7FFF, LSE = (m + log2 l) ln 2; a
-// split part writes fp32 (O, m, l) to its workspace slot instead (attention_merge.hip combines them).
+// Wave roles: ping-pong. Waves 0..3 (group A) and 4..7 (group B) share the 4 SIMDs pairwise (wave w
+// on SIMD w % 4). Each wave alternates an MFMA phase M(n) = [PV(n-1), QK(n)] (LDS reads and MFMAs, at
+// s_setprio 1) and a softmax phase X(n) = [soft-cap, mask, online softmax, P -> bf16] (VALU and
+// exp2); group B runs one phase behind A, so on every SIMD one wave's softmax overlaps the other's
+// MFMAs. One s_barrier between phases (all 8 waves):
+//
+//   global phase   2n            2n+1
+//   group A        M(n)          X(n)
+//   group B        X(n-1)        M(n)
+//
+// Buffers: K(n) in K buffer n % 2 (read in phases 2n, 2n+1), V(n) in V buffer n % 2 (read by PV(n) in
+// phases 2n+2, 2n+3). At the start of phase 2n every wave issues its share of the DMA of K(n+1) and
+// V(n) (their buffers' previous blocks K(n-1), V(n-2) were last read in phase 2n-1) and waits for it
+// (vmcnt(0)) at the end of phase 2n+1, two phases of latency hidden. LDS reads are inline asm in a
+// ring of kPrefetch fragments with counted lgkmcnt waits tied to each fragment (the builtin transposing
+// read made clang wait for all outstanding LDS DMA; the hazard checker verifies the manual waits).
+// Epilogue: O / lb (lb = the sum of the bf16 P, by MFMA against ones; 0 -> 0) rounded RTNE with
+// canonical NaN 0x7FFF, LSE = (m + log2 l) ln 2; a split part writes fp32 (O, m, l) to its workspace
+// slot instead (attention_merge.hip combines them).
 //
 // Where rows and keys live is the partitioner's business (DenseTile: batch strides + token offsets of
 // a work item); the pipeline sees buffer resources and per-block row counts only.
 //
-// Fragments are the tile layer's (moonmath/tile.hpp): FragA/FragB/FragC<Mfma16x16x32Bf16>, mma,
-// load_b (Q from global), lds_load_a over XorLds (K from LDS). Local here, because the layer does not
-// have them (yet): the transposing V read by asm with tied waits (the layer's lds_load_a_kmajor uses
-// the builtin, which waits for all LDS DMA), the CTA-wide direct-to-LDS staging (8 waves filling one
-// tile), P -> bf16 by v_cvt_pk_bf16_f32 (the layer's pack_bf16<RTNE> is the integer form with a NaN
-// guard: P needs neither), and the softmax step (fma logits, rescale skipped when no max moved,
-// the bf16-P normaliser).
+// Fragments are the tile layer's (moonmath/tile.hpp): FragA/FragB/FragC<Mfma32x32x16Bf16>, mma,
+// load_b (Q from global), as_b_operand's KOfPackedC order. Local here: the LDS row permutations
+// (KRows/VRows, the layer's policy interface), the asm LDS reads with tied counted waits, the CTA-wide
+// direct-to-LDS staging (8 waves filling one block), P -> bf16 by v_cvt_pk_bf16_f32 and the softmax
+// step (fma logits, rescale skipped when no max moved, the bf16-P normaliser).
 #pragma once
 #include "moonmath/all.hpp"
 #include "moonmath/tile.hpp"
@@ -49,7 +66,8 @@ namespace attn950 {
 
 using mm::bf16x8;
 using mm::f32x4;
-using Mfma = mm::Mfma16x16x32Bf16;         // the tile layer's shape: A/B/C lane layouts as in the header
+using mm::f32x16;
+using Mfma = mm::Mfma32x32x16Bf16;         // the tile layer's shape: A/B/C lane layouts as in the header
 using FragA = mm::FragA<Mfma>;
 using FragB = mm::FragB<Mfma>;
 using FragC = mm::FragC<Mfma>;
@@ -59,6 +77,48 @@ typedef short i16x4 __attribute__((ext_vector_type(4)));
 typedef __attribute__((address_space(3))) uint8_t lds_u8;
 
 constexpr float kNegInf = -__builtin_inff();
+constexpr int kWaveRows = kTileRows / kWaves;   // 32: one 32x32 MFMA tile of query rows per wave
+constexpr int kGroupWaves = kWaves / 2;         // ping-pong groups: waves 0..3 lead, 4..7 lag a phase
+static_assert(kWaveRows == Mfma::N, "one 32-row tile per wave");
+
+// Lambdas are inlined like MM_DEVICE functions (left to the inliner, the largest feature kernels kept
+// their fragments in scratch).
+#define MM_INLINE_LAMBDA __attribute__((always_inline))
+
+// ---- compile-time loops (constexpr indices for asm immediates and counted waits) ----------------
+template <int V> struct Ic { static constexpr int value = V; };
+template <int... I> struct ISeq {};
+template <int N, int... I> struct MakeISeq : MakeISeq<N - 1, N - 1, I...> {};
+template <int... I> struct MakeISeq<0, I...> { typedef ISeq<I...> type; };
+template <class F, int... I> MM_DEVICE void static_for_impl(F& f, ISeq<I...>) { (f(Ic<I>{}), ...); }
+template <int N, class F> MM_DEVICE void static_for(F f) { static_for_impl(f, typename MakeISeq<N>::type{}); }
+
+// ---- LDS row layouts (the tile layer's swizzle-policy interface: kRowBytes, offset, byte_of) ---
+// K rows, read 16 consecutive rows x one 16-byte chunk per 16 lanes (QK's A operand).
+template <int RowBytes>
+struct KRows {
+  static constexpr int kRowBytes = RowBytes, kChunks = RowBytes / 16;
+  static constexpr uint32_t chunk(uint32_t row, uint32_t c) {
+    if constexpr (kChunks % 16 == 0) return c ^ (row & 15u);
+    else if constexpr (kChunks % 16 == 8) return (c & ~7u) | ((c ^ (row >> 1)) & 7u);
+    else if constexpr (kChunks % 8 == 0) return c ^ (row & 7u);
+    else return c;   // other row widths: unpermuted (correct, not conflict-free)
+  }
+  static constexpr uint32_t offset(uint32_t row, uint32_t byte) { return row * RowBytes + (chunk(row, byte / 16) << 4) + byte % 16; }
+  static constexpr uint32_t byte_of(uint32_t row, uint32_t phys) { return (chunk(row, phys / 16) << 4) + phys % 16; }  // an involution
+};
+// V rows, read 4 consecutive rows x 4 consecutive chunks per 32 lanes (the transposing PV reads).
+template <int RowBytes>
+struct VRows {
+  static constexpr int kRowBytes = RowBytes, kChunks = RowBytes / 16;
+  static constexpr uint32_t chunk(uint32_t row, uint32_t c) {
+    if constexpr (kChunks % 16 == 0) return c ^ ((row & 3u) << 2);
+    else if constexpr (kChunks % 16 == 8) return c ^ (((row >> 1) & 1u) << 2);
+    else return c;
+  }
+  static constexpr uint32_t offset(uint32_t row, uint32_t byte) { return row * RowBytes + (chunk(row, byte / 16) << 4) + byte % 16; }
+  static constexpr uint32_t byte_of(uint32_t row, uint32_t phys) { return (chunk(row, phys / 16) << 4) + phys % 16; }
+};
 
 // ---- shapes -------------------------------------------------------------------------------------
 // Compile-time features, flags not copies: off, the pipeline compiles to the plain kernel instruction for
@@ -69,58 +129,71 @@ template <int Dqk_, int Dv_, bool Softcap_ = false, bool Window_ = false, bool S
 struct FwdShape {
   static constexpr int Dqk = Dqk_, Dv = Dv_;
   static constexpr bool kSoftcap = Softcap_, kWindow = Window_, kSinks = Sinks_;
-  static constexpr int kQkSteps = Dqk / 32;                 // MFMA k-steps per 16-key QK tile
-  static constexpr int kDvTiles = Dv / 16;                  // 16-column output tiles
-  static constexpr int kKeyTiles = kKvBlock / 16;           // 16-key tiles per block (4)
-  static constexpr int kPvSteps = kKvBlock / 32;            // 32-key MFMA steps of PV (2)
+  static constexpr int kQkSteps = Dqk / 16;                 // MFMA k-steps per 32-key QK tile
+  static constexpr int kDvTiles = Dv / 32;                  // 32-column output tiles
+  static constexpr int kKeyTiles = kKvBlock / 32;           // 32-key tiles per block (2)
+  static constexpr int kPvSteps = kKvBlock / 16;            // 16-key MFMA steps of PV (4)
   static constexpr uint32_t kKRow = Dqk * 2, kVRow = Dv * 2;  // LDS row bytes
   static constexpr uint32_t kKBytes = kKvBlock * kKRow, kVBytes = kKvBlock * kVRow;
-  static constexpr uint32_t kStageBytes = kKBytes + kVBytes;
-  static constexpr uint32_t kLdsBytes = 2 * kStageBytes;
+  static constexpr uint32_t kKBuf0 = 0, kVBuf0 = 2 * kKBytes;   // K buffers 0, 1 then V buffers 0, 1
+  static constexpr uint32_t kLdsBytes = 2 * (kKBytes + kVBytes);
   static constexpr int kKLoads = kKBytes / 1024 / kWaves;   // 16-byte direct loads per wave (64 lanes)
   static constexpr int kVLoads = kVBytes / 1024 / kWaves;
-  static_assert(Dqk % 32 == 0 && Dv % 16 == 0, "head dims");
+  using KLayout = KRows<kKRow>;
+  using VLayout = VRows<kVRow>;
+  static_assert(Dqk % 16 == 0 && Dv % 32 == 0, "head dims");
   static_assert(kKBytes % (1024 * kWaves) == 0 && kVBytes % (1024 * kWaves) == 0, "whole DMA rounds");
-  static_assert(kDvTiles == 8, "lds_wait_tied() ties 8 V fragments");
+  static_assert(2 * kKBytes <= 65536 && 2 * kVBytes <= 65536, "ds_read immediate offsets within a buffer pair");
 };
 
 // ---- small primitives (candidates for the common tile layer) ------------------------------------
-MM_DEVICE u32x4 lds_read_b128(const lds_u8* p) { return *(const __attribute__((address_space(3))) u32x4*)p; }
-
-// ds_read_b64_tr_b16: lane l of each 16-lane group gets element l%4 of the 4-bf16 rows supplied by
-// lanes 4n + (l/4)%4, n = 0..3. Issued by inline asm: with the builtin, clang 22 makes every such read
-// wait for all outstanding LDS DMA (vmcnt(0)), i.e. for the next block's K/V, which kills the overlap
-// of DMA and math. The asm result must be retired by lds_wait_tied() before use (the emulator's
-// hazard checker verifies it); "memory" keeps the read inside its barrier interval.
-MM_DEVICE i16x4 lds_read_tr16_b64(const lds_u8* p) {
-  i16x4 r;
-  asm volatile("ds_read_b64_tr_b16 %0, %1" : "=v"(r) : "v"(__builtin_bit_cast(uint32_t, p)) : "memory");
+// LDS reads by inline asm: clang's builtin transposing read waits for all outstanding LDS DMA (vmcnt(0),
+// the next block's K/V), which kills the DMA/math overlap; asm keeps program order among the reads and
+// their waits. A result must be retired by wait_lds<N>() (counted: N later reads may stay in flight)
+// before use; "memory" keeps the reads inside their barrier interval.
+template <int Off>
+MM_DEVICE u32x4 ds_read_b128(uint32_t addr) {
+  u32x4 r;
+  asm volatile("ds_read_b128 %0, %1 offset:%2" : "=v"(r) : "v"(addr), "n"(Off) : "memory");
   return r;
 }
-// s_waitcnt lgkmcnt(0) that the compiler cannot schedule a use of x[] before.
-MM_DEVICE void lds_wait_tied(i16x4 (&x)[8]) {
-  asm volatile("s_waitcnt lgkmcnt(0)"
-               : "+v"(x[0]), "+v"(x[1]), "+v"(x[2]), "+v"(x[3]), "+v"(x[4]), "+v"(x[5]), "+v"(x[6]), "+v"(x[7]));
+// ds_read_b64_tr_b16: lane l of each 16-lane group gets element l%4 of the 4-bf16 rows supplied by
+// lanes 4n + (l/4)%4, n = 0..3.
+template <int Off>
+MM_DEVICE u32x2 ds_read_tr16_b64(uint32_t addr) {
+  u32x2 r;
+  asm volatile("ds_read_b64_tr_b16 %0, %1 offset:%2" : "=v"(r) : "v"(addr), "n"(Off) : "memory");
+  return r;
+}
+// s_waitcnt lgkmcnt(N) that the compiler cannot schedule a use of x before.
+template <int N>
+MM_DEVICE void wait_lds(u32x4& x) {
+  static_assert(N >= 0 && N < 16, "lgkmcnt is 4 bits");
+  asm volatile("s_waitcnt lgkmcnt(%1)" : "+v"(x) : "n"(N));
+}
+template <int N>
+MM_DEVICE void wait_lds(u32x2& x, u32x2& y) {
+  static_assert(N >= 0 && N < 16, "lgkmcnt is 4 bits");
+  asm volatile("s_waitcnt lgkmcnt(%2)" : "+v"(x), "+v"(y) : "n"(N));
 }
 
-// Byte offset of 16-byte chunk c of row r in a swizzled LDS block of row_bytes per row.
-MM_DEVICE uint32_t swz(uint32_t r, uint32_t c, uint32_t row_bytes) { return r * row_bytes + ((c ^ (r & 7u)) << 4); }
-
-// Max / sum over the 4 lanes {j, j+16, j+32, j+48} that share a query row.
-MM_DEVICE float row_max4(float v) {
-  v = __builtin_fmaxf(v, __builtin_bit_cast(float, mm::swizzle_xor<16>(__builtin_bit_cast(uint32_t, v))));
-  return __builtin_fmaxf(v, mm::xor_lane(v, 32));
+// v_permlane32_swap: v and the value of lane l ^ 32, combined by op (max / sum over a row's two lanes).
+// By asm: clang 22 folds the builtin's second result away when both inputs are the same value. The
+// s_nop covers the VALU-write -> permlane-read hazard of the copy.
+template <class Op>
+MM_DEVICE float row_pair(float v, Op op) {
+  uint32_t a = __builtin_bit_cast(uint32_t, v), b = a;
+  asm volatile("s_nop 1\n\tv_permlane32_swap_b32 %0, %1" : "+v"(a), "+v"(b));
+  return op(__builtin_bit_cast(float, a), __builtin_bit_cast(float, b));
 }
-MM_DEVICE float row_sum4(float v) {
-  v += __builtin_bit_cast(float, mm::swizzle_xor<16>(__builtin_bit_cast(uint32_t, v)));
-  return v + mm::xor_lane(v, 32);
-}
+MM_DEVICE float row_max2(float v) { return row_pair(v, mm::MaxOp{}); }
+MM_DEVICE float row_sum2(float v) { return row_pair(v, mm::SumOp{}); }
 
-// 8 f32 -> 8 bf16 (RTNE, v_cvt_pk_bf16_f32) as one MFMA operand.
-MM_DEVICE bf16x8 to_bf16x8(f32x4 lo, f32x4 hi) {
-  typedef float f32x8 __attribute__((ext_vector_type(8)));
-  f32x8 v = {lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]};
-  return __builtin_convertvector(v, bf16x8);
+// 2 f32 -> 2 bf16 (RTNE, v_cvt_pk_bf16_f32) in one dword.
+MM_DEVICE uint32_t cvt_pk_bf16(float lo, float hi) {
+  typedef float f32x2 __attribute__((ext_vector_type(2)));
+  typedef __bf16 bf16x2 __attribute__((ext_vector_type(2)));
+  return __builtin_bit_cast(uint32_t, __builtin_convertvector((f32x2{lo, hi}), bf16x2));
 }
 
 // Output rounding: RTNE with any NaN -> 0x7FFF (v_cvt_pk_bf16_f32 would keep the payload).
@@ -180,75 +253,157 @@ struct DenseTile {
 // ---- pipeline state -----------------------------------------------------------------------------
 template <class Shape>
 struct WaveState {
-  FragB q[kRowTilesPerWave][Shape::kQkSteps];       // Q^T operands, resident
-  FragC o[kRowTilesPerWave][Shape::kDvTiles];       // O^T accumulators
-  float m[kRowTilesPerWave];                        // running max (log2 units, row-uniform)
-  float l[kRowTilesPerWave];                        // this lane's share of the running sum (fp32 p: the LSE)
-  FragC lb[kRowTilesPerWave];                       // running sum of the bf16 P (every register = the row's)
+  FragB q[Shape::kQkSteps];       // Q^T operands, resident
+  FragC o[Shape::kDvTiles];       // O^T accumulators
+  FragB p[Shape::kPvSteps];       // P^T of the last softmax phase (bf16), consumed by the next PV
+  float m;                        // running max of the lane's row (log2 units)
+  float l;                        // this lane's share of the running sum (fp32 p: the LSE)
+  FragC lb;                       // running sum of the bf16 P (every register = the row's)
+  float r;                        // the last softmax phase's rescale factor of O and lb ...
+  bool rescale;                   // ... still to apply (wave-uniform), by the next MFMA phase
 };
 
+// O and lb *= r, deferred from the softmax phase into the next MFMA phase, before its first MFMA: v_pk_mul_f32
+// cannot issue within passes + 2 slots of an MFMA on the SIMD, and this is the one window without any
+// (the other wave has just left its MFMA phase); in the softmax phase it would wait for the other wave's
+// whole MFMA phase, and 65 unpacked v_mul would lengthen the phase that bounds the pipeline.
+template <class Shape>
+MM_DEVICE void rescale_pending(WaveState<Shape>& st) {
+  if (st.rescale) {
+    st.lb.v[0] *= st.r;   // every register of lb accumulates the same sums on its own: only v[0] is read
+#pragma unroll
+    for (int n = 0; n < Shape::kDvTiles; ++n) mm::scale(st.o[n], st.r);
+    st.rescale = false;
+  }
+}
+
+// Per-lane LDS byte addresses (loop-invariant; a read adds its block's rows and buffer as an immediate).
+template <class Shape>
+struct LdsAddrs {
+  uint32_t k[Shape::kQkSteps];    // QK step s: row i = lane % 32 of a key tile, chunk 2s + h
+  uint32_t v[Shape::kDvTiles];    // PV n-tile n: the transposing read's row 4h + (lane%16)/4, chunk and half
+  MM_DEVICE LdsAddrs(const lds_u8* lds, uint32_t lane) {
+    const uint32_t i = lane & 31u, h = lane >> 5, t16 = lane & 15u;
+    const uint32_t base = __builtin_bit_cast(uint32_t, lds);
+#pragma unroll
+    for (int s = 0; s < Shape::kQkSteps; ++s) k[s] = base + Shape::kKBuf0 + Shape::KLayout::offset(i, 16u * (2u * s + h));
+    // Source lane (h, t16) of 16-lane group g supplies row 4h + t16/4 (of the 8-row half), columns
+    // 32n + 16(g%2) + 4(t16%4) .. +3 (one 8-byte half chunk).
+#pragma unroll
+    for (int n = 0; n < Shape::kDvTiles; ++n)
+      v[n] = base + Shape::kVBuf0 + Shape::VLayout::offset(4u * h + (t16 >> 2), 64u * n + 32u * ((lane >> 4) & 1u) + 8u * (t16 & 3u));
+  }
+};
+
+// The first MFMA of an accumulation: C = 0 as the inline constant (no zeroing moves).
+MM_DEVICE FragC mfma_first(const FragA& a, const FragB& b) {
+  FragC d;
+  d.v = __builtin_amdgcn_mfma_f32_32x32x16_bf16(__builtin_bit_cast(bf16x8, a.w), __builtin_bit_cast(bf16x8, b.w),
+                                                 f32x16{}, 0, 0, 0);
+  return d;
+}
+
 // ---- stages -------------------------------------------------------------------------------------
-// Q rows of this wave: lane (g, j) of row tile rt holds Q[row 32w + 16rt + j][32s + 8g .. +7].
+// Q rows of this wave: lane (h, j) holds Q[row 32w + j][16s + 8h .. +7] for step s.
 template <class Shape>
 MM_DEVICE void load_q(WaveState<Shape>& st, mm::buffer_rsrc q, int64_t q_token, uint32_t wave, uint32_t lane) {
   (void)lane;
 #pragma unroll
-  for (int rt = 0; rt < kRowTilesPerWave; ++rt)
-#pragma unroll
-    for (int s = 0; s < Shape::kQkSteps; ++s)
-      mm::load_b(st.q[rt][s], q, (32u * wave + 16u * rt) * (uint32_t)q_token * 2u + 64u * s, (uint32_t)q_token * 2u);
+  for (int s = 0; s < Shape::kQkSteps; ++s)
+    mm::load_b(st.q[s], q, kWaveRows * wave * (uint32_t)q_token * 2u + 32u * s, (uint32_t)q_token * 2u);
 }
 
 // A negative softmax_scale: s' = (-q) k with the scale |scale| (bf16 negation is exact).
 template <class Shape>
 MM_DEVICE void negate_q(WaveState<Shape>& st) {
 #pragma unroll
-  for (int rt = 0; rt < kRowTilesPerWave; ++rt)
-#pragma unroll
-    for (int s = 0; s < Shape::kQkSteps; ++s)
-      st.q[rt][s].w ^= 0x80008000u;
+  for (int s = 0; s < Shape::kQkSteps; ++s) st.q[s].w ^= 0x80008000u;
 }
 
-// DMA one K block and one V block into a stage: the CTA's 8 waves each issue kKLoads + kVLoads
-// 16-byte direct-to-LDS loads; LDS chunk position p = 64*load + lane is row p / chunks, chunk
-// p % chunks, fetched from global chunk (p % chunks) ^ (row & 7) (the swizzle).
-template <int RowBytes, int Loads>
+// DMA rows of one block into a buffer: the CTA's 8 waves each issue Loads 16-byte direct-to-LDS loads;
+// LDS position p = 64*load + lane is row p / chunks, physical chunk p % chunks, fetched from the
+// logical chunk Layout::byte_of gives (the row permutation).
+template <class Layout, int Loads>
 MM_DEVICE void dma_rows(mm::buffer_rsrc src, int64_t token_stride, lds_u8* dst, uint32_t wave, uint32_t lane) {
-  constexpr uint32_t kChunks = RowBytes / 16;
+  constexpr uint32_t kChunks = Layout::kRowBytes / 16;
 #pragma unroll
   for (int i = 0; i < Loads; ++i) {
     const uint32_t base = (wave * Loads + i) * 64u;
     const uint32_t p = base + lane;
-    const uint32_t row = p / kChunks, c = (p % kChunks) ^ (row & 7u);
-    mm::buffer_load_to_lds<16>(src, (void*)(dst + base * 16u), row * (uint32_t)token_stride * 2u + c * 16u);
+    const uint32_t row = p / kChunks;
+    mm::buffer_load_to_lds<16>(src, (void*)(dst + base * 16u), row * (uint32_t)token_stride * 2u + Layout::byte_of(row, (p % kChunks) * 16u));
   }
 }
 
 template <class Shape, class Tile>
-MM_DEVICE void dma_block(const Tile& tile, int32_t key0, lds_u8* stage, uint32_t wave, uint32_t lane) {
-  dma_rows<Shape::kKRow, Shape::kKLoads>(tile.k_block(key0), tile.a.k_token, stage, wave, lane);
-  dma_rows<Shape::kVRow, Shape::kVLoads>(tile.v_block(key0), tile.a.v_token, stage + Shape::kKBytes, wave, lane);
+MM_DEVICE void dma_k(const Tile& tile, int32_t key0, lds_u8* buf, uint32_t wave, uint32_t lane) {
+  dma_rows<typename Shape::KLayout, Shape::kKLoads>(tile.k_block(key0), tile.a.k_token, buf, wave, lane);
+}
+template <class Shape, class Tile>
+MM_DEVICE void dma_v(const Tile& tile, int32_t key0, lds_u8* buf, uint32_t wave, uint32_t lane) {
+  dma_rows<typename Shape::VLayout, Shape::kVLoads>(tile.v_block(key0), tile.a.v_token, buf, wave, lane);
 }
 
-// S^T for the wave's row tiles against the 64 keys of a stage: A = K tile t from the swizzled LDS
-// block (one b128 read feeds both row tiles), B = the resident Q^T.
-template <class Shape>
-MM_DEVICE void qk(const WaveState<Shape>& st, const lds_u8* kblk, FragC (&s)[kRowTilesPerWave][Shape::kKeyTiles],
-                  uint32_t lane) {
-  (void)lane;
-  using KLayout = mm::XorLds<Shape::kKRow>;   // chunk c of row r at chunk c ^ (r & 7): see the header
-#pragma unroll
-  for (int t = 0; t < Shape::kKeyTiles; ++t) {
-#pragma unroll
-    for (int rt = 0; rt < kRowTilesPerWave; ++rt) s[rt][t] = mm::zeros<Mfma>();
-#pragma unroll
-    for (int ks = 0; ks < Shape::kQkSteps; ++ks) {
-      FragA kf;
-      mm::lds_load_a<KLayout>(kf, (const void*)kblk, 16u * t, 32u * ks);
-#pragma unroll
-      for (int rt = 0; rt < kRowTilesPerWave; ++rt) mm::mma(s[rt][t], kf, st.q[rt][ks], s[rt][t]);
+// The MFMA phase M(n): PV of the previous block (V buffer KBuf ^ 1, P in st.p, row sums into lb) then
+// QK of this block (K buffer KBuf) into s. One stream of fragments - V^T (two transposing reads each),
+// then K (one b128 read each) - read kPrefetch fragments ahead of the MFMA that uses them.
+// `mid` runs once the first fragments are in flight and the row-sum MFMAs issued (the DMA of group A:
+// its scalar set-up then overlaps the MFMA pipe instead of delaying the first MFMA).
+// Fragments read ahead of their MFMA (Prefetch): 6 where Dqk 128 leaves room for them, else 4; 2 for the
+// paged Dqk 192 kernels (their page indices take the VGPRs of the others).
+template <class Shape, bool Dense> constexpr int kPrefetch = Shape::Dqk <= 128 ? 6 : Dense ? 4 : 2;
+template <class Shape, int KBuf, bool DoPv, bool DoQk, int Prefetch, class Mid>
+MM_DEVICE void mfma_phase(WaveState<Shape>& st, const LdsAddrs<Shape>& ad, FragC (&s)[Shape::kKeyTiles], Mid mid) {
+  constexpr int kPv = DoPv ? Shape::kPvSteps * Shape::kDvTiles : 0;      // V fragments: (step c, n-tile)
+  constexpr int kQk = DoQk ? Shape::kKeyTiles * Shape::kQkSteps : 0;     // K fragments: (key tile, step)
+  constexpr int kN = kPv + kQk;
+  constexpr int kVBuf = KBuf ^ 1;
+  u32x4 kf[kQk > 0 ? kQk : 1];                 // K fragments
+  u32x2 vlo[kPv > 0 ? kPv : 1], vhi[kPv > 0 ? kPv : 1];   // V^T fragments: keys +0..3 and +8..11 of the lane
+  auto issue = [&](auto F) MM_INLINE_LAMBDA {
+    constexpr int f = decltype(F)::value;
+    if constexpr (f < kPv) {
+      constexpr int c = f / Shape::kDvTiles, n = f % Shape::kDvTiles;
+      constexpr int off = kVBuf * (int)Shape::kVBytes + 16 * c * (int)Shape::kVRow;
+      vlo[f] = ds_read_tr16_b64<off>(ad.v[n]);
+      vhi[f] = ds_read_tr16_b64<off + 8 * (int)Shape::kVRow>(ad.v[n]);
+    } else {
+      constexpr int g = f - kPv, t = g / Shape::kQkSteps, ks = g % Shape::kQkSteps;
+      kf[g] = ds_read_b128<KBuf * (int)Shape::kKBytes + 32 * t * (int)Shape::kKRow>(ad.k[ks]);
     }
-  }
+  };
+  static_for<kN + Prefetch>([&](auto I) MM_INLINE_LAMBDA {
+    constexpr int i = decltype(I)::value;
+    if constexpr (i < kN) issue(Ic<i>{});
+    if constexpr (DoPv && i == 0) rescale_pending(st);   // behind the first reads, before any MFMA
+    if constexpr (DoPv && i == Prefetch - 1) {
+      // lb += row sums of the bf16 P the PV MFMAs use (against ones), while the first reads land:
+      // normalising by them makes each output row's weights sum to 1 exactly; l stays for the LSE.
+      const FragA ones = {u32x4{0x3F803F80u, 0x3F803F80u, 0x3F803F80u, 0x3F803F80u}};
+#pragma unroll
+      for (int c = 0; c < Shape::kPvSteps; ++c) mm::mma(st.lb, ones, st.p[c], st.lb);
+    }
+    if constexpr (i == Prefetch - 1) mid();
+    if constexpr (i >= Prefetch - 1 && i - (Prefetch - 1) < kN) {
+      constexpr int f = i - (Prefetch - 1);
+      constexpr int last = i < kN ? i : kN - 1;
+      constexpr int pend = []() MM_INLINE_LAMBDA {
+        int r = 0;
+        for (int x = f + 1; x <= last; ++x) r += x < kPv ? 2 : 1;
+        return r;
+      }();
+      if constexpr (f < kPv) {
+        constexpr int c = f / Shape::kDvTiles, n = f % Shape::kDvTiles;
+        wait_lds<pend>(vlo[f], vhi[f]);
+        mm::mma(st.o[n], FragA{u32x4{vlo[f][0], vlo[f][1], vhi[f][0], vhi[f][1]}}, st.p[c], st.o[n]);
+      } else {
+        constexpr int g = f - kPv, t = g / Shape::kQkSteps, ks = g % Shape::kQkSteps;
+        wait_lds<pend>(kf[g]);
+        if constexpr (ks == 0) s[t] = mfma_first(FragA{kf[g]}, st.q[ks]);
+        else mm::mma(s[t], FragA{kf[g]}, st.q[ks], s[t]);
+      }
+    }
+  });
 }
 
 // Gemma-2 soft-cap of the raw scores: s -> tanh(|scale| s / cap) = 1 - 2 / (1 + 2^(s pre2)), pre2 =
@@ -256,168 +411,130 @@ MM_DEVICE void qk(const WaveState<Shape>& st, const lds_u8* kblk, FragC (&s)[kRo
 // cap tanh(scale s / cap) in log2 units. exp2 overflowing to inf gives rcp = 0, t = 1 (no NaN); tanh is
 // monotone, so the max-then-scale of softmax_step stays exact. Before the mask: a masked key stays -inf.
 template <class Shape>
-MM_DEVICE void softcap_block(FragC (&s)[kRowTilesPerWave][Shape::kKeyTiles], float pre2) {
+MM_DEVICE void softcap_block(FragC (&s)[Shape::kKeyTiles], float pre2) {
 #pragma unroll
-  for (int rt = 0; rt < kRowTilesPerWave; ++rt)
+  for (int t = 0; t < Shape::kKeyTiles; ++t)
 #pragma unroll
-    for (int t = 0; t < Shape::kKeyTiles; ++t)
-#pragma unroll
-      for (int r = 0; r < 4; ++r)
-        s[rt][t].v[r] = __builtin_fmaf(-2.f, mm::rcp(1.f + mm::exp2(s[rt][t].v[r] * pre2)), 1.f);
+    for (int r = 0; r < 16; ++r) s[t].v[r] = __builtin_fmaf(-2.f, mm::rcp(1.f + mm::exp2(s[t].v[r] * pre2)), 1.f);
 }
 
-// Keys at or past a row's limit (k_len, or the causal diagonal) -> -inf. Only blocks that cross a
+// Key of register r of key tile t for lane half h: 32t + 8(r/4) + 4h + r%4.
+MM_DEVICE int32_t key_of(int t, int r, int32_t h) { return 32 * t + 8 * (r / 4) + 4 * h + r % 4; }
+
+// s if the key offset x (from the block and lane) is below the bound b, else -inf: by the sign of x - b
+// (v_sub, v_ashr, v_bfi in VGPRs; a compare per score would hold a 64-bit lane mask in SGPRs each, and the
+// compiler keeps many alive at once).
+MM_DEVICE float keep_below(float s, int32_t x, int32_t b) {
+  const uint32_t keep = (uint32_t)((x - b) >> 31);   // all ones when x < b
+  return __builtin_bit_cast(float, (__builtin_bit_cast(uint32_t, s) & keep) | (0xFF800000u & ~keep));
+}
+
+// Keys at or past the row's limit (k_len, or the causal diagonal) -> -inf. Only blocks that cross a
 // limit of the wave's rows pay for it (a wave-uniform branch).
 template <class Shape>
-MM_DEVICE void mask_block(FragC (&s)[kRowTilesPerWave][Shape::kKeyTiles], int32_t key0,
-                          const int32_t (&limit)[kRowTilesPerWave], uint32_t lane) {
-  const int32_t g = (int32_t)(lane >> 4);
+MM_DEVICE void mask_block(FragC (&s)[Shape::kKeyTiles], int32_t key0, int32_t limit, uint32_t lane) {
+  const int32_t h = (int32_t)(lane >> 5), lim = limit - key0 - 4 * h;
 #pragma unroll
-  for (int rt = 0; rt < kRowTilesPerWave; ++rt)
+  for (int t = 0; t < Shape::kKeyTiles; ++t)
 #pragma unroll
-    for (int t = 0; t < Shape::kKeyTiles; ++t)
-#pragma unroll
-      for (int r = 0; r < 4; ++r)
-        if (key0 + 16 * t + 4 * g + r >= limit[rt]) s[rt][t].v[r] = kNegInf;
+    for (int r = 0; r < 16; ++r) s[t].v[r] = keep_below(s[t].v[r], key_of(t, r, 0), lim);
 }
 
-// The window form: keys below a row's lower bound lo go too (the upper bound is in limit).
+// The window form: keys below the row's lower bound lo go too (the upper bound is in limit).
 template <class Shape>
-MM_DEVICE void mask_block_window(FragC (&s)[kRowTilesPerWave][Shape::kKeyTiles], int32_t key0,
-                                 const int32_t (&limit)[kRowTilesPerWave], const int32_t (&lo)[kRowTilesPerWave],
-                                 uint32_t lane) {
-  const int32_t g = (int32_t)(lane >> 4);
+MM_DEVICE void mask_block_window(FragC (&s)[Shape::kKeyTiles], int32_t key0, int32_t limit, int32_t lo, uint32_t lane) {
+  const int32_t h = (int32_t)(lane >> 5), lim = limit - key0 - 4 * h, low = lo - key0 - 4 * h;
 #pragma unroll
-  for (int rt = 0; rt < kRowTilesPerWave; ++rt)
+  for (int t = 0; t < Shape::kKeyTiles; ++t)
 #pragma unroll
-    for (int t = 0; t < Shape::kKeyTiles; ++t)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const int32_t key = key0 + 16 * t + 4 * g + r;
-        if (key >= limit[rt] || key < lo[rt]) s[rt][t].v[r] = kNegInf;
-      }
+    for (int r = 0; r < 16; ++r)   // key < low <=> -key < 1 - low... i.e. keep when low - 1 < key
+      s[t].v[r] = keep_below(keep_below(s[t].v[r], key_of(t, r, 0), lim), low - 1, key_of(t, r, 0));
 }
 
-// Online softmax over one block of raw scores s (c = |scale| log2 e > 0, so max(c s) = c max(s)):
-// new row max m (log2 units), rescale of O and l, p = exp2(fma(s, c, -m)) in place.
+// Online softmax over one block of raw scores s (c = |scale| log2 e > 0, so max(c s) = c max(s)): the
+// reference m is the running row max (p <= 1; a reference kept up to 2^8 below the max - a lazy rescale -
+// saved ~0.4k cycles per block on the model but raised the rel. Frobenius error 2-4% above AITER's on the
+// peer shapes). When some row of the wave moved its max (a wave-uniform branch), l is rescaled here and
+// O, lb by the next MFMA phase (rescale_pending). Then p = exp2(fma(s, c, -m)) and P -> bf16 into st.p
+// (the next PV's B operands). First: the first block of the tile (O, lb, l are still 0).
 template <class Shape>
-MM_DEVICE void softmax_step(WaveState<Shape>& st, FragC (&s)[kRowTilesPerWave][Shape::kKeyTiles], float c) {
+MM_DEVICE void softmax_step(WaveState<Shape>& st, FragC (&s)[Shape::kKeyTiles], float c, bool first = false) {
+  float mx = kNegInf;
 #pragma unroll
-  for (int rt = 0; rt < kRowTilesPerWave; ++rt) {
-    float mx = kNegInf;
+  for (int t = 0; t < Shape::kKeyTiles; ++t)
 #pragma unroll
-    for (int t = 0; t < Shape::kKeyTiles; ++t)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) mx = __builtin_fmaxf(mx, s[rt][t].v[r]);
-    mx = row_max4(mx) * c;
-    const float m_new = __builtin_fmaxf(st.m[rt], mx);
-    // A row that has seen no key yet keeps m = -inf: use 0 as its reference so exp2 gives 0, not NaN.
-    const float m_ref = m_new == kNegInf ? 0.f : m_new;
-    const float r_old = mm::exp2(st.m[rt] - m_ref);   // 0 when m was -inf; O and l are 0 then anyway
-    st.m[rt] = m_new;
-    float sum = 0.f;
-#pragma unroll
-    for (int t = 0; t < Shape::kKeyTiles; ++t)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const float p = mm::exp2(__builtin_fmaf(s[rt][t].v[r], c, -m_ref));
-        s[rt][t].v[r] = p;
-        sum += p;
-      }
-    st.l[rt] = st.l[rt] * r_old + sum;
-    // Rescale O only when some row of the tile moved its max (wave-uniform; rare after a few blocks).
-    if (__builtin_amdgcn_ballot_w64(r_old != 1.f)) {
-      mm::scale(st.lb[rt], r_old);
-#pragma unroll
-      for (int n = 0; n < Shape::kDvTiles; ++n) mm::scale(st.o[rt][n], r_old);
+    for (int r = 0; r < 16; ++r) mx = __builtin_fmaxf(mx, s[t].v[r]);
+  mx = row_max2(mx) * c;
+  const bool move = mx > st.m;   // -inf: a row's first finite max always moves it
+  if (__builtin_amdgcn_ballot_w64(move)) {
+    const float r_old = move ? mm::exp2(st.m - mx) : 1.f;   // 0 when m was -inf; rows that keep m: 1
+    st.m = move ? mx : st.m;
+    if (!first) {   // l now; O and lb by the next MFMA phase (rescale_pending)
+      st.l *= r_old;
+      st.r = r_old;
+      st.rescale = true;
     }
   }
-}
-
-// O^T += V^T P^T over the 64 keys of a stage.
-template <class Shape>
-MM_DEVICE void pv(WaveState<Shape>& st, const FragC (&p)[kRowTilesPerWave][Shape::kKeyTiles], const lds_u8* vblk,
-                  uint32_t lane) {
-  const uint32_t g = lane >> 4, sl = lane & 15u;
-  FragB pb[kRowTilesPerWave][Shape::kPvSteps];      // P^T: two packed 16-key C tiles per 32-key step
+  // A row that has seen no key yet keeps m = -inf: use 0 as its reference so exp2 gives 0, not NaN.
+  const float m_ref = st.m == kNegInf ? 0.f : st.m;
+  float sum = 0.f;
 #pragma unroll
-  for (int rt = 0; rt < kRowTilesPerWave; ++rt)
+  for (int t = 0; t < Shape::kKeyTiles; ++t)
 #pragma unroll
-    for (int c = 0; c < Shape::kPvSteps; ++c) pb[rt][c].w = __builtin_bit_cast(u32x4, to_bf16x8(p[rt][2 * c].v, p[rt][2 * c + 1].v));
-  // lb += row sums of the bf16 P the PV MFMAs use (an MFMA against ones): normalising by them makes the
-  // weights of each output row sum to 1 exactly (measured: lower rel. Frobenius error on every peer shape);
-  // the fp32 sum l stays for the LSE, which it gets ~1000x more accurately.
-  const FragA ones = {u32x4{0x3F803F80u, 0x3F803F80u, 0x3F803F80u, 0x3F803F80u}};
-#pragma unroll
-  for (int rt = 0; rt < kRowTilesPerWave; ++rt)
-#pragma unroll
-    for (int c = 0; c < Shape::kPvSteps; ++c) mm::mma(st.lb[rt], ones, pb[rt][c], st.lb[rt]);
-#pragma unroll
-  for (int c = 0; c < Shape::kPvSteps; ++c) {
-    // Source lane sl of group g supplies key 16(2c+h) + 4g + sl/4, columns 16n + 4(sl%4) .. +3.
-    const uint32_t key_lo = 32u * c + 4u * g + (sl >> 2), key_hi = key_lo + 16u;
-    i16x4 lo[Shape::kDvTiles], hi[Shape::kDvTiles];
-#pragma unroll
-    for (int n = 0; n < Shape::kDvTiles; ++n) {
-      const uint32_t chunk = 2u * n + ((sl & 3u) >> 1), half = (sl & 1u) * 8u;
-      lo[n] = lds_read_tr16_b64(vblk + swz(key_lo, chunk, Shape::kVRow) + half);
-      hi[n] = lds_read_tr16_b64(vblk + swz(key_hi, chunk, Shape::kVRow) + half);
+    for (int r = 0; r < 16; ++r) {
+      const float p = mm::exp2(__builtin_fmaf(s[t].v[r], c, -m_ref));
+      s[t].v[r] = p;
+      sum += p;
     }
-    lds_wait_tied(lo);
-    lds_wait_tied(hi);
+  st.l += sum;
+  // P^T for PV step c: registers 8(c%2) .. +7 of key tile c/2 (KOfPackedC order, see the header).
 #pragma unroll
-    for (int n = 0; n < Shape::kDvTiles; ++n) {
-      const mm::i16x8 a8 = {lo[n][0], lo[n][1], lo[n][2], lo[n][3], hi[n][0], hi[n][1], hi[n][2], hi[n][3]};
-      const FragA vf = {__builtin_bit_cast(u32x4, a8)};
-#pragma unroll
-      for (int rt = 0; rt < kRowTilesPerWave; ++rt) mm::mma(st.o[rt][n], vf, pb[rt][c], st.o[rt][n]);
-    }
+  for (int cs = 0; cs < Shape::kPvSteps; ++cs) {
+    const FragC& x = s[cs / 2];
+    const int b = 8 * (cs % 2);
+    st.p[cs].w = u32x4{cvt_pk_bf16(x.v[b], x.v[b + 1]), cvt_pk_bf16(x.v[b + 2], x.v[b + 3]),
+                       cvt_pk_bf16(x.v[b + 4], x.v[b + 5]), cvt_pk_bf16(x.v[b + 6], x.v[b + 7])};
   }
 }
 
 // gpt-oss sinks: the head's sink logit (log2 units, sink2 = sink log2 e, unscaled) joins every row's
 // denominator as one more "key" with no value: M = max(m, sink2), O and both sums rescaled by 2^(m - M),
-// 2^(sink2 - M) added to the sums (once per row: lane group 0 for the per-lane share l; every register of the
+// 2^(sink2 - M) added to the sums (once per row: lane half 0 for the per-lane share l; every register of the
 // row-uniform lb). A row that saw no key ends with O = 0 and lse = sink.
 template <class Shape>
 MM_DEVICE void add_sink(WaveState<Shape>& st, float sink2, uint32_t lane) {
-  const bool first_group = (lane >> 4) == 0;
+  const bool first_half = lane < 32u;
+  const float M = __builtin_fmaxf(st.m, sink2);
+  const float M_ref = M == kNegInf ? 0.f : M;          // sink -inf and no key: nothing to add
+  const float r = mm::exp2(st.m - M_ref), e = mm::exp2(sink2 - M_ref);
+  st.m = M;
+  st.l = st.l * r + (first_half ? e : 0.f);
 #pragma unroll
-  for (int rt = 0; rt < kRowTilesPerWave; ++rt) {
-    const float M = __builtin_fmaxf(st.m[rt], sink2);
-    const float M_ref = M == kNegInf ? 0.f : M;          // sink -inf and no key: nothing to add
-    const float r = mm::exp2(st.m[rt] - M_ref), e = mm::exp2(sink2 - M_ref);
-    st.m[rt] = M;
-    st.l[rt] = st.l[rt] * r + (first_group ? e : 0.f);
-    mm::scale(st.lb[rt], r);
+  for (int i = 0; i < 16; ++i) st.lb.v[i] = st.lb.v[i] * r + e;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) st.lb[rt].v[i] += e;
-#pragma unroll
-    for (int n = 0; n < Shape::kDvTiles; ++n) mm::scale(st.o[rt][n], r);
-  }
+  for (int n = 0; n < Shape::kDvTiles; ++n) mm::scale(st.o[n], r);
 }
 
-// Final rows: out = O / l in bf16 (RTNE, canonical NaN), lse = (m + log2 l) * ln 2.
+// Final rows: out = O / lb in bf16 (RTNE, canonical NaN), lse = (m + log2 l) * ln 2.
 template <class Shape>
 MM_DEVICE void store_final(const WaveState<Shape>& st, mm::buffer_rsrc o, int64_t o_token, mm::buffer_rsrc lse,
                            bool want_lse, uint32_t wave, uint32_t lane) {
-  const uint32_t g = lane >> 4, j = lane & 15u;
+  const uint32_t h = lane >> 5, j = lane & 31u;
+  const uint32_t row = kWaveRows * wave + j;
+  const float l = row_sum2(st.l);
+  const float lb = st.lb.v[0];
+  const float inv = lb > 0.f ? mm::rcp(lb) : 0.f;
 #pragma unroll
-  for (int rt = 0; rt < kRowTilesPerWave; ++rt) {
-    const uint32_t row = 32u * wave + 16u * rt + j;
-    const float l = row_sum4(st.l[rt]);
-    const float lb = st.lb[rt].v[0];
-    const float inv = lb > 0.f ? mm::rcp(lb) : 0.f;
+  for (int n = 0; n < Shape::kDvTiles; ++n)
 #pragma unroll
-    for (int n = 0; n < Shape::kDvTiles; ++n) {
-      const f32x4 v = st.o[rt][n].v * inv;
-      const u32x2 w = {pack_out(v[0], v[1]), pack_out(v[2], v[3])};
-      mm::buffer_store_b64(w, o, row * (uint32_t)o_token * 2u + (16u * n + 4u * g) * 2u);
+    for (int qd = 0; qd < 4; ++qd) {
+      const u32x2 w = {pack_out(st.o[n].v[4 * qd] * inv, st.o[n].v[4 * qd + 1] * inv),
+                       pack_out(st.o[n].v[4 * qd + 2] * inv, st.o[n].v[4 * qd + 3] * inv)};
+      mm::buffer_store_b64(w, o, row * (uint32_t)o_token * 2u + (32u * n + 8u * qd + 4u * h) * 2u);
     }
-    if (want_lse && g == 0) {
-      const float x = l > 0.f ? (st.m[rt] + mm::log2(l)) * mm::kLn2 : kNegInf;
-      mm::buffer_store_f32(x, lse, row * 4u);
-    }
+  if (want_lse && h == 0) {
+    const float x = l > 0.f ? (st.m + mm::log2(l)) * mm::kLn2 : kNegInf;
+    mm::buffer_store_f32(x, lse, row * 4u);
   }
 }
 
@@ -426,22 +543,23 @@ MM_DEVICE void store_final(const WaveState<Shape>& st, mm::buffer_rsrc o, int64_
 template <class Shape>
 MM_DEVICE void store_part(const WaveState<Shape>& st, float* ws_o, float* ws_ml, int32_t slot, int32_t h,
                           int32_t heads, uint32_t wave, uint32_t lane) {
-  const uint32_t g = lane >> 4, j = lane & 15u;
+  const uint32_t hf = lane >> 5, j = lane & 31u;
   const int64_t tile = (int64_t)slot * heads + h;
   const mm::buffer_rsrc ro = mm::make_buffer(ws_o + tile * kTileRows * Shape::Dv, kTileRows * Shape::Dv * 4u);
   const mm::buffer_rsrc rml = mm::make_buffer(ws_ml + tile * kTileRows * 4, kTileRows * 16u);
+  const uint32_t row = kWaveRows * wave + j;
+  const float l = row_sum2(st.l);
 #pragma unroll
-  for (int rt = 0; rt < kRowTilesPerWave; ++rt) {
-    const uint32_t row = 32u * wave + 16u * rt + j;
-    const float l = row_sum4(st.l[rt]);
+  for (int n = 0; n < Shape::kDvTiles; ++n)
 #pragma unroll
-    for (int n = 0; n < Shape::kDvTiles; ++n)
-      mm::buffer_store_b128(__builtin_bit_cast(u32x4, st.o[rt][n].v), ro, (row * Shape::Dv + 16u * n + 4u * g) * 4u);
-    if (g == 0) {
-      const u32x4 ml = {__builtin_bit_cast(uint32_t, st.m[rt]), __builtin_bit_cast(uint32_t, l),
-                        __builtin_bit_cast(uint32_t, st.lb[rt].v[0]), 0u};
-      mm::buffer_store_b128(ml, rml, row * 16u);
+    for (int qd = 0; qd < 4; ++qd) {
+      const f32x4 v = {st.o[n].v[4 * qd], st.o[n].v[4 * qd + 1], st.o[n].v[4 * qd + 2], st.o[n].v[4 * qd + 3]};
+      mm::buffer_store_b128(__builtin_bit_cast(u32x4, v), ro, (row * Shape::Dv + 32u * n + 8u * qd + 4u * hf) * 4u);
     }
+  if (hf == 0) {
+    const u32x4 ml = {__builtin_bit_cast(uint32_t, st.m), __builtin_bit_cast(uint32_t, l),
+                      __builtin_bit_cast(uint32_t, st.lb.v[0]), 0u};
+    mm::buffer_store_b128(ml, rml, row * 16u);
   }
 }
 
@@ -457,6 +575,26 @@ struct FwdPointers {
   const float* sinks;   // the *_sinks kernels: fp32 [heads_q] sink logits (natural-log units); else null
 };
 
+// A phase boundary: every wave of the workgroup. The fragments a phase produces are tied to it (an
+// empty asm volatile reading and writing them on each side; volatile asm keeps its order), so neither
+// their producers nor their consumers can be moved across it (sched_barrier alone does not stop the IR
+// passes from sinking the softmax arithmetic into the next MFMA phase).
+template <class T> MM_DEVICE void pin(T& x) { asm volatile("" : "+v"(x)); }
+MM_DEVICE void pin(FragC& x) { pin(x.v); }
+MM_DEVICE void pin(FragB& x) { pin(x.w); }
+template <class T, int N> MM_DEVICE void pin(T (&x)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) pin(x[i]);
+}
+template <class... T>
+MM_DEVICE void phase_barrier(T&... ties) {
+  (pin(ties), ...);
+  mm::sched_barrier();
+  __builtin_amdgcn_s_barrier();
+  mm::sched_barrier();
+  (pin(ties), ...);
+}
+
 // Tile: the partitioner (DenseTile; PagedTile in attention_fwd_paged.hpp), built from the item and
 // the pointers plus its own extra arguments.
 template <class Shape, class Tile = DenseTile<Shape>, class... TileExtra>
@@ -466,47 +604,38 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   const AttnWorkItem it = reinterpret_cast<const AttnWorkItem*>(plan + 1)[mm::block_id_x()];
   const int32_t h = (int32_t)mm::block_id_y();
   const uint32_t wave = mm::wave_id(), lane = mm::lane_id();
+  const bool lead = wave < (uint32_t)kGroupWaves;   // group A; group B lags one phase
   const Tile tile(a, it, h, ptr.k, ptr.v, extra...);
   const bool causal = (a.flags & kFlagCausal) != 0;
 
   WaveState<Shape> st;
   load_q(st, tile.q_rsrc(ptr.q), a.q_token, wave, lane);
   if (a.flags & kFlagNegScale) negate_q(st);
+  st.m = kNegInf;
+  st.l = 0.f;
+  st.r = 1.f;
+  st.rescale = false;
+  st.lb = mm::zeros<Mfma>();
 #pragma unroll
-  for (int rt = 0; rt < kRowTilesPerWave; ++rt) {
-    st.m[rt] = kNegInf;
-    st.l[rt] = 0.f;
-    st.lb[rt] = mm::zeros<Mfma>();
-#pragma unroll
-    for (int n = 0; n < Shape::kDvTiles; ++n) st.o[rt][n] = mm::zeros<Mfma>();
-  }
-  // Row limits: key < limit. Causal is bottom-right aligned: row i sees keys <= i + k_len - q_len.
+  for (int n = 0; n < Shape::kDvTiles; ++n) st.o[n] = mm::zeros<Mfma>();
+  // Row limit: key < limit. Causal is bottom-right aligned: row i sees keys <= i + k_len - q_len.
   const int32_t diag = it.k_len - it.q_len + 1;
-  const int32_t wave_row0 = it.q_row0 + 32 * (int32_t)wave;
-  int32_t limit[kRowTilesPerWave];
-#pragma unroll
-  for (int rt = 0; rt < kRowTilesPerWave; ++rt) {
-    const int32_t row = wave_row0 + 16 * rt + (int32_t)(lane & 15u);
-    limit[rt] = causal && row + diag < it.k_len ? row + diag : it.k_len;
-  }
+  const int32_t wave_row0 = it.q_row0 + kWaveRows * (int32_t)wave;
+  const int32_t row = wave_row0 + (int32_t)(lane & 31u);
+  int32_t limit = causal && row + diag < it.k_len ? row + diag : it.k_len;
   // The wave's smallest limit decides whether a block needs the mask at all.
   int32_t wave_limit = causal && wave_row0 + diag < it.k_len ? wave_row0 + diag : it.k_len;
   int32_t kv_begin = it.kv_begin, kv_end = it.kv_end;
   // Window: row i sees keys [d - left, d + right], d = i + k_len - q_len (-1: unbounded). The host planner
   // already plans only the window's blocks; the clip here makes a device-written plan (the full causal
   // range) skip them too. wave_lo is the largest lower bound of the wave's rows (its last row's).
-  int32_t lo[kRowTilesPerWave];
-  int32_t wave_lo = 0;
+  int32_t lo = 0, wave_lo = 0;
   if constexpr (Shape::kWindow) {
     const int32_t off = it.k_len - it.q_len, left = a.window_left, right = a.window_right;
-#pragma unroll
-    for (int rt = 0; rt < kRowTilesPerWave; ++rt) {
-      const int32_t row = wave_row0 + 16 * rt + (int32_t)(lane & 15u);
-      if (right >= 0 && row + off + right + 1 < limit[rt]) limit[rt] = row + off + right + 1;
-      lo[rt] = left >= 0 ? row + off - left : -kKvBlock;
-    }
+    if (right >= 0 && row + off + right + 1 < limit) limit = row + off + right + 1;
+    lo = left >= 0 ? row + off - left : -kKvBlock;
     if (right >= 0 && wave_row0 + off + right + 1 < wave_limit) wave_limit = wave_row0 + off + right + 1;
-    wave_lo = left >= 0 ? wave_row0 + 31 + off - left : -kKvBlock;
+    wave_lo = left >= 0 ? wave_row0 + kWaveRows - 1 + off - left : -kKvBlock;
     if (left >= 0) {
       const int32_t tile_lo = it.q_row0 + off - left;
       if (tile_lo > kv_begin) kv_begin = tile_lo & ~(kKvBlock - 1);
@@ -516,32 +645,86 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
       if (last + off + right + 1 < kv_end) kv_end = last + off + right + 1;
     }
   }
-
-  if (kv_begin < kv_end) dma_block<Shape>(tile, kv_begin, lds, wave, lane);
-  uint32_t stage = 0;
-  for (int32_t key0 = kv_begin; key0 < kv_end; key0 += kKvBlock) {
-    mm::wait_vmcnt<0>();
-    mm::block_sync();
-    lds_u8* cur = lds + stage * Shape::kStageBytes;
-    if (key0 + kKvBlock < kv_end) dma_block<Shape>(tile, key0 + kKvBlock, lds + (stage ^ 1u) * Shape::kStageBytes, wave, lane);
-    FragC s[kRowTilesPerWave][Shape::kKeyTiles];
-    qk(st, cur, s, lane);
+  // The epilogue's resources now: 8 SGPRs live through the loop instead of the plan fields they come from.
+  const bool final_rows = it.slot < 0;
+  const mm::buffer_rsrc o_r = tile.o_rsrc(ptr.o), lse_r = tile.lse_rsrc(ptr.lse);
+  const int64_t o_token = a.o_token;
+  const bool want_lse = (a.flags & kFlagLse) != 0;
+  const int32_t nb = kv_begin < kv_end ? (kv_end - kv_begin + kKvBlock - 1) / kKvBlock : 0;
+  const LdsAddrs<Shape> ad(lds, lane);
+  constexpr int kPf = kPrefetch<Shape, __is_same(Tile, DenseTile<Shape>)>;
+  auto kbuf = [&](int32_t n) MM_INLINE_LAMBDA { return lds + Shape::kKBuf0 + (uint32_t)(n & 1) * Shape::kKBytes; };
+  auto vbuf = [&](int32_t n) MM_INLINE_LAMBDA { return lds + Shape::kVBuf0 + (uint32_t)(n & 1) * Shape::kVBytes; };
+  auto key_of_block = [&](int32_t n) MM_INLINE_LAMBDA { return kv_begin + n * kKvBlock; };
+  // The DMA of global phase 2n: K(n+1) and V(n), each if it exists.
+  auto dma_phase = [&](int32_t n) MM_INLINE_LAMBDA {
+    if (n + 1 < nb) dma_k<Shape>(tile, key_of_block(n + 1), kbuf(n + 1), wave, lane);
+    if (n < nb) dma_v<Shape>(tile, key_of_block(n), vbuf(n), wave, lane);
+  };
+  FragC s[Shape::kKeyTiles];
+  auto softmax_phase = [&](int32_t n, bool first) MM_INLINE_LAMBDA {
+    const int32_t key0 = key_of_block(n);
     if constexpr (Shape::kSoftcap) softcap_block<Shape>(s, a.softcap_pre2);
     if constexpr (Shape::kWindow) {
       if (key0 + kKvBlock > wave_limit || key0 < wave_lo) mask_block_window<Shape>(s, key0, limit, lo, lane);
     } else {
       if (key0 + kKvBlock > wave_limit) mask_block<Shape>(s, key0, limit, lane);
     }
-    softmax_step(st, s, a.scale_log2);
-    pv(st, s, cur + Shape::kKBytes, lane);
-    stage ^= 1u;
+    softmax_step(st, s, a.scale_log2, first);
+  };
+  // One block n >= 1 with K in buffer KBuf: M(n), barrier, X(n), barrier (DMA and waits by group).
+  auto block = [&](auto kb, int32_t n) MM_INLINE_LAMBDA {
+    mm::set_priority<1>();
+    mfma_phase<Shape, decltype(kb)::value, true, true, kPf>(st, ad, s, [&]() MM_INLINE_LAMBDA { if (lead) dma_phase(n); });
+    mm::set_priority<0>();
+    if (!lead) mm::wait_vmcnt<0>();
+    phase_barrier(s, st.o, st.lb);
+    if (!lead) dma_phase(n + 1);
+    softmax_phase(n, false);
+    if (lead) mm::wait_vmcnt<0>();
+    phase_barrier(st.p, st.o, st.lb);
+  };
+
+  if (nb > 0) {
+    dma_k<Shape>(tile, key_of_block(0), kbuf(0), wave, lane);
+    mm::wait_vmcnt<0>();
+    phase_barrier();                       // K(0) visible
+    if (!lead) {                           // group B's phase 0: its share of the DMA of K(1), V(0)
+      dma_phase(0);
+      phase_barrier();
+    }
+    // block 0: QK only
+    mm::set_priority<1>();
+    mfma_phase<Shape, 0, false, true, kPf>(st, ad, s, [&]() MM_INLINE_LAMBDA { if (lead) dma_phase(0); });
+    mm::set_priority<0>();
+    if (!lead) mm::wait_vmcnt<0>();
+    phase_barrier(s);
+    if (!lead) dma_phase(1);
+    softmax_phase(0, true);
+    if (lead) mm::wait_vmcnt<0>();
+    phase_barrier(st.p, st.o, st.lb);
+    int32_t n = 1;
+    for (; n + 1 < nb; n += 2) {
+      block(Ic<1>{}, n);
+      block(Ic<0>{}, n + 1);
+    }
+    if (n < nb) {
+      block(Ic<1>{}, n);
+      ++n;
+    }
+    // the last PV: M(nb) without QK (V(nb-1) in buffer (nb-1) % 2)
+    mm::set_priority<1>();
+    if (nb & 1) mfma_phase<Shape, 1, true, false, kPf>(st, ad, s, []() MM_INLINE_LAMBDA {});
+    else mfma_phase<Shape, 0, true, false, kPf>(st, ad, s, []() MM_INLINE_LAMBDA {});
+    mm::set_priority<0>();
+    if (lead) phase_barrier();             // group A's last phase: the barrier count of group B
   }
 
   if constexpr (Shape::kSinks) {
     if (it.slot < 0 || it.sink_part) add_sink(st, ptr.sinks[h] * mm::kLog2e, lane);
   }
-  if (it.slot < 0)
-    store_final(st, tile.o_rsrc(ptr.o), a.o_token, tile.lse_rsrc(ptr.lse), (a.flags & kFlagLse) != 0, wave, lane);
+  if (final_rows)
+    store_final(st, o_r, o_token, lse_r, want_lse, wave, lane);
   else
     store_part(st, ptr.ws_o, ptr.ws_ml, it.slot, h, a.heads_q, wave, lane);
 }

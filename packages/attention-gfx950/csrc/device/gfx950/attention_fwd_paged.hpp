@@ -54,9 +54,10 @@ struct PagedTile : DenseTile<Shape> {
   }
 };
 
-// The paged counterpart of dma_rows: the same LDS positions and swizzle, rows addressed through pages.
-template <int RowBytes, int Loads>
+// The paged counterpart of dma_rows: the same LDS positions and row permutation, rows addressed through pages.
+template <class Layout, int Loads>
 struct PagedRows {
+  static constexpr int RowBytes = Layout::kRowBytes;
   static constexpr uint32_t kChunks = RowBytes / 16;
   int32_t page[Loads];
   MM_DEVICE void fetch_pages(const mm::buffer_rsrc& list, int32_t key0, int32_t shift, uint32_t wave, uint32_t lane) {
@@ -73,24 +74,26 @@ struct PagedRows {
     for (int i = 0; i < Loads; ++i) {
       const uint32_t base = (wave * Loads + i) * 64u;
       const uint32_t p = base + lane;
-      const uint32_t row = p / kChunks, c = (p % kChunks) ^ (row & 7u);
+      const uint32_t row = p / kChunks, byte = Layout::byte_of(row, (p % kChunks) * 16u);
       const uint32_t off = t.row_offset(key0 + (int32_t)row, page[i], page_stride, token_stride, span, RowBytes);
       // A not-loadable row keeps offset = span for all its chunks (out of range: 0).
-      mm::buffer_load_to_lds<16>(cache, (void*)(dst + base * 16u), off == span ? span : off + c * 16u);
+      mm::buffer_load_to_lds<16>(cache, (void*)(dst + base * 16u), off == span ? span : off + byte);
     }
   }
 };
 
-// Chosen over the generic dma_block of attention_fwd.hpp for paged tiles (more specialised overload).
+// Chosen over the generic dma_k / dma_v of attention_fwd.hpp for paged tiles (more specialised overloads).
 template <class Shape>
-MM_DEVICE void dma_block(const PagedTile<Shape>& tile, int32_t key0, lds_u8* stage, uint32_t wave, uint32_t lane) {
-  PagedRows<Shape::kKRow, Shape::kKLoads> kr;
-  PagedRows<Shape::kVRow, Shape::kVLoads> vr;
+MM_DEVICE void dma_k(const PagedTile<Shape>& tile, int32_t key0, lds_u8* buf, uint32_t wave, uint32_t lane) {
+  PagedRows<typename Shape::KLayout, Shape::kKLoads> kr;
   kr.fetch_pages(tile.page_list, key0, tile.shift, wave, lane);
+  kr.dma(tile, tile.k_cache, tile.k_span, tile.a.k_batch, tile.a.k_token, key0, buf, wave, lane);
+}
+template <class Shape>
+MM_DEVICE void dma_v(const PagedTile<Shape>& tile, int32_t key0, lds_u8* buf, uint32_t wave, uint32_t lane) {
+  PagedRows<typename Shape::VLayout, Shape::kVLoads> vr;
   vr.fetch_pages(tile.page_list, key0, tile.shift, wave, lane);
-  const AttnFwdArgs& a = tile.a;
-  kr.dma(tile, tile.k_cache, tile.k_span, a.k_batch, a.k_token, key0, stage, wave, lane);
-  vr.dma(tile, tile.v_cache, tile.v_span, a.v_batch, a.v_token, key0, stage + Shape::kKBytes, wave, lane);
+  vr.dma(tile, tile.v_cache, tile.v_span, tile.a.v_batch, tile.a.v_token, key0, buf, wave, lane);
 }
 
 }  // namespace attn950
