@@ -61,3 +61,62 @@ def mla_decode_a16w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Ten
         o[rows] = round_bf16(ob[0] * kv_scale, "rtne").view(q_len, H, KV_LORA_RANK)
         lse[rows] = (lb[0] * LOG2E).view(q_len, H)
     return o, lse
+
+
+def attend(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_rows, seq_lens: torch.Tensor, kv_indices: torch.Tensor,
+           kv_indptr: torch.Tensor, scale: float, glen: torch.Tensor | None, cp_rank: int, cp_world: int,
+           out_scale: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """The absorbed decode over any KV format: ``kv_rows(slots)`` returns the fp32 rows [n, 576] of those pool
+    slots (the format's dequantisation, exact); o = out_scale * softmax(scale * q . c) c[:512] rounded to bf16
+    RTNE, lse base 2, over the window of each position (as mla_decode_a16w8, whose kv_scale is out_scale here
+    with the scores' factor folded into ``scale``)."""
+    T, H, _ = q_lat.shape
+    B = kv_indptr.numel() - 1
+    q_len = T // B
+    lens = [int(x) for x in seq_lens.tolist()]
+    ip = [int(x) for x in kv_indptr.tolist()]
+    gl = [int(x) for x in glen.tolist()] if (glen is not None and cp_world > 1) else None
+    o = torch.empty(T, H, KV_LORA_RANK, dtype=torch.bfloat16, device=q_lat.device)
+    lse = torch.empty(T, H, dtype=torch.float32, device=q_lat.device)
+    for b in range(B):
+        ends = window_ends(lens[b], q_len, None if gl is None else gl[b], cp_rank, cp_world)
+        n = max(ends)
+        c = kv_rows(kv_indices[ip[b]:ip[b] + n].to(torch.int64)).float()   # [n, 576]
+        rows = slice(b * q_len, (b + 1) * q_len)
+        q = torch.cat([q_lat[rows], q_pe[rows]], dim=-1).float().reshape(1, q_len * H, -1)
+        key_end = torch.tensor(ends, dtype=torch.int64, device=q.device).repeat_interleave(H)
+        ob, lb = softmax_attention(q, c[None], c[None, :, :KV_LORA_RANK], scale, key_end)
+        o[rows] = round_bf16(ob[0] * out_scale, "rtne").view(q_len, H, KV_LORA_RANK)
+        lse[rows] = (lb[0] * LOG2E).view(q_len, H)
+    return o, lse
+
+
+def mla_decode_a16w16(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, seq_lens: torch.Tensor,
+                      kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float, glen: torch.Tensor | None,
+                      cp_rank: int, cp_world: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """bf16 KV: the rows are used as stored (no scale)."""
+    pool = kv_pool.view(kv_pool.shape[0], kv_pool.shape[-1])
+    return attend(q_lat, q_pe, lambda s: pool[s], seq_lens, kv_indices, kv_indptr, scale, glen, cp_rank, cp_world)
+
+
+def mxfp4_rows(kv_pool: torch.Tensor, kv_scales: torch.Tensor):
+    """kv_rows for an MXFP4 pool: fp32 [n, 576] = E2M1 code (element 2b in the low nibble of byte b) times the
+    E8M0 scale 2^(e - 127) of its 32-element block (scale row = the slot; columns 0..17 of kv_scales)."""
+    from moonmath_common.numerics import e8m0_to_f32, unpack_e2m1
+
+    codes = kv_pool.view(torch.uint8).reshape(kv_pool.shape[0], -1)
+    sc = kv_scales.view(torch.uint8).reshape(kv_scales.shape[0], -1)
+
+    def rows(slots: torch.Tensor) -> torch.Tensor:
+        v = unpack_e2m1(codes[slots])                                          # [n, 576]
+        s = e8m0_to_f32(sc[slots, :v.shape[-1] // 32]).repeat_interleave(32, dim=-1)
+        return v * s
+    return rows
+
+
+def mla_decode_mxfp4(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, kv_scales: torch.Tensor,
+                     seq_lens: torch.Tensor, kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float,
+                     glen: torch.Tensor | None, cp_rank: int, cp_world: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """MXFP4 KV: each row dequantised exactly (mxfp4_rows), bf16 Q, fp32 softmax."""
+    return attend(q_lat, q_pe, mxfp4_rows(kv_pool, kv_scales), seq_lens, kv_indices, kv_indptr, scale, glen, cp_rank,
+                  cp_world)
