@@ -39,6 +39,18 @@ MM_DEVICE uint32_t struct_load_b32(mm::buffer_rsrc pool, uint32_t slot, uint32_t
   return struct_buffer_load_b32(pool, slot, off, 0u, 0);
 }
 
+__attribute__((device)) mm::u32x2 struct_buffer_load_b64(mm::buffer_rsrc r, uint32_t index, uint32_t voff, uint32_t soff,
+                                                         int aux) __asm("llvm.amdgcn.struct.ptr.buffer.load.v2i32");
+MM_DEVICE mm::u32x2 struct_load_b64(mm::buffer_rsrc pool, uint32_t slot, uint32_t off) {
+  return struct_buffer_load_b64(pool, slot, off, 0u, 0);
+}
+
+constexpr uint32_t kKStride8 = 592;  // bytes per K row in LDS when K stays fp8 (576 + 16 pad)
+
+// The wave's Q tile: 18 x 8 columns per lane, bf16 (u32x4 each) or, for the fp8 QK stage, fp8 (u32x2).
+template <bool Fp8> struct QTile { mm::u32x4 w[18]; };
+template <> struct QTile<true> { mm::u32x2 w[18]; };
+
 // A pool of `stride`-byte records (one per slot): a slot >= slots (kNoSlot, a bad index) reads zeros.
 MM_DEVICE mm::buffer_rsrc make_pool_rows(const void* pool, uint32_t stride, uint32_t slots) {
   return __builtin_amdgcn_make_buffer_rsrc(const_cast<void*>(pool), (short)stride, (int)slots, mm::kRawBufferFlags);
@@ -94,7 +106,9 @@ struct TileArgs {
   float c_qk, o_scale;
 };
 
-// The kernel body. kv: the format's stage (a TileRoles of this thread), `Kv::Raw`, `fetch(raw, pool, aux, slots, slot_of)`
+// The kernel body. kv: the format's stage (a TileRoles of this thread). Its constants pick the two
+// numerics stages: kFp8Qk (K kept fp8 in LDS at stride kKStride8, Q quantised by kv.quant_q, QK on
+// v_mfma_f32_16x16x32_fp8_fp8) and kFp8P (P rounded to e4m3fn per tile, see the a8w8 file)., `Kv::Raw`, `fetch(raw, pool, aux, slots, slot_of)`
 // where slot_of(t) gives token t's slot (kNoSlot past the part; every lane must call it: a bpermute), and
 // `store(raw, ks, vs)` (conversion to bf16, then TileRoles::store).
 template <class Kv>
@@ -154,7 +168,7 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, const Kv& kv) {
   float l_run = 0.f, ln_run = 0.f;
 
   // Q tile: lane (j=i, g) holds columns [144g, 144g+144) of row j.
-  mm::u32x4 q[18];
+  QTile<Kv::kFp8Qk> q;
   {
     const mm::buffer_rsrc qlat_buf = mm::make_buffer(a.q_lat, B * rows * kLat * 2u);
     const mm::buffer_rsrc qpe_buf = mm::make_buffer(a.q_pe, B * rows * 64u * 2u);
@@ -166,7 +180,8 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, const Kv& kv) {
         if (col < kLat) v = mm::buffer_load_b128(qlat_buf, R * kLat * 2u + col * 2u);
         else v = mm::buffer_load_b128(qpe_buf, R * 64u * 2u + (col - kLat) * 2u);
       }
-      q[m] = v;
+      if constexpr (Kv::kFp8Qk) q.w[m] = kv.quant_q(v);
+      else q.w[m] = v;
     }
   }
 
@@ -194,27 +209,42 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, const Kv& kv) {
     mm::block_sync();  // the tile is in LDS
     if (!has_tile) return;
 
-    // S^T = K Q^T: 18 LDS reads in 3 double-buffered groups of 6 (one s_waitcnt per group).
     mm::f32x4 s = {0.f, 0.f, 0.f, 0.f};
-    {
-      constexpr int kGrp = 6, kNGrp = 18 / kGrp;
-      mm::u32x4 kw[2][kGrp];
-      const uint32_t kbase = i * kKStride + 2u * 144u * g;
+    if constexpr (Kv::kFp8Qk) {
+      // S^T = K Q^T on fp8: lane (i, g) reads K row i, bytes [144g, 144g+144) (9 reads of 16 fp8 = two
+      // 8-column steps each), one v_mfma_f32_16x16x32_fp8_fp8 per step (A/B k = 8 (lane / 16) + e).
+      mm::u32x4 kw[9];
+      const uint32_t kbase = i * kKStride8 + 144u * g;
 #pragma unroll
-      for (int u = 0; u < kGrp; ++u) kw[0][u] = mm::lds_read_b128(ks, kbase + 16u * u);
+      for (int u = 0; u < 9; ++u) kw[u] = mm::lds_read_b128(ks, kbase + 16u * u);
+      mm::wait_lgkmcnt<0>();
 #pragma unroll
-      for (int n = 0; n < kNGrp; ++n) {
-        if (n + 1 < kNGrp) {
+      for (int u = 0; u < 9; ++u) {
+        s = mm::Mfma16x16x32Fp8::run(mm::u32x2{kw[u][0], kw[u][1]}, q.w[2 * u], s);
+        s = mm::Mfma16x16x32Fp8::run(mm::u32x2{kw[u][2], kw[u][3]}, q.w[2 * u + 1], s);
+      }
+    } else {
+      // S^T = K Q^T: 18 LDS reads in 3 double-buffered groups of 6 (one s_waitcnt per group).
+      {
+        constexpr int kGrp = 6, kNGrp = 18 / kGrp;
+        mm::u32x4 kw[2][kGrp];
+        const uint32_t kbase = i * kKStride + 2u * 144u * g;
 #pragma unroll
-          for (int u = 0; u < kGrp; ++u) kw[(n + 1) & 1][u] = mm::lds_read_b128(ks, kbase + 16u * (kGrp * (n + 1) + u));
-          mm::wait_lgkmcnt<kGrp>();
-        } else {
-          mm::wait_lgkmcnt<0>();
+        for (int u = 0; u < kGrp; ++u) kw[0][u] = mm::lds_read_b128(ks, kbase + 16u * u);
+#pragma unroll
+        for (int n = 0; n < kNGrp; ++n) {
+          if (n + 1 < kNGrp) {
+#pragma unroll
+            for (int u = 0; u < kGrp; ++u) kw[(n + 1) & 1][u] = mm::lds_read_b128(ks, kbase + 16u * (kGrp * (n + 1) + u));
+            mm::wait_lgkmcnt<kGrp>();
+          } else {
+            mm::wait_lgkmcnt<0>();
+          }
+          mm::sched_barrier();
+#pragma unroll
+          for (int u = 0; u < kGrp; ++u) s = qk_step8(kw[n & 1][u], q.w[kGrp * n + u], s);  // the arch's stage
+          mm::sched_barrier();
         }
-        mm::sched_barrier();
-#pragma unroll
-        for (int u = 0; u < kGrp; ++u) s = qk_step8(kw[n & 1][u], q[kGrp * n + u], s);  // the arch's stage
-        mm::sched_barrier();
       }
     }
 
@@ -234,19 +264,46 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, const Kv& kv) {
     for (int e = 0; e < 4; ++e) mt = __builtin_fmaxf(mt, x[e]);
     mt = __builtin_fmaxf(mt, mm::xor_lane(mt, 16));
     mt = __builtin_fmaxf(mt, mm::xor_lane(mt, 32));
-    const bool upd = mt > m_run;  // eager running max (the a16w8 kernels' kLazyMax = 0)
+    bool upd;
     float alpha = 1.f;
-    if (upd) {
-      alpha = mm::exp2(m_run - mt);
-      m_run = mt;
-    }
-    const float m_sub = m_run == -__builtin_inff() ? 0.f : m_run;
-    float pr[4];
+    mm::u32x2 pb;
+    if constexpr (Kv::kFp8P) {
+      // The tile's reference point mi = ceil(tile max) (an integer in log2 units) and an integer running
+      // max: p~ = e4m3fn(exp2(x - mi)) times the exact power of two 2^(mi - m_run) (exact in bf16), so P
+      // does not depend on where a KV split starts. l sums the unrounded p, ln the rounded ones.
+      const float mi = __builtin_ceilf(mt);
+      upd = mi > m_run;
+      if (upd) {
+        alpha = mm::exp2(m_run - mi);  // 0 when m_run was -inf; a power of two otherwise
+        m_run = mi;
+      }
+      const float mi_sub = mi == -__builtin_inff() ? 0.f : mi;
+      const float m_sub = m_run == -__builtin_inff() ? 0.f : m_run;
+      const float f = mm::exp2(mi_sub - m_sub);
+      float pr[4];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) pr[e] = mm::exp2(x[e] - m_sub);
-    const mm::u32x2 pb = {mm::pack_bf16x2_rna(pr[0], pr[1]), mm::pack_bf16x2_rna(pr[2], pr[3])};
-    l_run = l_run * alpha + ((pr[0] + pr[1]) + (pr[2] + pr[3]));
-    ln_run = ln_run * alpha + ((mm::bf16_lo(pb[0]) + mm::bf16_hi(pb[0])) + (mm::bf16_lo(pb[1]) + mm::bf16_hi(pb[1])));
+      for (int e = 0; e < 4; ++e) pr[e] = mm::exp2(x[e] - mi_sub);
+      float pq[4];
+      kv.round_p(pr, pq);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) pq[e] *= f;
+      pb = mm::u32x2{mm::pack_bf16x2_hi(pq[0], pq[1]), mm::pack_bf16x2_hi(pq[2], pq[3])};
+      l_run = l_run * alpha + ((pr[0] + pr[1]) + (pr[2] + pr[3])) * f;
+      ln_run = ln_run * alpha + ((pq[0] + pq[1]) + (pq[2] + pq[3]));
+    } else {
+      upd = mt > m_run;  // eager running max (the a16w8 kernels' kLazyMax = 0)
+      if (upd) {
+        alpha = mm::exp2(m_run - mt);
+        m_run = mt;
+      }
+      const float m_sub = m_run == -__builtin_inff() ? 0.f : m_run;
+      float pr[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) pr[e] = mm::exp2(x[e] - m_sub);
+      pb = mm::u32x2{mm::pack_bf16x2_rna(pr[0], pr[1]), mm::pack_bf16x2_rna(pr[2], pr[3])};
+      l_run = l_run * alpha + ((pr[0] + pr[1]) + (pr[2] + pr[3]));
+      ln_run = ln_run * alpha + ((mm::bf16_lo(pb[0]) + mm::bf16_hi(pb[0])) + (mm::bf16_lo(pb[1]) + mm::bf16_hi(pb[1])));
+    }
     if (__builtin_amdgcn_ballot_w64(upd) != 0) {
 #pragma unroll
       for (int c = 0; c < 32; ++c) acc[c] *= alpha;

@@ -3,6 +3,7 @@ the op by the dtype of its cache.
 
     mla_decode_a16w16   bf16 Q x bf16 KV [slots, 1, 576]                         gfx942, gfx950
     mla_decode_mxfp4    bf16 Q x MXFP4 KV [slots, 1, 288] fp4x2 + E8M0 [slots, 1, 18]   gfx950
+    mla_decode_a8w8     fp8 Q (per-tensor, quantised on the device) x fp8 KV [slots, 1, 576]  gfx950
 
 Same op semantics as mla_decode_a16w8 (any q_len, H 1..128, page_size 1 slot lists, DCP with base-2 LSE,
 end-aligned causal window, empty windows, determinism); only the pool and its dequantisation differ
@@ -33,7 +34,9 @@ _U32 = 1 << 32
 FORMATS = {
     "a16w16": (("gfx942", "gfx950"), "mla_decode_a16w16", "mla_decode_a16w16_fwd", 2 * ROW),
     "mxfp4": (("gfx950",), "mla_decode_mxfp4", "mla_decode_mxfp4_fwd", MXFP4_ROW_BYTES),
+    "a8w8": (("gfx950",), "mla_decode_a8w8", "mla_decode_a8w8_fwd", ROW),
 }
+AMAX_CODE_OBJECT, AMAX_KERNEL, AMAX_MAX_BLOCKS = "mla_q_amax", "mla_q_amax", 256
 
 
 def _op(fmt: str) -> str:
@@ -233,16 +236,92 @@ def _(q_lat, q_pe, kv_pool, kv_scales, o_lat, seq_lens, kv_indices, kv_indptr, s
     return None
 
 
+def mla_decode_a8w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: torch.Tensor,
+                    seq_lens: torch.Tensor, kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float,
+                    kv_scale: float, lse: torch.Tensor | None = None, glen: torch.Tensor | None = None,
+                    cp_rank: int = 0, cp_world: int = 1) -> None:
+    """MLA absorbed decode, fp8 Q x fp8 KV (the GPU MODE amd-mixed-mla reference's numerics): writes ``o_lat``
+    (and ``lse``) in place. Q is given in bf16 and quantised per tensor on the device (no host sync).
+
+    Args:
+        q_lat: bf16 ``[T, H, 512]`` contiguous, the absorbed latent queries; T = B * q_len. H in 1..128.
+        q_pe: bf16 ``[T, H, 64]`` contiguous, the RoPE queries. q_lat and q_pe together are quantised to
+            e4m3fn at one scale, max |q| / 448, computed on the device.
+        kv_pool: OCP ``float8_e4m3fn`` ``[slots, 1, 576]`` contiguous: one fused row per token, key and value,
+            at the one per-tensor ``kv_scale``.
+        o_lat: bf16 ``[T, H, 512]`` contiguous, the output (written in place).
+        seq_lens: int32 ``[B]``: KV rows of each request on this rank (including the q_len draft tokens).
+        kv_indices: int32 ``[N]``: pool slots (page_size 1); local row j of request b is slot
+            kv_indices[kv_indptr[b] + j].
+        kv_indptr: int32 ``[B + 1]``; B = kv_indptr.numel() - 1.
+        scale: softmax scale applied to q . k (e.g. 576 ** -0.5). kv_scale: the pool's dequant scale. Each
+            a Python float, a numpy scalar or a one-element CPU tensor, within fp32.
+        lse: optional fp32 ``[T, H]`` contiguous: base-2 log-sum-exp of the scaled scores (-inf if empty).
+        glen: int32 ``[B]`` global lengths, required when cp_world > 1 (ignored when cp_world == 1).
+        cp_rank, cp_world: decode context parallelism: global position p lives on rank p % cp_world at
+            local row p // cp_world.
+
+    Semantics as mla_decode_a16w8 with Q quantised and P rounded to e4m3fn per 16-row KV tile
+    (reference.mla_decode_a8w8, docs/numerics.md). Kernel for gfx950 (a gfx942 target is a TypeError naming
+    kv_pool: its fp8 is e4m3fnuz).
+    """
+    checks.tensor("kv_pool", kv_pool, dtype=torch.float8_e4m3fn, ndim=3, contiguous=True)
+    if kv_pool.shape[1] != 1 or kv_pool.shape[2] != ROW:
+        raise ValueError(f"kv_pool must be [slots, 1, {ROW}] (page_size 1, fused latent+rope rows); got "
+                         f"{list(kv_pool.shape)}")
+    _require_arch("a8w8", "kv_pool", kv_pool, "fp8 Q x OCP e4m3fn")
+    kv_scale = checks.real("kv_scale", kv_scale, fp32=True)
+    scale, _ = _check_common(q_lat, q_pe, o_lat, seq_lens, kv_indices, kv_indptr, scale, lse, glen, cp_rank,
+                             cp_world, kv_pool=kv_pool)
+    _a8w8_op(q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, scale, kv_scale, lse, glen, cp_rank,
+             cp_world)
+
+
+@torch.library.custom_op("moonmath::mla_decode_a8w8", mutates_args=("o_lat", "lse"))
+def _a8w8_op(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: torch.Tensor,
+             seq_lens: torch.Tensor, kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float, kv_scale: float,
+             lse: torch.Tensor | None, glen: torch.Tensor | None, cp_rank: int, cp_world: int) -> None:
+    if get_backend() == "reference":
+        o, l = reference.mla_decode_a8w8(q_lat, q_pe, kv_pool, seq_lens, kv_indices, kv_indptr, scale, kv_scale,
+                                         glen, cp_rank, cp_world)
+        o_lat.copy_(o)
+        if lse is not None:
+            lse.copy_(l)
+    else:
+        run("a8w8", q_lat, q_pe, kv_pool, None, o_lat, seq_lens, kv_indices, kv_indptr, scale * kv_scale * LOG2E,
+            kv_scale, lse, glen, cp_rank, cp_world)
+
+
+@_a8w8_op.register_fake
+def _(q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, scale, kv_scale, lse, glen, cp_rank,
+      cp_world) -> None:
+    return None
+
+
 # ---- launching ------------------------------------------------------------------------------------------
 
 def _f32_bits(x: float) -> int:
     return struct.unpack("<I", struct.pack("<f", x))[0]
 
 
-def _extra_args(fmt: str, pool_aux) -> list[int]:
+def _extra_args(fmt: str, pool_aux) -> list:
     if fmt == "mxfp4":  # the scale matrix: row stride (bytes) and size
         return [pool_aux.shape[-1], pool_aux.numel()]
+    if fmt == "a8w8":   # the per-workgroup |q| maxima (pool_aux) and their count
+        return [pool_aux, pool_aux.numel()]
     return []
+
+
+def _q_amax(op: str, arch: str, q_lat, q_pe) -> tuple[torch.Tensor, dict | None]:
+    """The first a8w8 launch: per-workgroup maxima of |q| (mla_q_amax.hip), on the device."""
+    from . import kernel as mk
+
+    lat_chunks, pe_chunks = q_lat.numel() // 8, q_pe.numel() // 8
+    blocks = max(1, min(AMAX_MAX_BLOCKS, -(-(lat_chunks + pe_chunks) // 256)))
+    parts = torch.empty(blocks, dtype=torch.float32, device=q_lat.device)
+    counters = mk.KERNELS.launch(op, arch, AMAX_CODE_OBJECT, AMAX_KERNEL, grid=blocks, block=256,
+                                 args=[q_lat, q_pe, parts, lat_chunks, pe_chunks, blocks])
+    return parts, counters
 
 
 def run(fmt: str, q_lat, q_pe, kv_pool, pool_aux, o_lat, seq_lens, kv_indices, kv_indptr, c_qk: float,
@@ -294,8 +373,12 @@ def run(fmt: str, q_lat, q_pe, kv_pool, pool_aux, o_lat, seq_lens, kv_indices, k
     bal = FLAG_BALANCED if plan.balanced else 0
     flags = (FLAG_LSE if lse is not None else 0) | (FLAG_PARTIAL if partial else 0) | bal
     n_idx = mk._usable_indices(kv_indices.numel())
-    pool_args = [kv_pool] if pool_aux is None else [kv_pool, pool_aux]
-    counters = [mk.KERNELS.launch(op, arch, code_object, kernel_name, grid=plan.grid, block=256,
+    pre = []
+    if fmt == "a8w8":
+        pool_aux, amax_counters = _q_amax(op, arch, q_lat, q_pe)
+        pre.append(amax_counters)
+    pool_args = [kv_pool] if pool_aux is None or fmt == "a8w8" else [kv_pool, pool_aux]
+    counters = pre + [mk.KERNELS.launch(op, arch, code_object, kernel_name, grid=plan.grid, block=256,
                                   args=[q_lat, q_pe, *pool_args, o_lat, seq_lens, kv_indices, kv_indptr, glen_arg, lse,
                                         ws_o, ws_ml, B, H, q_len, plan.nparts, kv_pool.shape[0], n_idx, cp_rank,
                                         cp_world, flags, _f32_bits(c_qk), _f32_bits(o_scale), *_extra_args(fmt, pool_aux)])]
