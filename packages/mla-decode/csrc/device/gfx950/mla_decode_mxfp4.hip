@@ -1,5 +1,4 @@
-// MLA absorbed decode, bf16 Q against MXFP4 KV (gfx950; the source also builds for gfx942, whose op
-// rejects the format). The pool row is 576 E2M1 codes packed two per byte (288 bytes; element 2b in the
+// MLA absorbed decode, bf16 Q against MXFP4 KV, gfx950 only (built from csrc/device/gfx950/). The pool row is 576 E2M1 codes packed two per byte (288 bytes; element 2b in the
 // low nibble of byte b) with one E8M0 scale per 32 elements (18 per row, in a separate byte matrix of
 // row stride `scale_stride`, rows >= slots: the GPU MODE amd-mixed-mla layout, padding allowed).
 //
@@ -12,13 +11,11 @@
 //                scale byte of block vcg / 4;
 //   rope role:   token rtok, columns 512 + 8 rcg .. +7 = bytes 256 + 4 rcg .. +3, scale block 16 + rcg / 4.
 // So a tile is 1152 dword loads + 1152 scale-byte loads over 256 threads (the scale bytes of 4 threads
-// coincide and come from L1/TA). Dequantisation without conversions: per scale a byte table of the 8
-// scaled magnitudes (exponent arithmetic on the unit table), per 8 codes v_perm_b32 lookups (make_lut,
-// dequant8: ~2.4 VALU per element).
+// coincide and come from L1/TA). Dequantisation: gfx950's v_cvt_scalef32_pk_bf16_fp4, two codes times
+// their E8M0 scale to two bf16 per instruction (0.5 VALU per element).
 // Why dequantise and not v_mfma_scale_f32_16x16x128_f8f6f4: that MFMA would need Q as fp4/fp6/fp8 with E8M0
 // scales (this op keeps bf16 Q) and P quantised to an MX format for PV; see docs/numerics.md.
-#include "mla_decode_lds_tile.hpp"
-#include "moonmath/numerics.hpp"
+#include "../mla_decode_lds_tile.hpp"
 
 namespace {
 
@@ -26,51 +23,15 @@ using namespace mla;
 constexpr uint32_t kRowBytes = kRow / 2;  // 288
 constexpr uint32_t kBlocks = kRow / 32;   // 18
 
-// The 8 bf16 values of the E2M1 magnitudes m = 0..7 times one E8M0 scale, as two byte tables for v_perm_b32
-// (hi: the bf16 high bytes of m = 0..7, lo: the low bytes; each 8 bytes as {w1 : w0}).
-struct Lut {
-  uint32_t hi0, hi1, lo0, lo1;
-};
-
-// Table of scale byte e. Normal case (2 <= e <= 252, every product a normal bf16): the unit table's
-// exponents plus e - 127 (the zero entry stays 0). Otherwise (tiny or huge scales, 0xFF = NaN) the
-// products in fp32 (exact; subnormals kept), taken when any lane of the wave needs them.
-MM_DEVICE Lut make_lut(uint32_t e) {
-  // bf16 pairs {m even, m odd}: {0, 0.5}, {1, 1.5}, {2, 3}, {4, 6}
-  uint32_t t0, t1, t2, t3;
-  const bool normal = e - 2u <= 250u;
-  if (__builtin_amdgcn_ballot_w64(!normal) == 0) {
-    // per-half 16-bit adds (v_pk_add_u16): no carry between the two bf16
-    typedef uint16_t u16x2 __attribute__((ext_vector_type(2)));
-    const uint16_t d = (uint16_t)((e - 127u) << 7);
-    const u16x2 dd = {d, d};
-    t0 = 0x3F000000u + ((uint32_t)d << 16);
-    t1 = mm::bit_cast<uint32_t>(mm::bit_cast<u16x2>(0x3FC03F80u) + dd);
-    t2 = mm::bit_cast<uint32_t>(mm::bit_cast<u16x2>(0x40404000u) + dd);
-    t3 = mm::bit_cast<uint32_t>(mm::bit_cast<u16x2>(0x40C04080u) + dd);
-  } else {
-    const float s = mm::e8m0_to_f32(e);
-    t0 = mm::pack_bf16x2_hi(0.f, 0.5f * s);
-    t1 = mm::pack_bf16x2_hi(1.f * s, 1.5f * s);
-    t2 = mm::pack_bf16x2_hi(2.f * s, 3.f * s);
-    t3 = mm::pack_bf16x2_hi(4.f * s, 6.f * s);
-  }
-  return Lut{mm::perm(t1, t0, 0x07050301u), mm::perm(t3, t2, 0x07050301u), mm::perm(t1, t0, 0x06040200u),
-             mm::perm(t3, t2, 0x06040200u)};
-}
-
-// 8 E2M1 codes (a dword, element 2b in the low nibble of byte b) -> 8 bf16 (exact): the magnitudes index
-// the byte tables (one v_perm_b32 per 4 high or low bytes), the sign bit goes to bit 7 of the high byte,
-// then the bytes are interleaved into bf16 pairs.
-MM_DEVICE mm::u32x4 dequant8(uint32_t w, const Lut& t) {
-  const uint32_t se = w & 0x07070707u, so = (w >> 4) & 0x07070707u;  // magnitudes of elements 2b, 2b+1
-  const uint32_t hb_e = mm::perm(t.hi1, t.hi0, se) | ((w << 4) & 0x80808080u);
-  const uint32_t hb_o = mm::perm(t.hi1, t.hi0, so) | (w & 0x80808080u);
-  const uint32_t lb_e = mm::perm(t.lo1, t.lo0, se), lb_o = mm::perm(t.lo1, t.lo0, so);
-  const uint32_t e01 = mm::perm(hb_e, lb_e, 0x05010400u), e23 = mm::perm(hb_e, lb_e, 0x07030602u);  // bf16(2b)
-  const uint32_t o01 = mm::perm(hb_o, lb_o, 0x05010400u), o23 = mm::perm(hb_o, lb_o, 0x07030602u);  // bf16(2b+1)
-  return mm::u32x4{mm::perm(o01, e01, 0x05040100u), mm::perm(o01, e01, 0x07060302u), mm::perm(o23, e23, 0x05040100u),
-                   mm::perm(o23, e23, 0x07060302u)};
+// 8 E2M1 codes (a dword, element 2b in the low nibble of byte b) times 2^(e - 127) -> 8 bf16, exact (a
+// subnormal product stays subnormal; e = 0xFF gives NaN): one v_cvt_scalef32_pk_bf16_fp4 per byte, its scale
+// operand an f32 whose biased exponent is e.
+MM_DEVICE mm::u32x4 dequant8(uint32_t w, uint32_t e) {
+  const float s = mm::bit_cast<float>(e << 23);
+  return mm::u32x4{mm::bit_cast<uint32_t>(__builtin_amdgcn_cvt_scalef32_pk_bf16_fp4(w, s, 0)),
+                   mm::bit_cast<uint32_t>(__builtin_amdgcn_cvt_scalef32_pk_bf16_fp4(w, s, 1)),
+                   mm::bit_cast<uint32_t>(__builtin_amdgcn_cvt_scalef32_pk_bf16_fp4(w, s, 2)),
+                   mm::bit_cast<uint32_t>(__builtin_amdgcn_cvt_scalef32_pk_bf16_fp4(w, s, 3))};
 }
 
 struct Mxfp4Kv : TileRoles {
@@ -107,8 +68,8 @@ struct Mxfp4Kv : TileRoles {
   MM_DEVICE void store(const Raw& raw, uint8_t* ks, uint8_t* vs) const {
     mm::u32x4 lat[4];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) lat[e] = dequant8(raw.lat[e], make_lut(raw.lat_s[e]));
-    const mm::u32x4 rope = dequant8(raw.rope, make_lut(raw.rope_s));  // rope role only (stored by it alone)
+    for (int e = 0; e < 4; ++e) lat[e] = dequant8(raw.lat[e], raw.lat_s[e]);
+    const mm::u32x4 rope = dequant8(raw.rope, raw.rope_s);  // rope role only (stored by it alone)
     TileRoles::store(lat, rope, ks, vs);
   }
 };

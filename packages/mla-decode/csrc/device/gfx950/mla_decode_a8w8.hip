@@ -1,5 +1,4 @@
-// MLA absorbed decode, fp8 Q against fp8 KV (a8w8), gfx950 (OCP e4m3fn; the source also builds for gfx942,
-// whose op rejects the format): the numerics of the GPU MODE amd-mixed-mla reference (AITER's a8w8 kernel):
+// MLA absorbed decode, fp8 Q against fp8 KV (a8w8), gfx950 only (OCP e4m3fn; built from csrc/device/gfx950/): the numerics of the GPU MODE amd-mixed-mla reference (AITER's a8w8 kernel):
 // Q quantised per tensor, fp8 QK MFMAs, P rounded to fp8.
 //
 // Two launches, no host sync: mla_q_amax.hip writes per-workgroup maxima of |q| (q_lat and q_pe); this
@@ -18,22 +17,20 @@
 //           values widened exactly, 32 x 16x16x16 per tile) is what an fp8 PV MFMA would compute; an fp8
 //           16x16x32 PV would need 32-token tiles (the softmax/pipeline step is 16 tokens).
 //   o       kv_scale * sum(p~ v) / sum(p~), bf16 RTNE; lse from the unrounded p.
-#include "mla_decode_lds_tile.hpp"
+#include "../mla_decode_lds_tile.hpp"
 
 namespace {
 
 using namespace mla;
 constexpr float kFp8Max = 448.f;
 
-// 8 fp8 (two dwords) -> 8 bf16 (exact).
+// 8 fp8 (two dwords) -> 8 bf16 (exact): v_cvt_scalef32_pk_bf16_fp8 at scale 1, two per instruction.
 MM_DEVICE mm::u32x4 widen8(const mm::u32x2& w) {
   mm::u32x4 r;
 #pragma unroll
   for (int d = 0; d < 2; ++d) {
-    const mm::f32x2 lo = mm::cvt_pk_f32_fp8<false>(w[d]);
-    const mm::f32x2 hi = mm::cvt_pk_f32_fp8<true>(w[d]);
-    r[2 * d] = mm::pack_bf16x2_hi(lo.x, lo.y);
-    r[2 * d + 1] = mm::pack_bf16x2_hi(hi.x, hi.y);
+    r[2 * d] = mm::bit_cast<uint32_t>(__builtin_amdgcn_cvt_scalef32_pk_bf16_fp8((int)w[d], 1.f, false));
+    r[2 * d + 1] = mm::bit_cast<uint32_t>(__builtin_amdgcn_cvt_scalef32_pk_bf16_fp8((int)w[d], 1.f, true));
   }
   return r;
 }
