@@ -29,7 +29,8 @@ def test_op_is_documented(pages, name):
     assert any(name in text for text in op_pages.values()), f"{name} has no op page"
 
 
-GENERATED = ["mla_decode_a16w8", "mxfp4_moe_gateup", "mxfp4_moe_down"]
+GENERATED = ["mla_decode_a16w8", "mla_decode_a16w16", "mla_decode_a8w8", "mla_decode_mxfp4", "mxfp4_moe_gateup",
+             "mxfp4_moe_down"]
 
 
 @pytest.mark.parametrize("name", GENERATED)
