@@ -24,6 +24,7 @@ os.environ["MOONMATH_EMU_ARCH"] = "gfx950"
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
 from _mla_formats import quantize_fp8, quantize_mxfp4  # noqa: E402
+
 from moonmath_common import use_backend  # noqa: E402
 from moonmath_mla_decode import formats  # noqa: E402
 from moonmath_mla_decode import kernel as mk  # noqa: E402
@@ -68,7 +69,8 @@ def main() -> None:
     x = inputs(B, S)
     tiles = B * -(-S // 16)
     print(f"gfx950, B={B} S={S} H=16 q_len=1: per 16-token tile (all launches), loads per token")
-    print(f"{'format':7s} {'split':>6s} " + " ".join(f"{k[:8]:>8s}" for k in KEYS) + f" {'load B/tok':>10s} {'row B':>6s}")
+    head = " ".join(f"{k[:8]:>8s}" for k in KEYS)
+    print(f"{'format':7s} {'split':>6s} {head} {'load B/tok':>10s} {'row B':>6s}")
     for fmt in ("a16w8", "a16w16", "a8w8", "mxfp4"):
         for nparts in (None, 1):
             cs = [c for c in run(fmt, x, nparts) if c]

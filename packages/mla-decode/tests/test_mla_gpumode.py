@@ -1,21 +1,20 @@
-"""The GPU MODE amd-mixed-mla problem on our kernels (emu, gfx950): its input generator and check rewritten from
-the published definition (_mla_formats.gpumode_*), at its test shapes scaled to what the emulator runs in CI
-(B 4/32/64/256 x KV 1k/8k there; here B 2-4 x KV 1024-2048, H 16, q_len 1: the batch is scaled, not the
-KV length, which sets the error: at KV 128 the MXFP4 output misses the check, worst ratio 1.23, measured). The reference of the check is the
-a8w8 numerics (fp8 Q per tensor x fp8 KV): our a8w8 reference backend, which reproduces AITER's kernel class
-of error (the peer benchmark, benchmarks/gpumode_mla_emu.py, puts AITER's own kernel beside it). Every KV
-format passes the check; each format's error against the exact math over the bf16 KV is asserted no worse
-than the a8w8 reference's own (relative Frobenius), except where its KV is coarser by construction (mxfp4).
-Also here: the formats' arch rejections (a gfx942 target for the gfx950-only formats)."""
+"""The GPU MODE amd-mixed-mla problem on our kernels (emu, gfx950): its input generator and check rewritten
+from the published definition (_mla_formats.gpumode_*), at its test shapes scaled to what the emulator runs
+in CI (B 4/32/64/256 x KV 1k/8k there; here B 1-4 x KV 1024-2048, H 16, q_len 1: the batch is scaled, not
+the KV length, which sets the error; at KV 128 the MXFP4 output misses the check, worst ratio 1.23,
+measured). The check's reference is the a8w8 numerics (fp8 Q per tensor x fp8 KV): our a8w8 reference
+backend (AITER's kernel itself runs beside ours in `python -m benchmarks.peers --family mla_gfx950`). Every
+KV format passes the check; each format's error against the exact math over the bf16 KV is asserted no
+worse than the a8w8 reference's own (relative Frobenius), except MXFP4, whose KV is coarser by
+construction. Also here: the formats' arch rejections (a gfx942 target for the gfx950-only formats)."""
 from __future__ import annotations
 
 import pytest
 import torch
+from _mla_formats import gpumode_check, gpumode_exact, gpumode_inputs, gpumode_run
 
 import moonmath_mla_decode as mld
 from moonmath_common import use_backend
-
-from _mla_formats import gpumode_check, gpumode_exact, gpumode_inputs, gpumode_run
 
 SHAPES = [(4, 1024, 4220), (2, 1024, 5412), (1, 2048, 1360)]  # (B, KV, seed); seeds of the problem's test list
 FORMATS = ["a16w16", "a16w8", "a8w8", "mxfp4"]

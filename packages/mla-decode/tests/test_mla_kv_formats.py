@@ -15,13 +15,11 @@ import math
 
 import pytest
 import torch
+from _mla_formats import quantize_mxfp4
 
 import moonmath_mla_decode as mld
 from moonmath_common import use_backend
-from moonmath_mla_decode import formats
-from moonmath_mla_decode import reference
-
-from _mla_formats import quantize_mxfp4
+from moonmath_mla_decode import formats, reference
 
 SCALE = 0.088
 O_TOL, LSE_TOL = 0.02, 0.05

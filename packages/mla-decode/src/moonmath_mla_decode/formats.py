@@ -381,7 +381,8 @@ def run(fmt: str, q_lat, q_pe, kv_pool, pool_aux, o_lat, seq_lens, kv_indices, k
     counters = pre + [mk.KERNELS.launch(op, arch, code_object, kernel_name, grid=plan.grid, block=256,
                                   args=[q_lat, q_pe, *pool_args, o_lat, seq_lens, kv_indices, kv_indptr, glen_arg, lse,
                                         ws_o, ws_ml, B, H, q_len, plan.nparts, kv_pool.shape[0], n_idx, cp_rank,
-                                        cp_world, flags, _f32_bits(c_qk), _f32_bits(o_scale), *_extra_args(fmt, pool_aux)])]
+                                        cp_world, flags, _f32_bits(c_qk), _f32_bits(o_scale),
+                                        *_extra_args(fmt, pool_aux)])]
     if partial:
         counters.append(mk.KERNELS.launch(op, arch, mk.MERGE_CODE_OBJECT, mk.MERGE_KERNEL, grid=plan.merge_grid,
                                           block=256,
