@@ -46,6 +46,16 @@ MM_DEVICE mm::u32x2 struct_load_b64(mm::buffer_rsrc pool, uint32_t slot, uint32_
 }
 
 constexpr uint32_t kKStride8 = 592;  // bytes per K row in LDS when K stays fp8 (576 + 16 pad)
+constexpr uint32_t kVRow = 1040;     // bytes per widened V row (512 bf16 + 16 pad) when K stays fp8 (gfx950)
+
+// gfx950 reads PV's A operand (V^T) straight from row-major bf16 V rows with ds_read_b64_tr_b16 (the tile
+// layer's lds_load_a_kmajor), so the V rows need no transposed copy: the bf16 formats read V from the K
+// rows, a8w8 from its widened V rows. gfx942 (no transposing read) stores the Vs operand blocks below.
+#if defined(__gfx950__)
+constexpr bool kTrV = true;
+#else
+constexpr bool kTrV = false;
+#endif
 
 // The wave's Q tile: 18 x 8 columns per lane, bf16 (u32x4 each) or, for the fp8 QK stage, fp8 (u32x2).
 template <bool Fp8> struct QTile { mm::u32x4 w[18]; };
@@ -84,7 +94,7 @@ struct TileRoles {
   MM_DEVICE void store(const mm::u32x4 lat[4], const mm::u32x4& rope, uint8_t* ks, uint8_t* vs) const {
 #pragma unroll
     for (int e = 0; e < 4; ++e) mm::lds_write_b128(ks, (4u * vtg + e) * kKStride + 16u * vcg, lat[e]);
-    store_v8(vs, lat, 8u * vcg, vtg);
+    if constexpr (!kTrV) store_v8(vs, lat, 8u * vcg, vtg);
     if (rope_role) mm::lds_write_b128(ks, rtok * kKStride + 2u * kLat + 16u * rcg, rope);
   }
 };
@@ -309,33 +319,61 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, const Kv& kv) {
       for (int c = 0; c < 32; ++c) acc[c] *= alpha;
     }
 
-    // O += P V: 16 LDS reads (two chunks each) in 4 double-buffered groups of 4.
-    const uint32_t vb = (i * 4u + g) * kVBlock;
-    {
-      constexpr int kGrp = 4, kNGrp = 16 / kGrp;
-      mm::u32x4 vw[2][kGrp];
+    if constexpr (kTrV) {
+      // O += P V: block c = output columns 16c .. 16c+15, A = V^T read transposed from the V rows (one
+      // ds_read_b64_tr_b16 per block: lane (i, g) gets V[tokens 4g..4g+3][column 16c + i]).
+      using S = mm::Mfma16x16x16Bf16;
+      using Rows = mm::LinearLds<Kv::kFp8Qk ? kVRow : kKStride>;
+      const uint8_t* vrows = Kv::kFp8Qk ? vs : ks;
+      // 32 reads in 4 double-buffered groups of 8, one s_waitcnt per group (as the QK reads)
+      constexpr int kGrp = 8, kNGrp = 32 / kGrp;
+      mm::FragA<S> va[2][kGrp];
 #pragma unroll
-      for (int u = 0; u < kGrp; ++u) vw[0][u] = mm::lds_read_b128(vs, vb + 16u * u);
+      for (int u = 0; u < kGrp; ++u) mm::lds_load_a_kmajor<Rows>(va[0][u], vrows, 16u * u, 0u);
 #pragma unroll
       for (int n = 0; n < kNGrp; ++n) {
         if (n + 1 < kNGrp) {
 #pragma unroll
-          for (int u = 0; u < kGrp; ++u) vw[(n + 1) & 1][u] = mm::lds_read_b128(vs, vb + 16u * (kGrp * (n + 1) + u));
+          for (int u = 0; u < kGrp; ++u)
+            mm::lds_load_a_kmajor<Rows>(va[(n + 1) & 1][u], vrows, 16u * (kGrp * (n + 1) + u), 0u);
           mm::wait_lgkmcnt<kGrp>();
         } else {
           mm::wait_lgkmcnt<0>();
         }
         mm::sched_barrier();
 #pragma unroll
-        for (int u = 0; u < kGrp; ++u) {
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const mm::u32x2 va = {vw[n & 1][u][2 * h], vw[n & 1][u][2 * h + 1]};
-            const int c = 2 * (kGrp * n + u) + h;
-            acc[c] = mm::mfma_16x16x16_bf16(mm::bit_cast<mm::i16x4>(va), mm::bit_cast<mm::i16x4>(pb), acc[c]);
-          }
-        }
+        for (int u = 0; u < kGrp; ++u) acc[kGrp * n + u] = S::run(va[n & 1][u].w, pb, acc[kGrp * n + u]);
         mm::sched_barrier();
+      }
+    } else {
+      // O += P V: 16 LDS reads (two chunks each) in 4 double-buffered groups of 4.
+      const uint32_t vb = (i * 4u + g) * kVBlock;
+      {
+        constexpr int kGrp = 4, kNGrp = 16 / kGrp;
+        mm::u32x4 vw[2][kGrp];
+#pragma unroll
+        for (int u = 0; u < kGrp; ++u) vw[0][u] = mm::lds_read_b128(vs, vb + 16u * u);
+#pragma unroll
+        for (int n = 0; n < kNGrp; ++n) {
+          if (n + 1 < kNGrp) {
+#pragma unroll
+            for (int u = 0; u < kGrp; ++u) vw[(n + 1) & 1][u] = mm::lds_read_b128(vs, vb + 16u * (kGrp * (n + 1) + u));
+            mm::wait_lgkmcnt<kGrp>();
+          } else {
+            mm::wait_lgkmcnt<0>();
+          }
+          mm::sched_barrier();
+#pragma unroll
+          for (int u = 0; u < kGrp; ++u) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const mm::u32x2 va = {vw[n & 1][u][2 * h], vw[n & 1][u][2 * h + 1]};
+              const int c = 2 * (kGrp * n + u) + h;
+              acc[c] = mm::mfma_16x16x16_bf16(mm::bit_cast<mm::i16x4>(va), mm::bit_cast<mm::i16x4>(pb), acc[c]);
+            }
+          }
+          mm::sched_barrier();
+        }
       }
     }
   };
@@ -351,19 +389,26 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, const Kv& kv) {
   l_row += mm::xor_lane(l_row, 32);
   float ln_row = ln_run + mm::xor_lane(ln_run, 16);
   ln_row += mm::xor_lane(ln_row, 32);
-  // Lane (j, g), block c, reg rr: column 32 (4g + rr) + c: 32 consecutive columns per rr.
+  // Output columns of acc[c][rr] at lane (j, g): kTrV: 16c + 4g + rr (4 consecutive per block); otherwise
+  // 32 (4g + rr) + c (32 consecutive per rr).
   if (a.flags & kFlagPartial) {
     const uint32_t slot = unit * rows + r;
     const mm::buffer_rsrc wo = mm::make_buffer(a.ws_o, B * rows * nparts * kLat * 4u);
+    if constexpr (kTrV) {
 #pragma unroll
-    for (int rr = 0; rr < 4; ++rr) {
-      const uint32_t col = 32u * (4u * g + rr);
+      for (int c = 0; c < 32; ++c)
+        mm::buffer_store_b128(mm::bit_cast<mm::u32x4>(acc[c]), wo, (slot * kLat + 16u * c + 4u * g) * 4u);
+    } else {
 #pragma unroll
-      for (int q4 = 0; q4 < 8; ++q4) {
-        mm::u32x4 v;
+      for (int rr = 0; rr < 4; ++rr) {
+        const uint32_t col = 32u * (4u * g + rr);
 #pragma unroll
-        for (int e = 0; e < 4; ++e) v[e] = mm::bit_cast<uint32_t>(acc[4 * q4 + e][rr]);
-        mm::buffer_store_b128(v, wo, (slot * kLat + col + 4u * q4) * 4u);
+        for (int q4 = 0; q4 < 8; ++q4) {
+          mm::u32x4 v;
+#pragma unroll
+          for (int e = 0; e < 4; ++e) v[e] = mm::bit_cast<uint32_t>(acc[4 * q4 + e][rr]);
+          mm::buffer_store_b128(v, wo, (slot * kLat + col + 4u * q4) * 4u);
+        }
       }
     }
     if (g == 0) {
@@ -375,18 +420,31 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, const Kv& kv) {
   } else {
     const float inv = inv_norm(a.o_scale, ln_row);
     const mm::buffer_rsrc ob = mm::make_buffer(a.o_lat, B * rows * kLat * 2u);
+    if constexpr (kTrV) {
 #pragma unroll
-    for (int rr = 0; rr < 4; ++rr) {
-      const uint32_t col = 32u * (4u * g + rr);
+      for (int c = 0; c < 32; c += 2) {  // blocks c, c+1: columns 16c + 4g .. +3 and 16(c+1) + 4g .. +3
 #pragma unroll
-      for (int q8 = 0; q8 < 4; ++q8) {
-        mm::u32x4 v;
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int c = 8 * q8 + 2 * e;
-          v[e] = mm::pack_bf16x2<mm::Round::RTNE>(acc[c][rr] * inv, acc[c + 1][rr] * inv);
+        for (int h = 0; h < 2; ++h) {
+          const mm::f32x4 v = acc[c + h];
+          mm::buffer_store_b64(mm::u32x2{mm::pack_bf16x2<mm::Round::RTNE>(v[0] * inv, v[1] * inv),
+                                         mm::pack_bf16x2<mm::Round::RTNE>(v[2] * inv, v[3] * inv)},
+                               ob, (R * kLat + 16u * (c + h) + 4u * g) * 2u);
         }
-        mm::buffer_store_b128(v, ob, (R * kLat + col + 8u * q8) * 2u);
+      }
+    } else {
+#pragma unroll
+      for (int rr = 0; rr < 4; ++rr) {
+        const uint32_t col = 32u * (4u * g + rr);
+#pragma unroll
+        for (int q8 = 0; q8 < 4; ++q8) {
+          mm::u32x4 v;
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int c = 8 * q8 + 2 * e;
+            v[e] = mm::pack_bf16x2<mm::Round::RTNE>(acc[c][rr] * inv, acc[c + 1][rr] * inv);
+          }
+          mm::buffer_store_b128(v, ob, (R * kLat + col + 8u * q8) * 2u);
+        }
       }
     }
     if ((a.flags & kFlagLse) && g == 0) {

@@ -9,7 +9,8 @@
 // with its fp8 stages:
 //   fetch   each KV byte of a tile once: a role's 8-column piece is one 8-byte load (latent 4 per thread,
 //           rope 1 for threads 0..127).
-//   store   K stays fp8 in LDS (rows of 592 bytes); V is widened exactly to bf16 into the Vs layout.
+//   store   K stays fp8 in LDS (rows of 592 bytes); V is widened exactly to bf16 rows (1040 bytes), which
+//           the PV step reads transposed (ds_read_b64_tr_b16).
 //   QK      v_mfma_f32_16x16x32_fp8_fp8 (A = K, B = Q, 8 fp8 per lane: the bf16 kernels' column order),
 //           18 per 16-token tile per row tile; s = q8 . c8 times scale * kv_scale * q_scale.
 //   P       rounded to e4m3fn per 16-token tile relative to 2^ceil(tile max), times an exact power of two
@@ -66,7 +67,9 @@ struct Fp8Kv : TileRoles {
       mm::lds_write_b64(ks, (4u * vtg + e) * kKStride8 + 8u * vcg, raw.lat[e]);
       v[e] = widen8(raw.lat[e]);
     }
-    store_v8(vs, v, 8u * vcg, vtg);
+    // widened V rows for the transposing PV read (mla_decode_lds_tile.hpp, kTrV)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) mm::lds_write_b128(vs, (4u * vtg + e) * kVRow + 16u * vcg, v[e]);
     if (rope_role) mm::lds_write_b64(ks, rtok * kKStride8 + kLat + 8u * rcg, raw.rope);
   }
 
