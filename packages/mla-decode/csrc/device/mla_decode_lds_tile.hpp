@@ -12,9 +12,13 @@
 //
 // LDS (one tile, 36096 bytes):
 //   Ks  [16 tokens][584 bf16]  K rows, stride 1168 bytes; lane (i, g) of QK reads row i, columns
-//                              [144g, 144g+144) (column order as the register kernel).
-//   Vs  [16 i][4 g][34 x 8 B]  chunk c of block (i, g) = V[tokens 4g..4g+3][column 32i + c] (4 bf16);
-//                              D reg rr of lane (j, g) then holds O[row j][32 (4g + rr) + c].
+//                              [144g, 144g+144) (column order as the register kernel). a8w8 keeps K fp8
+//                              (rows of 592 bytes) for its fp8 QK.
+//   V   gfx950: PV's A operand (V^T) is read from row-major bf16 rows with ds_read_b64_tr_b16 (kTrV): the
+//                              K rows themselves, or a8w8's widened V rows (1040 bytes) in the second region.
+//       gfx942: Vs [16 i][4 g][34 x 8 B]: chunk c of block (i, g) = V[tokens 4g..4g+3][column 32i + c]
+//                              (4 bf16), a transposed copy; D reg rr of lane (j, g) then holds
+//                              O[row j][32 (4g + rr) + c] (gfx950: O[row j][16c + 4g + rr]).
 // Pipeline: two barriers per tile (previous tile read -> write; written -> read); the raw bytes of tile
 // n+1 are fetched into registers while tile n is converted and computed.
 //

@@ -92,7 +92,7 @@ def _check_common(q_lat, q_pe, o_lat, seq_lens, kv_indices, kv_indptr, scale, ls
     return scale, q_len
 
 
-def _require_arch(fmt: str, name: str, t: torch.Tensor, want: str) -> None:
+def _require_arch(fmt: str, name: str, want: str) -> None:
     """A pool whose format has no kernel on the target arch is rejected by name (not silently re-routed)."""
     archs = FORMATS[fmt][0]
     arch = target_arch()
@@ -133,7 +133,6 @@ def mla_decode_a16w16(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Te
     if kv_pool.shape[1] != 1 or kv_pool.shape[2] != ROW:
         raise ValueError(f"kv_pool must be [slots, 1, {ROW}] (page_size 1, fused latent+rope rows); got "
                          f"{list(kv_pool.shape)}")
-    _require_arch("a16w16", "kv_pool", kv_pool, "bf16")
     scale, _ = _check_common(q_lat, q_pe, o_lat, seq_lens, kv_indices, kv_indptr, scale, lse, glen, cp_rank,
                              cp_world, kv_pool=kv_pool)
     _a16w16_op(q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, scale, lse, glen, cp_rank, cp_world)
@@ -208,7 +207,7 @@ def mla_decode_mxfp4(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Ten
     the PV MFMA and o to bf16 RTNE. Kernel for gfx950 (a gfx942 target is a TypeError naming kv_pool).
     """
     _check_mxfp4(kv_pool, kv_scales)
-    _require_arch("mxfp4", "kv_pool", kv_pool, "MXFP4")
+    _require_arch("mxfp4", "kv_pool", "MXFP4")
     scale, _ = _check_common(q_lat, q_pe, o_lat, seq_lens, kv_indices, kv_indptr, scale, lse, glen, cp_rank,
                              cp_world, kv_pool=kv_pool, kv_scales=kv_scales)
     _mxfp4_op(q_lat, q_pe, kv_pool.view(torch.uint8), kv_scales.view(torch.uint8), o_lat, seq_lens, kv_indices,
@@ -269,7 +268,7 @@ def mla_decode_a8w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tens
     if kv_pool.shape[1] != 1 or kv_pool.shape[2] != ROW:
         raise ValueError(f"kv_pool must be [slots, 1, {ROW}] (page_size 1, fused latent+rope rows); got "
                          f"{list(kv_pool.shape)}")
-    _require_arch("a8w8", "kv_pool", kv_pool, "fp8 Q x OCP e4m3fn")
+    _require_arch("a8w8", "kv_pool", "fp8 Q x OCP e4m3fn")
     kv_scale = checks.real("kv_scale", kv_scale, fp32=True)
     scale, _ = _check_common(q_lat, q_pe, o_lat, seq_lens, kv_indices, kv_indptr, scale, lse, glen, cp_rank,
                              cp_world, kv_pool=kv_pool)
@@ -304,12 +303,13 @@ def _f32_bits(x: float) -> int:
     return struct.unpack("<I", struct.pack("<f", x))[0]
 
 
-def _extra_args(fmt: str, pool_aux) -> list:
-    if fmt == "mxfp4":  # the scale matrix: row stride (bytes) and size
-        return [pool_aux.shape[-1], pool_aux.numel()]
-    if fmt == "a8w8":   # the per-workgroup |q| maxima (pool_aux) and their count
-        return [pool_aux, pool_aux.numel()]
-    return []
+def _format_args(fmt: str, pool_aux, q_amax) -> tuple[list, list]:
+    """The format's kernel arguments beside the pool (after it, and after o_scale)."""
+    if fmt == "mxfp4":  # the scale matrix, its row stride (bytes) and size
+        return [pool_aux], [pool_aux.shape[-1], pool_aux.numel()]
+    if fmt == "a8w8":   # the per-workgroup |q| maxima and their count
+        return [], [q_amax, q_amax.numel()]
+    return [], []
 
 
 def _q_amax(op: str, arch: str, q_lat, q_pe) -> tuple[torch.Tensor, dict | None]:
@@ -373,16 +373,16 @@ def run(fmt: str, q_lat, q_pe, kv_pool, pool_aux, o_lat, seq_lens, kv_indices, k
     bal = FLAG_BALANCED if plan.balanced else 0
     flags = (FLAG_LSE if lse is not None else 0) | (FLAG_PARTIAL if partial else 0) | bal
     n_idx = mk._usable_indices(kv_indices.numel())
-    pre = []
+    counters, q_amax = [], None
     if fmt == "a8w8":
-        pool_aux, amax_counters = _q_amax(op, arch, q_lat, q_pe)
-        pre.append(amax_counters)
-    pool_args = [kv_pool] if pool_aux is None or fmt == "a8w8" else [kv_pool, pool_aux]
-    counters = pre + [mk.KERNELS.launch(op, arch, code_object, kernel_name, grid=plan.grid, block=256,
-                                  args=[q_lat, q_pe, *pool_args, o_lat, seq_lens, kv_indices, kv_indptr, glen_arg, lse,
-                                        ws_o, ws_ml, B, H, q_len, plan.nparts, kv_pool.shape[0], n_idx, cp_rank,
-                                        cp_world, flags, _f32_bits(c_qk), _f32_bits(o_scale),
-                                        *_extra_args(fmt, pool_aux)])]
+        q_amax, amax_counters = _q_amax(op, arch, q_lat, q_pe)
+        counters.append(amax_counters)
+    after_pool, tail = _format_args(fmt, pool_aux, q_amax)
+    counters.append(mk.KERNELS.launch(op, arch, code_object, kernel_name, grid=plan.grid, block=256,
+                                      args=[q_lat, q_pe, kv_pool, *after_pool, o_lat, seq_lens, kv_indices, kv_indptr,
+                                            glen_arg, lse, ws_o, ws_ml, B, H, q_len, plan.nparts, kv_pool.shape[0],
+                                            n_idx, cp_rank, cp_world, flags, _f32_bits(c_qk), _f32_bits(o_scale),
+                                            *tail]))
     if partial:
         counters.append(mk.KERNELS.launch(op, arch, mk.MERGE_CODE_OBJECT, mk.MERGE_KERNEL, grid=plan.merge_grid,
                                           block=256,
