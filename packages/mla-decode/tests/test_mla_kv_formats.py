@@ -298,7 +298,8 @@ def test_dcp_merge_equals_single_rank(fmt):
 
 def test_the_arch_runs_its_own_code_object(fmt, monkeypatch):
     """The launch ran this format's code object for the arch: gfx950's QK is v_mfma_f32_16x16x32_bf16
-    (18 per 16-token tile per row tile), gfx942's two 16x16x16 per step; PV 32 x 16x16x16 per tile."""
+    (18 per 16-token tile per row tile), gfx942's two 16x16x16 per step; PV 32 x 16x16x16 per tile; and for
+    one row tile gfx950 runs the one-wave kernel."""
     import os
 
     case = make_case(fmt, 1, 16, 1, [64], seed=3)  # 4 tiles, one row tile, one part (forced)
@@ -308,6 +309,8 @@ def test_the_arch_runs_its_own_code_object(fmt, monkeypatch):
                                case["seq_lens"], case["kv_indices"], case["kv_indptr"], *factors(fmt), nparts=1)
     assert len(counters) == (2 if fmt == "a8w8" else 1)  # a8w8: the |q| maxima, then the decode
     mix = counters[-1]["mfma_by_opcode"]
+    # one 16-row tile: gfx950 launches the one-wave kernel (every wave computes), gfx942 the 4-wave one
+    assert counters[-1]["waves"] == (1 if os.environ["MOONMATH_EMU_ARCH"] == "gfx950" else 4)
     if fmt == "a8w8":
         assert mix == {"v_mfma_f32_16x16x32_fp8_fp8": 4 * 18, "v_mfma_f32_16x16x16_bf16": 4 * 32}
     elif os.environ["MOONMATH_EMU_ARCH"] == "gfx950":
@@ -388,3 +391,19 @@ def test_mxfp4_extreme_scales(fmt):
     o, lse = call(fmt, "emu", case)
     ro, rlse = call(fmt, "reference", case)
     check_close(o, lse, ro, rlse)
+
+
+def test_mxfp4_torch_dtypes_and_padded_scales(fmt):
+    """The pool as float4_e2m1fn_x2 and the scales as float8_e8m0fnu, or as a padded [rows, 1, 24] matrix
+    (the GPU MODE layout pads blocks), give the uint8 call's bits."""
+    if fmt != "mxfp4":
+        pytest.skip("MXFP4 only")
+    case = make_case(fmt, 2, 16, 1, [40, 20], seed=1)
+    o8, l8 = call(fmt, "emu", case)
+    typed = dict(case, kv_pool=case["kv_pool"].view(torch.float4_e2m1fn_x2),
+                 kv_scales=case["kv_scales"].view(torch.float8_e8m0fnu))
+    padded = dict(case, kv_scales=torch.nn.functional.pad(case["kv_scales"], (0, 6), value=0xFF)
+                  .view(-1, 1, 24).contiguous())
+    for other in (typed, padded):
+        o, lse = call(fmt, "emu", other)
+        assert torch.equal(o, o8) and torch.equal(lse, l8)

@@ -35,16 +35,53 @@ struct Bf16Kv : TileRoles {
 
 }  // namespace
 
-MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void mla_decode_a16w16_fwd(
-    const uint16_t* __restrict__ q_lat, const uint16_t* __restrict__ q_pe, const uint16_t* __restrict__ pool,
-    uint16_t* __restrict__ o_lat, const int32_t* __restrict__ seq_lens, const int32_t* __restrict__ kv_indices,
-    const int32_t* __restrict__ kv_indptr, const int32_t* __restrict__ glen, float* __restrict__ lse,
-    float* __restrict__ ws_o, float* __restrict__ ws_ml, uint32_t B, uint32_t H, uint32_t q_len, uint32_t nparts,
-    uint32_t pool_slots, uint32_t n_idx, uint32_t cp_rank, uint32_t cp_world, uint32_t flags, uint32_t c_qk_bits,
-    uint32_t o_scale_bits) {
+#define MLA_DECODE_A16W16_FWD_PARAMS \
+    const uint16_t* __restrict__ q_lat, \
+    const uint16_t* __restrict__ q_pe, \
+    const uint16_t* __restrict__ pool, \
+    uint16_t* __restrict__ o_lat, \
+    const int32_t* __restrict__ seq_lens, \
+    const int32_t* __restrict__ kv_indices, \
+    const int32_t* __restrict__ kv_indptr, \
+    const int32_t* __restrict__ glen, \
+    float* __restrict__ lse, \
+    float* __restrict__ ws_o, \
+    float* __restrict__ ws_ml, \
+    uint32_t B, \
+    uint32_t H, \
+    uint32_t q_len, \
+    uint32_t nparts, \
+    uint32_t pool_slots, \
+    uint32_t n_idx, \
+    uint32_t cp_rank, \
+    uint32_t cp_world, \
+    uint32_t flags, \
+    uint32_t c_qk_bits, \
+    uint32_t o_scale_bits
+
+// The body for Waves = 4 (the 256-thread kernel) or 1 (the one-wave kernel, gfx950, for H * q_len <= 16).
+template <uint32_t Waves>
+MM_DEVICE void mla_decode_a16w16_fwd_body(MLA_DECODE_A16W16_FWD_PARAMS) {
   MM_LDS __attribute__((aligned(16))) uint8_t lds[kKBytes + kVBytes];
   const TileArgs a{q_lat, q_pe, pool, nullptr, o_lat, seq_lens, kv_indices, kv_indptr, glen, lse, ws_o, ws_ml,
                    B, H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world, flags,
                    mm::bit_cast<float>(c_qk_bits), mm::bit_cast<float>(o_scale_bits)};
-  decode_lds_tile(a, lds, Bf16Kv(mm::thread_id_x()));
+  decode_lds_tile<Waves>(a, lds, [](uint32_t t) { return Bf16Kv(t); });
 }
+
+MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1)))
+void mla_decode_a16w16_fwd(MLA_DECODE_A16W16_FWD_PARAMS) {
+  mla_decode_a16w16_fwd_body<4>(q_lat, q_pe, pool, o_lat, seq_lens, kv_indices, kv_indptr, glen, lse, ws_o, ws_ml,
+                                B, H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world, flags, c_qk_bits,
+                                o_scale_bits);
+}
+
+#if defined(__gfx950__)
+// One wave per workgroup, four fetch roles per lane: every wave computes (no helper waves).
+MM_KERNEL MM_LAUNCH_BOUNDS(64) __attribute__((amdgpu_waves_per_eu(1, 1)))
+void mla_decode_a16w16_fwd_w1(MLA_DECODE_A16W16_FWD_PARAMS) {
+  mla_decode_a16w16_fwd_body<1>(q_lat, q_pe, pool, o_lat, seq_lens, kv_indices, kv_indptr, glen, lse, ws_o, ws_ml,
+                                B, H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world, flags, c_qk_bits,
+                                o_scale_bits);
+}
+#endif

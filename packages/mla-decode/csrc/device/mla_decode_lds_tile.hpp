@@ -43,8 +43,9 @@ MM_DEVICE uint32_t struct_load_b32(mm::buffer_rsrc pool, uint32_t slot, uint32_t
   return struct_buffer_load_b32(pool, slot, off, 0u, 0);
 }
 
-__attribute__((device)) mm::u32x2 struct_buffer_load_b64(mm::buffer_rsrc r, uint32_t index, uint32_t voff, uint32_t soff,
-                                                         int aux) __asm("llvm.amdgcn.struct.ptr.buffer.load.v2i32");
+__attribute__((device)) mm::u32x2 struct_buffer_load_b64(mm::buffer_rsrc r, uint32_t index, uint32_t voff,
+                                                         uint32_t soff, int aux)
+    __asm("llvm.amdgcn.struct.ptr.buffer.load.v2i32");
 MM_DEVICE mm::u32x2 struct_load_b64(mm::buffer_rsrc pool, uint32_t slot, uint32_t off) {
   return struct_buffer_load_b64(pool, slot, off, 0u, 0);
 }
@@ -120,19 +121,30 @@ struct TileArgs {
   float c_qk, o_scale;
 };
 
-// The kernel body. kv: the format's stage (a TileRoles of this thread). Its constants pick the two
-// numerics stages: kFp8Qk (K kept fp8 in LDS at stride kKStride8, Q quantised by kv.quant_q, QK on
-// v_mfma_f32_16x16x32_fp8_fp8) and kFp8P (P rounded to e4m3fn per tile, see the a8w8 file)., `Kv::Raw`, `fetch(raw, pool, aux, slots, slot_of)`
-// where slot_of(t) gives token t's slot (kNoSlot past the part; every lane must call it: a bpermute), and
-// `store(raw, ks, vs)` (conversion to bf16, then TileRoles::store).
-template <class Kv>
-MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, const Kv& kv) {
+// The kernel body. make_kv(t) builds the format's stage for fetch role t (a TileRoles; `Kv::Raw`,
+// `fetch(raw, pool, aux, slots, slot_of)` where slot_of(t) gives token t's slot (kNoSlot past the part;
+// every lane must call it: a bpermute), `store(raw, ks, vs)`: conversion to bf16, then the LDS stores).
+// Its constants pick the numerics stages: kFp8Qk (K kept fp8 in LDS at stride kKStride8, Q quantised by
+// quant_q, QK on v_mfma_f32_16x16x32_fp8_fp8) and kFp8P (P rounded to e4m3fn per tile by round_p, see the
+// a8w8 file). The tile's fetch roles are those of 256 threads; a one-wave workgroup (Waves = 1, for
+// H * q_len <= 16, where a 4-wave group would have one wave computing) takes four roles per lane:
+// make_kv(64 p + lane), p = 0..3.
+template <class Kv, int N> struct KvSet { Kv k[N]; };
+template <class Kv, int N, class MakeKv> MM_DEVICE KvSet<Kv, N> make_kv_set(MakeKv make_kv, uint32_t base) {
+  if constexpr (N == 1) return KvSet<Kv, 1>{{make_kv(base)}};
+  else return KvSet<Kv, 4>{{make_kv(base), make_kv(base + 64u), make_kv(base + 128u), make_kv(base + 192u)}};
+}
+
+template <uint32_t Waves = kTileWaves, class MakeKv>
+MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) {
+  using Kv = decltype(make_kv(0u));
+  constexpr int kPasses = (int)(kTileWaves / Waves);
   uint8_t* const ks = lds;
   uint8_t* const vs = lds + kKBytes;
   const uint32_t B = a.B, H = a.H, q_len = a.q_len, nparts = a.nparts;
   const uint32_t rows = q_len * H;
   const uint32_t n_rt = (rows + 15u) / 16u;
-  const uint32_t n_grp = (n_rt + kTileWaves - 1u) / kTileWaves;
+  const uint32_t n_grp = (n_rt + Waves - 1u) / Waves;
   const uint32_t wg = mm::block_id_x();
   if (wg >= B * nparts * n_grp) return;  // uniform over the workgroup
   const uint32_t grp = wg % n_grp;
@@ -143,7 +155,7 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, const Kv& kv) {
   if (!units.valid) return;  // an idle unit of the balanced split (uniform over the workgroup)
   const uint32_t b = units.b;
   const uint32_t p = unit - units.first;
-  const uint32_t rt = grp * kTileWaves + mm::wave_id();
+  const uint32_t rt = grp * Waves + (Waves > 1 ? mm::wave_id() : 0u);
   const bool has_tile = rt < n_rt;  // wave-uniform
 
   const uint32_t tid = mm::thread_id_x();
@@ -170,9 +182,14 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, const Kv& kv) {
   const mm::buffer_rsrc idx_buf = req.idx;
 
   auto load_tile_slot = [&](uint32_t k) __attribute__((always_inline)) { return load_slot(idx_buf, k + i); };
-  auto fetch = [&](typename Kv::Raw& raw, uint32_t slot_raw, uint32_t k) __attribute__((always_inline)) {
+  const KvSet<Kv, kPasses> kvs = make_kv_set<Kv, kPasses>(make_kv, tid);
+  const Kv& kv = kvs.k[0];  // its Q and P stages (role-independent)
+  using Raws = typename Kv::Raw[kPasses];
+  auto fetch = [&](Raws& raw, uint32_t slot_raw, uint32_t k) __attribute__((always_inline)) {
     const uint32_t slot_l = (k + i) < k1 ? slot_raw : kNoSlot;  // past the part: zeros
-    kv.fetch(raw, a.pool, a.pool_aux, a.pool_slots, [&](uint32_t t) { return mm::bpermute(slot_l, t); });
+#pragma unroll
+    for (int p = 0; p < kPasses; ++p)
+      kvs.k[p].fetch(raw[p], a.pool, a.pool_aux, a.pool_slots, [&](uint32_t t) { return mm::bpermute(slot_l, t); });
   };
 
   mm::f32x4 acc[32];
@@ -202,7 +219,7 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, const Kv& kv) {
   const int32_t nt_signed = (int32_t)tile1 - (int32_t)tile0;
   const uint32_t nt = nt_signed > 0 ? (uint32_t)nt_signed : 0u;
 
-  typename Kv::Raw raw_a, raw_b;
+  Raws raw_a, raw_b;
   uint32_t slot_next = 0;
   if (nt > 0) {
     const uint32_t s0 = load_tile_slot(k0);
@@ -211,7 +228,7 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, const Kv& kv) {
     fetch(raw_a, s0, k0);
   }
 
-  auto step = [&](typename Kv::Raw& cur, typename Kv::Raw& nxt, uint32_t it) __attribute__((always_inline)) {
+  auto step = [&](Raws& cur, Raws& nxt, uint32_t it) __attribute__((always_inline)) {
     const uint32_t k = k0 + 16u * it;
     if (it + 1 < nt) {  // prefetch the next tile's raw bytes and the slots of the one after
       const uint32_t s = slot_next;
@@ -219,7 +236,8 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, const Kv& kv) {
       fetch(nxt, s, k + 16u);
     }
     mm::block_sync();  // every wave is done reading the previous tile from LDS
-    kv.store(cur, ks, vs);
+#pragma unroll
+    for (int p = 0; p < kPasses; ++p) kvs.k[p].store(cur[p], ks, vs);
     mm::block_sync();  // the tile is in LDS
     if (!has_tile) return;
 
@@ -249,7 +267,8 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, const Kv& kv) {
         for (int n = 0; n < kNGrp; ++n) {
           if (n + 1 < kNGrp) {
 #pragma unroll
-            for (int u = 0; u < kGrp; ++u) kw[(n + 1) & 1][u] = mm::lds_read_b128(ks, kbase + 16u * (kGrp * (n + 1) + u));
+            for (int u = 0; u < kGrp; ++u)
+              kw[(n + 1) & 1][u] = mm::lds_read_b128(ks, kbase + 16u * (kGrp * (n + 1) + u));
             mm::wait_lgkmcnt<kGrp>();
           } else {
             mm::wait_lgkmcnt<0>();

@@ -13,7 +13,8 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void mla_q_amax(const uint16_t* __restrict__ q_l
   const uint32_t tid = mm::thread_id_x();
   float m = 0.f;
   for (uint32_t c = mm::block_id_x() * 256u + tid; c < lat_chunks + pe_chunks; c += 256u * n_blocks) {
-    const mm::u32x4 v = c < lat_chunks ? mm::buffer_load_b128(lat, 16u * c) : mm::buffer_load_b128(pe, 16u * (c - lat_chunks));
+    const mm::u32x4 v =
+        c < lat_chunks ? mm::buffer_load_b128(lat, 16u * c) : mm::buffer_load_b128(pe, 16u * (c - lat_chunks));
 #pragma unroll
     for (int d = 0; d < 4; ++d) {
       m = __builtin_fmaxf(m, __builtin_fabsf(mm::bf16_lo(v[d])));
@@ -24,7 +25,8 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void mla_q_amax(const uint16_t* __restrict__ q_l
   if (mm::lane_id() == 0) wave_max[mm::wave_id()] = m;
   mm::block_sync();
   if (tid == 0) {
-    const float r = __builtin_fmaxf(__builtin_fmaxf(wave_max[0], wave_max[1]), __builtin_fmaxf(wave_max[2], wave_max[3]));
+    const float r =
+        __builtin_fmaxf(__builtin_fmaxf(wave_max[0], wave_max[1]), __builtin_fmaxf(wave_max[2], wave_max[3]));
     mm::buffer_store_f32(r, mm::make_buffer(parts, n_blocks * 4u), 4u * mm::block_id_x());
   }
 }

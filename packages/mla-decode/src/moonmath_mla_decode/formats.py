@@ -378,7 +378,12 @@ def run(fmt: str, q_lat, q_pe, kv_pool, pool_aux, o_lat, seq_lens, kv_indices, k
         q_amax, amax_counters = _q_amax(op, arch, q_lat, q_pe)
         counters.append(amax_counters)
     after_pool, tail = _format_args(fmt, pool_aux, q_amax)
-    counters.append(mk.KERNELS.launch(op, arch, code_object, kernel_name, grid=plan.grid, block=256,
+    # gfx950, one 16-row tile per request (H * q_len <= 16): the one-wave kernel, every wave computing (the
+    # 4-wave one would run three fetch-only waves); the same units, a workgroup of 64 threads each.
+    one_wave = arch == "gfx950" and plan.n_rt == 1
+    grid, block = (B * plan.nparts, 64) if one_wave else (plan.grid, 256)
+    counters.append(mk.KERNELS.launch(op, arch, code_object, kernel_name + ("_w1" if one_wave else ""), grid=grid,
+                                      block=block,
                                       args=[q_lat, q_pe, kv_pool, *after_pool, o_lat, seq_lens, kv_indices, kv_indptr,
                                             glen_arg, lse, ws_o, ws_ml, B, H, q_len, plan.nparts, kv_pool.shape[0],
                                             n_idx, cp_rank, cp_world, flags, _f32_bits(c_qk), _f32_bits(o_scale),

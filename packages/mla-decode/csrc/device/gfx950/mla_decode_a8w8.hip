@@ -1,5 +1,6 @@
-// MLA absorbed decode, fp8 Q against fp8 KV (a8w8), gfx950 only (OCP e4m3fn; built from csrc/device/gfx950/): the numerics of the GPU MODE amd-mixed-mla reference (AITER's a8w8 kernel):
-// Q quantised per tensor, fp8 QK MFMAs, P rounded to fp8.
+// MLA absorbed decode, fp8 Q against fp8 KV (a8w8), gfx950 only (OCP e4m3fn; built from csrc/device/gfx950/):
+// the numerics of the GPU MODE amd-mixed-mla reference (AITER's a8w8 kernel): Q quantised per tensor, fp8
+// QK MFMAs, P rounded to fp8.
 //
 // Two launches, no host sync: mla_q_amax.hip writes per-workgroup maxima of |q| (q_lat and q_pe); this
 // kernel reduces them (every wave, a few loads), sets q_scale = amax / 448 and quantises its Q tile in
@@ -96,24 +97,64 @@ struct Fp8Kv : TileRoles {
 
 }  // namespace
 
-MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void mla_decode_a8w8_fwd(
-    const uint16_t* __restrict__ q_lat, const uint16_t* __restrict__ q_pe, const uint8_t* __restrict__ pool,
-    uint16_t* __restrict__ o_lat, const int32_t* __restrict__ seq_lens, const int32_t* __restrict__ kv_indices,
-    const int32_t* __restrict__ kv_indptr, const int32_t* __restrict__ glen, float* __restrict__ lse,
-    float* __restrict__ ws_o, float* __restrict__ ws_ml, uint32_t B, uint32_t H, uint32_t q_len, uint32_t nparts,
-    uint32_t pool_slots, uint32_t n_idx, uint32_t cp_rank, uint32_t cp_world, uint32_t flags, uint32_t c_qk_bits,
-    uint32_t o_scale_bits, const float* __restrict__ q_amax_parts, uint32_t n_amax_parts) {
+#define MLA_DECODE_A8W8_FWD_PARAMS \
+    const uint16_t* __restrict__ q_lat, \
+    const uint16_t* __restrict__ q_pe, \
+    const uint8_t* __restrict__ pool, \
+    uint16_t* __restrict__ o_lat, \
+    const int32_t* __restrict__ seq_lens, \
+    const int32_t* __restrict__ kv_indices, \
+    const int32_t* __restrict__ kv_indptr, \
+    const int32_t* __restrict__ glen, \
+    float* __restrict__ lse, \
+    float* __restrict__ ws_o, \
+    float* __restrict__ ws_ml, \
+    uint32_t B, \
+    uint32_t H, \
+    uint32_t q_len, \
+    uint32_t nparts, \
+    uint32_t pool_slots, \
+    uint32_t n_idx, \
+    uint32_t cp_rank, \
+    uint32_t cp_world, \
+    uint32_t flags, \
+    uint32_t c_qk_bits, \
+    uint32_t o_scale_bits, \
+    const float* __restrict__ q_amax_parts, \
+    uint32_t n_amax_parts
+
+// The body for Waves = 4 (the 256-thread kernel) or 1 (the one-wave kernel, gfx950, for H * q_len <= 16).
+template <uint32_t Waves>
+MM_DEVICE void mla_decode_a8w8_fwd_body(MLA_DECODE_A8W8_FWD_PARAMS) {
   MM_LDS __attribute__((aligned(16))) uint8_t lds[kKBytes + kVBytes];
   // The per-tensor Q scale from mla_q_amax's partial maxima (a NaN |q| is ignored here; it still makes its
   // own rows NaN through the quantised Q).
   const mm::buffer_rsrc parts = mm::make_buffer(q_amax_parts, n_amax_parts * 4u);
   float amax = 0.f;
-  for (uint32_t j = mm::lane_id(); j < n_amax_parts; j += 64u) amax = __builtin_fmaxf(amax, mm::buffer_load_f32(parts, 4u * j));
+  for (uint32_t j = mm::lane_id(); j < n_amax_parts; j += 64u)
+    amax = __builtin_fmaxf(amax, mm::buffer_load_f32(parts, 4u * j));
   amax = mm::uniform(mm::wave_max(amax));
   const float q_scale = amax > 0.f ? amax / kFp8Max : 1.f;
   const float q_inv = amax > 0.f ? kFp8Max / amax : 1.f;
   const TileArgs a{q_lat, q_pe, pool, nullptr, o_lat, seq_lens, kv_indices, kv_indptr, glen, lse, ws_o, ws_ml,
                    B, H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world, flags,
                    mm::bit_cast<float>(c_qk_bits) * q_scale, mm::bit_cast<float>(o_scale_bits)};
-  decode_lds_tile(a, lds, Fp8Kv(mm::thread_id_x(), q_inv));
+  decode_lds_tile<Waves>(a, lds, [&](uint32_t t) { return Fp8Kv(t, q_inv); });
 }
+
+MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1)))
+void mla_decode_a8w8_fwd(MLA_DECODE_A8W8_FWD_PARAMS) {
+  mla_decode_a8w8_fwd_body<4>(q_lat, q_pe, pool, o_lat, seq_lens, kv_indices, kv_indptr, glen, lse, ws_o, ws_ml, B,
+                              H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world, flags, c_qk_bits,
+                              o_scale_bits, q_amax_parts, n_amax_parts);
+}
+
+#if defined(__gfx950__)
+// One wave per workgroup, four fetch roles per lane: every wave computes (no helper waves).
+MM_KERNEL MM_LAUNCH_BOUNDS(64) __attribute__((amdgpu_waves_per_eu(1, 1)))
+void mla_decode_a8w8_fwd_w1(MLA_DECODE_A8W8_FWD_PARAMS) {
+  mla_decode_a8w8_fwd_body<1>(q_lat, q_pe, pool, o_lat, seq_lens, kv_indices, kv_indptr, glen, lse, ws_o, ws_ml, B,
+                              H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world, flags, c_qk_bits,
+                              o_scale_bits, q_amax_parts, n_amax_parts);
+}
+#endif

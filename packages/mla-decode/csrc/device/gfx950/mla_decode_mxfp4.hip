@@ -1,6 +1,7 @@
-// MLA absorbed decode, bf16 Q against MXFP4 KV, gfx950 only (built from csrc/device/gfx950/). The pool row is 576 E2M1 codes packed two per byte (288 bytes; element 2b in the
-// low nibble of byte b) with one E8M0 scale per 32 elements (18 per row, in a separate byte matrix of
-// row stride `scale_stride`, rows >= slots: the GPU MODE amd-mixed-mla layout, padding allowed).
+// MLA absorbed decode, bf16 Q against MXFP4 KV, gfx950 only (built from csrc/device/gfx950/). The pool row
+// is 576 E2M1 codes packed two per byte (288 bytes; element 2b in the low nibble of byte b) with one E8M0
+// scale per 32 elements (18 per row, in a separate byte matrix of row stride `scale_stride`, rows >= slots:
+// the GPU MODE amd-mixed-mla layout, padding allowed).
 //
 // The body is the LDS-tile kernel of mla_decode_lds_tile.hpp (tiling, waves, LDS layout, pipeline, the
 // threads' TileRoles: read that header). This file is the MXFP4 stage: dequantise in registers, then the
@@ -76,16 +77,56 @@ struct Mxfp4Kv : TileRoles {
 
 }  // namespace
 
-MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void mla_decode_mxfp4_fwd(
-    const uint16_t* __restrict__ q_lat, const uint16_t* __restrict__ q_pe, const uint8_t* __restrict__ pool,
-    const uint8_t* __restrict__ scales, uint16_t* __restrict__ o_lat, const int32_t* __restrict__ seq_lens,
-    const int32_t* __restrict__ kv_indices, const int32_t* __restrict__ kv_indptr, const int32_t* __restrict__ glen,
-    float* __restrict__ lse, float* __restrict__ ws_o, float* __restrict__ ws_ml, uint32_t B, uint32_t H,
-    uint32_t q_len, uint32_t nparts, uint32_t pool_slots, uint32_t n_idx, uint32_t cp_rank, uint32_t cp_world,
-    uint32_t flags, uint32_t c_qk_bits, uint32_t o_scale_bits, uint32_t scale_stride, uint32_t scale_bytes) {
+#define MLA_DECODE_MXFP4_FWD_PARAMS \
+    const uint16_t* __restrict__ q_lat, \
+    const uint16_t* __restrict__ q_pe, \
+    const uint8_t* __restrict__ pool, \
+    const uint8_t* __restrict__ scales, \
+    uint16_t* __restrict__ o_lat, \
+    const int32_t* __restrict__ seq_lens, \
+    const int32_t* __restrict__ kv_indices, \
+    const int32_t* __restrict__ kv_indptr, \
+    const int32_t* __restrict__ glen, \
+    float* __restrict__ lse, \
+    float* __restrict__ ws_o, \
+    float* __restrict__ ws_ml, \
+    uint32_t B, \
+    uint32_t H, \
+    uint32_t q_len, \
+    uint32_t nparts, \
+    uint32_t pool_slots, \
+    uint32_t n_idx, \
+    uint32_t cp_rank, \
+    uint32_t cp_world, \
+    uint32_t flags, \
+    uint32_t c_qk_bits, \
+    uint32_t o_scale_bits, \
+    uint32_t scale_stride, \
+    uint32_t scale_bytes
+
+// The body for Waves = 4 (the 256-thread kernel) or 1 (the one-wave kernel, gfx950, for H * q_len <= 16).
+template <uint32_t Waves>
+MM_DEVICE void mla_decode_mxfp4_fwd_body(MLA_DECODE_MXFP4_FWD_PARAMS) {
   MM_LDS __attribute__((aligned(16))) uint8_t lds[kKBytes + kVBytes];
   const TileArgs a{q_lat, q_pe, pool, scales, o_lat, seq_lens, kv_indices, kv_indptr, glen, lse, ws_o, ws_ml,
                    B, H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world, flags,
                    mm::bit_cast<float>(c_qk_bits), mm::bit_cast<float>(o_scale_bits)};
-  decode_lds_tile<Mxfp4Kv>(a, lds, Mxfp4Kv(mm::thread_id_x(), scale_stride, scale_bytes));
+  decode_lds_tile<Waves>(a, lds, [&](uint32_t t) { return Mxfp4Kv(t, scale_stride, scale_bytes); });
 }
+
+MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1)))
+void mla_decode_mxfp4_fwd(MLA_DECODE_MXFP4_FWD_PARAMS) {
+  mla_decode_mxfp4_fwd_body<4>(q_lat, q_pe, pool, scales, o_lat, seq_lens, kv_indices, kv_indptr, glen, lse, ws_o,
+                               ws_ml, B, H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world, flags, c_qk_bits,
+                               o_scale_bits, scale_stride, scale_bytes);
+}
+
+#if defined(__gfx950__)
+// One wave per workgroup, four fetch roles per lane: every wave computes (no helper waves).
+MM_KERNEL MM_LAUNCH_BOUNDS(64) __attribute__((amdgpu_waves_per_eu(1, 1)))
+void mla_decode_mxfp4_fwd_w1(MLA_DECODE_MXFP4_FWD_PARAMS) {
+  mla_decode_mxfp4_fwd_body<1>(q_lat, q_pe, pool, scales, o_lat, seq_lens, kv_indices, kv_indptr, glen, lse, ws_o,
+                               ws_ml, B, H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world, flags, c_qk_bits,
+                               o_scale_bits, scale_stride, scale_bytes);
+}
+#endif
