@@ -41,6 +41,9 @@ def _gen():
 # page -> the callables whose signature and argument table it shows, generated from their docstrings
 GENERATED = {
     "mla_decode_a16w8.md": ["moonmath_amd.mla_decode_a16w8"],
+    "mla_decode_a16w16.md": ["moonmath_amd.mla_decode_a16w16"],
+    "mla_decode_a8w8.md": ["moonmath_amd.mla_decode_a8w8"],
+    "mla_decode_mxfp4.md": ["moonmath_amd.mla_decode_mxfp4"],
     "mla_dcp_lse_merge_ranks.md": ["moonmath_amd.mla_dcp_lse_merge_ranks"],
     "moe_align_block_size.md": ["moonmath_amd.moe_align_block_size"],
     "mxfp4_moe_planners.md": [f"moonmath_amd.{n}" for n in (

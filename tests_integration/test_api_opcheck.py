@@ -42,6 +42,20 @@ def cases():
         "mla_decode_a16w8": (r(T, H, 512, seed=8), r(T, H, 64, seed=9), pool, torch.empty(T, H, 512, dtype=bf),
                              torch.tensor([9, 6], dtype=i32), torch.randperm(20)[:15].to(i32),
                              torch.tensor([0, 9, 15], dtype=i32), 0.05, 0.5, torch.empty(T, H), None, 0, 1),
+        "mla_decode_a16w16": (r(T, H, 512, seed=12), r(T, H, 64, seed=13), r(20, 1, 576, seed=14),
+                              torch.empty(T, H, 512, dtype=bf), torch.tensor([9, 6], dtype=i32),
+                              torch.randperm(20)[:15].to(i32), torch.tensor([0, 9, 15], dtype=i32), 0.05,
+                              torch.empty(T, H), None, 0, 1),
+        "mla_decode_a8w8": (r(T, H, 512, seed=15), r(T, H, 64, seed=16), r(20, 1, 576, seed=17).to(torch.float8_e4m3fn),
+                            torch.empty(T, H, 512, dtype=bf), torch.tensor([9, 6], dtype=i32),
+                            torch.randperm(20)[:15].to(i32), torch.tensor([0, 9, 15], dtype=i32), 0.05, 0.5,
+                            torch.empty(T, H), None, 0, 1),
+        "mla_decode_mxfp4": (r(T, H, 512, seed=18), r(T, H, 64, seed=19),
+                             torch.randint(0, 256, (20, 1, 288), dtype=torch.int32).to(u8),
+                             torch.randint(120, 130, (20, 18), dtype=torch.int32).to(u8),
+                             torch.empty(T, H, 512, dtype=bf), torch.tensor([9, 6], dtype=i32),
+                             torch.randperm(20)[:15].to(i32), torch.tensor([0, 9, 15], dtype=i32), 0.05,
+                             torch.empty(T, H), None, 0, 1),
         "mxfp4_moe_gateup": (r(3, 256, seed=10), B, Bs, torch.zeros(6, 32, dtype=bf), w, s, e, ntpp, nblk, 16, 6, 2,
                              1, True, 4.0, 25.0),
         "mxfp4_moe_down": (r(6, 384, seed=11), B2, Bs2, torch.zeros(6, 32, dtype=bf), w, s, e, ntpp, nblk, 16, 1, 2,
@@ -53,7 +67,7 @@ def cases():
 def test_opcheck(name):
     op = getattr(torch.ops.moonmath, name).default
     utils = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
-    if name == "mla_decode_a16w8":
+    if name in ("mla_decode_a16w8", "mla_decode_a8w8"):
         # torch's schema checker compares inputs with arithmetic that has no fp8 CPU kernel; the mutation
         # declarations of this op are checked by test_mla_mutates_only_declared_args instead
         utils = utils[1:]

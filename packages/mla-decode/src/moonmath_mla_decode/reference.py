@@ -61,3 +61,131 @@ def mla_decode_a16w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Ten
         o[rows] = round_bf16(ob[0] * kv_scale, "rtne").view(q_len, H, KV_LORA_RANK)
         lse[rows] = (lb[0] * LOG2E).view(q_len, H)
     return o, lse
+
+
+def attend(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_rows, seq_lens: torch.Tensor, kv_indices: torch.Tensor,
+           kv_indptr: torch.Tensor, scale: float, glen: torch.Tensor | None, cp_rank: int, cp_world: int,
+           out_scale: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """The absorbed decode over any KV format: ``kv_rows(slots)`` returns the fp32 rows [n, 576] of those pool
+    slots (the format's dequantisation, exact); o = out_scale * softmax(scale * q . c) c[:512] rounded to bf16
+    RTNE, lse base 2, over the window of each position (as mla_decode_a16w8, whose kv_scale is out_scale here
+    with the scores' factor folded into ``scale``)."""
+    T, H, _ = q_lat.shape
+    B = kv_indptr.numel() - 1
+    q_len = T // B
+    lens = [int(x) for x in seq_lens.tolist()]
+    ip = [int(x) for x in kv_indptr.tolist()]
+    gl = [int(x) for x in glen.tolist()] if (glen is not None and cp_world > 1) else None
+    o = torch.empty(T, H, KV_LORA_RANK, dtype=torch.bfloat16, device=q_lat.device)
+    lse = torch.empty(T, H, dtype=torch.float32, device=q_lat.device)
+    for b in range(B):
+        ends = window_ends(lens[b], q_len, None if gl is None else gl[b], cp_rank, cp_world)
+        n = max(ends)
+        c = kv_rows(kv_indices[ip[b]:ip[b] + n].to(torch.int64)).float()   # [n, 576]
+        rows = slice(b * q_len, (b + 1) * q_len)
+        q = torch.cat([q_lat[rows], q_pe[rows]], dim=-1).float().reshape(1, q_len * H, -1)
+        key_end = torch.tensor(ends, dtype=torch.int64, device=q.device).repeat_interleave(H)
+        ob, lb = softmax_attention(q, c[None], c[None, :, :KV_LORA_RANK], scale, key_end)
+        o[rows] = round_bf16(ob[0] * out_scale, "rtne").view(q_len, H, KV_LORA_RANK)
+        lse[rows] = (lb[0] * LOG2E).view(q_len, H)
+    return o, lse
+
+
+def mla_decode_a16w16(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, seq_lens: torch.Tensor,
+                      kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float, glen: torch.Tensor | None,
+                      cp_rank: int, cp_world: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """bf16 KV: the rows are used as stored (no scale)."""
+    pool = kv_pool.view(kv_pool.shape[0], kv_pool.shape[-1])
+    return attend(q_lat, q_pe, lambda s: pool[s], seq_lens, kv_indices, kv_indptr, scale, glen, cp_rank, cp_world)
+
+
+def mxfp4_rows(kv_pool: torch.Tensor, kv_scales: torch.Tensor):
+    """kv_rows for an MXFP4 pool: fp32 [n, 576] = E2M1 code (element 2b in the low nibble of byte b) times the
+    E8M0 scale 2^(e - 127) of its 32-element block (scale row = the slot; columns 0..17 of kv_scales)."""
+    from moonmath_common.numerics import e8m0_to_f32, unpack_e2m1
+
+    codes = kv_pool.view(torch.uint8).reshape(kv_pool.shape[0], -1)
+    sc = kv_scales.view(torch.uint8).reshape(kv_scales.shape[0], -1)
+
+    def rows(slots: torch.Tensor) -> torch.Tensor:
+        v = unpack_e2m1(codes[slots])                                          # [n, 576]
+        s = e8m0_to_f32(sc[slots, :v.shape[-1] // 32]).repeat_interleave(32, dim=-1)
+        return v * s
+    return rows
+
+
+def mla_decode_mxfp4(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, kv_scales: torch.Tensor,
+                     seq_lens: torch.Tensor, kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float,
+                     glen: torch.Tensor | None, cp_rank: int, cp_world: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """MXFP4 KV: each row dequantised exactly (mxfp4_rows), bf16 Q, fp32 softmax."""
+    return attend(q_lat, q_pe, mxfp4_rows(kv_pool, kv_scales), seq_lens, kv_indices, kv_indptr, scale, glen, cp_rank,
+                  cp_world)
+
+
+FP8_MAX = 448.0  # OCP e4m3fn
+A8W8_TILE = 16   # the KV tile of the a8w8 P rounding
+
+
+def quantize_q_a8w8(q_lat: torch.Tensor, q_pe: torch.Tensor) -> tuple[torch.Tensor, float]:
+    """mla_decode_a8w8's per-tensor Q quantisation: amax = max |q| over q_lat and q_pe (NaN ignored),
+    q_scale = fp32(amax / 448) and q8 = e4m3fn_RTNE(clamp(fp32(q * fp32(448 / amax)), +-448)) (amax = 0: both
+    scales 1). Returns (q8 decoded exactly, fp32 [T, H, 576], q_scale)."""
+    q = torch.cat([q_lat, q_pe], dim=-1).float()
+    a = q.abs()
+    a = a[~torch.isnan(a)]
+    amax = torch.tensor(float(a.amax()) if a.numel() else 0.0, dtype=torch.float32)
+    if float(amax) > 0:
+        q_scale, inv = amax / FP8_MAX, torch.tensor(FP8_MAX, dtype=torch.float32) / amax
+    else:
+        q_scale = inv = torch.tensor(1.0, dtype=torch.float32)
+    q8 = (q * inv).clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn)
+    return e4m3fn_to_f32(q8), float(q_scale)
+
+
+def mla_decode_a8w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, seq_lens: torch.Tensor,
+                    kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float, kv_scale: float,
+                    glen: torch.Tensor | None, cp_rank: int, cp_world: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """fp8 Q (quantize_q_a8w8) x fp8 KV (OCP e4m3fn at kv_scale), P rounded to fp8:
+        x_j = log2(e) * scale * kv_scale * q_scale * (q8 . c8_j)      (the base-2 score)
+        per 16-row tile t of local KV rows: mi_t = ceil(max_{j in t} x_j), p~_j = e4m3fn(2^(x_j - mi_t))
+        o = kv_scale * sum_j p~_j 2^mi_t c8_j[:512] / sum_j p~_j 2^mi_t    bf16 RTNE
+        lse = log2 sum_j 2^x_j                                          (unrounded)
+    over each position's window (as mla_decode_a16w8); the tile grid is fixed at multiples of 16 local rows, so
+    the result does not depend on how the kernel splits the KV."""
+    T, H, _ = q_lat.shape
+    B = kv_indptr.numel() - 1
+    q_len = T // B
+    q8, q_scale = quantize_q_a8w8(q_lat, q_pe)
+    c_qk = float(torch.tensor(scale * kv_scale * LOG2E, dtype=torch.float32)) * q_scale
+    lens = [int(x) for x in seq_lens.tolist()]
+    ip = [int(x) for x in kv_indptr.tolist()]
+    gl = [int(x) for x in glen.tolist()] if (glen is not None and cp_world > 1) else None
+    pool = kv_pool.view(kv_pool.shape[0], kv_pool.shape[-1])
+    o = torch.empty(T, H, KV_LORA_RANK, dtype=torch.bfloat16, device=q_lat.device)
+    lse = torch.empty(T, H, dtype=torch.float32, device=q_lat.device)
+    for b in range(B):
+        ends = window_ends(lens[b], q_len, None if gl is None else gl[b], cp_rank, cp_world)
+        n = max(ends)
+        rows = slice(b * q_len, (b + 1) * q_len)
+        if n == 0:
+            o[rows] = 0
+            lse[rows] = float("-inf")
+            continue
+        c = e4m3fn_to_f32(pool[kv_indices[ip[b]:ip[b] + n].to(torch.int64)]).double()     # [n, 576]
+        q = q8[rows].reshape(q_len * H, -1).double()
+        x = (q @ c.T) * c_qk                                                                # [rows, n]
+        key_end = torch.tensor(ends, dtype=torch.int64).repeat_interleave(H)
+        x = x.masked_fill(torch.arange(n)[None, :] >= key_end[:, None], float("-inf"))
+        nt = -(-n // A8W8_TILE)
+        xt = torch.nn.functional.pad(x, (0, nt * A8W8_TILE - n), value=float("-inf")).view(-1, nt, A8W8_TILE)
+        mi = torch.ceil(xt.amax(-1, keepdim=True))
+        mi = torch.where(torch.isneginf(mi), torch.zeros_like(mi), mi)
+        pq = e4m3fn_to_f32(torch.exp2(xt - mi).float().to(torch.float8_e4m3fn)).double()
+        top = mi.amax(1, keepdim=True)
+        w = (pq * torch.exp2(mi - top)).reshape(-1, nt * A8W8_TILE)[:, :n]
+        den = w.sum(-1, keepdim=True)
+        ob = torch.where(den > 0, (w @ c[:, :KV_LORA_RANK]) / torch.where(den > 0, den, torch.ones_like(den)),
+                         torch.zeros(1, dtype=torch.float64))
+        o[rows] = round_bf16((ob * kv_scale).float(), "rtne").view(q_len, H, KV_LORA_RANK)
+        lse[rows] = torch.logsumexp(x * math.log(2.0), -1).mul(LOG2E).float().view(q_len, H)
+    return o, lse

@@ -11,7 +11,13 @@ import torch
 import moonmath_attention_gfx950 as _gfx950
 import moonmath_mha_gfx942 as _gfx942
 from moonmath_common import MoonmathError, NoKernelError, target_arch
-from moonmath_mla_decode import mla_dcp_lse_merge_ranks, mla_decode_a16w8
+from moonmath_mla_decode import (
+    mla_dcp_lse_merge_ranks,
+    mla_decode_a8w8,
+    mla_decode_a16w8,
+    mla_decode_a16w16,
+    mla_decode_mxfp4,
+)
 from moonmath_mxfp4_moe import (
     EPI_NONE,
     EPI_SILU,
@@ -171,7 +177,9 @@ class VarlenPlan(_gfx950.VarlenPlan):
 
 __all__ = [
     "ATTENTION_ARCHS", "ArchFeatureError", "EPI_NONE", "EPI_SILU", "EPI_SITU", "VarlenPlan", "forward", "forward_paged",
-    "forward_varlen", "mla_dcp_lse_merge_ranks", "mla_decode_a16w8", "moe_align_block_size", "mxfp4_moe_down",
+    "forward_varlen", "mla_dcp_lse_merge_ranks", "mla_decode_a8w8", "mla_decode_a16w16", "mla_decode_a16w8",
+    "mla_decode_mxfp4",
+    "moe_align_block_size", "mxfp4_moe_down",
     "mxfp4_moe_down_block_m", "mxfp4_moe_down_n_steps", "mxfp4_moe_down_nt", "mxfp4_moe_down_plan",
     "mxfp4_moe_gateup", "mxfp4_moe_gateup_block_m", "mxfp4_moe_gateup_supports_k", "repack_mxfp4",
     "repack_mxfp4_scales", "unrepack_mxfp4", "unrepack_mxfp4_scales",

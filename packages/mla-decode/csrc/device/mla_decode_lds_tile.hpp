@@ -1,0 +1,480 @@
+// The LDS-tile MLA decode body, shared by the KV formats that reach the MFMAs as bf16 (a16w16: bf16 KV;
+// mxfp4: fp4 KV dequantised to bf16). Each format file (mla_decode_a16w16.hip, mla_decode_mxfp4.hip)
+// supplies a `Kv` stage — who fetches which bytes of a 16-token tile, and how they become the two bf16
+// LDS operand layouts below — and instantiates `decode_lds_tile<Kv>` as its kernel.
+//
+// Work unit (as mla_decode_a16w8_shared.hip, whose header has the math): a workgroup = 4 waves = one
+// (request, KV part, group of up to 4 16-row tiles). Per 16-token KV tile the 256 threads fetch the tile
+// ONCE (every byte of the tile by exactly one thread), turn it into bf16 once, store it in LDS in the
+// two operand layouts, and each wave with a row tile runs its QK (18 x 16x16x32 on gfx950, 36 x 16x16x16
+// on gfx942: the arch's qk_step8) and PV (32 x 16x16x16) MFMAs reading LDS with 16-byte reads.
+// Waves past the last row tile only fetch and convert.
+//
+// LDS (one tile, 36096 bytes):
+//   Ks  [16 tokens][584 bf16]  K rows, stride 1168 bytes; lane (i, g) of QK reads row i, columns
+//                              [144g, 144g+144) (column order as the register kernel). a8w8 keeps K fp8
+//                              (rows of 592 bytes) for its fp8 QK.
+//   V   gfx950: PV's A operand (V^T) is read from row-major bf16 rows with ds_read_b64_tr_b16 (kTrV): the
+//                              K rows themselves, or a8w8's widened V rows (1040 bytes) in the second region.
+//       gfx942: Vs [16 i][4 g][34 x 8 B]: chunk c of block (i, g) = V[tokens 4g..4g+3][column 32i + c]
+//                              (4 bf16), a transposed copy; D reg rr of lane (j, g) then holds
+//                              O[row j][32 (4g + rr) + c] (gfx950: O[row j][16c + 4g + rr]).
+// Pipeline: two barriers per tile (previous tile read -> write; written -> read); the raw bytes of tile
+// n+1 are fetched into registers while tile n is converted and computed.
+//
+// Softmax, masking, NaN rules, outputs (direct bf16 o + lse, or fp32 partials for the shared merge
+// kernel mla_decode_a16w8_merge) are the a16w8 kernels'; o_scale multiplies o (1 for bf16 KV).
+#pragma once
+#include "mla_decode_common.hpp"
+#include "moonmath/convert.hpp"
+
+namespace mla {
+
+constexpr uint32_t kTileWaves = 4;
+constexpr uint32_t kKStride = 1168;  // bytes per K row in LDS (576 bf16 + 16 bytes pad)
+constexpr uint32_t kVBlock = 272;    // bytes per (i, g) V block (32 chunks of 8 + 16 pad)
+constexpr uint32_t kKBytes = 16 * kKStride;
+constexpr uint32_t kVBytes = 64 * kVBlock;
+
+// Structured 4-byte load (see struct_buffer_load_b128 in mla_decode_common.hpp).
+__attribute__((device)) uint32_t struct_buffer_load_b32(mm::buffer_rsrc r, uint32_t index, uint32_t voff, uint32_t soff,
+                                                        int aux) __asm("llvm.amdgcn.struct.ptr.buffer.load.i32");
+MM_DEVICE uint32_t struct_load_b32(mm::buffer_rsrc pool, uint32_t slot, uint32_t off) {
+  return struct_buffer_load_b32(pool, slot, off, 0u, 0);
+}
+
+__attribute__((device)) mm::u32x2 struct_buffer_load_b64(mm::buffer_rsrc r, uint32_t index, uint32_t voff,
+                                                         uint32_t soff, int aux)
+    __asm("llvm.amdgcn.struct.ptr.buffer.load.v2i32");
+MM_DEVICE mm::u32x2 struct_load_b64(mm::buffer_rsrc pool, uint32_t slot, uint32_t off) {
+  return struct_buffer_load_b64(pool, slot, off, 0u, 0);
+}
+
+constexpr uint32_t kKStride8 = 592;  // bytes per K row in LDS when K stays fp8 (576 + 16 pad)
+constexpr uint32_t kVRow = 1040;     // bytes per widened V row (512 bf16 + 16 pad) when K stays fp8 (gfx950)
+
+// gfx950 reads PV's A operand (V^T) straight from row-major bf16 V rows with ds_read_b64_tr_b16 (the tile
+// layer's lds_load_a_kmajor), so the V rows need no transposed copy: the bf16 formats read V from the K
+// rows, a8w8 from its widened V rows. gfx942 (no transposing read) stores the Vs operand blocks below.
+#if defined(__gfx950__)
+constexpr bool kTrV = true;
+#else
+constexpr bool kTrV = false;
+#endif
+
+// The wave's Q tile: 18 x 8 columns per lane, bf16 (u32x4 each) or, for the fp8 QK stage, fp8 (u32x2).
+template <bool Fp8> struct QTile { mm::u32x4 w[18]; };
+template <> struct QTile<true> { mm::u32x2 w[18]; };
+
+// A pool of `stride`-byte records (one per slot): a slot >= slots (kNoSlot, a bad index) reads zeros.
+MM_DEVICE mm::buffer_rsrc make_pool_rows(const void* pool, uint32_t stride, uint32_t slots) {
+  return __builtin_amdgcn_make_buffer_rsrc(const_cast<void*>(pool), (short)stride, (int)slots, mm::kRawBufferFlags);
+}
+
+// Store 4 tokens x 8 consecutive latent columns (raw[e] = token e's 8 bf16) as the V chunks of columns
+// col0 .. col0+7 (col0 % 8 == 0): A-row i = col0 / 32, chunks 8 (col0 / 8 % 4) .. +7 of block (i, g).
+MM_DEVICE void store_v8(uint8_t* vs, const mm::u32x4 raw[4], uint32_t col0, uint32_t g) {
+  const uint32_t off = ((col0 >> 5) * 4u + g) * kVBlock + 8u * (col0 & 31u);
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {  // columns 2w, 2w+1: 4 tokens each, token e in bf16 slot e
+    const uint32_t a0 = raw[0][w], a1 = raw[1][w], a2 = raw[2][w], a3 = raw[3][w];
+    mm::lds_write_b128(vs, off + 16u * w,
+                       mm::u32x4{(a0 & 0xFFFFu) | (a1 << 16), (a2 & 0xFFFFu) | (a3 << 16),
+                                 (a0 >> 16) | (a1 & 0xFFFF0000u), (a2 >> 16) | (a3 & 0xFFFF0000u)});
+  }
+}
+
+// Who converts which 8-column pieces of a 16-token tile (the same for every format, so every element is
+// handled by one thread and the LDS stores are shared):
+//   latent role (all 256 threads): tokens 4 vtg + e (e = 0..3), columns 8 vcg .. +7 (vtg = tid / 64,
+//                vcg = tid % 64): stored as 4 K-row chunks and, transposed, as the V chunks (store_v8);
+//   rope role   (threads 0..127): token rtok = tid / 8, columns 512 + 8 rcg .. +7: one K-row chunk.
+struct TileRoles {
+  uint32_t vtg, vcg, rtok, rcg;
+  bool rope_role;
+  MM_DEVICE explicit TileRoles(uint32_t tid)
+      : vtg(tid >> 6), vcg(tid & 63u), rtok((tid >> 3) & 15u), rcg(tid & 7u), rope_role(tid < 128u) {}
+
+  // lat[e]: token 4 vtg + e's 8 bf16 of the latent piece; rope: token rtok's 8 bf16 of the rope piece.
+  MM_DEVICE void store(const mm::u32x4 lat[4], const mm::u32x4& rope, uint8_t* ks, uint8_t* vs) const {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) mm::lds_write_b128(ks, (4u * vtg + e) * kKStride + 16u * vcg, lat[e]);
+    if constexpr (!kTrV) store_v8(vs, lat, 8u * vcg, vtg);
+    if (rope_role) mm::lds_write_b128(ks, rtok * kKStride + 2u * kLat + 16u * rcg, rope);
+  }
+};
+
+struct TileArgs {
+  const uint16_t* q_lat;     // [T, H, 512] bf16
+  const uint16_t* q_pe;      // [T, H, 64] bf16
+  const void* pool;          // the format's pool
+  const void* pool_aux;      // the format's second tensor (mxfp4: the E8M0 scales), else unused
+  uint16_t* o_lat;           // [T, H, 512] bf16 (direct mode)
+  const int32_t* seq_lens;   // [B]
+  const int32_t* kv_indices; // [n_idx]
+  const int32_t* kv_indptr;  // [B + 1]
+  const int32_t* glen;       // [B]
+  float* lse;                // [T, H] (direct mode, kFlagLse)
+  float* ws_o;               // [units, rows, 512] (partial mode)
+  float* ws_ml;              // [units, rows, 4] (partial mode)
+  uint32_t B, H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world, flags;
+  float c_qk, o_scale;
+};
+
+// The kernel body. make_kv(t) builds the format's stage for fetch role t (a TileRoles; `Kv::Raw`,
+// `fetch(raw, pool, aux, slots, slot_of)` where slot_of(t) gives token t's slot (kNoSlot past the part;
+// every lane must call it: a bpermute), `store(raw, ks, vs)`: conversion to bf16, then the LDS stores).
+// Its constants pick the numerics stages: kFp8Qk (K kept fp8 in LDS at stride kKStride8, Q quantised by
+// quant_q, QK on v_mfma_f32_16x16x32_fp8_fp8) and kFp8P (P rounded to e4m3fn per tile by round_p, see the
+// a8w8 file). The tile's fetch roles are those of 256 threads; a one-wave workgroup (Waves = 1, for
+// H * q_len <= 16, where a 4-wave group would have one wave computing) takes four roles per lane:
+// make_kv(64 p + lane), p = 0..3.
+template <class Kv, int N> struct KvSet { Kv k[N]; };
+template <class Kv, int N, class MakeKv> MM_DEVICE KvSet<Kv, N> make_kv_set(MakeKv make_kv, uint32_t base) {
+  if constexpr (N == 1) return KvSet<Kv, 1>{{make_kv(base)}};
+  else return KvSet<Kv, 4>{{make_kv(base), make_kv(base + 64u), make_kv(base + 128u), make_kv(base + 192u)}};
+}
+
+template <uint32_t Waves = kTileWaves, class MakeKv>
+MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) {
+  using Kv = decltype(make_kv(0u));
+  constexpr int kPasses = (int)(kTileWaves / Waves);
+  uint8_t* const ks = lds;
+  uint8_t* const vs = lds + kKBytes;
+  const uint32_t B = a.B, H = a.H, q_len = a.q_len, nparts = a.nparts;
+  const uint32_t rows = q_len * H;
+  const uint32_t n_rt = (rows + 15u) / 16u;
+  const uint32_t n_grp = (n_rt + Waves - 1u) / Waves;
+  const uint32_t wg = mm::block_id_x();
+  if (wg >= B * nparts * n_grp) return;  // uniform over the workgroup
+  const uint32_t grp = wg % n_grp;
+  const uint32_t unit = wg / n_grp;
+  const Units units = locate(SplitArgs{a.seq_lens, a.glen, a.kv_indptr, a.n_idx, B, nparts, q_len, a.cp_rank,
+                                       a.cp_world, a.flags},
+                             unit, false);
+  if (!units.valid) return;  // an idle unit of the balanced split (uniform over the workgroup)
+  const uint32_t b = units.b;
+  const uint32_t p = unit - units.first;
+  const uint32_t rt = grp * Waves + (Waves > 1 ? mm::wave_id() : 0u);
+  const bool has_tile = rt < n_rt;  // wave-uniform
+
+  const uint32_t tid = mm::thread_id_x();
+  const uint32_t lane = mm::lane_id();
+  const uint32_t i = lane & 15u, g = lane >> 4;
+
+  const RequestView req = request_view(a.seq_lens, a.glen, a.kv_indices, a.kv_indptr, a.n_idx, a.cp_world, b);
+  const int32_t slen = req.slen, gl = req.glen;
+  const int32_t cpr = (int32_t)a.cp_rank, cpw = (int32_t)a.cp_world;
+  const uint32_t r = rt * 16u + i;
+  const bool live = has_tile && r < rows;
+  const int32_t e_row = live ? window_end(gl, slen, (int32_t)q_len, (int32_t)(r / H), cpr, cpw) : 0;
+  const int32_t e_req = window_end(gl, slen, (int32_t)q_len, (int32_t)q_len - 1, cpr, cpw);
+  const uint32_t n_tiles = e_req > 0 ? ((uint32_t)e_req + 15u) / 16u : 0u;
+  const uint32_t tpp = (n_tiles + units.count - 1u) / units.count;
+  const uint32_t tile0 = p * tpp;
+  const uint32_t tile1 = tile0 + tpp < n_tiles ? tile0 + tpp : n_tiles;
+  const uint32_t k0 = tile0 * 16u;
+  const uint32_t k1 = tile1 * 16u < (uint32_t)e_req ? tile1 * 16u : (uint32_t)(e_req > 0 ? e_req : 0);
+  const int32_t e_lane = e_row < (int32_t)k1 ? e_row : (int32_t)k1;
+  // Row ends grow with the row, so lane 0's end is the wave's smallest live one (see the a16w8 kernel).
+  const uint32_t e_live = mm::uniform((uint32_t)(e_lane > 0 ? e_lane : 0));
+  const uint32_t R = b * rows + r;
+  const mm::buffer_rsrc idx_buf = req.idx;
+
+  auto load_tile_slot = [&](uint32_t k) __attribute__((always_inline)) { return load_slot(idx_buf, k + i); };
+  const KvSet<Kv, kPasses> kvs = make_kv_set<Kv, kPasses>(make_kv, tid);
+  const Kv& kv = kvs.k[0];  // its Q and P stages (role-independent)
+  using Raws = typename Kv::Raw[kPasses];
+  auto fetch = [&](Raws& raw, uint32_t slot_raw, uint32_t k) __attribute__((always_inline)) {
+    const uint32_t slot_l = (k + i) < k1 ? slot_raw : kNoSlot;  // past the part: zeros
+#pragma unroll
+    for (int p = 0; p < kPasses; ++p)
+      kvs.k[p].fetch(raw[p], a.pool, a.pool_aux, a.pool_slots, [&](uint32_t t) { return mm::bpermute(slot_l, t); });
+  };
+
+  mm::f32x4 acc[32];
+#pragma unroll
+  for (int c = 0; c < 32; ++c) acc[c] = mm::f32x4{0.f, 0.f, 0.f, 0.f};
+  float m_run = -__builtin_inff();
+  float l_run = 0.f, ln_run = 0.f;
+
+  // Q tile: lane (j=i, g) holds columns [144g, 144g+144) of row j.
+  QTile<Kv::kFp8Qk> q;
+  {
+    const mm::buffer_rsrc qlat_buf = mm::make_buffer(a.q_lat, B * rows * kLat * 2u);
+    const mm::buffer_rsrc qpe_buf = mm::make_buffer(a.q_pe, B * rows * 64u * 2u);
+#pragma unroll
+    for (int m = 0; m < 18; ++m) {
+      const uint32_t col = 144u * g + 8u * m;
+      mm::u32x4 v = {0u, 0u, 0u, 0u};
+      if (live) {
+        if (col < kLat) v = mm::buffer_load_b128(qlat_buf, R * kLat * 2u + col * 2u);
+        else v = mm::buffer_load_b128(qpe_buf, R * 64u * 2u + (col - kLat) * 2u);
+      }
+      if constexpr (Kv::kFp8Qk) q.w[m] = kv.quant_q(v);
+      else q.w[m] = v;
+    }
+  }
+
+  const int32_t nt_signed = (int32_t)tile1 - (int32_t)tile0;
+  const uint32_t nt = nt_signed > 0 ? (uint32_t)nt_signed : 0u;
+
+  Raws raw_a, raw_b;
+  uint32_t slot_next = 0;
+  if (nt > 0) {
+    const uint32_t s0 = load_tile_slot(k0);
+    slot_next = load_tile_slot(k0 + 16u);
+    mm::wait_vmcnt<0>();
+    fetch(raw_a, s0, k0);
+  }
+
+  auto step = [&](Raws& cur, Raws& nxt, uint32_t it) __attribute__((always_inline)) {
+    const uint32_t k = k0 + 16u * it;
+    if (it + 1 < nt) {  // prefetch the next tile's raw bytes and the slots of the one after
+      const uint32_t s = slot_next;
+      slot_next = load_tile_slot(k + 32u);
+      fetch(nxt, s, k + 16u);
+    }
+    mm::block_sync();  // every wave is done reading the previous tile from LDS
+#pragma unroll
+    for (int p = 0; p < kPasses; ++p) kvs.k[p].store(cur[p], ks, vs);
+    mm::block_sync();  // the tile is in LDS
+    if (!has_tile) return;
+
+    mm::f32x4 s = {0.f, 0.f, 0.f, 0.f};
+    if constexpr (Kv::kFp8Qk) {
+      // S^T = K Q^T on fp8: lane (i, g) reads K row i, bytes [144g, 144g+144) (9 reads of 16 fp8 = two
+      // 8-column steps each), one v_mfma_f32_16x16x32_fp8_fp8 per step (A/B k = 8 (lane / 16) + e).
+      mm::u32x4 kw[9];
+      const uint32_t kbase = i * kKStride8 + 144u * g;
+#pragma unroll
+      for (int u = 0; u < 9; ++u) kw[u] = mm::lds_read_b128(ks, kbase + 16u * u);
+      mm::wait_lgkmcnt<0>();
+#pragma unroll
+      for (int u = 0; u < 9; ++u) {
+        s = mm::Mfma16x16x32Fp8::run(mm::u32x2{kw[u][0], kw[u][1]}, q.w[2 * u], s);
+        s = mm::Mfma16x16x32Fp8::run(mm::u32x2{kw[u][2], kw[u][3]}, q.w[2 * u + 1], s);
+      }
+    } else {
+      // S^T = K Q^T: 18 LDS reads in 3 double-buffered groups of 6 (one s_waitcnt per group).
+      {
+        constexpr int kGrp = 6, kNGrp = 18 / kGrp;
+        mm::u32x4 kw[2][kGrp];
+        const uint32_t kbase = i * kKStride + 2u * 144u * g;
+#pragma unroll
+        for (int u = 0; u < kGrp; ++u) kw[0][u] = mm::lds_read_b128(ks, kbase + 16u * u);
+#pragma unroll
+        for (int n = 0; n < kNGrp; ++n) {
+          if (n + 1 < kNGrp) {
+#pragma unroll
+            for (int u = 0; u < kGrp; ++u)
+              kw[(n + 1) & 1][u] = mm::lds_read_b128(ks, kbase + 16u * (kGrp * (n + 1) + u));
+            mm::wait_lgkmcnt<kGrp>();
+          } else {
+            mm::wait_lgkmcnt<0>();
+          }
+          mm::sched_barrier();
+#pragma unroll
+          for (int u = 0; u < kGrp; ++u) s = qk_step8(kw[n & 1][u], q.w[kGrp * n + u], s);  // the arch's stage
+          mm::sched_barrier();
+        }
+      }
+    }
+
+    float x[4];
+    float mt = -__builtin_inff();
+    if (k + 16u <= e_live) {  // uniform: the whole tile is inside every live row's window
+#pragma unroll
+      for (int e = 0; e < 4; ++e) x[e] = s[e] * a.c_qk;
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int32_t tok = (int32_t)(k + 4u * g + e);
+        x[e] = tok < e_lane ? s[e] * a.c_qk : -__builtin_inff();
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) mt = __builtin_fmaxf(mt, x[e]);
+    mt = __builtin_fmaxf(mt, mm::xor_lane(mt, 16));
+    mt = __builtin_fmaxf(mt, mm::xor_lane(mt, 32));
+    bool upd;
+    float alpha = 1.f;
+    mm::u32x2 pb;
+    if constexpr (Kv::kFp8P) {
+      // The tile's reference point mi = ceil(tile max) (an integer in log2 units) and an integer running
+      // max: p~ = e4m3fn(exp2(x - mi)) times the exact power of two 2^(mi - m_run) (exact in bf16), so P
+      // does not depend on where a KV split starts. l sums the unrounded p, ln the rounded ones.
+      const float mi = __builtin_ceilf(mt);
+      upd = mi > m_run;
+      if (upd) {
+        alpha = mm::exp2(m_run - mi);  // 0 when m_run was -inf; a power of two otherwise
+        m_run = mi;
+      }
+      const float mi_sub = mi == -__builtin_inff() ? 0.f : mi;
+      const float m_sub = m_run == -__builtin_inff() ? 0.f : m_run;
+      const float f = mm::exp2(mi_sub - m_sub);
+      float pr[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) pr[e] = mm::exp2(x[e] - mi_sub);
+      float pq[4];
+      kv.round_p(pr, pq);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) pq[e] *= f;
+      pb = mm::u32x2{mm::pack_bf16x2_hi(pq[0], pq[1]), mm::pack_bf16x2_hi(pq[2], pq[3])};
+      l_run = l_run * alpha + ((pr[0] + pr[1]) + (pr[2] + pr[3])) * f;
+      ln_run = ln_run * alpha + ((pq[0] + pq[1]) + (pq[2] + pq[3]));
+    } else {
+      upd = mt > m_run;  // eager running max (the a16w8 kernels' kLazyMax = 0)
+      if (upd) {
+        alpha = mm::exp2(m_run - mt);
+        m_run = mt;
+      }
+      const float m_sub = m_run == -__builtin_inff() ? 0.f : m_run;
+      float pr[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) pr[e] = mm::exp2(x[e] - m_sub);
+      pb = mm::u32x2{mm::pack_bf16x2_rna(pr[0], pr[1]), mm::pack_bf16x2_rna(pr[2], pr[3])};
+      l_run = l_run * alpha + ((pr[0] + pr[1]) + (pr[2] + pr[3]));
+      ln_run = ln_run * alpha + ((mm::bf16_lo(pb[0]) + mm::bf16_hi(pb[0])) + (mm::bf16_lo(pb[1]) + mm::bf16_hi(pb[1])));
+    }
+    if (__builtin_amdgcn_ballot_w64(upd) != 0) {
+#pragma unroll
+      for (int c = 0; c < 32; ++c) acc[c] *= alpha;
+    }
+
+    if constexpr (kTrV) {
+      // O += P V: block c = output columns 16c .. 16c+15, A = V^T read transposed from the V rows (one
+      // ds_read_b64_tr_b16 per block: lane (i, g) gets V[tokens 4g..4g+3][column 16c + i]).
+      using S = mm::Mfma16x16x16Bf16;
+      using Rows = mm::LinearLds<Kv::kFp8Qk ? kVRow : kKStride>;
+      const uint8_t* vrows = Kv::kFp8Qk ? vs : ks;
+      // 32 reads in 4 double-buffered groups of 8, one s_waitcnt per group (as the QK reads)
+      constexpr int kGrp = 8, kNGrp = 32 / kGrp;
+      mm::FragA<S> va[2][kGrp];
+#pragma unroll
+      for (int u = 0; u < kGrp; ++u) mm::lds_load_a_kmajor<Rows>(va[0][u], vrows, 16u * u, 0u);
+#pragma unroll
+      for (int n = 0; n < kNGrp; ++n) {
+        if (n + 1 < kNGrp) {
+#pragma unroll
+          for (int u = 0; u < kGrp; ++u)
+            mm::lds_load_a_kmajor<Rows>(va[(n + 1) & 1][u], vrows, 16u * (kGrp * (n + 1) + u), 0u);
+          mm::wait_lgkmcnt<kGrp>();
+        } else {
+          mm::wait_lgkmcnt<0>();
+        }
+        mm::sched_barrier();
+#pragma unroll
+        for (int u = 0; u < kGrp; ++u) acc[kGrp * n + u] = S::run(va[n & 1][u].w, pb, acc[kGrp * n + u]);
+        mm::sched_barrier();
+      }
+    } else {
+      // O += P V: 16 LDS reads (two chunks each) in 4 double-buffered groups of 4.
+      const uint32_t vb = (i * 4u + g) * kVBlock;
+      {
+        constexpr int kGrp = 4, kNGrp = 16 / kGrp;
+        mm::u32x4 vw[2][kGrp];
+#pragma unroll
+        for (int u = 0; u < kGrp; ++u) vw[0][u] = mm::lds_read_b128(vs, vb + 16u * u);
+#pragma unroll
+        for (int n = 0; n < kNGrp; ++n) {
+          if (n + 1 < kNGrp) {
+#pragma unroll
+            for (int u = 0; u < kGrp; ++u) vw[(n + 1) & 1][u] = mm::lds_read_b128(vs, vb + 16u * (kGrp * (n + 1) + u));
+            mm::wait_lgkmcnt<kGrp>();
+          } else {
+            mm::wait_lgkmcnt<0>();
+          }
+          mm::sched_barrier();
+#pragma unroll
+          for (int u = 0; u < kGrp; ++u) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const mm::u32x2 va = {vw[n & 1][u][2 * h], vw[n & 1][u][2 * h + 1]};
+              const int c = 2 * (kGrp * n + u) + h;
+              acc[c] = mm::mfma_16x16x16_bf16(mm::bit_cast<mm::i16x4>(va), mm::bit_cast<mm::i16x4>(pb), acc[c]);
+            }
+          }
+          mm::sched_barrier();
+        }
+      }
+    }
+  };
+
+  for (uint32_t it = 0; it < nt; it += 2) {
+    step(raw_a, raw_b, it);
+    if (it + 1 >= nt) break;
+    step(raw_b, raw_a, it + 1);
+  }
+
+  if (!live) return;
+  float l_row = l_run + mm::xor_lane(l_run, 16);
+  l_row += mm::xor_lane(l_row, 32);
+  float ln_row = ln_run + mm::xor_lane(ln_run, 16);
+  ln_row += mm::xor_lane(ln_row, 32);
+  // Output columns of acc[c][rr] at lane (j, g): kTrV: 16c + 4g + rr (4 consecutive per block); otherwise
+  // 32 (4g + rr) + c (32 consecutive per rr).
+  if (a.flags & kFlagPartial) {
+    const uint32_t slot = unit * rows + r;
+    const mm::buffer_rsrc wo = mm::make_buffer(a.ws_o, B * rows * nparts * kLat * 4u);
+    if constexpr (kTrV) {
+#pragma unroll
+      for (int c = 0; c < 32; ++c)
+        mm::buffer_store_b128(mm::bit_cast<mm::u32x4>(acc[c]), wo, (slot * kLat + 16u * c + 4u * g) * 4u);
+    } else {
+#pragma unroll
+      for (int rr = 0; rr < 4; ++rr) {
+        const uint32_t col = 32u * (4u * g + rr);
+#pragma unroll
+        for (int q4 = 0; q4 < 8; ++q4) {
+          mm::u32x4 v;
+#pragma unroll
+          for (int e = 0; e < 4; ++e) v[e] = mm::bit_cast<uint32_t>(acc[4 * q4 + e][rr]);
+          mm::buffer_store_b128(v, wo, (slot * kLat + col + 4u * q4) * 4u);
+        }
+      }
+    }
+    if (g == 0) {
+      const mm::buffer_rsrc wml = mm::make_buffer(a.ws_ml, B * rows * nparts * 16u);
+      mm::buffer_store_b128(mm::u32x4{mm::bit_cast<uint32_t>(m_run), mm::bit_cast<uint32_t>(l_row),
+                                      mm::bit_cast<uint32_t>(ln_row), 0u},
+                            wml, slot * 16u);
+    }
+  } else {
+    const float inv = inv_norm(a.o_scale, ln_row);
+    const mm::buffer_rsrc ob = mm::make_buffer(a.o_lat, B * rows * kLat * 2u);
+    if constexpr (kTrV) {
+#pragma unroll
+      for (int c = 0; c < 32; c += 2) {  // blocks c, c+1: columns 16c + 4g .. +3 and 16(c+1) + 4g .. +3
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const mm::f32x4 v = acc[c + h];
+          mm::buffer_store_b64(mm::u32x2{mm::pack_bf16x2<mm::Round::RTNE>(v[0] * inv, v[1] * inv),
+                                         mm::pack_bf16x2<mm::Round::RTNE>(v[2] * inv, v[3] * inv)},
+                               ob, (R * kLat + 16u * (c + h) + 4u * g) * 2u);
+        }
+      }
+    } else {
+#pragma unroll
+      for (int rr = 0; rr < 4; ++rr) {
+        const uint32_t col = 32u * (4u * g + rr);
+#pragma unroll
+        for (int q8 = 0; q8 < 4; ++q8) {
+          mm::u32x4 v;
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int c = 8 * q8 + 2 * e;
+            v[e] = mm::pack_bf16x2<mm::Round::RTNE>(acc[c][rr] * inv, acc[c + 1][rr] * inv);
+          }
+          mm::buffer_store_b128(v, ob, (R * kLat + col + 8u * q8) * 2u);
+        }
+      }
+    }
+    if ((a.flags & kFlagLse) && g == 0) {
+      const float out = finish_lse(m_run, l_row);
+      mm::buffer_store_f32(out, mm::make_buffer(a.lse, B * rows * 4u), R * 4u);
+    }
+  }
+}
+
+}  // namespace mla

@@ -1,0 +1,398 @@
+"""MLA absorbed decode in the KV-cache formats beyond a16w8: one op per cache dtype, so a serving engine picks
+the op by the dtype of its cache.
+
+    mla_decode_a16w16   bf16 Q x bf16 KV [slots, 1, 576]                         gfx942, gfx950
+    mla_decode_mxfp4    bf16 Q x MXFP4 KV [slots, 1, 288] fp4x2 + E8M0 [slots, 1, 18]   gfx950
+    mla_decode_a8w8     fp8 Q (per-tensor, quantised on the device) x fp8 KV [slots, 1, 576]  gfx950
+
+Same op semantics as mla_decode_a16w8 (any q_len, H 1..128, page_size 1 slot lists, DCP with base-2 LSE,
+end-aligned causal window, empty windows, determinism); only the pool and its dequantisation differ
+(docs/numerics.md). The kernels are the LDS-tile kernels (csrc/device/mla_decode_lds_tile.hpp and the format
+files) over the a16w8 planner and its split-KV merge kernel.
+"""
+from __future__ import annotations
+
+import math
+import struct
+
+import torch
+
+from moonmath_common import NoKernelError, checks, get_backend, target_arch
+
+from . import reference
+from .decode import _check_values
+
+KV_LORA_RANK, ROPE_DIM, ROW, MAX_HEADS = 512, 64, 576, 128
+MXFP4_ROW_BYTES = ROW // 2          # two E2M1 codes per byte
+MXFP4_BLOCK = 32                    # elements per E8M0 scale
+MXFP4_SCALES = ROW // MXFP4_BLOCK   # 18 per row
+LOG2E = 1.0 / math.log(2.0)
+FLAG_LSE, FLAG_PARTIAL, FLAG_BALANCED = 1, 2, 4
+_U32 = 1 << 32
+
+# format -> (archs with a kernel, code object, kernel symbol, pool record bytes)
+FORMATS = {
+    "a16w16": (("gfx942", "gfx950"), "mla_decode_a16w16", "mla_decode_a16w16_fwd", 2 * ROW),
+    "mxfp4": (("gfx950",), "mla_decode_mxfp4", "mla_decode_mxfp4_fwd", MXFP4_ROW_BYTES),
+    "a8w8": (("gfx950",), "mla_decode_a8w8", "mla_decode_a8w8_fwd", ROW),
+}
+AMAX_CODE_OBJECT, AMAX_KERNEL, AMAX_MAX_BLOCKS = "mla_q_amax", "mla_q_amax", 256
+
+
+def _op(fmt: str) -> str:
+    return f"moonmath_mla_decode.mla_decode_{fmt}"
+
+
+def _check_common(q_lat, q_pe, o_lat, seq_lens, kv_indices, kv_indptr, scale, lse, glen, cp_rank, cp_world,
+                  **pool_tensors) -> tuple[float, int]:
+    """The format-independent checks of the decode ops (as mla_decode_a16w8's); returns (scale, q_len)."""
+    checks.tensor("q_lat", q_lat, dtype=torch.bfloat16, ndim=3, contiguous=True)
+    checks.tensor("q_pe", q_pe, dtype=torch.bfloat16, ndim=3, contiguous=True)
+    checks.tensor("o_lat", o_lat, dtype=torch.bfloat16, ndim=3, contiguous=True)
+    checks.tensor("seq_lens", seq_lens, dtype=torch.int32, ndim=1, contiguous=True)
+    checks.tensor("kv_indices", kv_indices, dtype=torch.int32, ndim=1, contiguous=True)
+    checks.tensor("kv_indptr", kv_indptr, dtype=torch.int32, ndim=1, contiguous=True)
+    scale = checks.real("scale", scale, fp32=True)
+    if lse is not None:
+        checks.tensor("lse", lse, dtype=torch.float32, ndim=2, contiguous=True)
+    if glen is not None:
+        checks.tensor("glen", glen, dtype=torch.int32, ndim=1, contiguous=True)
+    checks.i32("cp_world", cp_world, lo=1)
+    checks.integer("cp_rank", cp_rank)
+    if not 0 <= cp_rank < cp_world:
+        raise ValueError(f"cp_rank must satisfy 0 <= cp_rank < cp_world ({cp_world}); got {cp_rank}")
+    if cp_world > 1 and glen is None:
+        raise ValueError(f"glen (the GLOBAL lengths, int32 [B]) is required when cp_world > 1; got None with "
+                         f"cp_world={cp_world}")
+    checks.same_device(q_lat=q_lat, q_pe=q_pe, o_lat=o_lat, seq_lens=seq_lens, kv_indices=kv_indices,
+                       kv_indptr=kv_indptr, lse=lse, glen=glen, **pool_tensors)
+    T, H, lat = q_lat.shape
+    if lat != KV_LORA_RANK:
+        raise ValueError(f"q_lat must be [T, H, {KV_LORA_RANK}] (kv_lora_rank {KV_LORA_RANK}); got {list(q_lat.shape)}")
+    if not 1 <= H <= MAX_HEADS:
+        raise ValueError(f"H (q_lat.shape[1]) must be in [1, {MAX_HEADS}]; got {H}")
+    checks.tensor("q_pe", q_pe, shape=[T, H, ROPE_DIM])
+    checks.tensor("o_lat", o_lat, shape=[T, H, KV_LORA_RANK])
+    if kv_indptr.numel() < 2:
+        raise ValueError(f"kv_indptr must have B + 1 >= 2 elements; got {kv_indptr.numel()}")
+    B = kv_indptr.numel() - 1
+    checks.tensor("seq_lens", seq_lens, shape=[B])
+    if glen is not None:
+        checks.tensor("glen", glen, shape=[B])
+    if T < B or T % B:
+        raise ValueError(f"T (q_lat.shape[0]) must be B * q_len with q_len >= 1 (B = kv_indptr.numel() - 1 = {B}); "
+                         f"got T = {T}")
+    q_len = T // B
+    if lse is not None:
+        checks.tensor("lse", lse, shape=[T, H])
+    slots = next(iter(pool_tensors.values())).shape[0]
+    if checks.on_host(seq_lens, kv_indices, kv_indptr, glen):
+        _check_values(seq_lens, kv_indices, kv_indptr, glen if cp_world > 1 else None, q_len, cp_rank, cp_world,
+                      slots)
+    return scale, q_len
+
+
+def _require_arch(fmt: str, name: str, want: str) -> None:
+    """A pool whose format has no kernel on the target arch is rejected by name (not silently re-routed)."""
+    archs = FORMATS[fmt][0]
+    arch = target_arch()
+    if get_backend() != "reference" and arch not in archs:
+        raise TypeError(f"{name}: {want} KV (mla_decode_{fmt}) has kernels for {', '.join(archs)} only; the "
+                        f"target arch is {arch}")
+
+
+def mla_decode_a16w16(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: torch.Tensor,
+                      seq_lens: torch.Tensor, kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float,
+                      lse: torch.Tensor | None = None, glen: torch.Tensor | None = None, cp_rank: int = 0,
+                      cp_world: int = 1) -> None:
+    """MLA absorbed decode against a bf16 KV cache: writes ``o_lat`` (and ``lse``) in place.
+
+    Args:
+        q_lat: bf16 ``[T, H, 512]`` contiguous, the absorbed latent queries; T = B * q_len, request b owns
+            rows [b*q_len, (b+1)*q_len). H in 1..128.
+        q_pe: bf16 ``[T, H, 64]`` contiguous, the RoPE queries.
+        kv_pool: bf16 ``[slots, 1, 576]`` contiguous: one fused row per token ([:512] latent, [512:] rope),
+            both key and value, used as stored (no scale).
+        o_lat: bf16 ``[T, H, 512]`` contiguous, the output (written in place).
+        seq_lens: int32 ``[B]``: KV rows of each request on this rank (including the q_len draft tokens).
+        kv_indices: int32 ``[N]``: pool slots (page_size 1); local row j of request b is slot
+            kv_indices[kv_indptr[b] + j].
+        kv_indptr: int32 ``[B + 1]``; B = kv_indptr.numel() - 1.
+        scale: softmax scale applied to q . k (e.g. 576 ** -0.5): a Python float, a numpy scalar or a
+            one-element CPU tensor, within fp32.
+        lse: optional fp32 ``[T, H]`` contiguous: base-2 log-sum-exp of the scaled scores (-inf if empty).
+        glen: int32 ``[B]`` global lengths, required when cp_world > 1 (ignored when cp_world == 1).
+        cp_rank, cp_world: decode context parallelism: global position p lives on rank p % cp_world at
+            local row p // cp_world.
+
+    Semantics, windows, DCP and index checks are mla_decode_a16w8's with kv_scale = 1 and the pool read as
+    bf16: nothing is quantised but the softmax weights P (bf16, for the PV MFMA) and o (bf16 RTNE).
+    Kernels for gfx942 and gfx950.
+    """
+    checks.tensor("kv_pool", kv_pool, dtype=torch.bfloat16, ndim=3, contiguous=True)
+    if kv_pool.shape[1] != 1 or kv_pool.shape[2] != ROW:
+        raise ValueError(f"kv_pool must be [slots, 1, {ROW}] (page_size 1, fused latent+rope rows); got "
+                         f"{list(kv_pool.shape)}")
+    scale, _ = _check_common(q_lat, q_pe, o_lat, seq_lens, kv_indices, kv_indptr, scale, lse, glen, cp_rank,
+                             cp_world, kv_pool=kv_pool)
+    _a16w16_op(q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, scale, lse, glen, cp_rank, cp_world)
+
+
+@torch.library.custom_op("moonmath::mla_decode_a16w16", mutates_args=("o_lat", "lse"))
+def _a16w16_op(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: torch.Tensor,
+               seq_lens: torch.Tensor, kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float,
+               lse: torch.Tensor | None, glen: torch.Tensor | None, cp_rank: int, cp_world: int) -> None:
+    if get_backend() == "reference":
+        o, l = reference.mla_decode_a16w16(q_lat, q_pe, kv_pool, seq_lens, kv_indices, kv_indptr, scale, glen,
+                                           cp_rank, cp_world)
+        o_lat.copy_(o)
+        if lse is not None:
+            lse.copy_(l)
+    else:
+        run("a16w16", q_lat, q_pe, kv_pool, None, o_lat, seq_lens, kv_indices, kv_indptr, scale * LOG2E, 1.0, lse,
+            glen, cp_rank, cp_world)
+
+
+@_a16w16_op.register_fake
+def _(q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, scale, lse, glen, cp_rank, cp_world) -> None:
+    return None
+
+
+MXFP4_POOL_DTYPES = (torch.uint8, torch.float4_e2m1fn_x2)
+MXFP4_SCALE_DTYPES = (torch.uint8, torch.float8_e8m0fnu)
+
+
+def _check_mxfp4(kv_pool: torch.Tensor, kv_scales: torch.Tensor) -> None:
+    checks.tensor("kv_pool", kv_pool, dtype=MXFP4_POOL_DTYPES, ndim=3, contiguous=True)
+    if kv_pool.shape[1] != 1 or kv_pool.shape[2] != MXFP4_ROW_BYTES:
+        raise ValueError(f"kv_pool must be [slots, 1, {MXFP4_ROW_BYTES}] (576 E2M1 codes, two per byte; page_size 1); "
+                         f"got {list(kv_pool.shape)}")
+    checks.tensor("kv_scales", kv_scales, dtype=MXFP4_SCALE_DTYPES, contiguous=True)
+    if kv_scales.dim() not in (2, 3) or (kv_scales.dim() == 3 and kv_scales.shape[1] != 1):
+        raise ValueError(f"kv_scales must be [rows, blocks] or [rows, 1, blocks]; got {list(kv_scales.shape)}")
+    rows, blocks = kv_scales.shape[0], kv_scales.shape[-1]
+    if rows < kv_pool.shape[0] or blocks < MXFP4_SCALES:
+        raise ValueError(f"kv_scales must hold one E8M0 scale per 32 elements of every pool row: at least "
+                         f"[{kv_pool.shape[0]}, {MXFP4_SCALES}] (padding allowed); got {list(kv_scales.shape)}")
+    if kv_scales.numel() >= _U32:
+        raise ValueError(f"kv_scales spans {kv_scales.numel()} bytes; the kernel addresses it with 32-bit offsets")
+
+
+def mla_decode_mxfp4(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, kv_scales: torch.Tensor,
+                     o_lat: torch.Tensor, seq_lens: torch.Tensor, kv_indices: torch.Tensor, kv_indptr: torch.Tensor,
+                     scale: float, lse: torch.Tensor | None = None, glen: torch.Tensor | None = None,
+                     cp_rank: int = 0, cp_world: int = 1) -> None:
+    """MLA absorbed decode against an MXFP4 KV cache (bf16 Q): writes ``o_lat`` (and ``lse``) in place.
+
+    Args:
+        q_lat: bf16 ``[T, H, 512]`` contiguous, the absorbed latent queries; T = B * q_len. H in 1..128.
+        q_pe: bf16 ``[T, H, 64]`` contiguous, the RoPE queries.
+        kv_pool: uint8 or ``float4_e2m1fn_x2`` ``[slots, 1, 288]`` contiguous: one fused row of 576 E2M1 codes
+            per token, two per byte (element 2b in the low nibble of byte b), key and value at once.
+        kv_scales: uint8 or ``float8_e8m0fnu`` ``[rows, blocks]`` or ``[rows, 1, blocks]`` contiguous, rows >=
+            slots and blocks >= 18: the E8M0 scale 2^(e-127) of elements [32k, 32k+32) of slot s's row is
+            kv_scales[s, k] (the GPU MODE amd-mixed-mla layout; padded rows / blocks are never read).
+        o_lat: bf16 ``[T, H, 512]`` contiguous, the output (written in place).
+        seq_lens: int32 ``[B]``: KV rows of each request on this rank (including the q_len draft tokens).
+        kv_indices: int32 ``[N]``: pool slots (page_size 1); local row j of request b is slot
+            kv_indices[kv_indptr[b] + j].
+        kv_indptr: int32 ``[B + 1]``; B = kv_indptr.numel() - 1.
+        scale: softmax scale applied to q . k (e.g. 576 ** -0.5), within fp32.
+        lse: optional fp32 ``[T, H]`` contiguous: base-2 log-sum-exp of the scaled scores (-inf if empty).
+        glen: int32 ``[B]`` global lengths, required when cp_world > 1 (ignored when cp_world == 1).
+        cp_rank, cp_world: decode context parallelism: global position p lives on rank p % cp_world at
+            local row p // cp_world.
+
+    Semantics as mla_decode_a16w8 over the exactly dequantised rows (code x scale); P is rounded to bf16 for
+    the PV MFMA and o to bf16 RTNE. Kernel for gfx950 (a gfx942 target is a TypeError naming kv_pool).
+    """
+    _check_mxfp4(kv_pool, kv_scales)
+    _require_arch("mxfp4", "kv_pool", "MXFP4")
+    scale, _ = _check_common(q_lat, q_pe, o_lat, seq_lens, kv_indices, kv_indptr, scale, lse, glen, cp_rank,
+                             cp_world, kv_pool=kv_pool, kv_scales=kv_scales)
+    _mxfp4_op(q_lat, q_pe, kv_pool.view(torch.uint8), kv_scales.view(torch.uint8), o_lat, seq_lens, kv_indices,
+              kv_indptr, scale, lse, glen, cp_rank, cp_world)
+
+
+@torch.library.custom_op("moonmath::mla_decode_mxfp4", mutates_args=("o_lat", "lse"))
+def _mxfp4_op(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, kv_scales: torch.Tensor,
+              o_lat: torch.Tensor, seq_lens: torch.Tensor, kv_indices: torch.Tensor, kv_indptr: torch.Tensor,
+              scale: float, lse: torch.Tensor | None, glen: torch.Tensor | None, cp_rank: int, cp_world: int) -> None:
+    if get_backend() == "reference":
+        o, l = reference.mla_decode_mxfp4(q_lat, q_pe, kv_pool, kv_scales, seq_lens, kv_indices, kv_indptr, scale,
+                                          glen, cp_rank, cp_world)
+        o_lat.copy_(o)
+        if lse is not None:
+            lse.copy_(l)
+    else:
+        run("mxfp4", q_lat, q_pe, kv_pool, kv_scales, o_lat, seq_lens, kv_indices, kv_indptr, scale * LOG2E, 1.0, lse,
+            glen, cp_rank, cp_world)
+
+
+@_mxfp4_op.register_fake
+def _(q_lat, q_pe, kv_pool, kv_scales, o_lat, seq_lens, kv_indices, kv_indptr, scale, lse, glen, cp_rank,
+      cp_world) -> None:
+    return None
+
+
+def mla_decode_a8w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: torch.Tensor,
+                    seq_lens: torch.Tensor, kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float,
+                    kv_scale: float, lse: torch.Tensor | None = None, glen: torch.Tensor | None = None,
+                    cp_rank: int = 0, cp_world: int = 1) -> None:
+    """MLA absorbed decode, fp8 Q x fp8 KV (the GPU MODE amd-mixed-mla reference's numerics): writes ``o_lat``
+    (and ``lse``) in place. Q is given in bf16 and quantised per tensor on the device (no host sync).
+
+    Args:
+        q_lat: bf16 ``[T, H, 512]`` contiguous, the absorbed latent queries; T = B * q_len. H in 1..128.
+        q_pe: bf16 ``[T, H, 64]`` contiguous, the RoPE queries. q_lat and q_pe together are quantised to
+            e4m3fn at one scale, max |q| / 448, computed on the device.
+        kv_pool: OCP ``float8_e4m3fn`` ``[slots, 1, 576]`` contiguous: one fused row per token, key and value,
+            at the one per-tensor ``kv_scale``.
+        o_lat: bf16 ``[T, H, 512]`` contiguous, the output (written in place).
+        seq_lens: int32 ``[B]``: KV rows of each request on this rank (including the q_len draft tokens).
+        kv_indices: int32 ``[N]``: pool slots (page_size 1); local row j of request b is slot
+            kv_indices[kv_indptr[b] + j].
+        kv_indptr: int32 ``[B + 1]``; B = kv_indptr.numel() - 1.
+        scale: softmax scale applied to q . k (e.g. 576 ** -0.5). kv_scale: the pool's dequant scale. Each
+            a Python float, a numpy scalar or a one-element CPU tensor, within fp32.
+        lse: optional fp32 ``[T, H]`` contiguous: base-2 log-sum-exp of the scaled scores (-inf if empty).
+        glen: int32 ``[B]`` global lengths, required when cp_world > 1 (ignored when cp_world == 1).
+        cp_rank, cp_world: decode context parallelism: global position p lives on rank p % cp_world at
+            local row p // cp_world.
+
+    Semantics as mla_decode_a16w8 with Q quantised and P rounded to e4m3fn per 16-row KV tile
+    (reference.mla_decode_a8w8, docs/numerics.md). Kernel for gfx950 (a gfx942 target is a TypeError naming
+    kv_pool: its fp8 is e4m3fnuz).
+    """
+    checks.tensor("kv_pool", kv_pool, dtype=torch.float8_e4m3fn, ndim=3, contiguous=True)
+    if kv_pool.shape[1] != 1 or kv_pool.shape[2] != ROW:
+        raise ValueError(f"kv_pool must be [slots, 1, {ROW}] (page_size 1, fused latent+rope rows); got "
+                         f"{list(kv_pool.shape)}")
+    _require_arch("a8w8", "kv_pool", "fp8 Q x OCP e4m3fn")
+    kv_scale = checks.real("kv_scale", kv_scale, fp32=True)
+    scale, _ = _check_common(q_lat, q_pe, o_lat, seq_lens, kv_indices, kv_indptr, scale, lse, glen, cp_rank,
+                             cp_world, kv_pool=kv_pool)
+    _a8w8_op(q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, scale, kv_scale, lse, glen, cp_rank,
+             cp_world)
+
+
+@torch.library.custom_op("moonmath::mla_decode_a8w8", mutates_args=("o_lat", "lse"))
+def _a8w8_op(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: torch.Tensor,
+             seq_lens: torch.Tensor, kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float, kv_scale: float,
+             lse: torch.Tensor | None, glen: torch.Tensor | None, cp_rank: int, cp_world: int) -> None:
+    if get_backend() == "reference":
+        o, l = reference.mla_decode_a8w8(q_lat, q_pe, kv_pool, seq_lens, kv_indices, kv_indptr, scale, kv_scale,
+                                         glen, cp_rank, cp_world)
+        o_lat.copy_(o)
+        if lse is not None:
+            lse.copy_(l)
+    else:
+        run("a8w8", q_lat, q_pe, kv_pool, None, o_lat, seq_lens, kv_indices, kv_indptr, scale * kv_scale * LOG2E,
+            kv_scale, lse, glen, cp_rank, cp_world)
+
+
+@_a8w8_op.register_fake
+def _(q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, scale, kv_scale, lse, glen, cp_rank,
+      cp_world) -> None:
+    return None
+
+
+# ---- launching ------------------------------------------------------------------------------------------
+
+def _f32_bits(x: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+def _format_args(fmt: str, pool_aux, q_amax) -> tuple[list, list]:
+    """The format's kernel arguments beside the pool (after it, and after o_scale)."""
+    if fmt == "mxfp4":  # the scale matrix, its row stride (bytes) and size
+        return [pool_aux], [pool_aux.shape[-1], pool_aux.numel()]
+    if fmt == "a8w8":   # the per-workgroup |q| maxima and their count
+        return [], [q_amax, q_amax.numel()]
+    return [], []
+
+
+def _q_amax(op: str, arch: str, q_lat, q_pe) -> tuple[torch.Tensor, dict | None]:
+    """The first a8w8 launch: per-workgroup maxima of |q| (mla_q_amax.hip), on the device."""
+    from . import kernel as mk
+
+    lat_chunks, pe_chunks = q_lat.numel() // 8, q_pe.numel() // 8
+    blocks = max(1, min(AMAX_MAX_BLOCKS, -(-(lat_chunks + pe_chunks) // 256)))
+    parts = torch.empty(blocks, dtype=torch.float32, device=q_lat.device)
+    counters = mk.KERNELS.launch(op, arch, AMAX_CODE_OBJECT, AMAX_KERNEL, grid=blocks, block=256,
+                                 args=[q_lat, q_pe, parts, lat_chunks, pe_chunks, blocks])
+    return parts, counters
+
+
+def run(fmt: str, q_lat, q_pe, kv_pool, pool_aux, o_lat, seq_lens, kv_indices, kv_indptr, c_qk: float,
+        o_scale: float, lse=None, glen=None, cp_rank: int = 0, cp_world: int = 1, *, nparts: int | None = None,
+        plan=None, workspace: torch.Tensor | None = None, balanced: bool | None = None) -> list[dict | None]:
+    """Launch format ``fmt``'s decode kernel and, when the plan splits KV, the a16w8 split merge.
+
+    Tensors validated by the op. ``c_qk``: the factor from q . c to the exp2-domain score (scale * log2 e, times
+    the pool's per-tensor scale); ``o_scale``: the factor of o. ``nparts`` / ``balanced`` override the planner
+    (tests); ``plan`` (kernel.make_plan(..., variant="shared")) and ``workspace`` as kernel.run's.
+    Returns the launches' emulator counters (emu) or Nones (hip).
+    """
+    from . import kernel as mk
+
+    archs, code_object, kernel_name, record = FORMATS[fmt]
+    op = _op(fmt)
+    arch = target_arch()
+    if arch not in archs:
+        raise NoKernelError(op, arch, [a for a in mk.KERNELS.archs_built() if a in archs])
+    T, H, _ = q_lat.shape
+    B = kv_indptr.numel() - 1
+    q_len = T // B
+    if plan is None:
+        plan = mk.make_plan(B, H, q_len, kv_indices.numel() // B, nparts=nparts, variant="shared", balanced=balanced,
+                            arch=arch)
+    elif (plan.batch, plan.heads, plan.q_len, plan.variant) != (B, H, q_len, "shared"):
+        raise ValueError(f"{op}: plan must be a 'shared' plan for B={B}, H={H}, q_len={q_len}; got B={plan.batch}, "
+                         f"H={plan.heads}, q_len={plan.q_len}, variant={plan.variant!r}")
+    rows = q_len * H
+    partial = plan.nparts > 1
+    mk._check_ranges(q_lat=q_lat.numel() * 2, workspace=plan.ws_o_floats * 4)
+    if kv_pool.shape[0] >= _U32:
+        raise ValueError(f"{op}: kv_pool has {kv_pool.shape[0]} slots; the kernel addresses the pool as {record}-byte "
+                         f"records with a 32-bit record count (at most {_U32 - 1} slots)")
+    mk._check_alignment(q_lat=q_lat, q_pe=q_pe, kv_pool=kv_pool, o_lat=o_lat)
+    dev = q_lat.device
+    ws_o = ws_ml = None
+    if partial:
+        if workspace is None:
+            workspace = plan.workspace(dev)
+        elif (not isinstance(workspace, torch.Tensor) or workspace.dtype != torch.float32
+              or not workspace.is_contiguous() or workspace.device != dev or workspace.numel() < plan.workspace_floats):
+            raise ValueError(f"{op}: workspace must be a contiguous float32 tensor on {dev} with at least "
+                             f"{plan.workspace_floats} elements")
+        mk._check_alignment(workspace=workspace)
+        flat = workspace.view(-1)
+        ws_o, ws_ml = flat[:plan.ws_o_floats], flat[plan.ws_o_floats:plan.workspace_floats]
+    glen_arg = glen if (cp_world > 1 and glen is not None) else seq_lens
+    bal = FLAG_BALANCED if plan.balanced else 0
+    flags = (FLAG_LSE if lse is not None else 0) | (FLAG_PARTIAL if partial else 0) | bal
+    n_idx = mk._usable_indices(kv_indices.numel())
+    counters, q_amax = [], None
+    if fmt == "a8w8":
+        q_amax, amax_counters = _q_amax(op, arch, q_lat, q_pe)
+        counters.append(amax_counters)
+    after_pool, tail = _format_args(fmt, pool_aux, q_amax)
+    # gfx950, one 16-row tile per request (H * q_len <= 16): the one-wave kernel, every wave computing (the
+    # 4-wave one would run three fetch-only waves); the same units, a workgroup of 64 threads each.
+    one_wave = arch == "gfx950" and plan.n_rt == 1
+    grid, block = (B * plan.nparts, 64) if one_wave else (plan.grid, 256)
+    counters.append(mk.KERNELS.launch(op, arch, code_object, kernel_name + ("_w1" if one_wave else ""), grid=grid,
+                                      block=block,
+                                      args=[q_lat, q_pe, kv_pool, *after_pool, o_lat, seq_lens, kv_indices, kv_indptr,
+                                            glen_arg, lse, ws_o, ws_ml, B, H, q_len, plan.nparts, kv_pool.shape[0],
+                                            n_idx, cp_rank, cp_world, flags, _f32_bits(c_qk), _f32_bits(o_scale),
+                                            *tail]))
+    if partial:
+        counters.append(mk.KERNELS.launch(op, arch, mk.MERGE_CODE_OBJECT, mk.MERGE_KERNEL, grid=plan.merge_grid,
+                                          block=256,
+                                          args=[ws_o, ws_ml, o_lat, lse, B * rows, plan.nparts,
+                                                (FLAG_LSE if lse is not None else 0) | bal, _f32_bits(o_scale),
+                                                plan.merge_wpr, seq_lens, glen_arg, kv_indptr, n_idx, B, q_len,
+                                                cp_rank, cp_world]))
+    return counters

@@ -1,0 +1,104 @@
+"""Test-side quantisers for the MLA KV formats (our own definitions, documented in docs/numerics.md).
+
+quantize_mxfp4: per 32-element block, the rule AITER's dynamic_mxfp4_quant applies (which the GPU MODE
+    problem's generator calls): amax rounded up to a power of two when its mantissa is >= 1.75 (add 2^21 to
+    its fp32 bits, keep sign and exponent), X = floor(log2(that)) - 2 (E2M1's emax), clamped to [-127, 127];
+    E8M0 byte X + 127; elements x / 2^X rounded to nearest E2M1 (ties to the even code), saturating at +-6.
+    A zero block gets X = -127 and zero codes.
+quantize_fp8: dynamic per-tensor: scale = max(amax, 1e-12) / fp8 max; x / scale clamped to +-max, rounded
+    RTNE to the fp8 dtype (torch's cast); dequantise as fp8 * scale.
+"""
+from __future__ import annotations
+
+import torch
+
+E2M1_GRID = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], dtype=torch.float64)
+
+
+def quantize_mxfp4(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """x [..., K] (K % 32 == 0) -> (codes uint8 [..., K/2] (element 2b in the low nibble of byte b),
+    scales uint8 [..., K/32] (E8M0))."""
+    K = x.shape[-1]
+    xb = x.double().reshape(*x.shape[:-1], K // 32, 32)
+    amax32 = xb.abs().amax(dim=-1, keepdim=True).float()
+    amax = ((amax32.view(torch.int32) + 0x200000) & 0x7F800000).view(torch.float32).double()
+    X = torch.where(amax > 0, torch.floor(torch.log2(torch.where(amax > 0, amax, torch.ones_like(amax)))) - 2,
+                    torch.full_like(amax, -127.0)).clamp(-127, 127)
+    y = (xb.abs() / torch.exp2(X)).unsqueeze(-1)                             # [..., blocks, 32, 1]
+    d = (y - E2M1_GRID).abs() + (torch.arange(8) % 2).double() * 1e-12       # ties -> even code
+    mag = d.argmin(dim=-1)                                                   # saturates at 6 (code 7)
+    code = (mag | ((xb < 0).long() << 3)).reshape(*x.shape[:-1], K).to(torch.uint8)
+    packed = code[..., 0::2] | (code[..., 1::2] << 4)
+    scales = (X.squeeze(-1) + 127).clamp(0, 254).to(torch.uint8)
+    return packed, scales
+
+
+def quantize_fp8(x: torch.Tensor, dtype: torch.dtype = torch.float8_e4m3fn) -> tuple[torch.Tensor, float]:
+    fmax = torch.finfo(dtype).max
+    scale = max(float(x.float().abs().amax()), 1e-12) / fmax
+    return (x.float() / scale).clamp(-fmax, fmax).to(dtype), scale
+
+
+# ---- the GPU MODE amd-mixed-mla problem (problems/amd_202602/mixed-mla in gpu-mode/reference-kernels), from its
+# published definition: q (total_q, 16, 576) bf16 and the bf16 KV (total_kv, 1, 576) both randn; the fp8 KV the
+# per-tensor quantisation of the bf16 one (scale = amax / 448), the MXFP4 KV its 32-block quantisation;
+# qo_indptr / kv_indptr uniform (q_len 1), pages of one token in order, sm_scale = 576^-0.5; a submission
+# passes when every output element is within 0.1 + 0.1 |ref| of the reference (AITER's a8w8 kernel: fp8 Q
+# quantised per tensor, fp8 KV).
+GPUMODE_HEADS, GPUMODE_SCALE = 16, 576 ** -0.5
+GPUMODE_ATOL = GPUMODE_RTOL = 0.1
+
+
+def gpumode_inputs(batch: int, kv_len: int, seed: int) -> dict:
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(batch, GPUMODE_HEADS, 576, generator=g).to(torch.bfloat16)
+    kv = torch.randn(batch * kv_len, 1, 576, generator=g).to(torch.bfloat16)
+    kv_fp8, kv_scale = quantize_fp8(kv)
+    codes, scales = quantize_mxfp4(kv.float().view(-1, 576))
+    return dict(q_lat=q[..., :512].contiguous(), q_pe=q[..., 512:].contiguous(), kv_bf16=kv, kv_fp8=kv_fp8,
+                kv_scale=kv_scale, kv_mxfp4=codes.view(-1, 1, 288), kv_mxfp4_scales=scales,
+                seq_lens=torch.full((batch,), kv_len, dtype=torch.int32),
+                kv_indices=torch.arange(batch * kv_len, dtype=torch.int32),
+                kv_indptr=torch.arange(batch + 1, dtype=torch.int32) * kv_len)
+
+
+def gpumode_check(out: torch.Tensor, ref: torch.Tensor) -> tuple[bool, float]:
+    """The problem's check (every element within atol + rtol |ref|, NaN patterns equal) and the worst
+    ratio |out - ref| / (atol + rtol |ref|) (< 1 passes)."""
+    o, r = out.float(), ref.float()
+    tol = GPUMODE_ATOL + GPUMODE_RTOL * r.abs()
+    ratio = ((o - r).abs() / tol).nan_to_num(nan=float("inf"))
+    same_nan = torch.equal(torch.isnan(o), torch.isnan(r))
+    worst = float(ratio[~torch.isnan(r)].max()) if (~torch.isnan(r)).any() else 0.0
+    return same_nan and worst <= 1.0, worst
+
+
+def gpumode_run(fmt: str, x: dict, backend: str) -> torch.Tensor:
+    """Our op for KV format fmt (a16w16: bf16 KV; a16w8 / a8w8: the fp8 KV; mxfp4) on the problem's inputs."""
+    import moonmath_mla_decode as mld
+    from moonmath_common import use_backend
+
+    o = torch.empty(x["q_lat"].shape, dtype=torch.bfloat16)
+    tail = (x["seq_lens"], x["kv_indices"], x["kv_indptr"], GPUMODE_SCALE)
+    with use_backend(backend):
+        if fmt == "a16w16":
+            mld.mla_decode_a16w16(x["q_lat"], x["q_pe"], x["kv_bf16"], o, *tail)
+        elif fmt == "a16w8":
+            mld.mla_decode_a16w8(x["q_lat"], x["q_pe"], x["kv_fp8"], o, *tail, x["kv_scale"])
+        elif fmt == "a8w8":
+            mld.mla_decode_a8w8(x["q_lat"], x["q_pe"], x["kv_fp8"], o, *tail, x["kv_scale"])
+        else:
+            mld.mla_decode_mxfp4(x["q_lat"], x["q_pe"], x["kv_mxfp4"], x["kv_mxfp4_scales"], o, *tail)
+    return o
+
+
+def gpumode_exact(x: dict) -> torch.Tensor:
+    """float64 attention over the bf16 KV (the problem's source of truth) with bf16 Q: [B, 16, 512]."""
+    q = torch.cat([x["q_lat"], x["q_pe"]], -1).double()
+    kv = x["kv_bf16"].view(-1, 576).double()
+    out = torch.empty(q.shape[0], q.shape[1], 512, dtype=torch.float64)
+    ip = x["kv_indptr"].tolist()
+    for b in range(q.shape[0]):
+        c = kv[ip[b]:ip[b + 1]]
+        out[b] = torch.softmax(GPUMODE_SCALE * q[b] @ c.T, -1) @ c[:, :512]
+    return out

@@ -1,0 +1,409 @@
+"""The MLA decode KV formats beyond a16w8 on their kernels (emu backend): the a16w8 test matrix (q_len x H,
+ragged batches, KV splits, DCP ranks and their merge, empty windows, determinism, NaN, bad input) run over
+every (format, arch) that has a kernel: a16w16 on gfx942 and gfx950, mxfp4 and a8w8 on gfx950.
+
+Data at the seed's scale: pool rows N(0, 1) (the a16w8 tests' randn / kv_scale times kv_scale), bf16 for
+a16w16, quantised by the test's own MXFP4 quantiser (_mla_formats.py) for mxfp4, and for a8w8 the a16w8 tests'
+pool (randn / kv_scale in OCP e4m3fn, kv_scale 0.02); Q N(0, 1) bf16 (a8w8 quantises it itself), scale 0.088.
+Tolerance the seed's: |o - ref| < 0.02, base-2 lse within 0.05 with the finite / -inf pattern exact, ref the
+format's reference backend (fp32 over the exactly dequantised rows); test_float64_definition checks the
+reference itself against a float64 loop.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from _mla_formats import quantize_mxfp4
+
+import moonmath_mla_decode as mld
+from moonmath_common import use_backend
+from moonmath_mla_decode import formats, reference
+
+SCALE = 0.088
+O_TOL, LSE_TOL = 0.02, 0.05
+# a8w8 against the exact math with bf16 Q: its Q and P are e4m3fn (relative step 2^-3, rounding error up to
+# 2^-4 per element / per p), so o carries a few percent: relative Frobenius error measured 0.027-0.042 at
+# these data (docs/numerics.md); the bound is 0.06. Against its own definition it is at bf16 level.
+A8W8_REL_FRO = 0.06
+LOG2E = 1.0 / math.log(2.0)
+KV_SCALE = 0.02  # a8w8's pool scale
+CASES = [("a16w16", "gfx942"), ("a16w16", "gfx950"), ("mxfp4", "gfx950"), ("a8w8", "gfx950")]
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+@pytest.fixture(autouse=True, params=CASES, ids=[f"{f}-{a}" for f, a in CASES])
+def fmt(request, monkeypatch):
+    name, arch = request.param
+    monkeypatch.setenv("MOONMATH_EMU_ARCH", arch)
+    pytest.importorskip("moonmath_emu")
+    return name
+
+
+def make_pool(fmt, g, slots):
+    """(kv_pool, kv_scales or None) of `slots` N(0, 1) rows in the format."""
+    if fmt == "a8w8":
+        return (torch.randn(slots, 1, 576, generator=g) / KV_SCALE).clamp(-448, 448).to(torch.float8_e4m3fn), None
+    x = torch.randn(slots, 1, 576, generator=g).to(torch.bfloat16)
+    if fmt == "a16w16":
+        return x, None
+    codes, scales = quantize_mxfp4(x.float().view(slots, 576))
+    return codes.view(slots, 1, 288), scales
+
+
+def make_case(fmt, B, H, q_len, lens, *, seed=0, extra_slots=7, glen=None):
+    g = torch.Generator().manual_seed(seed)
+    T, total = B * q_len, int(sum(lens))
+    slots = total + extra_slots
+    pool, aux = make_pool(fmt, g, slots)
+    kv_indices = torch.randperm(slots, generator=g)[:total].to(torch.int32)
+    kv_indptr = torch.zeros(B + 1, dtype=torch.int32)
+    kv_indptr[1:] = torch.cumsum(torch.tensor(lens, dtype=torch.int64), 0).to(torch.int32)
+    return dict(q_lat=torch.randn(T, H, 512, generator=g).to(torch.bfloat16),
+                q_pe=torch.randn(T, H, 64, generator=g).to(torch.bfloat16), kv_pool=pool, kv_scales=aux,
+                seq_lens=torch.tensor(lens, dtype=torch.int32), kv_indices=kv_indices, kv_indptr=kv_indptr, glen=glen)
+
+
+def factors(fmt):
+    """formats.run's (c_qk, o_scale) for the format at the tests' scales."""
+    return (SCALE * KV_SCALE * LOG2E, KV_SCALE) if fmt == "a8w8" else (SCALE * LOG2E, 1.0)
+
+
+def call(fmt, backend, case, *, lse=True, cp_rank=0, cp_world=1, nparts=None, balanced=None):
+    """The op (or formats.run with a forced split) -> (o, lse)."""
+    T, H, _ = case["q_lat"].shape
+    o = torch.full((T, H, 512), float("nan"), dtype=torch.bfloat16)
+    l_out = torch.full((T, H), float("nan")) if lse else None
+    pool, aux = case["kv_pool"], case["kv_scales"]
+    tail = (case["seq_lens"], case["kv_indices"], case["kv_indptr"])
+    with use_backend(backend):
+        if nparts is not None or balanced is not None:
+            formats.run(fmt, case["q_lat"], case["q_pe"], pool, aux, o, *tail, *factors(fmt), l_out,
+                        case["glen"], cp_rank, cp_world, nparts=nparts, balanced=balanced)
+        elif fmt == "a8w8":
+            mld.mla_decode_a8w8(case["q_lat"], case["q_pe"], pool, o, *tail, SCALE, KV_SCALE, lse=l_out,
+                                glen=case["glen"], cp_rank=cp_rank, cp_world=cp_world)
+        elif fmt == "a16w16":
+            mld.mla_decode_a16w16(case["q_lat"], case["q_pe"], pool, o, *tail, SCALE, lse=l_out, glen=case["glen"],
+                                  cp_rank=cp_rank, cp_world=cp_world)
+        else:
+            mld.mla_decode_mxfp4(case["q_lat"], case["q_pe"], pool, aux, o, *tail, SCALE, lse=l_out,
+                                 glen=case["glen"], cp_rank=cp_rank, cp_world=cp_world)
+    return o, l_out
+
+
+def check_close(o, lse, ro, rlse):
+    assert not torch.isnan(o.float()).any()
+    err = (o.float() - ro.float()).abs().max().item()
+    assert err < O_TOL, f"max |o - ref| = {err}"
+    if lse is not None:
+        fin, rfin = torch.isfinite(lse), torch.isfinite(rlse)
+        assert torch.equal(fin, rfin), "finite / -inf pattern of lse differs"
+        assert torch.equal(lse[~fin], rlse[~rfin])
+        if fin.any():
+            lerr = (lse[fin] - rlse[fin]).abs().max().item()
+            assert lerr < LSE_TOL, f"max |lse - ref| = {lerr}"
+    return err
+
+
+def dequantised(fmt, case):
+    """fp32 [slots, 576] rows of the case's pool as its format defines them."""
+    pool = case["kv_pool"]
+    if fmt == "a16w16":
+        return pool.view(pool.shape[0], 576).float()
+    if fmt == "a8w8":
+        return pool.view(pool.shape[0], 576).float() * KV_SCALE
+    return reference.mxfp4_rows(pool, case["kv_scales"])(torch.arange(pool.shape[0]))
+
+
+# ---- against the reference -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("H,q_len", [(1, 1), (16, 1), (128, 1), (12, 2), (64, 2), (16, 4), (1, 8), (16, 8)])
+def test_matches_reference(fmt, q_len, H):
+    lens = [37 + q_len, 70 + 3 * q_len]  # partial last tiles; the planner may split
+    case = make_case(fmt, 2, H, q_len, lens, seed=q_len * 131 + H)
+    o, lse = call(fmt, "emu", case)
+    ro, rlse = call(fmt, "reference", case)
+    check_close(o, lse, ro, rlse)
+
+
+def rel_fro(a, b):
+    return ((a.double() - b.double()).norm() / b.double().norm()).item()
+
+
+def test_float64_definition(fmt):
+    """The reference against a per-row float64 loop over the dequantised rows with bf16 Q (within 1/2 bf16
+    ulp + 1e-5), and the kernel against the float64 values within the seed tolerance. a8w8 (Q and P
+    quantised): the kernel within 1 bf16 ulp (+1e-3) of its own definition (the reference), and within
+    A8W8_REL_FRO of the exact math."""
+    B, H, q_len, lens = 2, 4, 2, [19, 40]
+    case = make_case(fmt, B, H, q_len, lens, seed=5)
+    rows = dequantised(fmt, case).double()
+    ro, rlse = call(fmt, "reference", case)
+    o, lse = call(fmt, "emu", case)
+    ip = case["kv_indptr"].tolist()
+    if fmt == "a8w8":
+        ulp = torch.exp2(torch.floor(torch.log2(ro.float().abs().clamp(min=1e-30)))) * 2.0 ** -7
+        assert bool(((o.float() - ro.float()).abs() <= ulp + 1e-3).all())
+        want = torch.zeros(o.shape, dtype=torch.float64)
+        for b in range(B):
+            for t in range(q_len):
+                c = rows[case["kv_indices"][ip[b]:ip[b] + lens[b] - (q_len - 1 - t)].long()]
+                R = b * q_len + t
+                q = torch.cat([case["q_lat"][R], case["q_pe"][R]], -1).double()
+                want[R] = torch.softmax(SCALE * q @ c.T, -1) @ c[:, :512]
+        assert rel_fro(o, want) < A8W8_REL_FRO
+        return
+    for b in range(B):
+        for t in range(q_len):
+            end = lens[b] - (q_len - 1 - t)
+            c = rows[case["kv_indices"][ip[b]:ip[b] + end].long()]
+            for h in range(H):
+                R = b * q_len + t
+                q = torch.cat([case["q_lat"][R, h], case["q_pe"][R, h]]).double()
+                s = SCALE * (c @ q)
+                p = torch.softmax(s, 0)
+                want = p @ c[:, :512]
+                lse64 = torch.logsumexp(s, 0).item() * LOG2E
+                ulp = torch.exp2(torch.floor(torch.log2(want.abs().clamp(min=1e-30)))) * 2.0 ** -7  # bf16 ulp
+                assert bool(((ro[R, h].double() - want).abs() <= ulp / 2 + 1e-5).all())
+                assert abs(rlse[R, h].item() - lse64) < 1e-4
+                assert (o[R, h].double() - want).abs().max().item() < O_TOL
+                assert abs(lse[R, h].item() - lse64) < LSE_TOL
+
+
+@pytest.mark.parametrize("nparts", [1, 2, 3, 7])
+def test_split_counts_agree(fmt, nparts):
+    """Any KV split (the merge kernel combines the parts) gives the reference's result."""
+    case = make_case(fmt, 2, 16, 2, [150, 61], seed=nparts)
+    o, lse = call(fmt, "emu", case, nparts=nparts)
+    ro, rlse = call(fmt, "reference", case)
+    check_close(o, lse, ro, rlse)
+
+
+@pytest.mark.parametrize("B", [1, 3, 8])
+def test_batches_ragged(fmt, B):
+    lens = [(17 * b * b + 5) % 97 + (b % 2) for b in range(B)]
+    case = make_case(fmt, B, 16, 1, lens, seed=B)
+    o, lse = call(fmt, "emu", case)
+    ro, rlse = call(fmt, "reference", case)
+    check_close(o, lse, ro, rlse)
+
+
+def test_length_balanced_split(fmt):
+    case = make_case(fmt, 4, 16, 1, [300, 9, 0, 24], seed=11)
+    o, lse = call(fmt, "emu", case, nparts=6, balanced=True)
+    ro, rlse = call(fmt, "reference", case)
+    check_close(o, lse, ro, rlse)
+
+
+def test_empty_windows(fmt):
+    """seq_len 0, and q_len > seq_len (early positions see nothing): o = 0, lse = -inf there."""
+    q_len = 4
+    case = make_case(fmt, 3, 16, q_len, [0, 2, 33], seed=2)
+    o, lse = call(fmt, "emu", case)
+    ro, rlse = call(fmt, "reference", case)
+    check_close(o, lse, ro, rlse)
+    assert bool((o[:q_len].float() == 0).all()) and bool(torch.isneginf(lse[:q_len]).all())
+    assert bool(torch.isneginf(lse[q_len:q_len + 2]).all()) and bool(torch.isfinite(lse[q_len + 2:]).all())
+
+
+@pytest.mark.parametrize("nparts", [None, 3])
+def test_deterministic(fmt, nparts):
+    case = make_case(fmt, 2, 32, 2, [130, 47], seed=8)
+    a = call(fmt, "emu", case, nparts=nparts)
+    b = call(fmt, "emu", case, nparts=nparts)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+
+
+def test_nan_rows_give_nan_lse(fmt):
+    """A NaN in an attended row (bf16 NaN; MXFP4: its block's E8M0 scale 0xFF) makes that request's lse
+    NaN, never -inf; the other request is untouched."""
+    case = make_case(fmt, 2, 16, 1, [20, 20], seed=4)
+    slot = int(case["kv_indices"][3])
+    if fmt == "a16w16":
+        case["kv_pool"][slot, 0, 7] = float("nan")
+    elif fmt == "a8w8":
+        case["kv_pool"].view(torch.uint8)[slot, 0, 7] = 0x7F  # OCP e4m3fn NaN
+    else:
+        case["kv_scales"][slot, 0] = 0xFF
+    o, lse = call(fmt, "emu", case)
+    ro, rlse = call(fmt, "reference", case)
+    assert bool(torch.isnan(lse[0]).all()) and bool(torch.isnan(rlse[0]).all())
+    check_close(o[1:], lse[1:], ro[1:], rlse[1:])
+
+
+# ---- decode context parallelism --------------------------------------------------------------------
+
+def dcp_case(fmt, B, H, q_len, glens, cp_world, seed):
+    g = torch.Generator().manual_seed(seed)
+    total = int(sum(glens))
+    pool, aux = make_pool(fmt, g, total + 5)
+    perm = torch.randperm(total + 5, generator=g)[:total].to(torch.int32)
+    gstart = [0]
+    for n in glens:
+        gstart.append(gstart[-1] + n)
+    q_lat = torch.randn(B * q_len, H, 512, generator=g).to(torch.bfloat16)
+    q_pe = torch.randn(B * q_len, H, 64, generator=g).to(torch.bfloat16)
+    glen_t = torch.tensor(glens, dtype=torch.int32)
+
+    def rank_case(r):
+        lens, idx = [], []
+        for b in range(B):
+            pos = list(range(r, glens[b], cp_world))
+            lens.append(len(pos))
+            idx += [int(perm[gstart[b] + p]) for p in pos]
+        ip = torch.zeros(B + 1, dtype=torch.int32)
+        ip[1:] = torch.cumsum(torch.tensor(lens, dtype=torch.int64), 0).to(torch.int32)
+        return dict(q_lat=q_lat, q_pe=q_pe, kv_pool=pool, kv_scales=aux, seq_lens=torch.tensor(lens, dtype=torch.int32),
+                    kv_indices=torch.tensor(idx, dtype=torch.int32), kv_indptr=ip, glen=glen_t)
+
+    full = dict(q_lat=q_lat, q_pe=q_pe, kv_pool=pool, kv_scales=aux, seq_lens=glen_t, kv_indices=perm,
+                kv_indptr=torch.tensor(gstart, dtype=torch.int32), glen=None)
+    return rank_case, full
+
+
+@pytest.mark.parametrize("q_len", [1, 3, 8])
+def test_dcp_ranks_match_reference(fmt, q_len):
+    W = 8
+    rank_case, _ = dcp_case(fmt, 2, 12, q_len, [61 + q_len, 29], W, seed=40 + q_len)
+    for r in (0, 3, 7):
+        case = rank_case(r)
+        o, lse = call(fmt, "emu", case, cp_rank=r, cp_world=W)
+        ro, rlse = call(fmt, "reference", case, cp_rank=r, cp_world=W)
+        check_close(o, lse, ro, rlse)
+
+
+def test_dcp_merge_equals_single_rank(fmt):
+    W, q_len = 4, 2
+    rank_case, full = dcp_case(fmt, 2, 16, q_len, [90, 13], W, seed=7)
+    parts, lses = zip(*(call(fmt, "emu", rank_case(r), cp_rank=r, cp_world=W) for r in range(W)))
+    out = torch.empty_like(parts[0])
+    lse_out = torch.empty_like(lses[0])
+    with use_backend("emu"):
+        mld.mla_dcp_lse_merge_ranks(torch.stack(parts), torch.stack(lses), out, lse_out)
+    o1, l1 = call(fmt, "emu", full)
+    if fmt == "a8w8":  # the ranks round P on their own 16-row tiles: equal up to the fp8 P rounding
+        assert rel_fro(out, o1) < A8W8_REL_FRO / 2
+    else:
+        assert (out.float() - o1.float()).abs().max().item() < O_TOL
+    fin = torch.isfinite(l1)
+    assert torch.equal(torch.isfinite(lse_out), fin)
+    assert (lse_out[fin] - l1[fin]).abs().max().item() < 0.01
+
+
+# ---- the code object and bad input ------------------------------------------------------------------
+
+def test_the_arch_runs_its_own_code_object(fmt, monkeypatch):
+    """The launch ran this format's code object for the arch: gfx950's QK is v_mfma_f32_16x16x32_bf16
+    (18 per 16-token tile per row tile), gfx942's two 16x16x16 per step; PV 32 x 16x16x16 per tile; and for
+    one row tile gfx950 runs the one-wave kernel."""
+    import os
+
+    case = make_case(fmt, 1, 16, 1, [64], seed=3)  # 4 tiles, one row tile, one part (forced)
+    o = torch.empty(1, 16, 512, dtype=torch.bfloat16)
+    with use_backend("emu"):
+        counters = formats.run(fmt, case["q_lat"], case["q_pe"], case["kv_pool"], case["kv_scales"], o,
+                               case["seq_lens"], case["kv_indices"], case["kv_indptr"], *factors(fmt), nparts=1)
+    assert len(counters) == (2 if fmt == "a8w8" else 1)  # a8w8: the |q| maxima, then the decode
+    mix = counters[-1]["mfma_by_opcode"]
+    # one 16-row tile: gfx950 launches the one-wave kernel (every wave computes), gfx942 the 4-wave one
+    assert counters[-1]["waves"] == (1 if os.environ["MOONMATH_EMU_ARCH"] == "gfx950" else 4)
+    if fmt == "a8w8":
+        assert mix == {"v_mfma_f32_16x16x32_fp8_fp8": 4 * 18, "v_mfma_f32_16x16x16_bf16": 4 * 32}
+    elif os.environ["MOONMATH_EMU_ARCH"] == "gfx950":
+        assert mix == {"v_mfma_f32_16x16x32_bf16": 4 * 18, "v_mfma_f32_16x16x16_bf16": 4 * 32}
+    else:
+        assert mix == {"v_mfma_f32_16x16x16_bf16": 4 * (36 + 32)}
+
+
+def _bad_args(fmt, what):
+    case = make_case(fmt, 1, 16, 1, [8], seed=1)
+    pool, aux = case["kv_pool"], case["kv_scales"]
+    if what == "pool dtype":  # a8w8: gfx942's fp8 on gfx950
+        pool = {"a16w16": torch.uint8, "mxfp4": torch.int8, "a8w8": torch.float8_e4m3fnuz}[fmt]
+        pool = case["kv_pool"].view(pool)
+    elif what == "row width":
+        pool = (torch.zeros(pool.shape[0], 1, 576, dtype=torch.uint8) if fmt == "mxfp4"
+                else pool[:, :, :-2].contiguous())
+    elif what == "scale rows":
+        aux = aux[:-1].contiguous()
+    elif what == "scale blocks":
+        aux = aux[:, :17].contiguous()
+    elif what == "scale dtype":
+        aux = aux.view(torch.int8)
+    return case, pool, aux
+
+
+REJECTIONS = {
+    "a16w16": [("pool dtype", TypeError, "kv_pool"), ("row width", ValueError, r"kv_pool must be \[slots, 1, 576\]")],
+    "a8w8": [("pool dtype", TypeError, "kv_pool"), ("row width", ValueError, r"kv_pool must be \[slots, 1, 576\]")],
+    "mxfp4": [("pool dtype", TypeError, "kv_pool"), ("row width", ValueError, r"kv_pool must be \[slots, 1, 288\]"),
+              ("scale rows", ValueError, "kv_scales"), ("scale blocks", ValueError, "kv_scales"),
+              ("scale dtype", TypeError, "kv_scales")],
+}
+
+
+@pytest.mark.parametrize("what", ["pool dtype", "row width", "scale rows", "scale blocks", "scale dtype"])
+def test_rejections_name_the_argument(fmt, what):
+    rules = dict((w, (e, m)) for w, e, m in REJECTIONS[fmt])
+    if what not in rules:
+        pytest.skip(f"{fmt} has no {what}")
+    err, match = rules[what]
+    case, pool, aux = _bad_args(fmt, what)
+    o = torch.empty(1, 16, 512, dtype=torch.bfloat16)
+    tail = (case["seq_lens"], case["kv_indices"], case["kv_indptr"], SCALE)
+    with use_backend("emu"), pytest.raises(err, match=match):
+        if fmt == "a8w8":
+            mld.mla_decode_a8w8(case["q_lat"], case["q_pe"], pool, o, *tail, KV_SCALE)
+        elif fmt == "a16w16":
+            mld.mla_decode_a16w16(case["q_lat"], case["q_pe"], pool, o, *tail)
+        else:
+            mld.mla_decode_mxfp4(case["q_lat"], case["q_pe"], pool, aux, o, *tail)
+
+
+def test_split_independent_at_bf16_level(fmt):
+    """The KV split changes only fp32 rounding and, for bf16 P, the running max P is taken against (measured:
+    |o1 - o7| <= 0.0039 here); a8w8 takes its fp8 P against the tile's own reference point, so its split
+    results agree within 1 bf16 ulp (measured: bitwise equal)."""
+    case = make_case(fmt, 2, 16, 1, [400, 130], seed=21)
+    o1, l1 = call(fmt, "emu", case, nparts=1)
+    o7, l7 = call(fmt, "emu", case, nparts=7)
+    ulp = torch.exp2(torch.floor(torch.log2(o1.float().abs().clamp(min=1e-30)))) * 2.0 ** -7
+    d = (o1.float() - o7.float()).abs()
+    if fmt == "a8w8":
+        assert bool((d <= ulp + 1e-6).all())
+    else:
+        assert d.max().item() < 0.008  # one bf16 ulp at |o| in [1, 2)
+    assert (l1 - l7).abs().max().item() < 1e-4
+
+
+def test_mxfp4_extreme_scales(fmt):
+    """Scale bytes 0 and 1 (subnormal products) in a few blocks: the dequantisation stays exact there and the
+    other blocks of those tiles are untouched."""
+    if fmt != "mxfp4":
+        pytest.skip("MXFP4 only")
+    case = make_case(fmt, 2, 16, 1, [70, 45], seed=13)
+    for t, e in ((2, 0), (40, 1), (77, 1)):  # local rows of both requests, in different tiles
+        case["kv_scales"][int(case["kv_indices"][t]), 3] = e
+    o, lse = call(fmt, "emu", case)
+    ro, rlse = call(fmt, "reference", case)
+    check_close(o, lse, ro, rlse)
+
+
+def test_mxfp4_torch_dtypes_and_padded_scales(fmt):
+    """The pool as float4_e2m1fn_x2 and the scales as float8_e8m0fnu, or as a padded [rows, 1, 24] matrix
+    (the GPU MODE layout pads blocks), give the uint8 call's bits."""
+    if fmt != "mxfp4":
+        pytest.skip("MXFP4 only")
+    case = make_case(fmt, 2, 16, 1, [40, 20], seed=1)
+    o8, l8 = call(fmt, "emu", case)
+    typed = dict(case, kv_pool=case["kv_pool"].view(torch.float4_e2m1fn_x2),
+                 kv_scales=case["kv_scales"].view(torch.float8_e8m0fnu))
+    padded = dict(case, kv_scales=torch.nn.functional.pad(case["kv_scales"], (0, 6), value=0xFF)
+                  .view(-1, 1, 24).contiguous())
+    for other in (typed, padded):
+        o, lse = call(fmt, "emu", other)
+        assert torch.equal(o, o8) and torch.equal(lse, l8)
