@@ -394,5 +394,5 @@ def run(fmt: str, q_lat, q_pe, kv_pool, pool_aux, o_lat, seq_lens, kv_indices, k
                                           args=[ws_o, ws_ml, o_lat, lse, B * rows, plan.nparts,
                                                 (FLAG_LSE if lse is not None else 0) | bal, _f32_bits(o_scale),
                                                 plan.merge_wpr, seq_lens, glen_arg, kv_indptr, n_idx, B, q_len,
-                                                cp_rank, cp_world]))
+                                                cp_rank, cp_world, None]))  # no device kv_scale: o_scale holds it
     return counters
