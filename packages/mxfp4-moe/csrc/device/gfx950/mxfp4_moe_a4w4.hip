@@ -59,6 +59,41 @@ MM_DEVICE uint32_t to_weight_order(uint32_t x) {
   return lo | (hi << 4);
 }
 
+// One lane's weight granule and scale byte of slab `slab`: the slab's offset is uniform, so it rides in
+// soffset (SALU) and the per-lane offsets are computed once (w_off = 16 * granule index, s_off = index).
+// The scale stays a byte until the MFMA that uses it: widened at the load, its zero-extension would be
+// scheduled beside the current slab's MFMAs and make them wait for this (prefetch) load.
+struct W4Slab {
+  u32x4 nib;
+  uint8_t scale;
+};
+MM_DEVICE W4Slab load_weights(const ExpertWeights& ew, uint32_t w_off, uint32_t s_off, uint32_t slab) {
+  W4Slab ws;
+  ws.nib = buffer_load_b128(ew.w, w_off, slab * 64u * ew.n);
+  ws.scale = buffer_load_u8(ew.s, s_off, slab * 4u * ew.n);
+  return ws;
+}
+
+// acc[r][t] += W(tile t) x A(subtile r) over one slab: one scaled MFMA each; the activation operand and its
+// scale byte come from the slab's LDS (codes in A4Lds layout, scales as 4 bytes per row).
+template <int SUBS, int TILES>
+MM_DEVICE void slab_mma4(FragC<Mx> (&acc)[SUBS][TILES], const W4Slab (&ws)[TILES], const uint8_t* codes,
+                         const uint8_t* scales) {
+  const uint32_t j = lane_id() & 15u, q = lane_id() >> 4;
+#pragma unroll
+  for (int r = 0; r < SUBS; ++r) {
+    FragB<Mx> a;
+    a.w = lds_read_b128(codes, A4Lds::offset(16u * r + j, q * 16u));
+    const Scales<Mx> sa{(uint32_t)scales[(16u * r + j) * 4u + q]};
+#pragma unroll
+    for (int t = 0; t < TILES; ++t) {
+      FragA<Mx> w;
+      w.w = ws[t].nib;
+      mma(acc[r][t], w, Scales<Mx>{(uint32_t)ws[t].scale}, a, sa, acc[r][t]);
+    }
+  }
+}
+
 template <int EPI>
 MM_DEVICE float epilogue(float g, float u, float beta, float inv_beta, float lin, float inv_lin) {
   if constexpr (EPI == kEpiSitu) return situ(g, u, beta, inv_beta, lin, inv_lin);
@@ -101,6 +136,7 @@ MM_DEVICE void a4w4(const uint8_t* A, const uint8_t* As, const uint8_t* W, const
     const uint32_t c = wave_col + 16u * (t % NT) + (lane & 15u);
     widx[t] = weight_index(ew, (gated(EPI) && t >= NT) ? nout + c : c);
   }
+  const uint32_t last = slabs - 1u;  // prefetches past the last slab reload it (uniform clamp, in range)
 
   // Staging roles: thread tid < GRANULES moves granule (row tid / 4, g = tid % 4) of each slab; thread
   // 256 + r (r < BM) moves row r's 4 scale bytes (one dword: K % 128 == 0 keeps it aligned).
@@ -132,12 +168,12 @@ MM_DEVICE void a4w4(const uint8_t* A, const uint8_t* As, const uint8_t* W, const
 #pragma unroll
     for (int t = 0; t < TILES; ++t) acc[r][t] = zeros<Mx>();
 
-  WeightSlab wa[TILES], wb[TILES];
+  W4Slab wa[TILES], wb[TILES];
   {
     const u32x4 c0 = load_codes(0);
     const uint32_t s0 = load_scales(0);
 #pragma unroll
-    for (int t = 0; t < TILES; ++t) wa[t] = load_weight_slab(ew, widx[t], 0);
+    for (int t = 0; t < TILES; ++t) wa[t] = load_weights(ew, 16u * widx[t], widx[t], 0);
     stage(0, c0, s0);
   }
   block_sync();
@@ -146,26 +182,14 @@ MM_DEVICE void a4w4(const uint8_t* A, const uint8_t* As, const uint8_t* W, const
   // activations, barrier (as the a16w4 kernel; the loop is unrolled by two so the weight registers
   // alternate without copies).
   const uint32_t j = lane & 15u, q = lane >> 4;
-  auto slab_step = [&](uint32_t s, const WeightSlab(&cur)[TILES], WeightSlab(&next)[TILES]) {
-    const u32x4 cn = load_codes(s + 1);
-    const uint32_t sn = load_scales(s + 1);
+  auto slab_step = [&](uint32_t s, const W4Slab(&cur)[TILES], W4Slab(&next)[TILES]) {
+    const uint32_t sn1 = s + 1u < slabs ? s + 1u : last;
+    const u32x4 cn = load_codes(sn1);
+    const uint32_t sn = load_scales(sn1);
     sched_barrier();
 #pragma unroll
-    for (int t = 0; t < TILES; ++t) next[t] = load_weight_slab(ew, widx[t], s + 1);
-    const uint8_t* base = lds[s & 1];
-    const uint8_t* sbase = (const uint8_t*)lds_scales[s & 1];
-#pragma unroll
-    for (int r = 0; r < SUBS; ++r) {
-      FragB<Mx> a;
-      a.w = lds_read_b128(base, A4Lds::offset(16u * r + j, q * 16u));
-      const Scales<Mx> sa{(uint32_t)sbase[(16u * r + j) * 4u + q]};
-#pragma unroll
-      for (int t = 0; t < TILES; ++t) {
-        FragA<Mx> w;
-        w.w = cur[t].nib;
-        mma(acc[r][t], w, Scales<Mx>{cur[t].scale}, a, sa, acc[r][t]);
-      }
-    }
+    for (int t = 0; t < TILES; ++t) next[t] = load_weights(ew, 16u * widx[t], widx[t], sn1);
+    slab_mma4<SUBS, TILES>(acc, cur, lds[s & 1], (const uint8_t*)lds_scales[s & 1]);
     if (s + 1 < slabs) stage((s + 1) & 1, cn, sn);
     block_sync();
   };
