@@ -149,11 +149,13 @@ def run_a4w4(T, blocks, E=896, top_k=16, K=3584, I=384, epilogue="silu"):
     B2 = torch.randint(0, 256, (PHYS, I // 32, K, 16), dtype=torch.uint8)
     Bs2 = torch.randint(120, 134, (PHYS, I // 32, K), dtype=torch.uint8)
     C2 = torch.zeros(nvt, K, dtype=torch.bfloat16)
-    nt = a4w4.a4w4_nt(dbm, K, False)
-    meta = co.kernels[f"mxfp4_moe_a4w4_bm{dbm}_nt{nt}_none"]
-    out.append(measure("down", lambda: a4w4.launch_a4w4(
-        iq, is_, B2, Bs2, C2, None, None, rows, experts, sub_ntpp, n_sub, dbm, nvt, 1, kernel.EPI_NONE, False),
-        nvt, live, n_sub, dbm, K, I, meta, "gfx950"))
+    nt, steps = a4w4.a4w4_down_plan(live, K, dbm)
+    meta = co.kernels[f"mxfp4_moe_a4w4_down_bm{dbm}_nt{nt}"]
+    r = measure("down", lambda: a4w4.launch_a4w4_down(
+        iq, is_, B2, Bs2, C2, None, rows, experts, sub_ntpp, n_sub, dbm, nvt, 1, False, nt=nt, n_steps=steps),
+        nvt, live, n_sub, dbm, K, I, meta, "gfx950")
+    r["n_steps"] = steps
+    out.append(r)
     return T, nvt, active, out
 
 

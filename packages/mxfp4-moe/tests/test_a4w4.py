@@ -290,3 +290,26 @@ def test_a4w4_rejections():
     L2 = Layer(T=4, top_k=1, E=2, K=160, nb=256, seed=23)
     with pytest.raises(ValueError, match="multiple of 128"):
         mm.mxfp4_moe_gateup_a4w4(L2.aq, L2.as_, L2.B, L2.Bs, C, None, *args)
+
+
+@pytest.mark.parametrize("bm", [16, 48])
+def test_resident_down_equals_streaming(gfx950, bm):
+    """The resident-tile down kernel == the streaming kernel with EPI_NONE bit for bit, at every n_steps / nt."""
+    L = Layer(T=10, top_k=3, E=4, K=384, nb=2 * 128 + 64, seed=29)
+    sid, eid, ntpp, nblk = L.align(bm)
+    want = torch.zeros(L.nvt, L.nb, dtype=torch.bfloat16)
+    a4w4.launch_a4w4(L.aq, L.as_, L.B, L.Bs, want, None, L.tw, sid, eid, ntpp, nblk, bm, L.nvt, L.top_k,
+                     mm.EPI_NONE, True, nt=1)
+    assert _rel(want, L.dense() * L.tw.reshape(-1, 1).double()) < TOL
+    for nt, steps in [(1, 1), (1, 3), (2, 1), (2, 2)]:
+        C = torch.full((L.nvt, L.nb), float("nan"), dtype=torch.bfloat16)
+        a4w4.launch_a4w4_down(L.aq, L.as_, L.B, L.Bs, C, L.tw, sid, eid, ntpp, nblk, bm, L.nvt, L.top_k, True,
+                              nt=nt, n_steps=steps)
+        assert torch.equal(C, want), (nt, steps)
+
+
+def test_down_plan():
+    assert a4w4.a4w4_down_plan(118, 3584, 16) == (1, 3)
+    assert a4w4.a4w4_down_plan(4000, 7168, 48) == (2, 28)   # prefill: one workgroup sweeps all 28 chunks
+    assert a4w4.a4w4_down_plan(8, 7168, 16) == (1, 1)       # few blocks: spread the chunks over the CUs
+    assert a4w4.a4w4_down_plan(100, 7168, 32) == (2, 2)     # 28 * 100 // 1024 = 2 steps of 14 chunks

@@ -21,6 +21,7 @@ THREADS = 512
 COLS_PER_NT = 128
 EPI_NAMES = {EPI_NONE: "none", EPI_SITU: "situ", EPI_SILU: "silu"}
 _BUFFER_LIMIT = (1 << 32) - 1
+DOWN_MAX_K = 2048  # the resident-tile down kernel's LDS tile (16 slabs of 128 k)
 
 
 def _check_scales(name: str, s: object, rows: int, k: int) -> None:
@@ -96,8 +97,11 @@ def mxfp4_moe_down_a4w4(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tensor
                         num_valid_tokens: int, top_k: int = 1, mul_routed_weight: bool = False) -> None:
     """Grouped a4w4 GEMM of the down projection (gfx950): C bf16 ``[rows, N]`` = w(slot) * A[slot // top_k] .
     W^T, A the MXFP4 intermediate (codes ``[rows, K/2]`` + scales ``[rows, K/32]``, e.g. written by
-    mxfp4_moe_gateup_a4w4 with C_scales; top_k = 1 then), any K % 128 == 0. The a4w4 gate/up kernel with
-    EPI_NONE; block_m 16, 32 or 48."""
+    mxfp4_moe_gateup_a4w4 with C_scales; top_k = 1 then), any K % 128 == 0; block_m 16, 32 or 48.
+
+    K <= 2048 runs the resident-tile down kernel (the A tile staged in LDS once, column chunks swept: its
+    column steps and tiles from a4w4_down_plan); larger K the gate/up kernel with EPI_NONE. Both give the same
+    bits (one accumulation chain)."""
     mxfp4_moe_gateup_a4w4(A, A_scales, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
                           num_m_blocks, block_m, num_valid_tokens, top_k, EPI_NONE, mul_routed_weight)
 
@@ -110,6 +114,9 @@ def _a4w4_op(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tensor, Bs: torch
     if get_backend() == "reference":
         _reference(A, A_scales, B, Bs, C, C_scales, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks,
                    block_m, num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta)
+    elif epilogue == EPI_NONE and C_scales is None and 2 * A.shape[1] <= DOWN_MAX_K:
+        launch_a4w4_down(A, A_scales, B, Bs, C, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m,
+                         num_valid_tokens, top_k, mul_routed_weight)
     else:
         launch_a4w4(A, A_scales, B, Bs, C, C_scales, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks,
                     block_m, num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta)
@@ -185,3 +192,50 @@ def launch_a4w4(A, A_scales, B, Bs, C, C_scales, topk_weights, sorted_ids, exper
             sorted_ids.numel(), num_valid_tokens, T, top_k, K, nb, E, int(bool(mul_routed_weight)), float(situ_beta),
             float(situ_linear_beta), a_stride]
     return KERNELS.launch(op, target_arch(), "mxfp4_moe_a4w4", name, grid, THREADS, args)
+
+
+def a4w4_down_plan(num_m_blocks: int, N: int, block_m: int, num_cus: int = 256) -> tuple[int, int]:
+    """(nt, n_steps) of the resident-tile down kernel: nt as a4w4_nt; n_steps = the column chunks one
+    workgroup sweeps, as many as keep >= 4 workgroups per CU (each extra step saves one staging of the A tile),
+    then evened out (steps = total / ceil(total / steps)). Never changes results."""
+    nt = a4w4_nt(block_m, N, False)
+    total = -(-N // (COLS_PER_NT * nt))
+    steps = max(1, min(total, total * num_m_blocks // (4 * num_cus)))
+    steps = -(-total // -(-total // steps))
+    return nt, steps
+
+
+def launch_a4w4_down(A, A_scales, B, Bs, C, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m,
+                     num_valid_tokens, top_k, mul_routed_weight, nt: int | None = None, n_steps: int | None = None,
+                     op: str = "moonmath_mxfp4_moe.mxfp4_moe_down_a4w4") -> dict | None:
+    """Run mxfp4_moe_a4w4_down_bm<BM>_nt<NT> (K <= 2048); returns the emulator's counters (emu) or None (hip)."""
+    from .kernel import KERNELS, _check_b, _topk, _weight_reach
+
+    E, G, N, _ = B.shape
+    T, half = A.shape
+    K = 2 * half
+    if K > DOWN_MAX_K:
+        raise ValueError(f"{op}: the resident-tile down kernel serves K <= {DOWN_MAX_K}; got {K}")
+    pnt, psteps = a4w4_down_plan(num_m_blocks, N, block_m)
+    nt = pnt if nt is None else nt
+    n_steps = (psteps if nt == pnt else 1) if n_steps is None else n_steps
+    if nt not in (1, 2) or n_steps < 1:
+        raise ValueError(f"{op}: nt must be 1 or 2 and n_steps >= 1; got nt={nt}, n_steps={n_steps}")
+    if num_m_blocks == 0 or num_valid_tokens == 0:
+        return None
+    a_stride = A.stride(0) if T > 1 else half
+    if A.data_ptr() % 16 or (T > 1 and a_stride % 16):
+        A = A.clone(memory_format=torch.contiguous_format)
+        a_stride = half
+    sizes = {"A": (T - 1) * a_stride + half, "A_scales": A_scales.numel(), "B_per_expert": _weight_reach(K, N),
+             "C": num_valid_tokens * N * 2}
+    for name, nbytes in sizes.items():
+        if nbytes > _BUFFER_LIMIT:
+            raise ValueError(f"{op}: {name} spans {nbytes} bytes; the kernels address each buffer with 32-bit byte "
+                             f"offsets, at most 4 GiB - 1 bytes (split the call)")
+    _check_b(op, B)
+    grid = (-(-(-(-N // (COLS_PER_NT * nt))) // n_steps), num_m_blocks, 1)
+    args = [A, A_scales, B, Bs, C, _topk(topk_weights, mul_routed_weight), sorted_ids, expert_ids, ntpp,
+            sorted_ids.numel(), num_valid_tokens, T, top_k, K, N, E, int(bool(mul_routed_weight)), n_steps, a_stride]
+    return KERNELS.launch(op, target_arch(), "mxfp4_moe_a4w4", f"mxfp4_moe_a4w4_down_bm{block_m}_nt{nt}", grid,
+                          THREADS, args)

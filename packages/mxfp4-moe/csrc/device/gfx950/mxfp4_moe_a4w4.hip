@@ -48,6 +48,7 @@ constexpr bool gated(int epi) { return epi == kEpiSitu || epi == kEpiSilu; }
 typedef MfmaScaled16x16x128<MxFormat::E2M1, MxFormat::E2M1> Mx;
 constexpr int kA4RowBytes = 64;  // fp4 bytes of one A row in one slab (128 k)
 typedef XorLds<kA4RowBytes, 16, 4> A4Lds;
+constexpr int kDownMaxSlabs = 16;  // the resident-tile down kernel: K <= 2048 (48 x 1 KiB + scales <= 52 KiB)
 
 // Standard fp4x2 order (byte b: k 2b, 2b + 1) -> the repacked weights' order (byte j: k j, j + 4), one
 // dword of 8 k.
@@ -260,7 +261,140 @@ MM_DEVICE void a4w4(const uint8_t* A, const uint8_t* As, const uint8_t* W, const
   }
 }
 
+// Down projection (EPI_NONE, bf16 output) at K <= 128 * KMAX_SLABS: the whole BM x K activation tile and
+// its scales are staged in LDS once, behind the kernel's only barrier; then the waves sweep n_steps column
+// chunks of 128 * NT against it (weights one slab ahead, no barriers), as the a16w4 down kernel does. The
+// accumulation chain per output (slabs ascending, one MFMA each) is the streaming kernel's: bit-equal to
+// mxfp4_moe_a4w4_*_none on the same inputs, at every n_steps.
+template <int BM, int NT, int KMAX_SLABS>
+MM_DEVICE void a4w4_down(const uint8_t* A, const uint8_t* As, const uint8_t* W, const uint8_t* S, uint16_t* C,
+                         const float* topk_w, const int32_t* sorted_ids, const int32_t* expert_ids,
+                         const int32_t* ntpp, uint32_t num_sorted, uint32_t num_valid, uint32_t a_rows,
+                         uint32_t a_row_div, uint32_t K, uint32_t N, uint32_t num_experts, uint32_t mul_routed,
+                         uint32_t n_steps, uint32_t a_stride) {
+  constexpr int SUBS = BM / 16;
+  constexpr int BN = kWaves * 16 * NT;
+  constexpr int STAGE = (BM * 4 * KMAX_SLABS + kThreads - 1) / kThreads;  // code granules per thread
+  constexpr int STAGE_S = (BM * KMAX_SLABS + kThreads - 1) / kThreads;    // scale dwords per thread
+  MM_LDS __attribute__((aligned(16))) uint8_t lds[KMAX_SLABS][BM * kA4RowBytes];
+  MM_LDS __attribute__((aligned(16))) uint32_t lds_scales[KMAX_SLABS][BM];
+
+  const uint32_t m_block = block_id_y();
+  const uint32_t m0 = m_block * BM;
+  if (m0 >= (uint32_t)*ntpp) return;
+  const int32_t expert = expert_ids[m_block];
+  if (expert < 0 || (uint32_t)expert >= num_experts) return;
+
+  const uint32_t tid = thread_id_x(), lane = lane_id(), wave = wave_id();
+  const uint32_t kblocks = K / 32u, slabs = K / kSlabK;
+  const ExpertWeights ew = expert_weights(W, S, (uint32_t)expert, N, kblocks);
+  const buffer_rsrc abuf = make_buffer(A, (a_rows - 1u) * a_stride + K / 2u);
+  const buffer_rsrc sbuf = make_buffer(As, a_rows * kblocks);
+
+  // Stage the tile: every load in flight, then the permuted LDS writes, then the barrier. Unit u of the
+  // codes is (slab u / (4 BM), row (u / 4) % BM, granule u % 4); unit u of the scales (slab u / BM, row u % BM).
+  u32x4 codes[STAGE];
+  uint32_t scl[STAGE_S];
+#pragma unroll
+  for (int p = 0; p < STAGE; ++p) {
+    const uint32_t u = tid + p * kThreads, slab = u / (4u * BM), row = (u / 4u) % BM;
+    const RowInfo ri = row_info(sorted_ids, num_sorted, m0 + row, num_valid);
+    const bool live = slab < slabs && ri.live;
+    codes[p] = buffer_load_b128(abuf, live ? (ri.slot / a_row_div) * a_stride + slab * 64u + (u % 4u) * 16u : kOOB);
+  }
+#pragma unroll
+  for (int p = 0; p < STAGE_S; ++p) {
+    const uint32_t u = tid + p * kThreads, slab = u / BM;
+    const RowInfo ri = row_info(sorted_ids, num_sorted, m0 + u % BM, num_valid);
+    const bool live = slab < slabs && ri.live;
+    scl[p] = buffer_load_b32(sbuf, live ? (ri.slot / a_row_div) * kblocks + slab * 4u : kOOB);
+  }
+#pragma unroll
+  for (int p = 0; p < STAGE; ++p) {
+    const uint32_t u = tid + p * kThreads, slab = u / (4u * BM), row = (u / 4u) % BM;
+    if (slab < slabs) {
+      const u32x4 v = u32x4{to_weight_order(codes[p].x), to_weight_order(codes[p].y), to_weight_order(codes[p].z),
+                            to_weight_order(codes[p].w)};
+      lds_write_b128(lds[slab], A4Lds::offset(row, (u % 4u) * 16u), v);
+    }
+  }
+#pragma unroll
+  for (int p = 0; p < STAGE_S; ++p) {
+    const uint32_t u = tid + p * kThreads;
+    if (u / BM < slabs) lds_scales[u / BM][u % BM] = scl[p];
+  }
+
+  const uint32_t j = lane & 15u, q = lane >> 4;
+  RowInfo rows[SUBS];
+  float rw[SUBS];
+#pragma unroll
+  for (int r = 0; r < SUBS; ++r) {
+    rows[r] = row_info(sorted_ids, num_sorted, m0 + 16u * r + j, num_valid);
+    rw[r] = (mul_routed && rows[r].live) ? topk_w[rows[r].slot] : 1.0f;
+  }
+  const buffer_rsrc cbuf = make_buffer(C, num_valid * N * 2u);
+  const uint32_t c_mis = misalignment8(C);
+  block_sync();
+
+  for (uint32_t step = 0; step < n_steps; ++step) {
+    const uint32_t chunk = block_id_x() * n_steps + step;
+    if (chunk * BN >= N) break;
+    const uint32_t wave_col = chunk * BN + wave * (16 * NT);
+    uint32_t widx[NT];
+#pragma unroll
+    for (int t = 0; t < NT; ++t) widx[t] = weight_index(ew, wave_col + 16u * t + j);
+    FragC<Mx> acc[SUBS][NT];
+#pragma unroll
+    for (int r = 0; r < SUBS; ++r)
+#pragma unroll
+      for (int t = 0; t < NT; ++t) acc[r][t] = zeros<Mx>();
+
+    W4Slab wa[NT], wb[NT];
+#pragma unroll
+    for (int t = 0; t < NT; ++t) wa[t] = load_weights(ew, 16u * widx[t], widx[t], 0);
+    for (uint32_t s = 0; s < slabs; s += 2) {
+      const uint32_t s1 = s + 1u < slabs ? s + 1u : slabs - 1u, s2 = s + 2u < slabs ? s + 2u : slabs - 1u;
+#pragma unroll
+      for (int t = 0; t < NT; ++t) wb[t] = load_weights(ew, 16u * widx[t], widx[t], s1);
+      slab_mma4<SUBS, NT>(acc, wa, lds[s], (const uint8_t*)lds_scales[s]);
+      if (s + 1u >= slabs) break;
+#pragma unroll
+      for (int t = 0; t < NT; ++t) wa[t] = load_weights(ew, 16u * widx[t], widx[t], s2);
+      slab_mma4<SUBS, NT>(acc, wb, lds[s + 1], (const uint8_t*)lds_scales[s + 1]);
+    }
+
+#pragma unroll
+    for (int r = 0; r < SUBS; ++r) {
+      if (!rows[r].live) continue;
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        const uint32_t col0 = wave_col + 16u * t + 4u * q;
+        if (col0 < N) store_out4(cbuf, c_mis, rows[r].slot, N, col0, N, acc[r][t].v * rw[r]);
+      }
+    }
+  }
+}
+
 }  // namespace
+
+#define MXFP4_A4W4_DOWN_ARGS                                                                               \
+  const uint8_t *A, const uint8_t *As, const uint8_t *W, const uint8_t *S, uint16_t *C, const float *topk_w, \
+      const int32_t *sorted_ids, const int32_t *expert_ids, const int32_t *ntpp, uint32_t num_sorted,        \
+      uint32_t num_valid, uint32_t a_rows, uint32_t a_row_div, uint32_t K, uint32_t N, uint32_t num_experts, \
+      uint32_t mul_routed, uint32_t n_steps, uint32_t a_stride
+// Kernel name: mxfp4_moe_a4w4_down_bm<BM>_nt<NT> (K <= 2048: the tile of 16 slabs).
+#define MXFP4_A4W4_DOWN(BM, NT)                                                                             \
+  MM_KERNEL MM_LAUNCH_BOUNDS(kThreads) void mxfp4_moe_a4w4_down_bm##BM##_nt##NT(MXFP4_A4W4_DOWN_ARGS) {     \
+    a4w4_down<BM, NT, kDownMaxSlabs>(A, As, W, S, C, topk_w, sorted_ids, expert_ids, ntpp, num_sorted,       \
+                                     num_valid, a_rows, a_row_div, K, N, num_experts, mul_routed, n_steps,   \
+                                     a_stride);                                                              \
+  }
+MXFP4_A4W4_DOWN(16, 1)
+MXFP4_A4W4_DOWN(16, 2)
+MXFP4_A4W4_DOWN(32, 1)
+MXFP4_A4W4_DOWN(32, 2)
+MXFP4_A4W4_DOWN(48, 1)
+MXFP4_A4W4_DOWN(48, 2)
 
 #define MXFP4_A4W4_ARGS                                                                                        \
   const uint8_t *A, const uint8_t *As, const uint8_t *W, const uint8_t *S, void *C, uint8_t *Cs,               \
