@@ -313,3 +313,37 @@ def test_down_plan():
     assert a4w4.a4w4_down_plan(4000, 7168, 48) == (2, 28)   # prefill: one workgroup sweeps all 28 chunks
     assert a4w4.a4w4_down_plan(8, 7168, 16) == (1, 1)       # few blocks: spread the chunks over the CUs
     assert a4w4.a4w4_down_plan(100, 7168, 32) == (2, 2)     # 28 * 100 // 1024 = 2 steps of 14 chunks
+
+
+# ------------------------------------------------------------------------------------------ ISA budgets
+A4W4_VGPR_MAX = 160  # clang 22 today: 37 (bm16 nt1 none) .. 133 (bm48 nt2 gated, quantised output)
+
+
+def test_a4w4_code_object_budget():
+    """Every a4w4 variant: no scratch, no AGPRs, VGPRs within budget, LDS exactly its staging; the scaled MFMA
+    and no bf16 MFMA (nothing is dequantised); the quantiser uses no LDS."""
+    import re
+    from collections import Counter
+
+    import moonmath_emu
+    from moonmath_common.codeobject import CodeObject
+    from moonmath_mxfp4_moe import kernel
+
+    raw = kernel.KERNELS.path("test", "gfx950", "mxfp4_moe_a4w4").read_bytes()
+    co = CodeObject.parse(raw)
+    want = {f"mxfp4_moe_a4w4_bm{bm}_nt{nt}_{epi}" for bm in (16, 32, 48) for nt in (1, 2)
+            for epi in ("none", "silu", "situ")}
+    want |= {f"mxfp4_moe_a4w4_bm{bm}_nt2_{epi}_q" for bm in (16, 32, 48) for epi in ("silu", "situ")}
+    want |= {f"mxfp4_moe_a4w4_down_bm{bm}_nt{nt}" for bm in (16, 32, 48) for nt in (1, 2)}
+    assert set(co.kernels) == want
+    for name, k in co.kernels.items():
+        bm = int(re.search(r"_bm(\d+)_", name).group(1))
+        slabs = a4w4.DOWN_MAX_K // 128 if "_down_" in name else 2
+        assert k.scratch == 0 and k.agpr == 0, name
+        assert k.vgpr <= A4W4_VGPR_MAX, f"{name}: {k.vgpr} VGPRs"
+        assert k.lds == slabs * bm * (64 + 4), name
+    ops = Counter(text.split()[0] for kern, _, text in moonmath_emu.disassemble(raw))
+    assert ops["v_mfma_scale_f32_16x16x128_f8f6f4"] > 0
+    assert not any(op.startswith("v_mfma") and "scale" not in op for op in ops)
+    q = CodeObject.parse(kernel.KERNELS.path("test", "gfx950", "mxfp4_quant").read_bytes())
+    assert q.kernels["mxfp4_quant_bf16"].lds == 0 and q.kernels["mxfp4_quant_bf16"].scratch == 0
