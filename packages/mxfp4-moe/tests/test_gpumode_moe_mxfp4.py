@@ -146,7 +146,8 @@ def gpumode_check(out: torch.Tensor, ref: torch.Tensor) -> tuple[bool, str]:
     if not torch.equal(torch.isnan(o), torch.isnan(r)) or not torch.equal(torch.isinf(o), torch.isinf(r)):
         return False, "NaN/Inf pattern differs"
     bad = ~torch.isclose(o, r, rtol=RTOL, atol=ATOL)
-    return not bool(bad.any()), f"{int(bad.sum())} of {bad.numel()} elements off; max|d| {float((o - r).abs().max()):.3g}"
+    worst = float((o - r).abs().max())
+    return not bool(bad.any()), f"{int(bad.sum())} of {bad.numel()} elements off; max|d| {worst:.3g}"
 
 
 # The problem's three test shapes, scaled for the emulator (d_hidden / 4 or 8, d_expert / 4; experts, top-k,

@@ -22,11 +22,11 @@ from moonmath_common import (
 )
 
 from . import mla, moe  # noqa: E402, F401 - the original's module layout: moonmath_amd.mla, moonmath_amd.moe
-from .ops import *  # noqa: F403 - the public op surface
-from .ops import __all__ as _ops_all
 
 # MoE additions (issue 15): the a4w4 ops and the one-call layer, from moonmath_amd.moe.
-from .moe import fused_moe, mxfp4_moe_down_a4w4, mxfp4_moe_gateup_a4w4, mxfp4_quantize  # noqa: E402
+from .moe import fused_moe, mxfp4_moe_down_a4w4, mxfp4_moe_gateup_a4w4, mxfp4_quantize  # noqa: F401
+from .ops import *  # noqa: F403 - the public op surface
+from .ops import __all__ as _ops_all
 
 _MOE_EXTRA = ["fused_moe", "mxfp4_moe_down_a4w4", "mxfp4_moe_gateup_a4w4", "mxfp4_quantize"]
 

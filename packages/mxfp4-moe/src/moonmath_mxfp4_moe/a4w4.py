@@ -234,7 +234,8 @@ def launch_a4w4_down(A, A_scales, B, Bs, C, topk_weights, sorted_ids, expert_ids
             raise ValueError(f"{op}: {name} spans {nbytes} bytes; the kernels address each buffer with 32-bit byte "
                              f"offsets, at most 4 GiB - 1 bytes (split the call)")
     _check_b(op, B)
-    grid = (-(-(-(-N // (COLS_PER_NT * nt))) // n_steps), num_m_blocks, 1)
+    chunks = -(-N // (COLS_PER_NT * nt))
+    grid = (-(-chunks // n_steps), num_m_blocks, 1)
     args = [A, A_scales, B, Bs, C, _topk(topk_weights, mul_routed_weight), sorted_ids, expert_ids, ntpp,
             sorted_ids.numel(), num_valid_tokens, T, top_k, K, N, E, int(bool(mul_routed_weight)), n_steps, a_stride]
     return KERNELS.launch(op, target_arch(), "mxfp4_moe_a4w4", f"mxfp4_moe_a4w4_down_bm{block_m}_nt{nt}", grid,

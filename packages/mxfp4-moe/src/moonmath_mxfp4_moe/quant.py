@@ -91,9 +91,16 @@ def _check(x, q, s) -> tuple[int, int]:
 
 def mxfp4_quantize(x: torch.Tensor, out_codes: torch.Tensor | None = None, out_scales: torch.Tensor | None = None
                    ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Quantise bf16 activations ``x [rows, K]`` (contiguous k, any row stride, K % 32 == 0) to MXFP4 by
-    AITER's per-1x32 rule (module docstring): returns ``(codes uint8 [rows, K/2], scales uint8 [rows, K/32])``,
-    written into ``out_codes`` / ``out_scales`` when given. Bit-for-bit the rule on every backend."""
+    """Quantise bf16 activations to MXFP4 by AITER's per-1x32 rule (module docstring; docs/numerics.md),
+    bit for bit on every backend (the device kernel is gfx950's).
+
+    Args:
+        x: bf16 ``[rows, K]``, contiguous k, any row stride; K a positive multiple of 32.
+        out_codes: optional uint8 ``[rows, K/2]`` contiguous (byte b: k = 2b low nibble, 2b + 1 high nibble).
+        out_scales: optional uint8 ``[rows, K/32]`` contiguous (E8M0, one per 32 k).
+
+    Returns ``(codes, scales)`` (out_codes / out_scales when given).
+    """
     rows, K = _check_x(x)
     if out_codes is None:
         out_codes = torch.empty(rows, K // 2, dtype=torch.uint8, device=x.device)

@@ -188,8 +188,10 @@ MM_DEVICE void a4w4(const uint8_t* A, const uint8_t* As, const uint8_t* W, const
     const u32x4 cn = load_codes(sn1);
     const uint32_t sn = load_scales(sn1);
     sched_barrier();
+    if (s + 1u < slabs) {  // uniform: no weight prefetch past the last slab
 #pragma unroll
-    for (int t = 0; t < TILES; ++t) next[t] = load_weights(ew, 16u * widx[t], widx[t], sn1);
+      for (int t = 0; t < TILES; ++t) next[t] = load_weights(ew, 16u * widx[t], widx[t], sn1);
+    }
     slab_mma4<SUBS, TILES>(acc, cur, lds[s & 1], (const uint8_t*)lds_scales[s & 1]);
     if (s + 1 < slabs) stage((s + 1) & 1, cn, sn);
     block_sync();
@@ -352,14 +354,19 @@ MM_DEVICE void a4w4_down(const uint8_t* A, const uint8_t* As, const uint8_t* W, 
     W4Slab wa[NT], wb[NT];
 #pragma unroll
     for (int t = 0; t < NT; ++t) wa[t] = load_weights(ew, 16u * widx[t], widx[t], 0);
+    // No prefetch past the last slab (uniform branches): at K = 256 a clamped reload would read half
+    // the weights twice.
     for (uint32_t s = 0; s < slabs; s += 2) {
-      const uint32_t s1 = s + 1u < slabs ? s + 1u : slabs - 1u, s2 = s + 2u < slabs ? s + 2u : slabs - 1u;
+      if (s + 1u < slabs) {
 #pragma unroll
-      for (int t = 0; t < NT; ++t) wb[t] = load_weights(ew, 16u * widx[t], widx[t], s1);
+        for (int t = 0; t < NT; ++t) wb[t] = load_weights(ew, 16u * widx[t], widx[t], s + 1u);
+      }
       slab_mma4<SUBS, NT>(acc, wa, lds[s], (const uint8_t*)lds_scales[s]);
       if (s + 1u >= slabs) break;
+      if (s + 2u < slabs) {
 #pragma unroll
-      for (int t = 0; t < NT; ++t) wa[t] = load_weights(ew, 16u * widx[t], widx[t], s2);
+        for (int t = 0; t < NT; ++t) wa[t] = load_weights(ew, 16u * widx[t], widx[t], s + 2u);
+      }
       slab_mma4<SUBS, NT>(acc, wb, lds[s + 1], (const uint8_t*)lds_scales[s + 1]);
     }
 
