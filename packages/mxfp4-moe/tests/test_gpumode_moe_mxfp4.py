@@ -95,16 +95,25 @@ class Problem:
         shared = torch.arange(nroutedexperts, self.E, dtype=torch.int32).expand(bs, -1)
         self.ids = torch.cat((ids.to(torch.int32), shared), dim=-1).contiguous()
         self.tw = torch.cat((w.float(), torch.ones(bs, nsharedexperts)), dim=-1).contiguous()
-        # All experts at once (one draw per tensor kind; the problem draws expert by expert: same distribution).
+        # Experts drawn in chunks (the problem draws expert by expert: same distribution; chunks bound the
+        # memory of the full shapes and the per-call overhead of the CI ones).
         E = self.E
-        gate = (torch.randn(E, dexpert, dhidden, generator=g) / math.sqrt(dhidden)).to(torch.bfloat16)
-        up = (torch.randn(E, dexpert, dhidden, generator=g) / math.sqrt(dhidden)).to(torch.bfloat16)
-        down = (torch.randn(E, dhidden, dexpert, generator=g) / math.sqrt(dexpert)).to(torch.bfloat16)
-        q, s = triton_even_mxfp4(torch.cat((gate, up), 1).reshape(E * 2 * dexpert, dhidden))
-        self.w13 = q.reshape(E, 2 * dexpert, dhidden // 2)        # [E, 2 de, dh/2]
-        self.s13 = s.reshape(E, 2 * dexpert, dhidden // 32)       # [E, 2 de, dh/32]
-        q, s = triton_even_mxfp4(down.reshape(E * dhidden, dexpert))
-        self.w2, self.s2 = q.reshape(E, dhidden, dexpert // 2), s.reshape(E, dhidden, dexpert // 32)
+        self.w13 = torch.empty(E, 2 * dexpert, dhidden // 2, dtype=torch.uint8)   # [E, 2 de, dh/2]
+        self.s13 = torch.empty(E, 2 * dexpert, dhidden // 32, dtype=torch.uint8)  # [E, 2 de, dh/32]
+        self.w2 = torch.empty(E, dhidden, dexpert // 2, dtype=torch.uint8)        # [E, dh, de/2]
+        self.s2 = torch.empty(E, dhidden, dexpert // 32, dtype=torch.uint8)       # [E, dh, de/32]
+        chunk = max(1, (1 << 24) // (3 * dexpert * dhidden))
+        for e0 in range(0, E, chunk):
+            n = min(chunk, E - e0)
+            gate = (torch.randn(n, dexpert, dhidden, generator=g) / math.sqrt(dhidden)).to(torch.bfloat16)
+            up = (torch.randn(n, dexpert, dhidden, generator=g) / math.sqrt(dhidden)).to(torch.bfloat16)
+            down = (torch.randn(n, dhidden, dexpert, generator=g) / math.sqrt(dexpert)).to(torch.bfloat16)
+            q, s = triton_even_mxfp4(torch.cat((gate, up), 1).reshape(n * 2 * dexpert, dhidden))
+            self.w13[e0:e0 + n] = q.reshape(n, 2 * dexpert, dhidden // 2)
+            self.s13[e0:e0 + n] = s.reshape(n, 2 * dexpert, dhidden // 32)
+            q, s = triton_even_mxfp4(down.reshape(n * dhidden, dexpert))
+            self.w2[e0:e0 + n] = q.reshape(n, dhidden, dexpert // 2)
+            self.s2[e0:e0 + n] = s.reshape(n, dhidden, dexpert // 32)
 
     def reference(self) -> torch.Tensor:
         """AITER's a4w4 fused_moe semantics in float64 over exactly decoded operands -> bf16 [M, dh]."""
