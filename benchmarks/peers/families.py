@@ -224,6 +224,15 @@ FAMILIES = {"fmha_gfx942": fmha_gfx942, "fmha_gfx950": fmha_gfx950, "mla_gfx942"
             "mla_gfx950": mla_gfx950}
 
 
+def _moe_gfx950(quick: bool = False) -> Family:
+    from .moe_family import moe_gfx950  # its own file (issue 15); imported late: it imports this module
+
+    return moe_gfx950(quick)
+
+
+FAMILIES["moe_gfx950"] = _moe_gfx950
+
+
 def unit_count(f: Family, c: Case) -> float:
     u = f.units(c)
     if u <= 0 or not math.isfinite(u):

@@ -47,6 +47,9 @@ MM_DEVICE void buffer_store_b128(u32x4 v, buffer_rsrc r, uint32_t voff, uint32_t
 MM_DEVICE void buffer_store_u16(uint16_t v, buffer_rsrc r, uint32_t voff, uint32_t soff = 0) {
   __builtin_amdgcn_raw_buffer_store_b16(v, r, voff, soff, 0);
 }
+MM_DEVICE void buffer_store_u8(uint8_t v, buffer_rsrc r, uint32_t voff, uint32_t soff = 0) {
+  __builtin_amdgcn_raw_buffer_store_b8(v, r, voff, soff, 0);
+}
 MM_DEVICE void buffer_store_f32(float v, buffer_rsrc r, uint32_t voff, uint32_t soff = 0) {
   buffer_store_b32(__builtin_bit_cast(uint32_t, v), r, voff, soff);
 }

@@ -18,6 +18,8 @@ folded onto 4 physical experts (the same code runs; the memory stays small).
     python packages/mxfp4-moe/benchmarks/count_moe.py                 # the four shapes, 16 blocks each
     python packages/mxfp4-moe/benchmarks/count_moe.py --tokens 8 --blocks 0   # all blocks of T = 8
     python packages/mxfp4-moe/benchmarks/count_moe.py --arch gfx950 --epilogue silu --tokens 8 32
+    python packages/mxfp4-moe/benchmarks/count_moe.py --arch gfx950 --format a4w4 --epilogue silu --tokens 8
+        # a4w4 (gfx950): gate/up with the fused MXFP4-output epilogue, down on the a4w4 kernel (EPI_NONE)
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ os.environ.setdefault("MOONMATH_EMU_HAZARDS", "0")  # counts do not depend on th
 import moonmath_mxfp4_moe as mm  # noqa: E402
 from moonmath_common import use_backend  # noqa: E402
 from moonmath_common.codeobject import CodeObject  # noqa: E402
-from moonmath_mxfp4_moe import kernel  # noqa: E402
+from moonmath_mxfp4_moe import a4w4, kernel, quant  # noqa: E402
 
 KEYS = ("mfma", "valu", "trans", "salu", "ds", "vmem", "smem", "waitcnt", "barrier", "branch", "wave_instructions")
 PHYS = 4  # physical experts the routed ones are folded onto
@@ -121,13 +123,53 @@ def run(T, blocks, E=896, top_k=16, K=3584, I=384, arch="gfx942", epilogue="situ
     return T, nvt, active, out
 
 
+def run_a4w4(T, blocks, E=896, top_k=16, K=3584, I=384, epilogue="silu"):
+    """The a4w4 pair on gfx950: MXFP4 activations, gate/up writing the MXFP4 intermediate, down on it."""
+    epi = {"situ": kernel.EPI_SITU, "silu": kernel.EPI_SILU}[epilogue]
+    ids = route(T, E, top_k, seed=T)
+    nvt = T * top_k
+    active = int(torch.unique(ids).numel())
+    co = CodeObject.parse(kernel.KERNELS.path("bench", "gfx950", "mxfp4_moe_a4w4").read_bytes())
+    bm = mm.mxfp4_moe_gateup_block_m(nvt, active)
+    sid, eid, ntpp, _ = mm.moe_align_block_size(ids, bm, E)
+    rows, experts, sub_ntpp, n_sub, live = subset(sid, eid, ntpp, bm, blocks)
+    aq, as_ = quant.quantize_reference(torch.randn(T, K).to(torch.bfloat16))
+    B = torch.randint(0, 256, (PHYS, K // 32, 2 * I, 16), dtype=torch.uint8)
+    Bs = torch.randint(120, 134, (PHYS, K // 32, 2 * I), dtype=torch.uint8)
+    Cq = torch.zeros(nvt, I // 2, dtype=torch.uint8)
+    Cs = torch.zeros(nvt, I // 32, dtype=torch.uint8)
+    meta = co.kernels[f"mxfp4_moe_a4w4_bm{bm}_nt2_{epilogue}_q"]
+    out = [measure("gate/up", lambda: a4w4.launch_a4w4(
+        aq, as_, B, Bs, Cq, Cs, None, rows, experts, sub_ntpp, n_sub, bm, nvt, top_k, epi, False, 4.0, 25.0),
+        nvt, live, n_sub, bm, 2 * I, K, meta, "gfx950")]
+    dbm = bm
+    sid, eid, ntpp, _ = mm.moe_align_block_size(ids, dbm, E)
+    rows, experts, sub_ntpp, n_sub, live = subset(sid, eid, ntpp, dbm, blocks)
+    iq, is_ = quant.quantize_reference(torch.randn(nvt, I).to(torch.bfloat16))
+    B2 = torch.randint(0, 256, (PHYS, I // 32, K, 16), dtype=torch.uint8)
+    Bs2 = torch.randint(120, 134, (PHYS, I // 32, K), dtype=torch.uint8)
+    C2 = torch.zeros(nvt, K, dtype=torch.bfloat16)
+    nt, steps = a4w4.a4w4_down_plan(live, K, dbm)
+    meta = co.kernels[f"mxfp4_moe_a4w4_down_bm{dbm}_nt{nt}"]
+    r = measure("down", lambda: a4w4.launch_a4w4_down(
+        iq, is_, B2, Bs2, C2, None, rows, experts, sub_ntpp, n_sub, dbm, nvt, 1, False, nt=nt, n_steps=steps),
+        nvt, live, n_sub, dbm, K, I, meta, "gfx950")
+    r["n_steps"] = steps
+    out.append(r)
+    return T, nvt, active, out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tokens", type=int, nargs="+", default=[8, 32, 8192, 16384])
     ap.add_argument("--blocks", type=int, default=16, help="live m-blocks counted per launch (0 = all)")
     ap.add_argument("--arch", choices=sorted(CUS), default="gfx942")
     ap.add_argument("--epilogue", choices=("situ", "silu"), default="situ")
+    ap.add_argument("--format", choices=("a16w4", "a4w4"), default="a16w4",
+                    help="activation format (a4w4: gfx950 only)")
     args = ap.parse_args()
+    if args.format == "a4w4" and args.arch != "gfx950":
+        ap.error("--format a4w4 needs --arch gfx950")
     os.environ["MOONMATH_EMU_ARCH"] = args.arch
     hdr = ("| T | rows | experts hit | proj | kernel | live blocks | MFMA | VALU | trans | SALU | DS | VMEM | "
            "waitcnt | barrier | all | VALU/MFMA | W bytes/FLOP | VGPR | LDS | waves/SIMD |")
@@ -135,7 +177,10 @@ def main():
     print("|" + "---|" * (hdr.count("|") - 1))
     with use_backend("emu"):
         for T in args.tokens:
-            T, nvt, active, res = run(T, args.blocks, arch=args.arch, epilogue=args.epilogue)
+            if args.format == "a4w4":
+                T, nvt, active, res = run_a4w4(T, args.blocks, epilogue=args.epilogue)
+            else:
+                T, nvt, active, res = run(T, args.blocks, arch=args.arch, epilogue=args.epilogue)
             for r in res:
                 p = r["per_tile"]
                 print(f"| {T} | {nvt} | {active} | {r['name']} | {r['kernel']} | {r['blocks']} | {p['mfma']:.0f} | "

@@ -22,12 +22,17 @@ from moonmath_common import (
 )
 
 from . import mla, moe  # noqa: E402, F401 - the original's module layout: moonmath_amd.mla, moonmath_amd.moe
+
+# MoE additions (issue 15): the a4w4 ops and the one-call layer, from moonmath_amd.moe.
+from .moe import fused_moe, mxfp4_moe_down_a4w4, mxfp4_moe_gateup_a4w4, mxfp4_quantize  # noqa: F401
 from .ops import *  # noqa: F403 - the public op surface
 from .ops import __all__ as _ops_all
+
+_MOE_EXTRA = ["fused_moe", "mxfp4_moe_down_a4w4", "mxfp4_moe_gateup_a4w4", "mxfp4_quantize"]
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BACKENDS", "BackendUnavailableError", "MoonmathError", "NoKernelError", "emulated_arch", "get_backend",
-    "live_arch", "set_arch", "set_backend", "target_arch", "use_arch", "use_backend", *_ops_all,
+    "live_arch", "set_arch", "set_backend", "target_arch", "use_arch", "use_backend", *_ops_all, *_MOE_EXTRA,
 ]

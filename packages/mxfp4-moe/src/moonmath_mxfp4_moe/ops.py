@@ -17,15 +17,17 @@ DOWN_KS = (384, 512, 768)
 
 def _common(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks,
             block_m, block_ms, num_valid_tokens, top_k, mul_routed_weight, sorted_name="sorted_token_ids",
-            ntpp_name="num_tokens_post_padded"):
-    """Checks shared by gate/up and down; returns (E, K, Ncols of B)."""
+            ntpp_name="num_tokens_post_padded", a_codes=False, c_codes=False):
+    """Checks shared by gate/up and down; returns (E, K, Ncols of B). a_codes / c_codes: A / C hold MXFP4 codes
+    (uint8, two k per byte: K = 2 * A.shape[1]) instead of bf16 (the a4w4 ops)."""
     key = _shape_key(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks,
-                     block_m, block_ms, num_valid_tokens, top_k, mul_routed_weight, sorted_name, ntpp_name)
+                     block_m, block_ms, num_valid_tokens, top_k, mul_routed_weight, sorted_name, ntpp_name, a_codes,
+                     c_codes)
     dims = _SHAPES_CHECKED.get(key) if key is not None else None
     if dims is None:
         dims = _shape_checks(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
                              num_m_blocks, block_m, block_ms, num_valid_tokens, top_k, mul_routed_weight, sorted_name,
-                             ntpp_name)
+                             ntpp_name, a_codes, c_codes)
         if key is not None:
             if len(_SHAPES_CHECKED) >= 1024:
                 _SHAPES_CHECKED.clear()
@@ -63,15 +65,16 @@ def _shape_key(*args) -> tuple | None:
 
 
 def _shape_checks(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks,
-                  block_m, block_ms, num_valid_tokens, top_k, mul_routed_weight, sorted_name, ntpp_name):
+                  block_m, block_ms, num_valid_tokens, top_k, mul_routed_weight, sorted_name, ntpp_name,
+                  a_codes=False, c_codes=False):
     """The checks of _common that depend only on argument metadata; returns (E, K, Ncols of B)."""
-    checks.tensor("A", A, dtype=torch.bfloat16, ndim=2, last_dim_contiguous=True)
+    checks.tensor("A", A, dtype=torch.uint8 if a_codes else torch.bfloat16, ndim=2, last_dim_contiguous=True)
     if B is not None and isinstance(B, torch.Tensor) and B.dim() == 3:
         raise ValueError(f"B must be the repacked weights [E, K/32, N, 16] (repack_mxfp4 output); got a 3-D tensor "
                          f"{list(B.shape)}, which looks like the stock layout [E, N, K/2]: pass repack_mxfp4(B)")
     checks.tensor("B", B, dtype=torch.uint8, ndim=4, contiguous=True)
     checks.tensor("Bs", Bs, dtype=torch.uint8, ndim=3, contiguous=True)
-    checks.tensor("C", C, dtype=torch.bfloat16, ndim=2, contiguous=True)
+    checks.tensor("C", C, dtype=torch.uint8 if c_codes else torch.bfloat16, ndim=2, contiguous=True)
     if topk_weights is not None:
         checks.tensor("topk_weights", topk_weights, dtype=(torch.float32, torch.bfloat16), contiguous=True)
     checks.tensor(sorted_name, sorted_token_ids, dtype=torch.int32, ndim=1, contiguous=True)
@@ -89,6 +92,8 @@ def _shape_checks(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_t
                        expert_ids=expert_ids, **{ntpp_name: num_tokens_post_padded})
     E, G, ncols, gran = B.shape
     T, K = A.shape
+    if a_codes:
+        K *= 2
     if gran != 16:
         raise ValueError(f"B must be [E, K/32, N, 16] (repack_mxfp4 output); got last dim {gran}")
     if K != 32 * G:

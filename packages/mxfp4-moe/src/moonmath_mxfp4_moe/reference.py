@@ -5,13 +5,14 @@ decodes the stock layout: W[e][n, k] = E2M1(code) * 2^(scale - 127), exact in fp
 i < min(num_m_blocks, ceil(ntpp / block_m)) with expert_ids[i] = e >= 0, every row r whose slot
 s = sorted_ids[i * block_m + r] is < num_valid_tokens (an index past sorted_ids' end is a padding row)
 computes acc = A[s // top_k] . W[e]^T in fp32
-(A upcast exactly from bf16), then
+(A upcast exactly from bf16; for the a4w4 ops, A decoded exactly from its MXFP4 codes and scales), then
     EPI_NONE: v = acc
     EPI_SITU: g = acc[:N], u = acc[N:2N];  v = (b * tanh(g / b) * sigmoid(g)) * (L * tanh(u / L))
     EPI_SILU: g = acc[:N], u = acc[N:2N];  v = silu(g) * u = g * sigmoid(g) * u   (SwiGLU)
     v = v * topk_weights[s] (when mul_routed_weight, the weight as given, fp32 or bf16 upcast; after the
         epilogue under every epilogue)
 and writes C[s] = bf16 RTNE(v) (NaN -> 0x7FFF). Rows of C that no live slot names are not written.
+The a4w4 gate/up with MXFP4 output then quantises each written bf16 row by quant.quantize_reference.
 """
 from __future__ import annotations
 
@@ -41,23 +42,29 @@ def swiglu(g: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     return g * torch.sigmoid(g) * u
 
 
+def live_slots(sorted_ids: torch.Tensor, expert_ids: torch.Tensor, num_tokens_post_padded: torch.Tensor,
+               num_m_blocks: int, block_m: int, num_valid_tokens: int, num_experts: int
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(slots, experts) int64 of every live row the kernels compute (see the module docstring)."""
+    ntpp = int(num_tokens_post_padded.reshape(-1)[0])
+    live = min(num_m_blocks, max(0, -(-ntpp // block_m)))
+    slots = sorted_ids[:live * block_m].to(torch.int64)
+    if slots.numel() < live * block_m:  # entries past sorted_ids' end are padding rows, as in the kernels
+        pad = torch.full((live * block_m - slots.numel(),), num_valid_tokens, dtype=torch.int64, device=slots.device)
+        slots = torch.cat((slots, pad))
+    experts = expert_ids[:live].to(torch.int64).repeat_interleave(block_m)
+    ok = (slots >= 0) & (slots < num_valid_tokens) & (experts >= 0) & (experts < num_experts)
+    return slots[ok], experts[ok]
+
+
 def grouped_gemm(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.Tensor,
                  topk_weights: torch.Tensor | None, sorted_ids: torch.Tensor, expert_ids: torch.Tensor,
                  num_tokens_post_padded: torch.Tensor, num_m_blocks: int, block_m: int, num_valid_tokens: int,
                  top_k: int, epilogue: int, mul_routed_weight: bool, situ_beta: float = 1.0,
                  situ_linear_beta: float = 1.0) -> None:
     """Writes the live rows of C in place (shared by gate/up and down; down is EPI_NONE)."""
-    ntpp = int(num_tokens_post_padded.reshape(-1)[0])
-    live = min(num_m_blocks, max(0, -(-ntpp // block_m)))
-    if live == 0:
-        return
-    slots = sorted_ids[:live * block_m].to(torch.int64)
-    if slots.numel() < live * block_m:  # entries past sorted_ids' end are padding rows, as in the kernels
-        pad = torch.full((live * block_m - slots.numel(),), num_valid_tokens, dtype=torch.int64, device=slots.device)
-        slots = torch.cat((slots, pad))
-    experts = expert_ids[:live].to(torch.int64).repeat_interleave(block_m)
-    ok = (slots >= 0) & (slots < num_valid_tokens) & (experts >= 0) & (experts < B.shape[0])
-    slots, experts = slots[ok], experts[ok]
+    slots, experts = live_slots(sorted_ids, expert_ids, num_tokens_post_padded, num_m_blocks, block_m,
+                                num_valid_tokens, B.shape[0])
     for e in torch.unique(experts).tolist():
         rows = slots[experts == e]
         W = dequant_expert(B, Bs, e)

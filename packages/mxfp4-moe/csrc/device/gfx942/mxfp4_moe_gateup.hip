@@ -8,7 +8,9 @@
 // columns), so the gated epilogue is lane-local. K is walked in slabs of 128: the activation slab is
 // double-buffered in LDS (one barrier per slab), the weights never touch LDS: each lane loads one
 // 16-byte granule and one scale byte per column tile per slab, a slab ahead, and dequantises them in
-// registers (v_perm lookups in the scale byte's table; the 256 tables sit in 4 KiB of LDS). Any K that is a multiple of 32 works: the last, partial slab reads zeros past K (the
+// registers (v_perm lookups in the scale byte's table; the 256 tables sit in 4 KiB of LDS). At block_m 16
+// (decode) the activation loads run two slabs ahead (a second register stage), so the store before each
+// slab's barrier waits for loads issued a slab earlier. Any K that is a multiple of 32 works: the last, partial slab reads zeros past K (the
 // activation loads are masked, the weight buffer is bounded per expert).
 //
 // Grid: (ceil(N_out / (128*NT)), num_m_blocks). A block past *ntpp or whose expert id is negative
@@ -83,40 +85,85 @@ MM_DEVICE void gateup(const uint16_t* A, const uint8_t* W, const uint8_t* S, uin
 
   // Prologue: dequantisation tables and slab 0 to LDS, slab 0 weights in flight.
   build_tables(tables);
-  u32x4 stage[STAGE];
-  WeightSlab wa[TILES], wb[TILES];
+  // Decode (block_m 16: few workgroups per CU, latency-bound) keeps two activation slabs in flight; larger
+  // blocks keep one (the extra registers would cost occupancy: measured in docs/kernels/mxfp4_moe_gfx942.md).
+  if constexpr (BM == 16) {
+    u32x4 sa[STAGE], sb[STAGE];  // activation registers: slab s + 1 (being stored) and s + 2 (in flight)
+    WeightSlab wa[TILES], wb[TILES];
 #pragma unroll
-  for (int p = 0; p < STAGE; ++p) stage[p] = load_a_granule(abuf, st_off[p], st_live[p], 0, g, K);
+    for (int p = 0; p < STAGE; ++p) sa[p] = load_a_granule(abuf, st_off[p], st_live[p], 0, g, K);
 #pragma unroll
-  for (int t = 0; t < TILES; ++t) wa[t] = load_weight_slab(ew, widx[t], 0);
+    for (int p = 0; p < STAGE; ++p) sb[p] = load_a_granule(abuf, st_off[p], st_live[p], 1, g, K);
 #pragma unroll
-  for (int p = 0; p < STAGE; ++p)
-    if (tid + p * kThreads < BM * kGranulesPerRow) store_a_granule(lds[0], st_row[p], g, stage[p]);
-  block_sync();
-
-  // One slab: start the next slab's loads (activations first: they are waited for before this slab's
-  // end, the weights only in the next slab), run this slab's MFMAs, stage the next activation slab.
-  // The weight registers alternate between wa and wb (the loop is unrolled by two), so no copy has to
-  // wait for a load in flight.
-  auto slab_step = [&](uint32_t s, const WeightSlab(&cur)[TILES], WeightSlab(&next)[TILES]) {
-    // Unconditional (past the last slab they read zeros): a branch here would make the compiler's
-    // vmcnt bookkeeping merge two paths and wait for everything.
+    for (int t = 0; t < TILES; ++t) wa[t] = load_weight_slab(ew, widx[t], 0);
 #pragma unroll
-    for (int p = 0; p < STAGE; ++p) stage[p] = load_a_granule(abuf, st_off[p], st_live[p], s + 1, g, K);
-    sched_barrier();  // keep the issue order: vmcnt retires in order
-#pragma unroll
-    for (int t = 0; t < TILES; ++t) next[t] = load_weight_slab(ew, widx[t], s + 1);
-    slab_mma<SUBS, TILES>(acc, cur, lds[s & 1], tables);
-    if (s + 1 < slabs) {
-#pragma unroll
-      for (int p = 0; p < STAGE; ++p)
-        if (tid + p * kThreads < BM * kGranulesPerRow) store_a_granule(lds[(s + 1) & 1], st_row[p], g, stage[p]);
-    }
+    for (int p = 0; p < STAGE; ++p)
+      if (tid + p * kThreads < BM * kGranulesPerRow) store_a_granule(lds[0], st_row[p], g, sa[p]);
     block_sync();
-  };
-  for (uint32_t s = 0; s < slabs; s += 2) {
-    slab_step(s, wa, wb);
-    if (s + 1 < slabs) slab_step(s + 1, wb, wa);
+
+    // One slab: start the activation loads TWO slabs ahead and the weight loads one slab ahead (issue order
+    // = retire order: the activations of slab s + 1, issued one slab earlier, are the oldest loads the
+    // end-of-slab store waits for), run this slab's MFMAs, store slab s + 1's activations to LDS, barrier.
+    // Registers alternate (the loop is unrolled by two): weights wa/wb, activations sa/sb.
+    auto slab_step = [&](uint32_t s, const WeightSlab(&cur)[TILES], WeightSlab(&next)[TILES], u32x4(&ready)[STAGE],
+                         u32x4(&ahead)[STAGE]) {
+      // ready holds slab s + 1 (loaded a slab ago); ahead receives slab s + 2. Unconditional loads (past the
+      // last slab they read zeros): a branch here would make the compiler's vmcnt bookkeeping wait for all.
+#pragma unroll
+      for (int t = 0; t < TILES; ++t) next[t] = load_weight_slab(ew, widx[t], s + 1);
+      sched_barrier();  // keep the issue order: vmcnt retires in order
+#pragma unroll
+      for (int p = 0; p < STAGE; ++p) ahead[p] = load_a_granule(abuf, st_off[p], st_live[p], s + 2, g, K);
+      slab_mma<SUBS, TILES>(acc, cur, lds[s & 1], tables);
+      if (s + 1 < slabs) {
+#pragma unroll
+        for (int p = 0; p < STAGE; ++p)
+          if (tid + p * kThreads < BM * kGranulesPerRow) store_a_granule(lds[(s + 1) & 1], st_row[p], g, ready[p]);
+      }
+      block_sync();
+    };
+    for (uint32_t s = 0; s < slabs; s += 2) {
+      slab_step(s, wa, wb, sb, sa);
+      if (s + 1 < slabs) slab_step(s + 1, wb, wa, sa, sb);
+    }
+
+  } else {
+    u32x4 stage[STAGE];
+    WeightSlab wa[TILES], wb[TILES];
+#pragma unroll
+    for (int p = 0; p < STAGE; ++p) stage[p] = load_a_granule(abuf, st_off[p], st_live[p], 0, g, K);
+#pragma unroll
+    for (int t = 0; t < TILES; ++t) wa[t] = load_weight_slab(ew, widx[t], 0);
+#pragma unroll
+    for (int p = 0; p < STAGE; ++p)
+      if (tid + p * kThreads < BM * kGranulesPerRow) store_a_granule(lds[0], st_row[p], g, stage[p]);
+    block_sync();
+
+    // One slab: start the next slab's loads (activations first: they are waited for before this slab's
+    // end, the weights only in the next slab), run this slab's MFMAs, stage the next activation slab.
+    // The weight registers alternate between wa and wb (the loop is unrolled by two), so no copy has to
+    // wait for a load in flight.
+    auto slab_step = [&](uint32_t s, const WeightSlab(&cur)[TILES], WeightSlab(&next)[TILES]) {
+      // Unconditional (past the last slab they read zeros): a branch here would make the compiler's
+      // vmcnt bookkeeping merge two paths and wait for everything.
+#pragma unroll
+      for (int p = 0; p < STAGE; ++p) stage[p] = load_a_granule(abuf, st_off[p], st_live[p], s + 1, g, K);
+      sched_barrier();  // keep the issue order: vmcnt retires in order
+#pragma unroll
+      for (int t = 0; t < TILES; ++t) next[t] = load_weight_slab(ew, widx[t], s + 1);
+      slab_mma<SUBS, TILES>(acc, cur, lds[s & 1], tables);
+      if (s + 1 < slabs) {
+#pragma unroll
+        for (int p = 0; p < STAGE; ++p)
+          if (tid + p * kThreads < BM * kGranulesPerRow) store_a_granule(lds[(s + 1) & 1], st_row[p], g, stage[p]);
+      }
+      block_sync();
+    };
+    for (uint32_t s = 0; s < slabs; s += 2) {
+      slab_step(s, wa, wb);
+      if (s + 1 < slabs) slab_step(s + 1, wb, wa);
+    }
+
   }
 
   // Epilogue: lane (q, j) holds output columns 4q..4q+3 of block row 16r + j.

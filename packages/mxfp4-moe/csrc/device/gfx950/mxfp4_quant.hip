@@ -1,0 +1,37 @@
+// MXFP4 quantisation of bf16 activations for the a4w4 MoE GEMMs (gfx950): AITER's per-1x32 rule, bit
+// for bit (docs/numerics.md, "MXFP4 activations").
+//
+//   X   bf16 [rows, K], rows x_stride elements apart, contiguous k, K % 32 == 0
+//   Q   E2M1 [rows, K/2] bytes, the standard (OCP / AITER fp4x2) order: byte b holds k = 2b in its low
+//       nibble and k = 2b + 1 in its high nibble
+//   S   E8M0 [rows, K/32] bytes, one per 32 k
+//
+// One lane owns one group of 32 k: four 16-byte loads, amax in fp32 (starting at 1e-10, so an all-zero
+// group gets a finite scale), the scale byte from amax (quant_scale_byte below), sixteen
+// v_cvt_scalef32_pk_fp4_bf16 (x / 2^(scale - 127), round to nearest even, saturating at 6), one 16-byte
+// store and one byte store. Groups are numbered row-major (row * K/32 + group); 256 lanes per
+// workgroup, grid ceil(rows * K/32 / 256). No LDS, no barriers.
+#include "gfx950/mxfp4_quant.hpp"
+
+using namespace mm;
+
+MM_KERNEL MM_LAUNCH_BOUNDS(256) void mxfp4_quant_bf16(const uint16_t* X, uint8_t* Q, uint8_t* S, uint32_t rows,
+                                                     uint32_t K, uint32_t x_stride) {
+  const uint32_t groups_per_row = K / 32u;
+  const uint64_t gid = (uint64_t)block_id_x() * 256u + thread_id_x();
+  if (gid >= (uint64_t)rows * groups_per_row) return;
+  const uint32_t row = (uint32_t)(gid / groups_per_row), grp = (uint32_t)(gid % groups_per_row);
+  const u32x4* x = (const u32x4*)(X + (uint64_t)row * x_stride + grp * 32u);
+  uint32_t w[16];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const u32x4 v = x[i];
+    w[4 * i] = v.x;
+    w[4 * i + 1] = v.y;
+    w[4 * i + 2] = v.z;
+    w[4 * i + 3] = v.w;
+  }
+  const moe::Mxfp4Group q = moe::quantize_group32(w);
+  *(u32x4*)(Q + (uint64_t)row * (K / 2u) + grp * 16u) = q.codes;
+  S[(uint64_t)row * groups_per_row + grp] = (uint8_t)q.scale;
+}

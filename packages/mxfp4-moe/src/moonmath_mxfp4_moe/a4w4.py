@@ -1,0 +1,242 @@
+"""a4w4 MXFP4 MoE GEMMs: MXFP4 activations (codes + E8M0 scales, from mxfp4_quantize or from the fused
+stage-1 epilogue) x the repacked MXFP4 weights, on gfx950's scaled MFMA (csrc/device/gfx950/mxfp4_moe_a4w4.hip).
+
+The a4w4 path reproduces AITER's fused_moe per_1x32 (a4w4) numerics: the activations are quantised by
+AITER's rule (quant.py), stage 1 computes the gated epilogue in fp32, rounds it to bf16 and quantises that
+again by the same rule (here fused into the gate/up kernel: ``C_scales=`` given), stage 2 multiplies by the
+routed weight. docs/numerics.md has the contract.
+"""
+from __future__ import annotations
+
+import torch
+
+from moonmath_common import checks, get_backend, target_arch
+
+from . import quant, reference
+from .ops import EPI_NONE, EPI_SILU, EPI_SITU, _common
+
+A4W4_BLOCK_MS = (16, 32, 48)
+SLAB_K = 128
+THREADS = 512
+COLS_PER_NT = 128
+EPI_NAMES = {EPI_NONE: "none", EPI_SITU: "situ", EPI_SILU: "silu"}
+_BUFFER_LIMIT = (1 << 32) - 1
+DOWN_MAX_K = 2048  # the resident-tile down kernel's LDS tile (16 slabs of 128 k)
+
+
+def _check_scales(name: str, s: object, rows: int, k: int) -> None:
+    checks.tensor(name, s, dtype=torch.uint8, ndim=2, contiguous=True)
+    if s.shape[1] != k // 32 or s.shape[0] < rows:
+        raise ValueError(f"{name} must be uint8 [>= {rows}, {k // 32}] (one E8M0 byte per 32 k of each row); got "
+                         f"{list(s.shape)}")
+
+
+def mxfp4_moe_gateup_a4w4(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.Tensor,
+                          topk_weights: torch.Tensor | None, sorted_token_ids: torch.Tensor, expert_ids: torch.Tensor,
+                          num_tokens_post_padded: torch.Tensor, num_m_blocks: int, block_m: int,
+                          num_valid_tokens: int, top_k: int, epilogue: int = EPI_SILU, mul_routed_weight: bool = False,
+                          situ_beta: float = 1.0, situ_linear_beta: float = 1.0,
+                          C_scales: torch.Tensor | None = None) -> None:
+    """Grouped a4w4 GEMM of the gate/up projection (gfx950), optional fused SwiGLU / SituGLU; writes C in place.
+
+    Args:
+        A: MXFP4 codes uint8 ``[T, K/2]`` (byte b: k = 2b low nibble, 2b + 1 high nibble; contiguous k, any
+            row stride), row of slot s = s // top_k; K a positive multiple of 128.
+        A_scales: E8M0 uint8 ``[T, K/32]``, contiguous (mxfp4_quantize writes both).
+        B, Bs: repacked weights ``[E, K/32, Nb, 16]`` and scales ``[E, K/32, Nb]`` (repack_mxfp4, the a16w4
+            layout). Gated epilogues: Nb = 2N (gate then up), else Nb = N.
+        C: bf16 ``[rows, N]``; or, with ``C_scales``, MXFP4 codes uint8 ``[rows, N/2]`` (a gated epilogue
+            only, N % 32 == 0): the bf16-rounded epilogue output quantised by mxfp4_quantize's rule, fused.
+        C_scales: uint8 ``[rows, N/32]`` when C is quantised, else None.
+        topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks, num_valid_tokens,
+            top_k, mul_routed_weight, situ_beta, situ_linear_beta: as mxfp4_moe_gateup.
+        block_m: 16, 32 or 48 (mxfp4_moe_gateup_block_m).
+    """
+    checks.integer("epilogue", epilogue)
+    checks.choice("epilogue", epilogue, (EPI_NONE, EPI_SITU, EPI_SILU))
+    situ_beta = checks.real("situ_beta", situ_beta, positive=True, fp32=True)
+    situ_linear_beta = checks.real("situ_linear_beta", situ_linear_beta, positive=True, fp32=True)
+    qout = C_scales is not None
+    E, K, ncols = _common(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
+                          num_m_blocks, block_m, A4W4_BLOCK_MS, num_valid_tokens, top_k, mul_routed_weight,
+                          a_codes=True, c_codes=qout)
+    if K % SLAB_K or K == 0:
+        raise ValueError(f"K (2 * A.shape[1]) must be a positive multiple of 128 for the a4w4 GEMMs; got {K}")
+    _check_scales("A_scales", A_scales, A.shape[0], K)
+    gated = epilogue in (EPI_SITU, EPI_SILU)
+    n_out = ncols // 2 if gated else ncols
+    if gated and ncols % 2:
+        raise ValueError(f"with a gated epilogue, B must have an even number of columns (gate then up); got {ncols}")
+    c_cols = C.shape[1] * 2 if qout else C.shape[1]
+    if c_cols != n_out:
+        what = "C (codes, two per byte)" if qout else "C"
+        raise ValueError(f"{what} must have N = {n_out} columns for B's {ncols} columns under "
+                         f"{EPI_NAMES[epilogue].upper()}; got {c_cols}")
+    if qout:
+        if not gated:
+            raise ValueError("C_scales (MXFP4 output) needs a gated epilogue (EPI_SILU or EPI_SITU); got EPI_NONE")
+        if n_out % 32:
+            raise ValueError(f"MXFP4 output needs N % 32 == 0 (one scale per 32 columns); got N = {n_out}")
+        _check_scales("C_scales", C_scales, C.shape[0], n_out)
+        if C_scales.shape[0] < num_valid_tokens:
+            raise ValueError(f"C_scales must have at least num_valid_tokens = {num_valid_tokens} rows; got "
+                             f"{C_scales.shape[0]}")
+    checks.same_device(A=A, A_scales=A_scales, C=C, C_scales=C_scales)
+    checks.no_overlap("C", C, A=A, A_scales=A_scales, B=B, Bs=Bs, topk_weights=topk_weights,
+                      sorted_token_ids=sorted_token_ids, expert_ids=expert_ids,
+                      num_tokens_post_padded=num_tokens_post_padded, C_scales=C_scales)
+    if qout:
+        checks.no_overlap("C_scales", C_scales, A=A, A_scales=A_scales, B=B, Bs=Bs, topk_weights=topk_weights)
+    _a4w4_op(A, A_scales, B, Bs, C, C_scales, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
+             num_m_blocks, block_m, num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta)
+
+
+def mxfp4_moe_down_a4w4(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.Tensor,
+                        topk_weights: torch.Tensor | None, sorted_token_ids: torch.Tensor, expert_ids: torch.Tensor,
+                        num_tokens_post_padded: torch.Tensor, num_m_blocks: int, block_m: int,
+                        num_valid_tokens: int, top_k: int = 1, mul_routed_weight: bool = False) -> None:
+    """Grouped a4w4 GEMM of the down projection (gfx950): C bf16 ``[rows, N]`` = w(slot) * A[slot // top_k] .
+    W^T, A the MXFP4 intermediate (codes ``[rows, K/2]`` + scales ``[rows, K/32]``, e.g. written by
+    mxfp4_moe_gateup_a4w4 with C_scales; top_k = 1 then), any K % 128 == 0; block_m 16, 32 or 48.
+
+    K <= 2048 runs the resident-tile down kernel (the A tile staged in LDS once, column chunks swept: its
+    column steps and tiles from a4w4_down_plan); larger K the gate/up kernel with EPI_NONE. Both give the same
+    bits (one accumulation chain)."""
+    mxfp4_moe_gateup_a4w4(A, A_scales, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
+                          num_m_blocks, block_m, num_valid_tokens, top_k, EPI_NONE, mul_routed_weight)
+
+
+@torch.library.custom_op("moonmath::mxfp4_moe_a4w4", mutates_args=("C", "C_scales"))
+def _a4w4_op(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.Tensor,
+             C_scales: torch.Tensor | None, topk_weights: torch.Tensor | None, sorted_ids: torch.Tensor,
+             expert_ids: torch.Tensor, ntpp: torch.Tensor, num_m_blocks: int, block_m: int, num_valid_tokens: int,
+             top_k: int, epilogue: int, mul_routed_weight: bool, situ_beta: float, situ_linear_beta: float) -> None:
+    if get_backend() == "reference":
+        _reference(A, A_scales, B, Bs, C, C_scales, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks,
+                   block_m, num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta)
+    elif epilogue == EPI_NONE and C_scales is None and 2 * A.shape[1] <= DOWN_MAX_K:
+        launch_a4w4_down(A, A_scales, B, Bs, C, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m,
+                         num_valid_tokens, top_k, mul_routed_weight)
+    else:
+        launch_a4w4(A, A_scales, B, Bs, C, C_scales, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks,
+                    block_m, num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta)
+
+
+@_a4w4_op.register_fake
+def _(A, A_scales, B, Bs, C, C_scales, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m,
+      num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta) -> None:
+    return None
+
+
+def _reference(A, A_scales, B, Bs, C, C_scales, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m,
+               num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta) -> None:
+    """The reference backend: A decoded exactly, the a16w4 reference GEMM, then (MXFP4 output) the rule."""
+    Af = quant.dequantize(A, A_scales[:A.shape[0]])
+    if C_scales is None:
+        reference.grouped_gemm(Af, B, Bs, C, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m,
+                               num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta)
+        return
+    n_out = C.shape[1] * 2
+    tmp = torch.zeros(C.shape[0], n_out, dtype=torch.bfloat16, device=C.device)
+    reference.grouped_gemm(Af, B, Bs, tmp, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m,
+                           num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta)
+    rows, _ = reference.live_slots(sorted_ids, expert_ids, ntpp, num_m_blocks, block_m, num_valid_tokens, B.shape[0])
+    if rows.numel():
+        q, s = quant.quantize_reference(tmp[rows])
+        C[rows] = q
+        C_scales[rows] = s
+
+
+def a4w4_nt(block_m: int, n_out: int, quantised_out: bool) -> int:
+    """Column tiles of 16 per wave: 2 for MXFP4 output (whole 32-column groups per wave); else 1 at block_m 16
+    (more workgroups at decode) and 2 when it covers no more padded columns than 1 does. Never changes results."""
+    if quantised_out:
+        return 2
+    if block_m == 16:
+        return 1
+    cover1 = -(-n_out // COLS_PER_NT) * COLS_PER_NT
+    return 2 if -(-n_out // (2 * COLS_PER_NT)) * 2 * COLS_PER_NT <= cover1 else 1
+
+
+def launch_a4w4(A, A_scales, B, Bs, C, C_scales, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m,
+                num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta=1.0, situ_linear_beta=1.0,
+                nt: int | None = None, op: str = "moonmath_mxfp4_moe.mxfp4_moe_gateup_a4w4") -> dict | None:
+    """Run mxfp4_moe_a4w4_bm<BM>_nt<NT>_<epi>[_q]; returns the emulator's counters (emu) or None (hip)."""
+    from .kernel import KERNELS, _check_b, _topk, _weight_reach
+
+    E, G, nb, _ = B.shape
+    T, half = A.shape
+    K = 2 * half
+    qout = C_scales is not None
+    n_out = nb // 2 if epilogue in (EPI_SITU, EPI_SILU) else nb
+    if nt is None:
+        nt = a4w4_nt(block_m, n_out, qout)
+    if nt not in ((2,) if qout else (1, 2)):
+        raise ValueError(f"{op}: nt must be {'2' if qout else '1 or 2'}; got {nt}")
+    if num_m_blocks == 0 or num_valid_tokens == 0:
+        return None
+    a_stride = A.stride(0) if T > 1 else half
+    if A.data_ptr() % 16 or (T > 1 and a_stride % 16):
+        A = A.clone(memory_format=torch.contiguous_format)
+        a_stride = half
+    sizes = {"A": (T - 1) * a_stride + half, "A_scales": A_scales.numel(), "B_per_expert": _weight_reach(K, nb),
+             "C": num_valid_tokens * n_out * (1 if qout else 2)}
+    for name, nbytes in sizes.items():
+        if nbytes > _BUFFER_LIMIT:
+            raise ValueError(f"{op}: {name} spans {nbytes} bytes; the kernels address each buffer with 32-bit byte "
+                             f"offsets, at most 4 GiB - 1 bytes (split the call)")
+    _check_b(op, B)
+    name = f"mxfp4_moe_a4w4_bm{block_m}_nt{nt}_{EPI_NAMES[epilogue]}{'_q' if qout else ''}"
+    grid = (-(-n_out // (COLS_PER_NT * nt)), num_m_blocks, 1)
+    args = [A, A_scales, B, Bs, C, C_scales, _topk(topk_weights, mul_routed_weight), sorted_ids, expert_ids, ntpp,
+            sorted_ids.numel(), num_valid_tokens, T, top_k, K, nb, E, int(bool(mul_routed_weight)), float(situ_beta),
+            float(situ_linear_beta), a_stride]
+    return KERNELS.launch(op, target_arch(), "mxfp4_moe_a4w4", name, grid, THREADS, args)
+
+
+def a4w4_down_plan(num_m_blocks: int, N: int, block_m: int, num_cus: int = 256) -> tuple[int, int]:
+    """(nt, n_steps) of the resident-tile down kernel: nt as a4w4_nt; n_steps = the column chunks one
+    workgroup sweeps, as many as keep >= 4 workgroups per CU (each extra step saves one staging of the A tile),
+    then evened out (steps = total / ceil(total / steps)). Never changes results."""
+    nt = a4w4_nt(block_m, N, False)
+    total = -(-N // (COLS_PER_NT * nt))
+    steps = max(1, min(total, total * num_m_blocks // (4 * num_cus)))
+    steps = -(-total // -(-total // steps))
+    return nt, steps
+
+
+def launch_a4w4_down(A, A_scales, B, Bs, C, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m,
+                     num_valid_tokens, top_k, mul_routed_weight, nt: int | None = None, n_steps: int | None = None,
+                     op: str = "moonmath_mxfp4_moe.mxfp4_moe_down_a4w4") -> dict | None:
+    """Run mxfp4_moe_a4w4_down_bm<BM>_nt<NT> (K <= 2048); returns the emulator's counters (emu) or None (hip)."""
+    from .kernel import KERNELS, _check_b, _topk, _weight_reach
+
+    E, G, N, _ = B.shape
+    T, half = A.shape
+    K = 2 * half
+    if K > DOWN_MAX_K:
+        raise ValueError(f"{op}: the resident-tile down kernel serves K <= {DOWN_MAX_K}; got {K}")
+    pnt, psteps = a4w4_down_plan(num_m_blocks, N, block_m)
+    nt = pnt if nt is None else nt
+    n_steps = (psteps if nt == pnt else 1) if n_steps is None else n_steps
+    if nt not in (1, 2) or n_steps < 1:
+        raise ValueError(f"{op}: nt must be 1 or 2 and n_steps >= 1; got nt={nt}, n_steps={n_steps}")
+    if num_m_blocks == 0 or num_valid_tokens == 0:
+        return None
+    a_stride = A.stride(0) if T > 1 else half
+    if A.data_ptr() % 16 or (T > 1 and a_stride % 16):
+        A = A.clone(memory_format=torch.contiguous_format)
+        a_stride = half
+    sizes = {"A": (T - 1) * a_stride + half, "A_scales": A_scales.numel(), "B_per_expert": _weight_reach(K, N),
+             "C": num_valid_tokens * N * 2}
+    for name, nbytes in sizes.items():
+        if nbytes > _BUFFER_LIMIT:
+            raise ValueError(f"{op}: {name} spans {nbytes} bytes; the kernels address each buffer with 32-bit byte "
+                             f"offsets, at most 4 GiB - 1 bytes (split the call)")
+    _check_b(op, B)
+    chunks = -(-N // (COLS_PER_NT * nt))
+    grid = (-(-chunks // n_steps), num_m_blocks, 1)
+    args = [A, A_scales, B, Bs, C, _topk(topk_weights, mul_routed_weight), sorted_ids, expert_ids, ntpp,
+            sorted_ids.numel(), num_valid_tokens, T, top_k, K, N, E, int(bool(mul_routed_weight)), n_steps, a_stride]
+    return KERNELS.launch(op, target_arch(), "mxfp4_moe_a4w4", f"mxfp4_moe_a4w4_down_bm{block_m}_nt{nt}", grid,
+                          THREADS, args)
