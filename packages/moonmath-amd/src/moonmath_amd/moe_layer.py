@@ -38,6 +38,8 @@ def fused_moe(hidden_states: torch.Tensor, w13: torch.Tensor, w13_scales: torch.
             AITER's fused_moe does (doweight_stage1=False). Shared experts are ordinary columns of the routing.
         topk_ids: int32 / int64 ``[T, top_k]``: expert ids; ids outside [0, E) are routed nowhere (contribute 0).
         epilogue: EPI_SILU (SwiGLU, default) or EPI_SITU (SituGLU with situ_beta, situ_linear_beta).
+        situ_beta, situ_linear_beta: b and L of EPI_SITU's (b tanh(g/b) sigmoid(g)) * (L tanh(u/L)); finite,
+            > 0 (unused under EPI_SILU).
         activations: "bf16" (a16w4, both archs: exact bf16 activations, the intermediate rounded to bf16) or
             "mxfp4" (a4w4, gfx950: AITER's per_1x32 numerics: the hidden states and the intermediate quantised
             to MXFP4 by AITER's rule, see docs/numerics.md).

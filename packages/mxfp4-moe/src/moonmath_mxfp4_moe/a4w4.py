@@ -48,9 +48,16 @@ def mxfp4_moe_gateup_a4w4(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tens
         C: bf16 ``[rows, N]``; or, with ``C_scales``, MXFP4 codes uint8 ``[rows, N/2]`` (a gated epilogue
             only, N % 32 == 0): the bf16-rounded epilogue output quantised by mxfp4_quantize's rule, fused.
         C_scales: uint8 ``[rows, N/32]`` when C is quantised, else None.
-        topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks, num_valid_tokens,
-            top_k, mul_routed_weight, situ_beta, situ_linear_beta: as mxfp4_moe_gateup.
+        topk_weights: fp32 or bf16, contiguous, >= num_valid_tokens elements (flat index = slot); required
+            when mul_routed_weight (as mxfp4_moe_gateup).
+        sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks: from moe_align_block_size (or
+            vLLM's / SGLang's aligner), as mxfp4_moe_gateup.
         block_m: 16, 32 or 48 (mxfp4_moe_gateup_block_m).
+        num_valid_tokens: slots s < it are live.
+        top_k: slots per token (the row of A read for slot s is s // top_k).
+        epilogue: EPI_NONE, EPI_SITU (SituGLU) or EPI_SILU (SwiGLU, default).
+        mul_routed_weight: bool; multiply each slot's row by its topk_weights entry.
+        situ_beta, situ_linear_beta: b and L of EPI_SITU's (b tanh(g/b) sigmoid(g)) * (L tanh(u/L)); finite, > 0.
     """
     checks.integer("epilogue", epilogue)
     checks.choice("epilogue", epilogue, (EPI_NONE, EPI_SITU, EPI_SILU))
@@ -101,7 +108,22 @@ def mxfp4_moe_down_a4w4(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tensor
 
     K <= 2048 runs the resident-tile down kernel (the A tile staged in LDS once, column chunks swept: its
     column steps and tiles from a4w4_down_plan); larger K the gate/up kernel with EPI_NONE. Both give the same
-    bits (one accumulation chain)."""
+    bits (one accumulation chain).
+
+    Args:
+        A: MXFP4 codes uint8 ``[rows, K/2]`` of the intermediate (contiguous k, any row stride); K % 128 == 0.
+        A_scales: E8M0 uint8 ``[rows, K/32]``, contiguous.
+        B: repacked down weights uint8 ``[E, K/32, N, 16]`` (repack_mxfp4).
+        Bs: repacked E8M0 scales uint8 ``[E, K/32, N]`` (repack_mxfp4_scales).
+        C: bf16 ``[rows_out, N]`` contiguous output, row = slot; must not overlap the inputs.
+        topk_weights: fp32 or bf16, contiguous, >= num_valid_tokens elements; required when mul_routed_weight.
+        sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks: from moe_align_block_size (or
+            vLLM's / SGLang's aligner), as mxfp4_moe_down.
+        block_m: 16, 32 or 48.
+        num_valid_tokens: slots s < it are live.
+        top_k: the row of A read for slot s is s // top_k (1 when A holds one row per slot).
+        mul_routed_weight: bool; multiply each slot's row by its topk_weights entry.
+    """
     mxfp4_moe_gateup_a4w4(A, A_scales, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
                           num_m_blocks, block_m, num_valid_tokens, top_k, EPI_NONE, mul_routed_weight)
 
