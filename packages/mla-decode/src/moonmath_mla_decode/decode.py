@@ -60,13 +60,28 @@ def mla_decode_a16w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Ten
         raise TypeError(f"kv_pool must have dtype {str(pool_dtype).replace('torch.', '')} on {arch} (its native fp8: "
                         f"gfx942 e4m3fnuz, gfx950 OCP e4m3fn); got {str(kv_pool.dtype).replace('torch.', '')}")
     checks.tensor("kv_pool", kv_pool, ndim=3, contiguous=True)
+    if kv_pool.shape[1] != 1 or kv_pool.shape[2] != ROW:
+        raise ValueError(f"kv_pool must be [slots, 1, {ROW}] (page_size 1, fused latent+rope rows); got "
+                         f"{list(kv_pool.shape)}")
+    kv_scale_dev = _device_kv_scale(kv_scale, q_lat.device)
+    kv_scale = 1.0 if kv_scale_dev is not None else checks.real("kv_scale", kv_scale, fp32=True)
+    scale, _ = _check_common(q_lat, q_pe, o_lat, seq_lens, kv_indices, kv_indptr, scale, lse, glen, cp_rank,
+                             cp_world, kv_pool=kv_pool)
+    _decode_op(q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, scale, kv_scale, lse, glen, cp_rank,
+               cp_world, kv_scale_dev)
+
+
+def _check_common(q_lat, q_pe, o_lat, seq_lens, kv_indices, kv_indptr, scale, lse, glen, cp_rank, cp_world,
+                  **pool_tensors) -> tuple[float, int]:
+    """The KV-format-independent checks of every decode op (pool_tensors: the format's pool operands, the first
+    giving the slot count); returns (scale, q_len)."""
+    checks.tensor("q_lat", q_lat, dtype=torch.bfloat16, ndim=3, contiguous=True)
+    checks.tensor("q_pe", q_pe, dtype=torch.bfloat16, ndim=3, contiguous=True)
     checks.tensor("o_lat", o_lat, dtype=torch.bfloat16, ndim=3, contiguous=True)
     checks.tensor("seq_lens", seq_lens, dtype=torch.int32, ndim=1, contiguous=True)
     checks.tensor("kv_indices", kv_indices, dtype=torch.int32, ndim=1, contiguous=True)
     checks.tensor("kv_indptr", kv_indptr, dtype=torch.int32, ndim=1, contiguous=True)
     scale = checks.real("scale", scale, fp32=True)
-    kv_scale_dev = _device_kv_scale(kv_scale, q_lat.device)
-    kv_scale = 1.0 if kv_scale_dev is not None else checks.real("kv_scale", kv_scale, fp32=True)
     if lse is not None:
         checks.tensor("lse", lse, dtype=torch.float32, ndim=2, contiguous=True)
     if glen is not None:
@@ -78,8 +93,8 @@ def mla_decode_a16w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Ten
     if cp_world > 1 and glen is None:
         raise ValueError(f"glen (the GLOBAL lengths, int32 [B]) is required when cp_world > 1; got None with "
                          f"cp_world={cp_world}")
-    checks.same_device(q_lat=q_lat, q_pe=q_pe, kv_pool=kv_pool, o_lat=o_lat, seq_lens=seq_lens,
-                       kv_indices=kv_indices, kv_indptr=kv_indptr, lse=lse, glen=glen)
+    checks.same_device(q_lat=q_lat, q_pe=q_pe, o_lat=o_lat, seq_lens=seq_lens, kv_indices=kv_indices,
+                       kv_indptr=kv_indptr, lse=lse, glen=glen, **pool_tensors)
     T, H, lat = q_lat.shape
     if lat != KV_LORA_RANK:
         raise ValueError(f"q_lat must be [T, H, {KV_LORA_RANK}] (kv_lora_rank {KV_LORA_RANK}); got {list(q_lat.shape)}")
@@ -87,9 +102,6 @@ def mla_decode_a16w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Ten
         raise ValueError(f"H (q_lat.shape[1]) must be in [1, {MAX_HEADS}]; got {H}")
     checks.tensor("q_pe", q_pe, shape=[T, H, ROPE_DIM])
     checks.tensor("o_lat", o_lat, shape=[T, H, KV_LORA_RANK])
-    if kv_pool.shape[1] != 1 or kv_pool.shape[2] != ROW:
-        raise ValueError(f"kv_pool must be [slots, 1, {ROW}] (page_size 1, fused latent+rope rows); got "
-                         f"{list(kv_pool.shape)}")
     if kv_indptr.numel() < 2:
         raise ValueError(f"kv_indptr must have B + 1 >= 2 elements; got {kv_indptr.numel()}")
     B = kv_indptr.numel() - 1
@@ -102,11 +114,11 @@ def mla_decode_a16w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Ten
     q_len = T // B
     if lse is not None:
         checks.tensor("lse", lse, shape=[T, H])
+    slots = next(iter(pool_tensors.values())).shape[0]
     if checks.on_host(seq_lens, kv_indices, kv_indptr, glen):
         _check_values(seq_lens, kv_indices, kv_indptr, glen if cp_world > 1 else None, q_len, cp_rank, cp_world,
-                      kv_pool.shape[0])
-    _decode_op(q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, scale, kv_scale, lse, glen, cp_rank,
-               cp_world, kv_scale_dev)
+                      slots)
+    return scale, q_len
 
 
 def _device_kv_scale(kv_scale: object, device: torch.device) -> torch.Tensor | None:

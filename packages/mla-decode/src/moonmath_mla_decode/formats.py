@@ -20,9 +20,8 @@ import torch
 from moonmath_common import NoKernelError, checks, get_backend, target_arch
 
 from . import reference
-from .decode import _check_values
+from .decode import ROW, _check_common
 
-KV_LORA_RANK, ROPE_DIM, ROW, MAX_HEADS = 512, 64, 576, 128
 MXFP4_ROW_BYTES = ROW // 2          # two E2M1 codes per byte
 MXFP4_BLOCK = 32                    # elements per E8M0 scale
 MXFP4_SCALES = ROW // MXFP4_BLOCK   # 18 per row
@@ -41,55 +40,6 @@ AMAX_CODE_OBJECT, AMAX_KERNEL, AMAX_MAX_BLOCKS = "mla_q_amax", "mla_q_amax", 256
 
 def _op(fmt: str) -> str:
     return f"moonmath_mla_decode.mla_decode_{fmt}"
-
-
-def _check_common(q_lat, q_pe, o_lat, seq_lens, kv_indices, kv_indptr, scale, lse, glen, cp_rank, cp_world,
-                  **pool_tensors) -> tuple[float, int]:
-    """The format-independent checks of the decode ops (as mla_decode_a16w8's); returns (scale, q_len)."""
-    checks.tensor("q_lat", q_lat, dtype=torch.bfloat16, ndim=3, contiguous=True)
-    checks.tensor("q_pe", q_pe, dtype=torch.bfloat16, ndim=3, contiguous=True)
-    checks.tensor("o_lat", o_lat, dtype=torch.bfloat16, ndim=3, contiguous=True)
-    checks.tensor("seq_lens", seq_lens, dtype=torch.int32, ndim=1, contiguous=True)
-    checks.tensor("kv_indices", kv_indices, dtype=torch.int32, ndim=1, contiguous=True)
-    checks.tensor("kv_indptr", kv_indptr, dtype=torch.int32, ndim=1, contiguous=True)
-    scale = checks.real("scale", scale, fp32=True)
-    if lse is not None:
-        checks.tensor("lse", lse, dtype=torch.float32, ndim=2, contiguous=True)
-    if glen is not None:
-        checks.tensor("glen", glen, dtype=torch.int32, ndim=1, contiguous=True)
-    checks.i32("cp_world", cp_world, lo=1)
-    checks.integer("cp_rank", cp_rank)
-    if not 0 <= cp_rank < cp_world:
-        raise ValueError(f"cp_rank must satisfy 0 <= cp_rank < cp_world ({cp_world}); got {cp_rank}")
-    if cp_world > 1 and glen is None:
-        raise ValueError(f"glen (the GLOBAL lengths, int32 [B]) is required when cp_world > 1; got None with "
-                         f"cp_world={cp_world}")
-    checks.same_device(q_lat=q_lat, q_pe=q_pe, o_lat=o_lat, seq_lens=seq_lens, kv_indices=kv_indices,
-                       kv_indptr=kv_indptr, lse=lse, glen=glen, **pool_tensors)
-    T, H, lat = q_lat.shape
-    if lat != KV_LORA_RANK:
-        raise ValueError(f"q_lat must be [T, H, {KV_LORA_RANK}] (kv_lora_rank {KV_LORA_RANK}); got {list(q_lat.shape)}")
-    if not 1 <= H <= MAX_HEADS:
-        raise ValueError(f"H (q_lat.shape[1]) must be in [1, {MAX_HEADS}]; got {H}")
-    checks.tensor("q_pe", q_pe, shape=[T, H, ROPE_DIM])
-    checks.tensor("o_lat", o_lat, shape=[T, H, KV_LORA_RANK])
-    if kv_indptr.numel() < 2:
-        raise ValueError(f"kv_indptr must have B + 1 >= 2 elements; got {kv_indptr.numel()}")
-    B = kv_indptr.numel() - 1
-    checks.tensor("seq_lens", seq_lens, shape=[B])
-    if glen is not None:
-        checks.tensor("glen", glen, shape=[B])
-    if T < B or T % B:
-        raise ValueError(f"T (q_lat.shape[0]) must be B * q_len with q_len >= 1 (B = kv_indptr.numel() - 1 = {B}); "
-                         f"got T = {T}")
-    q_len = T // B
-    if lse is not None:
-        checks.tensor("lse", lse, shape=[T, H])
-    slots = next(iter(pool_tensors.values())).shape[0]
-    if checks.on_host(seq_lens, kv_indices, kv_indptr, glen):
-        _check_values(seq_lens, kv_indices, kv_indptr, glen if cp_world > 1 else None, q_len, cp_rank, cp_world,
-                      slots)
-    return scale, q_len
 
 
 def _require_arch(fmt: str, name: str, want: str) -> None:
