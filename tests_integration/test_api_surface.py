@@ -96,6 +96,11 @@ def test_gfx942_dispatch(arch):
             ma.forward(q, k, v, **kwargs)
     with pytest.raises(ma.ArchFeatureError, match="GQA"):
         ma.forward(q, k[:, :1], v[:, :1])
+    for d in (64, 80, 96, 256):        # issue 17: head dims of gfx950
+        with pytest.raises(ma.ArchFeatureError, match=f"head dim {d} .*exist on gfx950"):
+            ma.forward(rand(1, 2, 5, d), rand(1, 2, 7, d), rand(1, 2, 7, d))
+    with pytest.raises(ValueError, match="head dim"):        # no arch has 32: the package's own check
+        ma.forward(rand(1, 2, 5, 32), rand(1, 2, 7, 32), rand(1, 2, 7, 32))
     cu = torch.tensor([0, 5], dtype=torch.int32)
     with pytest.raises(ma.ArchFeatureError, match="forward_varlen: varlen batching exists on gfx950"):
         ma.forward_varlen(q[0, 0][:, None], k[0, 0][:, None], v[0, 0][:, None], cu, cu, 5, 5)
@@ -138,6 +143,11 @@ def test_gfx950_dispatch(arch):
     fp = ma.forward_paged(q[0], kc, vc, cu_q, torch.tensor([4, 5], dtype=torch.int32),
                           block_table=torch.tensor([[0], [1]], dtype=torch.int32), causal=True, **feats)
     assert torch.equal(bf16_bits(fp), bf16_bits(fv))
+    for d in (64, 80, 96, 256):        # issue 17: the other head dims
+        qd, kd, vd = rand(1, 5, 2, d, seed=d), rand(1, 9, 1, d, seed=d + 1), rand(1, 9, 1, d, seed=d + 2)
+        fd = dict(feats, sinks=torch.tensor([0.5, -1.0]))
+        assert torch.equal(bf16_bits(ma.forward(qd, kd, vd, layout="bshd", causal=True, **fd)),
+                           bf16_bits(att.forward(qd, kd, vd, layout="bshd", causal=True, **fd)))
 
 
 @pytest.mark.parametrize("arch", ["gfx942", "gfx950"], indirect=True)

@@ -8,6 +8,10 @@ Declared budgets (docs/kernels/attention_gfx950.md):
   attn_fwd_merge     VGPR <= 40, AGPR 0, SGPR <= 72; LDS 0; scratch 0.
   attn_fwd*_softcap, *_window, *_softcap_window and their *_sinks  (issue 17) the budget of the plain
                      twin, SGPR <= 102 (no occupancy cost either).
+  attn_fwd[_paged]_d64 / _d80 / _d96 / _d256 and their feature twins  (issue 17, attention_fwd[_paged]_dims.hsaco)
+                     VGPR+AGPR <= 256, SGPR <= 104 (the metadata count includes VCC: 102 addressable + 2), LDS =
+                     the two stages of the head dims (d64 32768, d80 45056: K padded to 96, d96 49152, d256 131072).
+  attn_fwd_merge_dv64 / _dv80 / _dv96 / _dv256  the merge's budget.
 No spills anywhere.
 """
 from __future__ import annotations
@@ -34,11 +38,17 @@ BUDGETS = {
                                                              block=FWD_BLOCK),
     ("attention_plan", "attn_fwd_plan_varlen"): dict(vgpr=64, agpr=0, sgpr=72, lds=2048, block=256),
 }
+# issue 17, head dims 64, 80, 96, 256: the plain kernels of their own code objects, 2 stages of K [64][Dqk padded
+# to 32] + V [64][Dv] bf16 of LDS.
+for _d, _lds in ((64, 32768), (80, 45056), (96, 49152), (256, 131072)):
+    for _co, _n in (("attention_fwd_dims", f"attn_fwd_d{_d}"), ("attention_fwd_paged_dims", f"attn_fwd_paged_d{_d}")):
+        BUDGETS[(_co, _n)] = dict(vgpr=256, agpr=256, sgpr=104, lds=_lds, block=FWD_BLOCK)
+    BUDGETS[(MERGE_CODE_OBJECT, f"attn_fwd_merge_dv{_d}")] = BUDGETS[(MERGE_CODE_OBJECT, MERGE_KERNEL)]
 # issue 17: the compile-time feature instantiations keep their plain twin's budget, but SGPR <= 102 (the features'
 # scalars; the paged 192 kernels need 97 .. 101): at 2 waves per SIMD any count up to the 102 addressable costs
-# nothing, and no spill is allowed (below).
-BUDGETS.update({(co, n + sfx): dict(b, sgpr=102) for (co, n), b in list(BUDGETS.items())
-                if co.startswith("attention_fwd") and n != MERGE_KERNEL
+# nothing, and no spill is allowed (below). The new head dims' twins: <= 104 as their plain kernels.
+BUDGETS.update({(co, n + sfx): dict(b, sgpr=max(b["sgpr"], 102)) for (co, n), b in list(BUDGETS.items())
+                if co.startswith("attention_fwd") and not n.startswith("attn_fwd_merge")
                 for f in ("_softcap", "_window", "_softcap_window", "")
                 for sfx in ((f,) if f else ()) + (f + "_sinks",)})
 
@@ -64,10 +74,12 @@ def test_fwd_kernels_use_the_gfx950_instructions():
     emu = pytest.importorskip("moonmath_emu")
     if ARCH not in KERNELS.archs_built():
         pytest.skip("this build has no gfx950 code objects")
-    code = KERNELS.path("isa", ARCH, FWD_CODE_OBJECT).read_bytes()
-    ops = emu.opcodes_in(code)
-    assert {"v_mfma_f32_16x16x32_bf16", "ds_read_b64_tr_b16"} <= ops
-    assert {o for o in ops if o.startswith("v_mfma")} == {"v_mfma_f32_16x16x32_bf16"}
-    for kernel in ("attn_fwd_d128", "attn_fwd_d192_128"):
-        text = [t for k, _, t in emu.disassemble(code) if k == kernel]
-        assert any(t.startswith("buffer_load_dwordx4") and t.endswith(" lds") for t in text), kernel
+    for co, kernels in ((FWD_CODE_OBJECT, ("attn_fwd_d128", "attn_fwd_d192_128")),
+                        ("attention_fwd_dims", ("attn_fwd_d64", "attn_fwd_d80", "attn_fwd_d96", "attn_fwd_d256"))):
+        code = KERNELS.path("isa", ARCH, co).read_bytes()
+        ops = emu.opcodes_in(code)
+        assert {"v_mfma_f32_16x16x32_bf16", "ds_read_b64_tr_b16"} <= ops
+        assert {o for o in ops if o.startswith("v_mfma")} == {"v_mfma_f32_16x16x32_bf16"}
+        for kernel in kernels:
+            text = [t for k, _, t in emu.disassemble(code) if k == kernel]
+            assert any(t.startswith("buffer_load_dwordx4") and t.endswith(" lds") for t in text), kernel

@@ -1,4 +1,4 @@
-"""bf16 attention forward for gfx950 (MI355X): dense/causal, GQA/MQA, head dims (128,128) and (192,128),
+"""bf16 attention forward for gfx950 (MI355X): dense/causal, GQA/MQA, head dims 64, 80, 96, 128, 256 and (192,128),
 batch (BHSD/BSHD), varlen (THD) and paged K/V, logit soft-cap, sliding window, optional natural-log LSE, RTNE output."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from .emu_device import device_resident
 
 LAYOUTS = ("bhsd", "bshd")
 ROUND_MODES = ("rtne",)
-HEAD_DIMS = ((128, 128), (192, 128))
+HEAD_DIMS = ((64, 64), (80, 80), (96, 96), (128, 128), (192, 128), (256, 256))   # (Dqk, Dv)
 MAX_TOKEN_STRIDE = 1 << 22  # elements between consecutive tokens of one tensor
 
 
@@ -166,7 +166,8 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
     Args:
         q: bf16 ``[B, Hq, Sq, Dqk]`` (layout "bhsd", default) or ``[B, Sq, Hq, Dqk]`` ("bshd").
         k: bf16 ``[B, Hkv, Skv, Dqk]`` / ``[B, Skv, Hkv, Dqk]``; Hq a multiple of Hkv (MHA, GQA, MQA).
-        v: bf16 ``[B, Hkv, Skv, Dv]`` / ``[B, Skv, Hkv, Dv]``. (Dqk, Dv) is (128, 128) or (192, 128).
+        v: bf16 ``[B, Hkv, Skv, Dv]`` / ``[B, Skv, Hkv, Dv]``. (Dqk, Dv) is one of HEAD_DIMS: (64, 64), (80, 80),
+            (96, 96), (128, 128), (192, 128) (MLA prefill), (256, 256).
         out: optional bf16 tensor of shape q's with Dv, filled in place.
         round_mode: "rtne", the only mode on gfx950.
         layout: "bhsd" or "bshd": which of dims 1 and 2 is the sequence. Any strides with a contiguous
@@ -396,7 +397,7 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
     Args:
         q: bf16 ``[total_q, Hq, Dqk]`` (any strides with a contiguous head dim).
         k_cache: bf16 ``[num_pages, page_size, Hkv, Dqk]``; v_cache: bf16 ``[num_pages, page_size, Hkv, Dv]``.
-            page_size a power of two, >= 8 for Dqk = 128 and >= 16 for Dqk = 192 (MLA); with Dqk = 128,
+            page_size a power of two, >= 16 for Dqk = 192 (MLA), >= 8 for the other head dims; with Dqk = 128,
             k_cache and v_cache must have the same strides.
         cu_seqlens_q: int32 ``[B + 1]`` query offsets (as forward_varlen).
         seqlens_k: int32 ``[B]`` key lengths (read on the host).
@@ -450,7 +451,7 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                          f"{list(v_cache.shape[:2])}")
     _heads(q.shape[1], hk, v_cache.shape[2], "k_cache", "v_cache")
     _head_dims(q.shape[2], dqk, v_cache.shape[3], "k_cache", "v_cache")
-    checks.power_of_two("page_size (k_cache.shape[1])", page_size, lo=8 if dqk == 128 else 16)
+    checks.power_of_two("page_size (k_cache.shape[1])", page_size, lo=16 if dqk == 192 else 8)
     _strides("q", q, 0)
     _strides("k_cache", k_cache, 1)
     _strides("v_cache", v_cache, 1)

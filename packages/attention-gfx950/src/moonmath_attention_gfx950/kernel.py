@@ -2,8 +2,10 @@
 
 Code objects: ``attention_fwd.hsaco`` (kernels ``attn_fwd_d128`` and ``attn_fwd_d192_128``: grid
 (work items, q heads), 512 threads; ``*_softcap``, ``*_window``, ``*_softcap_window``: the same pipelines
-with the soft-cap stage / the sliding window compiled in; ``*_sinks`` of each: with sinks) and
-``attention_merge.hsaco`` (``attn_fwd_merge``: the fixed-order fp32 merge of split-KV parts). The C++ planner
+with the soft-cap stage / the sliding window compiled in; ``*_sinks`` of each: with sinks),
+``attention_fwd_dims.hsaco`` (the same for head dims 64, 80, 96 and 256; d256 runs 2 workgroups per item) and
+``attention_merge.hsaco`` (``attn_fwd_merge`` and ``attn_fwd_merge_dv<Dv>``: the fixed-order fp32 merge of
+split-KV parts). The C++ planner
 (``_C.plan_forward_batch`` / ``_C.plan_forward_varlen``, csrc/host/attention_planner.hpp) writes the plan buffer
 both kernels read (csrc/shared/attention_fwd_plan.h): the strides, the scale, and one work item per (tile, key range).
 
@@ -23,8 +25,17 @@ from moonmath_common.kernels import KernelSet
 
 ARCH = "gfx950"
 FWD_CODE_OBJECT = "attention_fwd"
-FWD_KERNELS = {(128, 128): "attn_fwd_d128", (192, 128): "attn_fwd_d192_128"}
+FWD_KERNELS = {(128, 128): "attn_fwd_d128", (192, 128): "attn_fwd_d192_128",
+               # issue 17: the other head dims, in their own code objects (attention_fwd_dims.hip)
+               (64, 64): "attn_fwd_d64", (80, 80): "attn_fwd_d80", (96, 96): "attn_fwd_d96",
+               (256, 256): "attn_fwd_d256"}
+DIMS_SUFFIX = "_dims"          # code object of the head dims other than (128, 128) / (192, 128): <base>_dims.hsaco
+# Workgroups per 256-row work item: Dv 256 holds one 16-row tile per wave, so two workgroups run an item
+# (rows 0..127 and 128..255; FwdShape::kRowSplit in attention_fwd.hpp). The launch multiplies grid.x.
+ROW_SPLIT = {(256, 256): 2}
 MERGE_CODE_OBJECT, MERGE_KERNEL = "attention_merge", "attn_fwd_merge"
+MERGE_KERNELS = {128: MERGE_KERNEL, 64: "attn_fwd_merge_dv64", 80: "attn_fwd_merge_dv80", 96: "attn_fwd_merge_dv96",
+                 256: "attn_fwd_merge_dv256"}
 FWD_BLOCK, MERGE_BLOCK = 512, 256
 LOG2E = 1.0 / math.log(2.0)
 
@@ -87,6 +98,11 @@ def fwd_kernel(kernels: dict, dims: tuple[int, int], softcap: float, window: tup
             + ("_sinks" if sinks else ""))
 
 
+def fwd_code_object(base: str, dims: tuple[int, int]) -> str:
+    """The code object holding the kernels of head dims `dims` (base: the dense or the paged one)."""
+    return base if dims in ((128, 128), (192, 128)) else base + DIMS_SUFFIX
+
+
 def _launch(op: str, plan: dict, q, k, v, out, lse, dims: tuple[int, int], kernels: dict = FWD_KERNELS,
             code_object: str = FWD_CODE_OBJECT, extra: tuple = (), softcap: float = 0.0,
             window: tuple[int, int] = NO_WINDOW, sinks: torch.Tensor | None = None) -> list[dict | None]:
@@ -104,11 +120,12 @@ def _launch(op: str, plan: dict, q, k, v, out, lse, dims: tuple[int, int], kerne
     ws_o = torch.empty(n_slots * hq * tile * dims[1], dtype=torch.float32, device=dev) if n_slots else None
     ws_ml = torch.empty(n_slots * hq * tile * 4, dtype=torch.float32, device=dev) if n_slots else None
     tail = [sinks] if sinks is not None else []        # the *_sinks kernels' last argument
-    counters = [KERNELS.launch(op, arch, code_object, fwd_kernel(kernels, dims, softcap, window, sinks is not None),
-                               grid=(plan["n_items"], hq), block=FWD_BLOCK,
+    counters = [KERNELS.launch(op, arch, fwd_code_object(code_object, dims),
+                               fwd_kernel(kernels, dims, softcap, window, sinks is not None),
+                               grid=(plan["n_items"] * ROW_SPLIT.get(dims, 1), hq), block=FWD_BLOCK,
                                args=[buf, q, k, v, out, lse, ws_o, ws_ml, *extra, *tail])]
     if plan["n_merge"]:
-        counters.append(KERNELS.launch(op, arch, MERGE_CODE_OBJECT, MERGE_KERNEL, grid=(plan["n_merge"], hq),
+        counters.append(KERNELS.launch(op, arch, MERGE_CODE_OBJECT, MERGE_KERNELS[dims[1]], grid=(plan["n_merge"], hq),
                                        block=MERGE_BLOCK, args=[buf, out, lse, ws_o, ws_ml]))
     return counters
 

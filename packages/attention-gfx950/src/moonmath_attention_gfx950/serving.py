@@ -1,6 +1,7 @@
 """Launching the serving paths of the gfx950 attention forward (issue 13): paged K/V and the device-planned
 VarlenPlan. The kernels are the forward pipeline with another partitioner (``attention_fwd_paged.hsaco``:
-``attn_fwd_paged_d128``, ``attn_fwd_paged_d192_128``) and the planning kernel ``attention_plan.hsaco``:
+``attn_fwd_paged_d128``, ``attn_fwd_paged_d192_128``; ``attention_fwd_paged_dims.hsaco``: the d64, d80, d96 and
+d256 ones) and the planning kernel ``attention_plan.hsaco``:
 ``attn_fwd_plan_varlen``, which writes a plan's work items on the device. docs/ops/forward_paged.md and
 docs/ops/VarlenPlan.md state the rules.
 """
@@ -17,7 +18,9 @@ from . import kernel
 from .kernel import _C, _PLANNER, ARCH, FWD_BLOCK, KERNELS, LOG2E, _check_alignment, _strides
 
 PAGED_CODE_OBJECT = "attention_fwd_paged"
-PAGED_KERNELS = {(128, 128): "attn_fwd_paged_d128", (192, 128): "attn_fwd_paged_d192_128"}
+PAGED_KERNELS = {(128, 128): "attn_fwd_paged_d128", (192, 128): "attn_fwd_paged_d192_128",
+                 (64, 64): "attn_fwd_paged_d64", (80, 80): "attn_fwd_paged_d80", (96, 96): "attn_fwd_paged_d96",
+                 (256, 256): "attn_fwd_paged_d256"}   # the last four in attention_fwd_paged_dims.hsaco
 PLAN_CODE_OBJECT, PLAN_KERNEL, PLAN_BLOCK = "attention_plan", "attn_fwd_plan_varlen", 256
 ARGS_BYTES, ITEM_BYTES = 152, 48     # sizeof(AttnFwdArgs), sizeof(AttnWorkItem) (csrc/shared/attention_fwd_plan.h)
 N_ITEMS_OFFSET = 14 * 8 + 2 * 4      # AttnFwdArgs.n_items
@@ -111,11 +114,11 @@ def run_device_planned(buf: torch.Tensor, n_cap: int, q, k, v, out, lse, causal:
     buf[:ARGS_BYTES].copy_(src, non_blocking=on_gpu)   # stream-ordered, no host sync on a GPU
     if n_cap == 0 or Hq == 0:
         return []
-    return [KERNELS.launch(op, ARCH, kernel.FWD_CODE_OBJECT,
-                           kernel.fwd_kernel(kernel.FWD_KERNELS, (q.shape[2], v.shape[2]), softcap, window,
-                                             sinks is not None),
-                           grid=(n_cap, Hq), block=FWD_BLOCK, args=[buf, q, k, v, out, lse, None, None,
-                                                             *([sinks] if sinks is not None else [])])]
+    dims = (q.shape[2], v.shape[2])
+    return [KERNELS.launch(op, ARCH, kernel.fwd_code_object(kernel.FWD_CODE_OBJECT, dims),
+                           kernel.fwd_kernel(kernel.FWD_KERNELS, dims, softcap, window, sinks is not None),
+                           grid=(n_cap * kernel.ROW_SPLIT.get(dims, 1), Hq), block=FWD_BLOCK,
+                           args=[buf, q, k, v, out, lse, None, None, *([sinks] if sinks is not None else [])])]
 
 
 def run_varlen_on_device(q, k, v, cu_q, cu_k, max_q: int, max_k: int, out, lse, causal: bool, scale: float,

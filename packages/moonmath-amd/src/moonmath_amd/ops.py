@@ -37,6 +37,9 @@ class ArchFeatureError(MoonmathError, ValueError):
     """The arch that applies (target_arch()) has no such feature, e.g. causal attention on gfx942."""
 
 
+_GFX950_HEAD_DIMS = frozenset(dqk for dqk, _ in _gfx950.HEAD_DIMS)   # q/k head dims of the gfx950 kernels
+
+
 def _attention_arch(op: str) -> str:
     arch = target_arch()
     if arch not in ATTENTION_ARCHS:
@@ -60,7 +63,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
 
     gfx942: head dim 128, contiguous q/k/v with equal heads, no causal, no LSE, scale 1/sqrt(128),
     round_mode "rtna" (default), "rtne" or "rtz". gfx950: causal (bottom-right), GQA/MQA, head dims
-    (128,128)/(192,128), softmax_scale (default 1/sqrt(Dqk)), any strides with a contiguous head dim,
+    64, 80, 96, 128, 256 and (192,128), softmax_scale (default 1/sqrt(Dqk)), any strides with a contiguous head dim,
     lengths >= 0, return_lse (fp32 [B, H, Sq], natural log), round_mode "rtne" only (the default),
     softcap (Gemma 2), window_size=(left, right) (flash-attn sliding window), sinks (gpt-oss, fp32 [Hq]).
     layout: "bhsd" (default) or "bshd" on both.
@@ -73,6 +76,10 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
             if not off:
                 raise ArchFeatureError(f"forward: {name}={value!r} is not supported on gfx942 yet (its MHA kernel "
                                        f"has no {name}); it exists on gfx950")
+        if isinstance(q, torch.Tensor) and q.dim() == 4 and q.shape[3] != 128 and q.shape[3] in _GFX950_HEAD_DIMS:
+            raise ArchFeatureError(f"forward: head dim {q.shape[3]} (q.shape[3]) is not supported on gfx942 (its MHA "
+                                   "kernel is built for head dim 128); head dims "
+                                   f"{', '.join(map(str, sorted(_GFX950_HEAD_DIMS)))} exist on gfx950")
         if causal is not False:
             raise ArchFeatureError(f"forward: causal={causal!r} is not supported on gfx942 (its MHA kernel has no "
                                    "causal mask); causal attention exists on gfx950")

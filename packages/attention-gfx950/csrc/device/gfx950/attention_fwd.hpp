@@ -16,7 +16,10 @@
 //       for e = 0..7: two ds_read_b64_tr_b16 (one per 16-key half) from V stored key-major in LDS.
 //       D: lane (g, j) holds O[row j][16n + 4g + r], n = 0..Dv/16-1 (32 fp32 per row tile).
 //
-// LDS (160 KiB on gfx950; we use 64 KiB for Dqk 128, 80 KiB for 192): two stages, each one K block
+// Head dims (FwdShape): 64, 80 (K padded to 96), 96, 128, 192/128, 256; with Dv 256 a wave owns one 16-row tile
+// and two workgroups run a 256-row item (FwdShape::kRowSplit).
+//
+// LDS (160 KiB on gfx950; we use 64 KiB for Dqk 128, 80 KiB for 192, 128 KiB for 256): two stages, each one K block
 // [64][Dqk] and one V block [64][Dv] bf16, key-major, rows unpadded. 16-byte chunk c of row r sits at
 // chunk (c ^ (r & 7)) of its row (XOR swizzle, applied on the global side of the direct-to-LDS loads,
 // whose LDS side is fixed at M0 + 16*lane): the QK reads (16 rows, one chunk each) and the
@@ -65,23 +68,35 @@ constexpr float kNegInf = -__builtin_inff();
 // instruction. Softcap_: softcap_block between QK and the mask. Window_: a sliding window, i.e. a lower
 // key bound per row in the mask and the tile's key loop clipped to the window. Sinks_: per-head sink logits
 // joining each row's denominator (add_sink before the epilogue).
+// Head dims (issue 17: 64, 80, 96, 128, 192/128, 256). Dqk is padded to the 32-wide k-step of the QK MFMA in
+// LDS (80 -> 96; the pad chunks are DMA'd as zeros and Q's pad lanes zeroed), Dv is a multiple of 16. The XOR
+// swizzle period is the largest of 8, 4, 2 that divides a row's 16-byte chunks (12 for 96: period 4).
+// Rows: kRowTiles 16-row tiles per wave. While the wave's resident Q and O fit in 128 VGPRs it holds two
+// (every K/V fragment feeds two MFMAs); Dqk = Dv = 256 holds one, and a 256-row work item is run by
+// kRowSplit = 2 workgroups of 128 rows each (the item, the plan and the planner stay those of 256 rows; the
+// launch doubles grid.x).
+constexpr int swizzle_period(int chunks) { return chunks % 8 == 0 ? 8 : chunks % 4 == 0 ? 4 : 2; }
+
 template <int Dqk_, int Dv_, bool Softcap_ = false, bool Window_ = false, bool Sinks_ = false>
 struct FwdShape {
   static constexpr int Dqk = Dqk_, Dv = Dv_;
   static constexpr bool kSoftcap = Softcap_, kWindow = Window_, kSinks = Sinks_;
-  static constexpr int kQkSteps = Dqk / 32;                 // MFMA k-steps per 16-key QK tile
+  static constexpr int kDqkPad = (Dqk + 31) / 32 * 32;      // K row in LDS, Q operand width
+  static constexpr int kQkSteps = kDqkPad / 32;             // MFMA k-steps per 16-key QK tile
   static constexpr int kDvTiles = Dv / 16;                  // 16-column output tiles
   static constexpr int kKeyTiles = kKvBlock / 16;           // 16-key tiles per block (4)
   static constexpr int kPvSteps = kKvBlock / 32;            // 32-key MFMA steps of PV (2)
-  static constexpr uint32_t kKRow = Dqk * 2, kVRow = Dv * 2;  // LDS row bytes
+  static constexpr int kRowTiles = (kQkSteps + kDvTiles) * 4 * kRowTilesPerWave <= 128 ? kRowTilesPerWave : 1;
+  static constexpr int kWaveRows = 16 * kRowTiles;          // query rows of a wave
+  static constexpr int kWgRows = kWaves * kWaveRows;        // query rows of a workgroup
+  static constexpr int kRowSplit = kTileRows / kWgRows;   // workgroups per 256-row work item
+  static constexpr uint32_t kKRow = kDqkPad * 2, kVRow = Dv * 2;  // LDS row bytes
+  static constexpr int kKPeriod = swizzle_period(kKRow / 16), kVPeriod = swizzle_period(kVRow / 16);
   static constexpr uint32_t kKBytes = kKvBlock * kKRow, kVBytes = kKvBlock * kVRow;
   static constexpr uint32_t kStageBytes = kKBytes + kVBytes;
   static constexpr uint32_t kLdsBytes = 2 * kStageBytes;
-  static constexpr int kKLoads = kKBytes / 1024 / kWaves;   // 16-byte direct loads per wave (64 lanes)
-  static constexpr int kVLoads = kVBytes / 1024 / kWaves;
-  static_assert(Dqk % 32 == 0 && Dv % 16 == 0, "head dims");
-  static_assert(kKBytes % (1024 * kWaves) == 0 && kVBytes % (1024 * kWaves) == 0, "whole DMA rounds");
-  static_assert(kDvTiles == 8, "lds_wait_tied() ties 8 V fragments");
+  static_assert(Dqk % 16 == 0 && Dv % 16 == 0 && kTileRows % kWgRows == 0, "head dims");
+  static_assert(kKBytes % 1024 == 0 && kVBytes % 1024 == 0, "whole 64-lane DMA rows");
 };
 
 // ---- small primitives (candidates for the common tile layer) ------------------------------------
@@ -97,14 +112,32 @@ MM_DEVICE i16x4 lds_read_tr16_b64(const lds_u8* p) {
   asm volatile("ds_read_b64_tr_b16 %0, %1" : "=v"(r) : "v"(__builtin_bit_cast(uint32_t, p)) : "memory");
   return r;
 }
+// The same read at p + Off (the instruction's immediate offset; Off < 2^16): Dv = 256 reads its 16 tiles from 4
+// base addresses (see pv) instead of 32 address registers.
+template <uint32_t Off>
+MM_DEVICE i16x4 lds_read_tr16_b64_at(const lds_u8* p) {
+  static_assert(Off < 65536u, "DS offset field");
+  i16x4 r;
+  asm volatile("ds_read_b64_tr_b16 %0, %1 offset:%2" : "=v"(r) : "v"(__builtin_bit_cast(uint32_t, p)), "i"(Off) : "memory");
+  return r;
+}
 // s_waitcnt lgkmcnt(0) that the compiler cannot schedule a use of x[] before.
 MM_DEVICE void lds_wait_tied(i16x4 (&x)[8]) {
   asm volatile("s_waitcnt lgkmcnt(0)"
                : "+v"(x[0]), "+v"(x[1]), "+v"(x[2]), "+v"(x[3]), "+v"(x[4]), "+v"(x[5]), "+v"(x[6]), "+v"(x[7]));
 }
+// Any other count (head dims other than 128): the wait, then an empty asm per value that the compiler must
+// keep after it (volatile asm statements stay in order), so no use of x[] moves above the wait.
+template <int N>
+MM_DEVICE void lds_wait_tied(i16x4 (&x)[N]) {
+  asm volatile("s_waitcnt lgkmcnt(0)");
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+v"(x[i]));
+}
 
-// Byte offset of 16-byte chunk c of row r in a swizzled LDS block of row_bytes per row.
-MM_DEVICE uint32_t swz(uint32_t r, uint32_t c, uint32_t row_bytes) { return r * row_bytes + ((c ^ (r & 7u)) << 4); }
+// Byte offset of 16-byte chunk c of row r in a swizzled LDS block of row_bytes per row (swizzle period P).
+template <uint32_t P = 8>
+MM_DEVICE uint32_t swz(uint32_t r, uint32_t c, uint32_t row_bytes) { return r * row_bytes + ((c ^ (r & (P - 1u))) << 4); }
 
 // Max / sum over the 4 lanes {j, j+16, j+32, j+48} that share a query row.
 MM_DEVICE float row_max4(float v) {
@@ -154,18 +187,23 @@ struct DenseTile {
     k_head = k + it.batch * a.k_batch + hk * a.k_head + (int64_t)it.k_tok0 * a.k_token;
     v_head = v + it.batch * a.v_batch + hk * a.v_head + (int64_t)it.k_tok0 * a.v_token;
   }
-  MM_DEVICE int32_t rows() const { int32_t r = it.q_len - it.q_row0; return r < kTileRows ? r : kTileRows; }
-  MM_DEVICE mm::buffer_rsrc q_rsrc(const uint16_t* q) const {
-    const uint16_t* p = q + it.batch * a.q_batch + h * a.q_head + (int64_t)(it.q_tok0 + it.q_row0) * a.q_token;
-    return mm::make_buffer(p, extent_bytes(rows(), a.q_token, Shape::Dqk, 2));
+  // Rows [r0, r0 + Shape::kWgRows) of the tile (the workgroup's: all 256 but with Dv 256, see FwdShape),
+  // clipped to the sequence; <= 0: none.
+  MM_DEVICE int32_t rows(int32_t r0 = 0) const {
+    const int32_t r = it.q_len - it.q_row0 - r0;
+    return r < Shape::kWgRows ? r : Shape::kWgRows;
   }
-  MM_DEVICE mm::buffer_rsrc o_rsrc(uint16_t* o) const {
-    uint16_t* p = o + it.batch * a.o_batch + h * a.o_head + (int64_t)(it.q_tok0 + it.q_row0) * a.o_token;
-    return mm::make_buffer(p, extent_bytes(rows(), a.o_token, Shape::Dv, 2));
+  MM_DEVICE mm::buffer_rsrc q_rsrc(const uint16_t* q, int32_t r0 = 0) const {
+    const uint16_t* p = q + it.batch * a.q_batch + h * a.q_head + (int64_t)(it.q_tok0 + it.q_row0 + r0) * a.q_token;
+    return mm::make_buffer(p, extent_bytes(rows(r0), a.q_token, Shape::Dqk, 2));
   }
-  MM_DEVICE mm::buffer_rsrc lse_rsrc(float* lse) const {
-    float* p = lse + it.batch * a.lse_batch + h * a.lse_head + it.q_tok0 + it.q_row0;
-    return mm::make_buffer(p, rows() > 0 ? (uint32_t)rows() * 4u : 0u);
+  MM_DEVICE mm::buffer_rsrc o_rsrc(uint16_t* o, int32_t r0 = 0) const {
+    uint16_t* p = o + it.batch * a.o_batch + h * a.o_head + (int64_t)(it.q_tok0 + it.q_row0 + r0) * a.o_token;
+    return mm::make_buffer(p, extent_bytes(rows(r0), a.o_token, Shape::Dv, 2));
+  }
+  MM_DEVICE mm::buffer_rsrc lse_rsrc(float* lse, int32_t r0 = 0) const {
+    float* p = lse + it.batch * a.lse_batch + h * a.lse_head + it.q_tok0 + it.q_row0 + r0;
+    return mm::make_buffer(p, rows(r0) > 0 ? (uint32_t)rows(r0) * 4u : 0u);
   }
   // K / V rows [key0, key0 + 64) of the sequence, clipped to k_len: loads past the end return 0.
   MM_DEVICE int32_t block_rows(int32_t key0) const { int32_t r = it.k_len - key0; return r < kKvBlock ? r : kKvBlock; }
@@ -180,73 +218,100 @@ struct DenseTile {
 // ---- pipeline state -----------------------------------------------------------------------------
 template <class Shape>
 struct WaveState {
-  FragB q[kRowTilesPerWave][Shape::kQkSteps];       // Q^T operands, resident
-  FragC o[kRowTilesPerWave][Shape::kDvTiles];       // O^T accumulators
-  float m[kRowTilesPerWave];                        // running max (log2 units, row-uniform)
-  float l[kRowTilesPerWave];                        // this lane's share of the running sum (fp32 p: the LSE)
-  FragC lb[kRowTilesPerWave];                       // running sum of the bf16 P (every register = the row's)
+  FragB q[Shape::kRowTiles][Shape::kQkSteps];       // Q^T operands, resident
+  FragC o[Shape::kRowTiles][Shape::kDvTiles];       // O^T accumulators
+  float m[Shape::kRowTiles];                        // running max (log2 units, row-uniform)
+  float l[Shape::kRowTiles];                        // this lane's share of the running sum (fp32 p: the LSE)
+  FragC lb[Shape::kRowTiles];                       // running sum of the bf16 P (every register = the row's)
 };
 
 // ---- stages -------------------------------------------------------------------------------------
-// Q rows of this wave: lane (g, j) of row tile rt holds Q[row 32w + 16rt + j][32s + 8g .. +7].
+// Q rows of this wave: lane (g, j) of row tile rt holds Q[row kWaveRows w + 16rt + j][32s + 8g .. +7] (rows of
+// the q resource: the workgroup's). Dqk 80: the lanes of dims 80..95 (g >= 2 of the last step) hold zeros.
 template <class Shape>
 MM_DEVICE void load_q(WaveState<Shape>& st, mm::buffer_rsrc q, int64_t q_token, uint32_t wave, uint32_t lane) {
   (void)lane;
 #pragma unroll
-  for (int rt = 0; rt < kRowTilesPerWave; ++rt)
+  for (int rt = 0; rt < Shape::kRowTiles; ++rt)
 #pragma unroll
-    for (int s = 0; s < Shape::kQkSteps; ++s)
-      mm::load_b(st.q[rt][s], q, (32u * wave + 16u * rt) * (uint32_t)q_token * 2u + 64u * s, (uint32_t)q_token * 2u);
+    for (int s = 0; s < Shape::kQkSteps; ++s) {
+      mm::load_b(st.q[rt][s], q, ((uint32_t)Shape::kWaveRows * wave + 16u * rt) * (uint32_t)q_token * 2u + 64u * s,
+                 (uint32_t)q_token * 2u);
+      if constexpr (Shape::kDqkPad != Shape::Dqk) {
+        if (s == Shape::kQkSteps - 1 && 32 * s + 8 * (int)(lane >> 4) >= Shape::Dqk) st.q[rt][s].w = u32x4{0u, 0u, 0u, 0u};
+      }
+    }
 }
 
 // A negative softmax_scale: s' = (-q) k with the scale |scale| (bf16 negation is exact).
 template <class Shape>
 MM_DEVICE void negate_q(WaveState<Shape>& st) {
 #pragma unroll
-  for (int rt = 0; rt < kRowTilesPerWave; ++rt)
+  for (int rt = 0; rt < Shape::kRowTiles; ++rt)
 #pragma unroll
     for (int s = 0; s < Shape::kQkSteps; ++s)
       st.q[rt][s].w ^= 0x80008000u;
 }
 
-// DMA one K block and one V block into a stage: the CTA's 8 waves each issue kKLoads + kVLoads
-// 16-byte direct-to-LDS loads; LDS chunk position p = 64*load + lane is row p / chunks, chunk
-// p % chunks, fetched from global chunk (p % chunks) ^ (row & 7) (the swizzle).
-template <int RowBytes, int Loads>
+// DMA one K block and one V block into a stage: the CTA's 8 waves share the block's 64-lane loads of 16 bytes,
+// Loads per wave (wave w issues loads w*Loads .. +Loads-1 that exist: with 96 or 80 dims the last round is
+// partial, a wave-uniform skip); LDS chunk position p = 64*load + lane is row p / chunks, chunk p % chunks,
+// fetched from global chunk (p % chunks) ^ (row & (period - 1)) (the swizzle). Chunks past the source row (the
+// pad of Dqk 80 to 96) read past the resource: zeros.
+template <int RowBytes, int SrcBytes = RowBytes>
+struct DmaRows {
+  static constexpr uint32_t kChunks = RowBytes / 16, kSrcChunks = SrcBytes / 16;
+  static constexpr uint32_t kPeriod = swizzle_period(RowBytes / 16);
+  static constexpr int kRowLoads = kKvBlock * RowBytes / 1024;         // 64-lane loads of a 64-row block
+  static constexpr int kLoads = (kRowLoads + kWaves - 1) / kWaves;     // per wave
+  static constexpr bool kPartial = kRowLoads % kWaves != 0;
+  static constexpr uint32_t kPastEnd = 1u << 31;   // beyond any block resource (64 rows < 2^31 bytes)
+  MM_DEVICE static bool issued(uint32_t wave, int i) { return !kPartial || (int)wave * kLoads + i < kRowLoads; }
+  // (row, global chunk) of lane `lane` in load i of wave `wave`
+  MM_DEVICE static uint32_t row_of(uint32_t wave, int i, uint32_t lane) { return ((wave * kLoads + i) * 64u + lane) / kChunks; }
+  MM_DEVICE static uint32_t chunk_of(uint32_t wave, int i, uint32_t lane) {
+    const uint32_t p = (wave * kLoads + i) * 64u + lane;
+    return (p % kChunks) ^ ((p / kChunks) & (kPeriod - 1u));
+  }
+};
+
+template <int RowBytes, int SrcBytes = RowBytes>
 MM_DEVICE void dma_rows(mm::buffer_rsrc src, int64_t token_stride, lds_u8* dst, uint32_t wave, uint32_t lane) {
-  constexpr uint32_t kChunks = RowBytes / 16;
+  using D = DmaRows<RowBytes, SrcBytes>;
 #pragma unroll
-  for (int i = 0; i < Loads; ++i) {
-    const uint32_t base = (wave * Loads + i) * 64u;
-    const uint32_t p = base + lane;
-    const uint32_t row = p / kChunks, c = (p % kChunks) ^ (row & 7u);
-    mm::buffer_load_to_lds<16>(src, (void*)(dst + base * 16u), row * (uint32_t)token_stride * 2u + c * 16u);
+  for (int i = 0; i < D::kLoads; ++i) {
+    if (!D::issued(wave, i)) continue;
+    const uint32_t base = (wave * D::kLoads + i) * 64u;
+    const uint32_t row = D::row_of(wave, i, lane), c = D::chunk_of(wave, i, lane);
+    uint32_t off = row * (uint32_t)token_stride * 2u + c * 16u;
+    if constexpr (D::kSrcChunks < D::kChunks) off = c < D::kSrcChunks ? off : D::kPastEnd;
+    mm::buffer_load_to_lds<16>(src, (void*)(dst + base * 16u), off);
   }
 }
 
 template <class Shape, class Tile>
 MM_DEVICE void dma_block(const Tile& tile, int32_t key0, lds_u8* stage, uint32_t wave, uint32_t lane) {
-  dma_rows<Shape::kKRow, Shape::kKLoads>(tile.k_block(key0), tile.a.k_token, stage, wave, lane);
-  dma_rows<Shape::kVRow, Shape::kVLoads>(tile.v_block(key0), tile.a.v_token, stage + Shape::kKBytes, wave, lane);
+  dma_rows<Shape::kKRow, Shape::Dqk * 2>(tile.k_block(key0), tile.a.k_token, stage, wave, lane);
+  dma_rows<Shape::kVRow>(tile.v_block(key0), tile.a.v_token, stage + Shape::kKBytes, wave, lane);
 }
 
 // S^T for the wave's row tiles against the 64 keys of a stage: A = K tile t from the swizzled LDS
 // block (one b128 read feeds both row tiles), B = the resident Q^T.
 template <class Shape>
-MM_DEVICE void qk(const WaveState<Shape>& st, const lds_u8* kblk, FragC (&s)[kRowTilesPerWave][Shape::kKeyTiles],
+MM_DEVICE void qk(const WaveState<Shape>& st, const lds_u8* kblk, FragC (&s)[Shape::kRowTiles][Shape::kKeyTiles],
                   uint32_t lane) {
   (void)lane;
-  using KLayout = mm::XorLds<Shape::kKRow>;   // chunk c of row r at chunk c ^ (r & 7): see the header
+  using KLayout = mm::XorLds<Shape::kKRow, 16, Shape::kKPeriod>;   // chunk c of row r at chunk c ^ (r % period)
 #pragma unroll
   for (int t = 0; t < Shape::kKeyTiles; ++t) {
 #pragma unroll
-    for (int rt = 0; rt < kRowTilesPerWave; ++rt) s[rt][t] = mm::zeros<Mfma>();
+    for (int rt = 0; rt < Shape::kRowTiles; ++rt) s[rt][t] = mm::zeros<Mfma>();
 #pragma unroll
     for (int ks = 0; ks < Shape::kQkSteps; ++ks) {
       FragA kf;
       mm::lds_load_a<KLayout>(kf, (const void*)kblk, 16u * t, 32u * ks);
 #pragma unroll
-      for (int rt = 0; rt < kRowTilesPerWave; ++rt) mm::mma(s[rt][t], kf, st.q[rt][ks], s[rt][t]);
+      for (int rt = 0; rt < Shape::kRowTiles; ++rt) mm::mma(s[rt][t], kf, st.q[rt][ks], s[rt][t]);
     }
   }
 }
@@ -256,9 +321,9 @@ MM_DEVICE void qk(const WaveState<Shape>& st, const lds_u8* kblk, FragC (&s)[kRo
 // cap tanh(scale s / cap) in log2 units. exp2 overflowing to inf gives rcp = 0, t = 1 (no NaN); tanh is
 // monotone, so the max-then-scale of softmax_step stays exact. Before the mask: a masked key stays -inf.
 template <class Shape>
-MM_DEVICE void softcap_block(FragC (&s)[kRowTilesPerWave][Shape::kKeyTiles], float pre2) {
+MM_DEVICE void softcap_block(FragC (&s)[Shape::kRowTiles][Shape::kKeyTiles], float pre2) {
 #pragma unroll
-  for (int rt = 0; rt < kRowTilesPerWave; ++rt)
+  for (int rt = 0; rt < Shape::kRowTiles; ++rt)
 #pragma unroll
     for (int t = 0; t < Shape::kKeyTiles; ++t)
 #pragma unroll
@@ -269,11 +334,11 @@ MM_DEVICE void softcap_block(FragC (&s)[kRowTilesPerWave][Shape::kKeyTiles], flo
 // Keys at or past a row's limit (k_len, or the causal diagonal) -> -inf. Only blocks that cross a
 // limit of the wave's rows pay for it (a wave-uniform branch).
 template <class Shape>
-MM_DEVICE void mask_block(FragC (&s)[kRowTilesPerWave][Shape::kKeyTiles], int32_t key0,
-                          const int32_t (&limit)[kRowTilesPerWave], uint32_t lane) {
+MM_DEVICE void mask_block(FragC (&s)[Shape::kRowTiles][Shape::kKeyTiles], int32_t key0,
+                          const int32_t (&limit)[Shape::kRowTiles], uint32_t lane) {
   const int32_t g = (int32_t)(lane >> 4);
 #pragma unroll
-  for (int rt = 0; rt < kRowTilesPerWave; ++rt)
+  for (int rt = 0; rt < Shape::kRowTiles; ++rt)
 #pragma unroll
     for (int t = 0; t < Shape::kKeyTiles; ++t)
 #pragma unroll
@@ -283,12 +348,12 @@ MM_DEVICE void mask_block(FragC (&s)[kRowTilesPerWave][Shape::kKeyTiles], int32_
 
 // The window form: keys below a row's lower bound lo go too (the upper bound is in limit).
 template <class Shape>
-MM_DEVICE void mask_block_window(FragC (&s)[kRowTilesPerWave][Shape::kKeyTiles], int32_t key0,
-                                 const int32_t (&limit)[kRowTilesPerWave], const int32_t (&lo)[kRowTilesPerWave],
+MM_DEVICE void mask_block_window(FragC (&s)[Shape::kRowTiles][Shape::kKeyTiles], int32_t key0,
+                                 const int32_t (&limit)[Shape::kRowTiles], const int32_t (&lo)[Shape::kRowTiles],
                                  uint32_t lane) {
   const int32_t g = (int32_t)(lane >> 4);
 #pragma unroll
-  for (int rt = 0; rt < kRowTilesPerWave; ++rt)
+  for (int rt = 0; rt < Shape::kRowTiles; ++rt)
 #pragma unroll
     for (int t = 0; t < Shape::kKeyTiles; ++t)
 #pragma unroll
@@ -301,9 +366,9 @@ MM_DEVICE void mask_block_window(FragC (&s)[kRowTilesPerWave][Shape::kKeyTiles],
 // Online softmax over one block of raw scores s (c = |scale| log2 e > 0, so max(c s) = c max(s)):
 // new row max m (log2 units), rescale of O and l, p = exp2(fma(s, c, -m)) in place.
 template <class Shape>
-MM_DEVICE void softmax_step(WaveState<Shape>& st, FragC (&s)[kRowTilesPerWave][Shape::kKeyTiles], float c) {
+MM_DEVICE void softmax_step(WaveState<Shape>& st, FragC (&s)[Shape::kRowTiles][Shape::kKeyTiles], float c) {
 #pragma unroll
-  for (int rt = 0; rt < kRowTilesPerWave; ++rt) {
+  for (int rt = 0; rt < Shape::kRowTiles; ++rt) {
     float mx = kNegInf;
 #pragma unroll
     for (int t = 0; t < Shape::kKeyTiles; ++t)
@@ -334,14 +399,46 @@ MM_DEVICE void softmax_step(WaveState<Shape>& st, FragC (&s)[kRowTilesPerWave][S
   }
 }
 
+// The wide-V reads of pv: tile N at base[N % 4] + 128 (N / 4), its key_hi half 16 rows further (into lo/hi
+// [N - N0]), for tiles N0 <= N < N1.
+template <class Shape, int N0, int N1, int N = N0>
+MM_DEVICE void read_v_wide(i16x4 (&lo)[N1 - N0], i16x4 (&hi)[N1 - N0], const lds_u8* const (&base)[4]) {
+  if constexpr (N < N1) {
+    constexpr uint32_t off = (N / 4) * 128u;
+    lo[N - N0] = lds_read_tr16_b64_at<off>(base[N % 4]);
+    hi[N - N0] = lds_read_tr16_b64_at<off + 16u * Shape::kVRow>(base[N % 4]);
+    read_v_wide<Shape, N0, N1, N + 1>(lo, hi, base);
+  }
+}
+
+// PV step c of a wide V, 8 output tiles at a time from N0 on.
+template <class Shape, int N0 = 0>
+MM_DEVICE void pv_wide(WaveState<Shape>& st, const FragB (&pb)[Shape::kRowTiles][Shape::kPvSteps], int c,
+                       const lds_u8* const (&base)[4]) {
+  if constexpr (N0 < Shape::kDvTiles) {
+    i16x4 lo[8], hi[8];
+    read_v_wide<Shape, N0, N0 + 8>(lo, hi, base);
+    lds_wait_tied(lo);
+    lds_wait_tied(hi);
+#pragma unroll
+    for (int n = 0; n < 8; ++n) {
+      const mm::i16x8 a8 = {lo[n][0], lo[n][1], lo[n][2], lo[n][3], hi[n][0], hi[n][1], hi[n][2], hi[n][3]};
+      const FragA vf = {__builtin_bit_cast(u32x4, a8)};
+#pragma unroll
+      for (int rt = 0; rt < Shape::kRowTiles; ++rt) mm::mma(st.o[rt][N0 + n], vf, pb[rt][c], st.o[rt][N0 + n]);
+    }
+    pv_wide<Shape, N0 + 8>(st, pb, c, base);
+  }
+}
+
 // O^T += V^T P^T over the 64 keys of a stage.
 template <class Shape>
-MM_DEVICE void pv(WaveState<Shape>& st, const FragC (&p)[kRowTilesPerWave][Shape::kKeyTiles], const lds_u8* vblk,
+MM_DEVICE void pv(WaveState<Shape>& st, const FragC (&p)[Shape::kRowTiles][Shape::kKeyTiles], const lds_u8* vblk,
                   uint32_t lane) {
   const uint32_t g = lane >> 4, sl = lane & 15u;
-  FragB pb[kRowTilesPerWave][Shape::kPvSteps];      // P^T: two packed 16-key C tiles per 32-key step
+  FragB pb[Shape::kRowTiles][Shape::kPvSteps];      // P^T: two packed 16-key C tiles per 32-key step
 #pragma unroll
-  for (int rt = 0; rt < kRowTilesPerWave; ++rt)
+  for (int rt = 0; rt < Shape::kRowTiles; ++rt)
 #pragma unroll
     for (int c = 0; c < Shape::kPvSteps; ++c) pb[rt][c].w = __builtin_bit_cast(u32x4, to_bf16x8(p[rt][2 * c].v, p[rt][2 * c + 1].v));
   // lb += row sums of the bf16 P the PV MFMAs use (an MFMA against ones): normalising by them makes the
@@ -349,19 +446,31 @@ MM_DEVICE void pv(WaveState<Shape>& st, const FragC (&p)[kRowTilesPerWave][Shape
   // the fp32 sum l stays for the LSE, which it gets ~1000x more accurately.
   const FragA ones = {u32x4{0x3F803F80u, 0x3F803F80u, 0x3F803F80u, 0x3F803F80u}};
 #pragma unroll
-  for (int rt = 0; rt < kRowTilesPerWave; ++rt)
+  for (int rt = 0; rt < Shape::kRowTiles; ++rt)
 #pragma unroll
     for (int c = 0; c < Shape::kPvSteps; ++c) mm::mma(st.lb[rt], ones, pb[rt][c], st.lb[rt]);
 #pragma unroll
   for (int c = 0; c < Shape::kPvSteps; ++c) {
     // Source lane sl of group g supplies key 16(2c+h) + 4g + sl/4, columns 16n + 4(sl%4) .. +3.
     const uint32_t key_lo = 32u * c + 4u * g + (sl >> 2), key_hi = key_lo + 16u;
+    if constexpr (Shape::kDvTiles > 8) {
+      // Wide V (Dv 256): the swizzle only permutes chunks within groups of 8 (4 tiles), and key_hi is 16 rows
+      // (16 kVRow bytes) below key_lo: tile n reads base[n % 4] + 128 (n / 4) (+ 16 kVRow for hi). Read and
+      // multiplied 8 tiles at a time (32 VGPRs of V in flight, not 64: the register file is full at Dv 256).
+      static_assert(Shape::kVPeriod == 8 && Shape::kDvTiles % 8 == 0, "groups of 8 chunks, 8 tiles");
+      const lds_u8* base[4];
+#pragma unroll
+      for (int n = 0; n < 4; ++n)
+        base[n] = vblk + swz<8>(key_lo, 2u * n + ((sl & 3u) >> 1), Shape::kVRow) + (sl & 1u) * 8u;
+      pv_wide<Shape>(st, pb, c, base);
+      continue;
+    }
     i16x4 lo[Shape::kDvTiles], hi[Shape::kDvTiles];
 #pragma unroll
     for (int n = 0; n < Shape::kDvTiles; ++n) {
       const uint32_t chunk = 2u * n + ((sl & 3u) >> 1), half = (sl & 1u) * 8u;
-      lo[n] = lds_read_tr16_b64(vblk + swz(key_lo, chunk, Shape::kVRow) + half);
-      hi[n] = lds_read_tr16_b64(vblk + swz(key_hi, chunk, Shape::kVRow) + half);
+      lo[n] = lds_read_tr16_b64(vblk + swz<Shape::kVPeriod>(key_lo, chunk, Shape::kVRow) + half);
+      hi[n] = lds_read_tr16_b64(vblk + swz<Shape::kVPeriod>(key_hi, chunk, Shape::kVRow) + half);
     }
     lds_wait_tied(lo);
     lds_wait_tied(hi);
@@ -370,7 +479,7 @@ MM_DEVICE void pv(WaveState<Shape>& st, const FragC (&p)[kRowTilesPerWave][Shape
       const mm::i16x8 a8 = {lo[n][0], lo[n][1], lo[n][2], lo[n][3], hi[n][0], hi[n][1], hi[n][2], hi[n][3]};
       const FragA vf = {__builtin_bit_cast(u32x4, a8)};
 #pragma unroll
-      for (int rt = 0; rt < kRowTilesPerWave; ++rt) mm::mma(st.o[rt][n], vf, pb[rt][c], st.o[rt][n]);
+      for (int rt = 0; rt < Shape::kRowTiles; ++rt) mm::mma(st.o[rt][n], vf, pb[rt][c], st.o[rt][n]);
     }
   }
 }
@@ -383,7 +492,7 @@ template <class Shape>
 MM_DEVICE void add_sink(WaveState<Shape>& st, float sink2, uint32_t lane) {
   const bool first_group = (lane >> 4) == 0;
 #pragma unroll
-  for (int rt = 0; rt < kRowTilesPerWave; ++rt) {
+  for (int rt = 0; rt < Shape::kRowTiles; ++rt) {
     const float M = __builtin_fmaxf(st.m[rt], sink2);
     const float M_ref = M == kNegInf ? 0.f : M;          // sink -inf and no key: nothing to add
     const float r = mm::exp2(st.m[rt] - M_ref), e = mm::exp2(sink2 - M_ref);
@@ -403,8 +512,8 @@ MM_DEVICE void store_final(const WaveState<Shape>& st, mm::buffer_rsrc o, int64_
                            bool want_lse, uint32_t wave, uint32_t lane) {
   const uint32_t g = lane >> 4, j = lane & 15u;
 #pragma unroll
-  for (int rt = 0; rt < kRowTilesPerWave; ++rt) {
-    const uint32_t row = 32u * wave + 16u * rt + j;
+  for (int rt = 0; rt < Shape::kRowTiles; ++rt) {
+    const uint32_t row = (uint32_t)Shape::kWaveRows * wave + 16u * rt + j;   // of the o / lse resources (the workgroup's)
     const float l = row_sum4(st.l[rt]);
     const float lb = st.lb[rt].v[0];
     const float inv = lb > 0.f ? mm::rcp(lb) : 0.f;
@@ -421,18 +530,19 @@ MM_DEVICE void store_final(const WaveState<Shape>& st, mm::buffer_rsrc o, int64_
   }
 }
 
-// A split part: fp32 O (unnormalised) and (m, l, lb) per row into its workspace slot.
+// A split part: fp32 O (unnormalised) and (m, l, lb) per row into its workspace slot (r0: the workgroup's first row
+// of the tile).
 // ws_o: [slot][head][kTileRows][Dv]; ws_ml: [slot][head][kTileRows][4] = m, l (fp32 p), lb (bf16 P), 0.
 template <class Shape>
 MM_DEVICE void store_part(const WaveState<Shape>& st, float* ws_o, float* ws_ml, int32_t slot, int32_t h,
-                          int32_t heads, uint32_t wave, uint32_t lane) {
+                          int32_t heads, uint32_t wave, uint32_t lane, uint32_t r0 = 0) {
   const uint32_t g = lane >> 4, j = lane & 15u;
   const int64_t tile = (int64_t)slot * heads + h;
   const mm::buffer_rsrc ro = mm::make_buffer(ws_o + tile * kTileRows * Shape::Dv, kTileRows * Shape::Dv * 4u);
   const mm::buffer_rsrc rml = mm::make_buffer(ws_ml + tile * kTileRows * 4, kTileRows * 16u);
 #pragma unroll
-  for (int rt = 0; rt < kRowTilesPerWave; ++rt) {
-    const uint32_t row = 32u * wave + 16u * rt + j;
+  for (int rt = 0; rt < Shape::kRowTiles; ++rt) {
+    const uint32_t row = r0 + (uint32_t)Shape::kWaveRows * wave + 16u * rt + j;
     const float l = row_sum4(st.l[rt]);
 #pragma unroll
     for (int n = 0; n < Shape::kDvTiles; ++n)
@@ -457,23 +567,18 @@ struct FwdPointers {
   const float* sinks;   // the *_sinks kernels: fp32 [heads_q] sink logits (natural-log units); else null
 };
 
-// Tile: the partitioner (DenseTile; PagedTile in attention_fwd_paged.hpp), built from the item and
-// the pointers plus its own extra arguments.
-template <class Shape, class Tile = DenseTile<Shape>, class... TileExtra>
-MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPointers& ptr, lds_u8* lds,
-                             const TileExtra&... extra) {
-  const AttnFwdArgs a = *plan;
-  const AttnWorkItem it = reinterpret_cast<const AttnWorkItem*>(plan + 1)[mm::block_id_x()];
-  const int32_t h = (int32_t)mm::block_id_y();
-  const uint32_t wave = mm::wave_id(), lane = mm::lane_id();
-  const Tile tile(a, it, h, ptr.k, ptr.v, extra...);
+// The workgroup's rows [r0, r0 + Shape::kWgRows) of the tile against the item's keys (r0 = 0, all 256 rows,
+// but with Dv 256).
+template <class Shape, class Tile>
+MM_DEVICE void attention_rows(const AttnFwdArgs& a, const AttnWorkItem& it, int32_t h, const Tile& tile,
+                              const FwdPointers& ptr, lds_u8* lds, uint32_t wave, uint32_t lane, int32_t r0) {
   const bool causal = (a.flags & kFlagCausal) != 0;
 
   WaveState<Shape> st;
-  load_q(st, tile.q_rsrc(ptr.q), a.q_token, wave, lane);
+  load_q(st, tile.q_rsrc(ptr.q, r0), a.q_token, wave, lane);
   if (a.flags & kFlagNegScale) negate_q(st);
 #pragma unroll
-  for (int rt = 0; rt < kRowTilesPerWave; ++rt) {
+  for (int rt = 0; rt < Shape::kRowTiles; ++rt) {
     st.m[rt] = kNegInf;
     st.l[rt] = 0.f;
     st.lb[rt] = mm::zeros<Mfma>();
@@ -482,10 +587,10 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   }
   // Row limits: key < limit. Causal is bottom-right aligned: row i sees keys <= i + k_len - q_len.
   const int32_t diag = it.k_len - it.q_len + 1;
-  const int32_t wave_row0 = it.q_row0 + 32 * (int32_t)wave;
-  int32_t limit[kRowTilesPerWave];
+  const int32_t wave_row0 = it.q_row0 + r0 + Shape::kWaveRows * (int32_t)wave;
+  int32_t limit[Shape::kRowTiles];
 #pragma unroll
-  for (int rt = 0; rt < kRowTilesPerWave; ++rt) {
+  for (int rt = 0; rt < Shape::kRowTiles; ++rt) {
     const int32_t row = wave_row0 + 16 * rt + (int32_t)(lane & 15u);
     limit[rt] = causal && row + diag < it.k_len ? row + diag : it.k_len;
   }
@@ -495,24 +600,25 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   // Window: row i sees keys [d - left, d + right], d = i + k_len - q_len (-1: unbounded). The host planner
   // already plans only the window's blocks; the clip here makes a device-written plan (the full causal
   // range) skip them too. wave_lo is the largest lower bound of the wave's rows (its last row's).
-  int32_t lo[kRowTilesPerWave];
+  int32_t lo[Shape::kRowTiles];
   int32_t wave_lo = 0;
   if constexpr (Shape::kWindow) {
     const int32_t off = it.k_len - it.q_len, left = a.window_left, right = a.window_right;
 #pragma unroll
-    for (int rt = 0; rt < kRowTilesPerWave; ++rt) {
+    for (int rt = 0; rt < Shape::kRowTiles; ++rt) {
       const int32_t row = wave_row0 + 16 * rt + (int32_t)(lane & 15u);
       if (right >= 0 && row + off + right + 1 < limit[rt]) limit[rt] = row + off + right + 1;
       lo[rt] = left >= 0 ? row + off - left : -kKvBlock;
     }
     if (right >= 0 && wave_row0 + off + right + 1 < wave_limit) wave_limit = wave_row0 + off + right + 1;
-    wave_lo = left >= 0 ? wave_row0 + 31 + off - left : -kKvBlock;
+    wave_lo = left >= 0 ? wave_row0 + (Shape::kWaveRows - 1) + off - left : -kKvBlock;
     if (left >= 0) {
-      const int32_t tile_lo = it.q_row0 + off - left;
+      const int32_t tile_lo = it.q_row0 + r0 + off - left;
       if (tile_lo > kv_begin) kv_begin = tile_lo & ~(kKvBlock - 1);
     }
     if (right >= 0) {
-      const int32_t last = (it.q_len - it.q_row0 < kTileRows ? it.q_len : it.q_row0 + kTileRows) - 1;
+      const int32_t end_row = it.q_row0 + r0 + Shape::kWgRows;
+      const int32_t last = (it.q_len < end_row ? it.q_len : end_row) - 1;
       if (last + off + right + 1 < kv_end) kv_end = last + off + right + 1;
     }
   }
@@ -524,7 +630,7 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
     mm::block_sync();
     lds_u8* cur = lds + stage * Shape::kStageBytes;
     if (key0 + kKvBlock < kv_end) dma_block<Shape>(tile, key0 + kKvBlock, lds + (stage ^ 1u) * Shape::kStageBytes, wave, lane);
-    FragC s[kRowTilesPerWave][Shape::kKeyTiles];
+    FragC s[Shape::kRowTiles][Shape::kKeyTiles];
     qk(st, cur, s, lane);
     if constexpr (Shape::kSoftcap) softcap_block<Shape>(s, a.softcap_pre2);
     if constexpr (Shape::kWindow) {
@@ -541,9 +647,29 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
     if (it.slot < 0 || it.sink_part) add_sink(st, ptr.sinks[h] * mm::kLog2e, lane);
   }
   if (it.slot < 0)
-    store_final(st, tile.o_rsrc(ptr.o), a.o_token, tile.lse_rsrc(ptr.lse), (a.flags & kFlagLse) != 0, wave, lane);
+    store_final(st, tile.o_rsrc(ptr.o, r0), a.o_token, tile.lse_rsrc(ptr.lse, r0), (a.flags & kFlagLse) != 0, wave,
+                lane);
   else
-    store_part(st, ptr.ws_o, ptr.ws_ml, it.slot, h, a.heads_q, wave, lane);
+    store_part(st, ptr.ws_o, ptr.ws_ml, it.slot, h, a.heads_q, wave, lane, (uint32_t)r0);
+}
+
+// Tile: the partitioner (DenseTile; PagedTile in attention_fwd_paged.hpp), built from the item and
+// the pointers plus its own extra arguments. Workgroup x runs item x / kRowSplit, rows r0 = (x % kRowSplit)
+// kWgRows .. of its 256 (one workgroup per item unless Dv = 256: the grid is then kRowSplit x the items).
+template <class Shape, class Tile = DenseTile<Shape>, class... TileExtra>
+MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPointers& ptr, lds_u8* lds,
+                             const TileExtra&... extra) {
+  const AttnFwdArgs a = *plan;
+  const uint32_t x = mm::block_id_x();
+  const AttnWorkItem it = reinterpret_cast<const AttnWorkItem*>(plan + 1)[x / (uint32_t)Shape::kRowSplit];
+  const int32_t h = (int32_t)mm::block_id_y();
+  const uint32_t wave = mm::wave_id(), lane = mm::lane_id();
+  const Tile tile(a, it, h, ptr.k, ptr.v, extra...);
+  const int32_t r0 = (int32_t)(x % (uint32_t)Shape::kRowSplit) * Shape::kWgRows;
+  if constexpr (Shape::kRowSplit > 1) {
+    if (tile.rows(r0) <= 0) return;        // the sequence ends in an earlier part (workgroup-uniform)
+  }
+  attention_rows<Shape>(a, it, h, tile, ptr, lds, wave, lane, r0);
 }
 
 }  // namespace attn950

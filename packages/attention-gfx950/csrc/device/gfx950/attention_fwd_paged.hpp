@@ -54,15 +54,17 @@ struct PagedTile : DenseTile<Shape> {
   }
 };
 
-// The paged counterpart of dma_rows: the same LDS positions and swizzle, rows addressed through pages.
-template <int RowBytes, int Loads>
+// The paged counterpart of dma_rows: the same LDS positions, swizzle and partial last round (DmaRows), rows
+// addressed through pages; chunks past the source row (Dqk 80's pad) read at the span: zeros.
+template <int RowBytes, int SrcBytes = RowBytes>
 struct PagedRows {
-  static constexpr uint32_t kChunks = RowBytes / 16;
-  int32_t page[Loads];
+  using D = DmaRows<RowBytes, SrcBytes>;
+  int32_t page[D::kLoads];
   MM_DEVICE void fetch_pages(const mm::buffer_rsrc& list, int32_t key0, int32_t shift, uint32_t wave, uint32_t lane) {
 #pragma unroll
-    for (int i = 0; i < Loads; ++i) {
-      const uint32_t row = ((wave * Loads + i) * 64u + lane) / kChunks;
+    for (int i = 0; i < D::kLoads; ++i) {
+      if (!D::issued(wave, i)) continue;
+      const uint32_t row = D::row_of(wave, i, lane);
       page[i] = (int32_t)mm::buffer_load_b32(list, (uint32_t)((key0 + (int32_t)row) >> shift) * 4u);
     }
   }
@@ -70,13 +72,15 @@ struct PagedRows {
   MM_DEVICE void dma(const Tile& t, mm::buffer_rsrc cache, uint32_t span, int64_t page_stride, int64_t token_stride,
                      int32_t key0, lds_u8* dst, uint32_t wave, uint32_t lane) const {
 #pragma unroll
-    for (int i = 0; i < Loads; ++i) {
-      const uint32_t base = (wave * Loads + i) * 64u;
-      const uint32_t p = base + lane;
-      const uint32_t row = p / kChunks, c = (p % kChunks) ^ (row & 7u);
-      const uint32_t off = t.row_offset(key0 + (int32_t)row, page[i], page_stride, token_stride, span, RowBytes);
+    for (int i = 0; i < D::kLoads; ++i) {
+      if (!D::issued(wave, i)) continue;
+      const uint32_t base = (wave * D::kLoads + i) * 64u;
+      const uint32_t row = D::row_of(wave, i, lane), c = D::chunk_of(wave, i, lane);
+      const uint32_t off = t.row_offset(key0 + (int32_t)row, page[i], page_stride, token_stride, span, SrcBytes);
       // A not-loadable row keeps offset = span for all its chunks (out of range: 0).
-      mm::buffer_load_to_lds<16>(cache, (void*)(dst + base * 16u), off == span ? span : off + c * 16u);
+      bool load = off != span;
+      if constexpr (D::kSrcChunks < D::kChunks) load = load && c < D::kSrcChunks;
+      mm::buffer_load_to_lds<16>(cache, (void*)(dst + base * 16u), load ? off + c * 16u : span);
     }
   }
 };
@@ -84,8 +88,8 @@ struct PagedRows {
 // Chosen over the generic dma_block of attention_fwd.hpp for paged tiles (more specialised overload).
 template <class Shape>
 MM_DEVICE void dma_block(const PagedTile<Shape>& tile, int32_t key0, lds_u8* stage, uint32_t wave, uint32_t lane) {
-  PagedRows<Shape::kKRow, Shape::kKLoads> kr;
-  PagedRows<Shape::kVRow, Shape::kVLoads> vr;
+  PagedRows<Shape::kKRow, Shape::Dqk * 2> kr;
+  PagedRows<Shape::kVRow> vr;
   kr.fetch_pages(tile.page_list, key0, tile.shift, wave, lane);
   vr.fetch_pages(tile.page_list, key0, tile.shift, wave, lane);
   const AttnFwdArgs& a = tile.a;
