@@ -12,6 +12,7 @@ Declared budgets (docs/kernels/attention_gfx950.md):
                      VGPR+AGPR <= 256, SGPR <= 104 (the metadata count includes VCC: 102 addressable + 2), LDS =
                      the two stages of the head dims (d64 32768, d80 45056: K padded to 96, d96 49152, d256 131072).
   attn_fwd_merge_dv64 / _dv80 / _dv96 / _dv256  the merge's budget.
+  attn_fwd_fp8_d64 / _d128 / _d256 and their feature twins  (fp8 K/V) VGPR+AGPR <= 256, SGPR <= 104, LDS as bf16.
 No spills anywhere.
 """
 from __future__ import annotations
@@ -44,6 +45,10 @@ for _d, _lds in ((64, 32768), (80, 45056), (96, 49152), (256, 131072)):
     for _co, _n in (("attention_fwd_dims", f"attn_fwd_d{_d}"), ("attention_fwd_paged_dims", f"attn_fwd_paged_d{_d}")):
         BUDGETS[(_co, _n)] = dict(vgpr=256, agpr=256, sgpr=104, lds=_lds, block=FWD_BLOCK)
     BUDGETS[(MERGE_CODE_OBJECT, f"attn_fwd_merge_dv{_d}")] = BUDGETS[(MERGE_CODE_OBJECT, MERGE_KERNEL)]
+# issue 17, fp8 K/V (attention_fwd_fp8.hsaco): the dense budget of the head dim (LDS holds bf16, as without fp8).
+for _d, _lds in ((64, 32768), (128, 65536), (256, 131072)):
+    BUDGETS[("attention_fwd_fp8", f"attn_fwd_fp8_d{_d}")] = dict(vgpr=256, agpr=256, sgpr=104, lds=_lds,
+                                                                  block=FWD_BLOCK)
 # issue 17: the compile-time feature instantiations keep their plain twin's budget, but SGPR <= 102 (the features'
 # scalars; the paged 192 kernels need 97 .. 101): at 2 waves per SIMD any count up to the 102 addressable costs
 # nothing, and no spill is allowed (below). The new head dims' twins: <= 104 as their plain kernels.

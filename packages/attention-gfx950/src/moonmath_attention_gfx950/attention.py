@@ -21,10 +21,53 @@ MAX_TOKEN_STRIDE = 1 << 22  # elements between consecutive tokens of one tensor
 # shared validation
 # ---------------------------------------------------------------------------------------------
 
-def _qkv_dtypes(q, k, v) -> None:
+FP8_KV = torch.float8_e4m3fn          # fp8 K/V on gfx950: OCP e4m3fn
+FP8_HEAD_DIMS = ((64, 64), (128, 128), (256, 256))   # the head dims with fp8 K/V kernels
+
+
+def _qkv_dtypes(q, k, v, kname: str = "k", vname: str = "v") -> None:
+    """bf16 q; k and v both bf16 or both fp8 (OCP e4m3fn)."""
     checks.tensor("q", q, dtype=torch.bfloat16)
-    checks.tensor("k", k, dtype=torch.bfloat16)
-    checks.tensor("v", v, dtype=torch.bfloat16)
+    checks.tensor(kname, k, dtype=(torch.bfloat16, FP8_KV))
+    checks.tensor(vname, v, dtype=k.dtype)
+
+
+def _descales(k, v, k_descale, v_descale, heads_kv: int, dims: tuple[int, int], dev: torch.device,
+              kname: str = "k", vname: str = "v"):
+    """fp8 K/V: the fp32 descales of K and V (flash-attn 3's k_descale / v_descale; None = 1), per tensor (one
+    element) or per kv head ([Hkv]), returned as [Hkv] tensors on q's device; (None, None) for bf16 K/V (where
+    a descale is an error: it would be silently meaningless)."""
+    if k.dtype != FP8_KV:
+        for name, d in (("k_descale", k_descale), ("v_descale", v_descale)):
+            if d is not None:
+                raise ValueError(f"{name} applies to fp8 (float8_e4m3fn) {kname}/{vname} only; got {kname} of dtype "
+                                 f"{str(k.dtype).replace('torch.', '')}")
+        return None, None
+    if dims not in FP8_HEAD_DIMS:
+        raise ValueError(f"fp8 {kname}/{vname} are supported for head dims {FP8_HEAD_DIMS}; got {dims}")
+    out = []
+    for name, d in (("k_descale", k_descale), ("v_descale", v_descale)):
+        if d is None:
+            out.append(torch.ones(heads_kv, dtype=torch.float32, device=dev))
+            continue
+        checks.tensor(name, d, dtype=torch.float32, device=dev)
+        if d.numel() not in (1, heads_kv) or d.dim() > 1:
+            raise ValueError(f"{name} must be one fp32 scale per tensor ([] or [1]) or per kv head ([{heads_kv}]); "
+                             f"got shape {list(d.shape)}")
+        if checks.on_host(d) and not device_resident(d):
+            if not bool(torch.isfinite(d).all()) or not bool((d > 0).all()):
+                raise ValueError(f"{name} must be finite and > 0; got {d.tolist()}")
+        out.append(d.reshape(-1).expand(heads_kv).contiguous())
+    return out[0], out[1]
+
+
+def _dequant(t: torch.Tensor, descale: torch.Tensor | None, head_dim: int) -> torch.Tensor:
+    """The reference's exact view of fp8 K/V: fp32 values times the head's descale (head dim `head_dim` of t)."""
+    if descale is None:
+        return t
+    shape = [1] * t.dim()
+    shape[head_dim] = -1
+    return t.float() * descale.view(shape)
 
 
 def _head_dims(dqk: int, dqk_k: int, dv: int, kname: str = "k", vname: str = "v") -> None:
@@ -160,7 +203,8 @@ def _check_out(out: torch.Tensor, oshape: list[int], dev: torch.device, token_di
 def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Tensor | None = None,
             round_mode: str = "rtne", layout: str = "bhsd", causal: bool = False,
             softmax_scale: float | None = None, return_lse: bool = False, softcap: float | None = 0.0,
-            window_size: tuple[int, int] = (-1, -1), sinks: torch.Tensor | None = None):
+            window_size: tuple[int, int] = (-1, -1), sinks: torch.Tensor | None = None,
+            k_descale: torch.Tensor | None = None, v_descale: torch.Tensor | None = None):
     """Attention forward on gfx950 (MI355X), bf16 in, bf16 out (RTNE).
 
     Args:
@@ -182,6 +226,8 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
             every row's window of a 256-row tile are skipped (work proportional to the window).
         sinks: gpt-oss attention sinks, fp32 ``[Hq]`` natural-log logits on q's device: head h's sink joins each
             row's softmax denominator (no value); the LSE includes it; a row with no key gives 0, lse = sink.
+        k_descale, v_descale: fp8 K/V (k and v ``torch.float8_e4m3fn``, head dims 64, 128, 256): fp32 scales, per
+            tensor (one element) or per kv head ``[Hkv]``; K = k_descale * k, V = v_descale * v (None = 1).
 
     Any Sq, Skv >= 0. A new output is contiguous in the call's layout.
 
@@ -211,6 +257,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
     cap = _softcap(softcap)
     wl, wr = _window(window_size, causal)
     sk = _sinks(sinks, q.shape[hd], dev)
+    kd, vd = _descales(k, v, k_descale, v_descale, k.shape[hd], (q.shape[3], v.shape[3]), dev)
     oshape = list(q.shape[:3]) + [v.shape[3]]
     if out is None:
         out = torch.empty(oshape, dtype=torch.bfloat16, device=q.device)
@@ -218,33 +265,42 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
         _check_out(out, oshape, dev, sd)
     B, Hq, Sq = q.shape[0], q.shape[hd], q.shape[sd]
     lse = torch.empty(B, Hq, Sq, dtype=torch.float32, device=q.device) if return_lse else None
-    _forward_op(q, k, v, out, lse, layout, causal, scale, cap, wl, wr, sk)
+    _forward_op(q, k, v, out, lse, layout, causal, scale, cap, wl, wr, sk, kd, vd)
     return (out, lse) if return_lse else out
 
 
 @torch.library.custom_op("moonmath::attention_gfx950_forward", mutates_args=("out", "lse"))
 def _forward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor | None,
                 layout: str, causal: bool, scale: float, softcap: float = 0.0, window_left: int = -1,
-                window_right: int = -1, sinks: torch.Tensor | None = None) -> None:
+                window_right: int = -1, sinks: torch.Tensor | None = None, k_descale: torch.Tensor | None = None,
+                v_descale: torch.Tensor | None = None) -> None:
     if get_backend() == "reference":
+        hd = 2 if layout == "bshd" else 1
+        k, v = _dequant(k, k_descale, hd), _dequant(v, v_descale, hd)
         o, l = reference.forward(q, k, v, layout, causal, scale, softcap, (window_left, window_right), sinks)
         out.copy_(o)
         if lse is not None:
             lse.copy_(l)
     else:
-        _run_kernel(q, k, v, out, lse, layout, causal, scale, softcap, (window_left, window_right), sinks)
+        _run_kernel(q, k, v, out, lse, layout, causal, scale, softcap, (window_left, window_right), sinks,
+                    _pair(k_descale, v_descale))
 
 
 @_forward_op.register_fake
-def _(q, k, v, out, lse, layout, causal, scale, softcap=0.0, window_left=-1, window_right=-1, sinks=None) -> None:
+def _(q, k, v, out, lse, layout, causal, scale, softcap=0.0, window_left=-1, window_right=-1, sinks=None,
+      k_descale=None, v_descale=None) -> None:
     return None
 
 
-def _run_kernel(q, k, v, out, lse, layout, causal, scale, softcap, window, sinks) -> None:
+def _pair(k_descale, v_descale):
+    return None if k_descale is None else (k_descale, v_descale)
+
+
+def _run_kernel(q, k, v, out, lse, layout, causal, scale, softcap, window, sinks, descales=None) -> None:
     """The hip/emu path of forward: the gfx950 kernels (kernel.py), planned on the host."""
     from . import kernel
 
-    kernel.run_forward(q, k, v, out, lse, layout, causal, scale, softcap, window, sinks)
+    kernel.run_forward(q, k, v, out, lse, layout, causal, scale, softcap, window, sinks, descales)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -253,7 +309,7 @@ def _run_kernel(q, k, v, out, lse, layout, causal, scale, softcap, window, sinks
 
 def _check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, softmax_scale, causal,
                   return_lse, out, round_mode, host_cu_seqlens_q, host_cu_seqlens_k, softcap=0.0,
-                  window_size=(-1, -1), sinks=None):
+                  window_size=(-1, -1), sinks=None, k_descale=None, v_descale=None):
     _qkv_dtypes(q, k, v)
     for name, t in (("q", q), ("k", k), ("v", v)):
         checks.tensor(name, t, ndim=3)
@@ -279,6 +335,7 @@ def _check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_
     cap = _softcap(softcap)
     window = _window(window_size, causal)
     sk = _sinks(sinks, q.shape[1], dev)
+    kd, vd = _descales(k, v, k_descale, v_descale, k.shape[1], (q.shape[2], v.shape[2]), dev)
     oshape = [q.shape[0], q.shape[1], v.shape[2]]
     if out is not None:
         _check_out(out, oshape, dev, 0)
@@ -296,7 +353,7 @@ def _check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_
             hosts[name] = _cu_seqlens(sname, src, total, tname, mx, "max_seqlen_" + name[-1])
         if host is not None and checks.on_host(cu) and not device_resident(cu):   # checked too, not trusted to match
             _cu_seqlens(name, cu, total, tname, mx, "max_seqlen_" + name[-1])
-    return scale, cap, window, sk, oshape, hosts
+    return scale, cap, window, sk, oshape, hosts, (kd, vd)
 
 
 def forward_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
@@ -305,12 +362,13 @@ def forward_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens
                    out: torch.Tensor | None = None, round_mode: str = "rtne",
                    host_cu_seqlens_q: torch.Tensor | None = None, host_cu_seqlens_k: torch.Tensor | None = None,
                    softcap: float | None = 0.0, window_size: tuple[int, int] = (-1, -1),
-                   sinks: torch.Tensor | None = None):
+                   sinks: torch.Tensor | None = None, k_descale: torch.Tensor | None = None,
+                   v_descale: torch.Tensor | None = None):
     """Attention over packed variable-length sequences (THD), ``flash_attn_varlen_func`` argument order.
 
     Args:
-        q: bf16 ``[total_q, Hq, Dqk]``; k: bf16 ``[total_k, Hkv, Dqk]``; v: bf16 ``[total_k, Hkv, Dv]``.
-            Any strides with a contiguous head dim; (Dqk, Dv) in {(128,128), (192,128)}; Hq % Hkv == 0.
+        q: bf16 ``[total_q, Hq, Dqk]``; k: ``[total_k, Hkv, Dqk]``; v: ``[total_k, Hkv, Dv]``, both bf16 or both
+            fp8 (float8_e4m3fn). Any strides with a contiguous head dim; (Dqk, Dv) one of HEAD_DIMS; Hq % Hkv == 0.
         cu_seqlens_q, cu_seqlens_k: int32 ``[B + 1]``: sequence b is q rows [cu_q[b], cu_q[b+1]) and k/v
             rows [cu_k[b], cu_k[b+1]). Non-decreasing, cu[0] >= 0, cu[-1] <= total (checked when on the host).
         max_seqlen_q, max_seqlen_k: bound every sequence length (checked when the lengths are on the host).
@@ -323,19 +381,19 @@ def forward_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens
         softcap: logit soft-cap as forward (None or 0: off).
         window_size: sliding window (left, right) as forward, per sequence (bottom-right aligned).
         sinks: fp32 ``[Hq]`` attention sinks as forward.
+        k_descale, v_descale: fp8 K/V descales as forward.
 
     Returns:
         out, or (out, lse).
     """
-    scale, cap, window, sk, oshape, hosts = _check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                                                          max_seqlen_k, softmax_scale, causal, return_lse, out,
-                                                          round_mode, host_cu_seqlens_q, host_cu_seqlens_k, softcap,
-                                                          window_size, sinks)
+    scale, cap, window, sk, oshape, hosts, (kd, vd) = _check_varlen(
+        q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, softmax_scale, causal, return_lse, out,
+        round_mode, host_cu_seqlens_q, host_cu_seqlens_k, softcap, window_size, sinks, k_descale, v_descale)
     if out is None:
         out = torch.empty(oshape, dtype=torch.bfloat16, device=q.device)
     lse = torch.empty(q.shape[1], q.shape[0], dtype=torch.float32, device=q.device) if return_lse else None
     _varlen_op(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale,
-               host_cu_seqlens_q, host_cu_seqlens_k, cap, window[0], window[1], sk)
+               host_cu_seqlens_q, host_cu_seqlens_k, cap, window[0], window[1], sk, kd, vd)
     return (out, lse) if return_lse else out
 
 
@@ -344,23 +402,27 @@ def _varlen_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: 
                cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, out: torch.Tensor,
                lse: torch.Tensor | None, causal: bool, scale: float, host_cu_seqlens_q: torch.Tensor | None,
                host_cu_seqlens_k: torch.Tensor | None, softcap: float = 0.0, window_left: int = -1,
-               window_right: int = -1, sinks: torch.Tensor | None = None) -> None:
+               window_right: int = -1, sinks: torch.Tensor | None = None, k_descale: torch.Tensor | None = None,
+               v_descale: torch.Tensor | None = None) -> None:
     if get_backend() == "reference":
+        k, v = _dequant(k, k_descale, 1), _dequant(v, v_descale, 1)
         reference.forward_varlen(q, k, v, cu_seqlens_q.tolist(), cu_seqlens_k.tolist(), causal, scale, out, lse,
                                  softcap, (window_left, window_right), sinks)
     else:
         _run_kernel_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale,
-                           host_cu_seqlens_q, host_cu_seqlens_k, softcap, (window_left, window_right), sinks)
+                           host_cu_seqlens_q, host_cu_seqlens_k, softcap, (window_left, window_right), sinks,
+                           _pair(k_descale, v_descale))
 
 
 @_varlen_op.register_fake
 def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale, host_cu_seqlens_q,
-      host_cu_seqlens_k, softcap=0.0, window_left=-1, window_right=-1, sinks=None) -> None:
+      host_cu_seqlens_k, softcap=0.0, window_left=-1, window_right=-1, sinks=None, k_descale=None,
+      v_descale=None) -> None:
     return None
 
 
 def _run_kernel_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale,
-                       host_cu_seqlens_q, host_cu_seqlens_k, softcap, window, sinks) -> None:
+                       host_cu_seqlens_q, host_cu_seqlens_k, softcap, window, sinks, descales=None) -> None:
     """The hip/emu path of forward_varlen. host_cu_seqlens_* are CPU copies of the cu_seqlens when the caller has
     them (or None): plan exactly on the host from them. Device cu_seqlens without host copies are planned on the
     device (serving.py: the planning kernel writes the work list; no host read)."""
@@ -371,12 +433,12 @@ def _run_kernel_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_se
         from . import serving
 
         serving.run_varlen_on_device(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse,
-                                     causal, scale, softcap, window, sinks)
+                                     causal, scale, softcap, window, sinks, descales)
         return
 
     cu_q = (host_cu_seqlens_q if host_cu_seqlens_q is not None else cu_seqlens_q).cpu().tolist()
     cu_k = (host_cu_seqlens_k if host_cu_seqlens_k is not None else cu_seqlens_k).cpu().tolist()
-    kernel.run_forward_varlen(q, k, v, cu_q, cu_k, out, lse, causal, scale, softcap, window, sinks)
+    kernel.run_forward_varlen(q, k, v, cu_q, cu_k, out, lse, causal, scale, softcap, window, sinks, descales)
 
 
 # VarlenPlan: varlen_plan.py (device-side planning, issue 13).
@@ -418,6 +480,10 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
         out, or (out, lse).
     """
     checks.tensor("q", q, dtype=torch.bfloat16, ndim=3)
+    for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
+        if isinstance(t, torch.Tensor) and t.dtype == FP8_KV:
+            raise ValueError(f"{name}: fp8 (float8_e4m3fn) K/V caches are not supported by forward_paged yet (the "
+                             "paged partitioner loads bf16 rows); fp8 K/V exist on forward and forward_varlen")
     checks.tensor("k_cache", k_cache, dtype=torch.bfloat16, ndim=4)
     checks.tensor("v_cache", v_cache, dtype=torch.bfloat16, ndim=4)
     _round_mode(round_mode)

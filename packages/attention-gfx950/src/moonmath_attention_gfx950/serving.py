@@ -86,7 +86,7 @@ def plan_on_device(buf: torch.Tensor, cu_q, cu_k, n_cap: int, total_q: int, tota
 
 def run_device_planned(buf: torch.Tensor, n_cap: int, q, k, v, out, lse, causal: bool, scale: float,
                        staging: dict | None = None, softcap: float = 0.0,
-                       window: tuple[int, int] = kernel.NO_WINDOW, sinks=None) -> list[dict | None]:
+                       window: tuple[int, int] = kernel.NO_WINDOW, sinks=None, descales=None) -> list[dict | None]:
     """Run the forward kernel over a device-written plan: the host writes only the header (strides of this
     run's q/k/v/out, scale, flags), a host-to-device copy of values it owns; it reads nothing back.
 
@@ -96,6 +96,7 @@ def run_device_planned(buf: torch.Tensor, n_cap: int, q, k, v, out, lse, causal:
     if target_arch() != ARCH:
         raise NoKernelError(op, target_arch(), KERNELS.archs_built())
     _check_alignment(op, q=(q, (0, 1)), k=(k, (0, 1)), v=(v, (0, 1)), out=(out, (0, 1)))
+    kernel._check_fp8_alignment(op, k=(k, (0, 1)), v=(v, (0, 1)))
     Hq, Hkv = q.shape[1], k.shape[1]
     strides = (_strides(q, None, 0, 1) + _strides(k, None, 0, 1) + _strides(v, None, 0, 1) + _strides(out, None, 0, 1)
                + ([0, lse.stride(0)] if lse is not None else [0, 0]))
@@ -115,17 +116,21 @@ def run_device_planned(buf: torch.Tensor, n_cap: int, q, k, v, out, lse, causal:
     if n_cap == 0 or Hq == 0:
         return []
     dims = (q.shape[2], v.shape[2])
-    return [KERNELS.launch(op, ARCH, kernel.fwd_code_object(kernel.FWD_CODE_OBJECT, dims),
-                           kernel.fwd_kernel(kernel.FWD_KERNELS, dims, softcap, window, sinks is not None),
+    co, names = ((kernel.FP8_CODE_OBJECT, kernel.FP8_KERNELS) if descales is not None
+                 else (kernel.fwd_code_object(kernel.FWD_CODE_OBJECT, dims), kernel.FWD_KERNELS))
+    tail = ([sinks] if sinks is not None else []) + (list(descales) if descales is not None else [])
+    return [KERNELS.launch(op, ARCH, co, kernel.fwd_kernel(names, dims, softcap, window, sinks is not None),
                            grid=(n_cap * kernel.ROW_SPLIT.get(dims, 1), Hq), block=FWD_BLOCK,
-                           args=[buf, q, k, v, out, lse, None, None, *([sinks] if sinks is not None else [])])]
+                           args=[buf, q, k, v, out, lse, None, None, *tail])]
 
 
 def run_varlen_on_device(q, k, v, cu_q, cu_k, max_q: int, max_k: int, out, lse, causal: bool, scale: float,
-                         softcap: float = 0.0, window: tuple[int, int] = kernel.NO_WINDOW, sinks=None) -> None:
+                         softcap: float = 0.0, window: tuple[int, int] = kernel.NO_WINDOW, sinks=None,
+                         descales=None) -> None:
     """forward_varlen with device-resident cu_seqlens and no host copies: plan on the device into a buffer that
     lives for this call (stream order keeps it valid for the kernels), then run."""
     n_cap = device_plan_capacity(cu_q.numel() - 1, max_q, q.shape[0])
     buf = torch.zeros(ARGS_BYTES + n_cap * ITEM_BYTES, dtype=torch.uint8, device=q.device)
     plan_on_device(buf, cu_q, cu_k, n_cap, q.shape[0], k.shape[0], max_q, max_k, causal)
-    run_device_planned(buf, n_cap, q, k, v, out, lse, causal, scale, softcap=softcap, window=window, sinks=sinks)
+    run_device_planned(buf, n_cap, q, k, v, out, lse, causal, scale, softcap=softcap, window=window, sinks=sinks,
+                       descales=descales)

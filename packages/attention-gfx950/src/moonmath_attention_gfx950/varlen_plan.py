@@ -115,8 +115,10 @@ class VarlenPlan:
         return self._host is None
 
     def run(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Tensor | None = None,
-            return_lse: bool = False, sinks: torch.Tensor | None = None):
-        """sinks: this layer's fp32 [heads] attention sinks (forward's sinks=), or None."""
+            return_lse: bool = False, sinks: torch.Tensor | None = None, k_descale: torch.Tensor | None = None,
+            v_descale: torch.Tensor | None = None):
+        """sinks: this layer's fp32 [heads] attention sinks (forward's sinks=), or None. k_descale / v_descale: this
+        layer's fp8 K/V descales (forward's), with k and v float8_e4m3fn."""
         if self._args is None:
             raise RuntimeError("VarlenPlan.run() called before plan()")
         a = self._args
@@ -132,7 +134,8 @@ class VarlenPlan:
             return _att.forward_varlen(q, k, v, a["cu_seqlens_q"] if hq is None else hq,
                                        a["cu_seqlens_k"] if hk is None else hk, a["max_seqlen_q"], a["max_seqlen_k"],
                                        softmax_scale=a["softmax_scale"], causal=a["causal"], return_lse=return_lse,
-                                       out=out, softcap=a["softcap"], window_size=a["window_size"], sinks=sinks)
+                                       out=out, softcap=a["softcap"], window_size=a["window_size"], sinks=sinks,
+                                       k_descale=k_descale, v_descale=v_descale)
         # device-planned: validate the tensors as forward_varlen does, without any value of the cu_seqlens
         _att._qkv_dtypes(q, k, v)
         checks.boolean("return_lse", return_lse)
@@ -147,6 +150,7 @@ class VarlenPlan:
             _att._strides(name, t, 0)
         scale = _att._scale(a["softmax_scale"], q.shape[2])
         sk = _att._sinks(sinks, q.shape[1], dev)
+        kd, vd = _att._descales(k, v, k_descale, v_descale, k.shape[1], (q.shape[2], v.shape[2]), dev)
         oshape = [q.shape[0], q.shape[1], v.shape[2]]
         if out is None:
             out = torch.empty(oshape, dtype=torch.bfloat16, device=q.device)
@@ -156,5 +160,6 @@ class VarlenPlan:
         from . import serving
 
         serving.run_device_planned(self._buf, self._cap, q, k, v, out, lse, a["causal"], scale, self._staging,
-                                   softcap=a["softcap"], window=a["window_size"], sinks=sk)
+                                   softcap=a["softcap"], window=a["window_size"], sinks=sk,
+                                   descales=_att._pair(kd, vd))
         return (out, lse) if return_lse else out

@@ -58,21 +58,27 @@ def _gfx950_only(op: str, what: str) -> None:
 def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Tensor | None = None,
             round_mode: str | None = None, layout: str = "bhsd", causal: bool = False,
             softmax_scale: float | None = None, return_lse: bool = False, softcap: float | None = 0.0,
-            window_size: tuple[int, int] = (-1, -1), sinks: torch.Tensor | None = None):
+            window_size: tuple[int, int] = (-1, -1), sinks: torch.Tensor | None = None,
+            k_descale: torch.Tensor | None = None, v_descale: torch.Tensor | None = None):
     """bf16 attention forward, dispatched by arch (see docs/ops/forward.md).
 
     gfx942: head dim 128, contiguous q/k/v with equal heads, no causal, no LSE, scale 1/sqrt(128),
     round_mode "rtna" (default), "rtne" or "rtz". gfx950: causal (bottom-right), GQA/MQA, head dims
     64, 80, 96, 128, 256 and (192,128), softmax_scale (default 1/sqrt(Dqk)), any strides with a contiguous head dim,
     lengths >= 0, return_lse (fp32 [B, H, Sq], natural log), round_mode "rtne" only (the default),
-    softcap (Gemma 2), window_size=(left, right) (flash-attn sliding window), sinks (gpt-oss, fp32 [Hq]).
+    softcap (Gemma 2), window_size=(left, right) (flash-attn sliding window), sinks (gpt-oss, fp32 [Hq]),
+    fp8 K/V (float8_e4m3fn k and v with k_descale / v_descale, head dims 64/128/256).
     layout: "bhsd" (default) or "bshd" on both.
     """
     arch = _attention_arch("forward")
     if arch == "gfx942":
         no_window = isinstance(window_size, (tuple, list)) and list(window_size) == [-1, -1]
+        fp8 = isinstance(k, torch.Tensor) and k.dtype == _gfx950.FP8_KV
         for name, value, off in (("softcap", softcap, softcap in (None, 0, 0.0)),
-                                 ("window_size", window_size, no_window), ("sinks", sinks, sinks is None)):
+                                 ("window_size", window_size, no_window), ("sinks", sinks, sinks is None),
+                                 ("k_descale", k_descale, k_descale is None),
+                                 ("v_descale", v_descale, v_descale is None),
+                                 ("fp8 k/v", "float8_e4m3fn", not fp8)):
             if not off:
                 raise ArchFeatureError(f"forward: {name}={value!r} is not supported on gfx942 yet (its MHA kernel "
                                        f"has no {name}); it exists on gfx950")
@@ -98,7 +104,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
                                layout=layout)
     return _gfx950.forward(q, k, v, out=out, round_mode="rtne" if round_mode is None else round_mode, layout=layout,
                            causal=causal, softmax_scale=softmax_scale, return_lse=return_lse, softcap=softcap,
-                           window_size=window_size, sinks=sinks)
+                           window_size=window_size, sinks=sinks, k_descale=k_descale, v_descale=v_descale)
 
 
 def forward_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
@@ -107,7 +113,8 @@ def forward_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens
                    out: torch.Tensor | None = None, round_mode: str = "rtne",
                    host_cu_seqlens_q: torch.Tensor | None = None, host_cu_seqlens_k: torch.Tensor | None = None,
                    softcap: float | None = 0.0, window_size: tuple[int, int] = (-1, -1),
-                   sinks: torch.Tensor | None = None):
+                   sinks: torch.Tensor | None = None, k_descale: torch.Tensor | None = None,
+                   v_descale: torch.Tensor | None = None):
     """Packed variable-length attention (THD), flash_attn_varlen_func argument order; gfx950 only.
     See moonmath_attention_gfx950.forward_varlen and docs/ops/forward_varlen.md."""
     _gfx950_only("forward_varlen", "varlen batching")
@@ -115,7 +122,7 @@ def forward_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens
                                   softmax_scale=softmax_scale, causal=causal, return_lse=return_lse, out=out,
                                   round_mode=round_mode, host_cu_seqlens_q=host_cu_seqlens_q,
                                   host_cu_seqlens_k=host_cu_seqlens_k, softcap=softcap, window_size=window_size,
-                                  sinks=sinks)
+                                  sinks=sinks, k_descale=k_descale, v_descale=v_descale)
 
 
 def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cu_seqlens_q: torch.Tensor,

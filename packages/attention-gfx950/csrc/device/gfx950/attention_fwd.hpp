@@ -77,10 +77,18 @@ constexpr float kNegInf = -__builtin_inff();
 // launch doubles grid.x).
 constexpr int swizzle_period(int chunks) { return chunks % 8 == 0 ? 8 : chunks % 4 == 0 ? 4 : 2; }
 
-template <int Dqk_, int Dv_, bool Softcap_ = false, bool Window_ = false, bool Sinks_ = false>
+// KvFp8_: K and V are OCP e4m3fn in memory (fp8 K/V, issue 17), dequantised to bf16 on their way to LDS
+// (dequant_block: exact, every e4m3fn value is a bf16 value); their descales fold into the softmax scale (K) and
+// the output (V). LDS and every later stage are those of bf16 K/V.
+template <bool Fp8> struct KvElem { typedef uint16_t type; };
+template <> struct KvElem<true> { typedef uint8_t type; };
+
+template <int Dqk_, int Dv_, bool Softcap_ = false, bool Window_ = false, bool Sinks_ = false, bool KvFp8_ = false>
 struct FwdShape {
   static constexpr int Dqk = Dqk_, Dv = Dv_;
-  static constexpr bool kSoftcap = Softcap_, kWindow = Window_, kSinks = Sinks_;
+  static constexpr bool kSoftcap = Softcap_, kWindow = Window_, kSinks = Sinks_, kKvFp8 = KvFp8_;
+  typedef typename KvElem<KvFp8_>::type KvT;                 // K/V element in memory
+  static constexpr int kKvBytes = sizeof(KvT);
   static constexpr int kDqkPad = (Dqk + 31) / 32 * 32;      // K row in LDS, Q operand width
   static constexpr int kQkSteps = kDqkPad / 32;             // MFMA k-steps per 16-key QK tile
   static constexpr int kDvTiles = Dv / 16;                  // 16-column output tiles
@@ -96,6 +104,7 @@ struct FwdShape {
   static constexpr uint32_t kStageBytes = kKBytes + kVBytes;
   static constexpr uint32_t kLdsBytes = 2 * kStageBytes;
   static_assert(Dqk % 16 == 0 && Dv % 16 == 0 && kTileRows % kWgRows == 0, "head dims");
+  static_assert(!kKvFp8 || kDqkPad == Dqk, "fp8 K/V: Dqk a multiple of 32");
   static_assert(kKBytes % 1024 == 0 && kVBytes % 1024 == 0, "whole 64-lane DMA rows");
 };
 
@@ -178,14 +187,15 @@ struct DenseTile {
   const AttnFwdArgs a;
   const AttnWorkItem it;
   int32_t h, hk;
-  const uint16_t* k_head;   // k of (batch, kv head), token 0 of the sequence
-  const uint16_t* v_head;
+  typedef typename Shape::KvT KvT;
+  const KvT* k_head;        // k of (batch, kv head), token 0 of the sequence
+  const KvT* v_head;
 
   MM_DEVICE DenseTile(const AttnFwdArgs& a_, const AttnWorkItem& it_, int32_t h_, const uint16_t* k,
                       const uint16_t* v)
       : a(a_), it(it_), h(h_), hk(h_ / a_.group) {
-    k_head = k + it.batch * a.k_batch + hk * a.k_head + (int64_t)it.k_tok0 * a.k_token;
-    v_head = v + it.batch * a.v_batch + hk * a.v_head + (int64_t)it.k_tok0 * a.v_token;
+    k_head = reinterpret_cast<const KvT*>(k) + it.batch * a.k_batch + hk * a.k_head + (int64_t)it.k_tok0 * a.k_token;
+    v_head = reinterpret_cast<const KvT*>(v) + it.batch * a.v_batch + hk * a.v_head + (int64_t)it.k_tok0 * a.v_token;
   }
   // Rows [r0, r0 + Shape::kWgRows) of the tile (the workgroup's: all 256 but with Dv 256, see FwdShape),
   // clipped to the sequence; <= 0: none.
@@ -208,10 +218,12 @@ struct DenseTile {
   // K / V rows [key0, key0 + 64) of the sequence, clipped to k_len: loads past the end return 0.
   MM_DEVICE int32_t block_rows(int32_t key0) const { int32_t r = it.k_len - key0; return r < kKvBlock ? r : kKvBlock; }
   MM_DEVICE mm::buffer_rsrc k_block(int32_t key0) const {
-    return mm::make_buffer(k_head + (int64_t)key0 * a.k_token, extent_bytes(block_rows(key0), a.k_token, Shape::Dqk, 2));
+    return mm::make_buffer(k_head + (int64_t)key0 * a.k_token,
+                           extent_bytes(block_rows(key0), a.k_token, Shape::Dqk, Shape::kKvBytes));
   }
   MM_DEVICE mm::buffer_rsrc v_block(int32_t key0) const {
-    return mm::make_buffer(v_head + (int64_t)key0 * a.v_token, extent_bytes(block_rows(key0), a.v_token, Shape::Dv, 2));
+    return mm::make_buffer(v_head + (int64_t)key0 * a.v_token,
+                           extent_bytes(block_rows(key0), a.v_token, Shape::Dv, Shape::kKvBytes));
   }
 };
 
@@ -289,10 +301,43 @@ MM_DEVICE void dma_rows(mm::buffer_rsrc src, int64_t token_stride, lds_u8* dst, 
   }
 }
 
+// fp8 K/V: the load stage dequantises. Each lane loads 16 fp8 (one 16-byte buffer load), widens them exactly to
+// 16 bf16 (v_cvt_pk_f32_fp8, then the high halves) and writes the two bf16 chunks to their swizzled LDS places
+// (the layout dma_rows makes from bf16 rows). Rows past k_len load 0. The loads are waited here (no overlap
+// with the math yet); block_sync's release fence retires the LDS writes before the barrier.
+template <int RowBytes, int Elems>
+MM_DEVICE void dequant_rows(mm::buffer_rsrc src, int64_t token_stride, lds_u8* dst, uint32_t wave, uint32_t lane) {
+  constexpr uint32_t kSrcChunks = Elems / 16;                          // 16-byte fp8 pieces of a row
+  constexpr int kRowLoads = kKvBlock * (int)kSrcChunks / 64;           // 64-lane loads of a block
+  constexpr int kLoads = (kRowLoads + kWaves - 1) / kWaves;
+  constexpr uint32_t kPeriod = swizzle_period(RowBytes / 16);
+#pragma unroll
+  for (int i = 0; i < kLoads; ++i) {
+    if (kRowLoads % kWaves != 0 && (int)wave * kLoads + i >= kRowLoads) continue;
+    const uint32_t p = (wave * kLoads + i) * 64u + lane;
+    const uint32_t row = p / kSrcChunks, c = p % kSrcChunks;
+    const u32x4 w = mm::buffer_load_b128(src, row * (uint32_t)token_stride + c * 16u);
+    u32x4 lo, hi;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const mm::f32x2 a = mm::cvt_pk_f32_fp8<false>(w[j]), b = mm::cvt_pk_f32_fp8<true>(w[j]);
+      const uint32_t x0 = mm::pack_bf16x2_hi(a[0], a[1]), x1 = mm::pack_bf16x2_hi(b[0], b[1]);
+      if (j < 2) { lo[2 * j] = x0; lo[2 * j + 1] = x1; } else { hi[2 * j - 4] = x0; hi[2 * j - 3] = x1; }
+    }
+    mm::lds_write_b128(dst, swz<kPeriod>(row, 2u * c, RowBytes), lo);
+    mm::lds_write_b128(dst, swz<kPeriod>(row, 2u * c + 1u, RowBytes), hi);
+  }
+}
+
 template <class Shape, class Tile>
 MM_DEVICE void dma_block(const Tile& tile, int32_t key0, lds_u8* stage, uint32_t wave, uint32_t lane) {
-  dma_rows<Shape::kKRow, Shape::Dqk * 2>(tile.k_block(key0), tile.a.k_token, stage, wave, lane);
-  dma_rows<Shape::kVRow>(tile.v_block(key0), tile.a.v_token, stage + Shape::kKBytes, wave, lane);
+  if constexpr (Shape::kKvFp8) {
+    dequant_rows<Shape::kKRow, Shape::Dqk>(tile.k_block(key0), tile.a.k_token, stage, wave, lane);
+    dequant_rows<Shape::kVRow, Shape::Dv>(tile.v_block(key0), tile.a.v_token, stage + Shape::kKBytes, wave, lane);
+  } else {
+    dma_rows<Shape::kKRow, Shape::Dqk * 2>(tile.k_block(key0), tile.a.k_token, stage, wave, lane);
+    dma_rows<Shape::kVRow>(tile.v_block(key0), tile.a.v_token, stage + Shape::kKBytes, wave, lane);
+  }
 }
 
 // S^T for the wave's row tiles against the 64 keys of a stage: A = K tile t from the swizzled LDS
@@ -565,6 +610,8 @@ struct FwdPointers {
   float* ws_o;
   float* ws_ml;
   const float* sinks;   // the *_sinks kernels: fp32 [heads_q] sink logits (natural-log units); else null
+  const float* k_descale = nullptr;   // the *_fp8 kernels: fp32 [heads_kv] descales of K and V; else null
+  const float* v_descale = nullptr;
 };
 
 // The workgroup's rows [r0, r0 + Shape::kWgRows) of the tile against the item's keys (r0 = 0, all 256 rows,
@@ -623,6 +670,15 @@ MM_DEVICE void attention_rows(const AttnFwdArgs& a, const AttnWorkItem& it, int3
     }
   }
 
+  // fp8 K/V: S = kd (Q K8), so K's descale joins the logit factor (the tanh argument under a soft-cap; at least
+  // FLT_MIN as the planner's scale); V's scales O once after the loop.
+  float scale_log2 = a.scale_log2, softcap_pre2 = a.softcap_pre2;
+  if constexpr (Shape::kKvFp8) {
+    const float kd = ptr.k_descale[tile.hk];
+    if constexpr (Shape::kSoftcap) softcap_pre2 *= kd;
+    else scale_log2 = __builtin_fmaxf(scale_log2 * kd, 1.17549435e-38f);
+  }
+
   if (kv_begin < kv_end) dma_block<Shape>(tile, kv_begin, lds, wave, lane);
   uint32_t stage = 0;
   for (int32_t key0 = kv_begin; key0 < kv_end; key0 += kKvBlock) {
@@ -632,17 +688,24 @@ MM_DEVICE void attention_rows(const AttnFwdArgs& a, const AttnWorkItem& it, int3
     if (key0 + kKvBlock < kv_end) dma_block<Shape>(tile, key0 + kKvBlock, lds + (stage ^ 1u) * Shape::kStageBytes, wave, lane);
     FragC s[Shape::kRowTiles][Shape::kKeyTiles];
     qk(st, cur, s, lane);
-    if constexpr (Shape::kSoftcap) softcap_block<Shape>(s, a.softcap_pre2);
+    if constexpr (Shape::kSoftcap) softcap_block<Shape>(s, softcap_pre2);
     if constexpr (Shape::kWindow) {
       if (key0 + kKvBlock > wave_limit || key0 < wave_lo) mask_block_window<Shape>(s, key0, limit, lo, lane);
     } else {
       if (key0 + kKvBlock > wave_limit) mask_block<Shape>(s, key0, limit, lane);
     }
-    softmax_step(st, s, a.scale_log2);
+    softmax_step(st, s, scale_log2);
     pv(st, s, cur + Shape::kKBytes, lane);
     stage ^= 1u;
   }
 
+  if constexpr (Shape::kKvFp8) {
+    const float vd = ptr.v_descale[tile.hk];
+#pragma unroll
+    for (int rt = 0; rt < Shape::kRowTiles; ++rt)
+#pragma unroll
+      for (int n = 0; n < Shape::kDvTiles; ++n) mm::scale(st.o[rt][n], vd);
+  }
   if constexpr (Shape::kSinks) {
     if (it.slot < 0 || it.sink_part) add_sink(st, ptr.sinks[h] * mm::kLog2e, lane);
   }
