@@ -1,7 +1,8 @@
 """fp8 K/V of the gfx950 attention forward (issue 17): OCP e4m3fn k and v with per-tensor or per-head descales,
 bf16 q. The kernels (dequantising load stage, descales folded into the logit factor and the output) on the emulator
-against float64 of the dequantised K/V at the seed's tolerance, through forward, forward_varlen and VarlenPlan
-(host- and device-planned), with features and split KV; the reference backend likewise; bad input."""
+against float64 of the dequantised K/V at the seed's tolerance, through forward, forward_varlen, forward_paged
+(== varlen bit for bit) and VarlenPlan (host- and device-planned), with features and split KV; the reference
+backend likewise; bad input."""
 from __future__ import annotations
 
 import math
@@ -122,12 +123,57 @@ def test_fp8_bad_input_names_it(what, kw, exc, match):
         att.forward(a.pop("q"), a.pop("k"), a.pop("v"), **a)
 
 
-def test_fp8_paged_says_not_yet():
-    q = torch.zeros(4, 2, 128, dtype=bf)
-    kc = torch.zeros(1, 16, 1, 128, dtype=F8)
-    with use_backend("reference"), pytest.raises(ValueError, match="k_cache: fp8 .* not supported by forward_paged"):
+@needs_kernels
+@pytest.mark.parametrize("D,page_size,causal", [(128, 16, True), (64, 8, False), (256, 16, True)])
+def test_fp8_paged_equals_varlen(emu_gfx950, D, page_size, causal):
+    """fp8 caches: shuffled pages of a cache whose other bytes are fp8 NaN (0x7F), page lists and block tables,
+    per-head descales: == forward_varlen on the packed fp8 K/V bit for bit, and float64 within tolerance."""
+    lens_q, lens_k, hq, hk = [9, 150], [77, 260], 4, 2
+    cq, ck = cu(lens_q), cu(lens_k)
+    q = rnd(int(cq[-1]), hq, D, seed=D)
+    k, v = fp8(int(ck[-1]), hk, D, seed=D + 1), fp8(int(ck[-1]), hk, D, seed=D + 2)
+    kd, vd = torch.tensor([0.003, 0.002]), torch.tensor([0.01, 0.03])
+    need = [-(-n // page_size) for n in lens_k]
+    perm = torch.randperm(sum(need) + 3, generator=torch.Generator().manual_seed(D)).to(torch.int32)
+    kc = torch.full((perm.numel(), page_size, hk, D), 0x7F, dtype=torch.uint8).view(F8)
+    vc = kc.clone()
+    table = torch.full((2, max(need) + 1), 2**30, dtype=torch.int32)
+    lists, at = [], 0
+    for b, n in enumerate(lens_k):
+        pg = perm[at:at + need[b]]
+        at += need[b]
+        lists.append(pg)
+        table[b, :need[b]] = pg
+        for j in range(n):
+            kc[pg[j // page_size], j % page_size] = k[int(ck[b]) + j]
+            vc[pg[j // page_size], j % page_size] = v[int(ck[b]) + j]
+    indptr = torch.tensor([0] + list(torch.tensor(need).cumsum(0)), dtype=torch.int32)
+    fk = dict(causal=causal, return_lse=True, k_descale=kd, v_descale=vd)
+    o, lse = att.forward_varlen(q, k, v, cq, ck, max(lens_q), max(lens_k), **fk)
+    ro, rl = varlen_ref(q, deq(k, kd, 1), deq(v, vd, 1), lens_q, lens_k, causal, 1 / math.sqrt(D), 0.0)
+    check(o.transpose(0, 1), lse, ro.transpose(0, 1), rl)
+    lens = torch.tensor(lens_k, dtype=torch.int32)
+    for pk in (dict(block_table=table), dict(kv_indptr=indptr, kv_page_indices=torch.cat(lists))):
+        op, lp = att.forward_paged(q, kc, vc, cq, lens, **pk, **fk)
+        assert torch.equal(op.view(torch.int16), o.view(torch.int16)) and torch.equal(lp, lse)
+
+
+def test_fp8_paged_reference_and_checks():
+    q = torch.zeros(4, 2, 96, dtype=bf)
+    kc = torch.zeros(1, 16, 1, 96, dtype=F8)
+    with use_backend("reference"), pytest.raises(ValueError, match=r"fp8 k_cache/v_cache are supported for head"):
         att.forward_paged(q, kc, kc, cu([4]), torch.tensor([4], dtype=torch.int32),
                           block_table=torch.zeros(1, 1, dtype=torch.int32))
+    with use_backend("reference"), pytest.raises(TypeError, match="v_cache must have dtype float8_e4m3fn"):
+        att.forward_paged(q, kc, kc.to(bf), cu([4]), torch.tensor([4], dtype=torch.int32),
+                          block_table=torch.zeros(1, 1, dtype=torch.int32))
+    # reference backend: paged fp8 == varlen fp8 on the same keys
+    qq, k8 = rnd(5, 2, 64, seed=1), fp8(16, 1, 64, seed=2)
+    with use_backend("reference"):
+        a = att.forward_paged(qq, k8[None], k8[None], cu([5]), torch.tensor([16], dtype=torch.int32),
+                              block_table=torch.zeros(1, 1, dtype=torch.int32), k_descale=torch.tensor(0.01))
+        b = att.forward_varlen(qq, k8, k8, cu([5]), cu([16]), 5, 16, k_descale=torch.tensor(0.01))
+    assert torch.equal(a, b)
 
 
 @needs_kernels

@@ -12,7 +12,8 @@ Declared budgets (docs/kernels/attention_gfx950.md):
                      VGPR+AGPR <= 256, SGPR <= 104 (the metadata count includes VCC: 102 addressable + 2), LDS =
                      the two stages of the head dims (d64 32768, d80 45056: K padded to 96, d96 49152, d256 131072).
   attn_fwd_merge_dv64 / _dv80 / _dv96 / _dv256  the merge's budget.
-  attn_fwd_fp8_d64 / _d128 / _d256 and their feature twins  (fp8 K/V) VGPR+AGPR <= 256, SGPR <= 104, LDS as bf16.
+  attn_fwd_fp8_d64 / _d128 / _d256 and their feature twins  (fp8 K/V) VGPR+AGPR <= 256, SGPR <= 104, LDS as bf16;
+                     attn_fwd_paged_fp8_*: SGPR <= 106 (the most the wave is granted), no spill.
 No spills anywhere.
 """
 from __future__ import annotations
@@ -49,6 +50,10 @@ for _d, _lds in ((64, 32768), (80, 45056), (96, 49152), (256, 131072)):
 for _d, _lds in ((64, 32768), (128, 65536), (256, 131072)):
     BUDGETS[("attention_fwd_fp8", f"attn_fwd_fp8_d{_d}")] = dict(vgpr=256, agpr=256, sgpr=104, lds=_lds,
                                                                   block=FWD_BLOCK)
+    # paged fp8: up to 106 (.sgpr_count counts VCC and the reserved XNACK / flat-scratch pair beside the 102
+    # addressable), no spill (checked below)
+    BUDGETS[("attention_fwd_paged_fp8", f"attn_fwd_paged_fp8_d{_d}")] = dict(vgpr=256, agpr=256, sgpr=106, lds=_lds,
+                                                                              block=FWD_BLOCK)
 # issue 17: the compile-time feature instantiations keep their plain twin's budget, but SGPR <= 102 (the features'
 # scalars; the paged 192 kernels need 97 .. 101): at 2 waves per SIMD any count up to the 102 addressable costs
 # nothing, and no spill is allowed (below). The new head dims' twins: <= 104 as their plain kernels.

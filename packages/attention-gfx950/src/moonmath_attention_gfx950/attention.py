@@ -453,7 +453,8 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                   kv_page_indices: torch.Tensor | None = None, block_table: torch.Tensor | None = None,
                   causal: bool = False, softmax_scale: float | None = None, return_lse: bool = False,
                   out: torch.Tensor | None = None, round_mode: str = "rtne", softcap: float | None = 0.0,
-                  window_size: tuple[int, int] = (-1, -1), sinks: torch.Tensor | None = None):
+                  window_size: tuple[int, int] = (-1, -1), sinks: torch.Tensor | None = None,
+                  k_descale: torch.Tensor | None = None, v_descale: torch.Tensor | None = None):
     """Attention of packed queries (THD) against K/V stored in pages.
 
     Args:
@@ -471,6 +472,7 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
         softcap: logit soft-cap as forward (None or 0: off).
         window_size: sliding window (left, right) as forward (only the window's pages are read).
         sinks: fp32 ``[Hq]`` attention sinks as forward.
+        k_descale, v_descale: fp8 caches (both ``float8_e4m3fn``, head dims 64, 128, 256): descales as forward.
 
     Lengths and kv_indptr are read on the host (CPU tensors avoid a sync), so this op is not graph
     capturable; page indices are checked against num_pages when they are CPU tensors (on the device, an
@@ -479,13 +481,10 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
     Returns:
         out, or (out, lse).
     """
-    checks.tensor("q", q, dtype=torch.bfloat16, ndim=3)
-    for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
-        if isinstance(t, torch.Tensor) and t.dtype == FP8_KV:
-            raise ValueError(f"{name}: fp8 (float8_e4m3fn) K/V caches are not supported by forward_paged yet (the "
-                             "paged partitioner loads bf16 rows); fp8 K/V exist on forward and forward_varlen")
-    checks.tensor("k_cache", k_cache, dtype=torch.bfloat16, ndim=4)
-    checks.tensor("v_cache", v_cache, dtype=torch.bfloat16, ndim=4)
+    _qkv_dtypes(q, k_cache, v_cache, "k_cache", "v_cache")
+    checks.tensor("q", q, ndim=3)
+    checks.tensor("k_cache", k_cache, ndim=4)
+    checks.tensor("v_cache", v_cache, ndim=4)
     _round_mode(round_mode)
     checks.boolean("causal", causal)
     checks.boolean("return_lse", return_lse)
@@ -528,6 +527,7 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
     cap = _softcap(softcap)
     wl, wr = _window(window_size, causal)
     sk = _sinks(sinks, q.shape[1], dev)
+    kd, vd = _descales(k_cache, v_cache, k_descale, v_descale, hk, (dqk, v_cache.shape[3]), dev, "k_cache", "v_cache")
     oshape = [q.shape[0], q.shape[1], v_cache.shape[3]]
     if out is not None:
         _check_out(out, oshape, dev, 0)
@@ -566,7 +566,7 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
         out = torch.empty(oshape, dtype=torch.bfloat16, device=q.device)
     lse = torch.empty(q.shape[1], q.shape[0], dtype=torch.float32, device=q.device) if return_lse else None
     _paged_op(q, k_cache, v_cache, cu_seqlens_q, host_lens, host_indptr, kv_page_indices, block_table, out, lse,
-              causal, scale, cap, wl, wr, sk)
+              causal, scale, cap, wl, wr, sk, kd, vd)
     return (out, lse) if return_lse else out
 
 
@@ -575,8 +575,10 @@ def _paged_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cu_
               seqlens_k: torch.Tensor, kv_indptr: torch.Tensor | None, kv_page_indices: torch.Tensor | None,
               block_table: torch.Tensor | None, out: torch.Tensor, lse: torch.Tensor | None, causal: bool,
               scale: float, softcap: float = 0.0, window_left: int = -1, window_right: int = -1,
-              sinks: torch.Tensor | None = None) -> None:
+              sinks: torch.Tensor | None = None, k_descale: torch.Tensor | None = None,
+              v_descale: torch.Tensor | None = None) -> None:
     if get_backend() == "reference":
+        k_cache, v_cache = _dequant(k_cache, k_descale, 2), _dequant(v_cache, v_descale, 2)
         lens = [int(x) for x in seqlens_k.tolist()]
         if block_table is not None:
             pages = [block_table[b] for b in range(len(lens))]
@@ -587,17 +589,18 @@ def _paged_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cu_
                                 scale, out, lse, softcap, (window_left, window_right), sinks)
     else:
         _run_kernel_paged(q, k_cache, v_cache, cu_seqlens_q, seqlens_k, kv_indptr, kv_page_indices, block_table,
-                          out, lse, causal, scale, softcap, (window_left, window_right), sinks)
+                          out, lse, causal, scale, softcap, (window_left, window_right), sinks,
+                          _pair(k_descale, v_descale))
 
 
 @_paged_op.register_fake
 def _(q, k_cache, v_cache, cu_seqlens_q, seqlens_k, kv_indptr, kv_page_indices, block_table, out, lse, causal,
-      scale, softcap=0.0, window_left=-1, window_right=-1, sinks=None) -> None:
+      scale, softcap=0.0, window_left=-1, window_right=-1, sinks=None, k_descale=None, v_descale=None) -> None:
     return None
 
 
 def _run_kernel_paged(q, k_cache, v_cache, cu_seqlens_q, seqlens_k, kv_indptr, kv_page_indices, block_table, out,
-                      lse, causal, scale, softcap, window, sinks) -> None:
+                      lse, causal, scale, softcap, window, sinks, descales=None) -> None:
     """The hip/emu path of forward_paged (seqlens_k and kv_indptr arrive as CPU tensors; the page list stays on the
     device): the paged kernels of serving.py, planned on the host."""
     from . import serving
@@ -612,4 +615,4 @@ def _run_kernel_paged(q, k_cache, v_cache, cu_seqlens_q, seqlens_k, kv_indptr, k
     else:
         pages, page0 = kv_page_indices, [int(x) for x in kv_indptr[:-1].tolist()]
     serving.run_forward_paged(q, k_cache, v_cache, cu_q, lens, page0, pages, out, lse, causal, scale, softcap,
-                              window, sinks)
+                              window, sinks, descales)

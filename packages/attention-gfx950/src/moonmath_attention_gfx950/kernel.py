@@ -110,11 +110,12 @@ def fwd_code_object(base: str, dims: tuple[int, int]) -> str:
 def _launch(op: str, plan: dict, q, k, v, out, lse, dims: tuple[int, int], kernels: dict = FWD_KERNELS,
             code_object: str = FWD_CODE_OBJECT, extra: tuple = (), softcap: float = 0.0,
             window: tuple[int, int] = NO_WINDOW, sinks: torch.Tensor | None = None,
-            descales: tuple | None = None) -> list[dict | None]:
+            descales: tuple | None = None, fp8_kernels: dict = FP8_KERNELS,
+            fp8_code_object: str = FP8_CODE_OBJECT) -> list[dict | None]:
     """kernels / code_object / extra: the paged kernels and their added arguments (serving.py). descales: fp8 K/V
-    (the (k, v) fp32 [Hkv] descales): the fp8 kernels."""
+    (the (k, v) fp32 [Hkv] descales): the fp8 kernels (fp8_kernels in fp8_code_object)."""
     if descales is not None:
-        kernels, code_object = FP8_KERNELS, FP8_CODE_OBJECT
+        kernels, code_object = fp8_kernels, fp8_code_object
     else:
         code_object = fwd_code_object(code_object, dims)
     arch = target_arch()

@@ -21,6 +21,9 @@ PAGED_CODE_OBJECT = "attention_fwd_paged"
 PAGED_KERNELS = {(128, 128): "attn_fwd_paged_d128", (192, 128): "attn_fwd_paged_d192_128",
                  (64, 64): "attn_fwd_paged_d64", (80, 80): "attn_fwd_paged_d80", (96, 96): "attn_fwd_paged_d96",
                  (256, 256): "attn_fwd_paged_d256"}   # the last four in attention_fwd_paged_dims.hsaco
+PAGED_FP8_CODE_OBJECT = "attention_fwd_paged_fp8"     # fp8 K/V caches (issue 17)
+PAGED_FP8_KERNELS = {(64, 64): "attn_fwd_paged_fp8_d64", (128, 128): "attn_fwd_paged_fp8_d128",
+                     (256, 256): "attn_fwd_paged_fp8_d256"}
 PLAN_CODE_OBJECT, PLAN_KERNEL, PLAN_BLOCK = "attention_plan", "attn_fwd_plan_varlen", 256
 ARGS_BYTES, ITEM_BYTES = 152, 48     # sizeof(AttnFwdArgs), sizeof(AttnWorkItem) (csrc/shared/attention_fwd_plan.h)
 N_ITEMS_OFFSET = 14 * 8 + 2 * 4      # AttnFwdArgs.n_items
@@ -36,7 +39,7 @@ def _span_bytes(t: torch.Tensor) -> int:
 
 def run_forward_paged(q, k_cache, v_cache, cu_q: list[int], k_lens: list[int], page0: list[int], pages, out, lse,
                       causal: bool, scale: float, softcap: float = 0.0,
-                      window: tuple[int, int] = kernel.NO_WINDOW, sinks=None) -> list[dict | None]:
+                      window: tuple[int, int] = kernel.NO_WINDOW, sinks=None, descales=None) -> list[dict | None]:
     """forward_paged on the gfx950 kernels. cu_q / k_lens / page0 are host values (page0[b]: sequence b's first entry
     in `pages`, the page list or the flattened block table, which stays on the device)."""
     op = "moonmath_attention_gfx950.forward_paged"
@@ -44,6 +47,7 @@ def run_forward_paged(q, k_cache, v_cache, cu_q: list[int], k_lens: list[int], p
         raise NoKernelError(op, target_arch(), KERNELS.archs_built())
     _check_alignment(op, q=(q, (0, 1)), k_cache=(k_cache, (0, 1, 2)), v_cache=(v_cache, (0, 1, 2)),
                      out=(out, (0, 1)))
+    kernel._check_fp8_alignment(op, k_cache=(k_cache, (0, 1, 2)), v_cache=(v_cache, (0, 1, 2)))
     for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
         if _span_bytes(t) > MAX_CACHE_BYTES:
             raise ValueError(f"{op}: {name} must span less than 4 GiB (one buffer resource) for the gfx950 kernel; "
@@ -58,7 +62,8 @@ def run_forward_paged(q, k_cache, v_cache, cu_q: list[int], k_lens: list[int], p
     extra = (pages, _span_bytes(k_cache), _span_bytes(v_cache), int(math.log2(page_size)))
     return kernel._launch(op, plan, q, k_cache, v_cache, out, lse, (q.shape[2], v_cache.shape[3]),
                           kernels=PAGED_KERNELS, code_object=PAGED_CODE_OBJECT, extra=extra, softcap=softcap,
-                          window=window, sinks=sinks)
+                          window=window, sinks=sinks, descales=descales, fp8_kernels=PAGED_FP8_KERNELS,
+                          fp8_code_object=PAGED_FP8_CODE_OBJECT)
 
 
 # ---------------------------------------------------------------------------------------------

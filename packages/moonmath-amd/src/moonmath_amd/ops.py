@@ -130,14 +130,16 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                   kv_page_indices: torch.Tensor | None = None, block_table: torch.Tensor | None = None,
                   causal: bool = False, softmax_scale: float | None = None, return_lse: bool = False,
                   out: torch.Tensor | None = None, round_mode: str = "rtne", softcap: float | None = 0.0,
-                  window_size: tuple[int, int] = (-1, -1), sinks: torch.Tensor | None = None):
+                  window_size: tuple[int, int] = (-1, -1), sinks: torch.Tensor | None = None,
+                  k_descale: torch.Tensor | None = None, v_descale: torch.Tensor | None = None):
     """Attention against paged K/V (page lists or vLLM block tables); gfx950 only.
     See moonmath_attention_gfx950.forward_paged and docs/ops/forward_paged.md."""
     _gfx950_only("forward_paged", "paged K/V")
     return _gfx950.forward_paged(q, k_cache, v_cache, cu_seqlens_q, seqlens_k, kv_indptr=kv_indptr,
                                  kv_page_indices=kv_page_indices, block_table=block_table, causal=causal,
                                  softmax_scale=softmax_scale, return_lse=return_lse, out=out, round_mode=round_mode,
-                                 softcap=softcap, window_size=window_size, sinks=sinks)
+                                 softcap=softcap, window_size=window_size, sinks=sinks, k_descale=k_descale,
+                                 v_descale=v_descale)
 
 
 class VarlenPlan(_gfx950.VarlenPlan):

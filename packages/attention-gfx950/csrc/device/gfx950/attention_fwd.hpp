@@ -304,19 +304,18 @@ MM_DEVICE void dma_rows(mm::buffer_rsrc src, int64_t token_stride, lds_u8* dst, 
 // fp8 K/V: the load stage dequantises. Each lane loads 16 fp8 (one 16-byte buffer load), widens them exactly to
 // 16 bf16 (v_cvt_pk_f32_fp8, then the high halves) and writes the two bf16 chunks to their swizzled LDS places
 // (the layout dma_rows makes from bf16 rows). Rows past k_len load 0. The loads are waited here (no overlap
-// with the math yet); block_sync's release fence retires the LDS writes before the barrier.
+// with the math yet); block_sync's release fence retires the LDS writes before the barrier. DequantRows is the
+// lane -> (row, 16-element piece) map and the widening store, shared with the paged loader.
 template <int RowBytes, int Elems>
-MM_DEVICE void dequant_rows(mm::buffer_rsrc src, int64_t token_stride, lds_u8* dst, uint32_t wave, uint32_t lane) {
-  constexpr uint32_t kSrcChunks = Elems / 16;                          // 16-byte fp8 pieces of a row
-  constexpr int kRowLoads = kKvBlock * (int)kSrcChunks / 64;           // 64-lane loads of a block
-  constexpr int kLoads = (kRowLoads + kWaves - 1) / kWaves;
-  constexpr uint32_t kPeriod = swizzle_period(RowBytes / 16);
-#pragma unroll
-  for (int i = 0; i < kLoads; ++i) {
-    if (kRowLoads % kWaves != 0 && (int)wave * kLoads + i >= kRowLoads) continue;
-    const uint32_t p = (wave * kLoads + i) * 64u + lane;
-    const uint32_t row = p / kSrcChunks, c = p % kSrcChunks;
-    const u32x4 w = mm::buffer_load_b128(src, row * (uint32_t)token_stride + c * 16u);
+struct DequantRows {
+  static constexpr uint32_t kSrcChunks = Elems / 16;                   // 16-byte fp8 pieces of a row
+  static constexpr int kRowLoads = kKvBlock * (int)kSrcChunks / 64;    // 64-lane loads of a block
+  static constexpr int kLoads = (kRowLoads + kWaves - 1) / kWaves;
+  static constexpr uint32_t kPeriod = swizzle_period(RowBytes / 16);
+  MM_DEVICE static bool issued(uint32_t wave, int i) { return kRowLoads % kWaves == 0 || (int)wave * kLoads + i < kRowLoads; }
+  MM_DEVICE static uint32_t row_of(uint32_t wave, int i, uint32_t lane) { return ((wave * kLoads + i) * 64u + lane) / kSrcChunks; }
+  MM_DEVICE static uint32_t piece_of(uint32_t wave, int i, uint32_t lane) { return ((wave * kLoads + i) * 64u + lane) % kSrcChunks; }
+  MM_DEVICE static void store(lds_u8* dst, uint32_t row, uint32_t c, u32x4 w) {
     u32x4 lo, hi;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -326,6 +325,17 @@ MM_DEVICE void dequant_rows(mm::buffer_rsrc src, int64_t token_stride, lds_u8* d
     }
     mm::lds_write_b128(dst, swz<kPeriod>(row, 2u * c, RowBytes), lo);
     mm::lds_write_b128(dst, swz<kPeriod>(row, 2u * c + 1u, RowBytes), hi);
+  }
+};
+
+template <int RowBytes, int Elems>
+MM_DEVICE void dequant_rows(mm::buffer_rsrc src, int64_t token_stride, lds_u8* dst, uint32_t wave, uint32_t lane) {
+  using D = DequantRows<RowBytes, Elems>;
+#pragma unroll
+  for (int i = 0; i < D::kLoads; ++i) {
+    if (!D::issued(wave, i)) continue;
+    const uint32_t row = D::row_of(wave, i, lane), c = D::piece_of(wave, i, lane);
+    D::store(dst, row, c, mm::buffer_load_b128(src, row * (uint32_t)token_stride + c * 16u));
   }
 }
 

@@ -19,13 +19,14 @@ MM_DEVICE void run(const AttnFwdArgs* plan, const uint16_t* q, const uint16_t* k
   attention_fwd<Shape>(plan, ptr, (lds_u8*)lds);
 }
 
-template <int Dqk, int Dv, bool Softcap, bool Window, bool Sinks>
+template <int Dqk, int Dv, bool Softcap, bool Window, bool Sinks, bool KvFp8 = false>
 MM_DEVICE void run_paged(const AttnFwdArgs* plan, const uint16_t* q, const uint16_t* k, const uint16_t* v,
                          uint16_t* o, float* lse, float* ws_o, float* ws_ml, const int32_t* pages, uint32_t k_bytes,
-                         uint32_t v_bytes, int32_t page_shift, const float* sinks) {
-  using Shape = FwdShape<Dqk, Dv, Softcap, Window, Sinks>;
+                         uint32_t v_bytes, int32_t page_shift, const float* sinks, const float* k_descale = nullptr,
+                         const float* v_descale = nullptr) {
+  using Shape = FwdShape<Dqk, Dv, Softcap, Window, Sinks, KvFp8>;
   MM_LDS __attribute__((aligned(16))) uint8_t lds[Shape::kLdsBytes];
-  const FwdPointers ptr{q, k, v, o, lse, ws_o, ws_ml, sinks};
+  const FwdPointers ptr{q, k, v, o, lse, ws_o, ws_ml, sinks, k_descale, v_descale};
   const PagedKv pk{pages, k_bytes, v_bytes, page_shift};
   attention_fwd<Shape, PagedTile<Shape>>(plan, ptr, (lds_u8*)lds, pk);
 }
@@ -66,7 +67,7 @@ MM_DEVICE void run_paged(const AttnFwdArgs* plan, const uint16_t* q, const uint1
   ATTN_FWD_PAGED_KERNEL_(name##_softcap_window, Dqk, Dv, true, true)
 
 // fp8 K/V (OCP e4m3fn; the _fp8 kernels): two more arguments after the others (and after sinks), the fp32
-// [heads_kv] descales of K and V. Dense/varlen only (the paged partitioner addresses bf16 rows).
+// [heads_kv] descales of K and V.
 #define ATTN_FWD_FP8_KERNEL_(name, Dqk, Dv, Softcap, Window)                                                   \
   MM_KERNEL MM_LAUNCH_BOUNDS(512) void name(ATTN_FWD_ARGS, const float* k_descale, const float* v_descale) {   \
     attn950::run<Dqk, Dv, Softcap, Window, false, true>(plan, q, k, v, o, lse, ws_o, ws_ml, nullptr, k_descale, \
@@ -82,3 +83,22 @@ MM_DEVICE void run_paged(const AttnFwdArgs* plan, const uint16_t* q, const uint1
   ATTN_FWD_FP8_KERNEL_(name##_softcap, Dqk, Dv, true, false)                                                    \
   ATTN_FWD_FP8_KERNEL_(name##_window, Dqk, Dv, false, true)                                                     \
   ATTN_FWD_FP8_KERNEL_(name##_softcap_window, Dqk, Dv, true, true)
+
+#define ATTN_FWD_PAGED_FP8_KERNEL_(name, Dqk, Dv, Softcap, Window)                                             \
+  MM_KERNEL MM_LAUNCH_BOUNDS(512) void name(ATTN_FWD_PAGED_ARGS, const float* k_descale,                       \
+                                            const float* v_descale) {                                           \
+    attn950::run_paged<Dqk, Dv, Softcap, Window, false, true>(plan, q, k, v, o, lse, ws_o, ws_ml, pages,        \
+                                                              k_bytes, v_bytes, page_shift, nullptr, k_descale, \
+                                                              v_descale);                                       \
+  }                                                                                                             \
+  MM_KERNEL MM_LAUNCH_BOUNDS(512) void name##_sinks(ATTN_FWD_PAGED_ARGS, const float* sinks,                   \
+                                                    const float* k_descale, const float* v_descale) {           \
+    attn950::run_paged<Dqk, Dv, Softcap, Window, true, true>(plan, q, k, v, o, lse, ws_o, ws_ml, pages,         \
+                                                             k_bytes, v_bytes, page_shift, sinks, k_descale,    \
+                                                             v_descale);                                        \
+  }
+#define ATTN_FWD_PAGED_FP8_KERNELS(name, Dqk, Dv)                                                               \
+  ATTN_FWD_PAGED_FP8_KERNEL_(name, Dqk, Dv, false, false)                                                       \
+  ATTN_FWD_PAGED_FP8_KERNEL_(name##_softcap, Dqk, Dv, true, false)                                              \
+  ATTN_FWD_PAGED_FP8_KERNEL_(name##_window, Dqk, Dv, false, true)                                               \
+  ATTN_FWD_PAGED_FP8_KERNEL_(name##_softcap_window, Dqk, Dv, true, true)

@@ -36,19 +36,21 @@ struct PagedTile : DenseTile<Shape> {
   MM_DEVICE PagedTile(const AttnFwdArgs& a_, const AttnWorkItem& it_, int32_t h_, const uint16_t* k,
                       const uint16_t* v, const PagedKv& pk)
       : Base(a_, it_, h_, k, v), shift(pk.page_shift) {
-    // k_batch / v_batch carry the page strides of paged plans.
+    // k_batch / v_batch carry the page strides of paged plans (elements: bf16, or bytes for fp8 K/V).
+    typedef typename Shape::KvT KvT;
     const int64_t hk_k = (int64_t)this->hk * a_.k_head, hk_v = (int64_t)this->hk * a_.v_head;
-    k_span = pk.k_bytes - (uint32_t)(hk_k * 2);
-    v_span = pk.v_bytes - (uint32_t)(hk_v * 2);
-    k_cache = mm::make_buffer(k + hk_k, k_span);
-    v_cache = mm::make_buffer(v + hk_v, v_span);
+    k_span = pk.k_bytes - (uint32_t)(hk_k * Shape::kKvBytes);
+    v_span = pk.v_bytes - (uint32_t)(hk_v * Shape::kKvBytes);
+    k_cache = mm::make_buffer(reinterpret_cast<const KvT*>(k) + hk_k, k_span);
+    v_cache = mm::make_buffer(reinterpret_cast<const KvT*>(v) + hk_v, v_span);
     const int32_t n_pages = it_.k_len > 0 ? ((it_.k_len - 1) >> shift) + 1 : 0;
     page_list = mm::make_buffer(pk.pages + it_.k_tok0, (uint32_t)n_pages * 4u);
   }
   // Byte offset of key `key` (row of a page) at element offset 0 of the row; span when not loadable.
   MM_DEVICE uint32_t row_offset(int32_t key, int32_t page, int64_t page_stride, int64_t token_stride,
                                 uint32_t span, int32_t row_bytes) const {
-    const int64_t off = ((int64_t)page * page_stride + (int64_t)(key & ((1 << shift) - 1)) * token_stride) * 2;
+    const int64_t off =
+        ((int64_t)page * page_stride + (int64_t)(key & ((1 << shift) - 1)) * token_stride) * Shape::kKvBytes;
     const bool ok = key < this->it.k_len && page >= 0 && off + row_bytes <= (int64_t)span;
     return ok ? (uint32_t)off : span;
   }
@@ -85,9 +87,37 @@ struct PagedRows {
   }
 };
 
+// fp8 K/V through pages: DequantRows' lanes, each row's offset from its page (page indices of all the block's
+// loads fetched first), a not-loadable row read at the span (zeros).
+template <int RowBytes, int Elems, class Tile>
+MM_DEVICE void paged_dequant_rows(const Tile& t, mm::buffer_rsrc cache, uint32_t span, int64_t page_stride,
+                                  int64_t token_stride, int32_t key0, lds_u8* dst, uint32_t wave, uint32_t lane) {
+  using D = DequantRows<RowBytes, Elems>;
+  int32_t page[D::kLoads];
+#pragma unroll
+  for (int i = 0; i < D::kLoads; ++i)
+    if (D::issued(wave, i))
+      page[i] = (int32_t)mm::buffer_load_b32(t.page_list, (uint32_t)((key0 + (int32_t)D::row_of(wave, i, lane)) >> t.shift) * 4u);
+#pragma unroll
+  for (int i = 0; i < D::kLoads; ++i) {
+    if (!D::issued(wave, i)) continue;
+    const uint32_t row = D::row_of(wave, i, lane), c = D::piece_of(wave, i, lane);
+    const uint32_t off = t.row_offset(key0 + (int32_t)row, page[i], page_stride, token_stride, span, Elems);
+    D::store(dst, row, c, mm::buffer_load_b128(cache, off == span ? span : off + c * 16u));
+  }
+}
+
 // Chosen over the generic dma_block of attention_fwd.hpp for paged tiles (more specialised overload).
 template <class Shape>
 MM_DEVICE void dma_block(const PagedTile<Shape>& tile, int32_t key0, lds_u8* stage, uint32_t wave, uint32_t lane) {
+  if constexpr (Shape::kKvFp8) {
+    const AttnFwdArgs& a = tile.a;
+    paged_dequant_rows<Shape::kKRow, Shape::Dqk>(tile, tile.k_cache, tile.k_span, a.k_batch, a.k_token, key0, stage,
+                                                 wave, lane);
+    paged_dequant_rows<Shape::kVRow, Shape::Dv>(tile, tile.v_cache, tile.v_span, a.v_batch, a.v_token, key0,
+                                                stage + Shape::kKBytes, wave, lane);
+    return;
+  }
   PagedRows<Shape::kKRow, Shape::Dqk * 2> kr;
   PagedRows<Shape::kVRow> vr;
   kr.fetch_pages(tile.page_list, key0, tile.shift, wave, lane);
