@@ -147,10 +147,14 @@ def timing(session: nox.Session) -> None:
     the emulator under the timing model; calibrates one constant on the MI300X RTNE column and
     predicts the rest (benchmarks/timing/run.py); then models our gfx942 MHA and gfx950 attention
     forwards beside AITER v3 at the same shapes with every constant frozen (benchmarks/timing/ours.py:
-    ours.md/json/png). A few minutes of CPU, plus building the two kernel packages.
+    ours.md/json/png), and AITER's a16w8 MLA decode beside our mla_decode_a16w8 at the seed's MLA
+    table (benchmarks/timing/mla.py: mla.md/json). A few minutes of CPU, plus building the three
+    kernel packages.
     """
     session.install(TORCH)
     session.install("numpy", "matplotlib")
-    session.install("./common", "./packages/emu", "./packages/mha-gfx942", "./packages/attention-gfx950")
+    session.install("./common", "./packages/emu", "./packages/mha-gfx942", "./packages/attention-gfx950",
+                    "./packages/mla-decode")
     session.run("python", "-m", "benchmarks.timing.run", "--out", str(ROOT / "build" / "timing"), *session.posargs)
     session.run("python", "-m", "benchmarks.timing.ours", "--out", str(ROOT / "build" / "timing"))
+    session.run("python", "-m", "benchmarks.timing.mla", "--out", str(ROOT / "build" / "timing"))

@@ -29,18 +29,71 @@ def test_op_is_documented(pages, name):
     assert any(name in text for text in op_pages.values()), f"{name} has no op page"
 
 
-GENERATED = ["mla_decode_a16w8", "mxfp4_moe_gateup", "mxfp4_moe_down"]
-
-
-@pytest.mark.parametrize("name", GENERATED)
-def test_op_page_tables_are_generated_from_the_docstring(pages, name):
-    """Signature and argument table come from the docstring (tools/gen_op_docs.py), so they cannot drift."""
+def _gen():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("gen_op_docs", DOCS.parent / "tools" / "gen_op_docs.py")
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
-    text = (DOCS / "ops" / f"{name}.md").read_text()
-    m = gen.BLOCK.search(text)
-    assert m and m.group(2) == name, f"{name}.md has no generated block"
-    assert m.group(3) == gen.render(name), "stale: run python tools/gen_op_docs.py"
+    return gen
+
+
+# page -> the callables whose signature and argument table it shows, generated from their docstrings
+GENERATED = {
+    "mla_decode_a16w8.md": ["moonmath_amd.mla_decode_a16w8"],
+    "mla_dcp_lse_merge_ranks.md": ["moonmath_amd.mla_dcp_lse_merge_ranks"],
+    "moe_align_block_size.md": ["moonmath_amd.moe_align_block_size"],
+    "mxfp4_moe_planners.md": [f"moonmath_amd.{n}" for n in (
+        "mxfp4_moe_gateup_block_m", "mxfp4_moe_gateup_supports_k", "mxfp4_moe_down_block_m", "mxfp4_moe_down_nt",
+        "mxfp4_moe_down_n_steps", "mxfp4_moe_down_plan")],
+    "repack_mxfp4.md": [f"moonmath_amd.{n}" for n in (
+        "repack_mxfp4", "repack_mxfp4_scales", "unrepack_mxfp4", "unrepack_mxfp4_scales")],
+    "mxfp4_moe_gateup.md": ["moonmath_amd.mxfp4_moe_gateup"],
+    "mxfp4_moe_down.md": ["moonmath_amd.mxfp4_moe_down"],
+    "forward.md": ["moonmath_amd.forward", "moonmath_mha_gfx942.forward", "moonmath_attention_gfx950.forward"],
+    "forward_varlen.md": ["moonmath_amd.forward_varlen"],
+    "forward_paged.md": ["moonmath_amd.forward_paged"],
+    "VarlenPlan.md": ["moonmath_amd.VarlenPlan.plan", "moonmath_amd.VarlenPlan.run"],
+}
+# the attention ops document what they return and raise as well
+WITH_RAISES = GENERATED["forward.md"] + GENERATED["forward_varlen.md"] + GENERATED["forward_paged.md"] \
+    + GENERATED["VarlenPlan.md"]
+TARGETS = [t for ts in GENERATED.values() for t in ts]
+
+
+@pytest.mark.parametrize("page", sorted(GENERATED))
+def test_op_page_tables_are_generated_from_the_docstring(pages, page):
+    """Signature and argument table come from the docstring (tools/gen_op_docs.py), so they cannot drift."""
+    gen = _gen()
+    text = (DOCS / "ops" / page).read_text()
+    blocks = gen.blocks(text)
+    assert [m.group(2) for m in blocks] == GENERATED[page], f"{page}: generated blocks"
+    for m in blocks:
+        assert m.group(3) == gen.render(m.group(2)), f"{page}: stale {m.group(2)}: run python tools/gen_op_docs.py"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_docstring_documents_every_argument(target):
+    """Each generated table has a row for every parameter of the signature and none that is not one."""
+    gen = _gen()
+    fn, _, _ = gen.resolve(target)
+    documented = gen.documented_args(fn)
+    assert sorted(documented) == sorted(gen.signature_params(fn)), f"{target}: Args section vs signature"
+    if target in WITH_RAISES:
+        doc = fn.__doc__ or ""
+        assert gen._section(doc, "Returns") and gen._entries(gen._section(doc, "Raises")), target
+        params = gen.signature_params(fn)
+        assert all(("bf16" in t or "int32" in t or "fp32" in t) for n, t in gen.args_section(doc, params)
+                   if n.strip() in ("q", "k", "v", "k_cache", "v_cache", "cu_seqlens_q, cu_seqlens_k",
+                                    "cu_seqlens_q", "seqlens_k", "sinks")), f"{target}: a tensor without its dtype"
+
+
+def test_a_changed_docstring_makes_the_docs_check_fail(monkeypatch, pages, capsys):
+    """The guard works: with an op's docstring changed and the pages not regenerated, --check fails."""
+    gen = _gen()
+    assert gen.main(["--check"]) == 0
+    import moonmath_attention_gfx950 as att
+
+    monkeypatch.setattr(att.VarlenPlan.run, "__doc__", att.VarlenPlan.run.__doc__.replace("as planned", "as given"))
+    assert gen.main(["--check"]) == 1
+    assert "VarlenPlan.md" in capsys.readouterr().out

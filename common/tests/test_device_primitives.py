@@ -90,6 +90,22 @@ def test_buffer_range_rules_and_direct_to_lds(mod):
     assert torch.equal(lds_out, loaded)
 
 
+def test_direct_to_lds_instruction_offset(mod):
+    src = torch.arange(1, 257, dtype=torch.int32)
+    lds_out = torch.full((192,), -1, dtype=torch.int32)
+    soff = 64 * 4  # piece 1 reads dwords 128.. of the source (offset 256 + soff) into LDS dwords 64..
+    n_valid = 170  # dwords in range: piece 1 is cut at 170 - 128 = 42 lanes, piece 2 at 170 - 128 = 42
+    mod.launch("t_buffer_to_lds_at", grid=(1, 1, 1), block=(64, 1, 1), args=[src, n_valid * 4, soff, lds_out])
+    lanes = torch.arange(64)
+    want0 = src[:64]
+    idx1, idx2 = lanes + 128, lanes + 128
+    want1 = torch.where(idx1 < n_valid, src[idx1.clamp(max=255)], torch.zeros(64, dtype=torch.int32))
+    want2 = torch.where(idx2 < n_valid, src[idx2.clamp(max=255)], torch.zeros(64, dtype=torch.int32))
+    assert torch.equal(lds_out[:64], want0)
+    assert torch.equal(lds_out[64:128], want1), "piece 1: LDS at +256 bytes, source at +256 + soffset"
+    assert torch.equal(lds_out[128:], want2), "piece 2: LDS and source both at +512 bytes"
+
+
 def test_buffer_wide_loads_stores(mod):
     n_bytes = 64 * 16
     src = torch.arange(n_bytes // 4, dtype=torch.int32)

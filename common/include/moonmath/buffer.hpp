@@ -68,4 +68,21 @@ MM_DEVICE void buffer_load_to_lds(buffer_rsrc r, MM_LDS void* lds, uint32_t voff
   else static_assert(Bytes == 1, "direct-to-LDS loads move 1, 2 or 4 bytes per lane (12, 16 on gfx950)");
 }
 
+// The same with an immediate offset: the hardware adds Offset (< 4096) to both the global offset and
+// the LDS address (M0 + Offset + lane * Bytes), so a linear copy of consecutive 64 * Bytes pieces needs
+// one lane offset and one M0 for all of them (no per-piece address arithmetic).
+template <int Bytes, int Offset>
+MM_DEVICE void buffer_load_to_lds_at(buffer_rsrc r, MM_LDS void* lds, uint32_t voff, uint32_t soff = 0) {
+  static_assert(Offset >= 0 && Offset < 4096, "the instruction offset is 12 bits");
+  auto* dst = (__attribute__((address_space(3))) void*)lds;
+  if constexpr (Bytes == 1) __builtin_amdgcn_raw_ptr_buffer_load_lds(r, dst, 1, voff, soff, Offset, 0);
+  else if constexpr (Bytes == 2) __builtin_amdgcn_raw_ptr_buffer_load_lds(r, dst, 2, voff, soff, Offset, 0);
+  else if constexpr (Bytes == 4) __builtin_amdgcn_raw_ptr_buffer_load_lds(r, dst, 4, voff, soff, Offset, 0);
+#if defined(__gfx950__)
+  else if constexpr (Bytes == 12) __builtin_amdgcn_raw_ptr_buffer_load_lds(r, dst, 12, voff, soff, Offset, 0);
+  else if constexpr (Bytes == 16) __builtin_amdgcn_raw_ptr_buffer_load_lds(r, dst, 16, voff, soff, Offset, 0);
+#endif
+  else static_assert(Bytes == 1, "direct-to-LDS loads move 1, 2 or 4 bytes per lane (12, 16 on gfx950)");
+}
+
 }  // namespace mm

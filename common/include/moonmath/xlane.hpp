@@ -1,4 +1,4 @@
-// Cross-lane data movement within a wave64: ds_swizzle, ds_bpermute, DPP.
+// Cross-lane data movement within a wave64: ds_swizzle, ds_bpermute, DPP, ballots.
 #pragma once
 #include "moonmath/prelude.hpp"
 
@@ -35,6 +35,14 @@ constexpr int dpp_quad_perm(int a, int b, int c, int d) { return a | (b << 2) | 
 template <int Ctrl>
 MM_DEVICE uint32_t dpp_mov(uint32_t v) {
   return (uint32_t)__builtin_amdgcn_mov_dpp((int)v, Ctrl, 0xF, 0xF, true);
+}
+
+// The active lanes whose pred is true, one bit per lane (v_cmp into an SGPR pair).
+MM_DEVICE uint64_t ballot(bool pred) { return __builtin_amdgcn_ballot_w64(pred); }
+
+// How many lanes below this one have their bit set in mask (v_mbcnt).
+MM_DEVICE uint32_t lanes_below(uint64_t mask) {
+  return __builtin_amdgcn_mbcnt_hi((uint32_t)(mask >> 32), __builtin_amdgcn_mbcnt_lo((uint32_t)mask, 0u));
 }
 
 // Butterfly max / sum across all 64 lanes; every lane gets the result.

@@ -55,6 +55,20 @@ MM_KERNEL void t_buffer(const uint32_t* src, int src_bytes, uint32_t* dst, int d
   lds_out[lane] = stage[lane];
 }
 
+// buffer_load_to_lds_at: the instruction offset moves the global and the LDS side together; soffset
+// moves the global side only. Pieces 0..2 of 256 bytes, piece 1 also shifted by soff on the source.
+MM_KERNEL void t_buffer_to_lds_at(const uint32_t* src, int src_bytes, uint32_t soff, uint32_t* lds_out) {
+  MM_LDS uint32_t stage[192];
+  uint32_t lane = thread_id_x();
+  buffer_rsrc s = make_buffer(src, (uint32_t)src_bytes);
+  buffer_load_to_lds_at<4, 0>(s, stage, lane * 4);
+  buffer_load_to_lds_at<4, 256>(s, stage, lane * 4, soff);
+  buffer_load_to_lds_at<4, 512>(s, stage, lane * 4);
+  wait_vmcnt<0>();
+  block_sync();
+  for (uint32_t i = 0; i < 3; ++i) lds_out[64 * i + lane] = stage[64 * i + lane];
+}
+
 MM_KERNEL void t_buffer_wide(const uint32_t* src, uint32_t* dst, int n_bytes) {
   uint32_t lane = thread_id_x();
   buffer_rsrc s = make_buffer(src, (uint32_t)n_bytes);

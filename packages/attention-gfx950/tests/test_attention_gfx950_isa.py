@@ -6,6 +6,7 @@ Declared budgets (docs/kernels/attention_gfx950.md):
                      stages of a 64-key K and V block); scratch 0.
   attn_fwd_d192_128  VGPR+AGPR <= 256, SGPR <= 96; LDS = 81920; scratch 0.
   attn_fwd_merge     VGPR <= 40, AGPR 0, SGPR <= 72; LDS 0; scratch 0.
+  attn_fwd_plan_varlen  (the device planner, one workgroup) VGPR <= 64, AGPR 0, SGPR <= 102; LDS = 7168.
   attn_fwd*_softcap, *_window, *_softcap_window and their *_sinks  (issue 17) the budget of the plain
                      twin, SGPR <= 102 (no occupancy cost either).
   attn_fwd[_paged]_d64 / _d80 / _d96 / _d256 and their feature twins  (issue 17, attention_fwd[_paged]_dims.hsaco)
@@ -38,7 +39,8 @@ BUDGETS = {
     ("attention_fwd_paged", "attn_fwd_paged_d128"): dict(vgpr=256, agpr=256, sgpr=96, lds=65536, block=FWD_BLOCK),
     ("attention_fwd_paged", "attn_fwd_paged_d192_128"): dict(vgpr=256, agpr=256, sgpr=96, lds=81920,
                                                              block=FWD_BLOCK),
-    ("attention_plan", "attn_fwd_plan_varlen"): dict(vgpr=64, agpr=0, sgpr=72, lds=2048, block=256),
+    # the planner is one workgroup (occupancy is moot): LDS = 2 scan rows + 4 waves' digit counts + 256 bin starts
+    ("attention_plan", "attn_fwd_plan_varlen"): dict(vgpr=64, agpr=0, sgpr=102, lds=7168, block=256),
 }
 # issue 17, head dims 64, 80, 96, 256: the plain kernels of their own code objects, 2 stages of K [64][Dqk padded
 # to 32] + V [64][Dv] bf16 of LDS.

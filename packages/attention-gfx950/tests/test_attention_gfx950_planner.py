@@ -19,6 +19,16 @@ def test_binding():
     from moonmath_attention_gfx950 import _C
 
     assert _C.TILE_ROWS == 256 and _C.KV_BLOCK == 64
+    from moonmath_attention_gfx950 import kernel, serving
+
+    # one split policy: the Python planner inputs are the shared header's defaults (AttnSplitPolicy)
+    assert kernel._PLANNER == _C.DEFAULT_SPLIT_POLICY
+    assert (_C.ARGS_BYTES, _C.ITEM_BYTES, _C.MERGE_BYTES) == (serving.ARGS_BYTES, 48, 32)
+    lay = _C.device_plan_layout(3, 40, 47, 64, 2)        # 64 keys: too short to split -> no merges, no slots
+    assert (lay["tiles"], lay["items"], lay["merges"], lay["slots"]) == (3, 3, 0, 0)
+    lay = _C.device_plan_layout(2, 300, 600, 4096, 2)    # 4 tiles, 256 CUs / 2 heads: 64 items, 64 slots
+    assert (lay["tiles"], lay["items"], lay["merges"], lay["slots"]) == (4, 64, 4, 64)
+    assert lay["bytes"] == 152 + 64 * 48 + 4 * 32 + 16 + 4 * (32 + 8)
     p = _C.plan_forward_batch(1, 300, 4096, 2, 1, False, True, 1.0, [0] * 14)
     assert p["n_merge"] == 2 and p["max_parts"] == 16 and p["n_items"] == 32 and p["n_slots"] == 32
     assert len(p["plan"]) == 152 + 32 * 48 + 2 * 32

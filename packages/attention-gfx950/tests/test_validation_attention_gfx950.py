@@ -62,6 +62,9 @@ FORWARD = [
     ("causal", dict(causal=1), TypeError, "causal must be a bool"),
     ("softmax_scale type", dict(softmax_scale="x"), TypeError, "softmax_scale must be a float"),
     ("softmax_scale nan", dict(softmax_scale=float("nan")), ValueError, "softmax_scale must be finite"),
+    ("softmax_scale beyond fp32", dict(softmax_scale=1e39), ValueError, "softmax_scale must be within fp32"),
+    ("softmax_scale * log2e beyond fp32", dict(softmax_scale=-3e38), ValueError,
+     r"softmax_scale must have \|softmax_scale\| \* log2\(e\) within fp32"),
     ("return_lse", dict(return_lse=None), TypeError, "return_lse must be a bool"),
 ]
 
@@ -113,6 +116,8 @@ VARLEN = [
     ("max_seqlen_q type", dict(max_seqlen_q=3.0), TypeError, "max_seqlen_q must be an int"),
     ("max_seqlen_k small", dict(max_seqlen_k=1), ValueError, "max_seqlen_k must bound every sequence"),
     ("max_seqlen_k negative", dict(max_seqlen_k=-1), ValueError, "max_seqlen_k must be in"),
+    ("max_seqlen_q beyond 32 bits", dict(max_seqlen_q=2**31), ValueError, "max_seqlen_q must be in"),
+    ("softmax_scale beyond fp32", dict(softmax_scale=1e39), ValueError, "softmax_scale must be within fp32"),
     ("softmax_scale", dict(softmax_scale=float("inf")), ValueError, "softmax_scale must be finite"),
     ("causal", dict(causal="yes"), TypeError, "causal must be a bool"),
     ("return_lse", dict(return_lse=0), TypeError, "return_lse must be a bool"),
@@ -233,6 +238,9 @@ PLAN = [
     ("kv_heads", dict(kv_heads=3), ValueError, "heads must be a multiple of kv_heads"),
     ("causal", dict(causal=2), TypeError, "causal must be a bool"),
     ("softmax_scale", dict(softmax_scale=float("nan")), ValueError, "softmax_scale must be finite"),
+    ("softmax_scale beyond fp32", dict(softmax_scale=1e39), ValueError, "softmax_scale must be within fp32"),
+    ("heads beyond 32 bits", dict(heads=2**32, kv_heads=2), ValueError, "heads must be in"),
+    ("kv_heads beyond 32 bits", dict(heads=2**33, kv_heads=2**32), ValueError, "heads must be in"),
 ]
 
 

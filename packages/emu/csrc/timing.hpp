@@ -36,11 +36,14 @@ struct TimingConfig {
   int trans_cycles = 16;               // transcendental (quarter rate)
   int valu_latency = 4;                // result usable by the next dependent VALU window
   int trans_latency = 16;
-  int mfma_extra_latency = 4;          // result ready 4 * passes + this after issue
+  int mfma_extra_latency = 16;         // result ready 4 * passes + this after issue: an XDL result needs
+                                       // passes + 3 wait states before a VALU/memory read (LLVM
+                                       // GCNHazardRecognizer, gfx940), the reader issuing one slot later
   int salu_latency = 4;
   int branch_taken_cycles = 8;         // refetch after a taken branch
   int barrier_latency = 8;
-  int nop_cycles_per_wait_state = 1;   // s_nop N idles the wave N + 1 wait states (cycles)
+  int nop_cycles_per_wait_state = 4;   // s_nop N idles the wave N + 1 wait states of one issue slot each
+                                       // (4 cycles: s_nop 10 measured 44 cycles in an ATT trace on gfx942)
   int wg_launch_cycles = 200;          // workgroup dispatch + wave init on a CU
   // ---- memory
   int lds_latency = 64;

@@ -56,6 +56,19 @@ def test_waitcnt_stalls_on_modeled_memory_latency(tk):
     assert long["mem"]["l1_hits"] >= 8
 
 
+def test_snop_wait_states_are_issue_slots(tk):
+    out = torch.zeros(64, dtype=torch.int32)
+    one = _sim(tk, "nops", 1, 64, [out, 1])
+    nine = _sim(tk, "nops", 1, 64, [out, 9])
+    cfg = timing.config(tk.arch)
+    # 8 more s_nop 15: 16 wait states each, one issue slot (4 cycles) per wait state
+    per = 16 * cfg["nop_cycles_per_wait_state"]
+    assert cfg["nop_cycles_per_wait_state"] == cfg["issue_period"] == 4
+    delta = nine["cu_cycles"][0] - one["cu_cycles"][0]
+    assert 8 * per <= delta < 8 * (per + 40)
+    assert nine["stall"]["nop"] - one["stall"]["nop"] >= 8 * (per - cfg["issue_period"])
+
+
 def test_results_unchanged_and_untraced_skipped(tk):
     src = torch.randperm(256, generator=torch.Generator().manual_seed(1)).int()
     ref = torch.zeros(256, dtype=torch.int32)
@@ -91,8 +104,10 @@ def test_kernel_time_rounds():
     assert timing.kernel_time(10, 1.0, 1, cfg, hbm_bytes=5.3e12)["bound"] == "hbm"
 
 
-# Regression guard: the model's output for one tiny launch (update deliberately with the model).
+# Regression guard: the model's output for two tiny launches (update deliberately with the model): a
+# load chain (memory latency) and an MFMA chain whose result the stores read after the compiler's s_nop.
 PINNED = {"gfx942": (2808, 80), "gfx950": (2800, 80)}
+PINNED_MFMA = {"gfx942": (711, 312), "gfx950": (715, 312)}
 
 
 def _aligned(values: torch.Tensor, align: int = 4096) -> torch.Tensor:
@@ -111,3 +126,9 @@ def test_pinned_tiny_launch(tk):
     rep = timing.simulate(tk, "chase", 2, 64, [src, out, 4], cus=[[(0, 0, 0), (1, 0, 0)]], slots=1)
     cyc = (rep["cu_cycles"][0], rep["instructions"])
     assert cyc == PINNED[tk.arch]
+
+
+def test_pinned_tiny_mfma_launch(tk):
+    out = _aligned(torch.zeros(256 * 16, dtype=torch.float32))
+    rep = timing.simulate(tk, "mfma_chain", 1, 256, [out, 8], cus=[[(0, 0, 0)]])
+    assert (rep["cu_cycles"][0], rep["instructions"]) == PINNED_MFMA[tk.arch]

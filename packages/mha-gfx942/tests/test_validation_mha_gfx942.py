@@ -43,6 +43,7 @@ CASES = [
      "out must be contiguous"),
     ("out device", lambda q, k, v: dict(out=torch.empty(q.shape, dtype=torch.bfloat16, device="meta")), ValueError,
      "device"),
+    ("out not a tensor", lambda q, k, v: dict(out=3), TypeError, "out must be a torch.Tensor or None"),
     ("round_mode", lambda q, k, v: dict(round_mode="rne"), ValueError, "round_mode must be one of"),
     ("layout", lambda q, k, v: dict(layout="bsh"), ValueError, "layout must be one of"),
 ]

@@ -64,6 +64,23 @@ def moe_down_args(T: int = 4, top_k: int = 8, E: int = 64, K: int = 384, N: int 
             n, nblk, bm, 1, 2, rows, 1)
 
 
+def _varlen_rows(B: int, reps: int, as_emu_device) -> None:
+    cu = torch.arange(B + 1, dtype=torch.int32) * 100
+    T = 100 * B
+    q, k = torch.zeros(T, 32, 128, dtype=torch.bfloat16), torch.zeros(T, 8, 128, dtype=torch.bfloat16)
+    out = torch.empty_like(q)
+    kw = dict(heads=32, kv_heads=8, causal=True)
+    dplan = ma.VarlenPlan().plan(as_emu_device(cu), as_emu_device(cu), 100, 100, T, T, **kw)
+    hplan = ma.VarlenPlan().plan(cu, cu, 100, 100, T, T, **kw)
+    dev = _median_us(lambda: dplan.run(q, k, k, out=out), reps)
+    host = _median_us(lambda: hplan.run(q, k, k, out=out), reps)
+    fv = _median_us(lambda: ma.forward_varlen(q, k, k, cu, cu, 100, 100, causal=True, out=out), reps)
+    print(f"{'VarlenPlan.run':28s} {f'B={B} x 100 H32/8':18s} {dev:13.1f} us {host:10.1f} us {fv:12.1f} us")
+    dp = _median_us(lambda: dplan.plan(as_emu_device(cu), as_emu_device(cu), 100, 100, T, T, **kw), reps)
+    hp = _median_us(lambda: hplan.plan(cu, cu, 100, 100, T, T, **kw), reps)
+    print(f"{'VarlenPlan.plan':28s} {f'B={B} x 100 H32/8':18s} {dp:13.1f} us {hp:10.1f} us")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=2000)
@@ -91,6 +108,17 @@ def main() -> None:
                   f"{floor:12.1f} us")
         plan = _median_us(lambda: ma.mxfp4_moe_down_plan(32, 30, 7168, 384, 40, 304), a.reps)
         print(f"{'mxfp4_moe_down_plan':28s} {'(cached by shape)':18s} {plan:13.1f} us")
+    # gfx950 varlen attention, per layer: VarlenPlan.run over a device-written plan (device-resident cu_seqlens:
+    # EmuDeviceTensors, which the ops treat as GPU memory) and over a host plan, beside forward_varlen (which
+    # checks the lengths and plans on every call). plan() is per forward pass.
+    from moonmath_attention_gfx950 import as_emu_device
+    with mock.patch.object(backend, "live_arch", lambda: "gfx950"), \
+            mock.patch.object(kernels.KernelSet, "launch", lambda self, *args, **kw: None), \
+            mock.patch("moonmath_common.hip.device_cu_count", lambda i: 256), \
+            ma.use_backend("hip"):
+        print(f"{'op':28s} {'shape':18s} {'device-planned':>16s} {'host-planned':>13s} {'forward_varlen':>15s}")
+        for B in (1, 8, 64):
+            _varlen_rows(B, a.reps, as_emu_device)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,16 @@
 // Host planner of the gfx950 attention forward (pure C++17, no HIP types): turns sequences into the
 // work items of csrc/shared/attention_fwd_plan.h and decides the split of KV across CUs.
 //
-// Each sequence is cut into tiles of kTileRows query rows; a tile's key range is [0, k_len), or for
-// causal (bottom-right aligned) [0, min(k_len, q_row0 + kTileRows + k_len - q_len)) clipped at 0.
-// Split rule: when tiles x heads_q workgroups leave CUs idle (fewer than num_cus), each tile's key
-// blocks are cut into up to g = min(max_parts, num_cus / (tiles x heads_q)) parts of at least
-// min_part_blocks blocks of kKvBlock keys (equal block counts, ascending key order); a split tile's
-// parts write fp32 partials to workspace slots and one merge item combines them. The plan depends on
-// the lengths, heads and options only, so the same inputs always give the same plan (determinism).
-// Items are ordered heaviest first (most key blocks), so the longest causal tiles start first.
+// The rules are the shared header's (tile_key_range, split_ways, split_tile), which the device
+// planning kernel (csrc/device/gfx950/attention_plan.hip) calls too: each sequence is cut into tiles of
+// kTileRows query rows with their key ranges (causal, window); when tiles x heads_q workgroups leave
+// CUs idle (fewer than num_cus), each tile's key blocks are cut into up to
+// g = min(max_parts, num_cus / (tiles x heads_q)) parts of at least min_part_blocks blocks of kKvBlock
+// keys (equal block counts, ascending key order); a split tile's parts write fp32 partials to
+// workspace slots and one merge item combines them. The plan depends on the lengths, heads and
+// options only, so the same inputs always give the same plan (determinism).
+// Items are ordered heaviest first (most key blocks; ties in sequence order), so the longest causal
+// tiles start first; slots and merge items follow that order.
 #pragma once
 
 #include <algorithm>
@@ -28,11 +30,7 @@ struct Sequence {
   int32_t batch, q_tok0, q_len, k_tok0, k_len;
 };
 
-struct PlanOptions {
-  int32_t num_cus = 256;         // MI355X
-  int32_t min_part_blocks = 4;   // keys per part >= 4 * 64
-  int32_t max_parts = 16;
-};
+using PlanOptions = AttnSplitPolicy;   // num_cus, min_part_blocks, max_parts (the shared header)
 
 struct FwdPlan {
   AttnFwdArgs args{};
@@ -57,14 +55,9 @@ struct FwdPlan {
   }
 };
 
-inline int32_t ceil_div(int32_t a, int32_t b) { return (a + b - 1) / b; }
-
-// Key range end of the tile starting at row q_row0 (see the header).
+// Key range end of the tile starting at row q_row0, no window (see the shared header's tile_key_range).
 inline int32_t tile_kv_end(const Sequence& s, int32_t q_row0, bool causal) {
-  if (!causal) return s.k_len;
-  const int64_t last_row = std::min<int64_t>((int64_t)q_row0 + kTileRows, s.q_len) - 1;
-  const int64_t end = last_row + 1 + (int64_t)s.k_len - s.q_len;
-  return (int32_t)std::max<int64_t>(0, std::min<int64_t>(end, s.k_len));
+  return tile_key_range(s.q_len, s.k_len, q_row0, causal, -1, -1).end;
 }
 
 // strides: q(batch, token, head), k(...), v(...), o(...), lse(batch, head): 14 element strides.
@@ -108,46 +101,31 @@ inline FwdPlan plan_forward(const std::vector<Sequence>& seqs, int32_t heads_q, 
 
   a.window_left = window_left;
   a.window_right = window_right;
-  // A sliding window: a tile's keys are [first row's d - left, last row's d + right] (d = the row's diagonal
-  // key), its range starting on the 64-key grid; blocks wholly outside the window are never planned.
-  struct Tile { Sequence s; int32_t q_row0, kv_begin, kv_end, blocks; };
+  struct Tile { Sequence s; int32_t q_row0; AttnKeyRange keys; int32_t blocks; };
   std::vector<Tile> tiles;
   for (const auto& s : seqs)
     for (int32_t r = 0; r < s.q_len; r += kTileRows) {
-      int32_t b = 0, e = tile_kv_end(s, r, causal);
-      const int64_t off = (int64_t)s.k_len - s.q_len;
-      if (window_right >= 0) {
-        const int64_t last = std::min<int64_t>((int64_t)r + kTileRows, s.q_len) - 1;
-        e = (int32_t)std::max<int64_t>(0, std::min<int64_t>(e, last + off + window_right + 1));
-      }
-      if (window_left >= 0) {
-        const int64_t lo = (int64_t)r + off - window_left;
-        b = lo <= 0 ? 0 : (int32_t)std::min<int64_t>(lo / kKvBlock * kKvBlock, s.k_len);
-      }
-      if (b > e) b = e;
-      tiles.push_back({s, r, b, e, ceil_div(e - b, kKvBlock)});
+      const AttnKeyRange keys = tile_key_range(s.q_len, s.k_len, r, causal, window_left, window_right);
+      tiles.push_back({s, r, keys, key_blocks(keys)});
     }
   std::stable_sort(tiles.begin(), tiles.end(), [](const Tile& x, const Tile& y) { return x.blocks > y.blocks; });
 
-  const int64_t ctas = (int64_t)tiles.size() * heads_q;
-  const int32_t g = ctas == 0 || ctas >= opt.num_cus ? 1 : (int32_t)std::min<int64_t>(opt.max_parts, opt.num_cus / ctas);
+  const int32_t ways = split_ways((int64_t)tiles.size() * heads_q, opt);
   int32_t slot = 0;
   for (const auto& t : tiles) {
-    int32_t parts = std::min(g, t.blocks / opt.min_part_blocks);
-    int32_t per = parts > 1 ? ceil_div(t.blocks, parts) : t.blocks;
-    parts = parts > 1 ? ceil_div(t.blocks, per) : 1;
-    if (parts <= 1) {
-      p.items.push_back({t.s.batch, t.s.q_tok0, t.s.q_len, t.s.k_tok0, t.s.k_len, t.q_row0, t.kv_begin, t.kv_end, -1,
-                         0, {0, 0}});
+    const AttnTileSplit split = split_tile(t.blocks, ways, opt);
+    if (split.parts == 1) {
+      p.items.push_back({t.s.batch, t.s.q_tok0, t.s.q_len, t.s.k_tok0, t.s.k_len, t.q_row0, t.keys.begin, t.keys.end,
+                         -1, 0, {0, 0}});
       continue;
     }
-    p.merges.push_back({t.s.batch, t.s.q_tok0, t.s.q_len, t.q_row0, slot, parts, {0, 0}});
-    for (int32_t i = 0; i < parts; ++i) {
-      const int32_t b = t.kv_begin + i * per * kKvBlock, e = std::min(t.kv_end, t.kv_begin + (i + 1) * per * kKvBlock);
-      p.items.push_back({t.s.batch, t.s.q_tok0, t.s.q_len, t.s.k_tok0, t.s.k_len, t.q_row0, b, e, slot + i, i == 0,
-                         {0, 0}});
+    p.merges.push_back({t.s.batch, t.s.q_tok0, t.s.q_len, t.q_row0, slot, split.parts, {0, 0}});
+    for (int32_t i = 0; i < split.parts; ++i) {
+      const AttnKeyRange k = part_key_range(t.keys, split, i);
+      p.items.push_back({t.s.batch, t.s.q_tok0, t.s.q_len, t.s.k_tok0, t.s.k_len, t.q_row0, k.begin, k.end, slot + i,
+                         i == 0, {0, 0}});
     }
-    slot += parts;
+    slot += split.parts;
   }
   a.n_items = (int32_t)p.items.size();
   a.n_merge = (int32_t)p.merges.size();

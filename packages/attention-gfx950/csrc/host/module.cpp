@@ -27,6 +27,8 @@ py::dict to_dict(const FwdPlan& p) {
 }
 
 PlanOptions options(int32_t num_cus, int32_t min_part_blocks, int32_t max_parts) {
+  if (num_cus < 1 || min_part_blocks < 1 || max_parts < 1)
+    throw std::invalid_argument("num_cus, min_part_blocks and max_parts must be >= 1");
   PlanOptions o;
   o.num_cus = num_cus;
   o.min_part_blocks = min_part_blocks;
@@ -40,6 +42,38 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "moonmath_attention_gfx950 host helpers: the forward planner";
   m.attr("TILE_ROWS") = kTileRows;
   m.attr("KV_BLOCK") = kKvBlock;
+  m.attr("ARGS_BYTES") = (int)sizeof(AttnFwdArgs);
+  m.attr("ITEM_BYTES") = (int)sizeof(AttnWorkItem);
+  m.attr("MERGE_BYTES") = (int)sizeof(AttnMergeItem);
+  {
+    const AttnSplitPolicy d;
+    py::dict policy;
+    policy["num_cus"] = d.num_cus;
+    policy["min_part_blocks"] = d.min_part_blocks;
+    policy["max_parts"] = d.max_parts;
+    m.attr("DEFAULT_SPLIT_POLICY") = policy;
+  }
+  // The buffer of a device-written plan (csrc/shared/attention_fwd_plan.h): capacities and offsets.
+  m.def(
+      "device_plan_layout",
+      [](int32_t batch, int32_t max_q, int32_t total_q, int32_t max_k, int32_t heads_q, int32_t num_cus,
+         int32_t min_part_blocks, int32_t max_parts) {
+        if (batch < 0 || max_q < 0 || total_q < 0 || max_k < 0 || heads_q < 1)
+          throw std::invalid_argument("device_plan_layout: batch, max_q, total_q, max_k must be >= 0, heads_q >= 1");
+        const AttnPlanCaps c = device_plan_caps(batch, max_q, total_q, max_k, heads_q,
+                                                options(num_cus, min_part_blocks, max_parts));
+        py::dict d;
+        d["tiles"] = c.tiles;
+        d["items"] = c.items;
+        d["merges"] = c.merges;
+        d["slots"] = c.slots;
+        d["merges_offset"] = device_plan_merges_offset(c);
+        d["counts_offset"] = device_plan_counts_offset(c);
+        d["bytes"] = device_plan_bytes(c);
+        return d;
+      },
+      py::arg("batch"), py::arg("max_q"), py::arg("total_q"), py::arg("max_k"), py::arg("heads_q"),
+      py::arg("num_cus") = 256, py::arg("min_part_blocks") = 4, py::arg("max_parts") = 16);
   m.def(
       "plan_forward_batch",
       [](int32_t B, int32_t Sq, int32_t Skv, int32_t heads_q, int32_t heads_kv, bool causal, bool lse, float scale_log2,

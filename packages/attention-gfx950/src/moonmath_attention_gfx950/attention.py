@@ -7,9 +7,9 @@ import math
 import torch
 
 from moonmath_common import checks, get_backend
+from moonmath_common.emu_device import device_resident
 
 from . import reference
-from .emu_device import device_resident
 
 LAYOUTS = ("bhsd", "bshd")
 ROUND_MODES = ("rtne",)
@@ -97,9 +97,14 @@ def _strides(name: str, t: torch.Tensor, token_dim: int) -> None:
 
 
 def _scale(softmax_scale: object, dqk: int) -> float:
+    """The kernels take scale * log2(e) as fp32: a finite scale beyond that range is an error, not a NaN output."""
     if softmax_scale is None:
         return 1.0 / math.sqrt(dqk)
-    return checks.real("softmax_scale", softmax_scale)
+    scale = checks.real("softmax_scale", softmax_scale, fp32=True)
+    if abs(scale) > checks.F32_MAX / math.log2(math.e):
+        raise ValueError(f"softmax_scale must have |softmax_scale| * log2(e) within fp32's range (|scale| <= "
+                         f"{checks.F32_MAX / math.log2(math.e):.5g}; the kernels take it so); got {scale}")
+    return scale
 
 
 def _softcap(softcap: object) -> float:
@@ -208,31 +213,45 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
     """Attention forward on gfx950 (MI355X), bf16 in, bf16 out (RTNE).
 
     Args:
-        q: bf16 ``[B, Hq, Sq, Dqk]`` (layout "bhsd", default) or ``[B, Sq, Hq, Dqk]`` ("bshd").
-        k: bf16 ``[B, Hkv, Skv, Dqk]`` / ``[B, Skv, Hkv, Dqk]``; Hq a multiple of Hkv (MHA, GQA, MQA).
+        q: bf16 ``[B, Hq, Sq, Dqk]`` (layout "bhsd", default) or ``[B, Sq, Hq, Dqk]`` ("bshd"), any Sq >= 0. Any
+            strides with a contiguous head dim (stride(-1) == 1), tokens at most 2^22 elements apart; on the
+            gfx950 kernels rows on 16 bytes (address and batch/token/head strides multiples of 8 elements);
+            k and v likewise.
+        k: bf16 ``[B, Hkv, Skv, Dqk]`` / ``[B, Skv, Hkv, Dqk]``, any Skv >= 0; Hq a multiple of Hkv (MHA, GQA,
+            MQA).
         v: bf16 ``[B, Hkv, Skv, Dv]`` / ``[B, Skv, Hkv, Dv]``. (Dqk, Dv) is one of HEAD_DIMS: (64, 64), (80, 80),
-            (96, 96), (128, 128), (192, 128) (MLA prefill), (256, 256).
-        out: optional bf16 tensor of shape q's with Dv, filled in place.
+            (96, 96), (128, 128), (192, 128) (MLA prefill), (256, 256). k and v may instead both be fp8
+            (``torch.float8_e4m3fn``, head dims 64, 128, 256; rows on 16 bytes: strides multiples of 16).
+        out: optional bf16 ``[B, Hq, Sq, Dv]`` / ``[B, Sq, Hq, Dv]`` on q's device, strides as q, not overlapping
+            itself; filled in place and returned. A new output is contiguous in the call's layout.
         round_mode: "rtne", the only mode on gfx950.
-        layout: "bhsd" or "bshd": which of dims 1 and 2 is the sequence. Any strides with a contiguous
-            head dim (stride(-1) == 1) are read in place; tokens at most 2^22 elements apart.
-        causal: bottom-right aligned mask (row i sees keys j <= i + Skv - Sq); a row seeing no key is 0.
-        softmax_scale: default 1/sqrt(Dqk).
-        return_lse: also return the natural-log LSE, fp32 ``[B, Hq, Sq]`` (-inf for a row with no key).
+        layout: "bhsd" or "bshd": which of dims 1 and 2 is the sequence.
+        causal: bool; bottom-right aligned mask (row i sees keys j <= i + Skv - Sq); a row seeing no key is 0.
+        softmax_scale: a real with |softmax_scale| * log2(e) within fp32 (the kernels' constant), default
+            1/sqrt(Dqk); negative and 0 allowed.
+        return_lse: bool; also return the natural-log LSE, fp32 ``[B, Hq, Sq]`` (-inf for a row with no key).
         softcap: Gemma-2 logit soft-cap: the scaled score s becomes ``softcap * tanh(s / softcap)`` before the
             mask and softmax (the LSE is over the capped scores). None or 0: off; otherwise finite and > 0.
-        window_size: flash-attn's sliding window (left, right), -1 = unbounded: row i sees keys
+        window_size: flash-attn's sliding window (left, right) of ints >= -1, -1 = unbounded: row i sees keys
             d - left <= j <= d + right, d = i + Skv - Sq (with causal, right = 0). Key blocks wholly outside
             every row's window of a 256-row tile are skipped (work proportional to the window).
         sinks: gpt-oss attention sinks, fp32 ``[Hq]`` natural-log logits on q's device: head h's sink joins each
             row's softmax denominator (no value); the LSE includes it; a row with no key gives 0, lse = sink.
-        k_descale, v_descale: fp8 K/V (k and v ``torch.float8_e4m3fn``, head dims 64, 128, 256): fp32 scales, per
-            tensor (one element) or per kv head ``[Hkv]``; K = k_descale * k, V = v_descale * v (None = 1).
-
-    Any Sq, Skv >= 0. A new output is contiguous in the call's layout.
+        k_descale: fp8 K/V only: fp32 descale of k, per tensor (one element) or per kv head ``[Hkv]``, finite and
+            > 0; K = k_descale * k (None = 1).
+        v_descale: fp8 K/V only: fp32 descale of v, as k_descale; V = v_descale * v (None = 1).
 
     Returns:
-        out, or (out, lse) when return_lse.
+        out (bf16, q's layout with Dv), or (out, lse) when return_lse.
+
+    Raises:
+        TypeError: q, k, v, out or sinks not a tensor or of the wrong dtype; a flag not a bool; softmax_scale,
+            softcap or a window entry not a number.
+        ValueError: rank, batch, heads, head dims, sequence lengths of k and v, strides, alignment (gfx950
+            kernels), layout, round_mode, a non-finite softmax_scale, softcap or window_size out of range,
+            out's shape / device / self-overlap, sinks' shape, tensors on different devices; each message
+            names the argument.
+        NoKernelError: the backend has no gfx950 kernel (a build without gfx950 code objects).
     """
     _qkv_dtypes(q, k, v)
     for name, t in (("q", q), ("k", k), ("v", v)):
@@ -316,8 +335,8 @@ def _check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_
     _round_mode(round_mode)
     checks.boolean("causal", causal)
     checks.boolean("return_lse", return_lse)
-    checks.integer("max_seqlen_q", max_seqlen_q, lo=0)
-    checks.integer("max_seqlen_k", max_seqlen_k, lo=0)
+    checks.integer("max_seqlen_q", max_seqlen_q, lo=0, hi=2**31 - 1)   # 32-bit in the device planner
+    checks.integer("max_seqlen_k", max_seqlen_k, lo=0, hi=2**31 - 1)
     _index_vector("cu_seqlens_q", cu_seqlens_q)
     _index_vector("cu_seqlens_k", cu_seqlens_k, cu_seqlens_q.numel())
     if cu_seqlens_q.numel() < 1:
@@ -367,24 +386,38 @@ def forward_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens
     """Attention over packed variable-length sequences (THD), ``flash_attn_varlen_func`` argument order.
 
     Args:
-        q: bf16 ``[total_q, Hq, Dqk]``; k: ``[total_k, Hkv, Dqk]``; v: ``[total_k, Hkv, Dv]``, both bf16 or both
-            fp8 (float8_e4m3fn). Any strides with a contiguous head dim; (Dqk, Dv) one of HEAD_DIMS; Hq % Hkv == 0.
-        cu_seqlens_q, cu_seqlens_k: int32 ``[B + 1]``: sequence b is q rows [cu_q[b], cu_q[b+1]) and k/v
-            rows [cu_k[b], cu_k[b+1]). Non-decreasing, cu[0] >= 0, cu[-1] <= total (checked when on the host).
-        max_seqlen_q, max_seqlen_k: bound every sequence length (checked when the lengths are on the host).
-        softmax_scale: default 1/sqrt(Dqk). causal: bottom-right aligned per sequence.
-        return_lse: also return fp32 LSE ``[Hq, total_q]`` (natural log; -inf for rows that see no key).
-        out: optional bf16 ``[total_q, Hq, Dv]``. Rows outside every sequence are not written (of out and
-            of lse; a new out/lse holds unspecified values there).
+        q: bf16 ``[total_q, Hq, Dqk]``, any strides with a contiguous head dim (as forward's, per token).
+        k: bf16 ``[total_k, Hkv, Dqk]`` (or fp8 float8_e4m3fn with v, as forward); Hq a multiple of Hkv.
+        v: bf16 ``[total_k, Hkv, Dv]`` (or fp8 with k); (Dqk, Dv) one of HEAD_DIMS.
+        cu_seqlens_q, cu_seqlens_k: int32 ``[B + 1]`` contiguous, on the CPU or q's device: sequence b is q rows
+            [cu_q[b], cu_q[b+1]) and k/v rows [cu_k[b], cu_k[b+1]). Non-decreasing, cu[0] >= 0, cu[-1] <= total
+            (checked when the values are on the host). Device cu_seqlens without host copies are planned on
+            the device (no host read, no sync), each sequence clamped into [0, total] and to max_seqlen.
+        max_seqlen_q, max_seqlen_k: ints >= 0 that bound every sequence length (checked when the lengths are
+            on the host).
+        softmax_scale: as forward (|softmax_scale| * log2(e) within fp32), default 1/sqrt(Dqk).
+        causal: bool; bottom-right aligned per sequence.
+        return_lse: bool; also return fp32 LSE ``[Hq, total_q]`` (natural log; -inf for rows that see no key).
+        out: optional bf16 ``[total_q, Hq, Dv]`` on q's device. Rows outside every sequence are not written (of
+            out and of lse; a new out/lse holds unspecified values there).
         round_mode: "rtne" only.
-        host_cu_seqlens_q/_k: optional CPU copies of the cu_seqlens (used for checks and host planning).
+        host_cu_seqlens_q/_k: optional CPU int32 ``[B + 1]`` copies of the cu_seqlens, both or neither: checked
+            and used for host planning (no sync); a CPU cu_seqlens is checked too.
         softcap: logit soft-cap as forward (None or 0: off).
         window_size: sliding window (left, right) as forward, per sequence (bottom-right aligned).
         sinks: fp32 ``[Hq]`` attention sinks as forward.
-        k_descale, v_descale: fp8 K/V descales as forward.
+        k_descale: fp8 K/V only: the descale of k, as forward.
+        v_descale: fp8 K/V only: the descale of v, as forward.
 
     Returns:
         out, or (out, lse).
+
+    Raises:
+        TypeError: a tensor argument not a tensor or of the wrong dtype; a flag not a bool; a scalar not a number.
+        ValueError: shapes, heads, head dims, strides, alignment, cu_seqlens shape / device / values (host-visible),
+            lengths beyond max_seqlen (host-visible), host copies not on the CPU or given alone, round_mode,
+            softmax_scale, softcap, window_size, sinks, out; each message names the argument.
+        NoKernelError: the backend has no gfx950 kernel.
     """
     scale, cap, window, sk, oshape, hosts, (kd, vd) = _check_varlen(
         q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, softmax_scale, causal, return_lse, out,
@@ -459,27 +492,43 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
 
     Args:
         q: bf16 ``[total_q, Hq, Dqk]`` (any strides with a contiguous head dim).
-        k_cache: bf16 ``[num_pages, page_size, Hkv, Dqk]``; v_cache: bf16 ``[num_pages, page_size, Hkv, Dv]``.
-            page_size a power of two, >= 16 for Dqk = 192 (MLA), >= 8 for the other head dims; with Dqk = 128,
-            k_cache and v_cache must have the same strides.
-        cu_seqlens_q: int32 ``[B + 1]`` query offsets (as forward_varlen).
-        seqlens_k: int32 ``[B]`` key lengths (read on the host).
-        kv_indptr, kv_page_indices: page lists (SGLang / AITER): sequence b's pages, in order, are
-            kv_page_indices[kv_indptr[b] : kv_indptr[b+1]] (int32; kv_indptr is read on the host).
-        block_table: or vLLM block tables, int32 ``[B, max_pages]``: sequence b's pages are
-            block_table[b, :ceil(seqlens_k[b] / page_size)]. Give exactly one of the two forms.
-        causal, softmax_scale, return_lse, out, round_mode: as forward_varlen (LSE ``[Hq, total_q]``).
+        k_cache: bf16 ``[num_pages, page_size, Hkv, Dqk]`` (or fp8 float8_e4m3fn with v_cache, as forward),
+            page_size a power of two, >= 16 for Dqk = 192 (MLA) and >= 8 for the other head dims; contiguous head
+            dim; spans < 4 GiB (gfx950 kernel).
+        v_cache: bf16 ``[num_pages, page_size, Hkv, Dv]`` (or fp8 with k_cache); with Dqk = 128, the same strides
+            as k_cache.
+        cu_seqlens_q: int32 ``[B + 1]`` query offsets (as forward_varlen), on the CPU or q's device.
+        seqlens_k: int32 ``[B]`` key lengths >= 0 (read on the host; a CPU tensor avoids a sync).
+        kv_indptr: page lists (SGLang / AITER), int32 ``[B + 1]``, read on the host: sequence b's pages, in order,
+            are kv_page_indices[kv_indptr[b] : kv_indptr[b+1]], enough for seqlens_k[b] keys.
+        kv_page_indices: int32 page indices on q's device or the CPU, each in [0, num_pages) (checked when on the
+            CPU; on the device an index outside the cache reads zero keys, never memory outside it).
+        block_table: or vLLM block tables, int32 ``[B, max_pages]`` with a contiguous last dim: sequence b's pages
+            are block_table[b, :ceil(seqlens_k[b] / page_size)]. Give exactly one of the two forms.
+        causal: bool, as forward_varlen.
+        softmax_scale: as forward_varlen.
+        return_lse: bool; also return fp32 LSE ``[Hq, total_q]``.
+        out: optional bf16 ``[total_q, Hq, Dv]``, as forward_varlen.
+        round_mode: "rtne" only.
         softcap: logit soft-cap as forward (None or 0: off).
         window_size: sliding window (left, right) as forward (only the window's pages are read).
         sinks: fp32 ``[Hq]`` attention sinks as forward.
-        k_descale, v_descale: fp8 caches (both ``float8_e4m3fn``, head dims 64, 128, 256): descales as forward.
+        k_descale: fp8 caches only: the descale of k_cache, as forward.
+        v_descale: fp8 caches only: the descale of v_cache, as forward.
 
     Lengths and kv_indptr are read on the host (CPU tensors avoid a sync), so this op is not graph
-    capturable; page indices are checked against num_pages when they are CPU tensors (on the device, an
-    index outside the cache reads zero keys: never memory outside it). Each cache must span < 4 GiB (gfx950 kernel).
+    capturable. Pages may come in any order and be any subset of the cache.
 
     Returns:
         out, or (out, lse).
+
+    Raises:
+        TypeError: a tensor argument not a tensor or of the wrong dtype; a flag not a bool; a scalar not a number.
+        ValueError: shapes, heads, head dims, page_size, cache strides or size, both or neither page form,
+            block_table shape, page indices beyond the cache or too few pages (host-visible), kv_indptr values,
+            cu_seqlens_q values, round_mode, softmax_scale, softcap, window_size, sinks, out; each message names
+            the argument.
+        NoKernelError: the backend has no gfx950 kernel.
     """
     _qkv_dtypes(q, k_cache, v_cache, "k_cache", "v_cache")
     checks.tensor("q", q, ndim=3)

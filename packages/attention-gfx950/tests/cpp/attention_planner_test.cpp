@@ -1,6 +1,7 @@
 // Unit test of the gfx950 attention forward planner (csrc/host/attention_planner.hpp), host C++ only.
 #include <cstdio>
 #include <cstdlib>
+#include <random>
 #include <set>
 
 #include "attention_planner.hpp"
@@ -107,6 +108,38 @@ int main() {
     auto s = batch_sequences(3, 777, 1234);
     MM_CHECK(plan_forward(s, 8, 2, true, true, 0.5f, kStrides).bytes() ==
           plan_forward(s, 8, 2, true, true, 0.5f, kStrides).bytes());
+  }
+  // Capacities of a device-written plan (device_plan_caps) bound every plan within the promise (B, max_q,
+  // total_q, max_k): random lengths, heads and split policies, causal or not, with windows.
+  {
+    std::mt19937 rng(42);
+    int32_t split_plans = 0;
+    for (int it = 0; it < 20000; ++it) {
+      const int32_t B = 1 + (int32_t)(rng() % 12), max_q = (int32_t)(rng() % 1500), max_k = (int32_t)(rng() % 6000);
+      std::vector<int32_t> cu_q{0}, cu_k{0};
+      for (int32_t b = 0; b < B; ++b) {
+        cu_q.push_back(cu_q.back() + (int32_t)(rng() % (max_q + 1)));
+        cu_k.push_back(cu_k.back() + (int32_t)(rng() % (max_k + 1)));
+      }
+      const int32_t total_q = cu_q.back() + (int32_t)(rng() % 300);
+      PlanOptions o;
+      if (rng() % 2) {
+        o.num_cus = 1 + (int32_t)(rng() % 5000);
+        o.min_part_blocks = 1 + (int32_t)(rng() % 4);
+        o.max_parts = 1 + (int32_t)(rng() % 24);
+      }
+      const int32_t heads_kv = 1 + (int32_t)(rng() % 4), heads_q = heads_kv * (1 + (int32_t)(rng() % 8));
+      const bool causal = rng() % 2;
+      const int32_t wl = rng() % 3 ? -1 : (int32_t)(rng() % 2000), wr = causal ? (wl >= 0 ? 0 : -1) : -1;
+      const auto seqs = varlen_sequences(cu_q, cu_k);
+      const auto p = plan_forward(seqs, heads_q, heads_kv, causal, false, 1.f, kStrides, o, 0.f, wl, wr);
+      const AttnPlanCaps c = device_plan_caps(B, max_q, total_q, max_k, heads_q, o);
+      int32_t tiles = 0;
+      for (const auto& s : seqs) tiles += ceil_div(s.q_len, kTileRows);
+      MM_CHECK(tiles <= c.tiles && p.args.n_items <= c.items && p.args.n_merge <= c.merges && p.args.n_slots <= c.slots);
+      split_plans += p.args.n_merge > 0;
+    }
+    MM_CHECK(split_plans > 1000);
   }
   // Bad input.
   {

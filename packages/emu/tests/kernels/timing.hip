@@ -32,3 +32,9 @@ KERNEL void chase(const u32* src, u32* out, int n) {
   for (int k = 0; k < n; k++) p = src[p];
   out[bid() * 64 + tid()] = p;
 }
+
+// n iterations of s_nop 15 (16 wait states each) in one wave
+KERNEL void nops(u32* out, int n) {
+  for (int k = 0; k < n; k++) __asm__ volatile("s_nop 15");
+  out[bid() * 64 + tid()] = tid();
+}

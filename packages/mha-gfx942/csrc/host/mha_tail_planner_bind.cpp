@@ -28,6 +28,7 @@ void register_tail_planner(py::module_& m) {
   m.def("split_schedule", &split_schedule, py::arg("plan"), py::arg("nqb"));
   m.def("merge_table", &merge_table, py::arg("plan"), py::arg("nqb"));
   m.attr("CTA_ROWS") = kCtaRows;
+  m.attr("CTA_THREADS") = config::kCtaThreads;
   m.attr("KV_BLOCK") = kKvBlock;
   m.attr("MERGE_ROWS_PER_CTA") = config::kMergeRowsPerCta;
   m.attr("DEFAULT_MIN_KV_BLOCKS") = kDefaultMinKvBlocks;

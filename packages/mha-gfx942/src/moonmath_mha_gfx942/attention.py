@@ -33,12 +33,21 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
 
     Returns:
         The output, bf16, q's shape and layout (``out`` when given).
+
+    Raises:
+        TypeError: q, k, v or out not a tensor or not bf16.
+        ValueError: rank other than 4, head dim other than 128, k's batch / heads / head dim unlike q's, v's shape
+            unlike k's, an empty sequence, batch or heads, non-contiguous tensors, out's shape or device, layout,
+            round_mode, tensors on different devices; each message names the argument.
+        NoKernelError: the backend has no gfx942 kernel (a build without gfx942 code objects).
     """
     checks.tensor("q", q, dtype=torch.bfloat16, ndim=4)
     checks.tensor("k", k, dtype=torch.bfloat16, ndim=4)
     checks.tensor("v", v, dtype=torch.bfloat16, ndim=4)
     checks.choice("layout", layout, LAYOUTS)
     checks.choice("round_mode", round_mode, ROUND_MODES)
+    if out is not None and not isinstance(out, torch.Tensor):   # before anything reads its attributes
+        raise TypeError(f"out must be a torch.Tensor or None; got {type(out).__name__}")
     dev = checks.same_device(q=q, k=k, v=v, out=out)
     sdim = 1 if layout == "bshd" else 2
     hdim = 3 - sdim

@@ -1,7 +1,7 @@
 """Launching the gfx942 MHA forward kernels (csrc/device/gfx942/mha_fwd.hip) through moonmath_common.
 
 One code object ``mha_fwd.hsaco`` holds, per rounding mode ``<m>`` in rtna/rtne/rtz:
-``mha_fwd_<m>`` (the dense launch: one 4-wave workgroup per 256-row q block of one head),
+``mha_fwd_<m>`` (the dense launch: one 8-wave workgroup per 256-row q block of one head),
 ``mha_fwd_split_<m>`` (the tail KV-split parts: fp32 partials) and ``mha_merge_<m>`` (their fp32 merge),
 plus ``mha_v_transpose`` (V -> V_t, run first). The tail split is planned by the pure C++ planner
 ``_C.plan_tail`` from shapes and the CU count only; ``MOONMATH_NO_TAIL=1`` turns it off.
@@ -71,7 +71,8 @@ def run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, la
         raise NoKernelError(OP, arch, KERNELS.archs_built())
     from . import _C
 
-    CTA_ROWS, KV_BLOCK = _C.CTA_ROWS, _C.KV_BLOCK  # the tile constants of csrc/device/gfx942/mha_config.hpp
+    # the tile constants of csrc/device/gfx942/mha_config.hpp
+    CTA_ROWS, CTA_THREADS, KV_BLOCK = _C.CTA_ROWS, _C.CTA_THREADS, _C.KV_BLOCK
     sdim, hdim = (1, 2) if layout == "bshd" else (2, 1)
     B, H, Sq, Skv = q.shape[0], q.shape[hdim], q.shape[sdim], k.shape[sdim]
     bh = B * H
@@ -97,14 +98,14 @@ def run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, la
     counters = [KERNELS.launch(OP, arch, CODE_OBJECT, TRANSPOSE_KERNEL, grid=(nkb, bh), block=256,
                                args=[v, vt, Skv, H, *ks])]
     if p.n_dense:
-        counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, dense, grid=p.n_dense, block=256,
+        counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, dense, grid=p.n_dense, block=CTA_THREADS,
                                        args=[q, k, vt, out, Sq, Skv, H, nqb, p.n_dense, *qs, *ks]))
     if p.tail:
         sched = torch.tensor(_C.split_schedule(p, nqb), dtype=torch.int32).to(dev)
         table = torch.tensor(_C.merge_table(p, nqb), dtype=torch.int32).to(dev)
         ws_o = torch.empty(p.ws_o_floats, dtype=torch.float32, device=dev)
         ws_ml = torch.empty(p.ws_ml_floats, dtype=torch.float32, device=dev)
-        counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, split, grid=p.slots, block=256,
+        counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, split, grid=p.slots, block=CTA_THREADS,
                                        args=[q, k, vt, ws_o, ws_ml, sched, p.slots, Sq, Skv, H, *qs, *ks]))
         merge_grid = p.tail * (CTA_ROWS // _C.MERGE_ROWS_PER_CTA)
         counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, merge, grid=merge_grid, block=256,

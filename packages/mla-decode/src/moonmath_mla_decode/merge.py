@@ -101,12 +101,16 @@ def mla_dcp_lse_merge_ranks(parts_in: torch.Tensor, lse_in: torch.Tensor, out: t
                             lse_out: torch.Tensor | None = None) -> None:
     """Merge the partial MLA decode outputs of R context-parallel ranks into `out` (in place).
 
-    parts_in: bf16 [R, T, H, 512], each rank's normalised partial output.
-    lse_in:   fp32 [R, T, H], each rank's base-2 log-sum-exp (|lse| >= 3e38: empty rank; NaN: the row is NaN).
-    out:      bf16 [T, H, 512], written: sum_r w_r part_r / sum_r w_r, w_r = exp2(lse_r - max lse).
-    lse_out:  optional fp32 [T, H], written: max + log2(sum_r w_r) (-inf where every rank is empty,
-              whose out rows are 0).
-    R is 1..16; all tensors contiguous on one device; deterministic (ranks summed in order).
+    Args:
+        parts_in: bf16 ``[R, T, H, 512]`` contiguous, each rank's normalised partial output; R is 1..16.
+        lse_in: fp32 ``[R, T, H]`` contiguous, each rank's base-2 log-sum-exp (|lse| >= 3e38: empty rank; NaN:
+            the row is NaN).
+        out: bf16 ``[T, H, 512]`` contiguous, written: sum_r w_r part_r / sum_r w_r, w_r = exp2(lse_r - max lse).
+            Must not overlap the inputs (address ranges are compared).
+        lse_out: optional fp32 ``[T, H]`` contiguous, written: max + log2(sum_r w_r) (-inf where every rank is
+            empty, whose out rows are 0).
+
+    All tensors on one device; deterministic (ranks summed in order).
     """
     _validate(parts_in, lse_in, out, lse_out)
     _merge_op(parts_in, lse_in, out, lse_out)

@@ -3,6 +3,7 @@ attention forward (gfx942 -> moonmath_mha_gfx942, gfx950 -> moonmath_attention_g
 ``moonmath_common.target_arch()`` (the live GPU under hip, MOONMATH_EMU_ARCH under emu/reference)."""
 from __future__ import annotations
 
+import inspect
 import math
 
 import torch
@@ -60,15 +61,42 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
             softmax_scale: float | None = None, return_lse: bool = False, softcap: float | None = 0.0,
             window_size: tuple[int, int] = (-1, -1), sinks: torch.Tensor | None = None,
             k_descale: torch.Tensor | None = None, v_descale: torch.Tensor | None = None):
-    """bf16 attention forward, dispatched by arch (see docs/ops/forward.md).
+    """bf16 attention forward ``softmax(scale q k^T [+ mask]) v``, dispatched by arch (target_arch()) to
+    moonmath_mha_gfx942.forward (gfx942) or moonmath_attention_gfx950.forward (gfx950).
 
-    gfx942: head dim 128, contiguous q/k/v with equal heads, no causal, no LSE, scale 1/sqrt(128),
-    round_mode "rtna" (default), "rtne" or "rtz". gfx950: causal (bottom-right), GQA/MQA, head dims
-    64, 80, 96, 128, 256 and (192,128), softmax_scale (default 1/sqrt(Dqk)), any strides with a contiguous head dim,
-    lengths >= 0, return_lse (fp32 [B, H, Sq], natural log), round_mode "rtne" only (the default),
-    softcap (Gemma 2), window_size=(left, right) (flash-attn sliding window), sinks (gpt-oss, fp32 [Hq]),
-    fp8 K/V (float8_e4m3fn k and v with k_descale / v_descale, head dims 64/128/256).
-    layout: "bhsd" (default) or "bshd" on both.
+    Args:
+        q: bf16 ``[B, Hq, Sq, Dqk]`` (layout "bhsd", default) or ``[B, Sq, Hq, Dqk]`` ("bshd"). gfx942: Dqk = 128,
+            contiguous, Sq >= 1. gfx950: Dqk 64, 80, 96, 128, 192 or 256, any strides with a contiguous head dim,
+            Sq >= 0.
+        k: bf16 ``[B, Hkv, Skv, Dqk]`` / ``[B, Skv, Hkv, Dqk]``. gfx942: Hkv = Hq, contiguous, Skv >= 1. gfx950: Hq a
+            multiple of Hkv (MHA, GQA, MQA), Skv >= 0.
+        v: bf16 ``[B, Hkv, Skv, Dv]`` / ``[B, Skv, Hkv, Dv]``: Dv = Dqk, or 128 with Dqk 192 (MLA prefill). gfx950:
+            k and v may both be fp8 (float8_e4m3fn; head dims 64, 128, 256) with k_descale / v_descale.
+        out: optional bf16 tensor of the output's shape (q's with Dv) on q's device, filled in place and returned
+            (gfx942: contiguous).
+        round_mode: None for the arch's default; gfx942 "rtna" (default), "rtne" or "rtz"; gfx950 "rtne" only.
+        layout: "bhsd" or "bshd" on both archs: which of dims 1 and 2 is the sequence.
+        causal: bool; bottom-right aligned mask (row i sees keys j <= i + Skv - Sq). gfx950 only.
+        softmax_scale: None for 1/sqrt(Dqk); gfx950 any finite real, gfx942 only 1/sqrt(128).
+        return_lse: bool; also return fp32 LSE ``[B, Hq, Sq]`` (natural log). gfx950 only.
+        softcap: Gemma-2 logit soft-cap (None or 0: off), as moonmath_attention_gfx950.forward. gfx950 only.
+        window_size: sliding window (left, right), -1 = unbounded, as moonmath_attention_gfx950.forward.
+            gfx950 only.
+        sinks: fp32 ``[Hq]`` attention sinks, as moonmath_attention_gfx950.forward. gfx950 only.
+        k_descale: fp8 K/V only: fp32 descale of k (per tensor or per kv head), as moonmath_attention_gfx950.forward.
+            gfx950 only.
+        v_descale: fp8 K/V only: fp32 descale of v, as k_descale. gfx950 only.
+
+    Returns:
+        out, or (out, lse) when return_lse.
+
+    Raises:
+        ArchFeatureError: a feature the arch lacks (a ValueError): on gfx942 causal, return_lse, a scale other
+            than 1/sqrt(128), GQA/MQA, softcap, window_size, sinks, head dims other than 128, fp8 k/v or descales.
+        TypeError: a tensor argument not a tensor or of the wrong dtype; a flag not a bool.
+        ValueError: shapes, heads, head dims, strides, layout, round_mode, softmax_scale, out, devices, as the
+            arch's package checks them; each message names the argument.
+        NoKernelError: no attention kernel for the arch (gfx942 and gfx950 only), or none built for it.
     """
     arch = _attention_arch("forward")
     if arch == "gfx942":
@@ -115,8 +143,7 @@ def forward_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens
                    softcap: float | None = 0.0, window_size: tuple[int, int] = (-1, -1),
                    sinks: torch.Tensor | None = None, k_descale: torch.Tensor | None = None,
                    v_descale: torch.Tensor | None = None):
-    """Packed variable-length attention (THD), flash_attn_varlen_func argument order; gfx950 only.
-    See moonmath_attention_gfx950.forward_varlen and docs/ops/forward_varlen.md."""
+    """Set from moonmath_attention_gfx950.forward_varlen's docstring below (one source)."""
     _gfx950_only("forward_varlen", "varlen batching")
     return _gfx950.forward_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                                   softmax_scale=softmax_scale, causal=causal, return_lse=return_lse, out=out,
@@ -132,14 +159,26 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                   out: torch.Tensor | None = None, round_mode: str = "rtne", softcap: float | None = 0.0,
                   window_size: tuple[int, int] = (-1, -1), sinks: torch.Tensor | None = None,
                   k_descale: torch.Tensor | None = None, v_descale: torch.Tensor | None = None):
-    """Attention against paged K/V (page lists or vLLM block tables); gfx950 only.
-    See moonmath_attention_gfx950.forward_paged and docs/ops/forward_paged.md."""
+    """Set from moonmath_attention_gfx950.forward_paged's docstring below (one source)."""
     _gfx950_only("forward_paged", "paged K/V")
     return _gfx950.forward_paged(q, k_cache, v_cache, cu_seqlens_q, seqlens_k, kv_indptr=kv_indptr,
                                  kv_page_indices=kv_page_indices, block_table=block_table, causal=causal,
                                  softmax_scale=softmax_scale, return_lse=return_lse, out=out, round_mode=round_mode,
                                  softcap=softcap, window_size=window_size, sinks=sinks, k_descale=k_descale,
                                  v_descale=v_descale)
+
+
+def _gfx950_doc(fn, pkg_fn, what: str) -> None:
+    """fn's docstring: the package op's, with the arch rule in its first paragraph and its Raises section."""
+    doc = inspect.cleandoc(pkg_fn.__doc__)
+    head, _, rest = doc.partition("\n")
+    arch_rule = f"    ArchFeatureError: the arch is not gfx950 ({what} exists on gfx950 only).\n"
+    rest = rest.replace("\nRaises:\n", "\nRaises:\n" + arch_rule)
+    fn.__doc__ = f"{head} gfx950 only; moonmath_attention_gfx950.{pkg_fn.__name__} is the same op.\n{rest}"
+
+
+_gfx950_doc(forward_varlen, _gfx950.forward_varlen, "varlen batching")
+_gfx950_doc(forward_paged, _gfx950.forward_paged, "paged K/V")
 
 
 class VarlenPlan(_gfx950.VarlenPlan):

@@ -139,6 +139,7 @@ def mxfp4_moe_gateup(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torc
         top_k: slots per token. epilogue: EPI_NONE, EPI_SITU (SituGLU) or EPI_SILU (SwiGLU:
             silu(gate) * up, the DeepSeek-V3/R1 and Qwen3 MLP activation).
         situ_beta, situ_linear_beta: b and L of (b tanh(g/b) sigmoid(g)) * (L tanh(u/L)); finite, > 0.
+        mul_routed_weight: bool; multiply each slot's row by its topk_weights entry.
     """
     checks.integer("epilogue", epilogue)
     checks.choice("epilogue", epilogue, (EPI_NONE, EPI_SITU, EPI_SILU))
@@ -201,15 +202,20 @@ def mxfp4_moe_down(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.
     Args:
         A: bf16 ``[rows, K]`` with K in {384, 512, 768}, contiguous k and any row stride (the gate/up
             output; row = slot // top_k, so a standard MoE passes top_k = 1). Must not overlap C.
-        B: repacked weights uint8 ``[E, K/32, N, 16]``; Bs: repacked scales uint8 ``[E, K/32, N]``.
+        B: repacked weights uint8 ``[E, K/32, N, 16]`` (repack_mxfp4).
+        Bs: repacked E8M0 scales uint8 ``[E, K/32, N]`` (repack_mxfp4_scales).
         C: bf16 ``[rows_out, N]`` contiguous, row = slot. C sharing memory with A (or any other input) is
             rejected: down sweeps its columns in steps while other workgroups still read A.
         topk_weights: as mxfp4_moe_gateup (fp32 or bf16; required when mul_routed_weight).
         sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks: from moe_align_block_size (or
             vLLM's / SGLang's aligner: sorted_token_ids may be shorter than num_m_blocks * block_m; rows
             past its end are padding).
-        block_m: 16, 32 or 64 (64 only with K = 384). n_steps >= 1: column steps per CTA (any value gives
-            the same result). nt: 1 or 2 (2 needs an even N). Use mxfp4_moe_down_plan for all three.
+        block_m: 16, 32 or 64 (64 only with K = 384). Use mxfp4_moe_down_plan for block_m, n_steps and nt.
+        n_steps: >= 1 (32-bit): column steps per CTA (any value gives the same result).
+        nt: 1 or 2 (2 needs an even N).
+        num_valid_tokens: slots s < it are live (as mxfp4_moe_gateup).
+        top_k: the row of A read for slot s is s // top_k (a standard MoE passes 1: A holds one row per slot).
+        mul_routed_weight: bool; multiply each slot's row by its topk_weights entry.
     """
     checks.u32("n_steps", n_steps, lo=1)
     checks.integer("nt", nt)

@@ -36,27 +36,58 @@ def _cached(name: str, *args: int):
 
 
 def mxfp4_moe_gateup_block_m(num_valid_tokens: int, num_active_experts: int) -> int:
-    """M tile of mxfp4_moe_gateup: 16 if rows per active expert <= 12, 32 if < 29, else 48."""
+    """M tile of mxfp4_moe_gateup: 16 if rows per active expert <= 12, 32 if < 29, else 48.
+
+    Args:
+        num_valid_tokens: int in [0, 2^32): the live slots (tokens x top_k).
+        num_active_experts: int in [1, 2^31): the experts that receive any slot.
+
+    Returns:
+        16, 32 or 48.
+    """
     _tokens(num_valid_tokens, num_active_experts)
     return _cached("mxfp4_moe_gateup_block_m", num_valid_tokens, num_active_experts)
 
 
 def mxfp4_moe_gateup_supports_k(K: int) -> bool:
-    """Whether mxfp4_moe_gateup serves this K (a positive multiple of 32 up to 2**32 - 1)."""
+    """Whether mxfp4_moe_gateup serves this K.
+
+    Args:
+        K: int, the reduction length (A.shape[1]).
+
+    Returns:
+        True for a positive multiple of 32 up to 2**32 - 1.
+    """
     checks.integer("K", K)
     return 0 < K <= MAX_U32 and _c().mxfp4_moe_gateup_supports_k(K)
 
 
 def mxfp4_moe_down_block_m(num_valid_tokens: int, num_active_experts: int, K: int) -> int:
-    """M tile of mxfp4_moe_down (16, 32 or 64), or 0 when the down kernel does not serve K (only 384,
-    512, 768); then run the down projection with mxfp4_moe_gateup and EPI_NONE."""
+    """M tile of mxfp4_moe_down, or 0 when the down kernel does not serve K.
+
+    Args:
+        num_valid_tokens: int in [0, 2^32): the live slots (tokens x top_k).
+        num_active_experts: int in [1, 2^31): the experts that receive any slot.
+        K: int in [1, 2^32): the down projection's reduction length; the kernel serves 384, 512 and 768.
+
+    Returns:
+        16, 32 or 64; 0 for another K (then run the down projection with mxfp4_moe_gateup and EPI_NONE).
+    """
     _tokens(num_valid_tokens, num_active_experts)
     checks.integer("K", K, lo=1, hi=MAX_U32)
     return _cached("mxfp4_moe_down_block_m", num_valid_tokens, num_active_experts, K)
 
 
 def mxfp4_moe_down_nt(num_valid_tokens: int, num_active_experts: int) -> int:
-    """Column tiles per lane group of mxfp4_moe_down: 1 if rows per active expert <= 4, else 2."""
+    """Column tiles per lane group of mxfp4_moe_down: 1 if rows per active expert <= 4, else 2.
+
+    Args:
+        num_valid_tokens: int in [0, 2^32): the live slots (tokens x top_k).
+        num_active_experts: int in [1, 2^31): the experts that receive any slot.
+
+    Returns:
+        1 or 2.
+    """
     _tokens(num_valid_tokens, num_active_experts)
     return _cached("mxfp4_moe_down_nt", num_valid_tokens, num_active_experts)
 
@@ -71,7 +102,18 @@ def _cus(num_cus: int) -> int:
 
 
 def mxfp4_moe_down_n_steps(num_m_blocks: int, N: int, num_cus: int, block_m: int, nt: int) -> int:
-    """Column steps (chunks of 128 * nt columns) each down CTA sweeps; num_cus = 0 asks the device/arch."""
+    """Column steps (chunks of 128 * nt columns) each down CTA sweeps.
+
+    Args:
+        num_m_blocks: int in [0, 2^31): the M blocks of the launch (moe_align_block_size's num_blocks).
+        N: int in [1, 2^32): the output columns.
+        num_cus: int in [0, 65535]; 0 asks the live device (hip) or the target arch (304 gfx942, 256 gfx950).
+        block_m: 16, 32 or 64.
+        nt: 1 or 2.
+
+    Returns:
+        n_steps >= 1 (any value gives the same result; this one balances the CUs).
+    """
     checks.integer("num_m_blocks", num_m_blocks, lo=0, hi=MAX_I32)
     checks.integer("N", N, lo=1, hi=MAX_U32)
     checks.choice("block_m", block_m, (16, 32, 64))
@@ -81,8 +123,20 @@ def mxfp4_moe_down_n_steps(num_m_blocks: int, N: int, num_cus: int, block_m: int
 
 def mxfp4_moe_down_plan(num_valid_tokens: int, num_active_experts: int, N: int, K: int, num_m_blocks: int,
                         num_cus: int = 0) -> tuple[int, int, int]:
-    """(block_m, nt, n_steps) for mxfp4_moe_down; (0, 0, 0) when it does not serve K. num_cus = 0 uses the
-    live device's CU count (hip) or the target arch's (304 on gfx942, 256 on gfx950)."""
+    """The launch parameters of mxfp4_moe_down: its block_m, nt and n_steps planners in one call.
+
+    Args:
+        num_valid_tokens: int in [0, 2^32): the live slots (tokens x top_k).
+        num_active_experts: int in [1, 2^31): the experts that receive any slot.
+        N: int in [1, 2^32): the output columns.
+        K: int in [1, 2^32): the reduction length.
+        num_m_blocks: int in [0, 2^31): the M blocks of the launch.
+        num_cus: int in [0, 65535]; 0 uses the live device's CU count (hip) or the target arch's (304 on gfx942,
+            256 on gfx950).
+
+    Returns:
+        (block_m, nt, n_steps); (0, 0, 0) when the down kernel does not serve K (nt 1 when N is odd).
+    """
     _tokens(num_valid_tokens, num_active_experts)
     checks.integer("N", N, lo=1, hi=MAX_U32)
     checks.integer("K", K, lo=1, hi=MAX_U32)

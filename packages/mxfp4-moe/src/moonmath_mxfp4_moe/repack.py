@@ -26,6 +26,12 @@ def repack_mxfp4(B: torch.Tensor) -> torch.Tensor:
     """Stock MXFP4 weights uint8 ``[E, N, K/2]`` -> the kernels' layout uint8 ``[E, K/32, N, 16]`` (contiguous).
 
     Do this once when loading weights. -0 codes become +0 (the only lossy step; values are unchanged).
+
+    Args:
+        B: uint8 ``[E, N, K/2]`` E2M1 codes, two per byte (k = 2b low nibble, 2b+1 high), K a multiple of 32.
+
+    Returns:
+        uint8 ``[E, K/32, N, 16]`` contiguous, on B's device.
     """
     _check_weights("B", B)
     E, N, half = B.shape
@@ -37,13 +43,27 @@ def repack_mxfp4(B: torch.Tensor) -> torch.Tensor:
 
 
 def repack_mxfp4_scales(Bs: torch.Tensor) -> torch.Tensor:
-    """Stock E8M0 scales uint8 ``[E, N, K/32]`` -> uint8 ``[E, K/32, N]`` (contiguous)."""
+    """Stock E8M0 scales uint8 ``[E, N, K/32]`` -> uint8 ``[E, K/32, N]`` (contiguous).
+
+    Args:
+        Bs: uint8 ``[E, N, K/32]`` E8M0 scales, one per 32 k of a column.
+
+    Returns:
+        uint8 ``[E, K/32, N]`` contiguous.
+    """
     checks.tensor("Bs", Bs, dtype=torch.uint8, ndim=3)
     return Bs.transpose(1, 2).contiguous()
 
 
 def unrepack_mxfp4(B: torch.Tensor) -> torch.Tensor:
-    """Inverse of repack_mxfp4: uint8 ``[E, K/32, N, 16]`` -> stock ``[E, N, K/2]`` (-0 comes back as +0)."""
+    """Inverse of repack_mxfp4: uint8 ``[E, K/32, N, 16]`` -> stock ``[E, N, K/2]`` (-0 comes back as +0).
+
+    Args:
+        B: uint8 ``[E, K/32, N, 16]``, a repack_mxfp4 output.
+
+    Returns:
+        uint8 ``[E, N, K/2]`` contiguous.
+    """
     checks.tensor("B", B, dtype=torch.uint8, ndim=4)
     if B.shape[3] != 16:
         raise ValueError(f"B must be [E, K/32, N, 16] (repack_mxfp4 output); got {list(B.shape)}")
@@ -55,6 +75,13 @@ def unrepack_mxfp4(B: torch.Tensor) -> torch.Tensor:
 
 
 def unrepack_mxfp4_scales(Bs: torch.Tensor) -> torch.Tensor:
-    """Inverse of repack_mxfp4_scales: uint8 ``[E, K/32, N]`` -> ``[E, N, K/32]``."""
+    """Inverse of repack_mxfp4_scales: uint8 ``[E, K/32, N]`` -> ``[E, N, K/32]``.
+
+    Args:
+        Bs: uint8 ``[E, K/32, N]``, a repack_mxfp4_scales output.
+
+    Returns:
+        uint8 ``[E, N, K/32]`` contiguous.
+    """
     checks.tensor("Bs", Bs, dtype=torch.uint8, ndim=3)
     return Bs.transpose(1, 2).contiguous()

@@ -5,9 +5,10 @@
 namespace moonmath::mha::config {
 
 constexpr unsigned kHeadDim = 128;
-constexpr unsigned kWaves = 4;          // waves per workgroup (256 threads, one wave per SIMD)
-constexpr unsigned kQTilesPerWave = 4;  // 16-row q tiles held in registers by each wave
+constexpr unsigned kWaves = 8;          // waves per workgroup (512 threads, two waves per SIMD)
+constexpr unsigned kQTilesPerWave = 2;  // 16-row q tiles held in registers by each wave
 constexpr unsigned kCtaRows = kWaves * kQTilesPerWave * 16;  // q rows per workgroup: 256
+constexpr unsigned kCtaThreads = kWaves * 64;
 constexpr unsigned kKvBlock = 64;       // kv rows per main-loop step
 constexpr unsigned kMergeRowsPerCta = 8;  // merge kernel: 8 rows x 32 threads
 

@@ -2,22 +2,40 @@
 // softmax in the log2 domain, bf16 output rounded RTNA / RTNE / RTZ (one kernel per mode; P and O are
 // rounded by the same rule; NaN output canonical 0x7FFF for RTNE/RTNA, RTZ truncates NaN like AITER's).
 //
-// Tiling. A workgroup of 4 waves (256 threads, one wave per SIMD) owns 256 q rows of one (batch, head):
-// wave w holds four 16-row q tiles (rows 64w .. 64w+63) in registers for the whole kernel, with their O
-// accumulators (4 x 8 fragments, in AGPRs) and row state (m, l). Four tiles per wave amortise each K/V
-// fragment load over 64 q rows (~390 of the 512 registers a lone wave has; no spills). The main loop walks the kv sequence in blocks of 64 rows:
-//   1. issue V_t(n) (16 coalesced b128 per lane); K(n) is already in registers,
-//   2. S^T = K Q^T for all four q tiles (128 MFMAs at s_setprio 3), then issue K(n+1) (16 b128),
-//   3. per q tile: mask kv >= Skv (last block only), online softmax (rescale gate), P -> bf16 in the
-//      lane that produced it, O^T += V^T P^T (32 MFMAs at s_setprio 3).
-// Each load has a whole phase of MFMAs (~2000 cycles) to land in; no second register buffer is needed.
-// No LDS and no barrier in the main kernel: waves are independent; the four waves' K/V loads of one
-// block hit the same lines (L1/L2). V is consumed pre-transposed (V_t, written by mha_v_transpose,
-// kv rows >= Skv zero) so that the A operand of PV is 8 contiguous bytes per lane.
+// Tiling. A workgroup of 8 waves (512 threads, two waves per SIMD) owns 256 q rows of one (batch, head).
+// Wave w holds two 16-row q tiles (rows 32w .. 32w+31) for the whole kernel: Q as the B operand of QK
+// (64 registers), O^T as 2 x 8 fp32 C fragments (64) and one (m, l) per tile. Two waves fit a SIMD's
+// 512-register file only at <= 256 registers each (184-190 used, no scratch), so the CTA shares one copy
+// of every K and V_t block through LDS instead of each wave fetching its own (as the 4-wave predecessor
+// did): 32 KB of global traffic per 64-key block and CTA instead of 128 KB.
+//
+// Waves' roles. Waves w and w + 4 share SIMD w % 4. Group A (waves 0-3) and group B (4-7) run the same
+// stage sequence QK(n), softmax(n), PV(n) cut at different barriers: in the interval between barriers i
+// and i + 1, A runs PV(i-1) QK(i) softmax(i) and B runs softmax(i-1) PV(i-1) QK(i). So while one wave of
+// a SIMD is in its MFMA phase (s_setprio 3: it issues whenever the matrix pipe is free) the other is in
+// its VALU phase, and they swap mid-interval. Group B also issues all the DMA (A opens each interval with
+// MFMAs). Measured on the timing model: B's softmax is the critical path (removing it: -9 % cycles per
+// key; removing A's: no change).
+//
+// LDS (64 KB = two stages). Stage s: one K block (64 rows x 256 B at s * 16 KB; 16-byte chunk c of row r
+// at chunk c ^ (r % 8), so the 8 lanes of a b128 read group hit 8 different bank groups) and one V_t
+// block (16 KB at 32 KB + s * 16 KB, byte for byte as mha_v_transpose wrote it: chunk-major, lane-minor,
+// conflict-free b128 reads). Interval i holds K(i) in stage i % 2 and V_t(i-1) in stage (i-1) % 2.
+//
+// Pipeline. Per interval: s_waitcnt vmcnt(0) (this wave's DMA landed) and s_barrier (everyone's; everyone
+// is done with the stages about to be refilled), then group B issues K(i+1) into the other K stage and
+// V_t(i) into the other V stage by direct-to-LDS dword loads (16 K rows per wave: XOR-permuted lane
+// offsets, the row offset in soffset, a descriptor based at the block; 4 KB of V_t per wave: one lane
+// offset and one M0, the piece in the instruction offset, which moves both sides). The DMA has a whole
+// interval (~5500 modeled cycles) to land. QK reads K subtile t + 1 while subtile t's 16 MFMAs run; PV
+// reads each head-dim tile's V_t just before its 8 MFMAs (pinning those one tile ahead was slower).
+// P is rounded to bf16 at the end of the softmax phase, in the lane that produced it (it is the B operand
+// of PV as it stands).
 //
 // Bounds: every tensor is read through a raw buffer descriptor whose num_records is the exact byte
 // extent of that (batch, head)'s rows; out-of-range loads give 0 and stores are dropped. BHSD and BSHD
-// differ only in the row/head/batch strides passed in (no copies).
+// differ only in the row/head/batch strides passed in (no copies). Waves whose rows are all >= Sq still
+// compute (they take part in the DMA and the barriers); their stores are dropped.
 //
 // Grid. Dense: 1-D over the work items (q block, batch*head) in head-first order, remapped so each XCD
 // gets a contiguous range (one head's q blocks share an L2). Tail KV-split (host planner, _C): the last
@@ -30,6 +48,7 @@ namespace mha {
 constexpr uint32_t kWaves = moonmath::mha::config::kWaves;
 constexpr uint32_t kQTilesPerWave = moonmath::mha::config::kQTilesPerWave;
 constexpr uint32_t kCtaRows = moonmath::mha::config::kCtaRows;
+constexpr uint32_t kCtaThreads = moonmath::mha::config::kCtaThreads;
 static_assert(kCtaRows == kWaves * kQTilesPerWave * 16, "one 16-row q tile per wave and slot");
 
 struct Strides {
@@ -45,17 +64,19 @@ MM_DEVICE mm::buffer_rsrc head_buffer(const void* base, Strides st, uint32_t bh,
 }
 
 // One work item: q block `qb` of head `bh`, kv blocks part, part + nparts, ... . kSplit: write the fp32
-// partial (slot) instead of the normalised bf16 output.
+// partial (slot) instead of the normalised bf16 output. lds: kLdsBytes, the two stages.
 template <mm::Round R, bool kSplit>
 MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, uint16_t* out, float* ws_o,
                       float* ws_ml, uint32_t sq, uint32_t skv, uint32_t heads, Strides qs, Strides ks, uint32_t qb,
-                      uint32_t bh, uint32_t part, uint32_t nparts, uint32_t slot) {
+                      uint32_t bh, uint32_t part, uint32_t nparts, uint32_t slot, uint8_t* lds) {
   const uint32_t wave = mm::wave_id();
+  const bool group_b = wave >= kWaves / 2;  // waves 4..7: the second wave of each SIMD
   const uint32_t row0 = qb * kCtaRows + wave * (kQTilesPerWave * 16);
-  if (row0 >= sq) return;  // a wave with no live q row (no barriers in this kernel)
   const uint32_t nkb = (skv + kKvBlock - 1) / kKvBlock;
   const mm::buffer_rsrc qr = head_buffer(q, qs, bh, heads, sq);
-  const mm::buffer_rsrc kr = head_buffer(k, ks, bh, heads, skv);
+  const uint32_t b = bh / heads, h = bh - b * heads;
+  const char* k_head = (const char*)k + b * ks.batch + h * ks.head;
+  const uint32_t k_bytes = (skv - 1u) * ks.row + kRowBytes;
   const mm::buffer_rsrc vr = mm::make_buffer((const char*)vt + (uint64_t)bh * nkb * kVtBlockBytes, nkb * kVtBlockBytes);
 
   FragB qf[kQTilesPerWave][kKSteps];
@@ -68,37 +89,70 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
     for (uint32_t dt = 0; dt < kDTiles; ++dt) o[i][dt] = mm::zeros<S16>();
   }
 
-  // Software pipeline without double buffers: K(n) is in registers when iteration n starts; V_t(n) is
-  // issued first and lands while the QK phase of all four tiles runs; K(n + nparts) is issued right after
-  // the QK phase (the K registers are free then) and lands during softmax + PV. A load past the last
-  // block reads beyond num_records (zeros) and is never used.
-  FragA kf[kKvSub][kKSteps];
+  // Block i of this item is kv block part + i * nparts; interval i (between barriers i and i + 1) holds
+  // K(i) in K stage i % 2 and V_t(i - 1) in V stage (i - 1) % 2, while the DMAs of K(i + 1) and V_t(i)
+  // fill the other stages. Group A runs PV(i-1) QK(i) softmax(i), group B softmax(i-1) PV(i-1) QK(i):
+  // the same sequence cut at a different place, so a SIMD's two waves alternate MFMA and VALU phases.
+  const uint32_t cnt = (nkb - part + nparts - 1) / nparts;
+  const uint32_t dma_wave = wave - kWaves / 2;  // group B copies the blocks: A's MFMA phase opens the interval
+  if (group_b) dma_k(lds, k_head, k_bytes, part, ks.row, 0, dma_wave);
+  FragC s[kQTilesPerWave][kKvSub];  // S^T of the current block, then P (fp32)
+  FragB p[kQTilesPerWave][kKvSub];  // P^T packed to bf16: the B operands of PV
+  auto softmax = [&](uint32_t i) {  // online softmax of block i, P packed for PV
+    const uint32_t kb = part + i * nparts;
+    const bool partial_block = (kb + 1) * kKvBlock > skv;
 #pragma unroll
-  for (uint32_t t = 0; t < kKvSub; ++t) load_rows16_kpair(kf[t], kr, part * kKvBlock + 16u * t, ks.row);
-  for (uint32_t n = part; n < nkb; n += nparts) {
-    FragA vf[kDTiles][kKvSub];
-    load_vt_block(vf, vr, n);
-    issue_fence();  // keep the V_t loads ahead of the QK phase (LLVM would sink them down to the PV)
-    FragC s[kQTilesPerWave][kKvSub];
-    mm::set_priority<3>();
+    for (uint32_t t = 0; t < kQTilesPerWave; ++t) {
+      if (partial_block) mask_kv_tail(s[t], kb * kKvBlock, skv);
+      sm[t].update(s[t], o[t], i == 0);
 #pragma unroll
-    for (uint32_t i = 0; i < kQTilesPerWave; ++i)
-#pragma unroll
-      for (uint32_t t = 0; t < kKvSub; ++t) s[i][t] = qk_tile(kf[t], qf[i]);
-    mm::set_priority<0>();
-#pragma unroll
-    for (uint32_t t = 0; t < kKvSub; ++t) load_rows16_kpair(kf[t], kr, (n + nparts) * kKvBlock + 16u * t, ks.row);
-    issue_fence();
-    const bool first = n == part;
-    const bool partial_block = (n + 1) * kKvBlock > skv;
-#pragma unroll
-    for (uint32_t i = 0; i < kQTilesPerWave; ++i) {
-      if (partial_block) mask_kv_tail(s[i], n * kKvBlock, skv);
-      sm[i].update(s[i], o[i], first);
-      mm::set_priority<3>();
-      pv_block<R>(o[i], vf, s[i]);
-      mm::set_priority<0>();
+      for (uint32_t u = 0; u < kKvSub; ++u) p[t][u] = mm::as_b_operand(pack_p<R>(s[t][u]));
     }
+  };
+  auto qk = [&](uint32_t i) {
+    mm::set_priority<3>();
+    qk_lds(s, lds + (i & 1u) * kKBlockBytes, qf);
+    mm::set_priority<0>();
+  };
+  auto pv = [&](uint32_t i) {
+    mm::set_priority<3>();
+    pv_lds(o, lds + kLdsV + (i & 1u) * kVtBlockBytes, p);
+    mm::set_priority<0>();
+  };
+  auto refill = [&](uint32_t i) {  // interval i: wait for K(i), V_t(i - 1); group B starts K(i + 1), V_t(i)
+    mm::wait_vmcnt<0>();  // this wave's DMAs have landed
+    mm::block_sync();     // ... and every wave's; every wave is done with the stages refilled below
+    if (group_b) {
+      if (i + 1 < cnt) dma_k(lds, k_head, k_bytes, part + (i + 1) * nparts, ks.row, (i + 1) & 1u, dma_wave);
+      if (i < cnt) dma_vt(lds, vr, part + i * nparts, i & 1u, dma_wave);
+    }
+  };
+  // One loop per group (two separate loops, so that the register allocator sees two regions, not one
+  // loop whose values must sit in the same registers on both paths).
+  if (!group_b) {
+    refill(0);
+    qk(0);
+    softmax(0);
+    for (uint32_t i = 1; i < cnt; ++i) {
+      refill(i);
+      pv(i - 1);
+      qk(i);
+      softmax(i);
+    }
+    refill(cnt);
+    pv(cnt - 1);
+  } else {
+    refill(0);
+    qk(0);
+    for (uint32_t i = 1; i < cnt; ++i) {
+      refill(i);
+      softmax(i - 1);
+      pv(i - 1);
+      qk(i);
+    }
+    refill(cnt);
+    softmax(cnt - 1);
+    pv(cnt - 1);
   }
 
 #pragma unroll
@@ -158,7 +212,7 @@ MM_DEVICE void merge(const float* ws_o, const float* ws_ml, const int32_t* table
 
 }  // namespace mha
 
-// V [rows, 128] of one (batch, head) -> V_t blocks (see mha_stages.hpp load_vt_block), one 64-row block
+// V [rows, 128] of one (batch, head) -> V_t blocks (see mha_stages.hpp lds_load_vt_dtile), one 64-row block
 // per workgroup: 16 KB staged in LDS, then gathered per output lane. Rows >= Skv read as 0.
 MM_KERNEL MM_LAUNCH_BOUNDS(256) void mha_v_transpose(const uint16_t* v, uint16_t* vt, uint32_t skv, uint32_t heads,
                                                      uint32_t row_stride, uint64_t head_stride, uint64_t batch_stride) {
@@ -190,29 +244,31 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void mha_v_transpose(const uint16_t* v, uint16_t
   }
 }
 
-#define MHA_KERNELS(mode, R)                                                                                         \
-  MM_KERNEL MM_LAUNCH_BOUNDS(256) void mha_fwd_##mode(                                                               \
-      const uint16_t* q, const uint16_t* k, const uint16_t* vt, uint16_t* out, uint32_t sq, uint32_t skv,            \
-      uint32_t heads, uint32_t nqb, uint32_t n_work, uint32_t q_row, uint64_t q_head, uint64_t q_batch,              \
-      uint32_t k_row, uint64_t k_head, uint64_t k_batch) {                                                           \
-    const uint32_t w = mha::xcd_contiguous(mm::block_id_x(), n_work);                                               \
-    mha::attend<R, false>(q, k, vt, out, nullptr, nullptr, sq, skv, heads, mha::Strides{q_row, q_head, q_batch},    \
-                          mha::Strides{k_row, k_head, k_batch}, w % nqb, w / nqb, 0u, 1u, 0u);                      \
-  }                                                                                                                  \
-  MM_KERNEL MM_LAUNCH_BOUNDS(256) void mha_fwd_split_##mode(                                                         \
-      const uint16_t* q, const uint16_t* k, const uint16_t* vt, float* ws_o, float* ws_ml, const int32_t* sched,     \
-      uint32_t n_slots, uint32_t sq, uint32_t skv, uint32_t heads, uint32_t q_row, uint64_t q_head,                  \
-      uint64_t q_batch, uint32_t k_row, uint64_t k_head, uint64_t k_batch) {                                         \
-    const uint32_t slot = mm::block_id_x();                                                                          \
-    const mm::u32x4 e = mm::buffer_load_b128(mm::make_buffer(sched, n_slots * 16u), slot * 16u);                     \
-    mha::attend<R, true>(q, k, vt, nullptr, ws_o, ws_ml, sq, skv, heads, mha::Strides{q_row, q_head, q_batch},      \
-                         mha::Strides{k_row, k_head, k_batch}, mm::uniform(e.x), mm::uniform(e.y), mm::uniform(e.z), \
-                         mm::uniform(e.w), slot);                                                                    \
-  }                                                                                                                  \
-  MM_KERNEL MM_LAUNCH_BOUNDS(256) void mha_merge_##mode(const float* ws_o, const float* ws_ml, const int32_t* table,  \
-                                                        uint16_t* out, uint32_t sq, uint32_t heads, uint32_t q_row,   \
-                                                        uint64_t q_head, uint64_t q_batch, uint32_t ngroups) {        \
-    mha::merge<R>(ws_o, ws_ml, table, out, sq, heads, mha::Strides{q_row, q_head, q_batch}, ngroups);                \
+#define MHA_KERNELS(mode, R)                                                                                           \
+  MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) void mha_fwd_##mode(                                                    \
+      const uint16_t* q, const uint16_t* k, const uint16_t* vt, uint16_t* out, uint32_t sq, uint32_t skv,              \
+      uint32_t heads, uint32_t nqb, uint32_t n_work, uint32_t q_row, uint64_t q_head, uint64_t q_batch,                \
+      uint32_t k_row, uint64_t k_head, uint64_t k_batch) {                                                             \
+    MM_LDS uint8_t lds[mha::kLdsBytes];                                                                                \
+    const uint32_t w = mha::xcd_contiguous(mm::block_id_x(), n_work);                                                  \
+    mha::attend<R, false>(q, k, vt, out, nullptr, nullptr, sq, skv, heads, mha::Strides{q_row, q_head, q_batch},       \
+                          mha::Strides{k_row, k_head, k_batch}, w % nqb, w / nqb, 0u, 1u, 0u, lds);                    \
+  }                                                                                                                    \
+  MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) void mha_fwd_split_##mode(                                              \
+      const uint16_t* q, const uint16_t* k, const uint16_t* vt, float* ws_o, float* ws_ml, const int32_t* sched,       \
+      uint32_t n_slots, uint32_t sq, uint32_t skv, uint32_t heads, uint32_t q_row, uint64_t q_head,                    \
+      uint64_t q_batch, uint32_t k_row, uint64_t k_head, uint64_t k_batch) {                                           \
+    MM_LDS uint8_t lds[mha::kLdsBytes];                                                                                \
+    const uint32_t slot = mm::block_id_x();                                                                            \
+    const mm::u32x4 e = mm::buffer_load_b128(mm::make_buffer(sched, n_slots * 16u), slot * 16u);                       \
+    mha::attend<R, true>(q, k, vt, nullptr, ws_o, ws_ml, sq, skv, heads, mha::Strides{q_row, q_head, q_batch},         \
+                         mha::Strides{k_row, k_head, k_batch}, mm::uniform(e.x), mm::uniform(e.y), mm::uniform(e.z),   \
+                         mm::uniform(e.w), slot, lds);                                                                 \
+  }                                                                                                                    \
+  MM_KERNEL MM_LAUNCH_BOUNDS(256) void mha_merge_##mode(const float* ws_o, const float* ws_ml, const int32_t* table,   \
+                                                        uint16_t* out, uint32_t sq, uint32_t heads, uint32_t q_row,    \
+                                                        uint64_t q_head, uint64_t q_batch, uint32_t ngroups) {         \
+    mha::merge<R>(ws_o, ws_ml, table, out, sq, heads, mha::Strides{q_row, q_head, q_batch}, ngroups);                  \
   }
 
 MHA_KERNELS(rtna, mm::Round::RTNA)

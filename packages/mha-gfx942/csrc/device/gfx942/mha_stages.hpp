@@ -5,18 +5,20 @@
 //       (m, l) is one float per lane (ColVec) and the row max is reduce_cols over the 4 kv subtiles.
 //   PV: O^T (16 hd x 16 q) += V^T P^T. The packed S^T *is* the B operand P^T (as_b_operand), so P never
 //       leaves the lane; A = V^T comes pre-transposed from V_t (one b128 holds two subtiles' A operands).
+//   Both read their A operands from the CTA's LDS stages (qk_lds, pv_lds), filled by direct-to-LDS DMA
+//   (dma_k, dma_vt); each fragment read feeds the wave's two q tiles.
 //   The head dim is the reduction of QK; any permutation of it is fine if Q and K use the same one, so a
 //   lane loads 16 contiguous bytes of its row (d = 64*j + 8*quad + 0..7, j = 0..3) and feeds them as two
 //   k-steps: 4 b128 loads per 16-row tile instead of the 8 b64 loads of the natural k order (load_a).
 //
 // Local additions to the tile layer (candidates for common/include/moonmath/tile.hpp):
-//   load_rows16_kpair  the k-permuted b128 operand load above (A and B forms);
+//   load_rows16_kpair  the k-permuted b128 operand load above (A and B forms; Q from global);
+//   lds_load_k_subtile the same k-permuted rows from the XOR-swizzled LDS K stage;
 //   pack_p<R>          bf16 packing without the NaN test (P = exp2(...) only makes the canonical f32 NaN,
 //                      which every rounding keeps a NaN); v_perm_b32 per pair;
 //   lane_col_sum       the in-lane part of col_sum (l is reduced across lanes once, at the end);
 //   GatedColSoftmax    ColSoftmax with the rescale gate: O and l are rescaled only when some lane's max
 //                      grew (the factor is exactly 1 otherwise) and never on the first block;
-//   issue_fence        keeps loads issued ahead of an MFMA phase (see below).
 #pragma once
 #include "gfx942/mha_config.hpp"
 #include "moonmath/tile.hpp"
@@ -56,27 +58,99 @@ MM_DEVICE void load_rows16_kpair(Frag (&f)[kKSteps], mm::buffer_rsrc r, uint32_t
   }
 }
 
-// One V_t block as A operands of V^T: v[dt][t] for head-dim tile dt and kv subtile t. Chunk c = 2*dt + pair
-// of the block holds, for lane (quad, col), V[kv = 16*(2*pair + h) + 4*quad + e][hd = 16*dt + col] at
-// element 4*h + e (mha_v_transpose writes it). 16 coalesced b128 loads (1 KB per wave each).
-MM_DEVICE void load_vt_block(FragA (&v)[kDTiles][kKvSub], mm::buffer_rsrc r, uint32_t block) {
-  const uint32_t off = block * kVtBlockBytes + mm::lane_id() * 16u;
-#pragma unroll
-  for (uint32_t dt = 0; dt < kDTiles; ++dt)
-#pragma unroll
-    for (uint32_t p = 0; p < 2; ++p) {
-      const mm::u32x4 w = mm::buffer_load_b128(r, off + (2u * dt + p) * 1024u);
-      v[dt][2 * p].w = mm::u32x2{w.x, w.y};
-      v[dt][2 * p + 1].w = mm::u32x2{w.z, w.w};
-    }
-}
-
 // S^T (16 kv x 16 q) = K Q^T over the full head dim: 8 MFMAs.
 MM_DEVICE FragC qk_tile(const FragA (&k)[kKSteps], const FragB (&q)[kKSteps]) {
   FragC s = mm::zeros<S16>();
 #pragma unroll
   for (uint32_t j = 0; j < kKSteps; ++j) mm::mma(s, k[j], q[j], s);
   return s;
+}
+
+// A point nothing moves across: an empty asm with a memory clobber (no memory access moves across it;
+// sched_barrier alone does not stop LLVM's IR-level sinking of loads to their use) plus a machine-
+// scheduler barrier (no instruction, MFMAs included, moves across it). Emits no instruction.
+MM_DEVICE void order_point() {
+  asm volatile("" ::: "memory");
+  mm::sched_barrier();
+}
+
+// ---- LDS stages (the CTA's shared copy of one kv block) --------------------------------------------
+// Two stages, each one K block (64 rows x 256 B, 16-byte chunk c of row r at chunk c ^ (r % 8): the 16
+// rows x one chunk of a fragment read hit 8 distinct 16-byte bank groups per 8 lanes) and one V_t block
+// (16 KB, byte for byte as mha_v_transpose wrote it: chunk-major, lane-minor, read conflict-free).
+typedef mm::XorLds<kRowBytes> KLayout;
+constexpr uint32_t kKBlockBytes = kKvBlock * kRowBytes;  // 16 KB
+constexpr uint32_t kLdsV = 2 * kKBlockBytes;             // V_t stages start after the two K stages
+constexpr uint32_t kLdsBytes = 2 * (kKBlockBytes + kVtBlockBytes);
+constexpr uint32_t kDmaWaves = moonmath::mha::config::kWaves / 2;  // group B copies the blocks (mha_fwd.hip)
+constexpr uint32_t kDmaRowsPerWave = kKvBlock / kDmaWaves;          // K rows each copying wave moves
+
+// Copying wave `wave`'s share of K block kb (rows kb*64 .. of a head, `k_bytes` its byte extent from
+// row 0) into stage st: kDmaRowsPerWave rows, one 256-byte row per direct-to-LDS dword load. The
+// descriptor starts at the block, so rows >= Skv are out of range and read 0. Lane L of row r fetches
+// the logical bytes of its physical LDS position (KLayout::byte_of): a lane offset that depends on r % 8
+// only; the row offset goes in soffset (scalar), so the loop costs no vector arithmetic.
+MM_DEVICE void dma_k(uint8_t* lds, const char* k_head, uint32_t k_bytes, uint32_t kb, uint32_t row_stride,
+                     uint32_t st, uint32_t wave) {
+  const uint32_t start = kb * kKvBlock * row_stride, row0 = wave * kDmaRowsPerWave;
+  const mm::buffer_rsrc r = mm::make_buffer(k_head + start, k_bytes - start);
+  uint8_t* dst = lds + st * kKBlockBytes + row0 * kRowBytes;
+#pragma unroll
+  for (uint32_t t = 0; t < kDmaRowsPerWave; ++t) {
+    const uint32_t byte = KLayout::byte_of(row0 + t, mm::lane_id() * 4u);
+    mm::buffer_load_to_lds<4>(r, dst + t * kRowBytes, byte, (row0 + t) * row_stride);
+  }
+}
+
+// Pieces 0 .. N-1 of 256 bytes at instruction offsets 256 * piece (one M0, one lane offset).
+template <uint32_t N>
+MM_DEVICE void dma_linear_pieces(mm::buffer_rsrc r, uint8_t* dst, uint32_t lane_off, uint32_t soff) {
+  if constexpr (N > 0) {
+    dma_linear_pieces<N - 1>(r, dst, lane_off, soff);
+    mm::buffer_load_to_lds_at<4, (N - 1) * 256>(r, dst, lane_off, soff);
+  }
+}
+
+// Copying wave `wave`'s 4 KB of V_t block kb into stage st (linear: one lane offset, one M0, the piece
+// in the instruction offset; V_t rows >= Skv are already 0).
+MM_DEVICE void dma_vt(uint8_t* lds, mm::buffer_rsrc vr, uint32_t kb, uint32_t st, uint32_t wave) {
+  constexpr uint32_t kPerWave = kVtBlockBytes / kDmaWaves;
+  static_assert(kPerWave % 4096 == 0, "whole 4 KB instruction-offset ranges");
+  const uint32_t lane_off = mm::lane_id() * 4u;
+#pragma unroll
+  for (uint32_t c = 0; c < kPerWave / 4096; ++c) {
+    uint8_t* dst = lds + kLdsV + st * kVtBlockBytes + wave * kPerWave + c * 4096u;
+    const uint32_t soff = kb * kVtBlockBytes + wave * kPerWave + c * 4096u;
+    dma_linear_pieces<16>(vr, dst, lane_off, soff);
+  }
+}
+
+// One 16-row kv subtile of K from an LDS stage as the A operands of the 8 k-steps: the k-permuted rows
+// of load_rows16_kpair, 4 ds_read_b128.
+MM_DEVICE void lds_load_k_subtile(FragA (&kf)[kKSteps], const uint8_t* kst, uint32_t t) {
+#pragma unroll
+  for (uint32_t j = 0; j < kKSteps / 2; ++j) {
+    const mm::u32x4 w = mm::lds_read_b128(kst, KLayout::offset(16u * t + col_id(), 64u * j + 16u * quad_id()));
+    kf[2 * j].w = mm::u32x2{w.x, w.y};
+    kf[2 * j + 1].w = mm::u32x2{w.z, w.w};
+  }
+}
+
+// S^T of the wave's q tiles against the K block of an LDS stage: per 16-row kv subtile t, 4 ds_read_b128
+// feed 8 MFMAs of every q tile; subtile t + 1 is read while subtile t's MFMAs run (two register sets,
+// pinned by order_point: LLVM would otherwise sink the reads to their use). Modeled: 1.7 % fewer cycles
+// per key than the compiler's own schedule; the same pinning in pv_lds was 5 % slower, so PV is unpinned.
+template <uint32_t T>
+MM_DEVICE void qk_lds(FragC (&s)[T][kKvSub], const uint8_t* kst, const FragB (&q)[T][kKSteps]) {
+  FragA kf[2][kKSteps];
+  lds_load_k_subtile(kf[0], kst, 0);
+#pragma unroll
+  for (uint32_t t = 0; t < kKvSub; ++t) {
+    if (t + 1 < kKvSub) lds_load_k_subtile(kf[(t + 1) & 1], kst, t + 1);
+    order_point();
+#pragma unroll
+    for (uint32_t i = 0; i < T; ++i) s[i][t] = qk_tile(kf[t & 1], q[i]);
+  }
 }
 
 // Scores of kv rows >= skv (in the last, partial block) become -FLT_MAX.
@@ -145,16 +219,31 @@ struct GatedColSoftmax {
   }
 };
 
-// O^T += V^T P^T over one kv block: 32 MFMAs.
-template <mm::Round R>
-MM_DEVICE void pv_block(FragC (&o)[kDTiles], const FragA (&v)[kDTiles][kKvSub], const FragC (&p)[kKvSub]) {
-  FragB pb[kKvSub];
+// The A operands V^T of head-dim tile dt for the 4 kv subtiles from an LDS V_t stage: 2 ds_read_b128.
+// Chunk c = 2*dt + pair of a V_t block holds, for lane (quad, col), V[kv = 16*(2*pair + h) + 4*quad + e]
+// [hd = 16*dt + col] at element 4*h + e (mha_v_transpose writes it).
+MM_DEVICE void lds_load_vt_dtile(FragA (&v)[kKvSub], const uint8_t* vst, uint32_t dt) {
 #pragma unroll
-  for (uint32_t t = 0; t < kKvSub; ++t) pb[t] = mm::as_b_operand(pack_p<R>(p[t]));
+  for (uint32_t h = 0; h < 2; ++h) {
+    const mm::u32x4 w = mm::lds_read_b128(vst, (2u * dt + h) * 1024u + mm::lane_id() * 16u);
+    v[2 * h].w = mm::u32x2{w.x, w.y};
+    v[2 * h + 1].w = mm::u32x2{w.z, w.w};
+  }
+}
+
+// O^T += V^T P^T for the wave's q tiles over the V_t block of an LDS stage, P^T already packed (the
+// B operands): per head-dim tile, 2 ds_read_b128 (4 A operands) feed 4 MFMAs of every q tile.
+template <uint32_t T>
+MM_DEVICE void pv_lds(FragC (&o)[T][kDTiles], const uint8_t* vst, const FragB (&pb)[T][kKvSub]) {
 #pragma unroll
-  for (uint32_t dt = 0; dt < kDTiles; ++dt)
+  for (uint32_t dt = 0; dt < kDTiles; ++dt) {
+    FragA v[kKvSub];
+    lds_load_vt_dtile(v, vst, dt);
 #pragma unroll
-    for (uint32_t t = 0; t < kKvSub; ++t) mm::mma(o[dt], v[dt][t], pb[t], o[dt]);
+    for (uint32_t i = 0; i < T; ++i)
+#pragma unroll
+      for (uint32_t t = 0; t < kKvSub; ++t) mm::mma(o[i][dt], v[t], pb[i][t], o[i][dt]);
+  }
 }
 
 // Output pair packing: RTNE/RTNA with NaN -> 0x7FFF (numerics.hpp), RTZ plain truncation like AITER's
@@ -190,11 +279,6 @@ MM_DEVICE void store_o_partial(const FragC (&o)[kDTiles], mm::buffer_rsrc r, uin
     mm::buffer_store_b128(__builtin_bit_cast(mm::u32x4, o[dt].v), r,
                           ((cta_row0 + col_id()) * kHeadDim + 16u * dt + 4u * quad_id()) * 4u);
 }
-
-// Loads issued before this point stay before it: an empty asm with a memory clobber is a point no memory
-// access moves across (sched_barrier alone does not stop LLVM's IR-level sinking of loads to their use),
-// and it emits no instruction. Used to issue a block's loads one MFMA phase ahead of their use.
-MM_DEVICE void issue_fence() { asm volatile("" ::: "memory"); }
 
 // Chiplet swizzle: CTA c runs on XCD c % 8; give each XCD a contiguous range of the head-first work
 // order so the q blocks of one head share one L2. A bijection on [0, n).

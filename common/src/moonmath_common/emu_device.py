@@ -1,11 +1,12 @@
-"""The emu backend's device memory model for index tensors: ``EmuDeviceTensor``.
+"""The emu backend's device memory model: ``EmuDeviceTensor`` (index tensors, device scalars such as kv_scale).
 
 On the emulator every tensor lives in host memory, so "cu_seqlens on the GPU" needs a marker. An
 ``EmuDeviceTensor`` (``as_emu_device(t)``) is a CPU tensor that the ops treat as device-resident
 (planned on the device, never read by the host) and that *refuses* every host read: any torch
 operation on it other than reading its metadata (dtype, shape, strides, device, data_ptr) raises
 ``HostReadError``. Kernels still reach its data through data_ptr(), as they would on a GPU. Tests use it
-to prove a path makes no host read (no sync) of device values.
+to prove a path makes no host read (no sync) of device values. It lives in moonmath-common so every
+package's ops and tests share one model.
 """
 from __future__ import annotations
 

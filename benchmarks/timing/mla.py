@@ -1,0 +1,449 @@
+"""MLA decode under the frozen timing model: AITER's a16w8 persistent kernel and ours at the seed's MLA table.
+
+    python -m benchmarks.timing.mla [--out build/timing] [--shapes 0,2]
+
+Writes mla.md and mla.json to --out. Every number is MODELED (moonmath_emu.timing, constants of
+docs/performance.md, the effective clock of run.py's RTNE calibration; nothing fitted here). The
+published column is the seed's AITER a16w8 time on MI300X (B, S; H = 16, q_len 4, CUDA-graph replay,
+stage 1 and its reduce).
+
+AITER (gfx942 `mla/mla_a16w8_qh16_m16x4_n16x1_coex0_mask1_ps.co`): persistent; the published times
+use AITER's metadata (get_mla_metadata_v1: one workgroup per CU, each request's KV cut so every
+workgroup gets about the same KV rows, split requests writing fp32 partials that a reduce kernel
+merges). `aiter_work_split` is our approximation of that rule (equal contiguous shares of the batch's
+cost, a workgroup's extra item charged the modeled cost of an item, 16-row granular);
+`check_split_semantics` runs the real kernel on such a work list and merges its partials on the host
+against the float64 reference, so the work list is one the kernel computes correctly with. A
+workgroup's cycles = a + b * rows + c * (items - 1), a and b from 2 CUs of
+XCD 0 at two chunk lengths (one item each), c from the same chunk cut into two items of different
+requests; the launch ends with its slowest workgroup. The reduce kernel is not a shipped code object
+(AITER builds it from source): it is charged its HBM bytes at the peak bandwidth (partials read once,
+bf16 output written), a lower bound.
+
+Ours (`moonmath_mla_decode.mla_decode_a16w8`): its planner's plan at each shape; the decode launch's
+workgroups are equal (each part has ceil(S / nparts) rows), so one CU round of `slots` workgroups is
+simulated at the real part length on 2 CUs of XCD 0 and the grid composed in rounds over 304 CUs; the
+merge launch (when the plan splits) likewise, simulated at the plan's nparts.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+import moonmath_emu.timing as timing
+from benchmarks.peers import harness, mla
+
+from .fmha import _aligned
+
+# Seed README, "Results — MLA decode, MI300X, bf16 Q / fp8 KV, H = 16, q_len = 4": (B, S), AITER a16w8 µs,
+# and the original moonmath kernel's µs (its published measurement; not the kernel modeled here).
+SEED_MLA = [
+    ((1, 150000), 133.4, 76.8),
+    ((2, 150000), 157.0, 112.4),
+    ((8, 8192), 57.7, 51.8),
+    ((8, 32768), 133.9, 101.8),
+    ((8, 65536), 247.8, 180.4),
+    ((8, 150000), 531.6, 394.2),
+    ((16, 150000), 1045.4, 811.1),
+    ((32, 8192), 139.2, 104.1),
+]
+Q_LEN = 4
+GRAN = 16          # KV rows per kernel tile (n16): the split granularity
+FIT_ROWS = (1024, 4096)
+CHECK_ROWS = 8192
+
+
+# ---------------------------------------------------------------- AITER: work list and its launch
+
+def aiter_work_split(lens: list[int], groups: int, gran: int = GRAN,
+                     item_rows: int = 0) -> list[list[tuple[int, int, int]]]:
+    """Per workgroup, its items (request, kv_start, kv_end) in request-local rows: contiguous equal shares
+    of the batch's cost, walking the requests in order. A workgroup's second and later items each cost
+    `item_rows` rows more (an item's fixed cost: AITER's metadata charges each piece an overhead too);
+    shares are rounded to `gran` rows."""
+    quota = math.ceil((sum(lens) + item_rows * (len(lens) - 1)) / groups)
+    wgs: list[list[tuple[int, int, int]]] = []
+    b, pos = 0, 0
+    while b < len(lens):
+        cap, items = quota, []
+        while b < len(lens):
+            room = cap - (item_rows if items else 0)
+            if items and room < gran:
+                break
+            take = min(lens[b] - pos, max(gran, math.ceil(room / gran) * gran))
+            items.append((b, pos, pos + take))
+            cap = room - take
+            pos += take
+            if pos == lens[b]:
+                b, pos = b + 1, 0
+            if cap <= 0:
+                break
+        wgs.append(items)
+    return wgs
+
+
+def _metadata(wgs: list[list[tuple[int, int, int]]], lens: list[int], q_len: int) -> tuple[torch.Tensor, int]:
+    """Persistent metadata tensor (pointer pair, work_indptr, work_info) and the partial-row count.
+    An item of a request that has more than one item writes a partial at partial_loc (query rows)."""
+    n_items = {}
+    for items in wgs:
+        for b, _, _ in items:
+            n_items[b] = n_items.get(b, 0) + 1
+    indptr = [0]
+    for b_len in lens:
+        indptr.append(indptr[-1] + b_len)
+    G = len(wgs)
+    W = sum(len(x) for x in wgs)
+    n_ptr = math.ceil((G + 1) / 2)
+    meta = torch.zeros(2 + n_ptr + 4 * W, dtype=torch.int64)
+    i32 = meta.view(torch.int32)
+    wi_off = 4 + 2 * n_ptr
+    info = i32[wi_off:wi_off + 8 * W].view(W, 8)
+    w, loc = 0, 0
+    for g, items in enumerate(wgs):
+        i32[4 + g] = w
+        for b, s, e in items:
+            part = n_items[b] > 1
+            info[w] = torch.tensor([b, loc if part else -1, b * q_len, (b + 1) * q_len, indptr[b] + s, indptr[b] + e,
+                                    lens[b] - e, 0], dtype=torch.int32)
+            loc += q_len if part else 0
+            w += 1
+    i32[4 + G] = w
+    meta[0] = meta.data_ptr() + 16
+    meta[1] = meta.data_ptr() + 4 * wi_off
+    return meta, loc
+
+
+def aiter_values(lens: list[int], wgs, *, seed: int = 0, pool: torch.Tensor | None = None) -> tuple[dict, dict]:
+    """The a16w8 kernel's argument values for requests of `lens` rows and work list `wgs` (page size 1)."""
+    g = torch.Generator().manual_seed(seed)
+    B, H = len(lens), mla.HEADS
+    T = B * Q_LEN
+    q = (torch.randn(T, H, mla.LAT + mla.ROPE, generator=g) * 0.5).bfloat16()
+    slots = sum(lens)
+    if pool is None:
+        pool = torch.randn(slots, 1, mla.LAT + mla.ROPE, generator=g).to(torch.float8_e4m3fnuz)
+    kv_indices = torch.randperm(slots, generator=g).to(torch.int32)
+    kv_indptr = torch.tensor([0] + list(torch.tensor(lens).cumsum(0)), dtype=torch.int32)
+    meta, n_partial = _metadata(wgs, lens, Q_LEN)
+    values = {
+        "split_out": torch.zeros(max(n_partial, 1), 1, H, mla.LAT, dtype=torch.float32),
+        "split_lse": torch.full((max(n_partial, 1), 1, H, 1), float("-inf"), dtype=torch.float32),
+        "q": q, "kv": pool, "kv_indptr": kv_indptr, "kv_page_indices": kv_indices,
+        "kv_last_page_lens": torch.ones(B, dtype=torch.int32), "scale": (mla.LAT + mla.ROPE) ** -0.5,
+        "heads_x_qlen": H * Q_LEN, "kv_splits": 1, "q_request_stride": q.stride(0) * 2 * Q_LEN,
+        "page_stride": pool.stride(0), "log2_page_size": 0,
+        "qo_indptr": torch.arange(B + 1, dtype=torch.int32) * Q_LEN, "work": meta,
+        "out": torch.zeros(T, H, mla.LAT, dtype=torch.bfloat16), "q_scale": None,
+        "kv_scale": torch.tensor([0.7], dtype=torch.float32),
+    }
+    return values, {"n_partial_rows": n_partial, "kv_indices": kv_indices, "kv_indptr": kv_indptr}
+
+
+def check_split_semantics(lens=(200, 333), groups: int = 5) -> dict:
+    """Run the real kernel on a split work list, merge its partials on the host (natural-log LSE) and
+    compare with the float64 reference: the error says the work list is one the kernel honours."""
+    wgs = aiter_work_split(list(lens), groups)
+    values, extra = aiter_values(list(lens), wgs, seed=3)
+    harness.launch("gfx942", mla.A16W8_PS, mla.MLA_ARGS, values, grid=(len(wgs), 1, 1), block=256)
+    q = values["q"]
+    ref, _ = mla.reference_mla(q[..., :mla.LAT].contiguous(), q[..., mla.LAT:].contiguous(), values["kv"],
+                               torch.tensor(list(lens), dtype=torch.int32), extra["kv_indices"], extra["kv_indptr"],
+                               values["scale"], 0.7)
+    out = values["out"].double().clone()
+    so, sl = values["split_out"][:, 0].double(), values["split_lse"][:, 0, :, 0].double()
+    loc = 0
+    n_items: dict[int, int] = {}
+    for items in wgs:
+        for b, _, _ in items:
+            n_items[b] = n_items.get(b, 0) + 1
+    locs: dict[int, list[int]] = {}
+    for items in wgs:
+        for b, _, _ in items:
+            if n_items[b] > 1:
+                locs.setdefault(b, []).append(loc)
+                loc += Q_LEN
+    for b, ls in locs.items():
+        for t in range(Q_LEN):
+            rows = [x + t for x in ls]
+            lse = sl[rows]                       # [parts, H]
+            w = torch.softmax(lse, dim=0)
+            out[b * Q_LEN + t] = (w[..., None] * so[rows]).sum(0)
+    rel = float((out - ref).norm() / ref.norm())
+    return {"lens": list(lens), "groups": groups, "items": sum(len(x) for x in wgs),
+            "split_requests": len(locs), "rel_err": rel}
+
+
+def _aiter_sample(rows: int, two_items: bool, cfg: dict, ncu: int = 2) -> dict:
+    """Simulate workgroups 0 and 8 (XCD 0) of a 9-workgroup launch whose every workgroup walks `rows` KV
+    rows: one item of one long request, or (two_items) halves of two requests."""
+    xcds = cfg["xcds"]
+    G = (ncu - 1) * xcds + 1
+    if two_items:
+        half = rows // 2
+        lens = [half] * (2 * G)
+        wgs = [[(2 * g, 0, half), (2 * g + 1, 0, half)] for g in range(G)]
+    else:
+        lens = [rows * G]
+        wgs = [[(0, g * rows, (g + 1) * rows)] for g in range(G)]
+    values, _ = aiter_values(lens, wgs)
+    # the cache model sees real addresses: every tensor at a 2 MiB boundary keeps reruns identical (not the
+    # metadata, which holds its own address)
+    values = {n: (_aligned(t.contiguous()) if isinstance(t, torch.Tensor) and n != "work" else t)
+              for n, t in values.items()}
+    mod, kernel = harness.load("gfx942", mla.A16W8_PS)
+    args = harness.pack_args(mod, kernel, mla.MLA_ARGS, values)
+    cus = [[(c * xcds, 0, 0)] for c in range(ncu)]
+    rep = timing.simulate(mod, kernel, (G, 1, 1), (256, 1, 1), args, cus=cus, config=cfg, slots=1)
+    rep["wg_cycles"] = sum(rep["cu_cycles"]) / len(rep["cu_cycles"])
+    total = sum(rep["stall"].values())
+    rep["where"] = {k: v / total for k, v in sorted(rep["stall"].items())}
+    span = max(rep["cu_cycles"]) * cfg["simds_per_cu"] * ncu
+    rep["pipe_util"] = {k: v / span for k, v in sorted(rep["pipe_busy"].items())}
+    return rep
+
+
+def aiter_fit(cfg: dict) -> dict:
+    r1, r2 = (_aiter_sample(n, False, cfg) for n in FIT_ROWS)
+    b = (r2["wg_cycles"] - r1["wg_cycles"]) / (FIT_ROWS[1] - FIT_ROWS[0])
+    a = r1["wg_cycles"] - b * FIT_ROWS[0]
+    two = _aiter_sample(FIT_ROWS[1], True, cfg)
+    c = two["wg_cycles"] - r2["wg_cycles"]
+    chk = _aiter_sample(CHECK_ROWS, False, cfg)["wg_cycles"]
+    return {"a": a, "b": b, "c": c, "cycles": {FIT_ROWS[0]: r1["wg_cycles"], FIT_ROWS[1]: r2["wg_cycles"]},
+            "two_items": two["wg_cycles"],
+            "check": {"rows": CHECK_ROWS, "simulated": chk, "extrapolated": a + b * CHECK_ROWS},
+            "where": r2["where"], "pipe_util": r2["pipe_util"], "mem": r2["mem"]}
+
+
+def aiter_shape(B: int, S: int, fit: dict, cfg: dict, f_hz: float) -> dict:
+    wgs = aiter_work_split([S] * B, cfg["cus_per_chip"], item_rows=round(fit["c"] / fit["b"]))
+    costs = [fit["a"] + fit["b"] * sum(e - s for _, s, e in items) + fit["c"] * (len(items) - 1) for items in wgs]
+    n_items: dict[int, int] = {}
+    for items in wgs:
+        for b, _, _ in items:
+            n_items[b] = n_items.get(b, 0) + 1
+    partial_rows = sum(n for n in n_items.values() if n > 1) * Q_LEN
+    H = mla.HEADS
+    reduce_bytes = partial_rows * H * (mla.LAT * 4 + 4) + (B * Q_LEN * H * mla.LAT * 2 if partial_rows else 0)
+    t1 = max(costs) / f_hz
+    t2 = reduce_bytes / cfg["hbm_bytes_per_s"]
+    kv_bytes = B * S * (mla.LAT + mla.ROPE)
+    return {"seconds": t1 + t2, "stage1_s": t1, "reduce_s": t2, "workgroups": len(wgs), "max_items": max(map(len, wgs)),
+            "balance": sum(costs) / (len(costs) * max(costs)), "kv_bytes": kv_bytes}
+
+
+# ---------------------------------------------------------------- ours: moonmath_mla_decode
+
+def _ours_capture(B: int, S: int, nparts: int | None = None, variant: str | None = None,
+                  seed: int = 0) -> tuple[list, object]:
+    from moonmath_common import use_arch, use_backend
+    from moonmath_mla_decode import kernel as K
+
+    from .ours import captured
+
+    q_lat, q_pe, pool, seq_lens, kv_indices, kv_indptr, scale, kv_scale = mla.make_inputs(B, S, Q_LEN, seed=seed)
+    o = torch.empty_like(q_lat)
+    with use_backend("emu"), use_arch("gfx942"):
+        plan = K.make_plan(B, mla.HEADS, Q_LEN, S, nparts=nparts, variant=variant, arch="gfx942")
+        with captured(K.KERNELS) as seen:
+            K.run(q_lat, q_pe, pool, o, seq_lens, kv_indices, kv_indptr, scale, kv_scale, plan=plan)
+    return seen, plan
+
+
+def _ours_round(L: dict, real_grid: int, cfg: dict, ncu: int = 2) -> dict:
+    """One CU round of launch L: as many co-resident workgroups per CU as the real grid puts there."""
+    from .ours import _module, simulate
+
+    mod = _module(L["path"])
+    slots = timing.occupancy(mod.kernel_info(L["kernel"]), L["block"][0], cfg)
+    xcds, gx = cfg["xcds"], L["grid"][0]
+    per = min(slots, math.ceil(real_grid / cfg["cus_per_chip"]), max(1, (gx - 1) // (xcds * ncu) + 1))
+    cus = [[((c * per + j) * xcds, 0, 0) for j in range(per)] for c in range(ncu)]
+    if max(max(w[0] for w in c) for c in cus) >= gx:
+        cus = [[(0, 0, 0)]]
+    rep = simulate(L, cus, cfg)
+    rep["slots"], rep["per_cu"] = slots, len(cus[0])
+    return rep
+
+
+def ours_shape(B: int, S: int, cfg: dict, f_hz: float) -> dict:
+    """Modeled seconds of mla_decode_a16w8 at (B, S): the decode launch (+ the merge when the plan splits)."""
+    from moonmath_common import use_arch
+    from moonmath_mla_decode import kernel as K
+
+    with use_arch("gfx942"):
+        real = K.make_plan(B, mla.HEADS, Q_LEN, S, arch="gfx942")
+    part = math.ceil(S / real.nparts)
+    # sample: one request cut into enough parts of the real part length for workgroups 0, 8, 16, ...
+    n_sample = cfg["xcds"] * 2 * 4
+    seen, _ = _ours_capture(1, part * n_sample, nparts=n_sample, variant=real.variant)
+    dec = _ours_round(seen[0], real.grid, cfg)
+    ccfg = dict(cfg, clock_mhz=f_hz / 1e6)
+    parts = {"decode": timing.kernel_time(real.grid, dec["wg_cycles"], dec["per_cu"], ccfg)}
+    out = {"plan": {"nparts": real.nparts, "variant": real.variant, "grid": real.grid, "merge_grid": real.merge_grid,
+                    "part_rows": part}, "decode_where": dec["where"], "decode_pipe_util": dec["pipe_util"]}
+    if real.nparts > 1:
+        mseen, _ = _ours_capture(1, real.nparts * GRAN * 4, nparts=real.nparts, variant=real.variant)
+        mer = _ours_round(mseen[1], real.merge_grid, cfg)
+        parts["merge"] = timing.kernel_time(real.merge_grid, mer["wg_cycles"], mer["per_cu"], ccfg)
+    out["seconds"] = sum(p["seconds"] for p in parts.values())
+    out["launches_s"] = {k: v["seconds"] for k, v in parts.items()}
+    return out
+
+
+# ---------------------------------------------------------------- report
+
+def _f_eff(out: Path) -> tuple[float, str]:
+    """run.py's calibrated effective clock: from its timing.json in --out if present, else recomputed."""
+    p = out / "timing.json"
+    if p.exists():
+        return json.loads(p.read_text())["f_eff_hz"], f"{p} (run.py)"
+    from . import run as calib
+    cfg = timing.config("gfx942")
+    fit = calib.linear_fit("gfx942", "rtne", cfg)
+    from .fmha import grid_workgroups
+    ratios = []
+    for (B, H, S), pub in calib.MI300X_MHA:
+        cyc = math.ceil(grid_workgroups("gfx942", B, H, S) / cfg["cus_per_chip"]) * (fit["a"] + fit["b"] * S)
+        ratios.append(cyc / (pub["rtne"] * 1e-3))
+    return statistics.median(ratios), "recomputed (run.py's RTNE fit)"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default="build/timing")
+    ap.add_argument("--shapes", default="all", help="'all' or comma-separated row indices of the seed's MLA table")
+    ap.add_argument("--no-ours", action="store_true", help="model AITER only")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    cfg = timing.config("gfx942")
+    f_hz, f_src = _f_eff(out)
+    print(f"effective clock {f_hz / 1e6:.0f} MHz from {f_src}")
+    sem = check_split_semantics()
+    print(f"split work list check: {sem}")
+    fit = aiter_fit(cfg)
+    chk = fit["check"]
+    print(f"AITER a16w8 fit: a {fit['a']:.0f} + b {fit['b']:.2f}/row + c {fit['c']:.0f}/extra item; check at "
+          f"{chk['rows']} rows: simulated {chk['simulated']:.0f}, extrapolated {chk['extrapolated']:.0f}")
+    rows = SEED_MLA if args.shapes == "all" else [SEED_MLA[int(i)] for i in args.shapes.split(",")]
+    table = []
+    for (B, S), pub_us, orig_us in rows:
+        a = aiter_shape(B, S, fit, cfg, f_hz)
+        r = {"shape": (B, S), "pub_aiter_us": pub_us, "orig_moonmath_us": orig_us, "aiter_model_us": a["seconds"] * 1e6,
+             "aiter": a, "err": (a["seconds"] * 1e6 - pub_us) / pub_us}
+        if not args.no_ours:
+            o = ours_shape(B, S, cfg, f_hz)
+            r.update(ours_model_us=o["seconds"] * 1e6, ours=o, speedup=a["seconds"] / o["seconds"])
+        table.append(r)
+        msg = f"{(B, S)}: AITER published {pub_us} us, modeled {r['aiter_model_us']:.1f} us ({r['err']:+.1%})"
+        if "speedup" in r:
+            msg += f"; ours modeled {r['ours_model_us']:.1f} us, modeled speedup {r['speedup']:.3f}"
+        print(msg, flush=True)
+    errs = [abs(r["err"]) for r in table]
+    worst = max(table, key=lambda r: abs(r["err"]))
+    pub, mod = [r["pub_aiter_us"] for r in table], [r["aiter_model_us"] for r in table]
+    pairs = [(i, j) for i in range(len(pub)) for j in range(i + 1, len(pub)) if pub[i] != pub[j]]
+    right = sum((mod[i] - mod[j]) * (pub[i] - pub[j]) > 0 for i, j in pairs)
+    summary = {"rows": len(table), "median_abs_err": statistics.median(errs), "worst": worst["shape"],
+               "worst_err": worst["err"], "order_pairs_right": right, "order_pairs": len(pairs)}
+    md = ["# MLA decode a16w8 under the timing model (MODELED, not measured on hardware)", "",
+          f"`python -m benchmarks.timing.mla`. Effective clock {f_hz / 1e6:.0f} MHz ({f_src}); constants frozen. "
+          "AITER: `mla_a16w8_qh16_m16x4_n16x1_coex0_mask1_ps.co`, one workgroup per CU on our approximation of its "
+          "balanced split; reduce charged at HBM peak. H = 16, q_len 4.", "",
+          f"Split work list check (real kernel, host merge vs float64 reference): {sem['items']} items over "
+          f"{sem['groups']} workgroups, {sem['split_requests']} split requests, rel. error {sem['rel_err']:.2e}.", "",
+          f"AITER workgroup cycles = {fit['a']:.0f} + {fit['b']:.2f} x rows + {fit['c']:.0f} x (items - 1) "
+          f"(fit at {FIT_ROWS[0]} and {FIT_ROWS[1]} rows; at {chk['rows']}: simulated {chk['simulated']:.0f}, "
+          f"extrapolated {chk['extrapolated']:.0f}).", "",
+          "| (B, S) | KV MB | published AITER µs | modeled AITER µs (stage 1 + reduce) | error | modeled TB/s |"
+          + ("" if args.no_ours else
+             " ours plan (nparts, variant) | ours modeled µs | modeled speedup (AITER / ours) |"),
+          "|---|---|---|---|---|---|" + ("---|---|---|" if not args.no_ours else "")]
+    for r in table:
+        a = r["aiter"]
+        line = (f"| {r['shape']} | {a['kv_bytes'] / 1e6:.0f} | {r['pub_aiter_us']} | {r['aiter_model_us']:.1f} "
+                f"({a['stage1_s'] * 1e6:.1f} + {a['reduce_s'] * 1e6:.1f}) | {r['err']:+.1%} | "
+                f"{a['kv_bytes'] / a['seconds'] / 1e12:.2f} |")
+        if "speedup" in r:
+            p = r["ours"]["plan"]
+            line += f" {p['nparts']}, {p['variant']} | {r['ours_model_us']:.1f} | {r['speedup']:.3f} |"
+        md.append(line)
+    md += ["", f"AITER rows: median |error| {summary['median_abs_err']:.1%}; worst {summary['worst']} "
+           f"({summary['worst_err']:+.1%}); ordering {right}/{len(pairs)} pairs right.", ""]
+    # the same cycles at AMD's measured sustained MFMA clock (run.py's no-fit check)
+    from .run import MI300X_SUSTAINED_MHZ
+    at = {}
+    for f_mhz in MI300X_SUSTAINED_MHZ:
+        es = [(r["aiter"]["stage1_s"] * f_hz / (f_mhz * 1e6) + r["aiter"]["reduce_s"]) * 1e6 / r["pub_aiter_us"] - 1
+              for r in table]
+        at[f_mhz] = {"errors": es, "median_abs_err": statistics.median(abs(e) for e in es)}
+    summary["at_sustained_clock"] = at
+    md += ["At AMD's measured sustained MFMA clock instead (no fitted constant): " + "; ".join(
+        f"{f:.0f} MHz: median |error| {v['median_abs_err']:.1%} (rows "
+        + ", ".join(f"{e:+.0%}" for e in v["errors"]) + ")" for f, v in at.items()), ""]
+    if not args.no_ours:
+        gm = math.exp(sum(math.log(r["speedup"]) for r in table) / len(table))
+        summary["geomean_speedup"] = gm
+        md += [f"Geomean modeled speedup of ours over AITER a16w8: {gm:.3f} (> 1: ours modeled faster).", ""]
+    md += ["Where AITER's cycles went (one CU, chunk of "
+           f"{FIT_ROWS[1]} rows): " + ", ".join(f"{k} {v:.1%}" for k, v in fit["where"].items()) + "; pipes busy: "
+           + ", ".join(f"{k} {v:.0%}" for k, v in fit["pipe_util"].items() if v >= 0.005), "",
+           f"CPU time of this run: {time.time() - t0:.0f} s.", ""]
+    (out / "mla.md").write_text("\n".join(md))
+    (out / "mla.json").write_text(json.dumps({"f_eff_hz": f_hz, "split_check": sem, "fit": fit, "table": table,
+                                              "summary": summary}, indent=1, default=str))
+    figure(out, table)
+    print((out / "mla.md").read_text())
+
+
+def figure(out: Path, table: list[dict]) -> None:
+    """timing_all.png: modeled vs published, one point a row, every set of run.py (timing.json) plus MLA."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no figure")
+        return
+    fig, ax = plt.subplots(figsize=(6.5, 6))
+    marks = {"MI300X RTNE (calibration)": ("o", "tab:blue"), "MI300X RTNA": ("s", "tab:orange"),
+             "MI300X RTZ": ("^", "tab:green"), "MI355X (v3 model vs fastest published AITER)": ("D", "tab:red")}
+    p = out / "timing.json"
+    if p.exists():
+        for name, rows in json.loads(p.read_text())["tables"].items():
+            done = [r for r in rows if "model_ms" in r]
+            mk, col = marks.get(name, ("x", "k"))
+            ax.scatter([r["pub_ms"] for r in done], [r["model_ms"] for r in done], marker=mk, color=col, label=name,
+                       alpha=0.8, s=28)
+            v3 = [r for r in done if r.get("fastest") == "v3"]
+            if v3:
+                ax.scatter([r["pub_ms"] for r in v3], [r["model_ms"] for r in v3], marker="*", color="k", s=90,
+                           label="MI355X, the like-for-like (v3) row")
+    ax.scatter([r["pub_aiter_us"] / 1e3 for r in table], [r["aiter_model_us"] / 1e3 for r in table], marker="P",
+               color="tab:purple", label="MI300X MLA a16w8 (predicted)", alpha=0.8, s=40)
+    lo, hi = 0.03, 400
+    ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
+    ax.plot([lo, hi], [lo * 1.15, hi * 1.15], "k:", lw=0.6)
+    ax.plot([lo, hi], [lo / 1.15, hi / 1.15], "k:", lw=0.6)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("published AITER time on hardware (ms)")
+    ax.set_ylabel("modeled time (ms)")
+    ax.set_title("moonmath-emu timing model vs AITER's published times\n"
+                 "(one clock calibrated on MI300X RTNE only; dotted: ±15%)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "timing_all.png", dpi=120)
+
+
+if __name__ == "__main__":
+    main()
