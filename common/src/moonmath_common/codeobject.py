@@ -156,11 +156,35 @@ class CodeObject:
         return cls(arch=arch, kernels=kernels)
 
 
+class StructArg:
+    """A by-value struct kernel argument (a C++ struct the kernel takes by value in its kernarg segment).
+
+    data: the struct's bytes, laid out by the C++ definition (typically packed by the package's host module
+    from the same header the device code includes, so the layout is written once); buffers: the tensors its
+    pointer fields address (the emulator maps their storage for its memory sanitizer; the hip backend
+    ignores them). Launchers recognise it by ``__kernarg__`` (moonmath_emu does too).
+    """
+
+    __slots__ = ("data", "buffers")
+
+    def __init__(self, data: bytes, buffers: Any = ()):
+        if not isinstance(data, (bytes, bytearray)):
+            raise TypeError(f"StructArg data must be bytes; got {type(data).__name__}")
+        self.data = bytes(data)
+        self.buffers = tuple(buffers)
+
+    def __kernarg__(self) -> tuple[bytes, tuple]:
+        return self.data, self.buffers
+
+    def __repr__(self) -> str:
+        return f"StructArg({len(self.data)} bytes, {len(self.buffers)} buffers)"
+
+
 def pack_explicit_args(meta: KernelMeta, values: list | tuple) -> bytes:
     """Lay out the explicit kernel arguments as the metadata says (hidden ones are the runtime's).
 
     values: tensors (data_ptr), None (null pointer), ints (two's complement of the arg's size),
-    floats (f32 for 4 bytes, f64 for 8).
+    floats (f32 for 4 bytes, f64 for 8), StructArg (its bytes, which must be the argument's size).
     """
     explicit = meta.explicit_args
     if len(values) != len(explicit):
@@ -168,6 +192,13 @@ def pack_explicit_args(meta: KernelMeta, values: list | tuple) -> bytes:
     size = max((a.offset + a.size for a in explicit), default=0)
     buf = bytearray(size)
     for a, v in zip(explicit, values):
+        if hasattr(v, "__kernarg__"):
+            data = bytes(v.__kernarg__()[0])
+            if len(data) != a.size:
+                raise TypeError(f"kernel {meta.name} argument {a.name or a.offset}: a struct of {a.size} bytes; "
+                                f"got {len(data)}")
+            buf[a.offset:a.offset + a.size] = data
+            continue
         if v is None:
             raw = 0
         elif hasattr(v, "data_ptr"):

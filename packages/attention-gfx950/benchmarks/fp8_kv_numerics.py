@@ -57,8 +57,7 @@ def errors(o, ref):
 def main():
     print("| shape | path | max rel. | rel. Frobenius |")
     print("|---|---|---|---|")
-    for (H, Hk, S, D, causal) in ((4, 2, 512, 128, False), (4, 2, 512, 128, True), (8, 2, 384, 64, True),
-                                  (2, 2, 256, 256, False)):
+    for (H, Hk, S, D, causal) in ((4, 2, 512, 128, False), (4, 2, 512, 128, True), (8, 2, 384, 64, True)):
         g = torch.Generator().manual_seed(S + D)
         q = torch.randn(1, H, S, D, generator=g).to(torch.bfloat16)
         k = (torch.randn(1, Hk, S, D, generator=g) * 100).clamp(-448, 448).to(F8)

@@ -46,7 +46,6 @@ def test_fp8_kv_values_cover_the_format():
     (128, 1, 4, 2, 129, 300, False, True),
     (128, 2, 2, 1, 300, 130, True, False),    # Sq > Skv causal, per-tensor
     (64, 1, 8, 2, 200, 333, True, True),      # gpt-oss head dim, GQA 4:1
-    (256, 1, 2, 2, 140, 200, False, True),    # Gemma head dim (two 128-row workgroups per item)
 ])
 def test_fp8_forward_matches_float64(emu_gfx950, D, B, Hq, Hkv, Sq, Skv, causal, per_head):
     q = rnd(B, Hq, Sq, D, seed=D)
@@ -124,7 +123,7 @@ def test_fp8_bad_input_names_it(what, kw, exc, match):
 
 
 @needs_kernels
-@pytest.mark.parametrize("D,page_size,causal", [(128, 16, True), (64, 8, False), (256, 16, True)])
+@pytest.mark.parametrize("D,page_size,causal", [(128, 16, True), (64, 8, False)])
 def test_fp8_paged_equals_varlen(emu_gfx950, D, page_size, causal):
     """fp8 caches: shuffled pages of a cache whose other bytes are fp8 NaN (0x7F), page lists and block tables,
     per-head descales: == forward_varlen on the packed fp8 K/V bit for bit, and float64 within tolerance."""

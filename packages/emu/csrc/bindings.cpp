@@ -97,6 +97,12 @@ PYBIND11_MODULE(_core, m) {
             a.kind = LaunchArg::INT; a.u = t[1].cast<uint64_t>();
           } else if (kind == "float") {
             a.kind = LaunchArg::FLOAT; a.f = t[1].cast<double>();
+          } else if (kind == "bytes") {  // a by-value struct: (bytes, [(storage base, size), ...])
+            a.kind = LaunchArg::BYTES; a.bytes = t[1].cast<std::string>();
+            for (auto r : t[2].cast<py::list>()) {
+              py::tuple rt = r.cast<py::tuple>();
+              a.regions.emplace_back(rt[0].cast<uint64_t>(), rt[1].cast<uint64_t>());
+            }
           } else throw EmuError("bad argument kind " + kind);
           P.args.push_back(a);
         }

@@ -2688,6 +2688,19 @@ Counters Module::launch(const std::string& name, const LaunchParams& P) {
     const KernelArg& a = *ea.first;
     const LaunchArg& la = P.args[explicit_i++];
     uint64_t v = la.u;
+    if (la.kind == LaunchArg::BYTES) {  // a by-value struct: its bytes as the caller laid them out
+      if (la.bytes.size() != a.size)
+        throw EmuError("kernel '" + name + "' argument " + std::to_string(ea.second) + " is " + std::to_string(a.size) +
+                       " bytes; got a struct of " + std::to_string(la.bytes.size()));
+      std::memcpy(C.kernarg.data() + a.offset, la.bytes.data(), la.bytes.size());
+      for (auto& rg : la.regions) {
+        if (!rg.second) continue;
+        Region r; r.base = rg.first; r.size = rg.second;
+        r.name = "arg " + std::to_string(ea.second) + (a.name.empty() ? "" : " (" + a.name + ")") + " buffer";
+        C.regions.push_back(r);
+      }
+      continue;
+    }
     if (la.kind == LaunchArg::FLOAT) {
       if (a.size == 4) { float f = (float)la.f; uint32_t u; std::memcpy(&u, &f, 4); v = u; }
       else if (a.size == 8) { std::memcpy(&v, &la.f, 8); }

@@ -17,11 +17,15 @@ struct Region {
 };
 
 struct LaunchArg {
-  enum Kind { PTR, INT, FLOAT } kind = INT;
+  enum Kind { PTR, INT, FLOAT, BYTES } kind = INT;
   uint64_t u = 0;      // pointer value or integer bits
   double f = 0;
   bool has_region = false;
   uint64_t rbase = 0, rsize = 0;  // storage extent for the sanitizer
+  // BYTES: a by-value struct argument's bytes, laid out by the caller, and the storage extents of the
+  // buffers its pointer fields address (for the sanitizer)
+  std::string bytes;
+  std::vector<std::pair<uint64_t, uint64_t>> regions;
 };
 
 struct Counters {

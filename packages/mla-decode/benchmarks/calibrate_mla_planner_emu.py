@@ -60,6 +60,7 @@ def per_unit_cycles(variant, H, q_len, tiles, nparts):
     unit with `tiles` tiles, and (if split) the merge's cycles per merge wave."""
     c = run(1, 16 * tiles * nparts, H, q_len, nparts, variant)
     n_rt = -(-q_len * H // 16)
+    # ws: per SIMD of its 8-wave workgroups (4 SIMDs each)
     waves = nparts * (n_rt if variant == "wave" else -(-n_rt // 4) * 4)
     main = issue_cycles(c[0]) / waves
     merge = issue_cycles(c[1]) / (q_len * H * _C.merge_waves_per_row(nparts)) if len(c) > 1 else 0.0
@@ -85,8 +86,11 @@ def measured():
     """{name: value} of every constant the planner's model uses, as the emulator gives them now."""
     wf, wt = fit("wave", 16, 1)
     sf, st = fit("shared", 16, 4)
+    xf, xt = fit("ws", 16, 1)       # one row tile per workgroup
+    _, xt4 = fit("ws", 16, 4)       # four row tiles: the per-row-tile increment
     mr, ms = fit_merge()
     return {"wave_part_cycles": wf, "wave_tile_cycles": wt, "shared_part_cycles": sf, "shared_tile_cycles": st,
+            "ws_part_cycles": xf, "ws_tile_cycles": xt, "ws_rowtile_cycles": (xt4 - xt) / 3,
             "merge_wave_cycles": mr, "merge_iter_cycles": ms, "balance_request_cycles": fit_balance()}
 
 

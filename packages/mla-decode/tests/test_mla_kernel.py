@@ -115,7 +115,7 @@ def test_matches_reference(q_len, H):
     check_close(o, lse, ro, rlse)
 
 
-@pytest.mark.parametrize("variant", ["wave", "shared"])
+@pytest.mark.parametrize("variant", ["wave", "shared", "ws"])
 @pytest.mark.parametrize("nparts", [1, 2, 3, 7])
 def test_split_counts_agree(nparts, variant):
     """Any forced KV split and either kernel variant give the reference's answer (nparts 1 = direct
@@ -127,7 +127,7 @@ def test_split_counts_agree(nparts, variant):
     check_close(o, lse, ro, rlse)
 
 
-@pytest.mark.parametrize("variant", ["wave", "shared"])
+@pytest.mark.parametrize("variant", ["wave", "shared", "ws"])
 @pytest.mark.parametrize("H,q_len", [(1, 1), (16, 4), (128, 1), (64, 2)])
 def test_variants_match_reference(H, q_len, variant):
     case = make_case(2, H, q_len, [45, 29], seed=H + q_len)
@@ -176,7 +176,7 @@ def test_beyond_original_cu_cap():
 
 # ---- semantics -------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("variant", ["wave", "shared"])
+@pytest.mark.parametrize("variant", ["wave", "shared", "ws"])
 def test_causal_poisoning(variant):
     """KV beyond a position's window never changes its output (bit-identical)."""
     B, H, q_len = 2, 12, 4
@@ -233,7 +233,7 @@ def test_empty_windows():
     assert bool(torch.isfinite(l4[1, 2:]).all())
 
 
-@pytest.mark.parametrize("variant", ["wave", "shared"])
+@pytest.mark.parametrize("variant", ["wave", "shared", "ws"])
 @pytest.mark.parametrize("nparts", [None, 1])
 def test_deterministic(nparts, variant):
     case = make_case(2, 16, 4, [200, 57], seed=17)
@@ -339,7 +339,7 @@ def test_32bit_range_check():
 
 # ---- sizes beyond 32-bit offsets, hostile device metadata, NaN/Inf -----------------------------------
 
-@pytest.mark.parametrize("variant", ["wave", "shared"])
+@pytest.mark.parametrize("variant", ["wave", "shared", "ws"])
 def test_pool_beyond_4gib(variant):
     """Slots whose rows lie past byte 2^32 of the pool are read correctly: the pool is a structured
     buffer (576-byte records), so base + slot * 576 is formed in 48 bits, not 32."""
@@ -372,7 +372,7 @@ def test_kv_indices_beyond_4gib():
     check_close(o, lse, ro, rlse)
 
 
-@pytest.mark.parametrize("variant", ["wave", "shared"])
+@pytest.mark.parametrize("variant", ["wave", "shared", "ws"])
 def test_huge_device_seq_lens_are_clamped(variant):
     """Device-resident seq_lens are not checked on the host; a length of 2^31 - 1 (or one past its
     kv_indptr span, or negative) must neither hang nor read past the request's run: the kernel clamps
@@ -396,7 +396,8 @@ def _nan_pattern_case(seed, q_len=2):
     return case
 
 
-@pytest.mark.parametrize("variant,nparts", [("wave", 1), ("wave", 3), ("shared", 1), ("shared", 3)])
+@pytest.mark.parametrize("variant,nparts",
+                         [("wave", 1), ("wave", 3), ("shared", 1), ("shared", 3), ("ws", 1), ("ws", 3)])
 def test_nan_inputs_give_nan_lse(variant, nparts):
     """NaN/Inf in a row's inputs gives lse NaN (not -inf, which a merge reads as an empty rank), direct
     and through the split-KV merge, with the reference's NaN pattern in o and lse:
@@ -423,7 +424,7 @@ def test_nan_inputs_give_nan_lse(variant, nparts):
     assert (lse[fin] - rlse[fin]).abs().max().item() < LSE_TOL
 
 
-@pytest.mark.parametrize("variant", ["wave", "shared"])
+@pytest.mark.parametrize("variant", ["wave", "shared", "ws"])
 def test_nan_kv_outside_a_window_reaches_it_through_pv(variant):
     """Documented behaviour: a NaN in a KV row that position 0 does not attend (it lies in position 1's
     window only) still reaches position 0's o through the shared P V product (p = 0 times NaN), as in
@@ -583,7 +584,7 @@ def test_plan_once_run_per_layer_with_one_workspace():
             mk.run(*args, nparts=2, plan=p)
 
 
-@pytest.mark.parametrize("variant", ["wave", "shared"])
+@pytest.mark.parametrize("variant", ["wave", "shared", "ws"])
 def test_length_balanced_split(variant):
     """One long request beside seven short ones: the device-side balanced split gives the long one most
     of the B * nparts parts, so its busiest part carries 32 tokens instead of 112 (uniform: nparts each),
@@ -619,16 +620,87 @@ def test_length_balanced_split(variant):
     assert busiest[True] <= 2 * 16   # 64 tiles, 56 spare parts: 44 parts for the long request
 
 
-def test_the_arch_runs_its_own_code_object(arch):
+@pytest.mark.parametrize("variant", ["wave", "ws"])
+def test_the_arch_runs_its_own_code_object(arch, variant):
     """The launch ran the arch's code object (no fallback): its counters show the arch's QK MFMA
     (gfx950: v_mfma_f32_16x16x32_bf16, 18 per 16-token tile per row tile; gfx942: none of it)."""
     case = make_case(1, 16, 1, [64], seed=3)  # 4 tiles, one row tile, one part (forced)
     o = torch.empty(1, 16, 512, dtype=torch.bfloat16)
     with use_backend("emu"):
         counters = mk.run(case["q_lat"], case["q_pe"], case["kv_pool"], o, case["seq_lens"], case["kv_indices"],
-                          case["kv_indptr"], SCALE, KV_SCALE, nparts=1, variant="wave")
+                          case["kv_indptr"], SCALE, KV_SCALE, nparts=1, variant=variant)
     mix = counters[0]["mfma_by_opcode"]
     if arch == "gfx950":
         assert mix == {"v_mfma_f32_16x16x32_bf16": 4 * 18, "v_mfma_f32_16x16x16_bf16": 4 * 32}
     else:
         assert mix == {"v_mfma_f32_16x16x16_bf16": 4 * (36 + 32)}
+
+
+@pytest.mark.parametrize("H,q_len", [(16, 1), (16, 4), (12, 2)])
+def test_ws_reads_each_kv_row_once(H, q_len):
+    """The ws kernel requests each KV row exactly once at fp8 width (576 bytes), each kv_indices entry
+    once (4 bytes), and Q once: its load bytes are exactly that sum (an extra V read, or every thread
+    loading the slots, would add 512 or 60 bytes per token)."""
+    S = 256
+    case = make_case(1, H, q_len, [S], seed=5)
+    o = torch.empty(q_len, H, 512, dtype=torch.bfloat16)
+    with use_backend("emu"):
+        counters = mk.run(case["q_lat"], case["q_pe"], case["kv_pool"], o, case["seq_lens"], case["kv_indices"],
+                          case["kv_indptr"], SCALE, KV_SCALE, nparts=1, variant="ws")
+    rows = q_len * H
+    assert counters[0]["vmem_load_bytes"] == S * (576 + 4) + rows * 576 * 2
+
+
+@pytest.mark.parametrize("variant,nparts", [("ws", 1), ("ws", 3), ("wave", 3), ("shared", 1)])
+def test_device_kv_scale_is_read_on_the_device(variant, nparts):
+    """kv_scale as a device tensor (on the emu backend an EmuDeviceTensor, which raises HostReadError on any
+    host read) reaches the kernels by pointer: the call succeeds, so nothing read it on the host; o and lse
+    match the float path; and a new value written into the same device memory changes the next call's
+    result (the kernels, decode and merge, read it at run time)."""
+    from moonmath_common.emu_device import as_emu_device
+
+    H, q_len = 16, 2
+    case = make_case(2, H, q_len, [70, 45], seed=23)
+    T = 2 * q_len
+    mem = torch.tensor([KV_SCALE], dtype=torch.float32)
+    dev = as_emu_device(mem)
+    args = (case["q_lat"], case["q_pe"], case["kv_pool"])
+    idx = (case["seq_lens"], case["kv_indices"], case["kv_indptr"])
+
+    def run(kv):
+        o = torch.full((T, H, 512), float("nan"), dtype=torch.bfloat16)
+        lse = torch.full((T, H), float("nan"))
+        with use_backend("emu"):
+            mk.run(*args, o, *idx, SCALE, kv, lse=lse, nparts=nparts, variant=variant)
+        return o, lse
+
+    o_f, l_f = run(KV_SCALE)
+    o_d, l_d = run(dev)
+    assert (o_d.float() - o_f.float()).abs().max().item() <= 2 ** -8 * o_f.float().abs().max().item()
+    assert torch.allclose(l_d, l_f, rtol=0, atol=1e-5)
+    mem[0] = 2 * KV_SCALE  # the device memory changes; the kernels must see it
+    o_2, l_2 = run(dev)
+    o_ref, l_ref = run(2 * KV_SCALE)
+    assert (o_2.float() - o_ref.float()).abs().max().item() <= 2 ** -8 * o_ref.float().abs().max().item()
+    assert torch.allclose(l_2, l_ref, rtol=0, atol=1e-5) and not torch.allclose(l_2, l_d, atol=1e-3)
+
+
+def test_device_kv_scale_through_the_op():
+    """The public op with an EmuDeviceTensor kv_scale: no host read (HostReadError otherwise), the reference's
+    answer; a device kv_scale of the wrong dtype or size is refused by its metadata alone."""
+    from moonmath_common.emu_device import as_emu_device
+
+    case = make_case(1, 16, 1, [300], seed=29)
+    ro, rlse = call("reference", case)
+    o = torch.empty(1, 16, 512, dtype=torch.bfloat16)
+    lse = torch.empty(1, 16)
+    dev = as_emu_device(torch.tensor([KV_SCALE], dtype=torch.float32))
+    with use_backend("emu"):
+        mld.mla_decode_a16w8(case["q_lat"], case["q_pe"], case["kv_pool"], o, case["seq_lens"], case["kv_indices"],
+                             case["kv_indptr"], SCALE, dev, lse=lse)
+        check_close(o, lse, ro, rlse)
+        for bad, err in ((torch.tensor([KV_SCALE], dtype=torch.float64), TypeError),
+                         (torch.tensor([KV_SCALE, KV_SCALE]), ValueError)):
+            with pytest.raises(err, match="kv_scale"):
+                mld.mla_decode_a16w8(case["q_lat"], case["q_pe"], case["kv_pool"], o, case["seq_lens"],
+                                     case["kv_indices"], case["kv_indptr"], SCALE, as_emu_device(bad))

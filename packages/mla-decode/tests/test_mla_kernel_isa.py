@@ -4,11 +4,16 @@ One kernel source serves both archs (csrc/device/mla_decode_a16w8*.hip); only th
 (csrc/device/<arch>/mla_decode_stages.hpp). Declared budgets (docs/kernels/mla_decode_gfx942.md,
 docs/kernels/mla_decode_gfx950.md), the same on both archs:
   mla_decode_a16w8_fwd    VGPR+AGPR <= 416 (AGPR <= 160): one wave per SIMD (512 available), 256 threads
-                          per workgroup; SGPR <= 64; LDS 0; scratch 0; no spills. (Was 384 / 128 before the
-                          pool became a structured buffer: each idxen load takes a (slot, column) VGPR pair,
+                          per workgroup; SGPR <= 80 (70 since the arguments are one MlaDecodeArgs struct,
+                          loaded whole; at one wave per SIMD SGPRs do not bound occupancy); LDS 0; scratch 0;
+                          no spills. (Was 384 / 128 before the pool became a structured buffer: each idxen load takes
+                          a (slot, column) VGPR pair,
                           +28 AGPR measured, 380 -> 408; the price of pools beyond 4 GiB with no 64-bit VALU.)
-  mla_decode_a16w8_fwd_shared  VGPR+AGPR <= 384 (AGPR <= 128), SGPR <= 64; LDS <= 36096 (one widened
+  mla_decode_a16w8_fwd_shared  VGPR+AGPR <= 384 (AGPR <= 128), SGPR <= 80; LDS <= 36096 (one widened
                           KV tile: K rows + V operand blocks); scratch 0; no spills.
+  mla_decode_a16w8_fwd_ws VGPR+AGPR <= 256: two waves per SIMD (the 8-wave workgroup, one per CU); SGPR
+                          <= 96; LDS <= 64256 (three widened KV tiles + two P/alpha buffers); scratch 0;
+                          no spills; 512 threads per workgroup.
   mla_decode_a16w8_merge  VGPR <= 72, AGPR 0, SGPR <= 64 (57 since the merge maps 1, 2 or 4 waves to a row
                           and locates a row's parts of the balanced split; SGPRs do not bound its
                           occupancy, its VGPRs do); LDS <= 6180 (three waves' running state); scratch 0;
@@ -32,11 +37,14 @@ from moonmath_mla_decode.kernel import (
     OP,
     SHARED_CODE_OBJECT,
     SHARED_KERNEL,
+    WS_CODE_OBJECT,
+    WS_KERNEL,
 )
 
 BUDGETS = {
-    (FWD_CODE_OBJECT, FWD_KERNEL): dict(vgpr=416, agpr=160, sgpr=64, lds=0, scratch=0, block=256),
-    (SHARED_CODE_OBJECT, SHARED_KERNEL): dict(vgpr=384, agpr=128, sgpr=64, lds=36096, scratch=0, block=256),
+    (FWD_CODE_OBJECT, FWD_KERNEL): dict(vgpr=416, agpr=160, sgpr=80, lds=0, scratch=0, block=256),
+    (SHARED_CODE_OBJECT, SHARED_KERNEL): dict(vgpr=384, agpr=128, sgpr=80, lds=36096, scratch=0, block=256),
+    (WS_CODE_OBJECT, WS_KERNEL): dict(vgpr=256, agpr=256, sgpr=96, lds=64256, scratch=0, block=512),
     (MERGE_CODE_OBJECT, MERGE_KERNEL): dict(vgpr=72, agpr=0, sgpr=64, lds=6180, scratch=0, block=256),
 }
 # Static MFMA counts per decode kernel (two tiles of the unrolled loop): {opcode: count}.
@@ -76,3 +84,17 @@ def test_mfma_mix(co, kernel, arch):
         module = emu.Module(f.read())
     ops = collections.Counter(text.split()[0] for name, _, text in module.disassemble() if name == kernel)
     assert {op: n for op, n in ops.items() if op.startswith("v_mfma")} == MFMA_MIX[arch]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("co,kernel", [(FWD_CODE_OBJECT, FWD_KERNEL), (SHARED_CODE_OBJECT, SHARED_KERNEL),
+                                       (WS_CODE_OBJECT, WS_KERNEL)])
+def test_decode_kernels_take_one_args_struct(co, kernel, arch):
+    """The decode kernels take one by-value MlaDecodeArgs (csrc/device/mla_decode_args.hpp), of the size the
+    host module packs (_C.pack_mla_decode_args): one layout for host and device."""
+    _need(arch)
+    from moonmath_mla_decode import _C
+
+    m = KERNELS.kernel_meta("isa budget", arch, co, kernel)
+    assert [(a.size, a.value_kind) for a in m.explicit_args] == [(_C.MLA_DECODE_ARGS_BYTES, "by_value")]
+    assert len(_C.pack_mla_decode_args(*range(1, 25))) == _C.MLA_DECODE_ARGS_BYTES == 144

@@ -20,8 +20,8 @@ def test_binding_matches_shapes_only():
     from moonmath_mla_decode import _C
 
     p = _C.plan_mla_decode(8, 16, 4, 8192)
-    assert p.n_rt == 4 and p.rows == 64 and p.nparts > 1 and p.variant in ("wave", "shared")
-    assert p.grid * 4 == p.waves == 8 * p.nparts * 4
+    assert p.n_rt == 4 and p.rows == 64 and p.nparts > 1 and p.variant == "ws"
+    assert p.grid == 8 * p.nparts and p.waves == 8 * p.grid and p.block == 512  # 8-wave workgroups
     assert p.ws_o_floats == 8 * 64 * p.nparts * 512
     # the same shapes give the same plan; a different hint may change the split only
     q = _C.plan_mla_decode(8, 16, 4, 8192)
@@ -31,7 +31,9 @@ def test_binding_matches_shapes_only():
     with pytest.raises(ValueError, match="heads"):
         _C.plan_mla_decode(1, 0, 1)
     assert _C.mla_plan_cost(8, 16, 4, 8192, p.nparts, variant=p.variant) == pytest.approx(p.cost_ns)
-    assert _C.plan_mla_decode(2, 16, 1, 150000).variant == "wave"  # one row tile
+    assert _C.plan_mla_decode(2, 16, 1, 150000).variant == "ws"  # one row tile: ws too (it fetches once)
+    with pytest.raises(ValueError, match="variant"):
+        _C.mla_plan_cost(8, 16, 4, 8192, 2, variant="bogus")
 
 
 def test_binding_per_arch_machine():
@@ -41,7 +43,7 @@ def test_binding_per_arch_machine():
 
     a, b = _C.plan_mla_decode(2, 16, 1, 8192, arch="gfx942"), _C.plan_mla_decode(2, 16, 1, 8192, arch="gfx950")
     assert a.cost_ns != b.cost_ns
-    assert _C.mla_plan_cost(2, 16, 1, 8192, b.nparts, arch="gfx950") == pytest.approx(b.cost_ns)
+    assert _C.mla_plan_cost(2, 16, 1, 8192, b.nparts, variant=b.variant, arch="gfx950") == pytest.approx(b.cost_ns)
     assert _C.mla_plan_cost(2, 16, 1, 8192, 4, cus=256, arch="gfx950") == _C.mla_plan_cost(2, 16, 1, 8192, 4,
                                                                                          arch="gfx950")
     assert _C.mla_cost_constants("gfx950")["wave_tile_cycles"] < _C.mla_cost_constants("gfx942")["wave_tile_cycles"]
@@ -89,7 +91,8 @@ def test_split_stops_where_the_fixed_cost_outweighs_it():
         for S in (1024, 8192):
             p = _C.plan_mla_decode(2, 16, q_len, S)
             costs = {(v, n): _C.mla_plan_cost(2, 16, q_len, S, n, variant=v)
-                     for v in (("shared", "wave") if q_len > 1 else ("wave",)) for n in range(1, S // 16 + 1)
+                     for v in (("ws", "shared", "wave") if q_len > 1 else ("ws", "wave"))
+                     for n in range(1, S // 16 + 1)
                      if -(-(S // 16) // -(-(S // 16) // n)) == n}  # no empty part
             best = min(costs.values())
             assert p.cost_ns <= 1.10 * best

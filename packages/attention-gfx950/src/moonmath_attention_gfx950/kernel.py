@@ -3,7 +3,7 @@
 Code objects: ``attention_fwd.hsaco`` (kernels ``attn_fwd_d128`` and ``attn_fwd_d192_128``: grid
 (work items, q heads), 512 threads; ``*_softcap``, ``*_window``, ``*_softcap_window``: the same pipelines
 with the soft-cap stage / the sliding window compiled in; ``*_sinks`` of each: with sinks),
-``attention_fwd_dims.hsaco`` (the same for head dims 64, 80, 96 and 256; d256 runs 2 workgroups per item) and
+``attention_fwd_dims.hsaco`` (the same for head dims 64, 80 and 96; 256 is not built) and
 ``attention_merge.hsaco`` (``attn_fwd_merge`` and ``attn_fwd_merge_dv<Dv>``: the fixed-order fp32 merge of
 split-KV parts). The C++ planner
 (``_C.plan_forward_batch`` / ``_C.plan_forward_varlen``, csrc/host/attention_planner.hpp) writes the plan buffer
@@ -27,19 +27,14 @@ ARCH = "gfx950"
 FWD_CODE_OBJECT = "attention_fwd"
 FWD_KERNELS = {(128, 128): "attn_fwd_d128", (192, 128): "attn_fwd_d192_128",
                # issue 17: the other head dims, in their own code objects (attention_fwd_dims.hip)
-               (64, 64): "attn_fwd_d64", (80, 80): "attn_fwd_d80", (96, 96): "attn_fwd_d96",
-               (256, 256): "attn_fwd_d256"}
+               (64, 64): "attn_fwd_d64", (80, 80): "attn_fwd_d80", (96, 96): "attn_fwd_d96"}
 DIMS_SUFFIX = "_dims"          # code object of the head dims other than (128, 128) / (192, 128): <base>_dims.hsaco
-# Workgroups per 256-row work item: Dv 256 holds one 16-row tile per wave, so two workgroups run an item
-# (rows 0..127 and 128..255; FwdShape::kRowSplit in attention_fwd.hpp). The launch multiplies grid.x.
-ROW_SPLIT = {(256, 256): 2}
-# fp8 K/V (issue 17): the dequantising pipeline, head dims 64, 128, 256, dense and varlen (attention_fwd_fp8.hip);
+# fp8 K/V (issue 17): the dequantising pipeline, head dims 64 and 128, dense and varlen (attention_fwd_fp8.hip);
 # the fp32 [Hkv] K and V descales follow the other arguments (and sinks).
 FP8_CODE_OBJECT = "attention_fwd_fp8"
-FP8_KERNELS = {(64, 64): "attn_fwd_fp8_d64", (128, 128): "attn_fwd_fp8_d128", (256, 256): "attn_fwd_fp8_d256"}
+FP8_KERNELS = {(64, 64): "attn_fwd_fp8_d64", (128, 128): "attn_fwd_fp8_d128"}
 MERGE_CODE_OBJECT, MERGE_KERNEL = "attention_merge", "attn_fwd_merge"
-MERGE_KERNELS = {128: MERGE_KERNEL, 64: "attn_fwd_merge_dv64", 80: "attn_fwd_merge_dv80", 96: "attn_fwd_merge_dv96",
-                 256: "attn_fwd_merge_dv256"}
+MERGE_KERNELS = {128: MERGE_KERNEL, 64: "attn_fwd_merge_dv64", 80: "attn_fwd_merge_dv80", 96: "attn_fwd_merge_dv96"}
 FWD_BLOCK, MERGE_BLOCK = 512, 256
 LOG2E = 1.0 / math.log(2.0)
 
@@ -133,7 +128,7 @@ def _launch(op: str, plan: dict, q, k, v, out, lse, dims: tuple[int, int], kerne
     tail = ([sinks] if sinks is not None else []) + (list(descales) if descales is not None else [])
     counters = [KERNELS.launch(op, arch, code_object,
                                fwd_kernel(kernels, dims, softcap, window, sinks is not None),
-                               grid=(plan["n_items"] * ROW_SPLIT.get(dims, 1), hq), block=FWD_BLOCK,
+                               grid=(plan["n_items"], hq), block=FWD_BLOCK,
                                args=[buf, q, k, v, out, lse, ws_o, ws_ml, *extra, *tail])]
     if plan["n_merge"]:
         counters.append(KERNELS.launch(op, arch, MERGE_CODE_OBJECT, MERGE_KERNELS[dims[1]], grid=(plan["n_merge"], hq),

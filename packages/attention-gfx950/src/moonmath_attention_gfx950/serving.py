@@ -1,6 +1,6 @@
 """Launching the serving paths of the gfx950 attention forward (issue 13): paged K/V and the device-planned
 VarlenPlan. The kernels are the forward pipeline with another partitioner (``attention_fwd_paged.hsaco``:
-``attn_fwd_paged_d128``, ``attn_fwd_paged_d192_128``; ``attention_fwd_paged_dims.hsaco``: d64, d80, d96, d256;
+``attn_fwd_paged_d128``, ``attn_fwd_paged_d192_128``; ``attention_fwd_paged_dims.hsaco``: d64, d80, d96;
 ``attention_fwd_paged_fp8.hsaco``: fp8 caches) and the planning kernel ``attention_plan.hsaco``:
 ``attn_fwd_plan_varlen``, which writes a plan (work items, merge items) on the device, the host planner's plan
 for the same lengths. docs/ops/forward_paged.md and
@@ -20,11 +20,10 @@ from .kernel import _C, _PLANNER, ARCH, FWD_BLOCK, KERNELS, LOG2E, _check_alignm
 
 PAGED_CODE_OBJECT = "attention_fwd_paged"
 PAGED_KERNELS = {(128, 128): "attn_fwd_paged_d128", (192, 128): "attn_fwd_paged_d192_128",
-                 (64, 64): "attn_fwd_paged_d64", (80, 80): "attn_fwd_paged_d80", (96, 96): "attn_fwd_paged_d96",
-                 (256, 256): "attn_fwd_paged_d256"}   # the last four in attention_fwd_paged_dims.hsaco
+                 (64, 64): "attn_fwd_paged_d64", (80, 80): "attn_fwd_paged_d80", (96, 96): "attn_fwd_paged_d96"}
+# the last three in attention_fwd_paged_dims.hsaco
 PAGED_FP8_CODE_OBJECT = "attention_fwd_paged_fp8"     # fp8 K/V caches (issue 17)
-PAGED_FP8_KERNELS = {(64, 64): "attn_fwd_paged_fp8_d64", (128, 128): "attn_fwd_paged_fp8_d128",
-                     (256, 256): "attn_fwd_paged_fp8_d256"}
+PAGED_FP8_KERNELS = {(64, 64): "attn_fwd_paged_fp8_d64", (128, 128): "attn_fwd_paged_fp8_d128"}
 PLAN_CODE_OBJECT, PLAN_KERNEL, PLAN_BLOCK = "attention_plan", "attn_fwd_plan_varlen", 256
 ARGS_BYTES = 152                     # sizeof(AttnFwdArgs) (csrc/shared/attention_fwd_plan.h; _C.ARGS_BYTES)
 N_ITEMS_OFFSET = 14 * 8 + 2 * 4      # AttnFwdArgs.n_items, then n_merge and n_slots
@@ -114,8 +113,7 @@ def _run_header(q, k, v, out, lse, causal: bool, scale: float, policy: dict, cou
 def _launch_plan(op: str, buf: torch.Tensor, counts: tuple[int, int, int], q, k, v, out, lse, softcap: float,
                  window: tuple[int, int], sinks, descales=None) -> list[dict | None]:
     """The forward kernel over buf's n_items work items, then the merge kernel over its n_merge merge items, with an
-    fp32 workspace of n_slots parts (allocated per run, stream-ordered). The kernel of the head dims (grid.x times
-    its ROW_SPLIT), the fp8 one with descales (the fp32 [Hkv] k / v descales, after sinks)."""
+    fp32 workspace of n_slots parts (allocated per run, stream-ordered). The kernel of the head dims, the fp8 one with descales (the fp32 [Hkv] k / v descales, after sinks)."""
     n_items, n_merge, n_slots = counts
     if n_items == 0:
         return []
@@ -128,7 +126,7 @@ def _launch_plan(op: str, buf: torch.Tensor, counts: tuple[int, int, int], q, k,
                  else (kernel.fwd_code_object(kernel.FWD_CODE_OBJECT, dims), kernel.FWD_KERNELS))
     tail = ([sinks] if sinks is not None else []) + (list(descales) if descales is not None else [])
     counters = [KERNELS.launch(op, ARCH, co, kernel.fwd_kernel(names, dims, softcap, window, sinks is not None),
-                               grid=(n_items * kernel.ROW_SPLIT.get(dims, 1), Hq), block=FWD_BLOCK,
+                               grid=(n_items, Hq), block=FWD_BLOCK,
                                args=[buf, q, k, v, out, lse, ws_o, ws_ml, *tail])]
     if n_merge:
         counters.append(KERNELS.launch(op, ARCH, kernel.MERGE_CODE_OBJECT, kernel.MERGE_KERNELS[dims[1]],

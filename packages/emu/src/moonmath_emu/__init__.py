@@ -70,6 +70,16 @@ def _pack_args(args: Sequence[Any]) -> list[tuple]:
         if isinstance(a, float):
             out.append(("float", a))
             continue
+        if hasattr(a, "__kernarg__"):
+            # a by-value struct argument: its bytes, and the buffers its pointer fields address
+            blob, buffers = a.__kernarg__()
+            regions = []
+            for t in buffers:
+                e = _tensor_extent(t) if t is not None else None
+                if e is not None:
+                    regions.append((e[1], e[2]))
+            out.append(("bytes", bytes(blob), regions))
+            continue
         ext = _tensor_extent(a)
         if ext is not None:
             out.append(("ptr", ext[0], ext[1], ext[2]))
@@ -86,7 +96,8 @@ def _pack_args(args: Sequence[Any]) -> list[tuple]:
                 continue
         except ImportError:  # pragma: no cover
             pass
-        raise TypeError(f"argument {i}: expected a CPU tensor, numpy array, None, int or float, got {type(a).__name__}")
+        raise TypeError(f"argument {i}: expected a CPU tensor, numpy array, None, int, float or a struct "
+                        f"(an object with __kernarg__), got {type(a).__name__}")
     return out
 
 

@@ -80,19 +80,8 @@ MM_DEVICE void load_kv(KvRaw& raw, mm::buffer_rsrc pool, uint32_t slot_raw, uint
 }  // namespace
 
 MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void mla_decode_a16w8_fwd(
-    const uint16_t* __restrict__ q_lat,     // [T, H, 512] bf16
-    const uint16_t* __restrict__ q_pe,      // [T, H, 64] bf16
-    const uint8_t* __restrict__ pool,       // [pool_slots, 576] fp8 e4m3fnuz
-    uint16_t* __restrict__ o_lat,           // [T, H, 512] bf16 (direct mode)
-    const int32_t* __restrict__ seq_lens,   // [B]
-    const int32_t* __restrict__ kv_indices, // [n_idx]
-    const int32_t* __restrict__ kv_indptr,  // [B + 1]
-    const int32_t* __restrict__ glen,       // [B] global lengths (seq_lens when cp_world == 1)
-    float* __restrict__ lse,                // [T, H] fp32 base 2 (direct mode, kFlagLse)
-    float* __restrict__ ws_o,               // [B*nparts units, q_len*H, 512] fp32 (partial mode)
-    float* __restrict__ ws_ml,              // [B*nparts units, q_len*H, 4] fp32 (m, l, ln, 0) (partial mode)
-    uint32_t B, uint32_t H, uint32_t q_len, uint32_t nparts, uint32_t pool_slots, uint32_t n_idx,
-    uint32_t cp_rank, uint32_t cp_world, uint32_t flags, uint32_t c_qk_bits, uint32_t o_scale_bits) {
+    const MlaDecodeArgs args) {  // mla_decode_args.hpp: one struct for the host and the three decode kernels
+  MLA_UNPACK_ARGS(args);
   const uint32_t rows = q_len * H;
   const uint32_t n_rt = (rows + 15u) / 16u;
   const uint32_t gw = mm::block_id_x() * kWavesPerBlock + mm::wave_id();
@@ -107,8 +96,9 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
 
   const uint32_t lane = mm::lane_id();
   const uint32_t i = lane & 15u, g = lane >> 4;
-  const float c_qk = mm::bit_cast<float>(c_qk_bits);
-  const float o_scale = mm::bit_cast<float>(o_scale_bits);
+  const Scales sc = read_scales(kv_scale_dev, c_qk_bits, o_scale_bits, scale_log2e_bits);
+  const float c_qk = sc.c_qk;
+  const float o_scale = sc.o_scale;
 
   // ---- this wave's rows and KV range -------------------------------------------------------------
   const RequestView req = request_view(seq_lens, glen, kv_indices, kv_indptr, n_idx, cp_world, b);

@@ -50,7 +50,8 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void mla_decode_a16w8_merge(
     uint32_t rows, uint32_t nparts, uint32_t flags, uint32_t o_scale_bits, uint32_t wpr,
     // the split's inputs (the decode kernel's): which units hold a row's parts (mla::locate)
     const int32_t* __restrict__ seq_lens, const int32_t* __restrict__ glen, const int32_t* __restrict__ kv_indptr,
-    uint32_t n_idx, uint32_t B, uint32_t q_len, uint32_t cp_rank, uint32_t cp_world) {
+    uint32_t n_idx, uint32_t B, uint32_t q_len, uint32_t cp_rank, uint32_t cp_world,
+    const float* __restrict__ kv_scale_dev) {  // [1] fp32 on the device (o_scale read here), or null
   MM_LDS float part_acc[kWaves - 1][64][8];  // the state of waves s > 0 of each row (wave w at w - 1)
   MM_LDS float part_l[kWaves - 1][3];
   const uint32_t wave = mm::wave_id();
@@ -58,7 +59,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void mla_decode_a16w8_merge(
   const uint32_t sub = wave % wpr;
   const bool valid = row < rows;  // uniform per wave; the workgroup still meets at the barrier
   const uint32_t lane = mm::lane_id();
-  const float o_scale = mm::bit_cast<float>(o_scale_bits);
+  const float o_scale = kv_scale_dev != nullptr ? *kv_scale_dev : mm::bit_cast<float>(o_scale_bits);
   const mm::buffer_rsrc ml = mm::make_buffer(ws_ml, rows * nparts * 16u);
   const mm::buffer_rsrc wo = mm::make_buffer(ws_o, rows * nparts * kLat * 4u);
   const uint32_t rows_req = rows / B;
@@ -78,7 +79,8 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void mla_decode_a16w8_merge(
 #pragma unroll
     for (uint32_t u = 0; u < kUnroll; ++u) {
       const uint32_t p = p0 + wpr * u;
-      const uint32_t slot = (units.first + (p < n_own ? p : 0u)) * rows_req + r_in;
+      if (p >= n_own) break;  // wave-uniform: no loads for parts the row does not have
+      const uint32_t slot = (units.first + p) * rows_req + r_in;
       meta[u] = mm::buffer_load_b128(ml, slot * 16u);
       a[u] = mm::buffer_load_b128(wo, slot * kLat * 4u + col_off);
       b[u] = mm::buffer_load_b128(wo, slot * kLat * 4u + col_off + 16u);

@@ -51,12 +51,8 @@ MM_DEVICE void widen16(const mm::u32x4& w, uint32_t out[8]) {
 }  // namespace
 
 MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void mla_decode_a16w8_fwd_shared(
-    const uint16_t* __restrict__ q_lat, const uint16_t* __restrict__ q_pe, const uint8_t* __restrict__ pool,
-    uint16_t* __restrict__ o_lat, const int32_t* __restrict__ seq_lens, const int32_t* __restrict__ kv_indices,
-    const int32_t* __restrict__ kv_indptr, const int32_t* __restrict__ glen, float* __restrict__ lse,
-    float* __restrict__ ws_o, float* __restrict__ ws_ml, uint32_t B, uint32_t H, uint32_t q_len, uint32_t nparts,
-    uint32_t pool_slots, uint32_t n_idx, uint32_t cp_rank, uint32_t cp_world, uint32_t flags, uint32_t c_qk_bits,
-    uint32_t o_scale_bits) {
+    const MlaDecodeArgs args) {  // mla_decode_args.hpp
+  MLA_UNPACK_ARGS(args);
   MM_LDS __attribute__((aligned(16))) uint8_t lds[kKBytes + kVBytes];
   uint8_t* const ks = lds;
   uint8_t* const vs = lds + kKBytes;
@@ -80,8 +76,9 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1))) void 
   const uint32_t tid = mm::thread_id_x();
   const uint32_t lane = mm::lane_id();
   const uint32_t i = lane & 15u, g = lane >> 4;
-  const float c_qk = mm::bit_cast<float>(c_qk_bits);
-  const float o_scale = mm::bit_cast<float>(o_scale_bits);
+  const Scales sc = read_scales(kv_scale_dev, c_qk_bits, o_scale_bits, scale_log2e_bits);
+  const float c_qk = sc.c_qk;
+  const float o_scale = sc.o_scale;
 
   const RequestView req = request_view(seq_lens, glen, kv_indices, kv_indptr, n_idx, cp_world, b);
   const int32_t slen = req.slen;

@@ -14,6 +14,7 @@
 //                  (kNoSlot, or a bad index) reads zeros.
 //   finish_lse     lse = m + log2(l): -inf for an empty row, NaN when the row's inputs held NaN/Inf.
 #pragma once
+#include "mla_decode_args.hpp"
 #include "moonmath/all.hpp"
 #if defined(__gfx950__)
 #include "gfx950/mla_decode_stages.hpp"
@@ -24,6 +25,38 @@
 #endif
 
 namespace mla {
+
+// A pointer field of MlaDecodeArgs (a 64-bit device address) as a typed pointer.
+template <class T>
+MM_DEVICE T* args_ptr(uint64_t addr) {
+  return reinterpret_cast<T*>(addr);
+}
+// The same for memory the kernel only reads (the index arrays, the device kv_scale): through the constant
+// address space, so its uniform loads stay scalar (s_load) as they were for pointer kernel arguments (a
+// pointer taken from a struct is otherwise generic, and its loads flat).
+template <class T>
+MM_DEVICE const T* args_const_ptr(uint64_t addr) {
+  return (const T*)reinterpret_cast<const __attribute__((address_space(4))) T*>(addr);
+}
+
+// The decode kernels' named arguments, unpacked from the by-value MlaDecodeArgs (one line per kernel).
+#define MLA_UNPACK_ARGS(a)                                                                             \
+  const uint16_t* __restrict__ q_lat = ::mla::args_ptr<const uint16_t>((a).q_lat);                     \
+  const uint16_t* __restrict__ q_pe = ::mla::args_ptr<const uint16_t>((a).q_pe);                       \
+  const uint8_t* __restrict__ pool = ::mla::args_ptr<const uint8_t>((a).pool);                         \
+  uint16_t* __restrict__ o_lat = ::mla::args_ptr<uint16_t>((a).o_lat);                                 \
+  const int32_t* __restrict__ seq_lens = ::mla::args_const_ptr<int32_t>((a).seq_lens);                 \
+  const int32_t* __restrict__ kv_indices = ::mla::args_const_ptr<int32_t>((a).kv_indices);             \
+  const int32_t* __restrict__ kv_indptr = ::mla::args_const_ptr<int32_t>((a).kv_indptr);               \
+  const int32_t* __restrict__ glen = ::mla::args_const_ptr<int32_t>((a).glen);                         \
+  float* __restrict__ lse = ::mla::args_ptr<float>((a).lse);                                           \
+  float* __restrict__ ws_o = ::mla::args_ptr<float>((a).ws_o);                                         \
+  float* __restrict__ ws_ml = ::mla::args_ptr<float>((a).ws_ml);                                       \
+  const float* __restrict__ kv_scale_dev = ::mla::args_const_ptr<float>((a).kv_scale_dev);             \
+  const uint32_t B = (a).B, H = (a).H, q_len = (a).q_len, nparts = (a).nparts, pool_slots = (a).pool_slots; \
+  const uint32_t n_idx = (a).n_idx, cp_rank = (a).cp_rank, cp_world = (a).cp_world, flags = (a).flags;    \
+  const uint32_t c_qk_bits = (a).c_qk_bits, o_scale_bits = (a).o_scale_bits;                           \
+  const uint32_t scale_log2e_bits = (a).scale_log2e_bits
 
 constexpr uint32_t kLat = 512;
 constexpr uint32_t kRow = 576;            // fused row bytes (fp8): 512 latent + 64 rope
@@ -160,6 +193,19 @@ MM_DEVICE uint32_t load_slot(mm::buffer_rsrc idx, uint32_t tok) { return mm::buf
 // Base-2 lse of a row from its running max m and sum l (of exp2(x - m)). l == 0: an empty row, -inf.
 // A NaN/Inf input makes l NaN (exp2(NaN) or exp2(inf - inf)); it must stay NaN, not read as empty.
 MM_DEVICE float finish_lse(float m, float l) { return l == 0.f ? -__builtin_inff() : m + mm::log2(l); }
+
+// The pool's dequant scale as the kernels use it: c_qk = scale * kv_scale * log2(e) (scores, exp2 domain)
+// and o_scale = kv_scale (o). kv_dev null: the host's values (c_qk_bits, o_scale_bits, computed in double).
+// Otherwise kv_scale is the one fp32 element at kv_dev, a device tensor read here, never by the host (no
+// sync): c_qk = scale_log2e * kv_scale in fp32 (within one rounding of the host's product).
+struct Scales {
+  float c_qk, o_scale;
+};
+MM_DEVICE Scales read_scales(const float* kv_dev, uint32_t c_qk_bits, uint32_t o_scale_bits, uint32_t scale_log2e_bits) {
+  if (kv_dev == nullptr) return Scales{mm::bit_cast<float>(c_qk_bits), mm::bit_cast<float>(o_scale_bits)};
+  const float kv = *kv_dev;
+  return Scales{mm::bit_cast<float>(scale_log2e_bits) * kv, kv};
+}
 
 // 1 / normaliser for o (0 for an empty row; NaN propagates).
 MM_DEVICE float inv_norm(float scale, float ln) { return ln == 0.f ? 0.f : scale / ln; }

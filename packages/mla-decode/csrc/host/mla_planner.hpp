@@ -8,7 +8,10 @@
 //   variant   "wave":   one wave per (request, part, row tile), KV straight to registers,
 //                       B * nparts * n_rt waves, 4 per workgroup;
 //             "shared": one 4-wave workgroup per (request, part, group of 4 row tiles) that fetches
-//                       and widens each KV tile once into LDS (n_rt >= 2 only).
+//                       and widens each KV tile once into LDS (n_rt >= 2 only);
+//             "ws":     one 8-wave warp-specialised workgroup per (request, part, group of up to 4 row
+//                       tiles): each KV row fetched once at fp8 width, widened once into LDS, K and V^T
+//                       served from that copy (mla_decode_a16w8_ws.hip); any n_rt. One per CU (62 KB LDS).
 // With nparts == 1 the kernel writes o/lse itself; otherwise it writes fp32 partials (O, m, l, ln) to a
 // workspace and a merge kernel (a 4-wave workgroup per row) combines them in part order.
 //
@@ -19,8 +22,9 @@
 // the planner sees what a part costs beyond its tiles (Q load, prologue, epilogue of partials) and
 // what the merge costs, and stops splitting where a part's fixed cost and the merge outweigh the gain:
 //   waves run one per SIMD (the kernels need > 256 registers), so a round holds cus * 4 waves;
-//   waves     = B * nparts * n_rt (wave) or B * nparts * ceil(n_rt / 4) * 4 (shared)
-//   rounds    = ceil(waves / (cus * 4))
+//   waves     = B * nparts * n_rt (wave), B * nparts * ceil(n_rt / 4) * 4 (shared), * 8 (ws)
+//   rounds    = ceil(waves / (cus * 4)); ws: ceil(workgroups / cus) (one workgroup of 8 waves per CU,
+//               its tile_cycles / part_cycles are the workgroup's issue cycles per SIMD: total / 4)
 //   t_compute = rounds * (ceil(tiles / nparts) * tile_cycles + part_cycles) / clock + kPartLatencyNs
 //               tiles = ceil(L / 16); (tile_cycles, part_cycles) per variant, measured
 //   t_memory  = (B * L * (576 + 4) + partial_bytes) / bw
@@ -76,9 +80,12 @@ constexpr double kWaveTileCycles = 3047.0;    // one 16-token tile of one wave
 constexpr double kWavePartCycles = 2706.0;    // a wave's fixed cost per part
 constexpr double kSharedTileCycles = 2110.0;  // one tile, per wave of a shared workgroup
 constexpr double kSharedPartCycles = 3169.0;
-constexpr double kMergeWaveCycles = 643.0;    // a merge wave's fixed cost
-constexpr double kMergeIterCycles = 766.0;    // one iteration: four parts folded
+constexpr double kMergeWaveCycles = 795.0;    // a merge wave's fixed cost
+constexpr double kMergeIterCycles = 779.0;    // one iteration: four parts folded
 constexpr double kBalanceRequestCycles = 126.0;  // balanced split: per request, per decode wave and merge wave
+constexpr double kWsTileCycles = 720.0;       // ws: one tile with one row tile, per SIMD (workgroup total / 4)
+constexpr double kWsRowTileCycles = 428.0;    // ws: one tile, each further row tile of the workgroup
+constexpr double kWsPartCycles = 1198.0;      // ws: a workgroup's fixed cost per part, per SIMD
 // The length-balanced split (device side) costs every wave O(B); it is used up to this batch.
 constexpr int64_t kBalanceMaxBatch = 64;
 
@@ -92,17 +99,19 @@ struct Machine {
   double cu_bytes_per_ns;   // one CU's L2 link: 64 B per clock
   double wave_tile_cycles, wave_part_cycles, shared_tile_cycles, shared_part_cycles;
   double merge_wave_cycles, merge_iter_cycles, balance_request_cycles;
+  double ws_tile_cycles, ws_rowtile_cycles, ws_part_cycles;
 };
 // MI300X: the constants above.
 constexpr Machine kGfx942{"gfx942", kDefaultCus, kClockGhz, kHbmBytesPerNs, kCuBytesPerNs,
                           kWaveTileCycles, kWavePartCycles, kSharedTileCycles, kSharedPartCycles,
-                          kMergeWaveCycles, kMergeIterCycles, kBalanceRequestCycles};
+                          kMergeWaveCycles, kMergeIterCycles, kBalanceRequestCycles, kWsTileCycles,
+                          kWsRowTileCycles, kWsPartCycles};
 // MI355X (assumptions, no timing): 256 CUs, 2.4 GHz, 8 TB/s peak HBM of which ~6 TB/s achievable (the
 // 4 / 5.3 fraction assumed on gfx942), 64 B per clock per CU. Cycles: measured on the gfx950 code
 // objects (the QK contraction is 18 v_mfma_f32_16x16x32_bf16 per tile instead of 36 16x16x16).
 constexpr Machine kGfx950{"gfx950", 256, 2.4, 6000.0, 154.0,
                           2759.0, 2706.0, 1822.0, 3169.0,  // tiles: 288 cycles (18 MFMA) below gfx942
-                          643.0, 766.0, 126.0};
+                          795.0, 779.0, 126.0, 648.0, 356.0, 1198.0};
 
 // The machine model of `arch`; std::invalid_argument for an arch without MLA decode kernels.
 inline const Machine& machine_for(const std::string& arch) {
@@ -131,13 +140,23 @@ struct Plan {
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-enum class Variant : int { kWave = 0, kShared = 1 };
+enum class Variant : int { kWave = 0, kShared = 1, kWs = 2 };
+constexpr int kWsWaves = 8;  // waves of a ws workgroup
+inline const char* variant_name(Variant v) {
+  return v == Variant::kWs ? "ws" : (v == Variant::kShared ? "shared" : "wave");
+}
 
 // Waves a launch occupies (a shared-variant workgroup holds 4 waves even when its last row tiles are
 // missing).
 inline int64_t launch_waves(int64_t batch, int64_t n_rt, int64_t nparts, Variant v) {
+  if (v == Variant::kWs) return batch * nparts * ceil_div(n_rt, kWavesPerBlock) * kWsWaves;
   return v == Variant::kShared ? batch * nparts * ceil_div(n_rt, kWavesPerBlock) * kWavesPerBlock
                                : batch * nparts * n_rt;
+}
+// Workgroups of the main kernel: 4 waves each, except ws (8 waves, one per 4 row tiles).
+inline int64_t launch_grid(int64_t batch, int64_t n_rt, int64_t nparts, Variant v) {
+  if (v == Variant::kWs) return batch * nparts * ceil_div(n_rt, kWavesPerBlock);
+  return ceil_div(launch_waves(batch, n_rt, nparts, v), kWavesPerBlock);
 }
 
 // Waves of the merge kernel per row: one while its parts fit four iterations of four loads in flight,
@@ -170,15 +189,21 @@ inline double plan_cost(int64_t batch, int64_t heads, int64_t q_len, int64_t len
   const int64_t tiles = std::max<int64_t>(1, ceil_div(len, kTileTokens));
   const int64_t slots = cus * kSimdsPerCu;
   const int64_t waves = launch_waves(batch, n_rt, nparts, v);
-  const int64_t rounds = ceil_div(waves, slots);
+  const bool ws = v == Variant::kWs;
+  const int64_t rounds = ws ? ceil_div(launch_grid(batch, n_rt, nparts, v), cus) : ceil_div(waves, slots);
   const bool shared = v == Variant::kShared;
-  const double tile_cycles = shared ? mc.shared_tile_cycles : mc.wave_tile_cycles;
-  const double balance = balance_split(batch, nparts) ? mc.balance_request_cycles * (double)batch : 0.0;
-  const double part_cycles = (shared ? mc.shared_part_cycles : mc.wave_part_cycles) + balance;
+  const double ws_tile =
+      mc.ws_tile_cycles + mc.ws_rowtile_cycles * (double)(std::min<int64_t>(n_rt, kWavesPerBlock) - 1);
+  const double tile_cycles = ws ? ws_tile : (shared ? mc.shared_tile_cycles : mc.wave_tile_cycles);
+  // balanced split: every wave reads all B lengths (a ws workgroup's 8 waves on 4 SIMDs: twice per SIMD)
+  const double balance =
+      balance_split(batch, nparts) ? mc.balance_request_cycles * (double)batch * (ws ? 2.0 : 1.0) : 0.0;
+  const double part_cycles = (ws ? mc.ws_part_cycles : (shared ? mc.shared_part_cycles : mc.wave_part_cycles)) + balance;
   const double t_compute =
       (double)rounds * ((double)ceil_div(tiles, nparts) * tile_cycles + part_cycles) / mc.clock_ghz + kPartLatencyNs;
   const double partial = nparts > 1 ? 2.0 * (double)(batch * rows * nparts) * (kLat + 4) * 4.0 : 0.0;
-  const double busy_cus = std::min<double>((double)cus, (double)ceil_div(waves, kSimdsPerCu));
+  const double busy_cus = std::min<double>((double)cus, (double)(ws ? launch_grid(batch, n_rt, nparts, v)
+                                                                     : ceil_div(waves, kSimdsPerCu)));
   const double bw = std::min(mc.hbm_bytes_per_ns * (double)cus / (double)mc.cus, busy_cus * mc.cu_bytes_per_ns);
   const double t_memory = ((double)batch * (double)len * (kRowBytes + 4) + partial) / bw;
   double cost = std::max(t_compute, t_memory);
@@ -188,8 +213,9 @@ inline double plan_cost(int64_t batch, int64_t heads, int64_t q_len, int64_t len
 
 // The launch configuration. Throws std::invalid_argument on shapes outside the kernel's domain.
 // len_hint <= 0: no hint (kDefaultLen). Any batch size is served (more waves, more rounds).
-// The shared variant is considered when there are two or more row tiles (with one, three of its four
-// waves would idle).
+// The ws variant is considered first (it fetches each KV row once per workgroup at fp8 width), then the
+// shared variant when there are two or more row tiles (with one, three of its four waves would idle),
+// then the wave variant.
 // cus <= 0: the machine's full part.
 inline Plan plan(int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint = 0, int64_t cus = kDefaultCus,
                  const Machine& mc = kGfx942) {
@@ -209,16 +235,16 @@ inline Plan plan(int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint =
   const int64_t max_parts = std::min<int64_t>(kMaxParts, tiles);
   const int64_t total_rows = batch * p.rows;
   const int64_t limit = int64_t(1) << 32;  // 32-bit device offsets into every buffer
-  // Shared first when it applies: it issues a quarter of the VMEM requests and widening VALU per row
-  // tile, which the HBM-only memory term does not see, so on a tie it wins.
-  const Variant first = p.n_rt >= 2 ? Variant::kShared : Variant::kWave;
+  // ws first, then shared when it applies: they issue a fraction of the wave variant's VMEM requests and
+  // widening VALU per row tile, which the HBM-only memory term does not see, so on a tie they win.
   // Pass 1: the modelled minimum. Pass 2: the fewest parts (shared before wave at equal parts) whose
   // cost is within kSplitSlack of it: a split must buy more than the model's own uncertainty (it has
   // no hardware timing), else it only adds work (a part's fixed cost, partials, the merge).
   auto addressable = [&](int64_t np) { return np == 1 || total_rows * np * kLat * 4 < limit; };
   auto candidate = [&](int64_t np) { return parts_all_busy(tiles, np); };
-  const Variant order[2] = {first, Variant::kWave};
-  const int n_variants = first == Variant::kWave ? 1 : 2;
+  const Variant order[3] = {Variant::kWs, p.n_rt >= 2 ? Variant::kShared : Variant::kWave, Variant::kWave};
+  const int n_variants = p.n_rt >= 2 ? 3 : 2;
+  const Variant first = order[0];
   double min_cost = plan_cost(batch, heads, q_len, p.len_used, 1, cus, first, mc);
   for (int64_t np = 1; np <= max_parts && addressable(np); ++np)
     for (int k = 0; k < n_variants && candidate(np); ++k) min_cost = std::min(min_cost, plan_cost(batch, heads, q_len, p.len_used, np, cus, order[k], mc));
@@ -235,10 +261,11 @@ inline Plan plan(int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint =
       }
     }
   p.nparts = best;
-  p.variant = best_v == Variant::kShared ? "shared" : "wave";
+  p.variant = variant_name(best_v);
   p.cost_ns = best_cost;
   p.waves = launch_waves(batch, p.n_rt, p.nparts, best_v);
-  p.grid = ceil_div(p.waves, kWavesPerBlock);
+  p.grid = launch_grid(batch, p.n_rt, p.nparts, best_v);
+  p.block = best_v == Variant::kWs ? 64 * kWsWaves : kBlockThreads;
   if (p.nparts > 1) {
     p.merge_wpr = merge_waves_per_row(p.nparts);
     p.balanced = balance_split(batch, p.nparts);

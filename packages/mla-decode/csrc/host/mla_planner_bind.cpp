@@ -65,7 +65,8 @@ void register_mla_planner(py::module_& m) {
             {"wave_tile_cycles", m->wave_tile_cycles},     {"wave_part_cycles", m->wave_part_cycles},
             {"shared_tile_cycles", m->shared_tile_cycles}, {"shared_part_cycles", m->shared_part_cycles},
             {"merge_wave_cycles", m->merge_wave_cycles},   {"merge_iter_cycles", m->merge_iter_cycles},
-            {"balance_request_cycles", m->balance_request_cycles}};
+            {"balance_request_cycles", m->balance_request_cycles}, {"ws_tile_cycles", m->ws_tile_cycles},
+            {"ws_rowtile_cycles", m->ws_rowtile_cycles}, {"ws_part_cycles", m->ws_part_cycles}};
       },
       py::arg("arch") = "gfx942",
       "The planner's emulator-calibrated issue-cycle constants (benchmarks/calibrate_mla_planner_emu.py).");
@@ -73,8 +74,8 @@ void register_mla_planner(py::module_& m) {
       "mla_plan_cost",
       [](int64_t batch, int64_t heads, int64_t q_len, int64_t len, int64_t nparts, int64_t cus,
          const std::string& variant, const std::string& arch) {
-        if (variant != "wave" && variant != "shared")
-          throw py::value_error("mla_plan_cost: variant must be 'wave' or 'shared', got '" + variant + "'");
+        if (variant != "wave" && variant != "shared" && variant != "ws")
+          throw py::value_error("mla_plan_cost: variant must be 'wave', 'shared' or 'ws', got '" + variant + "'");
         const moonmath::mla::Machine* m = nullptr;
         try {
           m = &moonmath::mla::machine_for(arch);
@@ -82,8 +83,9 @@ void register_mla_planner(py::module_& m) {
           throw py::value_error(e.what());
         }
         return moonmath::mla::plan_cost(batch, heads, q_len, len, nparts, cus > 0 ? cus : m->cus,
-                                        variant == "shared" ? moonmath::mla::Variant::kShared
-                                                            : moonmath::mla::Variant::kWave,
+                                        variant == "ws"       ? moonmath::mla::Variant::kWs
+                                        : variant == "shared" ? moonmath::mla::Variant::kShared
+                                                              : moonmath::mla::Variant::kWave,
                                         *m);
       },
       py::arg("batch"), py::arg("heads"), py::arg("q_len"), py::arg("len"), py::arg("nparts"),

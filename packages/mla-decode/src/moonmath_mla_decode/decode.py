@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 
 from moonmath_common import checks, get_backend, target_arch
+from moonmath_common.emu_device import device_resident
 
 from . import reference
 
@@ -18,7 +19,7 @@ POOL_DTYPES = {"gfx942": torch.float8_e4m3fnuz, "gfx950": torch.float8_e4m3fn}
 
 def mla_decode_a16w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: torch.Tensor,
                      seq_lens: torch.Tensor, kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float,
-                     kv_scale: float, lse: torch.Tensor | None = None, glen: torch.Tensor | None = None,
+                     kv_scale: float | torch.Tensor, lse: torch.Tensor | None = None, glen: torch.Tensor | None = None,
                      cp_rank: int = 0, cp_world: int = 1) -> None:
     """MLA absorbed decode: writes ``o_lat`` (and ``lse``) in place.
 
@@ -34,8 +35,11 @@ def mla_decode_a16w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Ten
         kv_indices: int32 ``[N]``: pool slots (page_size 1); local row j of request b is slot
             kv_indices[kv_indptr[b] + j]. Any permutation or subset of the pool is legal.
         kv_indptr: int32 ``[B + 1]``; B = kv_indptr.numel() - 1.
-        scale: softmax scale applied to q . k (e.g. 576 ** -0.5). kv_scale: the pool's dequant scale. Each
-            a Python float, a numpy scalar or a one-element CPU tensor (read with float()), within fp32.
+        scale: softmax scale applied to q . k (e.g. 576 ** -0.5): a Python float, a numpy scalar or a
+            one-element CPU tensor (read with float()), within fp32.
+        kv_scale: the pool's dequant scale: any of those, or a one-element float32 tensor on the device
+            (on the emu backend an ``EmuDeviceTensor``), which the kernels read on the device (no host
+            read, no sync; the reference backend reads it with float()).
         lse: optional fp32 ``[T, H]`` contiguous: base-2 log-sum-exp of the scaled scores (-inf if empty).
         glen: int32 ``[B]`` global lengths, required when cp_world > 1 (ignored when cp_world == 1).
         cp_rank, cp_world: decode context parallelism: global position p lives on rank p % cp_world at
@@ -61,7 +65,8 @@ def mla_decode_a16w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Ten
     checks.tensor("kv_indices", kv_indices, dtype=torch.int32, ndim=1, contiguous=True)
     checks.tensor("kv_indptr", kv_indptr, dtype=torch.int32, ndim=1, contiguous=True)
     scale = checks.real("scale", scale, fp32=True)
-    kv_scale = checks.real("kv_scale", kv_scale, fp32=True)
+    kv_scale_dev = _device_kv_scale(kv_scale, q_lat.device)
+    kv_scale = 1.0 if kv_scale_dev is not None else checks.real("kv_scale", kv_scale, fp32=True)
     if lse is not None:
         checks.tensor("lse", lse, dtype=torch.float32, ndim=2, contiguous=True)
     if glen is not None:
@@ -101,7 +106,24 @@ def mla_decode_a16w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Ten
         _check_values(seq_lens, kv_indices, kv_indptr, glen if cp_world > 1 else None, q_len, cp_rank, cp_world,
                       kv_pool.shape[0])
     _decode_op(q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, scale, kv_scale, lse, glen, cp_rank,
-               cp_world)
+               cp_world, kv_scale_dev)
+
+
+def _device_kv_scale(kv_scale: object, device: torch.device) -> torch.Tensor | None:
+    """kv_scale when it is a device-resident tensor (checked by its metadata only: no host read), else None."""
+    if not isinstance(kv_scale, torch.Tensor) or not device_resident(kv_scale):
+        return None
+    if kv_scale.dtype != torch.float32:
+        raise TypeError(f"kv_scale as a device tensor must be float32 (the kernels read one fp32); got "
+                        f"{str(kv_scale.dtype).replace('torch.', '')}")
+    if kv_scale.numel() != 1:
+        raise ValueError(f"kv_scale must be a scalar (a float, or a tensor of one element); got a tensor of shape "
+                         f"{tuple(kv_scale.shape)}")
+    if kv_scale.device != device:
+        raise ValueError(f"kv_scale is on {kv_scale.device} but q_lat is on {device}")
+    if kv_scale.data_ptr() % 4:
+        raise ValueError(f"kv_scale must be 4-byte aligned for the kernels' load; got address {kv_scale.data_ptr():#x}")
+    return kv_scale
 
 
 def _check_values(seq_lens, kv_indices, kv_indptr, glen, q_len, cp_rank, cp_world, slots) -> None:
@@ -145,21 +167,23 @@ def _check_values(seq_lens, kv_indices, kv_indptr, glen, q_len, cp_rank, cp_worl
 def _decode_op(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: torch.Tensor,
                seq_lens: torch.Tensor, kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float,
                kv_scale: float, lse: torch.Tensor | None, glen: torch.Tensor | None, cp_rank: int,
-               cp_world: int) -> None:
+               cp_world: int, kv_scale_dev: torch.Tensor | None = None) -> None:
     if get_backend() == "reference":
+        if kv_scale_dev is not None:  # the reference is host code: it reads the value
+            kv_scale = float(kv_scale_dev)
         o, l = reference.mla_decode_a16w8(q_lat, q_pe, kv_pool, seq_lens, kv_indices, kv_indptr, scale, kv_scale,
                                           glen, cp_rank, cp_world)
         o_lat.copy_(o)
         if lse is not None:
             lse.copy_(l)
     else:
-        _run_kernel(q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, scale, kv_scale, lse, glen,
-                    cp_rank, cp_world)
+        _run_kernel(q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, scale,
+                    kv_scale if kv_scale_dev is None else kv_scale_dev, lse, glen, cp_rank, cp_world)
 
 
 @_decode_op.register_fake
 def _(q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, scale, kv_scale, lse, glen, cp_rank,
-      cp_world) -> None:
+      cp_world, kv_scale_dev=None) -> None:
     return None
 
 

@@ -1,11 +1,16 @@
 """Launching the MLA decode kernels (csrc/device/: one source for gfx942 and gfx950, the arch's QK MFMA stage in
 csrc/device/<arch>/mla_decode_stages.hpp) through moonmath_common's runtime.
 
-Code objects: ``mla_decode_a16w8.hsaco`` (kernel ``mla_decode_a16w8_fwd``: one wave per 16-row tile of
-(position, head) rows per KV part) and ``mla_decode_a16w8_merge.hsaco`` (``mla_decode_a16w8_merge``:
-the fixed-order fp32 merge of the parts). The launch configuration comes from the C++ planner
-(``_C.plan_mla_decode``) and depends on shapes only (plus ``kv_indices.numel() / B`` as a length hint),
-so a captured graph replays correctly with new lengths and page tables.
+Code objects: ``mla_decode_a16w8_ws.hsaco`` (kernel ``mla_decode_a16w8_fwd_ws``, the planner's choice: an
+8-wave warp-specialised workgroup per (request, KV part, group of up to 4 row tiles) that fetches each KV
+row once at fp8 width), ``mla_decode_a16w8.hsaco`` (``mla_decode_a16w8_fwd``: one wave per 16-row tile of
+(position, head) rows per KV part), ``mla_decode_a16w8_shared.hsaco`` (``mla_decode_a16w8_fwd_shared``) and
+``mla_decode_a16w8_merge.hsaco`` (``mla_decode_a16w8_merge``: the fixed-order fp32 merge of the parts). The
+three decode kernels take one by-value ``MlaDecodeArgs`` (csrc/device/mla_decode_args.hpp), whose bytes the
+host module packs (``_C.pack_mla_decode_args``) and the launcher passes as a ``StructArg``. The launch
+configuration comes from the C++ planner (``_C.plan_mla_decode``) and depends on shapes only (plus
+``kv_indices.numel() / B`` as a length hint), so a captured graph replays correctly with new lengths and
+page tables.
 
 ``make_plan`` turns the planner's choice into a ``DecodePlan`` (grids, merge waves, balanced flag,
 workspace sizes): plan once per batch, then ``run(..., plan=, workspace=)`` per layer.
@@ -24,13 +29,18 @@ import torch
 
 from moonmath_common import target_arch
 from moonmath_common.backend import cu_count
+from moonmath_common.codeobject import StructArg
 from moonmath_common.kernels import KernelSet
 
 OP = "moonmath_mla_decode.mla_decode_a16w8"
 ARCHS = ("gfx942", "gfx950")  # archs with decode kernels (the planner has a machine model for each)
 FWD_CODE_OBJECT, FWD_KERNEL = "mla_decode_a16w8", "mla_decode_a16w8_fwd"
 SHARED_CODE_OBJECT, SHARED_KERNEL = "mla_decode_a16w8_shared", "mla_decode_a16w8_fwd_shared"
-VARIANTS = ("wave", "shared")
+WS_CODE_OBJECT, WS_KERNEL = "mla_decode_a16w8_ws", "mla_decode_a16w8_fwd_ws"
+VARIANTS = ("wave", "shared", "ws")
+_CODE = {"wave": (FWD_CODE_OBJECT, FWD_KERNEL), "shared": (SHARED_CODE_OBJECT, SHARED_KERNEL),
+         "ws": (WS_CODE_OBJECT, WS_KERNEL)}
+_BLOCK = {"wave": 256, "shared": 256, "ws": 512}  # threads per workgroup
 MERGE_CODE_OBJECT, MERGE_KERNEL = "mla_decode_a16w8_merge", "mla_decode_a16w8_merge"
 LOG2E = 1.0 / math.log(2.0)
 FLAG_LSE = 1
@@ -66,9 +76,9 @@ class DecodePlan:
     heads: int
     q_len: int
     nparts: int
-    variant: str          # "wave" or "shared"
+    variant: str          # "ws", "wave" or "shared"
     n_rt: int             # 16-row tiles per request
-    grid: int             # workgroups of the decode kernel (256 threads each)
+    grid: int             # workgroups of the decode kernel (256 threads each; ws: 512)
     merge_grid: int       # workgroups of the merge kernel (0: no merge)
     merge_wpr: int        # merge waves per row (0: no merge)
     ws_o_floats: int      # partial O: [B * q_len * H, nparts, 512] fp32
@@ -103,13 +113,21 @@ def make_plan(batch: int, heads: int, q_len: int, len_hint: int = 0, *, nparts: 
     if variant not in VARIANTS:
         raise ValueError(f"{OP}: variant must be one of {VARIANTS}; got {variant!r}")
     n_rt, rows = p.n_rt, q_len * heads
-    grid = batch * np_ * -(-n_rt // 4) if variant == "shared" else -(-(batch * np_ * n_rt) // 4)
+    if variant in ("shared", "ws"):  # a workgroup per (request, part, group of up to 4 row tiles)
+        grid = batch * np_ * -(-n_rt // 4)
+    else:
+        grid = -(-(batch * np_ * n_rt) // 4)
     wpr = _C.merge_waves_per_row(np_) if np_ > 1 else 0
     split = np_ > 1
     balanced = _C.balance_split(batch, np_) if balanced is None else bool(balanced) and split
     return DecodePlan(batch, heads, q_len, np_, variant, n_rt, grid,
                       -(-(batch * rows * wpr) // 4) if split else 0, wpr,
                       batch * rows * np_ * 512 if split else 0, batch * rows * np_ * 4 if split else 0, balanced)
+
+
+def _address(t: torch.Tensor | None) -> int:
+    """A pointer field of MlaDecodeArgs: the tensor's device address (0 for none)."""
+    return 0 if t is None else t.data_ptr()
 
 
 def _check_ranges(**sizes: int) -> None:
@@ -144,16 +162,18 @@ def _check_alignment(**tensors: torch.Tensor | None) -> None:
 
 
 def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: torch.Tensor, seq_lens: torch.Tensor,
-        kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float, kv_scale: float,
+        kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float, kv_scale: float | torch.Tensor,
         lse: torch.Tensor | None = None, glen: torch.Tensor | None = None, cp_rank: int = 0, cp_world: int = 1,
         nparts: int | None = None, variant: str | None = None, *, plan: DecodePlan | None = None,
         workspace: torch.Tensor | None = None, balanced: bool | None = None) -> list[dict | None]:
     """Run mla_decode_a16w8 on the gfx942 / gfx950 kernels (emu or hip backend). Writes o_lat (and lse) in place.
 
-    Tensors as in decode.mla_decode_a16w8 (already validated). ``nparts`` overrides the planner's KV split
+    Tensors as in decode.mla_decode_a16w8 (already validated); ``kv_scale`` a float, or a one-element fp32
+    device tensor that the kernels read on the device (no host read). ``nparts`` overrides the planner's KV split
     (tests and benchmarks); the result does not depend on it beyond fp32 rounding. ``variant`` overrides the
-    planner's kernel choice: "wave" (one wave per row tile, KV straight to registers) or "shared" (a
-    workgroup of up to 4 row tiles fetches and widens each KV tile once into LDS). ``plan`` (from
+    planner's kernel choice: "ws" (8 specialised waves per up to 4 row tiles, each KV row fetched once at
+    fp8 width and widened once into LDS), "wave" (one wave per row tile, KV straight to registers) or
+    "shared" (a workgroup of up to 4 row tiles fetches and widens each KV tile once into LDS, V twice). ``plan`` (from
     ``make_plan``, for these B, H, q_len) replaces planning on every call; ``workspace`` (fp32, contiguous,
     on the device, at least ``plan.workspace_floats``) replaces the per-call allocation. Returns the
     launches' emulator counters (emu) or Nones (hip).
@@ -163,6 +183,8 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
         from moonmath_common import NoKernelError
 
         raise NoKernelError(OP, arch, KERNELS.archs_built())
+    from . import _C
+
     T, H, _ = q_lat.shape
     B = kv_indptr.numel() - 1
     q_len = T // B
@@ -176,8 +198,7 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
         raise ValueError(f"{OP}: pass nparts / variant / balanced to make_plan, not with a plan")
     rows = q_len * H
     partial = plan.nparts > 1
-    code_object, kernel_name = ((SHARED_CODE_OBJECT, SHARED_KERNEL) if plan.variant == "shared"
-                                else (FWD_CODE_OBJECT, FWD_KERNEL))
+    code_object, kernel_name = _CODE[plan.variant]
     _check_ranges(q_lat=q_lat.numel() * 2, workspace=plan.ws_o_floats * 4)
     _check_pool_slots(kv_pool.shape[0])
     _check_alignment(q_lat=q_lat, q_pe=q_pe, kv_pool=kv_pool, o_lat=o_lat)
@@ -200,16 +221,23 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
     glen_arg = glen if (cp_world > 1 and glen is not None) else seq_lens
     bal = FLAG_BALANCED if plan.balanced else 0
     flags = (FLAG_LSE if lse is not None else 0) | (FLAG_PARTIAL if partial else 0) | bal
-    c_qk = _f32_bits(float(scale) * float(kv_scale) * LOG2E)
-    o_scale = _f32_bits(float(kv_scale))
-    counters = [KERNELS.launch(OP, arch, code_object, kernel_name, grid=plan.grid, block=256,
-                               args=[q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, glen_arg, lse,
-                                     ws_o, ws_ml, B, H, q_len, plan.nparts, kv_pool.shape[0],
-                                     _usable_indices(kv_indices.numel()), cp_rank, cp_world, flags, c_qk, o_scale])]
+    if isinstance(kv_scale, torch.Tensor):  # device-resident (decode.py checked it): the kernels read it
+        kv_dev, c_qk, o_scale = kv_scale, 0, 0
+    else:
+        kv_dev = None
+        c_qk = _f32_bits(float(scale) * float(kv_scale) * LOG2E)
+        o_scale = _f32_bits(float(kv_scale))
+    scale_log2e = _f32_bits(float(scale) * LOG2E)
+    buffers = (q_lat, q_pe, kv_pool, o_lat, seq_lens, kv_indices, kv_indptr, glen_arg, lse, ws_o, ws_ml, kv_dev)
+    args = StructArg(_C.pack_mla_decode_args(*(_address(t) for t in buffers), B, H, q_len, plan.nparts,
+                                             kv_pool.shape[0], _usable_indices(kv_indices.numel()), cp_rank,
+                                             cp_world, flags, c_qk, o_scale, scale_log2e), buffers)
+    counters = [KERNELS.launch(OP, arch, code_object, kernel_name, grid=plan.grid, block=_BLOCK[plan.variant],
+                               args=[args])]
     if partial:
         counters.append(KERNELS.launch(OP, arch, MERGE_CODE_OBJECT, MERGE_KERNEL, grid=plan.merge_grid, block=256,
                                        args=[ws_o, ws_ml, o_lat, lse, B * rows, plan.nparts,
                                              (FLAG_LSE if lse is not None else 0) | bal, o_scale, plan.merge_wpr,
                                              seq_lens, glen_arg, kv_indptr, _usable_indices(kv_indices.numel()), B,
-                                             q_len, cp_rank, cp_world]))
+                                             q_len, cp_rank, cp_world, kv_dev]))
     return counters

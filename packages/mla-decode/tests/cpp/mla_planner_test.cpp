@@ -38,11 +38,17 @@ int main() {
           MM_CHECK(p.len_used == len);
           MM_CHECK(p.nparts <= (len + 15) / 16 || p.nparts == 1);  // never more parts than tiles
           const bool shared = std::string(p.variant) == "shared";
-          MM_CHECK(shared || std::string(p.variant) == "wave");
+          const bool ws = std::string(p.variant) == "ws";
+          MM_CHECK(shared || ws || std::string(p.variant) == "wave");
           MM_CHECK(!shared || p.n_rt >= 2);
-          MM_CHECK(p.waves == (shared ? B * p.nparts * ((p.n_rt + 3) / 4) * 4 : B * p.nparts * p.n_rt));
-          MM_CHECK(p.grid * kWavesPerBlock >= p.waves && (p.grid - 1) * kWavesPerBlock < p.waves);
-          MM_CHECK(p.block == 256);
+          const Variant pv = ws ? Variant::kWs : (shared ? Variant::kShared : Variant::kWave);
+          if (ws) {
+            MM_CHECK(p.grid == B * p.nparts * ((p.n_rt + 3) / 4) && p.waves == p.grid * kWsWaves && p.block == 512);
+          } else {
+            MM_CHECK(p.waves == (shared ? B * p.nparts * ((p.n_rt + 3) / 4) * 4 : B * p.nparts * p.n_rt));
+            MM_CHECK(p.grid * kWavesPerBlock >= p.waves && (p.grid - 1) * kWavesPerBlock < p.waves);
+            MM_CHECK(p.block == 256);
+          }
           if (p.nparts == 1) {
             MM_CHECK(p.merge_grid == 0 && p.ws_o_floats == 0 && p.ws_ml_floats == 0);
           } else {
@@ -61,7 +67,8 @@ int main() {
             if (!parts_all_busy((len + 15) / 16, np)) continue;
             const double cw = plan_cost(B, H, q, len, np, mc->cus, Variant::kWave, *mc);
             const double cs = p.n_rt >= 2 ? plan_cost(B, H, q, len, np, mc->cus, Variant::kShared, *mc) : 1e300;
-            min_cost = std::min(min_cost, std::min(cw, cs));
+            const double cx = plan_cost(B, H, q, len, np, mc->cus, Variant::kWs, *mc);
+            min_cost = std::min(min_cost, std::min(cx, std::min(cw, cs)));
           }
           MM_CHECK(p.cost_ns <= min_cost * kSplitSlack);
           MM_CHECK(parts_all_busy((len + 15) / 16, p.nparts));
@@ -69,9 +76,9 @@ int main() {
             if (!parts_all_busy((len + 15) / 16, np)) continue;
             MM_CHECK(plan_cost(B, H, q, len, np, mc->cus, Variant::kWave, *mc) > min_cost * kSplitSlack);
             if (p.n_rt >= 2) MM_CHECK(plan_cost(B, H, q, len, np, mc->cus, Variant::kShared, *mc) > min_cost * kSplitSlack);
+            MM_CHECK(plan_cost(B, H, q, len, np, mc->cus, Variant::kWs, *mc) > min_cost * kSplitSlack);
           }
-          MM_CHECK(plan_cost(B, H, q, len, p.nparts, mc->cus, shared ? Variant::kShared : Variant::kWave, *mc) ==
-                p.cost_ns);
+          MM_CHECK(plan_cost(B, H, q, len, p.nparts, mc->cus, pv, *mc) == p.cost_ns);
           // Pure function of its inputs.
           const Plan p2 = plan(B, H, q, L, mc->cus, *mc);
           MM_CHECK(p2.nparts == p.nparts && p2.grid == p.grid);
@@ -80,7 +87,7 @@ int main() {
   // Shapes the issue measures: a long single request splits widely, a full batch much less.
   {
     const Plan a = plan(2, 16, 1, 150000);
-    MM_CHECK(a.nparts >= 64 && std::string(a.variant) == "wave");  // one row tile: never shared
+    MM_CHECK(a.nparts >= 64 && std::string(a.variant) == "ws");  // one row tile: ws (never shared)
     const Plan b = plan(8, 16, 4, 8192);
     MM_CHECK(b.nparts > 1 && b.nparts < 64);
     // Very large batches need (almost) no split.

@@ -2,47 +2,75 @@
 //
 // Tiling. A workgroup of 8 waves owns one work item (csrc/shared/attention_fwd_plan.h): kTileRows =
 // 256 query rows of one q head against a key range, walked in blocks of kKvBlock = 64 keys. Wave w
-// owns rows 32w .. 32w+31 of the tile as two 16-row MFMA tiles ("row tiles"); every wave reads every
-// K/V block, so each K/V fragment read from LDS feeds two MFMAs.
+// owns rows 32w .. 32w+31 as one 32-row MFMA tile; every wave reads every K/V block.
 //
-// MFMA: v_mfma_f32_16x16x32_bf16 everywhere. Lane = 16*g + i (g = lane group 0..3, i = 0..15).
-//   16x16x32 layout (emulator mfma.cpp, AMD calculator): A[i][k] in lane 16*(k/8)+i element k%8,
-//   B[k][j] in lane 16*(k/8)+j element k%8, D[i][j] in register i%4 of lane 16*(i/4)+j.
-//   QK: S^T = K Q^T. A = K (i = key of a 16-key tile t, k = d), B = Q^T (j = query row). Lane (g, j)
-//       ends with S[row j][key 16t + 4g + r] in register r: a row's 64 scores sit in 4 lanes.
-//   PV: O^T = V^T P^T. B = P^T straight from the QK registers: MFMA c (32 keys) contracts over
-//       k = 8g + e <-> key 16*(2c + e/4) + 4g + e%4 (any permutation of k is legal when A uses the
-//       same one), so P needs no lane movement. A = V^T: lane (g, i) needs V[key(c,g,e)][16n + i]
-//       for e = 0..7: two ds_read_b64_tr_b16 (one per 16-key half) from V stored key-major in LDS.
-//       D: lane (g, j) holds O[row j][16n + 4g + r], n = 0..Dv/16-1 (32 fp32 per row tile).
+// MFMA: v_mfma_f32_32x32x16_bf16 everywhere (8 passes: a 32-cycle MFMA leaves the VALU of the other
+// wave of its SIMD 6 of 8 issue slots, where a 16-cycle 16x16x32 left it 1 of 4). Lane = 32h + i
+// (h = lane half 0..1, i = 0..31). Layout (emulator mfma.cpp, AMD calculator): A[i][k] in lane
+// 32*(k/8)+i element k%8, B[k][j] in lane 32*(k/8)+j element k%8, D[i][j] in register
+// 4*(i/8) + i%4 of lane 32*((i/4)%2) + j.
+//   QK: S^T = K Q^T. A = K (i = key of a 32-key tile t, k = d), B = Q^T (j = query row), Dqk/16
+//       steps. Lane (h, j) ends with S[row j][key 32t + 8(r/4) + 4h + r%4] in register r: a row's
+//       64 scores sit in 2 lanes (j, j + 32), 32 per lane.
+//   PV: O^T = V^T P^T. B = P^T straight from the QK registers: step c (16 keys, registers 8(c%2) ..
+//       +7 of key tile c/2) contracts over k = 8(e/4) + 4h + e%4 <-> key 16c + k (the tile layer's
+//       KOfPackedC order; A uses the same one), so P moves no data. A = V^T: lane (h, i) needs
+//       V[16c + 8(e/4) + 4h + e%4][32n + i], e = 0..7: two ds_read_b64_tr_b16 from V key-major in LDS.
+//       D: lane (h, j) holds O[row j][32n + 8(r/4) + 4h + r%4], n = 0..Dv/32-1 (64 fp32 per lane).
+//   Row sums of the bf16 P (the normaliser): one more MFMA per step against a fragment of ones.
 //
-// Head dims (FwdShape): 64, 80 (K padded to 96), 96, 128, 192/128, 256; with Dv 256 a wave owns one 16-row tile
-// and two workgroups run a 256-row item (FwdShape::kRowSplit).
+// LDS (160 KiB on gfx950; 64 KiB for Dqk 128, 80 KiB for 192): two K buffers [64][Dqk] and two V
+// buffers [64][Dv] bf16, key-major, rows unpadded, 16-byte chunks permuted within a row so that the
+// reads are free of bank conflicts in the 64-bank model (a b128 read serves 16 lanes per cycle, a
+// b64 one 32): KRows - the 16 lanes of a QK read (16 consecutive rows, one chunk) hit 16 distinct
+// chunk slots mod 256 B: chunk c of row r at c ^ (r & 15) (Dqk 128: 16 chunks a row) or, for rows of
+// 8 mod 16 chunks (Dqk 192), at c ^ ((r >> 1) & 7) within its group of 8 (rows alternate by 128 B).
+// VRows - the 32 lanes of a transposing read (4 consecutive rows x 4 consecutive chunks): chunk c of
+// row r at c ^ 4(r & 3). The direct-to-LDS loads write 16 bytes per lane at M0 + 16*lane, so the
+// permutation is applied on the global side (each lane fetches the chunk that belongs at its slot).
 //
-// LDS (160 KiB on gfx950; we use 64 KiB for Dqk 128, 80 KiB for 192, 128 KiB for 256): two stages, each one K block
-// [64][Dqk] and one V block [64][Dv] bf16, key-major, rows unpadded. 16-byte chunk c of row r sits at
-// chunk (c ^ (r & 7)) of its row (XOR swizzle, applied on the global side of the direct-to-LDS loads,
-// whose LDS side is fixed at M0 + 16*lane): the QK reads (16 rows, one chunk each) and the
-// transposing V reads (4 rows x 2 half-chunks per 16 lanes) then spread over the banks.
+// Wave roles: ping-pong. Waves 0..3 (group A) and 4..7 (group B) share the 4 SIMDs pairwise (wave w
+// on SIMD w % 4). Each wave alternates an MFMA phase M(n) = [PV(n-1), QK(n)] (LDS reads and MFMAs, at
+// s_setprio 1) and a softmax phase X(n) = [soft-cap, mask, online softmax, P -> bf16] (VALU and
+// exp2); group B runs one phase behind A, so on every SIMD one wave's softmax overlaps the other's
+// MFMAs. One s_barrier between phases (all 8 waves):
 //
-// Pipeline, one barrier per KV block:
-//   wait own DMAs of block n (vmcnt 0); barrier       -> block n visible; every wave is done with n-1
-//   DMA block n+1 into the other stage (all waves)   -> overlaps the math below
-//   QK(n) from LDS, [soft-cap: the *_softcap kernels], mask ([window: lower bound too], only on blocks that need it), online softmax (log2 domain, fp32),
-//   P -> bf16 (RTNE), PV(n) with transposing LDS reads.
-// Epilogue: O / lb (lb = the sum of the bf16 P, by MFMA against ones; 0 -> 0) rounded RTNE with canonical NaN 0x7FFF, LSE = (m + log2 l) ln 2; a
-// split part writes fp32 (O, m, l) to its workspace slot instead (attention_merge.hip combines them).
+//   global phase   2n            2n+1
+//   group A        M(n)          X(n)
+//   group B        X(n-1)        M(n)
+//
+// Buffers: K(n) in K buffer n % 2 (read in phases 2n, 2n+1), V(n) in V buffer n % 2 (read by PV(n) in
+// phases 2n+2, 2n+3). At the start of phase 2n every wave issues its share of the DMA of K(n+1) and
+// V(n) (their buffers' previous blocks K(n-1), V(n-2) were last read in phase 2n-1) and waits for it
+// (vmcnt(0)) at the end of phase 2n+1, two phases of latency hidden. LDS reads are inline asm in a
+// ring of kPrefetch fragments with counted lgkmcnt waits tied to each fragment (the builtin transposing
+// read made clang wait for all outstanding LDS DMA; the hazard checker verifies the manual waits).
+// Epilogue: O / lb (lb = the sum of the bf16 P, by MFMA against ones; 0 -> 0) rounded RTNE with
+// canonical NaN 0x7FFF, LSE = (m + log2 l) ln 2; a split part writes fp32 (O, m, l) to its workspace
+// slot instead (attention_merge.hip combines them).
+//
+// Head dims (issue 17, FwdShape): (Dqk, Dv) = (64, 64), (80, 80), (96, 96), (128, 128), (192, 128). Dqk needs only
+// the 16-wide k-step (80: 5 steps); Dv is padded to the 32-column output tile in LDS (80 -> 96: the pad chunks DMA'd
+// as zeros, the pad columns of O never stored). Rows of 16 or 24 chunks get the conflict-free KRows / VRows above,
+// rows of 8 chunks (Dqk/Dv 64) their 8-chunk forms, 10 and 12 chunks (80, 96) stay unpermuted (correct, with bank
+// conflicts); a block that is no whole number of DMA rounds over 8 waves leaves the last waves idle in the last
+// round. Dqk = Dv = 256 is not built on this pipeline: one 32-row tile per wave would hold 128 fp32 of O and 64 of
+// Q per lane, beyond the register file with the fragments in flight.
+//
+// fp8 K/V (issue 17, FwdShape KvFp8): K and V are OCP e4m3fn in memory, dequantised on their way to LDS (exact: every
+// e4m3fn value is a bf16 value). The DMA slot of a phase issues 16-byte buffer loads into VGPRs instead of the
+// direct-to-LDS loads, the wait slot (where the bf16 kernel waits vmcnt(0)) widens them into the same permuted bf16
+// LDS rows (ds_write_b128) and waits for the writes before the phase barrier; K's descale joins the logit factor,
+// V's scales O once after the key loop. Every later stage is the bf16 kernel's.
 //
 // Where rows and keys live is the partitioner's business (DenseTile: batch strides + token offsets of
 // a work item); the pipeline sees buffer resources and per-block row counts only.
 //
-// Fragments are the tile layer's (moonmath/tile.hpp): FragA/FragB/FragC<Mfma16x16x32Bf16>, mma,
-// load_b (Q from global), lds_load_a over XorLds (K from LDS). Local here, because the layer does not
-// have them (yet): the transposing V read by asm with tied waits (the layer's lds_load_a_kmajor uses
-// the builtin, which waits for all LDS DMA), the CTA-wide direct-to-LDS staging (8 waves filling one
-// tile), P -> bf16 by v_cvt_pk_bf16_f32 (the layer's pack_bf16<RTNE> is the integer form with a NaN
-// guard: P needs neither), and the softmax step (fma logits, rescale skipped when no max moved,
-// the bf16-P normaliser).
+// Fragments are the tile layer's (moonmath/tile.hpp): FragA/FragB/FragC<Mfma32x32x16Bf16>, mma,
+// load_b (Q from global), as_b_operand's KOfPackedC order. Local here: the LDS row permutations
+// (KRows/VRows, the layer's policy interface), the asm LDS reads with tied counted waits, the CTA-wide
+// direct-to-LDS staging (8 waves filling one block), P -> bf16 by v_cvt_pk_bf16_f32 and the softmax
+// step (fma logits, rescale skipped when no max moved, the bf16-P normaliser).
 #pragma once
 #include "moonmath/all.hpp"
 #include "moonmath/tile.hpp"
@@ -52,7 +80,8 @@ namespace attn950 {
 
 using mm::bf16x8;
 using mm::f32x4;
-using Mfma = mm::Mfma16x16x32Bf16;         // the tile layer's shape: A/B/C lane layouts as in the header
+using mm::f32x16;
+using Mfma = mm::Mfma32x32x16Bf16;         // the tile layer's shape: A/B/C lane layouts as in the header
 using FragA = mm::FragA<Mfma>;
 using FragB = mm::FragB<Mfma>;
 using FragC = mm::FragC<Mfma>;
@@ -62,24 +91,55 @@ typedef short i16x4 __attribute__((ext_vector_type(4)));
 typedef __attribute__((address_space(3))) uint8_t lds_u8;
 
 constexpr float kNegInf = -__builtin_inff();
+constexpr int kWaveRows = kTileRows / kWaves;   // 32: one 32x32 MFMA tile of query rows per wave
+constexpr int kGroupWaves = kWaves / 2;         // ping-pong groups: waves 0..3 lead, 4..7 lag a phase
+static_assert(kWaveRows == Mfma::N, "one 32-row tile per wave");
+
+// Lambdas are inlined like MM_DEVICE functions (left to the inliner, the largest feature kernels kept
+// their fragments in scratch).
+#define MM_INLINE_LAMBDA __attribute__((always_inline))
+
+// ---- compile-time loops (constexpr indices for asm immediates and counted waits) ----------------
+template <int V> struct Ic { static constexpr int value = V; };
+template <int... I> struct ISeq {};
+template <int N, int... I> struct MakeISeq : MakeISeq<N - 1, N - 1, I...> {};
+template <int... I> struct MakeISeq<0, I...> { typedef ISeq<I...> type; };
+template <class F, int... I> MM_DEVICE void static_for_impl(F& f, ISeq<I...>) { (f(Ic<I>{}), ...); }
+template <int N, class F> MM_DEVICE void static_for(F f) { static_for_impl(f, typename MakeISeq<N>::type{}); }
+
+// ---- LDS row layouts (the tile layer's swizzle-policy interface: kRowBytes, offset, byte_of) ---
+// K rows, read 16 consecutive rows x one 16-byte chunk per 16 lanes (QK's A operand).
+template <int RowBytes>
+struct KRows {
+  static constexpr int kRowBytes = RowBytes, kChunks = RowBytes / 16;
+  static constexpr uint32_t chunk(uint32_t row, uint32_t c) {
+    if constexpr (kChunks % 16 == 0) return c ^ (row & 15u);
+    else if constexpr (kChunks % 16 == 8) return (c & ~7u) | ((c ^ (row >> 1)) & 7u);
+    else if constexpr (kChunks % 8 == 0) return c ^ (row & 7u);
+    else return c;   // other row widths: unpermuted (correct, not conflict-free)
+  }
+  static constexpr uint32_t offset(uint32_t row, uint32_t byte) { return row * RowBytes + (chunk(row, byte / 16) << 4) + byte % 16; }
+  static constexpr uint32_t byte_of(uint32_t row, uint32_t phys) { return (chunk(row, phys / 16) << 4) + phys % 16; }  // an involution
+};
+// V rows, read 4 consecutive rows x 4 consecutive chunks per 32 lanes (the transposing PV reads).
+template <int RowBytes>
+struct VRows {
+  static constexpr int kRowBytes = RowBytes, kChunks = RowBytes / 16;
+  static constexpr uint32_t chunk(uint32_t row, uint32_t c) {
+    if constexpr (kChunks % 16 == 0) return c ^ ((row & 3u) << 2);
+    else if constexpr (kChunks % 16 == 8) return c ^ (((row >> 1) & 1u) << 2);
+    else return c;
+  }
+  static constexpr uint32_t offset(uint32_t row, uint32_t byte) { return row * RowBytes + (chunk(row, byte / 16) << 4) + byte % 16; }
+  static constexpr uint32_t byte_of(uint32_t row, uint32_t phys) { return (chunk(row, phys / 16) << 4) + phys % 16; }
+};
 
 // ---- shapes -------------------------------------------------------------------------------------
 // Compile-time features, flags not copies: off, the pipeline compiles to the plain kernel instruction for
 // instruction. Softcap_: softcap_block between QK and the mask. Window_: a sliding window, i.e. a lower
 // key bound per row in the mask and the tile's key loop clipped to the window. Sinks_: per-head sink logits
 // joining each row's denominator (add_sink before the epilogue).
-// Head dims (issue 17: 64, 80, 96, 128, 192/128, 256). Dqk is padded to the 32-wide k-step of the QK MFMA in
-// LDS (80 -> 96; the pad chunks are DMA'd as zeros and Q's pad lanes zeroed), Dv is a multiple of 16. The XOR
-// swizzle period is the largest of 8, 4, 2 that divides a row's 16-byte chunks (12 for 96: period 4).
-// Rows: kRowTiles 16-row tiles per wave. While the wave's resident Q and O fit in 128 VGPRs it holds two
-// (every K/V fragment feeds two MFMAs); Dqk = Dv = 256 holds one, and a 256-row work item is run by
-// kRowSplit = 2 workgroups of 128 rows each (the item, the plan and the planner stay those of 256 rows; the
-// launch doubles grid.x).
-constexpr int swizzle_period(int chunks) { return chunks % 8 == 0 ? 8 : chunks % 4 == 0 ? 4 : 2; }
-
-// KvFp8_: K and V are OCP e4m3fn in memory (fp8 K/V, issue 17), dequantised to bf16 on their way to LDS
-// (dequant_block: exact, every e4m3fn value is a bf16 value); their descales fold into the softmax scale (K) and
-// the output (V). LDS and every later stage are those of bf16 K/V.
+// KvFp8_: K and V are OCP e4m3fn in memory (see the header); LDS holds bf16 either way.
 template <bool Fp8> struct KvElem { typedef uint16_t type; };
 template <> struct KvElem<true> { typedef uint8_t type; };
 
@@ -87,82 +147,73 @@ template <int Dqk_, int Dv_, bool Softcap_ = false, bool Window_ = false, bool S
 struct FwdShape {
   static constexpr int Dqk = Dqk_, Dv = Dv_;
   static constexpr bool kSoftcap = Softcap_, kWindow = Window_, kSinks = Sinks_, kKvFp8 = KvFp8_;
-  typedef typename KvElem<KvFp8_>::type KvT;                 // K/V element in memory
+  typedef typename KvElem<KvFp8_>::type KvT;                // K/V element in memory
   static constexpr int kKvBytes = sizeof(KvT);
-  static constexpr int kDqkPad = (Dqk + 31) / 32 * 32;      // K row in LDS, Q operand width
-  static constexpr int kQkSteps = kDqkPad / 32;             // MFMA k-steps per 16-key QK tile
-  static constexpr int kDvTiles = Dv / 16;                  // 16-column output tiles
-  static constexpr int kKeyTiles = kKvBlock / 16;           // 16-key tiles per block (4)
-  static constexpr int kPvSteps = kKvBlock / 32;            // 32-key MFMA steps of PV (2)
-  static constexpr int kRowTiles = (kQkSteps + kDvTiles) * 4 * kRowTilesPerWave <= 128 ? kRowTilesPerWave : 1;
-  static constexpr int kWaveRows = 16 * kRowTiles;          // query rows of a wave
-  static constexpr int kWgRows = kWaves * kWaveRows;        // query rows of a workgroup
-  static constexpr int kRowSplit = kTileRows / kWgRows;   // workgroups per 256-row work item
-  static constexpr uint32_t kKRow = kDqkPad * 2, kVRow = Dv * 2;  // LDS row bytes
-  static constexpr int kKPeriod = swizzle_period(kKRow / 16), kVPeriod = swizzle_period(kVRow / 16);
+  static constexpr int kDvPad = (Dv + 31) / 32 * 32;        // V row in LDS, O columns computed (80 -> 96)
+  static constexpr int kQkSteps = Dqk / 16;                 // MFMA k-steps per 32-key QK tile
+  static constexpr int kDvTiles = kDvPad / 32;              // 32-column output tiles
+  static constexpr int kKeyTiles = kKvBlock / 32;           // 32-key tiles per block (2)
+  static constexpr int kPvSteps = kKvBlock / 16;            // 16-key MFMA steps of PV (4)
+  static constexpr uint32_t kKRow = Dqk * 2, kVRow = kDvPad * 2;  // LDS row bytes
   static constexpr uint32_t kKBytes = kKvBlock * kKRow, kVBytes = kKvBlock * kVRow;
-  static constexpr uint32_t kStageBytes = kKBytes + kVBytes;
-  static constexpr uint32_t kLdsBytes = 2 * kStageBytes;
-  static_assert(Dqk % 16 == 0 && Dv % 16 == 0 && kTileRows % kWgRows == 0, "head dims");
-  static_assert(!kKvFp8 || kDqkPad == Dqk, "fp8 K/V: Dqk a multiple of 32");
+  static constexpr uint32_t kKBuf0 = 0, kVBuf0 = 2 * kKBytes;   // K buffers 0, 1 then V buffers 0, 1
+  static constexpr uint32_t kLdsBytes = 2 * (kKBytes + kVBytes);
+  using KLayout = KRows<kKRow>;
+  using VLayout = VRows<kVRow>;
+  static_assert(Dqk % 16 == 0 && Dv % 16 == 0, "head dims");
   static_assert(kKBytes % 1024 == 0 && kVBytes % 1024 == 0, "whole 64-lane DMA rows");
+  static_assert(!kKvFp8 || (Dqk % 16 == 0 && kDvPad == Dv), "fp8 K/V: rows of whole 16-byte pieces, Dv unpadded");
+  static_assert(2 * kKBytes <= 65536 && 2 * kVBytes <= 65536, "ds_read immediate offsets within a buffer pair");
 };
 
 // ---- small primitives (candidates for the common tile layer) ------------------------------------
-MM_DEVICE u32x4 lds_read_b128(const lds_u8* p) { return *(const __attribute__((address_space(3))) u32x4*)p; }
-
+// LDS reads by inline asm: clang's builtin transposing read waits for all outstanding LDS DMA (vmcnt(0),
+// the next block's K/V), which kills the DMA/math overlap; asm keeps program order among the reads and
+// their waits. A result must be retired by wait_lds<N>() (counted: N later reads may stay in flight)
+// before use; "memory" keeps the reads inside their barrier interval.
+template <int Off>
+MM_DEVICE u32x4 ds_read_b128(uint32_t addr) {
+  u32x4 r;
+  asm volatile("ds_read_b128 %0, %1 offset:%2" : "=v"(r) : "v"(addr), "n"(Off) : "memory");
+  return r;
+}
 // ds_read_b64_tr_b16: lane l of each 16-lane group gets element l%4 of the 4-bf16 rows supplied by
-// lanes 4n + (l/4)%4, n = 0..3. Issued by inline asm: with the builtin, clang 22 makes every such read
-// wait for all outstanding LDS DMA (vmcnt(0)), i.e. for the next block's K/V, which kills the overlap
-// of DMA and math. The asm result must be retired by lds_wait_tied() before use (the emulator's
-// hazard checker verifies it); "memory" keeps the read inside its barrier interval.
-MM_DEVICE i16x4 lds_read_tr16_b64(const lds_u8* p) {
-  i16x4 r;
-  asm volatile("ds_read_b64_tr_b16 %0, %1" : "=v"(r) : "v"(__builtin_bit_cast(uint32_t, p)) : "memory");
+// lanes 4n + (l/4)%4, n = 0..3.
+template <int Off>
+MM_DEVICE u32x2 ds_read_tr16_b64(uint32_t addr) {
+  u32x2 r;
+  asm volatile("ds_read_b64_tr_b16 %0, %1 offset:%2" : "=v"(r) : "v"(addr), "n"(Off) : "memory");
   return r;
 }
-// The same read at p + Off (the instruction's immediate offset; Off < 2^16): Dv = 256 reads its 16 tiles from 4
-// base addresses (see pv) instead of 32 address registers.
-template <uint32_t Off>
-MM_DEVICE i16x4 lds_read_tr16_b64_at(const lds_u8* p) {
-  static_assert(Off < 65536u, "DS offset field");
-  i16x4 r;
-  asm volatile("ds_read_b64_tr_b16 %0, %1 offset:%2" : "=v"(r) : "v"(__builtin_bit_cast(uint32_t, p)), "i"(Off) : "memory");
-  return r;
-}
-// s_waitcnt lgkmcnt(0) that the compiler cannot schedule a use of x[] before.
-MM_DEVICE void lds_wait_tied(i16x4 (&x)[8]) {
-  asm volatile("s_waitcnt lgkmcnt(0)"
-               : "+v"(x[0]), "+v"(x[1]), "+v"(x[2]), "+v"(x[3]), "+v"(x[4]), "+v"(x[5]), "+v"(x[6]), "+v"(x[7]));
-}
-// Any other count (head dims other than 128): the wait, then an empty asm per value that the compiler must
-// keep after it (volatile asm statements stay in order), so no use of x[] moves above the wait.
+// s_waitcnt lgkmcnt(N) that the compiler cannot schedule a use of x before.
 template <int N>
-MM_DEVICE void lds_wait_tied(i16x4 (&x)[N]) {
-  asm volatile("s_waitcnt lgkmcnt(0)");
-#pragma unroll
-  for (int i = 0; i < N; ++i) asm volatile("" : "+v"(x[i]));
+MM_DEVICE void wait_lds(u32x4& x) {
+  static_assert(N >= 0 && N < 16, "lgkmcnt is 4 bits");
+  asm volatile("s_waitcnt lgkmcnt(%1)" : "+v"(x) : "n"(N));
+}
+template <int N>
+MM_DEVICE void wait_lds(u32x2& x, u32x2& y) {
+  static_assert(N >= 0 && N < 16, "lgkmcnt is 4 bits");
+  asm volatile("s_waitcnt lgkmcnt(%2)" : "+v"(x), "+v"(y) : "n"(N));
 }
 
-// Byte offset of 16-byte chunk c of row r in a swizzled LDS block of row_bytes per row (swizzle period P).
-template <uint32_t P = 8>
-MM_DEVICE uint32_t swz(uint32_t r, uint32_t c, uint32_t row_bytes) { return r * row_bytes + ((c ^ (r & (P - 1u))) << 4); }
-
-// Max / sum over the 4 lanes {j, j+16, j+32, j+48} that share a query row.
-MM_DEVICE float row_max4(float v) {
-  v = __builtin_fmaxf(v, __builtin_bit_cast(float, mm::swizzle_xor<16>(__builtin_bit_cast(uint32_t, v))));
-  return __builtin_fmaxf(v, mm::xor_lane(v, 32));
+// v_permlane32_swap: v and the value of lane l ^ 32, combined by op (max / sum over a row's two lanes).
+// By asm: clang 22 folds the builtin's second result away when both inputs are the same value. The
+// s_nop covers the VALU-write -> permlane-read hazard of the copy.
+template <class Op>
+MM_DEVICE float row_pair(float v, Op op) {
+  uint32_t a = __builtin_bit_cast(uint32_t, v), b = a;
+  asm volatile("s_nop 1\n\tv_permlane32_swap_b32 %0, %1" : "+v"(a), "+v"(b));
+  return op(__builtin_bit_cast(float, a), __builtin_bit_cast(float, b));
 }
-MM_DEVICE float row_sum4(float v) {
-  v += __builtin_bit_cast(float, mm::swizzle_xor<16>(__builtin_bit_cast(uint32_t, v)));
-  return v + mm::xor_lane(v, 32);
-}
+MM_DEVICE float row_max2(float v) { return row_pair(v, mm::MaxOp{}); }
+MM_DEVICE float row_sum2(float v) { return row_pair(v, mm::SumOp{}); }
 
-// 8 f32 -> 8 bf16 (RTNE, v_cvt_pk_bf16_f32) as one MFMA operand.
-MM_DEVICE bf16x8 to_bf16x8(f32x4 lo, f32x4 hi) {
-  typedef float f32x8 __attribute__((ext_vector_type(8)));
-  f32x8 v = {lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]};
-  return __builtin_convertvector(v, bf16x8);
+// 2 f32 -> 2 bf16 (RTNE, v_cvt_pk_bf16_f32) in one dword.
+MM_DEVICE uint32_t cvt_pk_bf16(float lo, float hi) {
+  typedef float f32x2 __attribute__((ext_vector_type(2)));
+  typedef __bf16 bf16x2 __attribute__((ext_vector_type(2)));
+  return __builtin_bit_cast(uint32_t, __builtin_convertvector((f32x2{lo, hi}), bf16x2));
 }
 
 // Output rounding: RTNE with any NaN -> 0x7FFF (v_cvt_pk_bf16_f32 would keep the payload).
@@ -197,178 +248,251 @@ struct DenseTile {
     k_head = reinterpret_cast<const KvT*>(k) + it.batch * a.k_batch + hk * a.k_head + (int64_t)it.k_tok0 * a.k_token;
     v_head = reinterpret_cast<const KvT*>(v) + it.batch * a.v_batch + hk * a.v_head + (int64_t)it.k_tok0 * a.v_token;
   }
-  // Rows [r0, r0 + Shape::kWgRows) of the tile (the workgroup's: all 256 but with Dv 256, see FwdShape),
-  // clipped to the sequence; <= 0: none.
-  MM_DEVICE int32_t rows(int32_t r0 = 0) const {
-    const int32_t r = it.q_len - it.q_row0 - r0;
-    return r < Shape::kWgRows ? r : Shape::kWgRows;
+  MM_DEVICE int32_t rows() const { int32_t r = it.q_len - it.q_row0; return r < kTileRows ? r : kTileRows; }
+  MM_DEVICE mm::buffer_rsrc q_rsrc(const uint16_t* q) const {
+    const uint16_t* p = q + it.batch * a.q_batch + h * a.q_head + (int64_t)(it.q_tok0 + it.q_row0) * a.q_token;
+    return mm::make_buffer(p, extent_bytes(rows(), a.q_token, Shape::Dqk, 2));
   }
-  MM_DEVICE mm::buffer_rsrc q_rsrc(const uint16_t* q, int32_t r0 = 0) const {
-    const uint16_t* p = q + it.batch * a.q_batch + h * a.q_head + (int64_t)(it.q_tok0 + it.q_row0 + r0) * a.q_token;
-    return mm::make_buffer(p, extent_bytes(rows(r0), a.q_token, Shape::Dqk, 2));
+  MM_DEVICE mm::buffer_rsrc o_rsrc(uint16_t* o) const {
+    uint16_t* p = o + it.batch * a.o_batch + h * a.o_head + (int64_t)(it.q_tok0 + it.q_row0) * a.o_token;
+    return mm::make_buffer(p, extent_bytes(rows(), a.o_token, Shape::Dv, 2));
   }
-  MM_DEVICE mm::buffer_rsrc o_rsrc(uint16_t* o, int32_t r0 = 0) const {
-    uint16_t* p = o + it.batch * a.o_batch + h * a.o_head + (int64_t)(it.q_tok0 + it.q_row0 + r0) * a.o_token;
-    return mm::make_buffer(p, extent_bytes(rows(r0), a.o_token, Shape::Dv, 2));
-  }
-  MM_DEVICE mm::buffer_rsrc lse_rsrc(float* lse, int32_t r0 = 0) const {
-    float* p = lse + it.batch * a.lse_batch + h * a.lse_head + it.q_tok0 + it.q_row0 + r0;
-    return mm::make_buffer(p, rows(r0) > 0 ? (uint32_t)rows(r0) * 4u : 0u);
+  MM_DEVICE mm::buffer_rsrc lse_rsrc(float* lse) const {
+    float* p = lse + it.batch * a.lse_batch + h * a.lse_head + it.q_tok0 + it.q_row0;
+    return mm::make_buffer(p, rows() > 0 ? (uint32_t)rows() * 4u : 0u);
   }
   // K / V rows [key0, key0 + 64) of the sequence, clipped to k_len: loads past the end return 0.
   MM_DEVICE int32_t block_rows(int32_t key0) const { int32_t r = it.k_len - key0; return r < kKvBlock ? r : kKvBlock; }
   MM_DEVICE mm::buffer_rsrc k_block(int32_t key0) const {
-    return mm::make_buffer(k_head + (int64_t)key0 * a.k_token,
-                           extent_bytes(block_rows(key0), a.k_token, Shape::Dqk, Shape::kKvBytes));
+    return mm::make_buffer(k_head + (int64_t)key0 * a.k_token, extent_bytes(block_rows(key0), a.k_token, Shape::Dqk, Shape::kKvBytes));
   }
   MM_DEVICE mm::buffer_rsrc v_block(int32_t key0) const {
-    return mm::make_buffer(v_head + (int64_t)key0 * a.v_token,
-                           extent_bytes(block_rows(key0), a.v_token, Shape::Dv, Shape::kKvBytes));
+    return mm::make_buffer(v_head + (int64_t)key0 * a.v_token, extent_bytes(block_rows(key0), a.v_token, Shape::Dv, Shape::kKvBytes));
   }
 };
 
 // ---- pipeline state -----------------------------------------------------------------------------
 template <class Shape>
 struct WaveState {
-  FragB q[Shape::kRowTiles][Shape::kQkSteps];       // Q^T operands, resident
-  FragC o[Shape::kRowTiles][Shape::kDvTiles];       // O^T accumulators
-  float m[Shape::kRowTiles];                        // running max (log2 units, row-uniform)
-  float l[Shape::kRowTiles];                        // this lane's share of the running sum (fp32 p: the LSE)
-  FragC lb[Shape::kRowTiles];                       // running sum of the bf16 P (every register = the row's)
+  FragB q[Shape::kQkSteps];       // Q^T operands, resident
+  FragC o[Shape::kDvTiles];       // O^T accumulators
+  FragB p[Shape::kPvSteps];       // P^T of the last softmax phase (bf16), consumed by the next PV
+  float m;                        // running max of the lane's row (log2 units)
+  float l;                        // this lane's share of the running sum (fp32 p: the LSE)
+  FragC lb;                       // running sum of the bf16 P (every register = the row's)
+  float r;                        // the last softmax phase's rescale factor of O and lb ...
+  bool rescale;                   // ... still to apply (wave-uniform), by the next MFMA phase
 };
 
+// O and lb *= r, deferred from the softmax phase into the next MFMA phase, before its first MFMA: v_pk_mul_f32
+// cannot issue within passes + 2 slots of an MFMA on the SIMD, and this is the one window without any
+// (the other wave has just left its MFMA phase); in the softmax phase it would wait for the other wave's
+// whole MFMA phase, and 65 unpacked v_mul would lengthen the phase that bounds the pipeline.
+template <class Shape>
+MM_DEVICE void rescale_pending(WaveState<Shape>& st) {
+  if (st.rescale) {
+    st.lb.v[0] *= st.r;   // every register of lb accumulates the same sums on its own: only v[0] is read
+#pragma unroll
+    for (int n = 0; n < Shape::kDvTiles; ++n) mm::scale(st.o[n], st.r);
+    st.rescale = false;
+  }
+}
+
+// Per-lane LDS byte addresses (loop-invariant; a read adds its block's rows and buffer as an immediate).
+template <class Shape>
+struct LdsAddrs {
+  uint32_t k[Shape::kQkSteps];    // QK step s: row i = lane % 32 of a key tile, chunk 2s + h
+  uint32_t v[Shape::kDvTiles];    // PV n-tile n: the transposing read's row 4h + (lane%16)/4, chunk and half
+  MM_DEVICE LdsAddrs(const lds_u8* lds, uint32_t lane) {
+    const uint32_t i = lane & 31u, h = lane >> 5, t16 = lane & 15u;
+    const uint32_t base = __builtin_bit_cast(uint32_t, lds);
+#pragma unroll
+    for (int s = 0; s < Shape::kQkSteps; ++s) k[s] = base + Shape::kKBuf0 + Shape::KLayout::offset(i, 16u * (2u * s + h));
+    // Source lane (h, t16) of 16-lane group g supplies row 4h + t16/4 (of the 8-row half), columns
+    // 32n + 16(g%2) + 4(t16%4) .. +3 (one 8-byte half chunk).
+#pragma unroll
+    for (int n = 0; n < Shape::kDvTiles; ++n)
+      v[n] = base + Shape::kVBuf0 + Shape::VLayout::offset(4u * h + (t16 >> 2), 64u * n + 32u * ((lane >> 4) & 1u) + 8u * (t16 & 3u));
+  }
+};
+
+// The first MFMA of an accumulation: C = 0 as the inline constant (no zeroing moves).
+MM_DEVICE FragC mfma_first(const FragA& a, const FragB& b) {
+  FragC d;
+  d.v = __builtin_amdgcn_mfma_f32_32x32x16_bf16(__builtin_bit_cast(bf16x8, a.w), __builtin_bit_cast(bf16x8, b.w),
+                                                 f32x16{}, 0, 0, 0);
+  return d;
+}
+
 // ---- stages -------------------------------------------------------------------------------------
-// Q rows of this wave: lane (g, j) of row tile rt holds Q[row kWaveRows w + 16rt + j][32s + 8g .. +7] (rows of
-// the q resource: the workgroup's). Dqk 80: the lanes of dims 80..95 (g >= 2 of the last step) hold zeros.
+// Q rows of this wave: lane (h, j) holds Q[row 32w + j][16s + 8h .. +7] for step s.
 template <class Shape>
 MM_DEVICE void load_q(WaveState<Shape>& st, mm::buffer_rsrc q, int64_t q_token, uint32_t wave, uint32_t lane) {
   (void)lane;
 #pragma unroll
-  for (int rt = 0; rt < Shape::kRowTiles; ++rt)
-#pragma unroll
-    for (int s = 0; s < Shape::kQkSteps; ++s) {
-      mm::load_b(st.q[rt][s], q, ((uint32_t)Shape::kWaveRows * wave + 16u * rt) * (uint32_t)q_token * 2u + 64u * s,
-                 (uint32_t)q_token * 2u);
-      if constexpr (Shape::kDqkPad != Shape::Dqk) {
-        if (s == Shape::kQkSteps - 1 && 32 * s + 8 * (int)(lane >> 4) >= Shape::Dqk) st.q[rt][s].w = u32x4{0u, 0u, 0u, 0u};
-      }
-    }
+  for (int s = 0; s < Shape::kQkSteps; ++s)
+    mm::load_b(st.q[s], q, kWaveRows * wave * (uint32_t)q_token * 2u + 32u * s, (uint32_t)q_token * 2u);
 }
 
 // A negative softmax_scale: s' = (-q) k with the scale |scale| (bf16 negation is exact).
 template <class Shape>
 MM_DEVICE void negate_q(WaveState<Shape>& st) {
 #pragma unroll
-  for (int rt = 0; rt < Shape::kRowTiles; ++rt)
-#pragma unroll
-    for (int s = 0; s < Shape::kQkSteps; ++s)
-      st.q[rt][s].w ^= 0x80008000u;
+  for (int s = 0; s < Shape::kQkSteps; ++s) st.q[s].w ^= 0x80008000u;
 }
 
-// DMA one K block and one V block into a stage: the CTA's 8 waves share the block's 64-lane loads of 16 bytes,
-// Loads per wave (wave w issues loads w*Loads .. +Loads-1 that exist: with 96 or 80 dims the last round is
-// partial, a wave-uniform skip); LDS chunk position p = 64*load + lane is row p / chunks, chunk p % chunks,
-// fetched from global chunk (p % chunks) ^ (row & (period - 1)) (the swizzle). Chunks past the source row (the
-// pad of Dqk 80 to 96) read past the resource: zeros.
-template <int RowBytes, int SrcBytes = RowBytes>
+// The lanes of a block's DMA: the block's 64-lane loads of 16 bytes, kLoads per wave (wave w issues loads
+// w kLoads .. +kLoads-1 that exist: when the block is no whole number of rounds over 8 waves - 96- and 80-wide rows -
+// the last waves skip the last round, a wave-uniform branch). LDS position p = 64*load + lane is row p / chunks,
+// physical chunk p % chunks, fetched from the logical byte Layout::byte_of gives (the row permutation); logical
+// chunks past the source row (Dv 80's pad to 96) are fetched past the resource: zeros.
+template <class Layout, int SrcBytes = Layout::kRowBytes>
 struct DmaRows {
-  static constexpr uint32_t kChunks = RowBytes / 16, kSrcChunks = SrcBytes / 16;
-  static constexpr uint32_t kPeriod = swizzle_period(RowBytes / 16);
-  static constexpr int kRowLoads = kKvBlock * RowBytes / 1024;         // 64-lane loads of a 64-row block
-  static constexpr int kLoads = (kRowLoads + kWaves - 1) / kWaves;     // per wave
-  static constexpr bool kPartial = kRowLoads % kWaves != 0;
-  static constexpr uint32_t kPastEnd = 1u << 31;   // beyond any block resource (64 rows < 2^31 bytes)
-  MM_DEVICE static bool issued(uint32_t wave, int i) { return !kPartial || (int)wave * kLoads + i < kRowLoads; }
-  // (row, global chunk) of lane `lane` in load i of wave `wave`
-  MM_DEVICE static uint32_t row_of(uint32_t wave, int i, uint32_t lane) { return ((wave * kLoads + i) * 64u + lane) / kChunks; }
-  MM_DEVICE static uint32_t chunk_of(uint32_t wave, int i, uint32_t lane) {
-    const uint32_t p = (wave * kLoads + i) * 64u + lane;
-    return (p % kChunks) ^ ((p / kChunks) & (kPeriod - 1u));
+  static constexpr uint32_t kChunks = Layout::kRowBytes / 16;
+  static constexpr uint32_t kSrcBytes = SrcBytes;
+  static constexpr int kRowLoads = kKvBlock * Layout::kRowBytes / 1024;   // 64-lane loads of a 64-row block
+  static constexpr int kLoads = (kRowLoads + kWaves - 1) / kWaves;       // per wave
+  static constexpr uint32_t kPastEnd = 1u << 31;                          // beyond any block resource
+  MM_DEVICE static bool issued(uint32_t wave, int i) { return kRowLoads % kWaves == 0 || (int)(wave * kLoads) + i < kRowLoads; }
+  MM_DEVICE static uint32_t base(uint32_t wave, int i) { return (wave * kLoads + i) * 64u; }
+  MM_DEVICE static uint32_t row_of(uint32_t wave, int i, uint32_t lane) { return (base(wave, i) + lane) / kChunks; }
+  // the logical byte of the row this lane fetches (>= kSrcBytes: a pad chunk)
+  MM_DEVICE static uint32_t byte_of(uint32_t wave, int i, uint32_t lane) {
+    const uint32_t p = base(wave, i) + lane;
+    return Layout::byte_of(p / kChunks, (p % kChunks) * 16u);
   }
 };
 
-template <int RowBytes, int SrcBytes = RowBytes>
+// DMA rows of one block into a buffer (DmaRows' lanes), 16-byte direct-to-LDS loads.
+template <class Layout, int SrcBytes = Layout::kRowBytes>
 MM_DEVICE void dma_rows(mm::buffer_rsrc src, int64_t token_stride, lds_u8* dst, uint32_t wave, uint32_t lane) {
-  using D = DmaRows<RowBytes, SrcBytes>;
+  using D = DmaRows<Layout, SrcBytes>;
 #pragma unroll
   for (int i = 0; i < D::kLoads; ++i) {
     if (!D::issued(wave, i)) continue;
-    const uint32_t base = (wave * D::kLoads + i) * 64u;
-    const uint32_t row = D::row_of(wave, i, lane), c = D::chunk_of(wave, i, lane);
-    uint32_t off = row * (uint32_t)token_stride * 2u + c * 16u;
-    if constexpr (D::kSrcChunks < D::kChunks) off = c < D::kSrcChunks ? off : D::kPastEnd;
-    mm::buffer_load_to_lds<16>(src, (void*)(dst + base * 16u), off);
-  }
-}
-
-// fp8 K/V: the load stage dequantises. Each lane loads 16 fp8 (one 16-byte buffer load), widens them exactly to
-// 16 bf16 (v_cvt_pk_f32_fp8, then the high halves) and writes the two bf16 chunks to their swizzled LDS places
-// (the layout dma_rows makes from bf16 rows). Rows past k_len load 0. The loads are waited here (no overlap
-// with the math yet); block_sync's release fence retires the LDS writes before the barrier. DequantRows is the
-// lane -> (row, 16-element piece) map and the widening store, shared with the paged loader.
-template <int RowBytes, int Elems>
-struct DequantRows {
-  static constexpr uint32_t kSrcChunks = Elems / 16;                   // 16-byte fp8 pieces of a row
-  static constexpr int kRowLoads = kKvBlock * (int)kSrcChunks / 64;    // 64-lane loads of a block
-  static constexpr int kLoads = (kRowLoads + kWaves - 1) / kWaves;
-  static constexpr uint32_t kPeriod = swizzle_period(RowBytes / 16);
-  MM_DEVICE static bool issued(uint32_t wave, int i) { return kRowLoads % kWaves == 0 || (int)wave * kLoads + i < kRowLoads; }
-  MM_DEVICE static uint32_t row_of(uint32_t wave, int i, uint32_t lane) { return ((wave * kLoads + i) * 64u + lane) / kSrcChunks; }
-  MM_DEVICE static uint32_t piece_of(uint32_t wave, int i, uint32_t lane) { return ((wave * kLoads + i) * 64u + lane) % kSrcChunks; }
-  MM_DEVICE static void store(lds_u8* dst, uint32_t row, uint32_t c, u32x4 w) {
-    u32x4 lo, hi;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const mm::f32x2 a = mm::cvt_pk_f32_fp8<false>(w[j]), b = mm::cvt_pk_f32_fp8<true>(w[j]);
-      const uint32_t x0 = mm::pack_bf16x2_hi(a[0], a[1]), x1 = mm::pack_bf16x2_hi(b[0], b[1]);
-      if (j < 2) { lo[2 * j] = x0; lo[2 * j + 1] = x1; } else { hi[2 * j - 4] = x0; hi[2 * j - 3] = x1; }
-    }
-    mm::lds_write_b128(dst, swz<kPeriod>(row, 2u * c, RowBytes), lo);
-    mm::lds_write_b128(dst, swz<kPeriod>(row, 2u * c + 1u, RowBytes), hi);
-  }
-};
-
-template <int RowBytes, int Elems>
-MM_DEVICE void dequant_rows(mm::buffer_rsrc src, int64_t token_stride, lds_u8* dst, uint32_t wave, uint32_t lane) {
-  using D = DequantRows<RowBytes, Elems>;
-#pragma unroll
-  for (int i = 0; i < D::kLoads; ++i) {
-    if (!D::issued(wave, i)) continue;
-    const uint32_t row = D::row_of(wave, i, lane), c = D::piece_of(wave, i, lane);
-    D::store(dst, row, c, mm::buffer_load_b128(src, row * (uint32_t)token_stride + c * 16u));
+    const uint32_t row = D::row_of(wave, i, lane), byte = D::byte_of(wave, i, lane);
+    uint32_t off = row * (uint32_t)token_stride * 2u + byte;
+    if constexpr (D::kSrcBytes < (uint32_t)Layout::kRowBytes) off = byte < D::kSrcBytes ? off : D::kPastEnd;
+    mm::buffer_load_to_lds<16>(src, (void*)(dst + D::base(wave, i) * 16u), off);
   }
 }
 
 template <class Shape, class Tile>
-MM_DEVICE void dma_block(const Tile& tile, int32_t key0, lds_u8* stage, uint32_t wave, uint32_t lane) {
-  if constexpr (Shape::kKvFp8) {
-    dequant_rows<Shape::kKRow, Shape::Dqk>(tile.k_block(key0), tile.a.k_token, stage, wave, lane);
-    dequant_rows<Shape::kVRow, Shape::Dv>(tile.v_block(key0), tile.a.v_token, stage + Shape::kKBytes, wave, lane);
-  } else {
-    dma_rows<Shape::kKRow, Shape::Dqk * 2>(tile.k_block(key0), tile.a.k_token, stage, wave, lane);
-    dma_rows<Shape::kVRow>(tile.v_block(key0), tile.a.v_token, stage + Shape::kKBytes, wave, lane);
-  }
+MM_DEVICE void dma_k(const Tile& tile, int32_t key0, lds_u8* buf, uint32_t wave, uint32_t lane) {
+  dma_rows<typename Shape::KLayout>(tile.k_block(key0), tile.a.k_token, buf, wave, lane);
+}
+template <class Shape, class Tile>
+MM_DEVICE void dma_v(const Tile& tile, int32_t key0, lds_u8* buf, uint32_t wave, uint32_t lane) {
+  dma_rows<typename Shape::VLayout, Shape::Dv * 2>(tile.v_block(key0), tile.a.v_token, buf, wave, lane);
 }
 
-// S^T for the wave's row tiles against the 64 keys of a stage: A = K tile t from the swizzled LDS
-// block (one b128 read feeds both row tiles), B = the resident Q^T.
-template <class Shape>
-MM_DEVICE void qk(const WaveState<Shape>& st, const lds_u8* kblk, FragC (&s)[Shape::kRowTiles][Shape::kKeyTiles],
-                  uint32_t lane) {
-  (void)lane;
-  using KLayout = mm::XorLds<Shape::kKRow, 16, Shape::kKPeriod>;   // chunk c of row r at chunk c ^ (r % period)
+// fp8 K/V rows of one block in flight: each lane loads 16 fp8 (one 16-byte buffer load into VGPRs: piece c of a
+// row), land() widens them exactly to 16 bf16 (v_cvt_pk_f32_fp8, the high halves) and writes the two bf16 chunks
+// to their permuted places of the LDS row (the layout dma_rows makes from bf16 rows). Rows past k_len load 0.
+typedef __attribute__((address_space(3))) u32x4 lds_u32x4;
+template <class Layout, int Elems>
+struct Fp8Rows {
+  static constexpr uint32_t kPieces = Elems / 16;                      // 16-byte fp8 pieces of a row
+  static constexpr int kRowLoads = kKvBlock * (int)kPieces / 64;       // 64-lane loads of a block
+  static constexpr int kLoads = (kRowLoads + kWaves - 1) / kWaves;
+  u32x4 w[kLoads];
+  MM_DEVICE static bool issued(uint32_t wave, int i) { return kRowLoads % kWaves == 0 || (int)(wave * kLoads) + i < kRowLoads; }
+  MM_DEVICE static uint32_t row_of(uint32_t wave, int i, uint32_t lane) { return ((wave * kLoads + i) * 64u + lane) / kPieces; }
+  MM_DEVICE static uint32_t piece_of(uint32_t wave, int i, uint32_t lane) { return ((wave * kLoads + i) * 64u + lane) % kPieces; }
+  MM_DEVICE void load(mm::buffer_rsrc src, int64_t token_stride, uint32_t wave, uint32_t lane) {
 #pragma unroll
-  for (int t = 0; t < Shape::kKeyTiles; ++t) {
+    for (int i = 0; i < kLoads; ++i)
+      if (issued(wave, i)) w[i] = mm::buffer_load_b128(src, row_of(wave, i, lane) * (uint32_t)token_stride + piece_of(wave, i, lane) * 16u);
+  }
+  MM_DEVICE void land(lds_u8* dst, uint32_t wave, uint32_t lane) const {
 #pragma unroll
-    for (int rt = 0; rt < Shape::kRowTiles; ++rt) s[rt][t] = mm::zeros<Mfma>();
+    for (int i = 0; i < kLoads; ++i) {
+      if (!issued(wave, i)) continue;
+      const uint32_t row = row_of(wave, i, lane), c = piece_of(wave, i, lane);
+      u32x4 lo, hi;
 #pragma unroll
-    for (int ks = 0; ks < Shape::kQkSteps; ++ks) {
-      FragA kf;
-      mm::lds_load_a<KLayout>(kf, (const void*)kblk, 16u * t, 32u * ks);
-#pragma unroll
-      for (int rt = 0; rt < Shape::kRowTiles; ++rt) mm::mma(s[rt][t], kf, st.q[rt][ks], s[rt][t]);
+      for (int j = 0; j < 4; ++j) {
+        const mm::f32x2 a = mm::cvt_pk_f32_fp8<false>(w[i][j]), b = mm::cvt_pk_f32_fp8<true>(w[i][j]);
+        const uint32_t x0 = mm::pack_bf16x2_hi(a[0], a[1]), x1 = mm::pack_bf16x2_hi(b[0], b[1]);
+        if (j < 2) { lo[2 * j] = x0; lo[2 * j + 1] = x1; } else { hi[2 * j - 4] = x0; hi[2 * j - 3] = x1; }
+      }
+      *(lds_u32x4*)(dst + Layout::offset(row, 32u * c)) = lo;
+      *(lds_u32x4*)(dst + Layout::offset(row, 32u * c + 16u)) = hi;
     }
   }
+};
+template <class Shape> using Fp8K = Fp8Rows<typename Shape::KLayout, Shape::Dqk>;
+template <class Shape> using Fp8V = Fp8Rows<typename Shape::VLayout, Shape::Dv>;
+
+template <class Shape>
+MM_DEVICE void load_k_fp8(const DenseTile<Shape>& tile, int32_t key0, Fp8K<Shape>& r, uint32_t wave, uint32_t lane) {
+  r.load(tile.k_block(key0), tile.a.k_token, wave, lane);
+}
+template <class Shape>
+MM_DEVICE void load_v_fp8(const DenseTile<Shape>& tile, int32_t key0, Fp8V<Shape>& r, uint32_t wave, uint32_t lane) {
+  r.load(tile.v_block(key0), tile.a.v_token, wave, lane);
+}
+
+// The MFMA phase M(n): PV of the previous block (V buffer KBuf ^ 1, P in st.p, row sums into lb) then
+// QK of this block (K buffer KBuf) into s. One stream of fragments - V^T (two transposing reads each),
+// then K (one b128 read each) - read kPrefetch fragments ahead of the MFMA that uses them.
+// `mid` runs once the first fragments are in flight and the row-sum MFMAs issued (the DMA of group A:
+// its scalar set-up then overlaps the MFMA pipe instead of delaying the first MFMA).
+// Fragments read ahead of their MFMA (Prefetch): 6 where Dqk 128 leaves room for them, else 4; 2 for the
+// paged Dqk 192 kernels (their page indices take the VGPRs of the others).
+template <class Shape, bool Dense> constexpr int kPrefetch = Shape::Dqk <= 128 ? 6 : Dense ? 4 : 2;
+template <class Shape, int KBuf, bool DoPv, bool DoQk, int Prefetch, class Mid>
+MM_DEVICE void mfma_phase(WaveState<Shape>& st, const LdsAddrs<Shape>& ad, FragC (&s)[Shape::kKeyTiles], Mid mid) {
+  constexpr int kPv = DoPv ? Shape::kPvSteps * Shape::kDvTiles : 0;      // V fragments: (step c, n-tile)
+  constexpr int kQk = DoQk ? Shape::kKeyTiles * Shape::kQkSteps : 0;     // K fragments: (key tile, step)
+  constexpr int kN = kPv + kQk;
+  constexpr int kVBuf = KBuf ^ 1;
+  u32x4 kf[kQk > 0 ? kQk : 1];                 // K fragments
+  u32x2 vlo[kPv > 0 ? kPv : 1], vhi[kPv > 0 ? kPv : 1];   // V^T fragments: keys +0..3 and +8..11 of the lane
+  auto issue = [&](auto F) MM_INLINE_LAMBDA {
+    constexpr int f = decltype(F)::value;
+    if constexpr (f < kPv) {
+      constexpr int c = f / Shape::kDvTiles, n = f % Shape::kDvTiles;
+      constexpr int off = kVBuf * (int)Shape::kVBytes + 16 * c * (int)Shape::kVRow;
+      vlo[f] = ds_read_tr16_b64<off>(ad.v[n]);
+      vhi[f] = ds_read_tr16_b64<off + 8 * (int)Shape::kVRow>(ad.v[n]);
+    } else {
+      constexpr int g = f - kPv, t = g / Shape::kQkSteps, ks = g % Shape::kQkSteps;
+      kf[g] = ds_read_b128<KBuf * (int)Shape::kKBytes + 32 * t * (int)Shape::kKRow>(ad.k[ks]);
+    }
+  };
+  static_for<kN + Prefetch>([&](auto I) MM_INLINE_LAMBDA {
+    constexpr int i = decltype(I)::value;
+    if constexpr (i < kN) issue(Ic<i>{});
+    if constexpr (DoPv && i == 0) rescale_pending(st);   // behind the first reads, before any MFMA
+    if constexpr (DoPv && i == Prefetch - 1) {
+      // lb += row sums of the bf16 P the PV MFMAs use (against ones), while the first reads land:
+      // normalising by them makes each output row's weights sum to 1 exactly; l stays for the LSE.
+      const FragA ones = {u32x4{0x3F803F80u, 0x3F803F80u, 0x3F803F80u, 0x3F803F80u}};
+#pragma unroll
+      for (int c = 0; c < Shape::kPvSteps; ++c) mm::mma(st.lb, ones, st.p[c], st.lb);
+    }
+    if constexpr (i == Prefetch - 1) mid();
+    if constexpr (i >= Prefetch - 1 && i - (Prefetch - 1) < kN) {
+      constexpr int f = i - (Prefetch - 1);
+      constexpr int last = i < kN ? i : kN - 1;
+      constexpr int pend = []() MM_INLINE_LAMBDA {
+        int r = 0;
+        for (int x = f + 1; x <= last; ++x) r += x < kPv ? 2 : 1;
+        return r;
+      }();
+      if constexpr (f < kPv) {
+        constexpr int c = f / Shape::kDvTiles, n = f % Shape::kDvTiles;
+        wait_lds<pend>(vlo[f], vhi[f]);
+        mm::mma(st.o[n], FragA{u32x4{vlo[f][0], vlo[f][1], vhi[f][0], vhi[f][1]}}, st.p[c], st.o[n]);
+      } else {
+        constexpr int g = f - kPv, t = g / Shape::kQkSteps, ks = g % Shape::kQkSteps;
+        wait_lds<pend>(kf[g]);
+        if constexpr (ks == 0) s[t] = mfma_first(FragA{kf[g]}, st.q[ks]);
+        else mm::mma(s[t], FragA{kf[g]}, st.q[ks], s[t]);
+      }
+    }
+  });
 }
 
 // Gemma-2 soft-cap of the raw scores: s -> tanh(|scale| s / cap) = 1 - 2 / (1 + 2^(s pre2)), pre2 =
@@ -376,237 +500,157 @@ MM_DEVICE void qk(const WaveState<Shape>& st, const lds_u8* kblk, FragC (&s)[Sha
 // cap tanh(scale s / cap) in log2 units. exp2 overflowing to inf gives rcp = 0, t = 1 (no NaN); tanh is
 // monotone, so the max-then-scale of softmax_step stays exact. Before the mask: a masked key stays -inf.
 template <class Shape>
-MM_DEVICE void softcap_block(FragC (&s)[Shape::kRowTiles][Shape::kKeyTiles], float pre2) {
+MM_DEVICE void softcap_block(FragC (&s)[Shape::kKeyTiles], float pre2) {
 #pragma unroll
-  for (int rt = 0; rt < Shape::kRowTiles; ++rt)
+  for (int t = 0; t < Shape::kKeyTiles; ++t)
 #pragma unroll
-    for (int t = 0; t < Shape::kKeyTiles; ++t)
-#pragma unroll
-      for (int r = 0; r < 4; ++r)
-        s[rt][t].v[r] = __builtin_fmaf(-2.f, mm::rcp(1.f + mm::exp2(s[rt][t].v[r] * pre2)), 1.f);
+    for (int r = 0; r < 16; ++r) s[t].v[r] = __builtin_fmaf(-2.f, mm::rcp(1.f + mm::exp2(s[t].v[r] * pre2)), 1.f);
 }
 
-// Keys at or past a row's limit (k_len, or the causal diagonal) -> -inf. Only blocks that cross a
+// Key of register r of key tile t for lane half h: 32t + 8(r/4) + 4h + r%4.
+MM_DEVICE int32_t key_of(int t, int r, int32_t h) { return 32 * t + 8 * (r / 4) + 4 * h + r % 4; }
+
+// s if the key offset x (from the block and lane) is below the bound b, else -inf: by the sign of x - b
+// (v_sub, v_ashr, v_bfi in VGPRs; a compare per score would hold a 64-bit lane mask in SGPRs each, and the
+// compiler keeps many alive at once).
+MM_DEVICE float keep_below(float s, int32_t x, int32_t b) {
+  const uint32_t keep = (uint32_t)((x - b) >> 31);   // all ones when x < b
+  return __builtin_bit_cast(float, (__builtin_bit_cast(uint32_t, s) & keep) | (0xFF800000u & ~keep));
+}
+
+// Keys at or past the row's limit (k_len, or the causal diagonal) -> -inf. Only blocks that cross a
 // limit of the wave's rows pay for it (a wave-uniform branch).
 template <class Shape>
-MM_DEVICE void mask_block(FragC (&s)[Shape::kRowTiles][Shape::kKeyTiles], int32_t key0,
-                          const int32_t (&limit)[Shape::kRowTiles], uint32_t lane) {
-  const int32_t g = (int32_t)(lane >> 4);
+MM_DEVICE void mask_block(FragC (&s)[Shape::kKeyTiles], int32_t key0, int32_t limit, uint32_t lane) {
+  const int32_t h = (int32_t)(lane >> 5), lim = limit - key0 - 4 * h;
 #pragma unroll
-  for (int rt = 0; rt < Shape::kRowTiles; ++rt)
+  for (int t = 0; t < Shape::kKeyTiles; ++t)
 #pragma unroll
-    for (int t = 0; t < Shape::kKeyTiles; ++t)
-#pragma unroll
-      for (int r = 0; r < 4; ++r)
-        if (key0 + 16 * t + 4 * g + r >= limit[rt]) s[rt][t].v[r] = kNegInf;
+    for (int r = 0; r < 16; ++r) s[t].v[r] = keep_below(s[t].v[r], key_of(t, r, 0), lim);
 }
 
-// The window form: keys below a row's lower bound lo go too (the upper bound is in limit).
+// The window form: keys below the row's lower bound lo go too (the upper bound is in limit).
 template <class Shape>
-MM_DEVICE void mask_block_window(FragC (&s)[Shape::kRowTiles][Shape::kKeyTiles], int32_t key0,
-                                 const int32_t (&limit)[Shape::kRowTiles], const int32_t (&lo)[Shape::kRowTiles],
-                                 uint32_t lane) {
-  const int32_t g = (int32_t)(lane >> 4);
+MM_DEVICE void mask_block_window(FragC (&s)[Shape::kKeyTiles], int32_t key0, int32_t limit, int32_t lo, uint32_t lane) {
+  const int32_t h = (int32_t)(lane >> 5), lim = limit - key0 - 4 * h, low = lo - key0 - 4 * h;
 #pragma unroll
-  for (int rt = 0; rt < Shape::kRowTiles; ++rt)
+  for (int t = 0; t < Shape::kKeyTiles; ++t)
 #pragma unroll
-    for (int t = 0; t < Shape::kKeyTiles; ++t)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const int32_t key = key0 + 16 * t + 4 * g + r;
-        if (key >= limit[rt] || key < lo[rt]) s[rt][t].v[r] = kNegInf;
-      }
+    for (int r = 0; r < 16; ++r)   // key < low <=> -key < 1 - low... i.e. keep when low - 1 < key
+      s[t].v[r] = keep_below(keep_below(s[t].v[r], key_of(t, r, 0), lim), low - 1, key_of(t, r, 0));
 }
 
-// Online softmax over one block of raw scores s (c = |scale| log2 e > 0, so max(c s) = c max(s)):
-// new row max m (log2 units), rescale of O and l, p = exp2(fma(s, c, -m)) in place.
+// Online softmax over one block of raw scores s (c = |scale| log2 e > 0, so max(c s) = c max(s)): the
+// reference m is the running row max (p <= 1; a reference kept up to 2^8 below the max - a lazy rescale -
+// saved ~0.4k cycles per block on the model but raised the rel. Frobenius error 2-4% above AITER's on the
+// peer shapes). When some row of the wave moved its max (a wave-uniform branch), l is rescaled here and
+// O, lb by the next MFMA phase (rescale_pending). Then p = exp2(fma(s, c, -m)) and P -> bf16 into st.p
+// (the next PV's B operands). First: the first block of the tile (O, lb, l are still 0).
 template <class Shape>
-MM_DEVICE void softmax_step(WaveState<Shape>& st, FragC (&s)[Shape::kRowTiles][Shape::kKeyTiles], float c) {
+MM_DEVICE void softmax_step(WaveState<Shape>& st, FragC (&s)[Shape::kKeyTiles], float c, bool first = false) {
+  float mx = kNegInf;
 #pragma unroll
-  for (int rt = 0; rt < Shape::kRowTiles; ++rt) {
-    float mx = kNegInf;
+  for (int t = 0; t < Shape::kKeyTiles; ++t)
 #pragma unroll
-    for (int t = 0; t < Shape::kKeyTiles; ++t)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) mx = __builtin_fmaxf(mx, s[rt][t].v[r]);
-    mx = row_max4(mx) * c;
-    const float m_new = __builtin_fmaxf(st.m[rt], mx);
-    // A row that has seen no key yet keeps m = -inf: use 0 as its reference so exp2 gives 0, not NaN.
-    const float m_ref = m_new == kNegInf ? 0.f : m_new;
-    const float r_old = mm::exp2(st.m[rt] - m_ref);   // 0 when m was -inf; O and l are 0 then anyway
-    st.m[rt] = m_new;
-    float sum = 0.f;
-#pragma unroll
-    for (int t = 0; t < Shape::kKeyTiles; ++t)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const float p = mm::exp2(__builtin_fmaf(s[rt][t].v[r], c, -m_ref));
-        s[rt][t].v[r] = p;
-        sum += p;
-      }
-    st.l[rt] = st.l[rt] * r_old + sum;
-    // Rescale O only when some row of the tile moved its max (wave-uniform; rare after a few blocks).
-    if (__builtin_amdgcn_ballot_w64(r_old != 1.f)) {
-      mm::scale(st.lb[rt], r_old);
-#pragma unroll
-      for (int n = 0; n < Shape::kDvTiles; ++n) mm::scale(st.o[rt][n], r_old);
+    for (int r = 0; r < 16; ++r) mx = __builtin_fmaxf(mx, s[t].v[r]);
+  mx = row_max2(mx) * c;
+  const bool move = mx > st.m;   // -inf: a row's first finite max always moves it
+  if (__builtin_amdgcn_ballot_w64(move)) {
+    const float r_old = move ? mm::exp2(st.m - mx) : 1.f;   // 0 when m was -inf; rows that keep m: 1
+    st.m = move ? mx : st.m;
+    if (!first) {   // l now; O and lb by the next MFMA phase (rescale_pending)
+      st.l *= r_old;
+      st.r = r_old;
+      st.rescale = true;
     }
   }
-}
-
-// The wide-V reads of pv: tile N at base[N % 4] + 128 (N / 4), its key_hi half 16 rows further (into lo/hi
-// [N - N0]), for tiles N0 <= N < N1.
-template <class Shape, int N0, int N1, int N = N0>
-MM_DEVICE void read_v_wide(i16x4 (&lo)[N1 - N0], i16x4 (&hi)[N1 - N0], const lds_u8* const (&base)[4]) {
-  if constexpr (N < N1) {
-    constexpr uint32_t off = (N / 4) * 128u;
-    lo[N - N0] = lds_read_tr16_b64_at<off>(base[N % 4]);
-    hi[N - N0] = lds_read_tr16_b64_at<off + 16u * Shape::kVRow>(base[N % 4]);
-    read_v_wide<Shape, N0, N1, N + 1>(lo, hi, base);
-  }
-}
-
-// PV step c of a wide V, 8 output tiles at a time from N0 on.
-template <class Shape, int N0 = 0>
-MM_DEVICE void pv_wide(WaveState<Shape>& st, const FragB (&pb)[Shape::kRowTiles][Shape::kPvSteps], int c,
-                       const lds_u8* const (&base)[4]) {
-  if constexpr (N0 < Shape::kDvTiles) {
-    i16x4 lo[8], hi[8];
-    read_v_wide<Shape, N0, N0 + 8>(lo, hi, base);
-    lds_wait_tied(lo);
-    lds_wait_tied(hi);
+  // A row that has seen no key yet keeps m = -inf: use 0 as its reference so exp2 gives 0, not NaN.
+  const float m_ref = st.m == kNegInf ? 0.f : st.m;
+  float sum = 0.f;
 #pragma unroll
-    for (int n = 0; n < 8; ++n) {
-      const mm::i16x8 a8 = {lo[n][0], lo[n][1], lo[n][2], lo[n][3], hi[n][0], hi[n][1], hi[n][2], hi[n][3]};
-      const FragA vf = {__builtin_bit_cast(u32x4, a8)};
+  for (int t = 0; t < Shape::kKeyTiles; ++t)
 #pragma unroll
-      for (int rt = 0; rt < Shape::kRowTiles; ++rt) mm::mma(st.o[rt][N0 + n], vf, pb[rt][c], st.o[rt][N0 + n]);
+    for (int r = 0; r < 16; ++r) {
+      const float p = mm::exp2(__builtin_fmaf(s[t].v[r], c, -m_ref));
+      s[t].v[r] = p;
+      sum += p;
     }
-    pv_wide<Shape, N0 + 8>(st, pb, c, base);
-  }
-}
-
-// O^T += V^T P^T over the 64 keys of a stage.
-template <class Shape>
-MM_DEVICE void pv(WaveState<Shape>& st, const FragC (&p)[Shape::kRowTiles][Shape::kKeyTiles], const lds_u8* vblk,
-                  uint32_t lane) {
-  const uint32_t g = lane >> 4, sl = lane & 15u;
-  FragB pb[Shape::kRowTiles][Shape::kPvSteps];      // P^T: two packed 16-key C tiles per 32-key step
+  st.l += sum;
+  // P^T for PV step c: registers 8(c%2) .. +7 of key tile c/2 (KOfPackedC order, see the header).
 #pragma unroll
-  for (int rt = 0; rt < Shape::kRowTiles; ++rt)
-#pragma unroll
-    for (int c = 0; c < Shape::kPvSteps; ++c) pb[rt][c].w = __builtin_bit_cast(u32x4, to_bf16x8(p[rt][2 * c].v, p[rt][2 * c + 1].v));
-  // lb += row sums of the bf16 P the PV MFMAs use (an MFMA against ones): normalising by them makes the
-  // weights of each output row sum to 1 exactly (measured: lower rel. Frobenius error on every peer shape);
-  // the fp32 sum l stays for the LSE, which it gets ~1000x more accurately.
-  const FragA ones = {u32x4{0x3F803F80u, 0x3F803F80u, 0x3F803F80u, 0x3F803F80u}};
-#pragma unroll
-  for (int rt = 0; rt < Shape::kRowTiles; ++rt)
-#pragma unroll
-    for (int c = 0; c < Shape::kPvSteps; ++c) mm::mma(st.lb[rt], ones, pb[rt][c], st.lb[rt]);
-#pragma unroll
-  for (int c = 0; c < Shape::kPvSteps; ++c) {
-    // Source lane sl of group g supplies key 16(2c+h) + 4g + sl/4, columns 16n + 4(sl%4) .. +3.
-    const uint32_t key_lo = 32u * c + 4u * g + (sl >> 2), key_hi = key_lo + 16u;
-    if constexpr (Shape::kDvTiles > 8) {
-      // Wide V (Dv 256): the swizzle only permutes chunks within groups of 8 (4 tiles), and key_hi is 16 rows
-      // (16 kVRow bytes) below key_lo: tile n reads base[n % 4] + 128 (n / 4) (+ 16 kVRow for hi). Read and
-      // multiplied 8 tiles at a time (32 VGPRs of V in flight, not 64: the register file is full at Dv 256).
-      static_assert(Shape::kVPeriod == 8 && Shape::kDvTiles % 8 == 0, "groups of 8 chunks, 8 tiles");
-      const lds_u8* base[4];
-#pragma unroll
-      for (int n = 0; n < 4; ++n)
-        base[n] = vblk + swz<8>(key_lo, 2u * n + ((sl & 3u) >> 1), Shape::kVRow) + (sl & 1u) * 8u;
-      pv_wide<Shape>(st, pb, c, base);
-      continue;
-    }
-    i16x4 lo[Shape::kDvTiles], hi[Shape::kDvTiles];
-#pragma unroll
-    for (int n = 0; n < Shape::kDvTiles; ++n) {
-      const uint32_t chunk = 2u * n + ((sl & 3u) >> 1), half = (sl & 1u) * 8u;
-      lo[n] = lds_read_tr16_b64(vblk + swz<Shape::kVPeriod>(key_lo, chunk, Shape::kVRow) + half);
-      hi[n] = lds_read_tr16_b64(vblk + swz<Shape::kVPeriod>(key_hi, chunk, Shape::kVRow) + half);
-    }
-    lds_wait_tied(lo);
-    lds_wait_tied(hi);
-#pragma unroll
-    for (int n = 0; n < Shape::kDvTiles; ++n) {
-      const mm::i16x8 a8 = {lo[n][0], lo[n][1], lo[n][2], lo[n][3], hi[n][0], hi[n][1], hi[n][2], hi[n][3]};
-      const FragA vf = {__builtin_bit_cast(u32x4, a8)};
-#pragma unroll
-      for (int rt = 0; rt < Shape::kRowTiles; ++rt) mm::mma(st.o[rt][n], vf, pb[rt][c], st.o[rt][n]);
-    }
+  for (int cs = 0; cs < Shape::kPvSteps; ++cs) {
+    const FragC& x = s[cs / 2];
+    const int b = 8 * (cs % 2);
+    st.p[cs].w = u32x4{cvt_pk_bf16(x.v[b], x.v[b + 1]), cvt_pk_bf16(x.v[b + 2], x.v[b + 3]),
+                       cvt_pk_bf16(x.v[b + 4], x.v[b + 5]), cvt_pk_bf16(x.v[b + 6], x.v[b + 7])};
   }
 }
 
 // gpt-oss sinks: the head's sink logit (log2 units, sink2 = sink log2 e, unscaled) joins every row's
 // denominator as one more "key" with no value: M = max(m, sink2), O and both sums rescaled by 2^(m - M),
-// 2^(sink2 - M) added to the sums (once per row: lane group 0 for the per-lane share l; every register of the
+// 2^(sink2 - M) added to the sums (once per row: lane half 0 for the per-lane share l; every register of the
 // row-uniform lb). A row that saw no key ends with O = 0 and lse = sink.
 template <class Shape>
 MM_DEVICE void add_sink(WaveState<Shape>& st, float sink2, uint32_t lane) {
-  const bool first_group = (lane >> 4) == 0;
+  const bool first_half = lane < 32u;
+  const float M = __builtin_fmaxf(st.m, sink2);
+  const float M_ref = M == kNegInf ? 0.f : M;          // sink -inf and no key: nothing to add
+  const float r = mm::exp2(st.m - M_ref), e = mm::exp2(sink2 - M_ref);
+  st.m = M;
+  st.l = st.l * r + (first_half ? e : 0.f);
 #pragma unroll
-  for (int rt = 0; rt < Shape::kRowTiles; ++rt) {
-    const float M = __builtin_fmaxf(st.m[rt], sink2);
-    const float M_ref = M == kNegInf ? 0.f : M;          // sink -inf and no key: nothing to add
-    const float r = mm::exp2(st.m[rt] - M_ref), e = mm::exp2(sink2 - M_ref);
-    st.m[rt] = M;
-    st.l[rt] = st.l[rt] * r + (first_group ? e : 0.f);
-    mm::scale(st.lb[rt], r);
+  for (int i = 0; i < 16; ++i) st.lb.v[i] = st.lb.v[i] * r + e;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) st.lb[rt].v[i] += e;
-#pragma unroll
-    for (int n = 0; n < Shape::kDvTiles; ++n) mm::scale(st.o[rt][n], r);
-  }
+  for (int n = 0; n < Shape::kDvTiles; ++n) mm::scale(st.o[n], r);
 }
 
-// Final rows: out = O / l in bf16 (RTNE, canonical NaN), lse = (m + log2 l) * ln 2.
+// Final rows: out = O / lb in bf16 (RTNE, canonical NaN), lse = (m + log2 l) * ln 2.
 template <class Shape>
 MM_DEVICE void store_final(const WaveState<Shape>& st, mm::buffer_rsrc o, int64_t o_token, mm::buffer_rsrc lse,
                            bool want_lse, uint32_t wave, uint32_t lane) {
-  const uint32_t g = lane >> 4, j = lane & 15u;
+  const uint32_t h = lane >> 5, j = lane & 31u;
+  const uint32_t row = kWaveRows * wave + j;
+  const float l = row_sum2(st.l);
+  const float lb = st.lb.v[0];
+  const float inv = lb > 0.f ? mm::rcp(lb) : 0.f;
 #pragma unroll
-  for (int rt = 0; rt < Shape::kRowTiles; ++rt) {
-    const uint32_t row = (uint32_t)Shape::kWaveRows * wave + 16u * rt + j;   // of the o / lse resources (the workgroup's)
-    const float l = row_sum4(st.l[rt]);
-    const float lb = st.lb[rt].v[0];
-    const float inv = lb > 0.f ? mm::rcp(lb) : 0.f;
+  for (int n = 0; n < Shape::kDvTiles; ++n)
 #pragma unroll
-    for (int n = 0; n < Shape::kDvTiles; ++n) {
-      const f32x4 v = st.o[rt][n].v * inv;
-      const u32x2 w = {pack_out(v[0], v[1]), pack_out(v[2], v[3])};
-      mm::buffer_store_b64(w, o, row * (uint32_t)o_token * 2u + (16u * n + 4u * g) * 2u);
+    for (int qd = 0; qd < 4; ++qd) {
+      if (32 * n + 8 * qd >= Shape::Dv) continue;   // Dv's pad columns (80 -> 96)
+      const u32x2 w = {pack_out(st.o[n].v[4 * qd] * inv, st.o[n].v[4 * qd + 1] * inv),
+                       pack_out(st.o[n].v[4 * qd + 2] * inv, st.o[n].v[4 * qd + 3] * inv)};
+      mm::buffer_store_b64(w, o, row * (uint32_t)o_token * 2u + (32u * n + 8u * qd + 4u * h) * 2u);
     }
-    if (want_lse && g == 0) {
-      const float x = l > 0.f ? (st.m[rt] + mm::log2(l)) * mm::kLn2 : kNegInf;
-      mm::buffer_store_f32(x, lse, row * 4u);
-    }
+  if (want_lse && h == 0) {
+    const float x = l > 0.f ? (st.m + mm::log2(l)) * mm::kLn2 : kNegInf;
+    mm::buffer_store_f32(x, lse, row * 4u);
   }
 }
 
-// A split part: fp32 O (unnormalised) and (m, l, lb) per row into its workspace slot (r0: the workgroup's first row
-// of the tile).
+// A split part: fp32 O (unnormalised) and (m, l, lb) per row into its workspace slot.
 // ws_o: [slot][head][kTileRows][Dv]; ws_ml: [slot][head][kTileRows][4] = m, l (fp32 p), lb (bf16 P), 0.
 template <class Shape>
 MM_DEVICE void store_part(const WaveState<Shape>& st, float* ws_o, float* ws_ml, int32_t slot, int32_t h,
-                          int32_t heads, uint32_t wave, uint32_t lane, uint32_t r0 = 0) {
-  const uint32_t g = lane >> 4, j = lane & 15u;
+                          int32_t heads, uint32_t wave, uint32_t lane) {
+  const uint32_t hf = lane >> 5, j = lane & 31u;
   const int64_t tile = (int64_t)slot * heads + h;
   const mm::buffer_rsrc ro = mm::make_buffer(ws_o + tile * kTileRows * Shape::Dv, kTileRows * Shape::Dv * 4u);
   const mm::buffer_rsrc rml = mm::make_buffer(ws_ml + tile * kTileRows * 4, kTileRows * 16u);
+  const uint32_t row = kWaveRows * wave + j;
+  const float l = row_sum2(st.l);
 #pragma unroll
-  for (int rt = 0; rt < Shape::kRowTiles; ++rt) {
-    const uint32_t row = r0 + (uint32_t)Shape::kWaveRows * wave + 16u * rt + j;
-    const float l = row_sum4(st.l[rt]);
+  for (int n = 0; n < Shape::kDvTiles; ++n)
 #pragma unroll
-    for (int n = 0; n < Shape::kDvTiles; ++n)
-      mm::buffer_store_b128(__builtin_bit_cast(u32x4, st.o[rt][n].v), ro, (row * Shape::Dv + 16u * n + 4u * g) * 4u);
-    if (g == 0) {
-      const u32x4 ml = {__builtin_bit_cast(uint32_t, st.m[rt]), __builtin_bit_cast(uint32_t, l),
-                        __builtin_bit_cast(uint32_t, st.lb[rt].v[0]), 0u};
-      mm::buffer_store_b128(ml, rml, row * 16u);
+    for (int qd = 0; qd < 4; ++qd) {
+      if (32 * n + 8 * qd >= Shape::Dv) continue;
+      const f32x4 v = {st.o[n].v[4 * qd], st.o[n].v[4 * qd + 1], st.o[n].v[4 * qd + 2], st.o[n].v[4 * qd + 3]};
+      mm::buffer_store_b128(__builtin_bit_cast(u32x4, v), ro, (row * Shape::Dv + 32u * n + 8u * qd + 4u * hf) * 4u);
     }
+  if (hf == 0) {
+    const u32x4 ml = {__builtin_bit_cast(uint32_t, st.m), __builtin_bit_cast(uint32_t, l),
+                      __builtin_bit_cast(uint32_t, st.lb.v[0]), 0u};
+    mm::buffer_store_b128(ml, rml, row * 16u);
   }
 }
 
@@ -624,125 +668,198 @@ struct FwdPointers {
   const float* v_descale = nullptr;
 };
 
-// The workgroup's rows [r0, r0 + Shape::kWgRows) of the tile against the item's keys (r0 = 0, all 256 rows,
-// but with Dv 256).
-template <class Shape, class Tile>
-MM_DEVICE void attention_rows(const AttnFwdArgs& a, const AttnWorkItem& it, int32_t h, const Tile& tile,
-                              const FwdPointers& ptr, lds_u8* lds, uint32_t wave, uint32_t lane, int32_t r0) {
+// A phase boundary: every wave of the workgroup. The fragments a phase produces are tied to it (an
+// empty asm volatile reading and writing them on each side; volatile asm keeps its order), so neither
+// their producers nor their consumers can be moved across it (sched_barrier alone does not stop the IR
+// passes from sinking the softmax arithmetic into the next MFMA phase).
+template <class T> MM_DEVICE void pin(T& x) { asm volatile("" : "+v"(x)); }
+MM_DEVICE void pin(FragC& x) { pin(x.v); }
+MM_DEVICE void pin(FragB& x) { pin(x.w); }
+template <class T, int N> MM_DEVICE void pin(T (&x)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) pin(x[i]);
+}
+template <class... T>
+MM_DEVICE void phase_barrier(T&... ties) {
+  (pin(ties), ...);
+  mm::sched_barrier();
+  __builtin_amdgcn_s_barrier();
+  mm::sched_barrier();
+  (pin(ties), ...);
+}
+
+// Tile: the partitioner (DenseTile; PagedTile in attention_fwd_paged.hpp), built from the item and
+// the pointers plus its own extra arguments.
+template <class Shape, class Tile = DenseTile<Shape>, class... TileExtra>
+MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPointers& ptr, lds_u8* lds,
+                             const TileExtra&... extra) {
+  const AttnFwdArgs a = *plan;
+  const AttnWorkItem it = reinterpret_cast<const AttnWorkItem*>(plan + 1)[mm::block_id_x()];
+  const int32_t h = (int32_t)mm::block_id_y();
+  const uint32_t wave = mm::wave_id(), lane = mm::lane_id();
+  const bool lead = wave < (uint32_t)kGroupWaves;   // group A; group B lags one phase
+  const Tile tile(a, it, h, ptr.k, ptr.v, extra...);
   const bool causal = (a.flags & kFlagCausal) != 0;
 
   WaveState<Shape> st;
-  load_q(st, tile.q_rsrc(ptr.q, r0), a.q_token, wave, lane);
+  load_q(st, tile.q_rsrc(ptr.q), a.q_token, wave, lane);
   if (a.flags & kFlagNegScale) negate_q(st);
+  st.m = kNegInf;
+  st.l = 0.f;
+  st.r = 1.f;
+  st.rescale = false;
+  st.lb = mm::zeros<Mfma>();
 #pragma unroll
-  for (int rt = 0; rt < Shape::kRowTiles; ++rt) {
-    st.m[rt] = kNegInf;
-    st.l[rt] = 0.f;
-    st.lb[rt] = mm::zeros<Mfma>();
-#pragma unroll
-    for (int n = 0; n < Shape::kDvTiles; ++n) st.o[rt][n] = mm::zeros<Mfma>();
-  }
-  // Row limits: key < limit. Causal is bottom-right aligned: row i sees keys <= i + k_len - q_len.
+  for (int n = 0; n < Shape::kDvTiles; ++n) st.o[n] = mm::zeros<Mfma>();
+  // Row limit: key < limit. Causal is bottom-right aligned: row i sees keys <= i + k_len - q_len.
   const int32_t diag = it.k_len - it.q_len + 1;
-  const int32_t wave_row0 = it.q_row0 + r0 + Shape::kWaveRows * (int32_t)wave;
-  int32_t limit[Shape::kRowTiles];
-#pragma unroll
-  for (int rt = 0; rt < Shape::kRowTiles; ++rt) {
-    const int32_t row = wave_row0 + 16 * rt + (int32_t)(lane & 15u);
-    limit[rt] = causal && row + diag < it.k_len ? row + diag : it.k_len;
-  }
+  const int32_t wave_row0 = it.q_row0 + kWaveRows * (int32_t)wave;
+  const int32_t row = wave_row0 + (int32_t)(lane & 31u);
+  int32_t limit = causal && row + diag < it.k_len ? row + diag : it.k_len;
   // The wave's smallest limit decides whether a block needs the mask at all.
   int32_t wave_limit = causal && wave_row0 + diag < it.k_len ? wave_row0 + diag : it.k_len;
   int32_t kv_begin = it.kv_begin, kv_end = it.kv_end;
   // Window: row i sees keys [d - left, d + right], d = i + k_len - q_len (-1: unbounded). The host planner
   // already plans only the window's blocks; the clip here makes a device-written plan (the full causal
   // range) skip them too. wave_lo is the largest lower bound of the wave's rows (its last row's).
-  int32_t lo[Shape::kRowTiles];
-  int32_t wave_lo = 0;
+  int32_t lo = 0, wave_lo = 0;
   if constexpr (Shape::kWindow) {
     const int32_t off = it.k_len - it.q_len, left = a.window_left, right = a.window_right;
-#pragma unroll
-    for (int rt = 0; rt < Shape::kRowTiles; ++rt) {
-      const int32_t row = wave_row0 + 16 * rt + (int32_t)(lane & 15u);
-      if (right >= 0 && row + off + right + 1 < limit[rt]) limit[rt] = row + off + right + 1;
-      lo[rt] = left >= 0 ? row + off - left : -kKvBlock;
-    }
+    if (right >= 0 && row + off + right + 1 < limit) limit = row + off + right + 1;
+    lo = left >= 0 ? row + off - left : -kKvBlock;
     if (right >= 0 && wave_row0 + off + right + 1 < wave_limit) wave_limit = wave_row0 + off + right + 1;
-    wave_lo = left >= 0 ? wave_row0 + (Shape::kWaveRows - 1) + off - left : -kKvBlock;
+    wave_lo = left >= 0 ? wave_row0 + kWaveRows - 1 + off - left : -kKvBlock;
     if (left >= 0) {
-      const int32_t tile_lo = it.q_row0 + r0 + off - left;
+      const int32_t tile_lo = it.q_row0 + off - left;
       if (tile_lo > kv_begin) kv_begin = tile_lo & ~(kKvBlock - 1);
     }
     if (right >= 0) {
-      const int32_t end_row = it.q_row0 + r0 + Shape::kWgRows;
-      const int32_t last = (it.q_len < end_row ? it.q_len : end_row) - 1;
+      const int32_t last = (it.q_len - it.q_row0 < kTileRows ? it.q_len : it.q_row0 + kTileRows) - 1;
       if (last + off + right + 1 < kv_end) kv_end = last + off + right + 1;
     }
   }
-
   // fp8 K/V: S = kd (Q K8), so K's descale joins the logit factor (the tanh argument under a soft-cap; at least
-  // FLT_MIN as the planner's scale); V's scales O once after the loop.
+  // FLT_MIN, as the planner's scale); V's scales O once after the loop.
   float scale_log2 = a.scale_log2, softcap_pre2 = a.softcap_pre2;
   if constexpr (Shape::kKvFp8) {
     const float kd = ptr.k_descale[tile.hk];
     if constexpr (Shape::kSoftcap) softcap_pre2 *= kd;
     else scale_log2 = __builtin_fmaxf(scale_log2 * kd, 1.17549435e-38f);
   }
-
-  if (kv_begin < kv_end) dma_block<Shape>(tile, kv_begin, lds, wave, lane);
-  uint32_t stage = 0;
-  for (int32_t key0 = kv_begin; key0 < kv_end; key0 += kKvBlock) {
+  // The epilogue's resources now: 8 SGPRs live through the loop instead of the plan fields they come from.
+  const bool final_rows = it.slot < 0;
+  const mm::buffer_rsrc o_r = tile.o_rsrc(ptr.o), lse_r = tile.lse_rsrc(ptr.lse);
+  const int64_t o_token = a.o_token;
+  const bool want_lse = (a.flags & kFlagLse) != 0;
+  const int32_t nb = kv_begin < kv_end ? (kv_end - kv_begin + kKvBlock - 1) / kKvBlock : 0;
+  const LdsAddrs<Shape> ad(lds, lane);
+  constexpr int kPf = kPrefetch<Shape, __is_same(Tile, DenseTile<Shape>)>;
+  auto kbuf = [&](int32_t n) MM_INLINE_LAMBDA { return lds + Shape::kKBuf0 + (uint32_t)(n & 1) * Shape::kKBytes; };
+  auto vbuf = [&](int32_t n) MM_INLINE_LAMBDA { return lds + Shape::kVBuf0 + (uint32_t)(n & 1) * Shape::kVBytes; };
+  auto key_of_block = [&](int32_t n) MM_INLINE_LAMBDA { return kv_begin + n * kKvBlock; };
+  // The DMA of global phase 2n: K(n+1) and V(n), each if it exists. fp8: their loads into VGPRs (fk, fv), of
+  // block pn = n, written to LDS by land().
+  Fp8K<Shape> fk;
+  Fp8V<Shape> fv;
+  int32_t pn = 0;
+  auto dma_phase = [&](int32_t n) MM_INLINE_LAMBDA {
+    if constexpr (Shape::kKvFp8) {
+      pn = n;
+      if (n + 1 < nb) load_k_fp8<Shape>(tile, key_of_block(n + 1), fk, wave, lane);
+      if (n < nb) load_v_fp8<Shape>(tile, key_of_block(n), fv, wave, lane);
+    } else {
+      if (n + 1 < nb) dma_k<Shape>(tile, key_of_block(n + 1), kbuf(n + 1), wave, lane);
+      if (n < nb) dma_v<Shape>(tile, key_of_block(n), vbuf(n), wave, lane);
+    }
+  };
+  // The wave's DMA of the phase in LDS (before the barrier that makes it visible): vmcnt(0); fp8: then the
+  // widening writes and their lgkmcnt(0) (the barrier does not wait for them).
+  auto land = [&]() MM_INLINE_LAMBDA {
     mm::wait_vmcnt<0>();
-    mm::block_sync();
-    lds_u8* cur = lds + stage * Shape::kStageBytes;
-    if (key0 + kKvBlock < kv_end) dma_block<Shape>(tile, key0 + kKvBlock, lds + (stage ^ 1u) * Shape::kStageBytes, wave, lane);
-    FragC s[Shape::kRowTiles][Shape::kKeyTiles];
-    qk(st, cur, s, lane);
+    if constexpr (Shape::kKvFp8) {
+      if (pn + 1 < nb) fk.land(kbuf(pn + 1), wave, lane);
+      if (pn < nb) fv.land(vbuf(pn), wave, lane);
+      mm::wait_lgkmcnt<0>();
+    }
+  };
+  FragC s[Shape::kKeyTiles];
+  auto softmax_phase = [&](int32_t n, bool first) MM_INLINE_LAMBDA {
+    const int32_t key0 = key_of_block(n);
     if constexpr (Shape::kSoftcap) softcap_block<Shape>(s, softcap_pre2);
     if constexpr (Shape::kWindow) {
       if (key0 + kKvBlock > wave_limit || key0 < wave_lo) mask_block_window<Shape>(s, key0, limit, lo, lane);
     } else {
       if (key0 + kKvBlock > wave_limit) mask_block<Shape>(s, key0, limit, lane);
     }
-    softmax_step(st, s, scale_log2);
-    pv(st, s, cur + Shape::kKBytes, lane);
-    stage ^= 1u;
+    softmax_step(st, s, scale_log2, first);
+  };
+  // One block n >= 1 with K in buffer KBuf: M(n), barrier, X(n), barrier (DMA and waits by group).
+  auto block = [&](auto kb, int32_t n) MM_INLINE_LAMBDA {
+    mm::set_priority<1>();
+    mfma_phase<Shape, decltype(kb)::value, true, true, kPf>(st, ad, s, [&]() MM_INLINE_LAMBDA { if (lead) dma_phase(n); });
+    mm::set_priority<0>();
+    if (!lead) land();
+    phase_barrier(s, st.o, st.lb);
+    if (!lead) dma_phase(n + 1);
+    softmax_phase(n, false);
+    if (lead) land();
+    phase_barrier(st.p, st.o, st.lb);
+  };
+
+  if (nb > 0) {
+    if constexpr (Shape::kKvFp8) {
+      load_k_fp8<Shape>(tile, key_of_block(0), fk, wave, lane);
+      mm::wait_vmcnt<0>();
+      fk.land(kbuf(0), wave, lane);
+      mm::wait_lgkmcnt<0>();
+    } else {
+      dma_k<Shape>(tile, key_of_block(0), kbuf(0), wave, lane);
+      mm::wait_vmcnt<0>();
+    }
+    phase_barrier();                       // K(0) visible
+    if (!lead) {                           // group B's phase 0: its share of the DMA of K(1), V(0)
+      dma_phase(0);
+      phase_barrier();
+    }
+    // block 0: QK only
+    mm::set_priority<1>();
+    mfma_phase<Shape, 0, false, true, kPf>(st, ad, s, [&]() MM_INLINE_LAMBDA { if (lead) dma_phase(0); });
+    mm::set_priority<0>();
+    if (!lead) land();
+    phase_barrier(s);
+    if (!lead) dma_phase(1);
+    softmax_phase(0, true);
+    if (lead) land();
+    phase_barrier(st.p, st.o, st.lb);
+    int32_t n = 1;
+    for (; n + 1 < nb; n += 2) {
+      block(Ic<1>{}, n);
+      block(Ic<0>{}, n + 1);
+    }
+    if (n < nb) {
+      block(Ic<1>{}, n);
+      ++n;
+    }
+    // the last PV: M(nb) without QK (V(nb-1) in buffer (nb-1) % 2)
+    mm::set_priority<1>();
+    if (nb & 1) mfma_phase<Shape, 1, true, false, kPf>(st, ad, s, []() MM_INLINE_LAMBDA {});
+    else mfma_phase<Shape, 0, true, false, kPf>(st, ad, s, []() MM_INLINE_LAMBDA {});
+    mm::set_priority<0>();
+    if (lead) phase_barrier();             // group A's last phase: the barrier count of group B
   }
 
   if constexpr (Shape::kKvFp8) {
     const float vd = ptr.v_descale[tile.hk];
 #pragma unroll
-    for (int rt = 0; rt < Shape::kRowTiles; ++rt)
-#pragma unroll
-      for (int n = 0; n < Shape::kDvTiles; ++n) mm::scale(st.o[rt][n], vd);
+    for (int n = 0; n < Shape::kDvTiles; ++n) mm::scale(st.o[n], vd);
   }
   if constexpr (Shape::kSinks) {
     if (it.slot < 0 || it.sink_part) add_sink(st, ptr.sinks[h] * mm::kLog2e, lane);
   }
-  if (it.slot < 0)
-    store_final(st, tile.o_rsrc(ptr.o, r0), a.o_token, tile.lse_rsrc(ptr.lse, r0), (a.flags & kFlagLse) != 0, wave,
-                lane);
+  if (final_rows)
+    store_final(st, o_r, o_token, lse_r, want_lse, wave, lane);
   else
-    store_part(st, ptr.ws_o, ptr.ws_ml, it.slot, h, a.heads_q, wave, lane, (uint32_t)r0);
-}
-
-// Tile: the partitioner (DenseTile; PagedTile in attention_fwd_paged.hpp), built from the item and
-// the pointers plus its own extra arguments. Workgroup x runs item x / kRowSplit, rows r0 = (x % kRowSplit)
-// kWgRows .. of its 256 (one workgroup per item unless Dv = 256: the grid is then kRowSplit x the items).
-template <class Shape, class Tile = DenseTile<Shape>, class... TileExtra>
-MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPointers& ptr, lds_u8* lds,
-                             const TileExtra&... extra) {
-  const AttnFwdArgs a = *plan;
-  const uint32_t x = mm::block_id_x();
-  const AttnWorkItem it = reinterpret_cast<const AttnWorkItem*>(plan + 1)[x / (uint32_t)Shape::kRowSplit];
-  const int32_t h = (int32_t)mm::block_id_y();
-  const uint32_t wave = mm::wave_id(), lane = mm::lane_id();
-  const Tile tile(a, it, h, ptr.k, ptr.v, extra...);
-  const int32_t r0 = (int32_t)(x % (uint32_t)Shape::kRowSplit) * Shape::kWgRows;
-  if constexpr (Shape::kRowSplit > 1) {
-    if (tile.rows(r0) <= 0) return;        // the sequence ends in an earlier part (workgroup-uniform)
-  }
-  attention_rows<Shape>(a, it, h, tile, ptr, lds, wave, lane, r0);
+    store_part(st, ptr.ws_o, ptr.ws_ml, it.slot, h, a.heads_q, wave, lane);
 }
 
 }  // namespace attn950

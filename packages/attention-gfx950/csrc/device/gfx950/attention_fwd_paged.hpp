@@ -56,19 +56,17 @@ struct PagedTile : DenseTile<Shape> {
   }
 };
 
-// The paged counterpart of dma_rows: the same LDS positions, swizzle and partial last round (DmaRows), rows
-// addressed through pages; chunks past the source row (Dqk 80's pad) read at the span: zeros.
-template <int RowBytes, int SrcBytes = RowBytes>
+// The paged counterpart of dma_rows: the same LDS positions, row permutation and partial last round (DmaRows),
+// rows addressed through pages; chunks past the source row (Dv 80's pad) read at the span: zeros.
+template <class Layout, int SrcBytes = Layout::kRowBytes>
 struct PagedRows {
-  using D = DmaRows<RowBytes, SrcBytes>;
+  using D = DmaRows<Layout, SrcBytes>;
   int32_t page[D::kLoads];
   MM_DEVICE void fetch_pages(const mm::buffer_rsrc& list, int32_t key0, int32_t shift, uint32_t wave, uint32_t lane) {
 #pragma unroll
-    for (int i = 0; i < D::kLoads; ++i) {
-      if (!D::issued(wave, i)) continue;
-      const uint32_t row = D::row_of(wave, i, lane);
-      page[i] = (int32_t)mm::buffer_load_b32(list, (uint32_t)((key0 + (int32_t)row) >> shift) * 4u);
-    }
+    for (int i = 0; i < D::kLoads; ++i)
+      if (D::issued(wave, i))
+        page[i] = (int32_t)mm::buffer_load_b32(list, (uint32_t)((key0 + (int32_t)D::row_of(wave, i, lane)) >> shift) * 4u);
   }
   template <class Tile>
   MM_DEVICE void dma(const Tile& t, mm::buffer_rsrc cache, uint32_t span, int64_t page_stride, int64_t token_stride,
@@ -76,55 +74,55 @@ struct PagedRows {
 #pragma unroll
     for (int i = 0; i < D::kLoads; ++i) {
       if (!D::issued(wave, i)) continue;
-      const uint32_t base = (wave * D::kLoads + i) * 64u;
-      const uint32_t row = D::row_of(wave, i, lane), c = D::chunk_of(wave, i, lane);
+      const uint32_t row = D::row_of(wave, i, lane), byte = D::byte_of(wave, i, lane);
       const uint32_t off = t.row_offset(key0 + (int32_t)row, page[i], page_stride, token_stride, span, SrcBytes);
       // A not-loadable row keeps offset = span for all its chunks (out of range: 0).
       bool load = off != span;
-      if constexpr (D::kSrcChunks < D::kChunks) load = load && c < D::kSrcChunks;
-      mm::buffer_load_to_lds<16>(cache, (void*)(dst + base * 16u), load ? off + c * 16u : span);
+      if constexpr (D::kSrcBytes < (uint32_t)Layout::kRowBytes) load = load && byte < D::kSrcBytes;
+      mm::buffer_load_to_lds<16>(cache, (void*)(dst + D::base(wave, i) * 16u), load ? off + byte : span);
     }
   }
 };
 
-// fp8 K/V through pages: DequantRows' lanes, each row's offset from its page (page indices of all the block's
-// loads fetched first), a not-loadable row read at the span (zeros).
-template <int RowBytes, int Elems, class Tile>
-MM_DEVICE void paged_dequant_rows(const Tile& t, mm::buffer_rsrc cache, uint32_t span, int64_t page_stride,
-                                  int64_t token_stride, int32_t key0, lds_u8* dst, uint32_t wave, uint32_t lane) {
-  using D = DequantRows<RowBytes, Elems>;
-  int32_t page[D::kLoads];
-#pragma unroll
-  for (int i = 0; i < D::kLoads; ++i)
-    if (D::issued(wave, i))
-      page[i] = (int32_t)mm::buffer_load_b32(t.page_list, (uint32_t)((key0 + (int32_t)D::row_of(wave, i, lane)) >> t.shift) * 4u);
-#pragma unroll
-  for (int i = 0; i < D::kLoads; ++i) {
-    if (!D::issued(wave, i)) continue;
-    const uint32_t row = D::row_of(wave, i, lane), c = D::piece_of(wave, i, lane);
-    const uint32_t off = t.row_offset(key0 + (int32_t)row, page[i], page_stride, token_stride, span, Elems);
-    D::store(dst, row, c, mm::buffer_load_b128(cache, off == span ? span : off + c * 16u));
-  }
+// Chosen over the generic dma_k / dma_v of attention_fwd.hpp for paged tiles (more specialised overloads).
+template <class Shape>
+MM_DEVICE void dma_k(const PagedTile<Shape>& tile, int32_t key0, lds_u8* buf, uint32_t wave, uint32_t lane) {
+  PagedRows<typename Shape::KLayout> kr;
+  kr.fetch_pages(tile.page_list, key0, tile.shift, wave, lane);
+  kr.dma(tile, tile.k_cache, tile.k_span, tile.a.k_batch, tile.a.k_token, key0, buf, wave, lane);
+}
+template <class Shape>
+MM_DEVICE void dma_v(const PagedTile<Shape>& tile, int32_t key0, lds_u8* buf, uint32_t wave, uint32_t lane) {
+  PagedRows<typename Shape::VLayout, Shape::Dv * 2> vr;
+  vr.fetch_pages(tile.page_list, key0, tile.shift, wave, lane);
+  vr.dma(tile, tile.v_cache, tile.v_span, tile.a.v_batch, tile.a.v_token, key0, buf, wave, lane);
 }
 
-// Chosen over the generic dma_block of attention_fwd.hpp for paged tiles (more specialised overload).
-template <class Shape>
-MM_DEVICE void dma_block(const PagedTile<Shape>& tile, int32_t key0, lds_u8* stage, uint32_t wave, uint32_t lane) {
-  if constexpr (Shape::kKvFp8) {
-    const AttnFwdArgs& a = tile.a;
-    paged_dequant_rows<Shape::kKRow, Shape::Dqk>(tile, tile.k_cache, tile.k_span, a.k_batch, a.k_token, key0, stage,
-                                                 wave, lane);
-    paged_dequant_rows<Shape::kVRow, Shape::Dv>(tile, tile.v_cache, tile.v_span, a.v_batch, a.v_token, key0,
-                                                stage + Shape::kKBytes, wave, lane);
-    return;
+// fp8 K/V through pages: Fp8Rows' lanes, each row's offset from its page (the page indices of all the block's
+// loads fetched first), a not-loadable row read at the span (zeros); land() is the dense one.
+template <class Rows, class Tile>
+MM_DEVICE void paged_load_fp8(const Tile& t, Rows& r, mm::buffer_rsrc cache, uint32_t span, int64_t page_stride,
+                              int64_t token_stride, int32_t key0, uint32_t wave, uint32_t lane) {
+  int32_t page[Rows::kLoads];
+#pragma unroll
+  for (int i = 0; i < Rows::kLoads; ++i)
+    if (Rows::issued(wave, i))
+      page[i] = (int32_t)mm::buffer_load_b32(t.page_list, (uint32_t)((key0 + (int32_t)Rows::row_of(wave, i, lane)) >> t.shift) * 4u);
+#pragma unroll
+  for (int i = 0; i < Rows::kLoads; ++i) {
+    if (!Rows::issued(wave, i)) continue;
+    const uint32_t row = Rows::row_of(wave, i, lane), c = Rows::piece_of(wave, i, lane);
+    const uint32_t off = t.row_offset(key0 + (int32_t)row, page[i], page_stride, token_stride, span, Rows::kPieces * 16);
+    r.w[i] = mm::buffer_load_b128(cache, off == span ? span : off + c * 16u);
   }
-  PagedRows<Shape::kKRow, Shape::Dqk * 2> kr;
-  PagedRows<Shape::kVRow> vr;
-  kr.fetch_pages(tile.page_list, key0, tile.shift, wave, lane);
-  vr.fetch_pages(tile.page_list, key0, tile.shift, wave, lane);
-  const AttnFwdArgs& a = tile.a;
-  kr.dma(tile, tile.k_cache, tile.k_span, a.k_batch, a.k_token, key0, stage, wave, lane);
-  vr.dma(tile, tile.v_cache, tile.v_span, a.v_batch, a.v_token, key0, stage + Shape::kKBytes, wave, lane);
+}
+template <class Shape>
+MM_DEVICE void load_k_fp8(const PagedTile<Shape>& tile, int32_t key0, Fp8K<Shape>& r, uint32_t wave, uint32_t lane) {
+  paged_load_fp8(tile, r, tile.k_cache, tile.k_span, tile.a.k_batch, tile.a.k_token, key0, wave, lane);
+}
+template <class Shape>
+MM_DEVICE void load_v_fp8(const PagedTile<Shape>& tile, int32_t key0, Fp8V<Shape>& r, uint32_t wave, uint32_t lane) {
+  paged_load_fp8(tile, r, tile.v_cache, tile.v_span, tile.a.v_batch, tile.a.v_token, key0, wave, lane);
 }
 
 }  // namespace attn950

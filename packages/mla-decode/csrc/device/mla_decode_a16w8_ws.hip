@@ -1,0 +1,435 @@
+// MLA absorbed decode, gfx942 (and gfx950 through its stage file): the warp-specialised 8-wave kernel.
+//
+// Same math, row packing, masking, split and outputs as mla_decode_a16w8.hip (read that file's header
+// first). What this kernel changes is how the KV reaches the MFMAs:
+//   each KV row is fetched ONCE, at fp8 width (576 bytes), widened once to bf16 into LDS, and both MFMA
+//   operands, K (for S = K Q^T) and V^T (for O += P V), are read from that one copy.
+//
+// Workgroup = 512 threads = 8 waves = one (request, KV part, group of up to 4 row tiles of 16 rows).
+//   contract waves 0..nrt-1   one row tile each: Q in registers (18 x 16 B per lane), S = K Q^T over
+//                             576 columns (36 16x16x16 MFMAs on gfx942, 18 16x16x32 on gfx950), online
+//                             softmax; P (bf16) and each row's rescale factor published to LDS.
+//   waves nrt..3              no role: they end at once (s_barrier counts only running waves).
+//   PV / fill waves 4..7      PV split by output columns: wave 4 + f owns columns [128f, 128f + 128) of
+//                             every row tile (8 MFMAs per row tile per KV tile; 32 accumulator registers
+//                             per row tile instead of 128), and fills the tiles n = f, f + 4, ...: it
+//                             fetches tile n + 4 (9 x 16 B per lane: lane l = token l/4, bytes
+//                             [144 (l%4), +144)) while the other three fill waves' tiles are in flight,
+//                             so four tiles of loads are in flight; then widens its tile into LDS.
+//   A SIMD holds one contract wave and one PV wave: 36 QK MFMAs beside 32 PV MFMAs per row tile.
+// Slot indices: each tile's 16 kv_indices entries are loaded once (16 lanes of the wave that fetches the
+// tile, one round ahead) and spread to the fetching lanes by ds_bpermute.
+//
+// LDS (64256 bytes):
+//   tile[3]     [16 tokens][584 bf16] (stride 1168 B: 292 dwords = 4 mod 32 banks) — the widened KV
+//               tile, three in rotation, written row-major by the fill lanes (2 x 16 B per 16 fp8).
+//               K read (QK, lane (i, g)): token i, columns 32m + 8g .. +7 (m = 0..17: m < 16 latent,
+//               the rest rope, so every Q chunk is wave-uniformly latent or rope), one ds_read_b128 per
+//               8-column step, the same column order as Q's registers.
+//               V^T read (PV wave f, lane (i, g)): tokens 4g + e (e = 0..3), columns 128f + 8i .. +7,
+//               one ds_read_b128 per token; v_perm (0x05040100 / 0x07060302: the low / high bf16 halves
+//               of two dwords) turns the 4 x 8 block into the A operands of eight MFMAs (block b: output
+//               column 128f + 8i + b), so D reg rr of lane (j, g) holds row j's column 128f + 32g + 8rr + b.
+//   p[2][4]     per row tile, 16 bytes per lane: P in the MFMA B layout (lane (j, g) holds
+//               P[tokens 4g..4g+3][row j] as 4 bf16) and the rescale factor of row j (1.0: none),
+//               written and read by the same lane index, one 16-byte access each way.
+//
+// Pipeline: one barrier per step; at step s (tiles in a 3-slot ring):
+//   PV wave 4 + s % 4   widen tile s into slot s % 3, then fetch tile s + 4 and the slots of tile s + 8
+//   contract waves      QK + softmax of tile s - 1 (slot (s-1) % 3) -> p[(s-1) % 2]
+//   PV waves            PV of tile s - 2 (slot (s-2) % 3, p[(s-2) % 2])
+// so one wave's widening VALU overlaps the others' MFMAs; the MFMA phases run at s_setprio 1.
+// Each hazard is one step apart: slot s % 3 was last read by PV(s - 3) at step s - 1; p[s % 2] by
+// PV(s - 2) at step s - 1.
+//
+// Softmax: base 2, x = s * scale * kv_scale * log2(e). Running max per row; it moves only when a tile's
+// max exceeds it by more than kLazyMax (log2 units), and a PV wave rescales a row tile's accumulator only
+// when one of its rows moved.
+//
+// Output: direct (one part) o = kv_scale * O / ln in bf16 RTNE and lse = m + log2(l); otherwise fp32
+// partials (O, m, l, ln) for mla_decode_a16w8_merge, exactly as the other variants.
+#include "mla_decode_common.hpp"
+#include "moonmath/convert.hpp"
+
+namespace {
+
+using namespace mla;
+constexpr uint32_t kMaxRowTiles = 4;   // contract waves 0..3
+constexpr uint32_t kFillWave0 = 4;     // PV / fill waves 4..7
+constexpr uint32_t kFillWaves = 4;
+constexpr uint32_t kPvCols = 128;      // output columns per PV wave
+constexpr uint32_t kRing = 3;          // LDS tile slots
+constexpr uint32_t kKStride = 1168;    // bytes per token row in LDS (576 bf16 + 16 bytes pad)
+constexpr uint32_t kTileBytes = 16 * kKStride;
+constexpr uint32_t kPBytes = 64 * 16;   // one row tile's P and alpha
+constexpr uint32_t kPOff = kRing * kTileBytes;
+constexpr uint32_t kLdsBytes = kPOff + 2 * kMaxRowTiles * kPBytes;
+static_assert(kLdsBytes <= 65536, "gfx942 LDS");
+constexpr float kLazyMax = 0.0f;  // log2 units; see the header
+
+// Widen 16 fp8 bytes to 16 bf16 (exact), in order.
+MM_DEVICE void widen16(const mm::u32x4& w, mm::u32x4& lo, mm::u32x4& hi) {
+  uint32_t o[8];
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const mm::f32x2 a = mm::cvt_pk_f32_fp8<false>(w[q]);
+    const mm::f32x2 b = mm::cvt_pk_f32_fp8<true>(w[q]);
+    o[2 * q] = mm::pack_bf16x2_hi(a.x, a.y);
+    o[2 * q + 1] = mm::pack_bf16x2_hi(b.x, b.y);
+  }
+  lo = mm::u32x4{o[0], o[1], o[2], o[3]};
+  hi = mm::u32x4{o[4], o[5], o[6], o[7]};
+}
+
+
+// Everything a workgroup needs that does not depend on its number of row tiles.
+struct Work {
+  const uint16_t* q_lat;
+  const uint16_t* q_pe;
+  uint16_t* o_lat;
+  float* lse;
+  float* ws_o;
+  float* ws_ml;
+  mm::buffer_rsrc pool, idx;
+  uint32_t B, H, q_len, rows, nparts, unit, grp, b, cp_rank, cp_world, flags;
+  int32_t slen, glen, e_req;
+  uint32_t k0, k1, nt;
+  float c_qk, o_scale;
+};
+
+// One wave's part of a workgroup with NRT row tiles; its role (contract, or PV / fill) is a template
+// argument, so each role's step loop carries no tests of the other's (both meet the same barriers: one
+// per step).
+template <uint32_t NRT, bool kContract, bool kFill>
+MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
+  const uint32_t wave = mm::wave_id();
+  const uint32_t lane = mm::lane_id();
+  const uint32_t i = lane & 15u, g = lane >> 4;
+  constexpr bool contract = kContract;
+  constexpr bool fill = kFill;
+  const uint32_t fill_id = wave - kFillWave0;
+  const uint32_t rows = w.rows, k0 = w.k0, k1 = w.k1, nt = w.nt;
+
+  // ---- contract role: this wave's row tile -----------------------------------------------------------
+  const uint32_t r = (w.grp * kMaxRowTiles + wave) * 16u + i;
+  const bool live = contract && r < rows;
+  const int32_t e_row = live ? window_end(w.glen, w.slen, (int32_t)w.q_len, (int32_t)(r / w.H), (int32_t)w.cp_rank,
+                                          (int32_t)w.cp_world)
+                             : 0;
+  const int32_t e_lane = e_row < (int32_t)k1 ? e_row : (int32_t)k1;
+  // Row ends grow with the row, so lane 0's end is the wave's smallest live one: a tile ending at or
+  // before it needs no mask.
+  const uint32_t e_live = mm::uniform((uint32_t)(e_lane > 0 ? e_lane : 0));
+
+  // One register array for two roles (never the same wave): a contract wave's Q tile, chunk m = columns
+  // 32m + 8g .. +7 (m < 16: latent, else rope: uniform over the wave, so no divergent loads), and a fill
+  // wave's fetched fp8 tile (the first 9 entries).
+  mm::u32x4 q[18];
+  mm::u32x4* const raw = q;
+  if constexpr (contract) {
+    const mm::buffer_rsrc qlat_buf = mm::make_buffer(w.q_lat, w.B * rows * kLat * 2u);
+    const mm::buffer_rsrc qpe_buf = mm::make_buffer(w.q_pe, w.B * rows * 64u * 2u);
+    const uint32_t R = w.b * rows + r;
+    // dead rows read past the buffers: zeros
+    const uint32_t lat_off = live ? R * kLat * 2u + 16u * g : 0x80000000u;
+    const uint32_t pe_off = live ? R * 64u * 2u + 16u * g : 0x80000000u;
+#pragma unroll
+    for (int m = 0; m < 16; ++m) q[m] = mm::buffer_load_b128(qlat_buf, lat_off + 64u * m);
+#pragma unroll
+    for (int m = 0; m < 2; ++m) q[16 + m] = mm::buffer_load_b128(qpe_buf, pe_off + 64u * m);
+  }
+  float m_run = -__builtin_inff();
+  float l_run = 0.f, ln_run = 0.f;
+
+  // ---- fill role: lane l fetches token l/4, bytes [144 (l%4), +144) ----------------------------------
+  const uint32_t f_tok = lane >> 2, f_col = 144u * (lane & 3u);
+  uint32_t slot_next = 0;
+  // Tile n's slots: lanes 0..15 load entry k + lane once; tokens past the part read kNoSlot (zeros).
+  auto load_slots = [&](uint32_t n) __attribute__((always_inline)) {
+    const uint32_t k = k0 + 16u * n;
+    uint32_t s = kNoSlot;
+    if (lane < 16u && k + lane < k1) s = load_slot(w.idx, k + lane);
+    return s;
+  };
+  auto fetch = [&](uint32_t slots16) __attribute__((always_inline)) {
+    const uint32_t s = mm::bpermute(slots16, f_tok);
+#pragma unroll
+    for (int m = 0; m < 9; ++m) raw[m] = struct_buffer_load_b128(w.pool, s, f_col, 16u * m, 0);
+  };
+  if (fill && fill_id < nt) {
+    const uint32_t s0 = load_slots(fill_id);
+    if (fill_id + kFillWaves < nt) slot_next = load_slots(fill_id + kFillWaves);
+    fetch(s0);
+  }
+
+  // ---- PV role: the wave's 128 output columns of every row tile ---------------------------------------
+  mm::f32x4 acc[NRT][8];
+#pragma unroll
+  for (uint32_t t = 0; t < NRT; ++t)
+#pragma unroll
+    for (int c = 0; c < 8; ++c) acc[t][c] = mm::f32x4{0.f, 0.f, 0.f, 0.f};
+
+  // LDS byte offsets of the ring slots (rotated every step): tile s (written), s - 1 (QK), s - 2 (PV).
+  uint32_t slot_w = 0, slot_q = 2u * kTileBytes, slot_p = kTileBytes;
+  const uint32_t n_steps = nt > 0 ? nt + 2u : 0u;
+  for (uint32_t s = 0; s < n_steps; ++s) {
+    // Fill: widen tile s into its slot, then fetch tile s + 4 and the slots of tile s + 8.
+    if (fill && (s & 3u) == fill_id) {
+      if (s < nt) {
+        const uint32_t base = slot_w + f_tok * kKStride + 2u * f_col;
+#pragma unroll
+        for (int m = 0; m < 9; ++m) {
+          mm::u32x4 lo, hi;
+          widen16(raw[m], lo, hi);
+          mm::lds_write_b128(lds, base + 32u * m, lo);
+          mm::lds_write_b128(lds, base + 32u * m + 16u, hi);
+        }
+      }
+      if (s + kFillWaves < nt) {
+        fetch(slot_next);
+        if (s + 2u * kFillWaves < nt) slot_next = load_slots(s + 2u * kFillWaves);
+      }
+    }
+
+    // Contract: S = K Q^T of tile s - 1, online softmax, publish P and alpha.
+    if (contract && s >= 1u && s - 1u < nt) {
+      const uint32_t k = k0 + 16u * (s - 1u);
+      mm::set_priority<1>();
+      mm::f32x4 sc = {0.f, 0.f, 0.f, 0.f};
+      {
+        constexpr int kGrp = 3, kNGrp = 18 / kGrp;
+        mm::u32x4 kw[2][kGrp];
+        const uint32_t kbase = slot_q + i * kKStride + 16u * g;  // chunk m at + 64m: columns 32m + 8g
+#pragma unroll
+        for (int u = 0; u < kGrp; ++u) kw[0][u] = mm::lds_read_b128(lds, kbase + 64u * u);
+#pragma unroll
+        for (int gi = 0; gi < kNGrp; ++gi) {
+          if (gi + 1 < kNGrp) {
+#pragma unroll
+            for (int u = 0; u < kGrp; ++u)
+              kw[(gi + 1) & 1][u] = mm::lds_read_b128(lds, kbase + 64u * (kGrp * (gi + 1) + u));
+            mm::wait_lgkmcnt<kGrp>();
+          } else {
+            mm::wait_lgkmcnt<0>();
+          }
+          mm::sched_barrier();
+#pragma unroll
+          for (int u = 0; u < kGrp; ++u) sc = qk_step8(kw[gi & 1][u], q[kGrp * gi + u], sc);  // the arch's stage
+          mm::sched_barrier();
+        }
+      }
+      mm::set_priority<0>();
+      float x[4];
+      if (k + 16u <= e_live) {  // uniform: every token of the tile is inside every live row's window
+#pragma unroll
+        for (int e = 0; e < 4; ++e) x[e] = sc[e] * w.c_qk;
+      } else {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int32_t tok = (int32_t)(k + 4u * g + e);
+          x[e] = tok < e_lane ? sc[e] * w.c_qk : -__builtin_inff();
+        }
+      }
+      float mt = __builtin_fmaxf(__builtin_fmaxf(x[0], x[1]), __builtin_fmaxf(x[2], x[3]));
+      mt = __builtin_fmaxf(mt, mm::xor_lane(mt, 16));
+      mt = __builtin_fmaxf(mt, mm::xor_lane(mt, 32));
+      const bool upd = mt > m_run + kLazyMax;
+      float alpha = 1.f;
+      if (upd) {
+        alpha = mm::exp2(m_run - mt);  // 0 when m_run was -inf
+        m_run = mt;
+      }
+      const float m_sub = m_run == -__builtin_inff() ? 0.f : m_run;
+      float pr[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) pr[e] = mm::exp2(x[e] - m_sub);
+      const mm::u32x2 pb = {mm::pack_bf16x2_rna(pr[0], pr[1]), mm::pack_bf16x2_rna(pr[2], pr[3])};
+      l_run = l_run * alpha + ((pr[0] + pr[1]) + (pr[2] + pr[3]));
+      ln_run = ln_run * alpha +
+               ((mm::bf16_lo(pb[0]) + mm::bf16_hi(pb[0])) + (mm::bf16_lo(pb[1]) + mm::bf16_hi(pb[1])));
+      const uint32_t pt = ((s - 1u) & 1u) * kMaxRowTiles + wave;
+      mm::lds_write_b128(lds, kPOff + pt * kPBytes + 16u * lane, mm::u32x4{pb[0], pb[1], mm::bit_cast<uint32_t>(alpha), 0u});
+    }
+
+    // PV of tile s - 2: the PV waves, 128 columns each.
+    if (fill && s >= 2u) {
+      const uint32_t pbuf = (s & 1u) * kMaxRowTiles;  // (s - 2) & 1
+      mm::u32x4 d[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        d[e] = mm::lds_read_b128(lds, slot_p + (4u * g + e) * kKStride + 2u * kPvCols * fill_id + 16u * i);
+      mm::u32x2 pbv[NRT];
+      float al[NRT];
+#pragma unroll
+      for (uint32_t t = 0; t < NRT; ++t) {
+        const mm::u32x4 pa = mm::lds_read_b128(lds, kPOff + (pbuf + t) * kPBytes + 16u * lane);
+        pbv[t] = mm::u32x2{pa[0], pa[1]};
+        al[t] = mm::bit_cast<float>(pa[2]);
+      }
+      // block b = 2k + h: column 8i + b of the wave's 128 at tokens 4g .. 4g + 3 (the low (h = 0) or high
+      // (h = 1) bf16 of dword k of the four token rows)
+      mm::u32x2 va[8];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        va[2 * k] = mm::u32x2{mm::perm(d[1][k], d[0][k], 0x05040100u), mm::perm(d[3][k], d[2][k], 0x05040100u)};
+        va[2 * k + 1] = mm::u32x2{mm::perm(d[1][k], d[0][k], 0x07060302u), mm::perm(d[3][k], d[2][k], 0x07060302u)};
+      }
+      mm::set_priority<1>();
+#pragma unroll
+      for (uint32_t t = 0; t < NRT; ++t) {
+        if (__builtin_amdgcn_ballot_w64(al[t] != 1.f) != 0) {
+#pragma unroll
+          for (int c = 0; c < 8; ++c) acc[t][c] *= al[t];
+        }
+#pragma unroll
+        for (int c = 0; c < 8; ++c)
+          acc[t][c] = mm::mfma_16x16x16_bf16(mm::bit_cast<mm::i16x4>(va[c]), mm::bit_cast<mm::i16x4>(pbv[t]), acc[t][c]);
+      }
+      mm::set_priority<0>();
+    }
+    const uint32_t rot = slot_p;
+    slot_p = slot_q;
+    slot_q = slot_w;
+    slot_w = rot;
+    mm::block_sync();
+  }
+
+  // ---- epilogue: contract waves publish each row's ln; the PV waves store their columns ----------------
+  float* stats = (float*)(lds + kPOff);  // [row tile][16 rows]: the P area is free after the last step
+  const bool partial = (w.flags & kFlagPartial) != 0;
+  if constexpr (contract) {
+    float l_row = l_run + mm::xor_lane(l_run, 16);
+    l_row += mm::xor_lane(l_row, 32);
+    float ln_row = ln_run + mm::xor_lane(ln_run, 16);
+    ln_row += mm::xor_lane(ln_row, 32);
+    if (g == 0) stats[wave * 16u + i] = ln_row;
+    if (live && g == 0) {
+      if (partial) {
+        const uint32_t slot = w.unit * rows + r;
+        const mm::buffer_rsrc wml = mm::make_buffer(w.ws_ml, w.B * rows * w.nparts * 16u);
+        mm::buffer_store_b128(mm::u32x4{mm::bit_cast<uint32_t>(m_run), mm::bit_cast<uint32_t>(l_row),
+                                        mm::bit_cast<uint32_t>(ln_row), 0u},
+                              wml, slot * 16u);
+      } else if (w.flags & kFlagLse) {
+        mm::buffer_store_f32(finish_lse(m_run, l_row), mm::make_buffer(w.lse, w.B * rows * 4u), (w.b * rows + r) * 4u);
+      }
+    }
+  }
+  mm::block_sync();
+  if constexpr (fill) {
+    // Lane (j = i, g) of PV wave f holds row j's columns 128f + 32g + 8rr + b (acc[t][b][rr]).
+    const uint32_t col = kPvCols * fill_id + 32u * g;
+    const mm::buffer_rsrc wo = mm::make_buffer(w.ws_o, w.B * rows * w.nparts * kLat * 4u);
+    const mm::buffer_rsrc ob = mm::make_buffer(w.o_lat, w.B * rows * kLat * 2u);
+#pragma unroll
+    for (uint32_t t = 0; t < NRT; ++t) {
+      const uint32_t rt_row = (w.grp * kMaxRowTiles + t) * 16u + i;
+      if (rt_row >= rows) continue;
+      if (partial) {
+        const uint32_t slot = w.unit * rows + rt_row;
+#pragma unroll
+        for (int rr = 0; rr < 4; ++rr) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            mm::u32x4 v;
+#pragma unroll
+            for (int c = 0; c < 4; ++c) v[c] = mm::bit_cast<uint32_t>(acc[t][4 * h + c][rr]);
+            mm::buffer_store_b128(v, wo, (slot * kLat + col + 8u * rr + 4u * h) * 4u);
+          }
+        }
+      } else {
+        const float inv = inv_norm(w.o_scale, stats[t * 16u + i]);
+        const uint32_t R = w.b * rows + rt_row;
+#pragma unroll
+        for (int rr = 0; rr < 4; ++rr) {
+          mm::u32x4 v;
+#pragma unroll
+          for (int u = 0; u < 4; ++u)
+            v[u] = mm::pack_bf16x2<mm::Round::RTNE>(acc[t][2 * u][rr] * inv, acc[t][2 * u + 1][rr] * inv);
+          mm::buffer_store_b128(v, ob, (R * kLat + col + 8u * rr) * 2u);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+MM_KERNEL MM_LAUNCH_BOUNDS(512) void mla_decode_a16w8_fwd_ws(
+    const MlaDecodeArgs args) {  // mla_decode_args.hpp
+  MLA_UNPACK_ARGS(args);
+  MM_LDS __attribute__((aligned(16))) uint8_t lds[kLdsBytes];
+
+  const uint32_t rows = q_len * H;
+  const uint32_t n_rt = (rows + 15u) / 16u;
+  const uint32_t n_grp = (n_rt + kMaxRowTiles - 1u) / kMaxRowTiles;
+  const uint32_t wg = mm::block_id_x();
+  if (wg >= B * nparts * n_grp) return;  // uniform over the workgroup
+  const uint32_t grp = wg % n_grp;
+  const uint32_t unit = wg / n_grp;
+  const Units units = locate(SplitArgs{seq_lens, glen, kv_indptr, n_idx, B, nparts, q_len, cp_rank, cp_world, flags},
+                             unit, false);
+  if (!units.valid) return;  // an idle unit of the balanced split (uniform over the workgroup)
+  const uint32_t p = unit - units.first;
+  const uint32_t nrt = n_rt - grp * kMaxRowTiles < kMaxRowTiles ? n_rt - grp * kMaxRowTiles : kMaxRowTiles;
+
+  Work w;
+  w.q_lat = q_lat;
+  w.q_pe = q_pe;
+  w.o_lat = o_lat;
+  w.lse = lse;
+  w.ws_o = ws_o;
+  w.ws_ml = ws_ml;
+  w.B = B;
+  w.H = H;
+  w.q_len = q_len;
+  w.rows = rows;
+  w.nparts = nparts;
+  w.unit = unit;
+  w.grp = grp;
+  w.b = units.b;
+  w.cp_rank = cp_rank;
+  w.cp_world = cp_world;
+  w.flags = flags;
+  const Scales sc = read_scales(kv_scale_dev, c_qk_bits, o_scale_bits, scale_log2e_bits);
+  w.c_qk = sc.c_qk;
+  w.o_scale = sc.o_scale;
+  const RequestView req = request_view(seq_lens, glen, kv_indices, kv_indptr, n_idx, cp_world, units.b);
+  w.slen = req.slen;
+  w.glen = req.glen;
+  w.idx = req.idx;
+  w.pool = make_pool(pool, pool_slots);
+  w.e_req = window_end(w.glen, w.slen, (int32_t)q_len, (int32_t)q_len - 1, (int32_t)cp_rank, (int32_t)cp_world);
+  const uint32_t n_tiles = w.e_req > 0 ? ((uint32_t)w.e_req + 15u) / 16u : 0u;
+  const uint32_t tpp = (n_tiles + units.count - 1u) / units.count;
+  const uint32_t tile0 = p * tpp;
+  const uint32_t tile1 = tile0 + tpp < n_tiles ? tile0 + tpp : n_tiles;
+  w.k0 = tile0 * 16u;
+  w.k1 = tile1 * 16u < (uint32_t)w.e_req ? tile1 * 16u : (uint32_t)(w.e_req > 0 ? w.e_req : 0);
+  const int32_t nt_signed = (int32_t)tile1 - (int32_t)tile0;  // tile0 may lie past the last tile
+  w.nt = nt_signed > 0 ? (uint32_t)nt_signed : 0u;
+
+  // A body per (row-tile count, role): uniform over the wave, so the step loops carry no role tests and
+  // the PV loops over row tiles no bounds tests. Waves nrt..3 have no role and end here.
+  const uint32_t wave = mm::wave_id();
+  const bool contract = wave < nrt, fill = wave >= kFillWave0;
+  if (!contract && !fill) return;
+  switch (nrt) {
+    case 1:
+      if (contract) decode_group<1, true, false>(w, lds);
+      else decode_group<1, false, true>(w, lds);
+      break;
+    case 2:
+      if (contract) decode_group<2, true, false>(w, lds);
+      else decode_group<2, false, true>(w, lds);
+      break;
+    case 3:
+      if (contract) decode_group<3, true, false>(w, lds);
+      else decode_group<3, false, true>(w, lds);
+      break;
+    default:
+      if (contract) decode_group<4, true, false>(w, lds);
+      else decode_group<4, false, true>(w, lds);
+      break;
+  }
+}
