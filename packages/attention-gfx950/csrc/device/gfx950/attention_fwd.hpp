@@ -439,8 +439,13 @@ MM_DEVICE void load_v_fp8(const DenseTile<Shape>& tile, int32_t key0, Fp8V<Shape
 // `mid` runs once the first fragments are in flight and the row-sum MFMAs issued (the DMA of group A:
 // its scalar set-up then overlaps the MFMA pipe instead of delaying the first MFMA).
 // Fragments read ahead of their MFMA (Prefetch): 6 where Dqk 128 leaves room for them, else 4; 2 for the
-// paged Dqk 192 kernels (their page indices take the VGPRs of the others).
-template <class Shape, bool Dense> constexpr int kPrefetch = Shape::Dqk <= 128 ? 6 : Dense ? 4 : 2;
+// paged Dqk 192 kernels (their page indices take the VGPRs of the others). The fp8 kernels hold the next block's
+// K/V loads across a phase (Fp8Rows) and the paged kernels of the other head dims their page indices and
+// partial-round branches: 4 and 2 (6 spilled).
+template <class Shape, bool Dense>
+constexpr int kPrefetch = Shape::Dqk == 128 && !Shape::kKvFp8 ? 6
+                          : Shape::Dqk < 128 && !Shape::kKvFp8 && Dense ? 6
+                          : Dense ? 4 : 2;
 template <class Shape, int KBuf, bool DoPv, bool DoQk, int Prefetch, class Mid>
 MM_DEVICE void mfma_phase(WaveState<Shape>& st, const LdsAddrs<Shape>& ad, FragC (&s)[Shape::kKeyTiles], Mid mid) {
   constexpr int kPv = DoPv ? Shape::kPvSteps * Shape::kDvTiles : 0;      // V fragments: (step c, n-tile)
