@@ -12,7 +12,8 @@ Declared budgets (docs/kernels/attention_gfx950.md):
                      + VCC + XNACK; no occupancy cost at 2 waves per SIMD either).
   attn_fwd_paged_*   SGPR <= 102 (the paged partitioner's resources; same reasoning).
   attn_fwd[_paged]_d64 / _d80 / _d96 and their feature twins  (issue 17, attention_fwd[_paged]_dims.hsaco)
-                     VGPR+AGPR <= 256, SGPR <= 104 (the metadata count includes VCC: 102 addressable + 2), LDS =
+                     VGPR+AGPR <= 256, SGPR <= 104 (the metadata count includes VCC: 102 addressable + 2; paged
+                     and the feature twins <= 106 as above), LDS =
                      two K and two V buffers of the head dims (d64 32768, d80 45056: V padded to 96, d96 49152).
   attn_fwd_merge_dv64 / _dv80 / _dv96  the merge's budget.
   attn_fwd_fp8_d64 / _d128 and their feature twins  (fp8 K/V) VGPR+AGPR <= 256, SGPR <= 104, LDS as bf16;
@@ -48,8 +49,10 @@ BUDGETS = {
 # issue 17, head dims 64, 80, 96: the plain kernels of their own code objects, two K buffers [64][Dqk] + two V buffers
 # [64][Dv padded to 32] bf16 of LDS.
 for _d, _lds in ((64, 32768), (80, 45056), (96, 49152)):
-    for _co, _n in (("attention_fwd_dims", f"attn_fwd_d{_d}"), ("attention_fwd_paged_dims", f"attn_fwd_paged_d{_d}")):
-        BUDGETS[(_co, _n)] = dict(vgpr=256, agpr=256, sgpr=104, lds=_lds, block=FWD_BLOCK)
+    BUDGETS[("attention_fwd_dims", f"attn_fwd_d{_d}")] = dict(vgpr=256, agpr=256, sgpr=104, lds=_lds, block=FWD_BLOCK)
+    # paged: up to 106 as the paged feature twins (102 addressable + VCC + XNACK; no spill, checked below)
+    BUDGETS[("attention_fwd_paged_dims", f"attn_fwd_paged_d{_d}")] = dict(vgpr=256, agpr=256, sgpr=106, lds=_lds,
+                                                                          block=FWD_BLOCK)
     BUDGETS[(MERGE_CODE_OBJECT, f"attn_fwd_merge_dv{_d}")] = BUDGETS[(MERGE_CODE_OBJECT, MERGE_KERNEL)]
 # issue 17, fp8 K/V (attention_fwd_fp8.hsaco): the dense budget of the head dim (LDS holds bf16, as without fp8).
 for _d, _lds in ((64, 32768), (128, 65536)):

@@ -745,11 +745,18 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   }
   // fp8 K/V: S = kd (Q K8), so K's descale joins the logit factor (the tanh argument under a soft-cap; at least
   // FLT_MIN, as the planner's scale); V's scales O once after the loop.
-  float scale_log2 = a.scale_log2, softcap_pre2 = a.softcap_pre2;
+  float scale_log2 = a.scale_log2, softcap_pre2 = a.softcap_pre2, vd = 1.f;
   if constexpr (Shape::kKvFp8) {
     const float kd = ptr.k_descale[tile.hk];
+    vd = ptr.v_descale[tile.hk];   // read now: one SGPR through the loop, not the pointer's two
     if constexpr (Shape::kSoftcap) softcap_pre2 *= kd;
     else scale_log2 = __builtin_fmaxf(scale_log2 * kd, 1.17549435e-38f);
+  }
+  // The sink logit (log2 units) read now too; -inf where this item adds none (a split part but the first:
+  // add_sink with -inf leaves m, l, lb and O bit for bit), so no item field stays live through the loop for it.
+  float sink2 = kNegInf;
+  if constexpr (Shape::kSinks) {
+    if (it.slot < 0 || it.sink_part) sink2 = ptr.sinks[h] * mm::kLog2e;
   }
   // The epilogue's resources now: 8 SGPRs live through the loop instead of the plan fields they come from.
   const bool final_rows = it.slot < 0;
@@ -762,14 +769,12 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   auto kbuf = [&](int32_t n) MM_INLINE_LAMBDA { return lds + Shape::kKBuf0 + (uint32_t)(n & 1) * Shape::kKBytes; };
   auto vbuf = [&](int32_t n) MM_INLINE_LAMBDA { return lds + Shape::kVBuf0 + (uint32_t)(n & 1) * Shape::kVBytes; };
   auto key_of_block = [&](int32_t n) MM_INLINE_LAMBDA { return kv_begin + n * kKvBlock; };
-  // The DMA of global phase 2n: K(n+1) and V(n), each if it exists. fp8: their loads into VGPRs (fk, fv), of
-  // block pn = n, written to LDS by land().
+  // The DMA of global phase 2n: K(n+1) and V(n), each if it exists. fp8: their loads into VGPRs (fk, fv),
+  // written to LDS by land(n) (each group lands dma_phase(n) within block n: see block).
   Fp8K<Shape> fk;
   Fp8V<Shape> fv;
-  int32_t pn = 0;
   auto dma_phase = [&](int32_t n) MM_INLINE_LAMBDA {
     if constexpr (Shape::kKvFp8) {
-      pn = n;
       if (n + 1 < nb) load_k_fp8<Shape>(tile, key_of_block(n + 1), fk, wave, lane);
       if (n < nb) load_v_fp8<Shape>(tile, key_of_block(n), fv, wave, lane);
     } else {
@@ -779,11 +784,11 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   };
   // The wave's DMA of the phase in LDS (before the barrier that makes it visible): vmcnt(0); fp8: then the
   // widening writes and their lgkmcnt(0) (the barrier does not wait for them).
-  auto land = [&]() MM_INLINE_LAMBDA {
+  auto land = [&](int32_t n) MM_INLINE_LAMBDA {
     mm::wait_vmcnt<0>();
     if constexpr (Shape::kKvFp8) {
-      if (pn + 1 < nb) fk.land(kbuf(pn + 1), wave, lane);
-      if (pn < nb) fv.land(vbuf(pn), wave, lane);
+      if (n + 1 < nb) fk.land(kbuf(n + 1), wave, lane);
+      if (n < nb) fv.land(vbuf(n), wave, lane);
       mm::wait_lgkmcnt<0>();
     }
   };
@@ -803,11 +808,11 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
     mm::set_priority<1>();
     mfma_phase<Shape, decltype(kb)::value, true, true, kPf>(st, ad, s, [&]() MM_INLINE_LAMBDA { if (lead) dma_phase(n); });
     mm::set_priority<0>();
-    if (!lead) land();
+    if (!lead) land(n);
     phase_barrier(s, st.o, st.lb);
     if (!lead) dma_phase(n + 1);
     softmax_phase(n, false);
-    if (lead) land();
+    if (lead) land(n);
     phase_barrier(st.p, st.o, st.lb);
   };
 
@@ -830,11 +835,11 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
     mm::set_priority<1>();
     mfma_phase<Shape, 0, false, true, kPf>(st, ad, s, [&]() MM_INLINE_LAMBDA { if (lead) dma_phase(0); });
     mm::set_priority<0>();
-    if (!lead) land();
+    if (!lead) land(0);
     phase_barrier(s);
     if (!lead) dma_phase(1);
     softmax_phase(0, true);
-    if (lead) land();
+    if (lead) land(0);
     phase_barrier(st.p, st.o, st.lb);
     int32_t n = 1;
     for (; n + 1 < nb; n += 2) {
@@ -854,12 +859,11 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   }
 
   if constexpr (Shape::kKvFp8) {
-    const float vd = ptr.v_descale[tile.hk];
 #pragma unroll
     for (int n = 0; n < Shape::kDvTiles; ++n) mm::scale(st.o[n], vd);
   }
   if constexpr (Shape::kSinks) {
-    if (it.slot < 0 || it.sink_part) add_sink(st, ptr.sinks[h] * mm::kLog2e, lane);
+    add_sink(st, sink2, lane);
   }
   if (final_rows)
     store_final(st, o_r, o_token, lse_r, want_lse, wave, lane);

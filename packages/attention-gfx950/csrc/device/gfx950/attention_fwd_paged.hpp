@@ -31,11 +31,15 @@ struct PagedTile : DenseTile<Shape> {
   using Base = DenseTile<Shape>;
   mm::buffer_rsrc k_cache, v_cache, page_list;
   uint32_t k_span, v_span;   // the resources' sizes: the "load 0" offset
+  // Page and token strides (elements) in 32 bits: a cache spans < 2^32 bytes (host-checked), so they fit, and
+  // the loop keeps 4 SGPRs fewer than the plan's 64-bit fields.
+  uint32_t k_page, k_tok, v_page, v_tok;
   int32_t shift;
 
   MM_DEVICE PagedTile(const AttnFwdArgs& a_, const AttnWorkItem& it_, int32_t h_, const uint16_t* k,
                       const uint16_t* v, const PagedKv& pk)
-      : Base(a_, it_, h_, k, v), shift(pk.page_shift) {
+      : Base(a_, it_, h_, k, v), k_page((uint32_t)a_.k_batch), k_tok((uint32_t)a_.k_token),
+        v_page((uint32_t)a_.v_batch), v_tok((uint32_t)a_.v_token), shift(pk.page_shift) {
     // k_batch / v_batch carry the page strides of paged plans (elements: bf16, or bytes for fp8 K/V).
     typedef typename Shape::KvT KvT;
     const int64_t hk_k = (int64_t)this->hk * a_.k_head, hk_v = (int64_t)this->hk * a_.v_head;
@@ -47,7 +51,7 @@ struct PagedTile : DenseTile<Shape> {
     page_list = mm::make_buffer(pk.pages + it_.k_tok0, (uint32_t)n_pages * 4u);
   }
   // Byte offset of key `key` (row of a page) at element offset 0 of the row; span when not loadable.
-  MM_DEVICE uint32_t row_offset(int32_t key, int32_t page, int64_t page_stride, int64_t token_stride,
+  MM_DEVICE uint32_t row_offset(int32_t key, int32_t page, uint32_t page_stride, uint32_t token_stride,
                                 uint32_t span, int32_t row_bytes) const {
     const int64_t off =
         ((int64_t)page * page_stride + (int64_t)(key & ((1 << shift) - 1)) * token_stride) * Shape::kKvBytes;
@@ -69,7 +73,7 @@ struct PagedRows {
         page[i] = (int32_t)mm::buffer_load_b32(list, (uint32_t)((key0 + (int32_t)D::row_of(wave, i, lane)) >> shift) * 4u);
   }
   template <class Tile>
-  MM_DEVICE void dma(const Tile& t, mm::buffer_rsrc cache, uint32_t span, int64_t page_stride, int64_t token_stride,
+  MM_DEVICE void dma(const Tile& t, mm::buffer_rsrc cache, uint32_t span, uint32_t page_stride, uint32_t token_stride,
                      int32_t key0, lds_u8* dst, uint32_t wave, uint32_t lane) const {
 #pragma unroll
     for (int i = 0; i < D::kLoads; ++i) {
@@ -89,20 +93,20 @@ template <class Shape>
 MM_DEVICE void dma_k(const PagedTile<Shape>& tile, int32_t key0, lds_u8* buf, uint32_t wave, uint32_t lane) {
   PagedRows<typename Shape::KLayout> kr;
   kr.fetch_pages(tile.page_list, key0, tile.shift, wave, lane);
-  kr.dma(tile, tile.k_cache, tile.k_span, tile.a.k_batch, tile.a.k_token, key0, buf, wave, lane);
+  kr.dma(tile, tile.k_cache, tile.k_span, tile.k_page, tile.k_tok, key0, buf, wave, lane);
 }
 template <class Shape>
 MM_DEVICE void dma_v(const PagedTile<Shape>& tile, int32_t key0, lds_u8* buf, uint32_t wave, uint32_t lane) {
   PagedRows<typename Shape::VLayout, Shape::Dv * 2> vr;
   vr.fetch_pages(tile.page_list, key0, tile.shift, wave, lane);
-  vr.dma(tile, tile.v_cache, tile.v_span, tile.a.v_batch, tile.a.v_token, key0, buf, wave, lane);
+  vr.dma(tile, tile.v_cache, tile.v_span, tile.v_page, tile.v_tok, key0, buf, wave, lane);
 }
 
 // fp8 K/V through pages: Fp8Rows' lanes, each row's offset from its page (the page indices of all the block's
 // loads fetched first), a not-loadable row read at the span (zeros); land() is the dense one.
 template <class Rows, class Tile>
-MM_DEVICE void paged_load_fp8(const Tile& t, Rows& r, mm::buffer_rsrc cache, uint32_t span, int64_t page_stride,
-                              int64_t token_stride, int32_t key0, uint32_t wave, uint32_t lane) {
+MM_DEVICE void paged_load_fp8(const Tile& t, Rows& r, mm::buffer_rsrc cache, uint32_t span, uint32_t page_stride,
+                              uint32_t token_stride, int32_t key0, uint32_t wave, uint32_t lane) {
   int32_t page[Rows::kLoads];
 #pragma unroll
   for (int i = 0; i < Rows::kLoads; ++i)
@@ -118,11 +122,11 @@ MM_DEVICE void paged_load_fp8(const Tile& t, Rows& r, mm::buffer_rsrc cache, uin
 }
 template <class Shape>
 MM_DEVICE void load_k_fp8(const PagedTile<Shape>& tile, int32_t key0, Fp8K<Shape>& r, uint32_t wave, uint32_t lane) {
-  paged_load_fp8(tile, r, tile.k_cache, tile.k_span, tile.a.k_batch, tile.a.k_token, key0, wave, lane);
+  paged_load_fp8(tile, r, tile.k_cache, tile.k_span, tile.k_page, tile.k_tok, key0, wave, lane);
 }
 template <class Shape>
 MM_DEVICE void load_v_fp8(const PagedTile<Shape>& tile, int32_t key0, Fp8V<Shape>& r, uint32_t wave, uint32_t lane) {
-  paged_load_fp8(tile, r, tile.v_cache, tile.v_span, tile.a.v_batch, tile.a.v_token, key0, wave, lane);
+  paged_load_fp8(tile, r, tile.v_cache, tile.v_span, tile.v_page, tile.v_tok, key0, wave, lane);
 }
 
 }  // namespace attn950
