@@ -151,7 +151,8 @@ def test_features_on_new_dims(emu_gfx950, D, causal, feats):
     check(op.transpose(0, 1), lp, ro.transpose(0, 1), rl)
 
 
-@pytest.mark.parametrize("dqk,dv", [(32, 32), (160, 160), (64, 128), (256, 128), (256, 256), (128, 64), (192, 192), (512, 512)])
+@pytest.mark.parametrize("dqk,dv", [(32, 32), (160, 160), (64, 128), (256, 128), (256, 256), (128, 64), (192, 192),
+                                    (512, 512)])
 def test_bad_head_dims_name_them(dqk, dv):
     """Every entry point rejects a head-dim pair outside HEAD_DIMS with a ValueError naming the head dims (before
     any backend is chosen: the reference backend too)."""

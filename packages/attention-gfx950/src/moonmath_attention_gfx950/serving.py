@@ -113,7 +113,8 @@ def _run_header(q, k, v, out, lse, causal: bool, scale: float, policy: dict, cou
 def _launch_plan(op: str, buf: torch.Tensor, counts: tuple[int, int, int], q, k, v, out, lse, softcap: float,
                  window: tuple[int, int], sinks, descales=None) -> list[dict | None]:
     """The forward kernel over buf's n_items work items, then the merge kernel over its n_merge merge items, with an
-    fp32 workspace of n_slots parts (allocated per run, stream-ordered). The kernel of the head dims, the fp8 one with descales (the fp32 [Hkv] k / v descales, after sinks)."""
+    fp32 workspace of n_slots parts (allocated per run, stream-ordered). The kernel of the head dims, the fp8 one
+    with descales (the fp32 [Hkv] k / v descales, after sinks)."""
     n_items, n_merge, n_slots = counts
     if n_items == 0:
         return []
