@@ -64,3 +64,22 @@ def test_paged_planner_binding():
     for bad in (([0, 3, 2], [1, 1], [0, 0]), ([0, 3], [-1], [0]), ([0, 3], [1], [-2]), ([0, 3], [1, 2], [0])):
         with pytest.raises(ValueError):
             C.plan_forward_paged(*bad, 1, 1, False, False, 1.0, [0] * 14)
+
+
+def test_single_page_cache_with_a_huge_page_stride():
+    """The kernels hold page strides in 32 bits; a one-page cache's page stride is unbounded by its span (here 2^33
+    elements). Page indices past the cache (1, 7; a device-resident table the host cannot check) must still read
+    zeros, as with the contiguous cache: == bit for bit."""
+    import moonmath_attention_gfx950 as att
+    g = torch.Generator().manual_seed(3)
+    q = torch.randn(40, 2, 128, generator=g).to(torch.bfloat16)
+    kc = torch.randn(1, 16, 1, 128, generator=g).to(torch.bfloat16)
+    vc = torch.randn(1, 16, 1, 128, generator=g).to(torch.bfloat16)
+    cu_q = torch.tensor([0, 20, 40], dtype=torch.int32)
+    lens = torch.tensor([16, 40], dtype=torch.int32)
+    table = torch.tensor([[0, 0, 0], [0, 1, 7]], dtype=torch.int32)
+    table = att.as_emu_device(table)
+    ref = att.forward_paged(q, kc, vc, cu_q, lens, block_table=table)
+    big = lambda t: t.as_strided(t.shape, (1 << 33,) + t.stride()[1:])  # noqa: E731
+    o = att.forward_paged(q, big(kc), big(vc), cu_q, lens, block_table=table)
+    assert torch.equal(o.view(torch.int16), ref.view(torch.int16))

@@ -37,6 +37,16 @@ def _span_bytes(t: torch.Tensor) -> int:
     return (sum((n - 1) * s for n, s in zip(t.shape, t.stride())) + 1) * t.element_size()
 
 
+def _paged_strides(cache: torch.Tensor) -> list[int]:
+    """The cache's (page, token, head) strides for the paged kernels, which hold the page and token strides in 32
+    bits: within a cache spanning < 4 GiB they fit, but for the stride of a size-1 dim, which the span does not
+    bound; a single page's stride becomes 2^32 - 1, so any page index past 0 still lands past the span (zeros)."""
+    st = _strides(cache, 0, 1, 2)
+    if cache.shape[0] == 1:            # the token stride is bounded: page_size >= 8
+        st[0] = min(st[0], (1 << 32) - 1)
+    return st
+
+
 def run_forward_paged(q, k_cache, v_cache, cu_q: list[int], k_lens: list[int], page0: list[int], pages, out, lse,
                       causal: bool, scale: float, softcap: float = 0.0,
                       window: tuple[int, int] = kernel.NO_WINDOW, sinks=None, descales=None) -> list[dict | None]:
@@ -54,7 +64,7 @@ def run_forward_paged(q, k_cache, v_cache, cu_q: list[int], k_lens: list[int], p
                              f"got {_span_bytes(t)} bytes")
     page_size = k_cache.shape[1]
     Hq, Hkv = q.shape[1], k_cache.shape[2]
-    strides = (_strides(q, None, 0, 1) + _strides(k_cache, 0, 1, 2) + _strides(v_cache, 0, 1, 2)
+    strides = (_strides(q, None, 0, 1) + _paged_strides(k_cache) + _paged_strides(v_cache)
                + _strides(out, None, 0, 1) + ([0, lse.stride(0)] if lse is not None else [0, 0]))
     plan = _C().plan_forward_paged(cu_q, k_lens, page0, Hq, Hkv, causal, lse is not None, scale * LOG2E, strides,
                                    **_PLANNER, softcap=softcap, window_left=window[0], window_right=window[1])
