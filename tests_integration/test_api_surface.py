@@ -96,6 +96,16 @@ def test_gfx942_dispatch(arch):
             ma.forward(q, k, v, **kwargs)
     with pytest.raises(ma.ArchFeatureError, match="GQA"):
         ma.forward(q, k[:, :1], v[:, :1])
+    for d in (64, 80, 96, 256):        # issue 17: head dims of gfx950
+        with pytest.raises(ma.ArchFeatureError, match=f"head dim {d} .*exist on gfx950"):
+            ma.forward(rand(1, 2, 5, d), rand(1, 2, 7, d), rand(1, 2, 7, d))
+    with pytest.raises(ValueError, match="head dim"):        # no arch has 32: the package's own check
+        ma.forward(rand(1, 2, 5, 32), rand(1, 2, 7, 32), rand(1, 2, 7, 32))
+    f8 = torch.zeros(1, 2, 7, 128, dtype=torch.float8_e4m3fn)   # issue 17: fp8 K/V exist on gfx950
+    with pytest.raises(ma.ArchFeatureError, match="fp8 k/v"):
+        ma.forward(q, f8, f8)
+    with pytest.raises(ma.ArchFeatureError, match="k_descale"):
+        ma.forward(q, k, v, k_descale=torch.ones(1))
     cu = torch.tensor([0, 5], dtype=torch.int32)
     with pytest.raises(ma.ArchFeatureError, match="forward_varlen: varlen batching exists on gfx950"):
         ma.forward_varlen(q[0, 0][:, None], k[0, 0][:, None], v[0, 0][:, None], cu, cu, 5, 5)
@@ -138,6 +148,16 @@ def test_gfx950_dispatch(arch):
     fp = ma.forward_paged(q[0], kc, vc, cu_q, torch.tensor([4, 5], dtype=torch.int32),
                           block_table=torch.tensor([[0], [1]], dtype=torch.int32), causal=True, **feats)
     assert torch.equal(bf16_bits(fp), bf16_bits(fv))
+    q1, k8, v8 = rand(1, 5, 4, 128, seed=9), rand(1, 9, 2, 128, seed=10), rand(1, 9, 2, 128, seed=11)
+    k8, v8 = k8.to(torch.float8_e4m3fn), v8.to(torch.float8_e4m3fn)     # issue 17: fp8 K/V pass through
+    f8 = dict(k_descale=torch.tensor([0.5, 0.25]), v_descale=torch.tensor(2.0))
+    assert torch.equal(bf16_bits(ma.forward(q1, k8, v8, layout="bshd", causal=True, **f8)),
+                       bf16_bits(att.forward(q1, k8, v8, layout="bshd", causal=True, **f8)))
+    for d in (64, 80, 96, 256):        # issue 17: the other head dims
+        qd, kd, vd = rand(1, 5, 2, d, seed=d), rand(1, 9, 1, d, seed=d + 1), rand(1, 9, 1, d, seed=d + 2)
+        fd = dict(feats, sinks=torch.tensor([0.5, -1.0]))
+        assert torch.equal(bf16_bits(ma.forward(qd, kd, vd, layout="bshd", causal=True, **fd)),
+                           bf16_bits(att.forward(qd, kd, vd, layout="bshd", causal=True, **fd)))
 
 
 @pytest.mark.parametrize("arch", ["gfx942", "gfx950"], indirect=True)

@@ -8,15 +8,13 @@ import math
 
 import pytest
 import torch
-from _attn_testing import rnd
+from _attn_testing import TOL, check, cu, ref64, rnd, varlen_ref
 
 import moonmath_attention_gfx950 as att
 from moonmath_attention_gfx950 import as_emu_device, kernel
 from moonmath_common import use_backend
 
 bf = torch.bfloat16
-# The seed's tolerances (test_attention_gfx950_kernel.py): max|d| / max|ref| and absolute natural-log LSE.
-TOL, LSE_TOL = 4e-3, 2e-5
 
 
 def _built() -> bool:
@@ -32,67 +30,6 @@ def emu(monkeypatch):
     monkeypatch.setenv("MOONMATH_EMU_ARCH", "gfx950")
     with use_backend("emu"):
         yield
-
-
-def ref64(q, k, v, causal, scale, softcap=0.0, window=(-1, -1), sinks=None):
-    """Independent float64 attention on [H, S, D] tensors: softmax / logsumexp of torch in float64, tanh written
-    out as (e^2x - 1) / (e^2x + 1), the window as a boolean mask over (row, key) from flash-attn's definition
-    (keys j with i' - left <= j <= i' + right, i' = i + Skv - Sq), sinks as gpt-oss writes them: one more logit
-    column per head, softmax over all, the sink column dropped before the PV product. Rows seeing no key (and no
-    sink): o = 0, lse = -inf."""
-    H, Sq = q.shape[0], q.shape[1]
-    Hk, Skv = k.shape[0], k.shape[1]
-    kk = k.double().repeat_interleave(H // Hk, 0)
-    vv = v.double().repeat_interleave(H // Hk, 0)
-    s = torch.einsum("hid,hjd->hij", q.double(), kk) * scale
-    if softcap:
-        e = torch.exp(2.0 * (s / softcap).clamp(-40, 40))
-        s = softcap * (e - 1.0) / (e + 1.0)
-    j = torch.arange(Skv)[None, :]
-    i = torch.arange(Sq)[:, None] + (Skv - Sq)
-    left, right = window[0], 0 if causal else window[1]
-    if right >= 0:
-        s = s.masked_fill(j > i + right, float("-inf"))
-    if left >= 0:
-        s = s.masked_fill(j < i - left, float("-inf"))
-    if sinks is not None:
-        s = torch.cat([s, sinks.double().view(H, 1, 1).expand(H, Sq, 1)], -1)
-    lse = torch.logsumexp(s, -1) if s.shape[-1] else torch.full((H, Sq), float("-inf"), dtype=torch.float64)
-    p = torch.softmax(s, -1).nan_to_num(0.0) if s.shape[-1] else torch.zeros(H, Sq, 0, dtype=torch.float64)
-    if sinks is not None:
-        p = p[..., :-1]
-    return p @ vv, lse
-
-
-def check(o, lse, ro, rl):
-    """o/lse against float64 (o [H, S, Dv], lse [H, S]) at the seed's tolerance; empty rows exactly 0 / -inf."""
-    den = ro.abs().max()
-    err = float((o.double() - ro).abs().max() / den) if den > 0 else float(o.double().abs().max())
-    assert err <= TOL, f"rel. error {err:.2e}"
-    empty = torch.isneginf(rl)
-    assert torch.equal(torch.isneginf(lse), empty)
-    assert not o[empty].float().any(), "rows that see no key must be 0"
-    d = (lse.double() - rl)[~empty].abs()
-    assert d.numel() == 0 or float(d.max()) <= LSE_TOL, f"lse error {float(d.max()):.2e}"
-    return err
-
-
-def cu(lens):
-    return torch.tensor([0] + list(torch.tensor(lens).cumsum(0)), dtype=torch.int32)
-
-
-def varlen_ref(q, k, v, lens_q, lens_k, causal, scale, softcap, window=(-1, -1), sinks=None):
-    """float64 per sequence of packed THD tensors -> (o [total_q, H, Dv], lse [H, total_q]) over the sequences' rows."""
-    cq, ck = cu(lens_q), cu(lens_k)
-    n = int(cq[-1])
-    o = torch.zeros(n, q.shape[1], v.shape[2], dtype=torch.float64)
-    lse = torch.full((q.shape[1], n), float("-inf"), dtype=torch.float64)
-    for b in range(len(lens_q)):
-        q0, q1, k0, k1 = int(cq[b]), int(cq[b + 1]), int(ck[b]), int(ck[b + 1])
-        ro, rl = ref64(q[q0:q1].transpose(0, 1), k[k0:k1].transpose(0, 1), v[k0:k1].transpose(0, 1), causal, scale,
-                       softcap, window, sinks)
-        o[q0:q1], lse[:, q0:q1] = ro.transpose(0, 1), rl
-    return o, lse
 
 
 # ---- softcap --------------------------------------------------------------------------------------
@@ -207,14 +144,15 @@ def test_plain_kernels_carry_no_softcap_stage():
     """The soft-cap is a compile-time flag: each *_softcap kernel has its plain twin's instructions plus the
     stage (an exp2 and a reciprocal per score: 32 more v_rcp_f32 per block per wave), the plain kernel none of it."""
     emu = pytest.importorskip("moonmath_emu")
-    for co in (kernel.FWD_CODE_OBJECT, "attention_fwd_paged"):
+    for co in (kernel.FWD_CODE_OBJECT, "attention_fwd_paged", "attention_fwd_dims", "attention_fwd_paged_dims"):
         d = emu.disassemble(kernel.KERNELS.path("isa", kernel.ARCH, co).read_bytes())
         kernels = {x[0] for x in d}
         plain = sorted(n for n in kernels if not n.endswith(("_softcap", "_window", "_sinks")))
         assert plain and all(n + "_softcap" in kernels for n in plain)
         for n in plain:
             rcp = {m: sum(1 for x in d if x[0] == m and x[2].startswith("v_rcp_f32")) for m in (n, n + "_softcap")}
-            assert rcp[n + "_softcap"] - rcp[n] >= 32, rcp
+            scores = 32                                      # per lane and block: 2 key tiles x 16 registers
+            assert rcp[n + "_softcap"] - rcp[n] >= scores, rcp
 
 
 # ---- window_size ------------------------------------------------------------------------------------
@@ -344,7 +282,7 @@ def test_plain_kernels_carry_no_window_stage():
     """The window is a compile-time flag: every plain kernel has *_window and *_softcap_window twins; only those
     clip the key loop (more instructions than the plain twin)."""
     emu = pytest.importorskip("moonmath_emu")
-    for co in (kernel.FWD_CODE_OBJECT, "attention_fwd_paged"):
+    for co in (kernel.FWD_CODE_OBJECT, "attention_fwd_paged", "attention_fwd_dims", "attention_fwd_paged_dims"):
         d = emu.disassemble(kernel.KERNELS.path("isa", kernel.ARCH, co).read_bytes())
         count = {}
         for x in d:

@@ -11,6 +11,14 @@ Declared budgets (docs/kernels/attention_gfx950.md):
                      twin, SGPR <= 106 (the largest count the metadata reports without spills: 102 addressable
                      + VCC + XNACK; no occupancy cost at 2 waves per SIMD either).
   attn_fwd_paged_*   SGPR <= 102 (the paged partitioner's resources; same reasoning).
+  attn_fwd[_paged]_d64 / _d80 / _d96 and their feature twins  (issue 17, attention_fwd[_paged]_dims.hsaco)
+                     VGPR+AGPR <= 256, SGPR <= 104 (the metadata count includes VCC: 102 addressable + 2; paged
+                     and the feature twins <= 106 as above), LDS =
+                     two K and two V buffers of the head dims (d64 32768, d80 45056: V padded to 96, d96 49152).
+  attn_fwd_merge_dv64 / _dv80 / _dv96  the merge's budget.
+  attn_fwd_fp8_d64 / _d128 and their feature twins  (fp8 K/V) VGPR+AGPR <= 256, SGPR <= 104, LDS as bf16;
+                     attn_fwd_paged_fp8_*: SGPR <= 106 (the most the wave is granted), no spill.
+  Head dim 256 is not built on the ping-pong pipeline (docs/kernels/attention_gfx950.md).
 No spills anywhere.
 """
 from __future__ import annotations
@@ -38,11 +46,27 @@ BUDGETS = {
     # the planner is one workgroup (occupancy is moot): LDS = 2 scan rows + 4 waves' digit counts + 256 bin starts
     ("attention_plan", "attn_fwd_plan_varlen"): dict(vgpr=64, agpr=0, sgpr=102, lds=7168, block=256),
 }
+# issue 17, head dims 64, 80, 96: the plain kernels of their own code objects, two K buffers [64][Dqk] + two V buffers
+# [64][Dv padded to 32] bf16 of LDS.
+for _d, _lds in ((64, 32768), (80, 45056), (96, 49152)):
+    BUDGETS[("attention_fwd_dims", f"attn_fwd_d{_d}")] = dict(vgpr=256, agpr=256, sgpr=104, lds=_lds, block=FWD_BLOCK)
+    # paged: up to 106 as the paged feature twins (102 addressable + VCC + XNACK; no spill, checked below)
+    BUDGETS[("attention_fwd_paged_dims", f"attn_fwd_paged_d{_d}")] = dict(vgpr=256, agpr=256, sgpr=106, lds=_lds,
+                                                                          block=FWD_BLOCK)
+    BUDGETS[(MERGE_CODE_OBJECT, f"attn_fwd_merge_dv{_d}")] = BUDGETS[(MERGE_CODE_OBJECT, MERGE_KERNEL)]
+# issue 17, fp8 K/V (attention_fwd_fp8.hsaco): the dense budget of the head dim (LDS holds bf16, as without fp8).
+for _d, _lds in ((64, 32768), (128, 65536)):
+    BUDGETS[("attention_fwd_fp8", f"attn_fwd_fp8_d{_d}")] = dict(vgpr=256, agpr=256, sgpr=104, lds=_lds,
+                                                                  block=FWD_BLOCK)
+    # paged fp8: up to 106 (.sgpr_count counts VCC and the reserved XNACK / flat-scratch pair beside the 102
+    # addressable), no spill (checked below)
+    BUDGETS[("attention_fwd_paged_fp8", f"attn_fwd_paged_fp8_d{_d}")] = dict(vgpr=256, agpr=256, sgpr=106, lds=_lds,
+                                                                              block=FWD_BLOCK)
 # issue 17: the compile-time feature instantiations keep their plain twin's budget, but SGPR <= 106 (the features'
 # scalars on the ping-pong pipeline; the paged window kernels report 103 .. 106): at 2 waves per SIMD any count the
 # metadata can report (102 addressable + VCC + XNACK) costs nothing, and no spill is allowed (below).
 BUDGETS.update({(co, n + sfx): dict(b, sgpr=106) for (co, n), b in list(BUDGETS.items())
-                if co.startswith("attention_fwd") and n != MERGE_KERNEL
+                if co.startswith("attention_fwd") and not n.startswith("attn_fwd_merge")
                 for f in ("_softcap", "_window", "_softcap_window", "")
                 for sfx in ((f,) if f else ()) + (f + "_sinks",)})
 
@@ -68,10 +92,12 @@ def test_fwd_kernels_use_the_gfx950_instructions():
     emu = pytest.importorskip("moonmath_emu")
     if ARCH not in KERNELS.archs_built():
         pytest.skip("this build has no gfx950 code objects")
-    code = KERNELS.path("isa", ARCH, FWD_CODE_OBJECT).read_bytes()
-    ops = emu.opcodes_in(code)
-    assert {"v_mfma_f32_32x32x16_bf16", "ds_read_b64_tr_b16"} <= ops
-    assert {o for o in ops if o.startswith("v_mfma")} == {"v_mfma_f32_32x32x16_bf16"}
-    for kernel in ("attn_fwd_d128", "attn_fwd_d192_128"):
-        text = [t for k, _, t in emu.disassemble(code) if k == kernel]
-        assert any(t.startswith("buffer_load_dwordx4") and t.endswith(" lds") for t in text), kernel
+    for co, kernels in ((FWD_CODE_OBJECT, ("attn_fwd_d128", "attn_fwd_d192_128")),
+                        ("attention_fwd_dims", ("attn_fwd_d64", "attn_fwd_d80", "attn_fwd_d96"))):
+        code = KERNELS.path("isa", ARCH, co).read_bytes()
+        ops = emu.opcodes_in(code)
+        assert {"v_mfma_f32_32x32x16_bf16", "ds_read_b64_tr_b16"} <= ops
+        assert {o for o in ops if o.startswith("v_mfma")} == {"v_mfma_f32_32x32x16_bf16"}
+        for kernel in kernels:
+            text = [t for k, _, t in emu.disassemble(code) if k == kernel]
+            assert any(t.startswith("buffer_load_dwordx4") and t.endswith(" lds") for t in text), kernel

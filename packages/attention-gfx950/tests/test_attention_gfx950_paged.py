@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from _attn_testing import rnd
+from _attn_testing import check_paged_equals_varlen, paged_case
 
-import moonmath_attention_gfx950 as att
 from moonmath_attention_gfx950 import kernel
 
 bf = torch.bfloat16
@@ -18,51 +17,6 @@ pytestmark = pytest.mark.skipif(kernel.ARCH not in kernel.KERNELS.archs_built(),
 @pytest.fixture(autouse=True)
 def _emu_gfx950(emu_gfx950):
     """Every test here runs on the emulator as gfx950 (conftest.emu_gfx950)."""
-
-
-def paged_case(q_lens, k_lens, page_size, hq, hk, dqk, dv, seed, spare_pages=5):
-    """Packed q/k/v plus the same keys scattered into shuffled pages of a NaN-filled cache (a read of any
-    byte that is not a key of the sequence would show up as NaN)."""
-    g = torch.Generator().manual_seed(seed + 1)
-    cu_q = torch.tensor([0] + list(torch.tensor(q_lens).cumsum(0)), dtype=torch.int32)
-    cu_k = torch.tensor([0] + list(torch.tensor(k_lens).cumsum(0)), dtype=torch.int32)
-    q = rnd(int(cu_q[-1]), hq, dqk, seed=seed)
-    k = rnd(int(cu_k[-1]), hk, dqk, seed=seed + 2)
-    v = rnd(int(cu_k[-1]), hk, dv, seed=seed + 3)
-    need = [-(-n // page_size) for n in k_lens]
-    num_pages = sum(need) + spare_pages
-    perm = torch.randperm(num_pages, generator=g).to(torch.int32)
-    kc = torch.full((num_pages, page_size, hk, dqk), float("nan"), dtype=bf)
-    vc = torch.full((num_pages, page_size, hk, dv), float("nan"), dtype=bf)
-    lists, at = [], 0
-    for b, n in enumerate(k_lens):
-        pg = perm[at:at + need[b]]
-        at += need[b]
-        lists.append(pg)
-        for j in range(n):
-            kc[pg[j // page_size], j % page_size] = k[cu_k[b] + j]
-            vc[pg[j // page_size], j % page_size] = v[cu_k[b] + j]
-    indptr = torch.tensor([0] + list(torch.tensor(need).cumsum(0)), dtype=torch.int32)
-    indices = torch.cat(lists) if lists else torch.zeros(0, dtype=torch.int32)
-    width = max(need + [1]) + 1
-    table = torch.full((len(k_lens), width), 2**30, dtype=torch.int32)   # unused entries point nowhere
-    for b, pg in enumerate(lists):
-        table[b, :len(pg)] = pg
-    return dict(q=q, k=k, v=v, cu_q=cu_q, cu_k=cu_k, kc=kc, vc=vc, lens=torch.tensor(k_lens, dtype=torch.int32),
-                indptr=indptr, indices=indices, table=table, max_q=max(q_lens), max_k=max(k_lens))
-
-
-def check_paged_equals_varlen(c, causal):
-    o_ref, l_ref = att.forward_varlen(c["q"], c["k"], c["v"], c["cu_q"], c["cu_k"], c["max_q"], c["max_k"],
-                                      causal=causal, return_lse=True)
-    assert not torch.isnan(o_ref).any()
-    o1, l1 = att.forward_paged(c["q"], c["kc"], c["vc"], c["cu_q"], c["lens"], kv_indptr=c["indptr"],
-                               kv_page_indices=c["indices"], causal=causal, return_lse=True)
-    o2, l2 = att.forward_paged(c["q"], c["kc"], c["vc"], c["cu_q"], c["lens"], block_table=c["table"],
-                               causal=causal, return_lse=True)
-    for o, l in ((o1, l1), (o2, l2)):
-        assert torch.equal(o.view(torch.int16), o_ref.view(torch.int16))
-        assert torch.equal(l, l_ref)
 
 
 @pytest.mark.parametrize("page_size", [8, 16, 32, 64])
@@ -110,3 +64,22 @@ def test_paged_planner_binding():
     for bad in (([0, 3, 2], [1, 1], [0, 0]), ([0, 3], [-1], [0]), ([0, 3], [1], [-2]), ([0, 3], [1, 2], [0])):
         with pytest.raises(ValueError):
             C.plan_forward_paged(*bad, 1, 1, False, False, 1.0, [0] * 14)
+
+
+def test_single_page_cache_with_a_huge_page_stride():
+    """The kernels hold page strides in 32 bits; a one-page cache's page stride is unbounded by its span (here 2^33
+    elements). Page indices past the cache (1, 7; a device-resident table the host cannot check) must still read
+    zeros, as with the contiguous cache: == bit for bit."""
+    import moonmath_attention_gfx950 as att
+    g = torch.Generator().manual_seed(3)
+    q = torch.randn(40, 2, 128, generator=g).to(torch.bfloat16)
+    kc = torch.randn(1, 16, 1, 128, generator=g).to(torch.bfloat16)
+    vc = torch.randn(1, 16, 1, 128, generator=g).to(torch.bfloat16)
+    cu_q = torch.tensor([0, 20, 40], dtype=torch.int32)
+    lens = torch.tensor([16, 40], dtype=torch.int32)
+    table = torch.tensor([[0, 0, 0], [0, 1, 7]], dtype=torch.int32)
+    table = att.as_emu_device(table)
+    ref = att.forward_paged(q, kc, vc, cu_q, lens, block_table=table)
+    big = lambda t: t.as_strided(t.shape, (1 << 33,) + t.stride()[1:])  # noqa: E731
+    o = att.forward_paged(q, big(kc), big(vc), cu_q, lens, block_table=table)
+    assert torch.equal(o.view(torch.int16), ref.view(torch.int16))

@@ -1,4 +1,4 @@
-"""bf16 attention forward for gfx950 (MI355X): dense/causal, GQA/MQA, head dims (128,128) and (192,128),
+"""bf16 attention forward for gfx950 (MI355X): dense/causal, GQA/MQA, head dims 64, 80, 96, 128 and (192,128),
 batch (BHSD/BSHD), varlen (THD) and paged K/V, logit soft-cap, sliding window, optional natural-log LSE, RTNE output."""
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ import math
 import torch
 
 from moonmath_common import checks, get_backend
+from moonmath_common.emu_device import device_resident
 
 from . import reference
-from moonmath_common.emu_device import device_resident
 
 LAYOUTS = ("bhsd", "bshd")
 ROUND_MODES = ("rtne",)
-HEAD_DIMS = ((128, 128), (192, 128))
+# (Dqk, Dv). 256 is not built on the ping-pong pipeline (its O and Q exceed the registers of one 32-row tile per wave).
+HEAD_DIMS = ((64, 64), (80, 80), (96, 96), (128, 128), (192, 128))
 MAX_TOKEN_STRIDE = 1 << 22  # elements between consecutive tokens of one tensor
 
 
@@ -21,10 +22,53 @@ MAX_TOKEN_STRIDE = 1 << 22  # elements between consecutive tokens of one tensor
 # shared validation
 # ---------------------------------------------------------------------------------------------
 
-def _qkv_dtypes(q, k, v) -> None:
+FP8_KV = torch.float8_e4m3fn          # fp8 K/V on gfx950: OCP e4m3fn
+FP8_HEAD_DIMS = ((64, 64), (128, 128))   # the head dims with fp8 K/V kernels
+
+
+def _qkv_dtypes(q, k, v, kname: str = "k", vname: str = "v") -> None:
+    """bf16 q; k and v both bf16 or both fp8 (OCP e4m3fn)."""
     checks.tensor("q", q, dtype=torch.bfloat16)
-    checks.tensor("k", k, dtype=torch.bfloat16)
-    checks.tensor("v", v, dtype=torch.bfloat16)
+    checks.tensor(kname, k, dtype=(torch.bfloat16, FP8_KV))
+    checks.tensor(vname, v, dtype=k.dtype)
+
+
+def _descales(k, v, k_descale, v_descale, heads_kv: int, dims: tuple[int, int], dev: torch.device,
+              kname: str = "k", vname: str = "v"):
+    """fp8 K/V: the fp32 descales of K and V (flash-attn 3's k_descale / v_descale; None = 1), per tensor (one
+    element) or per kv head ([Hkv]), returned as [Hkv] tensors on q's device; (None, None) for bf16 K/V (where
+    a descale is an error: it would be silently meaningless)."""
+    if k.dtype != FP8_KV:
+        for name, d in (("k_descale", k_descale), ("v_descale", v_descale)):
+            if d is not None:
+                raise ValueError(f"{name} applies to fp8 (float8_e4m3fn) {kname}/{vname} only; got {kname} of dtype "
+                                 f"{str(k.dtype).replace('torch.', '')}")
+        return None, None
+    if dims not in FP8_HEAD_DIMS:
+        raise ValueError(f"fp8 {kname}/{vname} are supported for head dims {FP8_HEAD_DIMS}; got {dims}")
+    out = []
+    for name, d in (("k_descale", k_descale), ("v_descale", v_descale)):
+        if d is None:
+            out.append(torch.ones(heads_kv, dtype=torch.float32, device=dev))
+            continue
+        checks.tensor(name, d, dtype=torch.float32, device=dev)
+        if d.numel() not in (1, heads_kv) or d.dim() > 1:
+            raise ValueError(f"{name} must be one fp32 scale per tensor ([] or [1]) or per kv head ([{heads_kv}]); "
+                             f"got shape {list(d.shape)}")
+        if checks.on_host(d) and not device_resident(d):
+            if not bool(torch.isfinite(d).all()) or not bool((d > 0).all()):
+                raise ValueError(f"{name} must be finite and > 0; got {d.tolist()}")
+        out.append(d.reshape(-1).expand(heads_kv).contiguous())
+    return out[0], out[1]
+
+
+def _dequant(t: torch.Tensor, descale: torch.Tensor | None, head_dim: int) -> torch.Tensor:
+    """The reference's exact view of fp8 K/V: fp32 values times the head's descale (head dim `head_dim` of t)."""
+    if descale is None:
+        return t
+    shape = [1] * t.dim()
+    shape[head_dim] = -1
+    return t.float() * descale.view(shape)
 
 
 def _head_dims(dqk: int, dqk_k: int, dv: int, kname: str = "k", vname: str = "v") -> None:
@@ -165,7 +209,8 @@ def _check_out(out: torch.Tensor, oshape: list[int], dev: torch.device, token_di
 def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Tensor | None = None,
             round_mode: str = "rtne", layout: str = "bhsd", causal: bool = False,
             softmax_scale: float | None = None, return_lse: bool = False, softcap: float | None = 0.0,
-            window_size: tuple[int, int] = (-1, -1), sinks: torch.Tensor | None = None):
+            window_size: tuple[int, int] = (-1, -1), sinks: torch.Tensor | None = None,
+            k_descale: torch.Tensor | None = None, v_descale: torch.Tensor | None = None):
     """Attention forward on gfx950 (MI355X), bf16 in, bf16 out (RTNE).
 
     Args:
@@ -175,7 +220,9 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
             k and v likewise.
         k: bf16 ``[B, Hkv, Skv, Dqk]`` / ``[B, Skv, Hkv, Dqk]``, any Skv >= 0; Hq a multiple of Hkv (MHA, GQA,
             MQA).
-        v: bf16 ``[B, Hkv, Skv, Dv]`` / ``[B, Skv, Hkv, Dv]``. (Dqk, Dv) is (128, 128) or (192, 128).
+        v: bf16 ``[B, Hkv, Skv, Dv]`` / ``[B, Skv, Hkv, Dv]``. (Dqk, Dv) is one of HEAD_DIMS: (64, 64), (80, 80),
+            (96, 96), (128, 128), (192, 128) (MLA prefill); not 256. k and v may instead both be fp8
+            (``torch.float8_e4m3fn``, head dims 64 and 128; rows on 16 bytes: strides multiples of 16).
         out: optional bf16 ``[B, Hq, Sq, Dv]`` / ``[B, Sq, Hq, Dv]`` on q's device, strides as q, not overlapping
             itself; filled in place and returned. A new output is contiguous in the call's layout.
         round_mode: "rtne", the only mode on gfx950.
@@ -191,6 +238,9 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
             every row's window of a 256-row tile are skipped (work proportional to the window).
         sinks: gpt-oss attention sinks, fp32 ``[Hq]`` natural-log logits on q's device: head h's sink joins each
             row's softmax denominator (no value); the LSE includes it; a row with no key gives 0, lse = sink.
+        k_descale: fp8 K/V only: fp32 descale of k, per tensor (one element) or per kv head ``[Hkv]``, finite and
+            > 0; K = k_descale * k (None = 1).
+        v_descale: fp8 K/V only: fp32 descale of v, as k_descale; V = v_descale * v (None = 1).
 
     Returns:
         out (bf16, q's layout with Dv), or (out, lse) when return_lse.
@@ -227,6 +277,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
     cap = _softcap(softcap)
     wl, wr = _window(window_size, causal)
     sk = _sinks(sinks, q.shape[hd], dev)
+    kd, vd = _descales(k, v, k_descale, v_descale, k.shape[hd], (q.shape[3], v.shape[3]), dev)
     oshape = list(q.shape[:3]) + [v.shape[3]]
     if out is None:
         out = torch.empty(oshape, dtype=torch.bfloat16, device=q.device)
@@ -234,33 +285,42 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
         _check_out(out, oshape, dev, sd)
     B, Hq, Sq = q.shape[0], q.shape[hd], q.shape[sd]
     lse = torch.empty(B, Hq, Sq, dtype=torch.float32, device=q.device) if return_lse else None
-    _forward_op(q, k, v, out, lse, layout, causal, scale, cap, wl, wr, sk)
+    _forward_op(q, k, v, out, lse, layout, causal, scale, cap, wl, wr, sk, kd, vd)
     return (out, lse) if return_lse else out
 
 
 @torch.library.custom_op("moonmath::attention_gfx950_forward", mutates_args=("out", "lse"))
 def _forward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor | None,
                 layout: str, causal: bool, scale: float, softcap: float = 0.0, window_left: int = -1,
-                window_right: int = -1, sinks: torch.Tensor | None = None) -> None:
+                window_right: int = -1, sinks: torch.Tensor | None = None, k_descale: torch.Tensor | None = None,
+                v_descale: torch.Tensor | None = None) -> None:
     if get_backend() == "reference":
+        hd = 2 if layout == "bshd" else 1
+        k, v = _dequant(k, k_descale, hd), _dequant(v, v_descale, hd)
         o, l = reference.forward(q, k, v, layout, causal, scale, softcap, (window_left, window_right), sinks)
         out.copy_(o)
         if lse is not None:
             lse.copy_(l)
     else:
-        _run_kernel(q, k, v, out, lse, layout, causal, scale, softcap, (window_left, window_right), sinks)
+        _run_kernel(q, k, v, out, lse, layout, causal, scale, softcap, (window_left, window_right), sinks,
+                    _pair(k_descale, v_descale))
 
 
 @_forward_op.register_fake
-def _(q, k, v, out, lse, layout, causal, scale, softcap=0.0, window_left=-1, window_right=-1, sinks=None) -> None:
+def _(q, k, v, out, lse, layout, causal, scale, softcap=0.0, window_left=-1, window_right=-1, sinks=None,
+      k_descale=None, v_descale=None) -> None:
     return None
 
 
-def _run_kernel(q, k, v, out, lse, layout, causal, scale, softcap, window, sinks) -> None:
+def _pair(k_descale, v_descale):
+    return None if k_descale is None else (k_descale, v_descale)
+
+
+def _run_kernel(q, k, v, out, lse, layout, causal, scale, softcap, window, sinks, descales=None) -> None:
     """The hip/emu path of forward: the gfx950 kernels (kernel.py), planned on the host."""
     from . import kernel
 
-    kernel.run_forward(q, k, v, out, lse, layout, causal, scale, softcap, window, sinks)
+    kernel.run_forward(q, k, v, out, lse, layout, causal, scale, softcap, window, sinks, descales)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -269,7 +329,7 @@ def _run_kernel(q, k, v, out, lse, layout, causal, scale, softcap, window, sinks
 
 def _check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, softmax_scale, causal,
                   return_lse, out, round_mode, host_cu_seqlens_q, host_cu_seqlens_k, softcap=0.0,
-                  window_size=(-1, -1), sinks=None):
+                  window_size=(-1, -1), sinks=None, k_descale=None, v_descale=None):
     _qkv_dtypes(q, k, v)
     for name, t in (("q", q), ("k", k), ("v", v)):
         checks.tensor(name, t, ndim=3)
@@ -295,6 +355,7 @@ def _check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_
     cap = _softcap(softcap)
     window = _window(window_size, causal)
     sk = _sinks(sinks, q.shape[1], dev)
+    kd, vd = _descales(k, v, k_descale, v_descale, k.shape[1], (q.shape[2], v.shape[2]), dev)
     oshape = [q.shape[0], q.shape[1], v.shape[2]]
     if out is not None:
         _check_out(out, oshape, dev, 0)
@@ -312,7 +373,7 @@ def _check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_
             hosts[name] = _cu_seqlens(sname, src, total, tname, mx, "max_seqlen_" + name[-1])
         if host is not None and checks.on_host(cu) and not device_resident(cu):   # checked too, not trusted to match
             _cu_seqlens(name, cu, total, tname, mx, "max_seqlen_" + name[-1])
-    return scale, cap, window, sk, oshape, hosts
+    return scale, cap, window, sk, oshape, hosts, (kd, vd)
 
 
 def forward_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
@@ -321,13 +382,14 @@ def forward_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens
                    out: torch.Tensor | None = None, round_mode: str = "rtne",
                    host_cu_seqlens_q: torch.Tensor | None = None, host_cu_seqlens_k: torch.Tensor | None = None,
                    softcap: float | None = 0.0, window_size: tuple[int, int] = (-1, -1),
-                   sinks: torch.Tensor | None = None):
+                   sinks: torch.Tensor | None = None, k_descale: torch.Tensor | None = None,
+                   v_descale: torch.Tensor | None = None):
     """Attention over packed variable-length sequences (THD), ``flash_attn_varlen_func`` argument order.
 
     Args:
         q: bf16 ``[total_q, Hq, Dqk]``, any strides with a contiguous head dim (as forward's, per token).
-        k: bf16 ``[total_k, Hkv, Dqk]``; Hq a multiple of Hkv.
-        v: bf16 ``[total_k, Hkv, Dv]``; (Dqk, Dv) in {(128, 128), (192, 128)}.
+        k: bf16 ``[total_k, Hkv, Dqk]`` (or fp8 float8_e4m3fn with v, as forward); Hq a multiple of Hkv.
+        v: bf16 ``[total_k, Hkv, Dv]`` (or fp8 with k); (Dqk, Dv) one of HEAD_DIMS.
         cu_seqlens_q, cu_seqlens_k: int32 ``[B + 1]`` contiguous, on the CPU or q's device: sequence b is q rows
             [cu_q[b], cu_q[b+1]) and k/v rows [cu_k[b], cu_k[b+1]). Non-decreasing, cu[0] >= 0, cu[-1] <= total
             (checked when the values are on the host). Device cu_seqlens without host copies are planned on
@@ -345,6 +407,8 @@ def forward_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens
         softcap: logit soft-cap as forward (None or 0: off).
         window_size: sliding window (left, right) as forward, per sequence (bottom-right aligned).
         sinks: fp32 ``[Hq]`` attention sinks as forward.
+        k_descale: fp8 K/V only: the descale of k, as forward.
+        v_descale: fp8 K/V only: the descale of v, as forward.
 
     Returns:
         out, or (out, lse).
@@ -356,15 +420,14 @@ def forward_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens
             softmax_scale, softcap, window_size, sinks, out; each message names the argument.
         NoKernelError: the backend has no gfx950 kernel.
     """
-    scale, cap, window, sk, oshape, hosts = _check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                                                          max_seqlen_k, softmax_scale, causal, return_lse, out,
-                                                          round_mode, host_cu_seqlens_q, host_cu_seqlens_k, softcap,
-                                                          window_size, sinks)
+    scale, cap, window, sk, oshape, hosts, (kd, vd) = _check_varlen(
+        q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, softmax_scale, causal, return_lse, out,
+        round_mode, host_cu_seqlens_q, host_cu_seqlens_k, softcap, window_size, sinks, k_descale, v_descale)
     if out is None:
         out = torch.empty(oshape, dtype=torch.bfloat16, device=q.device)
     lse = torch.empty(q.shape[1], q.shape[0], dtype=torch.float32, device=q.device) if return_lse else None
     _varlen_op(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale,
-               host_cu_seqlens_q, host_cu_seqlens_k, cap, window[0], window[1], sk)
+               host_cu_seqlens_q, host_cu_seqlens_k, cap, window[0], window[1], sk, kd, vd)
     return (out, lse) if return_lse else out
 
 
@@ -373,23 +436,27 @@ def _varlen_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: 
                cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, out: torch.Tensor,
                lse: torch.Tensor | None, causal: bool, scale: float, host_cu_seqlens_q: torch.Tensor | None,
                host_cu_seqlens_k: torch.Tensor | None, softcap: float = 0.0, window_left: int = -1,
-               window_right: int = -1, sinks: torch.Tensor | None = None) -> None:
+               window_right: int = -1, sinks: torch.Tensor | None = None, k_descale: torch.Tensor | None = None,
+               v_descale: torch.Tensor | None = None) -> None:
     if get_backend() == "reference":
+        k, v = _dequant(k, k_descale, 1), _dequant(v, v_descale, 1)
         reference.forward_varlen(q, k, v, cu_seqlens_q.tolist(), cu_seqlens_k.tolist(), causal, scale, out, lse,
                                  softcap, (window_left, window_right), sinks)
     else:
         _run_kernel_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale,
-                           host_cu_seqlens_q, host_cu_seqlens_k, softcap, (window_left, window_right), sinks)
+                           host_cu_seqlens_q, host_cu_seqlens_k, softcap, (window_left, window_right), sinks,
+                           _pair(k_descale, v_descale))
 
 
 @_varlen_op.register_fake
 def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale, host_cu_seqlens_q,
-      host_cu_seqlens_k, softcap=0.0, window_left=-1, window_right=-1, sinks=None) -> None:
+      host_cu_seqlens_k, softcap=0.0, window_left=-1, window_right=-1, sinks=None, k_descale=None,
+      v_descale=None) -> None:
     return None
 
 
 def _run_kernel_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse, causal, scale,
-                       host_cu_seqlens_q, host_cu_seqlens_k, softcap, window, sinks) -> None:
+                       host_cu_seqlens_q, host_cu_seqlens_k, softcap, window, sinks, descales=None) -> None:
     """The hip/emu path of forward_varlen. host_cu_seqlens_* are CPU copies of the cu_seqlens when the caller has
     them (or None): plan exactly on the host from them. Device cu_seqlens without host copies are planned on the
     device (serving.py: the planning kernel writes the work list; no host read)."""
@@ -400,12 +467,12 @@ def _run_kernel_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_se
         from . import serving
 
         serving.run_varlen_on_device(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, out, lse,
-                                     causal, scale, softcap, window, sinks)
+                                     causal, scale, softcap, window, sinks, descales)
         return
 
     cu_q = (host_cu_seqlens_q if host_cu_seqlens_q is not None else cu_seqlens_q).cpu().tolist()
     cu_k = (host_cu_seqlens_k if host_cu_seqlens_k is not None else cu_seqlens_k).cpu().tolist()
-    kernel.run_forward_varlen(q, k, v, cu_q, cu_k, out, lse, causal, scale, softcap, window, sinks)
+    kernel.run_forward_varlen(q, k, v, cu_q, cu_k, out, lse, causal, scale, softcap, window, sinks, descales)
 
 
 # VarlenPlan: varlen_plan.py (device-side planning, issue 13).
@@ -420,14 +487,17 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                   kv_page_indices: torch.Tensor | None = None, block_table: torch.Tensor | None = None,
                   causal: bool = False, softmax_scale: float | None = None, return_lse: bool = False,
                   out: torch.Tensor | None = None, round_mode: str = "rtne", softcap: float | None = 0.0,
-                  window_size: tuple[int, int] = (-1, -1), sinks: torch.Tensor | None = None):
+                  window_size: tuple[int, int] = (-1, -1), sinks: torch.Tensor | None = None,
+                  k_descale: torch.Tensor | None = None, v_descale: torch.Tensor | None = None):
     """Attention of packed queries (THD) against K/V stored in pages.
 
     Args:
         q: bf16 ``[total_q, Hq, Dqk]`` (any strides with a contiguous head dim).
-        k_cache: bf16 ``[num_pages, page_size, Hkv, Dqk]``, page_size a power of two, >= 8 for Dqk = 128 and
-            >= 16 for Dqk = 192 (MLA); contiguous head dim; spans < 4 GiB (gfx950 kernel).
-        v_cache: bf16 ``[num_pages, page_size, Hkv, Dv]``; with Dqk = 128, the same strides as k_cache.
+        k_cache: bf16 ``[num_pages, page_size, Hkv, Dqk]`` (or fp8 float8_e4m3fn with v_cache, as forward),
+            page_size a power of two, >= 16 for Dqk = 192 (MLA) and >= 8 for the other head dims; contiguous head
+            dim; spans < 4 GiB (gfx950 kernel).
+        v_cache: bf16 ``[num_pages, page_size, Hkv, Dv]`` (or fp8 with k_cache); with Dqk = 128, the same strides
+            as k_cache.
         cu_seqlens_q: int32 ``[B + 1]`` query offsets (as forward_varlen), on the CPU or q's device.
         seqlens_k: int32 ``[B]`` key lengths >= 0 (read on the host; a CPU tensor avoids a sync).
         kv_indptr: page lists (SGLang / AITER), int32 ``[B + 1]``, read on the host: sequence b's pages, in order,
@@ -444,6 +514,8 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
         softcap: logit soft-cap as forward (None or 0: off).
         window_size: sliding window (left, right) as forward (only the window's pages are read).
         sinks: fp32 ``[Hq]`` attention sinks as forward.
+        k_descale: fp8 caches only: the descale of k_cache, as forward.
+        v_descale: fp8 caches only: the descale of v_cache, as forward.
 
     Lengths and kv_indptr are read on the host (CPU tensors avoid a sync), so this op is not graph
     capturable. Pages may come in any order and be any subset of the cache.
@@ -459,9 +531,10 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
             the argument.
         NoKernelError: the backend has no gfx950 kernel.
     """
-    checks.tensor("q", q, dtype=torch.bfloat16, ndim=3)
-    checks.tensor("k_cache", k_cache, dtype=torch.bfloat16, ndim=4)
-    checks.tensor("v_cache", v_cache, dtype=torch.bfloat16, ndim=4)
+    _qkv_dtypes(q, k_cache, v_cache, "k_cache", "v_cache")
+    checks.tensor("q", q, ndim=3)
+    checks.tensor("k_cache", k_cache, ndim=4)
+    checks.tensor("v_cache", v_cache, ndim=4)
     _round_mode(round_mode)
     checks.boolean("causal", causal)
     checks.boolean("return_lse", return_lse)
@@ -493,7 +566,7 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                          f"{list(v_cache.shape[:2])}")
     _heads(q.shape[1], hk, v_cache.shape[2], "k_cache", "v_cache")
     _head_dims(q.shape[2], dqk, v_cache.shape[3], "k_cache", "v_cache")
-    checks.power_of_two("page_size (k_cache.shape[1])", page_size, lo=8 if dqk == 128 else 16)
+    checks.power_of_two("page_size (k_cache.shape[1])", page_size, lo=16 if dqk == 192 else 8)
     _strides("q", q, 0)
     _strides("k_cache", k_cache, 1)
     _strides("v_cache", v_cache, 1)
@@ -504,6 +577,7 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
     cap = _softcap(softcap)
     wl, wr = _window(window_size, causal)
     sk = _sinks(sinks, q.shape[1], dev)
+    kd, vd = _descales(k_cache, v_cache, k_descale, v_descale, hk, (dqk, v_cache.shape[3]), dev, "k_cache", "v_cache")
     oshape = [q.shape[0], q.shape[1], v_cache.shape[3]]
     if out is not None:
         _check_out(out, oshape, dev, 0)
@@ -542,7 +616,7 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
         out = torch.empty(oshape, dtype=torch.bfloat16, device=q.device)
     lse = torch.empty(q.shape[1], q.shape[0], dtype=torch.float32, device=q.device) if return_lse else None
     _paged_op(q, k_cache, v_cache, cu_seqlens_q, host_lens, host_indptr, kv_page_indices, block_table, out, lse,
-              causal, scale, cap, wl, wr, sk)
+              causal, scale, cap, wl, wr, sk, kd, vd)
     return (out, lse) if return_lse else out
 
 
@@ -551,8 +625,10 @@ def _paged_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cu_
               seqlens_k: torch.Tensor, kv_indptr: torch.Tensor | None, kv_page_indices: torch.Tensor | None,
               block_table: torch.Tensor | None, out: torch.Tensor, lse: torch.Tensor | None, causal: bool,
               scale: float, softcap: float = 0.0, window_left: int = -1, window_right: int = -1,
-              sinks: torch.Tensor | None = None) -> None:
+              sinks: torch.Tensor | None = None, k_descale: torch.Tensor | None = None,
+              v_descale: torch.Tensor | None = None) -> None:
     if get_backend() == "reference":
+        k_cache, v_cache = _dequant(k_cache, k_descale, 2), _dequant(v_cache, v_descale, 2)
         lens = [int(x) for x in seqlens_k.tolist()]
         if block_table is not None:
             pages = [block_table[b] for b in range(len(lens))]
@@ -563,17 +639,18 @@ def _paged_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cu_
                                 scale, out, lse, softcap, (window_left, window_right), sinks)
     else:
         _run_kernel_paged(q, k_cache, v_cache, cu_seqlens_q, seqlens_k, kv_indptr, kv_page_indices, block_table,
-                          out, lse, causal, scale, softcap, (window_left, window_right), sinks)
+                          out, lse, causal, scale, softcap, (window_left, window_right), sinks,
+                          _pair(k_descale, v_descale))
 
 
 @_paged_op.register_fake
 def _(q, k_cache, v_cache, cu_seqlens_q, seqlens_k, kv_indptr, kv_page_indices, block_table, out, lse, causal,
-      scale, softcap=0.0, window_left=-1, window_right=-1, sinks=None) -> None:
+      scale, softcap=0.0, window_left=-1, window_right=-1, sinks=None, k_descale=None, v_descale=None) -> None:
     return None
 
 
 def _run_kernel_paged(q, k_cache, v_cache, cu_seqlens_q, seqlens_k, kv_indptr, kv_page_indices, block_table, out,
-                      lse, causal, scale, softcap, window, sinks) -> None:
+                      lse, causal, scale, softcap, window, sinks, descales=None) -> None:
     """The hip/emu path of forward_paged (seqlens_k and kv_indptr arrive as CPU tensors; the page list stays on the
     device): the paged kernels of serving.py, planned on the host."""
     from . import serving
@@ -588,4 +665,4 @@ def _run_kernel_paged(q, k_cache, v_cache, cu_seqlens_q, seqlens_k, kv_indptr, k
     else:
         pages, page0 = kv_page_indices, [int(x) for x in kv_indptr[:-1].tolist()]
     serving.run_forward_paged(q, k_cache, v_cache, cu_q, lens, page0, pages, out, lse, causal, scale, softcap,
-                              window, sinks)
+                              window, sinks, descales)

@@ -2,8 +2,10 @@
 
 Code objects: ``attention_fwd.hsaco`` (kernels ``attn_fwd_d128`` and ``attn_fwd_d192_128``: grid
 (work items, q heads), 512 threads; ``*_softcap``, ``*_window``, ``*_softcap_window``: the same pipelines
-with the soft-cap stage / the sliding window compiled in; ``*_sinks`` of each: with sinks) and
-``attention_merge.hsaco`` (``attn_fwd_merge``: the fixed-order fp32 merge of split-KV parts). The C++ planner
+with the soft-cap stage / the sliding window compiled in; ``*_sinks`` of each: with sinks),
+``attention_fwd_dims.hsaco`` (the same for head dims 64, 80 and 96; 256 is not built) and
+``attention_merge.hsaco`` (``attn_fwd_merge`` and ``attn_fwd_merge_dv<Dv>``: the fixed-order fp32 merge of
+split-KV parts). The C++ planner
 (``_C.plan_forward_batch`` / ``_C.plan_forward_varlen``, csrc/host/attention_planner.hpp) writes the plan buffer
 both kernels read (csrc/shared/attention_fwd_plan.h): the strides, the scale, and one work item per (tile, key range).
 
@@ -23,8 +25,16 @@ from moonmath_common.kernels import KernelSet
 
 ARCH = "gfx950"
 FWD_CODE_OBJECT = "attention_fwd"
-FWD_KERNELS = {(128, 128): "attn_fwd_d128", (192, 128): "attn_fwd_d192_128"}
+FWD_KERNELS = {(128, 128): "attn_fwd_d128", (192, 128): "attn_fwd_d192_128",
+               # issue 17: the other head dims, in their own code objects (attention_fwd_dims.hip)
+               (64, 64): "attn_fwd_d64", (80, 80): "attn_fwd_d80", (96, 96): "attn_fwd_d96"}
+DIMS_SUFFIX = "_dims"          # code object of the head dims other than (128, 128) / (192, 128): <base>_dims.hsaco
+# fp8 K/V (issue 17): the dequantising pipeline, head dims 64 and 128, dense and varlen (attention_fwd_fp8.hip);
+# the fp32 [Hkv] K and V descales follow the other arguments (and sinks).
+FP8_CODE_OBJECT = "attention_fwd_fp8"
+FP8_KERNELS = {(64, 64): "attn_fwd_fp8_d64", (128, 128): "attn_fwd_fp8_d128"}
 MERGE_CODE_OBJECT, MERGE_KERNEL = "attention_merge", "attn_fwd_merge"
+MERGE_KERNELS = {128: MERGE_KERNEL, 64: "attn_fwd_merge_dv64", 80: "attn_fwd_merge_dv80", 96: "attn_fwd_merge_dv96"}
 FWD_BLOCK, MERGE_BLOCK = 512, 256
 LOG2E = 1.0 / math.log(2.0)
 
@@ -87,10 +97,22 @@ def fwd_kernel(kernels: dict, dims: tuple[int, int], softcap: float, window: tup
             + ("_sinks" if sinks else ""))
 
 
+def fwd_code_object(base: str, dims: tuple[int, int]) -> str:
+    """The code object holding the kernels of head dims `dims` (base: the dense or the paged one)."""
+    return base if dims in ((128, 128), (192, 128)) else base + DIMS_SUFFIX
+
+
 def _launch(op: str, plan: dict, q, k, v, out, lse, dims: tuple[int, int], kernels: dict = FWD_KERNELS,
             code_object: str = FWD_CODE_OBJECT, extra: tuple = (), softcap: float = 0.0,
-            window: tuple[int, int] = NO_WINDOW, sinks: torch.Tensor | None = None) -> list[dict | None]:
-    """kernels / code_object / extra: the paged kernels and their added arguments (serving.py)."""
+            window: tuple[int, int] = NO_WINDOW, sinks: torch.Tensor | None = None,
+            descales: tuple | None = None, fp8_kernels: dict = FP8_KERNELS,
+            fp8_code_object: str = FP8_CODE_OBJECT) -> list[dict | None]:
+    """kernels / code_object / extra: the paged kernels and their added arguments (serving.py). descales: fp8 K/V
+    (the (k, v) fp32 [Hkv] descales): the fp8 kernels (fp8_kernels in fp8_code_object)."""
+    if descales is not None:
+        kernels, code_object = fp8_kernels, fp8_code_object
+    else:
+        code_object = fwd_code_object(code_object, dims)
     arch = target_arch()
     if arch != ARCH:
         raise NoKernelError(op, arch, KERNELS.archs_built())
@@ -103,22 +125,38 @@ def _launch(op: str, plan: dict, q, k, v, out, lse, dims: tuple[int, int], kerne
     tile = _C().TILE_ROWS
     ws_o = torch.empty(n_slots * hq * tile * dims[1], dtype=torch.float32, device=dev) if n_slots else None
     ws_ml = torch.empty(n_slots * hq * tile * 4, dtype=torch.float32, device=dev) if n_slots else None
-    tail = [sinks] if sinks is not None else []        # the *_sinks kernels' last argument
-    counters = [KERNELS.launch(op, arch, code_object, fwd_kernel(kernels, dims, softcap, window, sinks is not None),
+    tail = ([sinks] if sinks is not None else []) + (list(descales) if descales is not None else [])
+    counters = [KERNELS.launch(op, arch, code_object,
+                               fwd_kernel(kernels, dims, softcap, window, sinks is not None),
                                grid=(plan["n_items"], hq), block=FWD_BLOCK,
                                args=[buf, q, k, v, out, lse, ws_o, ws_ml, *extra, *tail])]
     if plan["n_merge"]:
-        counters.append(KERNELS.launch(op, arch, MERGE_CODE_OBJECT, MERGE_KERNEL, grid=(plan["n_merge"], hq),
+        counters.append(KERNELS.launch(op, arch, MERGE_CODE_OBJECT, MERGE_KERNELS[dims[1]], grid=(plan["n_merge"], hq),
                                        block=MERGE_BLOCK, args=[buf, out, lse, ws_o, ws_ml]))
     return counters
 
 
+def _check_fp8_alignment(op: str, **tensors: tuple[torch.Tensor, tuple[int, ...]]) -> None:
+    # fp8 K/V rows are loaded in 16-byte pieces of 16 elements: rows on 16 bytes = strides multiples of 16.
+    for name, (t, dims) in tensors.items():
+        if t.element_size() != 1:
+            continue
+        if t.data_ptr() % 16:
+            raise ValueError(f"{op}: {name} must start on a 16-byte boundary for the gfx950 kernel; got address "
+                             f"{t.data_ptr():#x}")
+        for d in dims:
+            if t.shape[d] > 1 and t.stride(d) % 16:
+                raise ValueError(f"{op}: fp8 {name}.stride({d}) must be a multiple of 16 elements (16 bytes) for the "
+                                 f"gfx950 kernel; got {t.stride(d)}")
+
+
 def run_forward(q, k, v, out, lse, layout: str, causal: bool, scale: float, softcap: float = 0.0,
-                window: tuple[int, int] = NO_WINDOW, sinks=None) -> list[dict | None]:
+                window: tuple[int, int] = NO_WINDOW, sinks=None, descales=None) -> list[dict | None]:
     """Batch forward on the gfx950 kernels (emu or hip). Tensors validated by attention.forward."""
     op = "moonmath_attention_gfx950.forward"
     sd, hd = (1, 2) if layout == "bshd" else (2, 1)
     _check_alignment(op, q=(q, (0, 1, 2)), k=(k, (0, 1, 2)), v=(v, (0, 1, 2)), out=(out, (0, 1, 2)))
+    _check_fp8_alignment(op, k=(k, (0, 1, 2)), v=(v, (0, 1, 2)))
     B, Hq, Sq = q.shape[0], q.shape[hd], q.shape[sd]
     Hkv, Skv = k.shape[hd], k.shape[sd]
     strides = (_strides(q, 0, sd, hd) + _strides(k, 0, sd, hd) + _strides(v, 0, sd, hd) + _strides(out, 0, sd, hd)
@@ -127,15 +165,16 @@ def run_forward(q, k, v, out, lse, layout: str, causal: bool, scale: float, soft
                                    softcap=softcap, window_left=window[0], window_right=window[1])
     plan["heads_q"] = Hq
     return _launch(op, plan, q, k, v, out, lse, (q.shape[3], v.shape[3]), softcap=softcap, window=window,
-                   sinks=sinks)
+                   sinks=sinks, descales=descales)
 
 
 def run_forward_varlen(q, k, v, cu_q: list[int], cu_k: list[int], out, lse, causal: bool,
                        scale: float, softcap: float = 0.0, window: tuple[int, int] = NO_WINDOW,
-                       sinks=None) -> list[dict | None]:
+                       sinks=None, descales=None) -> list[dict | None]:
     """Packed varlen (THD) forward, planned exactly on the host from host cu_seqlens values."""
     op = "moonmath_attention_gfx950.forward_varlen"
     _check_alignment(op, q=(q, (0, 1)), k=(k, (0, 1)), v=(v, (0, 1)), out=(out, (0, 1)))
+    _check_fp8_alignment(op, k=(k, (0, 1)), v=(v, (0, 1)))
     Hq, Hkv = q.shape[1], k.shape[1]
     strides = (_strides(q, None, 0, 1) + _strides(k, None, 0, 1) + _strides(v, None, 0, 1) + _strides(out, None, 0, 1)
                + ([0, lse.stride(0)] if lse is not None else [0, 0]))
@@ -143,7 +182,7 @@ def run_forward_varlen(q, k, v, cu_q: list[int], cu_k: list[int], out, lse, caus
                                     softcap=softcap, window_left=window[0], window_right=window[1])
     plan["heads_q"] = Hq
     return _launch(op, plan, q, k, v, out, lse, (q.shape[2], v.shape[2]), softcap=softcap, window=window,
-                   sinks=sinks)
+                   sinks=sinks, descales=descales)
 
 
 def plan_batch(B: int, Sq: int, Skv: int, heads_q: int, heads_kv: int, causal: bool = False,

@@ -1,6 +1,7 @@
 """Launching the serving paths of the gfx950 attention forward (issue 13): paged K/V and the device-planned
 VarlenPlan. The kernels are the forward pipeline with another partitioner (``attention_fwd_paged.hsaco``:
-``attn_fwd_paged_d128``, ``attn_fwd_paged_d192_128``) and the planning kernel ``attention_plan.hsaco``:
+``attn_fwd_paged_d128``, ``attn_fwd_paged_d192_128``; ``attention_fwd_paged_dims.hsaco``: d64, d80, d96;
+``attention_fwd_paged_fp8.hsaco``: fp8 caches) and the planning kernel ``attention_plan.hsaco``:
 ``attn_fwd_plan_varlen``, which writes a plan (work items, merge items) on the device, the host planner's plan
 for the same lengths. docs/ops/forward_paged.md and
 docs/ops/VarlenPlan.md state the rules.
@@ -18,7 +19,11 @@ from . import kernel
 from .kernel import _C, _PLANNER, ARCH, FWD_BLOCK, KERNELS, LOG2E, _check_alignment, _strides
 
 PAGED_CODE_OBJECT = "attention_fwd_paged"
-PAGED_KERNELS = {(128, 128): "attn_fwd_paged_d128", (192, 128): "attn_fwd_paged_d192_128"}
+PAGED_KERNELS = {(128, 128): "attn_fwd_paged_d128", (192, 128): "attn_fwd_paged_d192_128",
+                 (64, 64): "attn_fwd_paged_d64", (80, 80): "attn_fwd_paged_d80", (96, 96): "attn_fwd_paged_d96"}
+# the last three in attention_fwd_paged_dims.hsaco
+PAGED_FP8_CODE_OBJECT = "attention_fwd_paged_fp8"     # fp8 K/V caches (issue 17)
+PAGED_FP8_KERNELS = {(64, 64): "attn_fwd_paged_fp8_d64", (128, 128): "attn_fwd_paged_fp8_d128"}
 PLAN_CODE_OBJECT, PLAN_KERNEL, PLAN_BLOCK = "attention_plan", "attn_fwd_plan_varlen", 256
 ARGS_BYTES = 152                     # sizeof(AttnFwdArgs) (csrc/shared/attention_fwd_plan.h; _C.ARGS_BYTES)
 N_ITEMS_OFFSET = 14 * 8 + 2 * 4      # AttnFwdArgs.n_items, then n_merge and n_slots
@@ -32,9 +37,19 @@ def _span_bytes(t: torch.Tensor) -> int:
     return (sum((n - 1) * s for n, s in zip(t.shape, t.stride())) + 1) * t.element_size()
 
 
+def _paged_strides(cache: torch.Tensor) -> list[int]:
+    """The cache's (page, token, head) strides for the paged kernels, which hold the page and token strides in 32
+    bits: within a cache spanning < 4 GiB they fit, but for the stride of a size-1 dim, which the span does not
+    bound; a single page's stride becomes 2^32 - 1, so any page index past 0 still lands past the span (zeros)."""
+    st = _strides(cache, 0, 1, 2)
+    if cache.shape[0] == 1:            # the token stride is bounded: page_size >= 8
+        st[0] = min(st[0], (1 << 32) - 1)
+    return st
+
+
 def run_forward_paged(q, k_cache, v_cache, cu_q: list[int], k_lens: list[int], page0: list[int], pages, out, lse,
                       causal: bool, scale: float, softcap: float = 0.0,
-                      window: tuple[int, int] = kernel.NO_WINDOW, sinks=None) -> list[dict | None]:
+                      window: tuple[int, int] = kernel.NO_WINDOW, sinks=None, descales=None) -> list[dict | None]:
     """forward_paged on the gfx950 kernels. cu_q / k_lens / page0 are host values (page0[b]: sequence b's first entry
     in `pages`, the page list or the flattened block table, which stays on the device)."""
     op = "moonmath_attention_gfx950.forward_paged"
@@ -42,13 +57,14 @@ def run_forward_paged(q, k_cache, v_cache, cu_q: list[int], k_lens: list[int], p
         raise NoKernelError(op, target_arch(), KERNELS.archs_built())
     _check_alignment(op, q=(q, (0, 1)), k_cache=(k_cache, (0, 1, 2)), v_cache=(v_cache, (0, 1, 2)),
                      out=(out, (0, 1)))
+    kernel._check_fp8_alignment(op, k_cache=(k_cache, (0, 1, 2)), v_cache=(v_cache, (0, 1, 2)))
     for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
         if _span_bytes(t) > MAX_CACHE_BYTES:
             raise ValueError(f"{op}: {name} must span less than 4 GiB (one buffer resource) for the gfx950 kernel; "
                              f"got {_span_bytes(t)} bytes")
     page_size = k_cache.shape[1]
     Hq, Hkv = q.shape[1], k_cache.shape[2]
-    strides = (_strides(q, None, 0, 1) + _strides(k_cache, 0, 1, 2) + _strides(v_cache, 0, 1, 2)
+    strides = (_strides(q, None, 0, 1) + _paged_strides(k_cache) + _paged_strides(v_cache)
                + _strides(out, None, 0, 1) + ([0, lse.stride(0)] if lse is not None else [0, 0]))
     plan = _C().plan_forward_paged(cu_q, k_lens, page0, Hq, Hkv, causal, lse is not None, scale * LOG2E, strides,
                                    **_PLANNER, softcap=softcap, window_left=window[0], window_right=window[1])
@@ -56,7 +72,8 @@ def run_forward_paged(q, k_cache, v_cache, cu_q: list[int], k_lens: list[int], p
     extra = (pages, _span_bytes(k_cache), _span_bytes(v_cache), int(math.log2(page_size)))
     return kernel._launch(op, plan, q, k_cache, v_cache, out, lse, (q.shape[2], v_cache.shape[3]),
                           kernels=PAGED_KERNELS, code_object=PAGED_CODE_OBJECT, extra=extra, softcap=softcap,
-                          window=window, sinks=sinks)
+                          window=window, sinks=sinks, descales=descales, fp8_kernels=PAGED_FP8_KERNELS,
+                          fp8_code_object=PAGED_FP8_CODE_OBJECT)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -104,9 +121,10 @@ def _run_header(q, k, v, out, lse, causal: bool, scale: float, policy: dict, cou
 
 
 def _launch_plan(op: str, buf: torch.Tensor, counts: tuple[int, int, int], q, k, v, out, lse, softcap: float,
-                 window: tuple[int, int], sinks) -> list[dict | None]:
+                 window: tuple[int, int], sinks, descales=None) -> list[dict | None]:
     """The forward kernel over buf's n_items work items, then the merge kernel over its n_merge merge items, with an
-    fp32 workspace of n_slots parts (allocated per run, stream-ordered)."""
+    fp32 workspace of n_slots parts (allocated per run, stream-ordered). The kernel of the head dims, the fp8 one
+    with descales (the fp32 [Hkv] k / v descales, after sinks)."""
     n_items, n_merge, n_slots = counts
     if n_items == 0:
         return []
@@ -115,12 +133,14 @@ def _launch_plan(op: str, buf: torch.Tensor, counts: tuple[int, int, int], q, k,
     n_ws = n_slots * Hq * _C().TILE_ROWS
     ws_o = torch.empty(n_ws * dims[1], dtype=torch.float32, device=q.device) if n_ws else None
     ws_ml = torch.empty(n_ws * 4, dtype=torch.float32, device=q.device) if n_ws else None
-    counters = [KERNELS.launch(op, ARCH, kernel.FWD_CODE_OBJECT,
-                               kernel.fwd_kernel(kernel.FWD_KERNELS, dims, softcap, window, sinks is not None),
+    co, names = ((kernel.FP8_CODE_OBJECT, kernel.FP8_KERNELS) if descales is not None
+                 else (kernel.fwd_code_object(kernel.FWD_CODE_OBJECT, dims), kernel.FWD_KERNELS))
+    tail = ([sinks] if sinks is not None else []) + (list(descales) if descales is not None else [])
+    counters = [KERNELS.launch(op, ARCH, co, kernel.fwd_kernel(names, dims, softcap, window, sinks is not None),
                                grid=(n_items, Hq), block=FWD_BLOCK,
-                               args=[buf, q, k, v, out, lse, ws_o, ws_ml, *([sinks] if sinks is not None else [])])]
+                               args=[buf, q, k, v, out, lse, ws_o, ws_ml, *tail])]
     if n_merge:
-        counters.append(KERNELS.launch(op, ARCH, kernel.MERGE_CODE_OBJECT, kernel.MERGE_KERNEL,
+        counters.append(KERNELS.launch(op, ARCH, kernel.MERGE_CODE_OBJECT, kernel.MERGE_KERNELS[dims[1]],
                                        grid=(n_merge, Hq), block=kernel.MERGE_BLOCK,
                                        args=[buf, out, lse, ws_o, ws_ml]))
     return counters
@@ -128,7 +148,7 @@ def _launch_plan(op: str, buf: torch.Tensor, counts: tuple[int, int, int], q, k,
 
 def run_device_planned(buf: torch.Tensor, layout: dict, q, k, v, out, lse, causal: bool, scale: float,
                        staging: dict | None = None, softcap: float = 0.0,
-                       window: tuple[int, int] = kernel.NO_WINDOW, sinks=None) -> list[dict | None]:
+                       window: tuple[int, int] = kernel.NO_WINDOW, sinks=None, descales=None) -> list[dict | None]:
     """Run the forward (and merge) kernels over a device-written plan: the host writes only the header (strides of
     this run's q/k/v/out, scale, flags, and the layout's capacities as n_items / n_merge / n_slots), a host-to-device
     copy of values it owns; it reads nothing back. The split parts' fp32 workspace is allocated per run for the
@@ -140,6 +160,7 @@ def run_device_planned(buf: torch.Tensor, layout: dict, q, k, v, out, lse, causa
     if target_arch() != ARCH:
         raise NoKernelError(op, target_arch(), KERNELS.archs_built())
     _check_alignment(op, q=(q, (0, 1)), k=(k, (0, 1)), v=(v, (0, 1)), out=(out, (0, 1)))
+    kernel._check_fp8_alignment(op, k=(k, (0, 1)), v=(v, (0, 1)))
     counts = (layout["items"], layout["merges"], layout["slots"])
     header = _run_header(q, k, v, out, lse, causal, scale, layout["policy"], counts, softcap, window)
     on_gpu = buf.device.type != "cpu"
@@ -150,7 +171,7 @@ def run_device_planned(buf: torch.Tensor, layout: dict, q, k, v, out, lse, causa
         if staging is not None:
             staging[header] = src
     buf[:ARGS_BYTES].copy_(src, non_blocking=on_gpu)   # stream-ordered, no host sync on a GPU
-    return _launch_plan(op, buf, counts, q, k, v, out, lse, softcap, window, sinks)
+    return _launch_plan(op, buf, counts, q, k, v, out, lse, softcap, window, sinks, descales)
 
 
 def host_plan_work(cu_q: list[int], cu_k: list[int], heads: int, kv_heads: int, causal: bool,
@@ -164,7 +185,7 @@ def host_plan_work(cu_q: list[int], cu_k: list[int], heads: int, kv_heads: int, 
 
 
 def run_host_planned(work: dict, bufs: dict, q, k, v, out, lse, causal: bool, scale: float, softcap: float = 0.0,
-                     window: tuple[int, int] = kernel.NO_WINDOW, sinks=None) -> list[dict | None]:
+                     window: tuple[int, int] = kernel.NO_WINDOW, sinks=None, descales=None) -> list[dict | None]:
     """Run the kernels over a plan made on the host once (host_plan_work): per run only the header is new; the
     device copy of [header][work list] is kept in bufs (the plan's), one per distinct (header, device), so layers
     with the same strides upload nothing."""
@@ -172,22 +193,25 @@ def run_host_planned(work: dict, bufs: dict, q, k, v, out, lse, causal: bool, sc
     if target_arch() != ARCH:
         raise NoKernelError(op, target_arch(), KERNELS.archs_built())
     _check_alignment(op, q=(q, (0, 1)), k=(k, (0, 1)), v=(v, (0, 1)), out=(out, (0, 1)))
+    kernel._check_fp8_alignment(op, k=(k, (0, 1)), v=(v, (0, 1)))
     header = _run_header(q, k, v, out, lse, causal, scale, work["policy"], work["counts"], softcap, window)
     key = (header, q.device)
     buf = bufs.get(key)
     if buf is None:
         buf = bufs[key] = torch.frombuffer(bytearray(header + work["work"]), dtype=torch.uint8).to(q.device)
-    return _launch_plan(op, buf, work["counts"], q, k, v, out, lse, softcap, window, sinks)
+    return _launch_plan(op, buf, work["counts"], q, k, v, out, lse, softcap, window, sinks, descales)
 
 
 def run_varlen_on_device(q, k, v, cu_q, cu_k, max_q: int, max_k: int, out, lse, causal: bool, scale: float,
-                         softcap: float = 0.0, window: tuple[int, int] = kernel.NO_WINDOW, sinks=None) -> None:
+                         softcap: float = 0.0, window: tuple[int, int] = kernel.NO_WINDOW, sinks=None,
+                         descales=None) -> None:
     """forward_varlen with device-resident cu_seqlens and no host copies: plan on the device into a buffer that
     lives for this call (stream order keeps it valid for the kernels), then run."""
     layout = device_plan_layout(cu_q.numel() - 1, max_q, q.shape[0], max_k, q.shape[1])
     buf = torch.zeros(layout["bytes"], dtype=torch.uint8, device=q.device)
     plan_on_device(buf, layout, cu_q, cu_k, q.shape[0], k.shape[0], max_q, max_k, causal, window)
-    run_device_planned(buf, layout, q, k, v, out, lse, causal, scale, softcap=softcap, window=window, sinks=sinks)
+    run_device_planned(buf, layout, q, k, v, out, lse, causal, scale, softcap=softcap, window=window, sinks=sinks,
+                       descales=descales)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,9 +5,9 @@ from __future__ import annotations
 import torch
 
 from moonmath_common import checks, get_backend
+from moonmath_common.emu_device import device_resident
 
 from . import attention as _att
-from moonmath_common.emu_device import device_resident
 
 
 class VarlenPlan:
@@ -143,17 +143,20 @@ class VarlenPlan:
         return self._host is None
 
     def run(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Tensor | None = None,
-            return_lse: bool = False, sinks: torch.Tensor | None = None):
+            return_lse: bool = False, sinks: torch.Tensor | None = None, k_descale: torch.Tensor | None = None,
+            v_descale: torch.Tensor | None = None):
         """Run one layer over the plan: forward_varlen of q, k, v with the planned lengths and options.
 
         Args:
             q: bf16 ``[total_q, heads, Dqk]`` as planned, any strides with a contiguous head dim (as forward_varlen).
-            k: bf16 ``[total_k, kv_heads, Dqk]`` as planned.
-            v: bf16 ``[total_k, kv_heads, Dv]`` as planned; (Dqk, Dv) in {(128, 128), (192, 128)}.
+            k: bf16 ``[total_k, kv_heads, Dqk]`` as planned (or fp8 float8_e4m3fn with v, as forward_varlen).
+            v: bf16 ``[total_k, kv_heads, Dv]`` as planned (or fp8 with k); (Dqk, Dv) one of forward's HEAD_DIMS.
             out: optional bf16 ``[total_q, heads, Dv]`` on q's device, not overlapping itself. Rows outside every
                 sequence are not written (of out and of the LSE).
             return_lse: bool; also return fp32 LSE ``[heads, total_q]`` (natural log).
             sinks: this layer's fp32 ``[heads]`` attention sinks (forward's sinks=), or None.
+            k_descale: fp8 K/V only: this layer's descale of k (forward's k_descale=), or None.
+            v_descale: fp8 K/V only: this layer's descale of v (forward's v_descale=), or None.
 
         A plan serves any number of runs (layers) with different tensors; a device-planned run reads no device
         value on the host (each run writes the plan's header, its strides and scale, by a host-to-device copy).
@@ -183,7 +186,8 @@ class VarlenPlan:
             return _att.forward_varlen(q, k, v, a["cu_seqlens_q"] if hq is None else hq,
                                        a["cu_seqlens_k"] if hk is None else hk, a["max_seqlen_q"], a["max_seqlen_k"],
                                        softmax_scale=a["softmax_scale"], causal=a["causal"], return_lse=return_lse,
-                                       out=out, softcap=a["softcap"], window_size=a["window_size"], sinks=sinks)
+                                       out=out, softcap=a["softcap"], window_size=a["window_size"], sinks=sinks,
+                                       k_descale=k_descale, v_descale=v_descale)
         # the kernels over the plan: validate the tensors as forward_varlen does, without any value of the cu_seqlens
         _att._qkv_dtypes(q, k, v)
         checks.boolean("return_lse", return_lse)
@@ -198,6 +202,7 @@ class VarlenPlan:
             _att._strides(name, t, 0)
         scale = _att._scale(a["softmax_scale"], q.shape[2])
         sk = _att._sinks(sinks, q.shape[1], dev)
+        kd, vd = _att._descales(k, v, k_descale, v_descale, k.shape[1], (q.shape[2], v.shape[2]), dev)
         oshape = [q.shape[0], q.shape[1], v.shape[2]]
         if out is None:
             out = torch.empty(oshape, dtype=torch.bfloat16, device=q.device)
@@ -208,8 +213,10 @@ class VarlenPlan:
 
         if self._host is not None:      # planned on the host once (plan()); each run writes only its header
             serving.run_host_planned(self._work, self._staging, q, k, v, out, lse, a["causal"], scale,
-                                     softcap=a["softcap"], window=a["window_size"], sinks=sk)
+                                     softcap=a["softcap"], window=a["window_size"], sinks=sk,
+                                     descales=_att._pair(kd, vd))
         else:
             serving.run_device_planned(self._buf, self._layout, q, k, v, out, lse, a["causal"], scale, self._staging,
-                                       softcap=a["softcap"], window=a["window_size"], sinks=sk)
+                                       softcap=a["softcap"], window=a["window_size"], sinks=sk,
+                                       descales=_att._pair(kd, vd))
         return (out, lse) if return_lse else out

@@ -44,6 +44,9 @@ class ArchFeatureError(MoonmathError, ValueError):
     """The arch that applies (target_arch()) has no such feature, e.g. causal attention on gfx942."""
 
 
+_GFX950_HEAD_DIMS = frozenset(dqk for dqk, _ in _gfx950.HEAD_DIMS)   # q/k head dims of the gfx950 kernels
+
+
 def _attention_arch(op: str) -> str:
     arch = target_arch()
     if arch not in ATTENTION_ARCHS:
@@ -62,16 +65,19 @@ def _gfx950_only(op: str, what: str) -> None:
 def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Tensor | None = None,
             round_mode: str | None = None, layout: str = "bhsd", causal: bool = False,
             softmax_scale: float | None = None, return_lse: bool = False, softcap: float | None = 0.0,
-            window_size: tuple[int, int] = (-1, -1), sinks: torch.Tensor | None = None):
+            window_size: tuple[int, int] = (-1, -1), sinks: torch.Tensor | None = None,
+            k_descale: torch.Tensor | None = None, v_descale: torch.Tensor | None = None):
     """bf16 attention forward ``softmax(scale q k^T [+ mask]) v``, dispatched by arch (target_arch()) to
     moonmath_mha_gfx942.forward (gfx942) or moonmath_attention_gfx950.forward (gfx950).
 
     Args:
         q: bf16 ``[B, Hq, Sq, Dqk]`` (layout "bhsd", default) or ``[B, Sq, Hq, Dqk]`` ("bshd"). gfx942: Dqk = 128,
-            contiguous, Sq >= 1. gfx950: Dqk 128 or 192, any strides with a contiguous head dim, Sq >= 0.
+            contiguous, Sq >= 1. gfx950: Dqk 64, 80, 96, 128 or 192, any strides with a contiguous head dim,
+            Sq >= 0.
         k: bf16 ``[B, Hkv, Skv, Dqk]`` / ``[B, Skv, Hkv, Dqk]``. gfx942: Hkv = Hq, contiguous, Skv >= 1. gfx950: Hq a
             multiple of Hkv (MHA, GQA, MQA), Skv >= 0.
-        v: bf16 ``[B, Hkv, Skv, Dv]`` / ``[B, Skv, Hkv, Dv]``: Dv = 128 ((Dqk, Dv) = (192, 128) is MLA prefill).
+        v: bf16 ``[B, Hkv, Skv, Dv]`` / ``[B, Skv, Hkv, Dv]``: Dv = Dqk, or 128 with Dqk 192 (MLA prefill). gfx950:
+            k and v may both be fp8 (float8_e4m3fn; head dims 64 and 128) with k_descale / v_descale.
         out: optional bf16 tensor of the output's shape (q's with Dv) on q's device, filled in place and returned
             (gfx942: contiguous).
         round_mode: None for the arch's default; gfx942 "rtna" (default), "rtne" or "rtz"; gfx950 "rtne" only.
@@ -83,13 +89,16 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
         window_size: sliding window (left, right), -1 = unbounded, as moonmath_attention_gfx950.forward.
             gfx950 only.
         sinks: fp32 ``[Hq]`` attention sinks, as moonmath_attention_gfx950.forward. gfx950 only.
+        k_descale: fp8 K/V only: fp32 descale of k (per tensor or per kv head), as moonmath_attention_gfx950.forward.
+            gfx950 only.
+        v_descale: fp8 K/V only: fp32 descale of v, as k_descale. gfx950 only.
 
     Returns:
         out, or (out, lse) when return_lse.
 
     Raises:
         ArchFeatureError: a feature the arch lacks (a ValueError): on gfx942 causal, return_lse, a scale other
-            than 1/sqrt(128), GQA/MQA, softcap, window_size or sinks.
+            than 1/sqrt(128), GQA/MQA, softcap, window_size, sinks, head dims other than 128, fp8 k/v or descales.
         TypeError: a tensor argument not a tensor or of the wrong dtype; a flag not a bool.
         ValueError: shapes, heads, head dims, strides, layout, round_mode, softmax_scale, out, devices, as the
             arch's package checks them; each message names the argument.
@@ -98,11 +107,19 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
     arch = _attention_arch("forward")
     if arch == "gfx942":
         no_window = isinstance(window_size, (tuple, list)) and list(window_size) == [-1, -1]
+        fp8 = isinstance(k, torch.Tensor) and k.dtype == _gfx950.FP8_KV
         for name, value, off in (("softcap", softcap, softcap in (None, 0, 0.0)),
-                                 ("window_size", window_size, no_window), ("sinks", sinks, sinks is None)):
+                                 ("window_size", window_size, no_window), ("sinks", sinks, sinks is None),
+                                 ("k_descale", k_descale, k_descale is None),
+                                 ("v_descale", v_descale, v_descale is None),
+                                 ("fp8 k/v", "float8_e4m3fn", not fp8)):
             if not off:
                 raise ArchFeatureError(f"forward: {name}={value!r} is not supported on gfx942 yet (its MHA kernel "
                                        f"has no {name}); it exists on gfx950")
+        if isinstance(q, torch.Tensor) and q.dim() == 4 and q.shape[3] != 128 and q.shape[3] in _GFX950_HEAD_DIMS:
+            raise ArchFeatureError(f"forward: head dim {q.shape[3]} (q.shape[3]) is not supported on gfx942 (its MHA "
+                                   "kernel is built for head dim 128); head dims "
+                                   f"{', '.join(map(str, sorted(_GFX950_HEAD_DIMS)))} exist on gfx950")
         if causal is not False:
             raise ArchFeatureError(f"forward: causal={causal!r} is not supported on gfx942 (its MHA kernel has no "
                                    "causal mask); causal attention exists on gfx950")
@@ -121,7 +138,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
                                layout=layout)
     return _gfx950.forward(q, k, v, out=out, round_mode="rtne" if round_mode is None else round_mode, layout=layout,
                            causal=causal, softmax_scale=softmax_scale, return_lse=return_lse, softcap=softcap,
-                           window_size=window_size, sinks=sinks)
+                           window_size=window_size, sinks=sinks, k_descale=k_descale, v_descale=v_descale)
 
 
 def forward_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
@@ -130,14 +147,15 @@ def forward_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens
                    out: torch.Tensor | None = None, round_mode: str = "rtne",
                    host_cu_seqlens_q: torch.Tensor | None = None, host_cu_seqlens_k: torch.Tensor | None = None,
                    softcap: float | None = 0.0, window_size: tuple[int, int] = (-1, -1),
-                   sinks: torch.Tensor | None = None):
+                   sinks: torch.Tensor | None = None, k_descale: torch.Tensor | None = None,
+                   v_descale: torch.Tensor | None = None):
     """Set from moonmath_attention_gfx950.forward_varlen's docstring below (one source)."""
     _gfx950_only("forward_varlen", "varlen batching")
     return _gfx950.forward_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                                   softmax_scale=softmax_scale, causal=causal, return_lse=return_lse, out=out,
                                   round_mode=round_mode, host_cu_seqlens_q=host_cu_seqlens_q,
                                   host_cu_seqlens_k=host_cu_seqlens_k, softcap=softcap, window_size=window_size,
-                                  sinks=sinks)
+                                  sinks=sinks, k_descale=k_descale, v_descale=v_descale)
 
 
 def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cu_seqlens_q: torch.Tensor,
@@ -145,13 +163,15 @@ def forward_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                   kv_page_indices: torch.Tensor | None = None, block_table: torch.Tensor | None = None,
                   causal: bool = False, softmax_scale: float | None = None, return_lse: bool = False,
                   out: torch.Tensor | None = None, round_mode: str = "rtne", softcap: float | None = 0.0,
-                  window_size: tuple[int, int] = (-1, -1), sinks: torch.Tensor | None = None):
+                  window_size: tuple[int, int] = (-1, -1), sinks: torch.Tensor | None = None,
+                  k_descale: torch.Tensor | None = None, v_descale: torch.Tensor | None = None):
     """Set from moonmath_attention_gfx950.forward_paged's docstring below (one source)."""
     _gfx950_only("forward_paged", "paged K/V")
     return _gfx950.forward_paged(q, k_cache, v_cache, cu_seqlens_q, seqlens_k, kv_indptr=kv_indptr,
                                  kv_page_indices=kv_page_indices, block_table=block_table, causal=causal,
                                  softmax_scale=softmax_scale, return_lse=return_lse, out=out, round_mode=round_mode,
-                                 softcap=softcap, window_size=window_size, sinks=sinks)
+                                 softcap=softcap, window_size=window_size, sinks=sinks, k_descale=k_descale,
+                                 v_descale=v_descale)
 
 
 def _gfx950_doc(fn, pkg_fn, what: str) -> None:

@@ -49,6 +49,20 @@
 // canonical NaN 0x7FFF, LSE = (m + log2 l) ln 2; a split part writes fp32 (O, m, l) to its workspace
 // slot instead (attention_merge.hip combines them).
 //
+// Head dims (issue 17, FwdShape): (Dqk, Dv) = (64, 64), (80, 80), (96, 96), (128, 128), (192, 128). Dqk needs only
+// the 16-wide k-step (80: 5 steps); Dv is padded to the 32-column output tile in LDS (80 -> 96: the pad chunks DMA'd
+// as zeros, the pad columns of O never stored). Rows of 16 or 24 chunks get the conflict-free KRows / VRows above,
+// rows of 8 chunks (Dqk/Dv 64) their 8-chunk forms, 10 and 12 chunks (80, 96) stay unpermuted (correct, with bank
+// conflicts); a block that is no whole number of DMA rounds over 8 waves leaves the last waves idle in the last
+// round. Dqk = Dv = 256 is not built on this pipeline: one 32-row tile per wave would hold 128 fp32 of O and 64 of
+// Q per lane, beyond the register file with the fragments in flight.
+//
+// fp8 K/V (issue 17, FwdShape KvFp8): K and V are OCP e4m3fn in memory, dequantised on their way to LDS (exact: every
+// e4m3fn value is a bf16 value). The DMA slot of a phase issues 16-byte buffer loads into VGPRs instead of the
+// direct-to-LDS loads, the wait slot (where the bf16 kernel waits vmcnt(0)) widens them into the same permuted bf16
+// LDS rows (ds_write_b128) and waits for the writes before the phase barrier; K's descale joins the logit factor,
+// V's scales O once after the key loop. Every later stage is the bf16 kernel's.
+//
 // Where rows and keys live is the partitioner's business (DenseTile: batch strides + token offsets of
 // a work item); the pipeline sees buffer resources and per-block row counts only.
 //
@@ -125,24 +139,30 @@ struct VRows {
 // instruction. Softcap_: softcap_block between QK and the mask. Window_: a sliding window, i.e. a lower
 // key bound per row in the mask and the tile's key loop clipped to the window. Sinks_: per-head sink logits
 // joining each row's denominator (add_sink before the epilogue).
-template <int Dqk_, int Dv_, bool Softcap_ = false, bool Window_ = false, bool Sinks_ = false>
+// KvFp8_: K and V are OCP e4m3fn in memory (see the header); LDS holds bf16 either way.
+template <bool Fp8> struct KvElem { typedef uint16_t type; };
+template <> struct KvElem<true> { typedef uint8_t type; };
+
+template <int Dqk_, int Dv_, bool Softcap_ = false, bool Window_ = false, bool Sinks_ = false, bool KvFp8_ = false>
 struct FwdShape {
   static constexpr int Dqk = Dqk_, Dv = Dv_;
-  static constexpr bool kSoftcap = Softcap_, kWindow = Window_, kSinks = Sinks_;
+  static constexpr bool kSoftcap = Softcap_, kWindow = Window_, kSinks = Sinks_, kKvFp8 = KvFp8_;
+  typedef typename KvElem<KvFp8_>::type KvT;                // K/V element in memory
+  static constexpr int kKvBytes = sizeof(KvT);
+  static constexpr int kDvPad = (Dv + 31) / 32 * 32;        // V row in LDS, O columns computed (80 -> 96)
   static constexpr int kQkSteps = Dqk / 16;                 // MFMA k-steps per 32-key QK tile
-  static constexpr int kDvTiles = Dv / 32;                  // 32-column output tiles
+  static constexpr int kDvTiles = kDvPad / 32;              // 32-column output tiles
   static constexpr int kKeyTiles = kKvBlock / 32;           // 32-key tiles per block (2)
   static constexpr int kPvSteps = kKvBlock / 16;            // 16-key MFMA steps of PV (4)
-  static constexpr uint32_t kKRow = Dqk * 2, kVRow = Dv * 2;  // LDS row bytes
+  static constexpr uint32_t kKRow = Dqk * 2, kVRow = kDvPad * 2;  // LDS row bytes
   static constexpr uint32_t kKBytes = kKvBlock * kKRow, kVBytes = kKvBlock * kVRow;
   static constexpr uint32_t kKBuf0 = 0, kVBuf0 = 2 * kKBytes;   // K buffers 0, 1 then V buffers 0, 1
   static constexpr uint32_t kLdsBytes = 2 * (kKBytes + kVBytes);
-  static constexpr int kKLoads = kKBytes / 1024 / kWaves;   // 16-byte direct loads per wave (64 lanes)
-  static constexpr int kVLoads = kVBytes / 1024 / kWaves;
   using KLayout = KRows<kKRow>;
   using VLayout = VRows<kVRow>;
-  static_assert(Dqk % 16 == 0 && Dv % 32 == 0, "head dims");
-  static_assert(kKBytes % (1024 * kWaves) == 0 && kVBytes % (1024 * kWaves) == 0, "whole DMA rounds");
+  static_assert(Dqk % 16 == 0 && Dv % 16 == 0, "head dims");
+  static_assert(kKBytes % 1024 == 0 && kVBytes % 1024 == 0, "whole 64-lane DMA rows");
+  static_assert(!kKvFp8 || (Dqk % 16 == 0 && kDvPad == Dv), "fp8 K/V: rows of whole 16-byte pieces, Dv unpadded");
   static_assert(2 * kKBytes <= 65536 && 2 * kVBytes <= 65536, "ds_read immediate offsets within a buffer pair");
 };
 
@@ -218,14 +238,15 @@ struct DenseTile {
   const AttnFwdArgs a;
   const AttnWorkItem it;
   int32_t h, hk;
-  const uint16_t* k_head;   // k of (batch, kv head), token 0 of the sequence
-  const uint16_t* v_head;
+  typedef typename Shape::KvT KvT;
+  const KvT* k_head;        // k of (batch, kv head), token 0 of the sequence
+  const KvT* v_head;
 
   MM_DEVICE DenseTile(const AttnFwdArgs& a_, const AttnWorkItem& it_, int32_t h_, const uint16_t* k,
                       const uint16_t* v)
       : a(a_), it(it_), h(h_), hk(h_ / a_.group) {
-    k_head = k + it.batch * a.k_batch + hk * a.k_head + (int64_t)it.k_tok0 * a.k_token;
-    v_head = v + it.batch * a.v_batch + hk * a.v_head + (int64_t)it.k_tok0 * a.v_token;
+    k_head = reinterpret_cast<const KvT*>(k) + it.batch * a.k_batch + hk * a.k_head + (int64_t)it.k_tok0 * a.k_token;
+    v_head = reinterpret_cast<const KvT*>(v) + it.batch * a.v_batch + hk * a.v_head + (int64_t)it.k_tok0 * a.v_token;
   }
   MM_DEVICE int32_t rows() const { int32_t r = it.q_len - it.q_row0; return r < kTileRows ? r : kTileRows; }
   MM_DEVICE mm::buffer_rsrc q_rsrc(const uint16_t* q) const {
@@ -243,10 +264,10 @@ struct DenseTile {
   // K / V rows [key0, key0 + 64) of the sequence, clipped to k_len: loads past the end return 0.
   MM_DEVICE int32_t block_rows(int32_t key0) const { int32_t r = it.k_len - key0; return r < kKvBlock ? r : kKvBlock; }
   MM_DEVICE mm::buffer_rsrc k_block(int32_t key0) const {
-    return mm::make_buffer(k_head + (int64_t)key0 * a.k_token, extent_bytes(block_rows(key0), a.k_token, Shape::Dqk, 2));
+    return mm::make_buffer(k_head + (int64_t)key0 * a.k_token, extent_bytes(block_rows(key0), a.k_token, Shape::Dqk, Shape::kKvBytes));
   }
   MM_DEVICE mm::buffer_rsrc v_block(int32_t key0) const {
-    return mm::make_buffer(v_head + (int64_t)key0 * a.v_token, extent_bytes(block_rows(key0), a.v_token, Shape::Dv, 2));
+    return mm::make_buffer(v_head + (int64_t)key0 * a.v_token, extent_bytes(block_rows(key0), a.v_token, Shape::Dv, Shape::kKvBytes));
   }
 };
 
@@ -320,28 +341,96 @@ MM_DEVICE void negate_q(WaveState<Shape>& st) {
   for (int s = 0; s < Shape::kQkSteps; ++s) st.q[s].w ^= 0x80008000u;
 }
 
-// DMA rows of one block into a buffer: the CTA's 8 waves each issue Loads 16-byte direct-to-LDS loads;
-// LDS position p = 64*load + lane is row p / chunks, physical chunk p % chunks, fetched from the
-// logical chunk Layout::byte_of gives (the row permutation).
-template <class Layout, int Loads>
+// The lanes of a block's DMA: the block's 64-lane loads of 16 bytes, kLoads per wave (wave w issues loads
+// w kLoads .. +kLoads-1 that exist: when the block is no whole number of rounds over 8 waves - 96- and 80-wide rows -
+// the last waves skip the last round, a wave-uniform branch). LDS position p = 64*load + lane is row p / chunks,
+// physical chunk p % chunks, fetched from the logical byte Layout::byte_of gives (the row permutation); logical
+// chunks past the source row (Dv 80's pad to 96) are fetched past the resource: zeros.
+template <class Layout, int SrcBytes = Layout::kRowBytes>
+struct DmaRows {
+  static constexpr uint32_t kChunks = Layout::kRowBytes / 16;
+  static constexpr uint32_t kSrcBytes = SrcBytes;
+  static constexpr int kRowLoads = kKvBlock * Layout::kRowBytes / 1024;   // 64-lane loads of a 64-row block
+  static constexpr int kLoads = (kRowLoads + kWaves - 1) / kWaves;       // per wave
+  static constexpr uint32_t kPastEnd = 1u << 31;                          // beyond any block resource
+  MM_DEVICE static bool issued(uint32_t wave, int i) { return kRowLoads % kWaves == 0 || (int)(wave * kLoads) + i < kRowLoads; }
+  MM_DEVICE static uint32_t base(uint32_t wave, int i) { return (wave * kLoads + i) * 64u; }
+  MM_DEVICE static uint32_t row_of(uint32_t wave, int i, uint32_t lane) { return (base(wave, i) + lane) / kChunks; }
+  // the logical byte of the row this lane fetches (>= kSrcBytes: a pad chunk)
+  MM_DEVICE static uint32_t byte_of(uint32_t wave, int i, uint32_t lane) {
+    const uint32_t p = base(wave, i) + lane;
+    return Layout::byte_of(p / kChunks, (p % kChunks) * 16u);
+  }
+};
+
+// DMA rows of one block into a buffer (DmaRows' lanes), 16-byte direct-to-LDS loads.
+template <class Layout, int SrcBytes = Layout::kRowBytes>
 MM_DEVICE void dma_rows(mm::buffer_rsrc src, int64_t token_stride, lds_u8* dst, uint32_t wave, uint32_t lane) {
-  constexpr uint32_t kChunks = Layout::kRowBytes / 16;
+  using D = DmaRows<Layout, SrcBytes>;
 #pragma unroll
-  for (int i = 0; i < Loads; ++i) {
-    const uint32_t base = (wave * Loads + i) * 64u;
-    const uint32_t p = base + lane;
-    const uint32_t row = p / kChunks;
-    mm::buffer_load_to_lds<16>(src, (void*)(dst + base * 16u), row * (uint32_t)token_stride * 2u + Layout::byte_of(row, (p % kChunks) * 16u));
+  for (int i = 0; i < D::kLoads; ++i) {
+    if (!D::issued(wave, i)) continue;
+    const uint32_t row = D::row_of(wave, i, lane), byte = D::byte_of(wave, i, lane);
+    uint32_t off = row * (uint32_t)token_stride * 2u + byte;
+    if constexpr (D::kSrcBytes < (uint32_t)Layout::kRowBytes) off = byte < D::kSrcBytes ? off : D::kPastEnd;
+    mm::buffer_load_to_lds<16>(src, (void*)(dst + D::base(wave, i) * 16u), off);
   }
 }
 
 template <class Shape, class Tile>
 MM_DEVICE void dma_k(const Tile& tile, int32_t key0, lds_u8* buf, uint32_t wave, uint32_t lane) {
-  dma_rows<typename Shape::KLayout, Shape::kKLoads>(tile.k_block(key0), tile.a.k_token, buf, wave, lane);
+  dma_rows<typename Shape::KLayout>(tile.k_block(key0), tile.a.k_token, buf, wave, lane);
 }
 template <class Shape, class Tile>
 MM_DEVICE void dma_v(const Tile& tile, int32_t key0, lds_u8* buf, uint32_t wave, uint32_t lane) {
-  dma_rows<typename Shape::VLayout, Shape::kVLoads>(tile.v_block(key0), tile.a.v_token, buf, wave, lane);
+  dma_rows<typename Shape::VLayout, Shape::Dv * 2>(tile.v_block(key0), tile.a.v_token, buf, wave, lane);
+}
+
+// fp8 K/V rows of one block in flight: each lane loads 16 fp8 (one 16-byte buffer load into VGPRs: piece c of a
+// row), land() widens them exactly to 16 bf16 (v_cvt_pk_f32_fp8, the high halves) and writes the two bf16 chunks
+// to their permuted places of the LDS row (the layout dma_rows makes from bf16 rows). Rows past k_len load 0.
+typedef __attribute__((address_space(3))) u32x4 lds_u32x4;
+template <class Layout, int Elems>
+struct Fp8Rows {
+  static constexpr uint32_t kPieces = Elems / 16;                      // 16-byte fp8 pieces of a row
+  static constexpr int kRowLoads = kKvBlock * (int)kPieces / 64;       // 64-lane loads of a block
+  static constexpr int kLoads = (kRowLoads + kWaves - 1) / kWaves;
+  u32x4 w[kLoads];
+  MM_DEVICE static bool issued(uint32_t wave, int i) { return kRowLoads % kWaves == 0 || (int)(wave * kLoads) + i < kRowLoads; }
+  MM_DEVICE static uint32_t row_of(uint32_t wave, int i, uint32_t lane) { return ((wave * kLoads + i) * 64u + lane) / kPieces; }
+  MM_DEVICE static uint32_t piece_of(uint32_t wave, int i, uint32_t lane) { return ((wave * kLoads + i) * 64u + lane) % kPieces; }
+  MM_DEVICE void load(mm::buffer_rsrc src, int64_t token_stride, uint32_t wave, uint32_t lane) {
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i)
+      if (issued(wave, i)) w[i] = mm::buffer_load_b128(src, row_of(wave, i, lane) * (uint32_t)token_stride + piece_of(wave, i, lane) * 16u);
+  }
+  MM_DEVICE void land(lds_u8* dst, uint32_t wave, uint32_t lane) const {
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      if (!issued(wave, i)) continue;
+      const uint32_t row = row_of(wave, i, lane), c = piece_of(wave, i, lane);
+      u32x4 lo, hi;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const mm::f32x2 a = mm::cvt_pk_f32_fp8<false>(w[i][j]), b = mm::cvt_pk_f32_fp8<true>(w[i][j]);
+        const uint32_t x0 = mm::pack_bf16x2_hi(a[0], a[1]), x1 = mm::pack_bf16x2_hi(b[0], b[1]);
+        if (j < 2) { lo[2 * j] = x0; lo[2 * j + 1] = x1; } else { hi[2 * j - 4] = x0; hi[2 * j - 3] = x1; }
+      }
+      *(lds_u32x4*)(dst + Layout::offset(row, 32u * c)) = lo;
+      *(lds_u32x4*)(dst + Layout::offset(row, 32u * c + 16u)) = hi;
+    }
+  }
+};
+template <class Shape> using Fp8K = Fp8Rows<typename Shape::KLayout, Shape::Dqk>;
+template <class Shape> using Fp8V = Fp8Rows<typename Shape::VLayout, Shape::Dv>;
+
+template <class Shape>
+MM_DEVICE void load_k_fp8(const DenseTile<Shape>& tile, int32_t key0, Fp8K<Shape>& r, uint32_t wave, uint32_t lane) {
+  r.load(tile.k_block(key0), tile.a.k_token, wave, lane);
+}
+template <class Shape>
+MM_DEVICE void load_v_fp8(const DenseTile<Shape>& tile, int32_t key0, Fp8V<Shape>& r, uint32_t wave, uint32_t lane) {
+  r.load(tile.v_block(key0), tile.a.v_token, wave, lane);
 }
 
 // The MFMA phase M(n): PV of the previous block (V buffer KBuf ^ 1, P in st.p, row sums into lb) then
@@ -350,8 +439,13 @@ MM_DEVICE void dma_v(const Tile& tile, int32_t key0, lds_u8* buf, uint32_t wave,
 // `mid` runs once the first fragments are in flight and the row-sum MFMAs issued (the DMA of group A:
 // its scalar set-up then overlaps the MFMA pipe instead of delaying the first MFMA).
 // Fragments read ahead of their MFMA (Prefetch): 6 where Dqk 128 leaves room for them, else 4; 2 for the
-// paged Dqk 192 kernels (their page indices take the VGPRs of the others).
-template <class Shape, bool Dense> constexpr int kPrefetch = Shape::Dqk <= 128 ? 6 : Dense ? 4 : 2;
+// paged Dqk 192 kernels (their page indices take the VGPRs of the others). The fp8 kernels hold the next block's
+// K/V loads across a phase (Fp8Rows) and the paged kernels of the other head dims their page indices and
+// partial-round branches: 4 and 2 (6 spilled).
+template <class Shape, bool Dense>
+constexpr int kPrefetch = Shape::Dqk == 128 && !Shape::kKvFp8 ? 6
+                          : Shape::Dqk < 128 && !Shape::kKvFp8 && Dense ? 6
+                          : Dense ? 4 : 2;
 template <class Shape, int KBuf, bool DoPv, bool DoQk, int Prefetch, class Mid>
 MM_DEVICE void mfma_phase(WaveState<Shape>& st, const LdsAddrs<Shape>& ad, FragC (&s)[Shape::kKeyTiles], Mid mid) {
   constexpr int kPv = DoPv ? Shape::kPvSteps * Shape::kDvTiles : 0;      // V fragments: (step c, n-tile)
@@ -528,6 +622,7 @@ MM_DEVICE void store_final(const WaveState<Shape>& st, mm::buffer_rsrc o, int64_
   for (int n = 0; n < Shape::kDvTiles; ++n)
 #pragma unroll
     for (int qd = 0; qd < 4; ++qd) {
+      if (32 * n + 8 * qd >= Shape::Dv) continue;   // Dv's pad columns (80 -> 96)
       const u32x2 w = {pack_out(st.o[n].v[4 * qd] * inv, st.o[n].v[4 * qd + 1] * inv),
                        pack_out(st.o[n].v[4 * qd + 2] * inv, st.o[n].v[4 * qd + 3] * inv)};
       mm::buffer_store_b64(w, o, row * (uint32_t)o_token * 2u + (32u * n + 8u * qd + 4u * h) * 2u);
@@ -553,6 +648,7 @@ MM_DEVICE void store_part(const WaveState<Shape>& st, float* ws_o, float* ws_ml,
   for (int n = 0; n < Shape::kDvTiles; ++n)
 #pragma unroll
     for (int qd = 0; qd < 4; ++qd) {
+      if (32 * n + 8 * qd >= Shape::Dv) continue;
       const f32x4 v = {st.o[n].v[4 * qd], st.o[n].v[4 * qd + 1], st.o[n].v[4 * qd + 2], st.o[n].v[4 * qd + 3]};
       mm::buffer_store_b128(__builtin_bit_cast(u32x4, v), ro, (row * Shape::Dv + 32u * n + 8u * qd + 4u * hf) * 4u);
     }
@@ -573,6 +669,8 @@ struct FwdPointers {
   float* ws_o;
   float* ws_ml;
   const float* sinks;   // the *_sinks kernels: fp32 [heads_q] sink logits (natural-log units); else null
+  const float* k_descale = nullptr;   // the *_fp8 kernels: fp32 [heads_kv] descales of K and V; else null
+  const float* v_descale = nullptr;
 };
 
 // A phase boundary: every wave of the workgroup. The fragments a phase produces are tied to it (an
@@ -645,6 +743,21 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
       if (last + off + right + 1 < kv_end) kv_end = last + off + right + 1;
     }
   }
+  // fp8 K/V: S = kd (Q K8), so K's descale joins the logit factor (the tanh argument under a soft-cap; at least
+  // FLT_MIN, as the planner's scale); V's scales O once after the loop.
+  float scale_log2 = a.scale_log2, softcap_pre2 = a.softcap_pre2, vd = 1.f;
+  if constexpr (Shape::kKvFp8) {
+    const float kd = ptr.k_descale[tile.hk];
+    vd = ptr.v_descale[tile.hk];   // read now: one SGPR through the loop, not the pointer's two
+    if constexpr (Shape::kSoftcap) softcap_pre2 *= kd;
+    else scale_log2 = __builtin_fmaxf(scale_log2 * kd, 1.17549435e-38f);
+  }
+  // The sink logit (log2 units) read now too; -inf where this item adds none (a split part but the first:
+  // add_sink with -inf leaves m, l, lb and O bit for bit), so no item field stays live through the loop for it.
+  float sink2 = kNegInf;
+  if constexpr (Shape::kSinks) {
+    if (it.slot < 0 || it.sink_part) sink2 = ptr.sinks[h] * mm::kLog2e;
+  }
   // The epilogue's resources now: 8 SGPRs live through the loop instead of the plan fields they come from.
   const bool final_rows = it.slot < 0;
   const mm::buffer_rsrc o_r = tile.o_rsrc(ptr.o), lse_r = tile.lse_rsrc(ptr.lse);
@@ -656,38 +769,63 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   auto kbuf = [&](int32_t n) MM_INLINE_LAMBDA { return lds + Shape::kKBuf0 + (uint32_t)(n & 1) * Shape::kKBytes; };
   auto vbuf = [&](int32_t n) MM_INLINE_LAMBDA { return lds + Shape::kVBuf0 + (uint32_t)(n & 1) * Shape::kVBytes; };
   auto key_of_block = [&](int32_t n) MM_INLINE_LAMBDA { return kv_begin + n * kKvBlock; };
-  // The DMA of global phase 2n: K(n+1) and V(n), each if it exists.
+  // The DMA of global phase 2n: K(n+1) and V(n), each if it exists. fp8: their loads into VGPRs (fk, fv),
+  // written to LDS by land(n) (each group lands dma_phase(n) within block n: see block).
+  Fp8K<Shape> fk;
+  Fp8V<Shape> fv;
   auto dma_phase = [&](int32_t n) MM_INLINE_LAMBDA {
-    if (n + 1 < nb) dma_k<Shape>(tile, key_of_block(n + 1), kbuf(n + 1), wave, lane);
-    if (n < nb) dma_v<Shape>(tile, key_of_block(n), vbuf(n), wave, lane);
+    if constexpr (Shape::kKvFp8) {
+      if (n + 1 < nb) load_k_fp8<Shape>(tile, key_of_block(n + 1), fk, wave, lane);
+      if (n < nb) load_v_fp8<Shape>(tile, key_of_block(n), fv, wave, lane);
+    } else {
+      if (n + 1 < nb) dma_k<Shape>(tile, key_of_block(n + 1), kbuf(n + 1), wave, lane);
+      if (n < nb) dma_v<Shape>(tile, key_of_block(n), vbuf(n), wave, lane);
+    }
+  };
+  // The wave's DMA of the phase in LDS (before the barrier that makes it visible): vmcnt(0); fp8: then the
+  // widening writes and their lgkmcnt(0) (the barrier does not wait for them).
+  auto land = [&](int32_t n) MM_INLINE_LAMBDA {
+    mm::wait_vmcnt<0>();
+    if constexpr (Shape::kKvFp8) {
+      if (n + 1 < nb) fk.land(kbuf(n + 1), wave, lane);
+      if (n < nb) fv.land(vbuf(n), wave, lane);
+      mm::wait_lgkmcnt<0>();
+    }
   };
   FragC s[Shape::kKeyTiles];
   auto softmax_phase = [&](int32_t n, bool first) MM_INLINE_LAMBDA {
     const int32_t key0 = key_of_block(n);
-    if constexpr (Shape::kSoftcap) softcap_block<Shape>(s, a.softcap_pre2);
+    if constexpr (Shape::kSoftcap) softcap_block<Shape>(s, softcap_pre2);
     if constexpr (Shape::kWindow) {
       if (key0 + kKvBlock > wave_limit || key0 < wave_lo) mask_block_window<Shape>(s, key0, limit, lo, lane);
     } else {
       if (key0 + kKvBlock > wave_limit) mask_block<Shape>(s, key0, limit, lane);
     }
-    softmax_step(st, s, a.scale_log2, first);
+    softmax_step(st, s, scale_log2, first);
   };
   // One block n >= 1 with K in buffer KBuf: M(n), barrier, X(n), barrier (DMA and waits by group).
   auto block = [&](auto kb, int32_t n) MM_INLINE_LAMBDA {
     mm::set_priority<1>();
     mfma_phase<Shape, decltype(kb)::value, true, true, kPf>(st, ad, s, [&]() MM_INLINE_LAMBDA { if (lead) dma_phase(n); });
     mm::set_priority<0>();
-    if (!lead) mm::wait_vmcnt<0>();
+    if (!lead) land(n);
     phase_barrier(s, st.o, st.lb);
     if (!lead) dma_phase(n + 1);
     softmax_phase(n, false);
-    if (lead) mm::wait_vmcnt<0>();
+    if (lead) land(n);
     phase_barrier(st.p, st.o, st.lb);
   };
 
   if (nb > 0) {
-    dma_k<Shape>(tile, key_of_block(0), kbuf(0), wave, lane);
-    mm::wait_vmcnt<0>();
+    if constexpr (Shape::kKvFp8) {
+      load_k_fp8<Shape>(tile, key_of_block(0), fk, wave, lane);
+      mm::wait_vmcnt<0>();
+      fk.land(kbuf(0), wave, lane);
+      mm::wait_lgkmcnt<0>();
+    } else {
+      dma_k<Shape>(tile, key_of_block(0), kbuf(0), wave, lane);
+      mm::wait_vmcnt<0>();
+    }
     phase_barrier();                       // K(0) visible
     if (!lead) {                           // group B's phase 0: its share of the DMA of K(1), V(0)
       dma_phase(0);
@@ -697,11 +835,11 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
     mm::set_priority<1>();
     mfma_phase<Shape, 0, false, true, kPf>(st, ad, s, [&]() MM_INLINE_LAMBDA { if (lead) dma_phase(0); });
     mm::set_priority<0>();
-    if (!lead) mm::wait_vmcnt<0>();
+    if (!lead) land(0);
     phase_barrier(s);
     if (!lead) dma_phase(1);
     softmax_phase(0, true);
-    if (lead) mm::wait_vmcnt<0>();
+    if (lead) land(0);
     phase_barrier(st.p, st.o, st.lb);
     int32_t n = 1;
     for (; n + 1 < nb; n += 2) {
@@ -720,8 +858,12 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
     if (lead) phase_barrier();             // group A's last phase: the barrier count of group B
   }
 
+  if constexpr (Shape::kKvFp8) {
+#pragma unroll
+    for (int n = 0; n < Shape::kDvTiles; ++n) mm::scale(st.o[n], vd);
+  }
   if constexpr (Shape::kSinks) {
-    if (it.slot < 0 || it.sink_part) add_sink(st, ptr.sinks[h] * mm::kLog2e, lane);
+    add_sink(st, sink2, lane);
   }
   if (final_rows)
     store_final(st, o_r, o_token, lse_r, want_lse, wave, lane);

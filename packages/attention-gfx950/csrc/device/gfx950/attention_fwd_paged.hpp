@@ -31,53 +31,59 @@ struct PagedTile : DenseTile<Shape> {
   using Base = DenseTile<Shape>;
   mm::buffer_rsrc k_cache, v_cache, page_list;
   uint32_t k_span, v_span;   // the resources' sizes: the "load 0" offset
+  // Page and token strides (elements) in 32 bits: a cache spans < 2^32 bytes (host-checked), so they fit, and
+  // the loop keeps 4 SGPRs fewer than the plan's 64-bit fields.
+  uint32_t k_page, k_tok, v_page, v_tok;
   int32_t shift;
 
   MM_DEVICE PagedTile(const AttnFwdArgs& a_, const AttnWorkItem& it_, int32_t h_, const uint16_t* k,
                       const uint16_t* v, const PagedKv& pk)
-      : Base(a_, it_, h_, k, v), shift(pk.page_shift) {
-    // k_batch / v_batch carry the page strides of paged plans.
+      : Base(a_, it_, h_, k, v), k_page((uint32_t)a_.k_batch), k_tok((uint32_t)a_.k_token),
+        v_page((uint32_t)a_.v_batch), v_tok((uint32_t)a_.v_token), shift(pk.page_shift) {
+    // k_batch / v_batch carry the page strides of paged plans (elements: bf16, or bytes for fp8 K/V).
+    typedef typename Shape::KvT KvT;
     const int64_t hk_k = (int64_t)this->hk * a_.k_head, hk_v = (int64_t)this->hk * a_.v_head;
-    k_span = pk.k_bytes - (uint32_t)(hk_k * 2);
-    v_span = pk.v_bytes - (uint32_t)(hk_v * 2);
-    k_cache = mm::make_buffer(k + hk_k, k_span);
-    v_cache = mm::make_buffer(v + hk_v, v_span);
+    k_span = pk.k_bytes - (uint32_t)(hk_k * Shape::kKvBytes);
+    v_span = pk.v_bytes - (uint32_t)(hk_v * Shape::kKvBytes);
+    k_cache = mm::make_buffer(reinterpret_cast<const KvT*>(k) + hk_k, k_span);
+    v_cache = mm::make_buffer(reinterpret_cast<const KvT*>(v) + hk_v, v_span);
     const int32_t n_pages = it_.k_len > 0 ? ((it_.k_len - 1) >> shift) + 1 : 0;
     page_list = mm::make_buffer(pk.pages + it_.k_tok0, (uint32_t)n_pages * 4u);
   }
   // Byte offset of key `key` (row of a page) at element offset 0 of the row; span when not loadable.
-  MM_DEVICE uint32_t row_offset(int32_t key, int32_t page, int64_t page_stride, int64_t token_stride,
+  MM_DEVICE uint32_t row_offset(int32_t key, int32_t page, uint32_t page_stride, uint32_t token_stride,
                                 uint32_t span, int32_t row_bytes) const {
-    const int64_t off = ((int64_t)page * page_stride + (int64_t)(key & ((1 << shift) - 1)) * token_stride) * 2;
+    const int64_t off =
+        ((int64_t)page * page_stride + (int64_t)(key & ((1 << shift) - 1)) * token_stride) * Shape::kKvBytes;
     const bool ok = key < this->it.k_len && page >= 0 && off + row_bytes <= (int64_t)span;
     return ok ? (uint32_t)off : span;
   }
 };
 
-// The paged counterpart of dma_rows: the same LDS positions and row permutation, rows addressed through pages.
-template <class Layout, int Loads>
+// The paged counterpart of dma_rows: the same LDS positions, row permutation and partial last round (DmaRows),
+// rows addressed through pages; chunks past the source row (Dv 80's pad) read at the span: zeros.
+template <class Layout, int SrcBytes = Layout::kRowBytes>
 struct PagedRows {
-  static constexpr int RowBytes = Layout::kRowBytes;
-  static constexpr uint32_t kChunks = RowBytes / 16;
-  int32_t page[Loads];
+  using D = DmaRows<Layout, SrcBytes>;
+  int32_t page[D::kLoads];
   MM_DEVICE void fetch_pages(const mm::buffer_rsrc& list, int32_t key0, int32_t shift, uint32_t wave, uint32_t lane) {
 #pragma unroll
-    for (int i = 0; i < Loads; ++i) {
-      const uint32_t row = ((wave * Loads + i) * 64u + lane) / kChunks;
-      page[i] = (int32_t)mm::buffer_load_b32(list, (uint32_t)((key0 + (int32_t)row) >> shift) * 4u);
-    }
+    for (int i = 0; i < D::kLoads; ++i)
+      if (D::issued(wave, i))
+        page[i] = (int32_t)mm::buffer_load_b32(list, (uint32_t)((key0 + (int32_t)D::row_of(wave, i, lane)) >> shift) * 4u);
   }
   template <class Tile>
-  MM_DEVICE void dma(const Tile& t, mm::buffer_rsrc cache, uint32_t span, int64_t page_stride, int64_t token_stride,
+  MM_DEVICE void dma(const Tile& t, mm::buffer_rsrc cache, uint32_t span, uint32_t page_stride, uint32_t token_stride,
                      int32_t key0, lds_u8* dst, uint32_t wave, uint32_t lane) const {
 #pragma unroll
-    for (int i = 0; i < Loads; ++i) {
-      const uint32_t base = (wave * Loads + i) * 64u;
-      const uint32_t p = base + lane;
-      const uint32_t row = p / kChunks, byte = Layout::byte_of(row, (p % kChunks) * 16u);
-      const uint32_t off = t.row_offset(key0 + (int32_t)row, page[i], page_stride, token_stride, span, RowBytes);
+    for (int i = 0; i < D::kLoads; ++i) {
+      if (!D::issued(wave, i)) continue;
+      const uint32_t row = D::row_of(wave, i, lane), byte = D::byte_of(wave, i, lane);
+      const uint32_t off = t.row_offset(key0 + (int32_t)row, page[i], page_stride, token_stride, span, SrcBytes);
       // A not-loadable row keeps offset = span for all its chunks (out of range: 0).
-      mm::buffer_load_to_lds<16>(cache, (void*)(dst + base * 16u), off == span ? span : off + byte);
+      bool load = off != span;
+      if constexpr (D::kSrcBytes < (uint32_t)Layout::kRowBytes) load = load && byte < D::kSrcBytes;
+      mm::buffer_load_to_lds<16>(cache, (void*)(dst + D::base(wave, i) * 16u), load ? off + byte : span);
     }
   }
 };
@@ -85,15 +91,42 @@ struct PagedRows {
 // Chosen over the generic dma_k / dma_v of attention_fwd.hpp for paged tiles (more specialised overloads).
 template <class Shape>
 MM_DEVICE void dma_k(const PagedTile<Shape>& tile, int32_t key0, lds_u8* buf, uint32_t wave, uint32_t lane) {
-  PagedRows<typename Shape::KLayout, Shape::kKLoads> kr;
+  PagedRows<typename Shape::KLayout> kr;
   kr.fetch_pages(tile.page_list, key0, tile.shift, wave, lane);
-  kr.dma(tile, tile.k_cache, tile.k_span, tile.a.k_batch, tile.a.k_token, key0, buf, wave, lane);
+  kr.dma(tile, tile.k_cache, tile.k_span, tile.k_page, tile.k_tok, key0, buf, wave, lane);
 }
 template <class Shape>
 MM_DEVICE void dma_v(const PagedTile<Shape>& tile, int32_t key0, lds_u8* buf, uint32_t wave, uint32_t lane) {
-  PagedRows<typename Shape::VLayout, Shape::kVLoads> vr;
+  PagedRows<typename Shape::VLayout, Shape::Dv * 2> vr;
   vr.fetch_pages(tile.page_list, key0, tile.shift, wave, lane);
-  vr.dma(tile, tile.v_cache, tile.v_span, tile.a.v_batch, tile.a.v_token, key0, buf, wave, lane);
+  vr.dma(tile, tile.v_cache, tile.v_span, tile.v_page, tile.v_tok, key0, buf, wave, lane);
+}
+
+// fp8 K/V through pages: Fp8Rows' lanes, each row's offset from its page (the page indices of all the block's
+// loads fetched first), a not-loadable row read at the span (zeros); land() is the dense one.
+template <class Rows, class Tile>
+MM_DEVICE void paged_load_fp8(const Tile& t, Rows& r, mm::buffer_rsrc cache, uint32_t span, uint32_t page_stride,
+                              uint32_t token_stride, int32_t key0, uint32_t wave, uint32_t lane) {
+  int32_t page[Rows::kLoads];
+#pragma unroll
+  for (int i = 0; i < Rows::kLoads; ++i)
+    if (Rows::issued(wave, i))
+      page[i] = (int32_t)mm::buffer_load_b32(t.page_list, (uint32_t)((key0 + (int32_t)Rows::row_of(wave, i, lane)) >> t.shift) * 4u);
+#pragma unroll
+  for (int i = 0; i < Rows::kLoads; ++i) {
+    if (!Rows::issued(wave, i)) continue;
+    const uint32_t row = Rows::row_of(wave, i, lane), c = Rows::piece_of(wave, i, lane);
+    const uint32_t off = t.row_offset(key0 + (int32_t)row, page[i], page_stride, token_stride, span, Rows::kPieces * 16);
+    r.w[i] = mm::buffer_load_b128(cache, off == span ? span : off + c * 16u);
+  }
+}
+template <class Shape>
+MM_DEVICE void load_k_fp8(const PagedTile<Shape>& tile, int32_t key0, Fp8K<Shape>& r, uint32_t wave, uint32_t lane) {
+  paged_load_fp8(tile, r, tile.k_cache, tile.k_span, tile.k_page, tile.k_tok, key0, wave, lane);
+}
+template <class Shape>
+MM_DEVICE void load_v_fp8(const PagedTile<Shape>& tile, int32_t key0, Fp8V<Shape>& r, uint32_t wave, uint32_t lane) {
+  paged_load_fp8(tile, r, tile.v_cache, tile.v_span, tile.v_page, tile.v_tok, key0, wave, lane);
 }
 
 }  // namespace attn950

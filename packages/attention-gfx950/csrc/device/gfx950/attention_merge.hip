@@ -1,7 +1,8 @@
-// Merge of split-KV parts (gfx950 attention forward, Dv = 128). Grid (n_merge, heads_q), 256 threads.
+// Merge of split-KV parts (gfx950 attention forward; attn_fwd_merge for Dv = 128, attn_fwd_merge_dv<N> for the
+// other value head dims). Grid (n_merge, heads_q), 256 threads.
 // Merge item x (csrc/shared/attention_fwd_plan.h) names the parts slot0 .. slot0 + n_parts - 1 of one
-// 256-row tile. 32 lanes share a row, lane owning columns 4c .. 4c+3 (16-byte loads); the workgroup
-// covers 8 rows per pass:
+// 256-row tile. 32 lanes share a row, lane c owning columns 4c' .. 4c'+3 for c' = c, c + 32, ... < Dv / 4
+// (16-byte loads); the workgroup covers 8 rows per pass:
 //   M = max_p m_p;  w_p = exp2(m_p - M);  out = sum_p w_p O_p / sum_p w_p lb_p  (fixed part order: a
 //   deterministic fp32 association), rounded RTNE with canonical NaN; lse = (M + log2 sum w_p l_p) ln 2
 //   (lb = sum of the bf16 P, the forward kernel's normaliser; l = sum of the fp32 p, for the LSE).
@@ -10,13 +11,15 @@
 #include "shared/attention_fwd_plan.h"
 
 namespace {
-constexpr uint32_t kDv = 128;
 constexpr uint32_t kRowsPerPass = 256 / 32;
-}  // namespace
 
-MM_KERNEL MM_LAUNCH_BOUNDS(256) void attn_fwd_merge(const attn950::AttnFwdArgs* __restrict__ plan, uint16_t* o,
-                                                    float* lse, const float* ws_o, const float* ws_ml) {
+template <uint32_t kDv>
+MM_DEVICE void merge_parts(const attn950::AttnFwdArgs* __restrict__ plan, uint16_t* o, float* lse, const float* ws_o,
+                           const float* ws_ml) {
   using namespace attn950;
+  constexpr uint32_t kCols = kDv / 4;          // 4-column groups of a row
+  constexpr uint32_t kSteps = (kCols + 31) / 32;
+  static_assert(kDv % 16 == 0, "Dv");
   const AttnFwdArgs& a = *plan;
   const AttnMergeItem& mi =
       reinterpret_cast<const AttnMergeItem*>(reinterpret_cast<const AttnWorkItem*>(plan + 1) + a.n_items)[mm::block_id_x()];
@@ -38,7 +41,9 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void attn_fwd_merge(const attn950::AttnFwdArgs* 
       M = __builtin_fmaxf(M, ws_ml[4 * t]);
     }
     const float M_ref = M == -__builtin_inff() ? 0.f : M;
-    mm::f32x4 acc = {0.f, 0.f, 0.f, 0.f};
+    mm::f32x4 acc[kSteps];
+#pragma unroll
+    for (uint32_t i = 0; i < kSteps; ++i) acc[i] = mm::f32x4{0.f, 0.f, 0.f, 0.f};
     float L = 0.f, Lb = 0.f;
     for (int32_t p = 0; p < mi.n_parts; ++p) {
       const int64_t t = ((int64_t)(mi.slot0 + p) * a.heads_q + h) * kTileRows + row;
@@ -46,13 +51,30 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void attn_fwd_merge(const attn950::AttnFwdArgs* 
       const float w = mm::exp2(ml[0] - M_ref);
       L += w * ml[1];
       Lb += w * ml[2];
-      acc += w * *(const mm::f32x4*)(ws_o + t * kDv + 4u * c);
+#pragma unroll
+      for (uint32_t i = 0; i < kSteps; ++i)
+        if (kCols % 32 == 0 || c + 32u * i < kCols) acc[i] += w * *(const mm::f32x4*)(ws_o + t * kDv + 4u * (c + 32u * i));
     }
     const float inv = Lb > 0.f ? mm::rcp(Lb) : 0.f;
-    const mm::u32x2 packed = {mm::pack_bf16x2<mm::Round::RTNE>(acc[0] * inv, acc[1] * inv),
-                              mm::pack_bf16x2<mm::Round::RTNE>(acc[2] * inv, acc[3] * inv)};
-    mm::buffer_store_b64(packed, ro, (uint32_t)row * (uint32_t)a.o_token * 2u + 8u * c);
+#pragma unroll
+    for (uint32_t i = 0; i < kSteps; ++i) {
+      if (kCols % 32 != 0 && c + 32u * i >= kCols) continue;
+      const mm::u32x2 packed = {mm::pack_bf16x2<mm::Round::RTNE>(acc[i][0] * inv, acc[i][1] * inv),
+                                mm::pack_bf16x2<mm::Round::RTNE>(acc[i][2] * inv, acc[i][3] * inv)};
+      mm::buffer_store_b64(packed, ro, (uint32_t)row * (uint32_t)a.o_token * 2u + 8u * (c + 32u * i));
+    }
     if (want_lse && c == 0)
       mm::buffer_store_f32(L > 0.f ? (M + mm::log2(L)) * mm::kLn2 : -__builtin_inff(), rl, (uint32_t)row * 4u);
   }
 }
+}  // namespace
+
+#define ATTN_FWD_MERGE_KERNEL(name, Dv)                                                                         \
+  MM_KERNEL MM_LAUNCH_BOUNDS(256) void name(const attn950::AttnFwdArgs* __restrict__ plan, uint16_t* o, float* lse, \
+                                            const float* ws_o, const float* ws_ml) {                            \
+    merge_parts<Dv>(plan, o, lse, ws_o, ws_ml);                                                                 \
+  }
+ATTN_FWD_MERGE_KERNEL(attn_fwd_merge, 128)
+ATTN_FWD_MERGE_KERNEL(attn_fwd_merge_dv64, 64)
+ATTN_FWD_MERGE_KERNEL(attn_fwd_merge_dv80, 80)
+ATTN_FWD_MERGE_KERNEL(attn_fwd_merge_dv96, 96)
