@@ -629,7 +629,9 @@ std::string disasm_inst(const Inst& in) {
     case ENC_VOP3:
       if (in.opsel) {
         int ns = (int)r->fields.count("src0") + (int)r->fields.count("src1") + (int)r->fields.count("src2");
-        if (r->name.rfind("v_cvt_sr_", 0) == 0) ns = 3;  // byte select in op_sel[3:2]
+        // byte select of the destination in op_sel[3:2]
+        if (r->name.rfind("v_cvt_sr_", 0) == 0 || r->name.rfind("v_cvt_scalef32_pk_fp4_", 0) == 0 ||
+            r->name.rfind("v_cvt_scalef32_sr_pk_fp4_", 0) == 0) ns = 3;
         os << " op_sel:[";
         for (int i = 0; i < ns; i++) os << (in.opsel >> i & 1) << ",";
         os << (in.opsel >> 3 & 1) << "]";
