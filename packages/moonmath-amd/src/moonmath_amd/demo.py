@@ -91,6 +91,30 @@ def _forward_gfx950() -> Case:
     return Case("forward (gfx950: causal GQA + lse)", "B1 Hq4/Hkv2 Sq33 Skv47", ("gfx950",), run, _rel_check(1e-2))
 
 
+def _forward_features() -> Case:
+    """gfx950's serving features together: sliding window + sinks + soft-cap + GQA, head dim 64, and fp8 K/V."""
+    q = _randn(1, 4, 37, 64, seed=30)
+    k, v = _randn(1, 2, 53, 64, seed=31), _randn(1, 2, 53, 64, seed=32)
+    sinks = torch.randn(4, generator=torch.Generator().manual_seed(33))
+
+    def run():
+        return ma.forward(q, k, v, causal=True, window_size=(24, 0), sinks=sinks, softcap=30.0, return_lse=True)
+    return Case("forward (gfx950: window + sinks + softcap, d64)", "B1 Hq4/Hkv2 Sq37 Skv53", ("gfx950",), run,
+                _rel_check(1e-2))
+
+
+def _forward_fp8_kv() -> Case:
+    q = _randn(1, 4, 29, 128, seed=34)
+    k8 = (torch.randn(1, 2, 41, 128, generator=torch.Generator().manual_seed(35)) * 8).to(torch.float8_e4m3fn)
+    v8 = (torch.randn(1, 2, 41, 128, generator=torch.Generator().manual_seed(36)) * 8).to(torch.float8_e4m3fn)
+    k_descale, v_descale = torch.tensor([0.125]), torch.tensor([0.25])
+
+    def run():
+        return (ma.forward(q, k8, v8, causal=True, k_descale=k_descale, v_descale=v_descale),)
+    return Case("forward (gfx950: fp8 K/V + descales)", "B1 Hq4/Hkv2 Sq29 Skv41", ("gfx950",), run,
+                _rel_check(1e-2))
+
+
 def _varlen_inputs():
     cu = torch.tensor([0, 5, 17, 30], dtype=torch.int32)
     return cu, _randn(30, 4, 128, seed=4), _randn(30, 2, 128, seed=5), _randn(30, 2, 128, seed=6)
@@ -260,7 +284,8 @@ def _moe_down() -> Case:
 
 
 def cases() -> list[Case]:
-    return [_forward_gfx942(), _forward_gfx950(), _forward_varlen(), _varlen_plan(), _forward_paged(),
+    return [_forward_gfx942(), _forward_gfx950(), _forward_features(), _forward_fp8_kv(), _forward_varlen(),
+            _varlen_plan(), _forward_paged(),
             _mla_decode(), *(_mla_format_case(f) for f in ("a16w16", "a8w8", "mxfp4")), _merge_case(),
             _moe_gateup(), _moe_down(), _mxfp4_quantize_case(), _fused_moe_case("bf16"), _fused_moe_case("mxfp4")]
 
