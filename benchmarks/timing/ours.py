@@ -39,6 +39,7 @@ import moonmath_emu.timing as timing
 from benchmarks.peers import fmha_v3
 from moonmath_common import use_arch, use_backend
 
+from . import plots
 from . import run as calib
 from .fmha import _aligned, grid_workgroups, model_wg
 
@@ -459,10 +460,8 @@ def main() -> None:
                      "aiter_gfx942": aiter_fits, "aiter_gfx950": fits950},
             "small": {str(k): v for k, v in small.items()}}
     (out / "ours.json").write_text(json.dumps(dump, indent=1, default=str))
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+    plt = plots.pyplot()
+    if plt is not None:
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.8), gridspec_kw={"width_ratios": [1, 1.4]})
         shapes = [s for s, _ in rows942]
         w = 0.27
@@ -481,14 +480,11 @@ def main() -> None:
                                          for r in t950], rotation=70, fontsize=6)
         a2.set_title(f"MI355X: moonmath_attention_gfx950 vs AITER gfx950 v3 (MODELED; geomean {gm950['all']:.3f})\n"
                      "cyan d128 dense, purple d128 causal, olive d192 dense, brown d192 causal", fontsize=9)
-        for ax in (a1, a2):
-            ax.axhline(1.0, color="k", lw=0.8)
-            ax.set_ylabel("modeled speedup (AITER / ours)")
+        plots.speedup_axes(a1, a2)
         a1.legend(fontsize=7)
         fig.tight_layout()
         fig.savefig(out / "ours.png", dpi=110)
-    except ImportError:
-        print("matplotlib is not installed: no figure")
+        plt.close(fig)
     print((out / "ours.md").read_text())
 
 
