@@ -38,6 +38,7 @@ import moonmath_emu
 import moonmath_emu.timing as timing
 from benchmarks.peers import fmha_v3
 from moonmath_common import use_arch, use_backend
+from moonmath_common.codeobject import StructArg
 
 from . import plots
 from . import run as calib
@@ -78,9 +79,25 @@ def _module(path: Path) -> moonmath_emu.Module:
     return _MODULES[path]
 
 
+def _align_struct(arg: StructArg) -> StructArg:
+    """A by-value struct argument with its buffers moved to 2 MiB boundaries: every 8-byte word of the struct
+    that points into one of its buffers is rewritten to the same offset in the aligned copy."""
+    moved = [(b.data_ptr(), b.numel() * b.element_size(), _aligned(b.contiguous())) for b in arg.buffers
+             if isinstance(b, torch.Tensor)]
+    data = bytearray(arg.data)
+    for off in range(0, len(data) - 7, 8):
+        w = int.from_bytes(data[off:off + 8], "little")
+        for old, size, new in moved:
+            if old <= w < old + size:
+                data[off:off + 8] = (new.data_ptr() + w - old).to_bytes(8, "little")
+                break
+    return StructArg(bytes(data), [new for _, _, new in moved])
+
+
 def _align_args(args: list) -> list:
     # the cache model sees real addresses: every tensor at a 2 MiB boundary keeps reruns identical
-    return [(_aligned(a.contiguous()) if isinstance(a, torch.Tensor) else a) for a in args]
+    return [_aligned(a.contiguous()) if isinstance(a, torch.Tensor) else
+            _align_struct(a) if isinstance(a, StructArg) else a for a in args]
 
 
 def simulate(launch: dict, cus: list, cfg: dict, args: list | None = None) -> dict:
