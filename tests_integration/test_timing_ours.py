@@ -51,6 +51,7 @@ def test_mha_shape_sums_its_launches_and_follows_the_planner():
 
 def test_struct_arguments_are_aligned_with_their_pointers():
     import torch
+
     from moonmath_common.codeobject import StructArg
 
     a = torch.arange(100, dtype=torch.int32)
