@@ -47,3 +47,20 @@ def test_mha_shape_sums_its_launches_and_follows_the_planner():
     r = ours.mha_shape((1, 32, 16384), "rtne", fits, small, cfg, f)
     assert set(r["launches"]) == {"v_transpose", "dense"}
     assert r["launches"]["dense"] == pytest.approx(7 * (1000 + 100 * 16384) / f)
+
+
+def test_struct_arguments_are_aligned_with_their_pointers():
+    import torch
+
+    from moonmath_common.codeobject import StructArg
+
+    a = torch.arange(100, dtype=torch.int32)
+    b = torch.arange(10, dtype=torch.float32)
+    n = 0x1234_5678_9ABC_DEF0  # an integer field outside every buffer stays as it is
+    data = b"".join(x.to_bytes(8, "little") for x in (a.data_ptr(), b.data_ptr() + 8, n))
+    s = ours._align_struct(StructArg(data, [a, None, b]))
+    na, nb = s.buffers
+    assert torch.equal(na, a) and torch.equal(nb, b)
+    assert na.data_ptr() % (1 << 21) == 0 and nb.data_ptr() % (1 << 21) == 0
+    words = [int.from_bytes(s.data[i:i + 8], "little") for i in range(0, 24, 8)]
+    assert words == [na.data_ptr(), nb.data_ptr() + 8, n]  # a pointer into a buffer keeps its offset

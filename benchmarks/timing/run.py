@@ -28,6 +28,7 @@ from pathlib import Path
 import moonmath_emu.timing as timing
 from benchmarks.peers import fmha_v3
 
+from . import plots
 from .fmha import grid_workgroups, model_wg
 
 # Seed README, "Results — MHA forward, MI300X": (B, H, S) and AITER v3 ms per rounding mode.
@@ -256,33 +257,9 @@ def main() -> None:
             "fits": {**fits, "gfx950_hd128": fits950[128], "gfx950_hd192": fits950[192]},
             "tables": tables, "summary": summary}
     (out / "timing.json").write_text(json.dumps(dump, indent=1, default=str))
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        fig, ax = plt.subplots(figsize=(6.5, 6))
-        marks = {"MI300X RTNE (calibration)": ("o", "tab:blue"), "MI300X RTNA": ("s", "tab:orange"),
-                 "MI300X RTZ": ("^", "tab:green"), "MI355X (v3 model vs fastest published AITER)": ("D", "tab:red")}
-        for name, rows in tables.items():
-            done = [r for r in rows if "model_ms" in r]
-            mk, col = marks[name]
-            ax.scatter([r["pub_ms"] for r in done], [r["model_ms"] for r in done], marker=mk, color=col, label=name,
-                       alpha=0.8, s=28)
-        lo, hi = 0.05, 400
-        ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
-        ax.plot([lo, hi], [lo * 1.15, hi * 1.15], "k:", lw=0.6)
-        ax.plot([lo, hi], [lo / 1.15, hi / 1.15], "k:", lw=0.6)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("published AITER time on hardware (ms)")
-        ax.set_ylabel("modeled time (ms)")
-        ax.set_title("moonmath-emu timing model vs AITER's published times\n"
-                     "(calibrated on MI300X RTNE only; dotted: ±15%)")
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(out / "timing.png", dpi=120)
-    except ImportError:
-        print("matplotlib is not installed: no figure")
+    plots.modeled_vs_published(out / "timing.png", plots.fmha_series(tables),
+                               "moonmath-emu timing model vs AITER's published times\n"
+                               "(calibrated on MI300X RTNE only; dotted: ±15%)", 0.05, 400)
     print((out / "timing.md").read_text())
 
 

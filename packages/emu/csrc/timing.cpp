@@ -130,15 +130,26 @@ const TraceStatic& Tracer::stat(int idx, const Inst& in) {
 
 // LDS cycles of one DS instruction: lanes are served in groups that move lds_bytes_per_clk; a group
 // takes as many cycles as the most distinct dwords any one bank must deliver (equal dwords broadcast).
-static uint32_t lds_cycles(const TimingConfig& cfg, const std::vector<uint32_t>& addr, int bytes, uint64_t exec) {
+// The groups are consecutive lanes, except for ds_read_b128 with lds_b128_read_phases: CDNA 3 serves it in
+// 8 phases of two 4-lane runs each (lanes 0-3 + 20-23, 4-7 + 16-19, 8-11 + 28-31, 12-15 + 24-27, and the
+// same + 32), so only lanes of one phase can conflict (docs/performance.md).
+static const int kB128ReadPhases[8][8] = {
+    {0, 1, 2, 3, 20, 21, 22, 23},     {4, 5, 6, 7, 16, 17, 18, 19},     {8, 9, 10, 11, 28, 29, 30, 31},
+    {12, 13, 14, 15, 24, 25, 26, 27}, {32, 33, 34, 35, 52, 53, 54, 55}, {36, 37, 38, 39, 48, 49, 50, 51},
+    {40, 41, 42, 43, 60, 61, 62, 63}, {44, 45, 46, 47, 56, 57, 58, 59}};
+
+static uint32_t lds_cycles(const TimingConfig& cfg, const std::vector<uint32_t>& addr, int bytes, uint64_t exec,
+                           bool read_b128 = false) {
   if (!exec) return 1;
   int per_group = std::max(1, cfg.lds_bytes_per_clk / std::max(4, bytes));
+  const bool phases = read_b128 && cfg.lds_b128_read_phases && per_group == 8;
   uint32_t total = 0;
   std::vector<uint32_t> dw;
   std::vector<int> cnt(cfg.lds_banks);
-  for (int g0 = 0; g0 < 64; g0 += per_group) {
+  for (int g0 = 0, g = 0; g0 < 64; g0 += per_group, g++) {
     dw.clear();
-    for (int l = g0; l < g0 + per_group && l < 64; l++) {
+    for (int j = 0; j < per_group && g0 + j < 64; j++) {
+      int l = phases ? kB128ReadPhases[g][j] : g0 + j;
       if (!((exec >> l) & 1)) continue;
       for (int b = 0; b < std::max(4, bytes); b += 4) dw.push_back((addr[l] + b) >> 2);
     }
@@ -185,7 +196,7 @@ void Tracer::on_inst(int wave, int idx, const Inst& in, const uint32_t* sg, cons
         int el = access_bytes(n);
         uint32_t off = in.offset | (in.offset1 << 8);
         for (int l = 0; l < 64; l++) addr[l] = a[l] + off;
-        r.aux = lds_cycles(cfg_, addr, el, exec);
+        r.aux = lds_cycles(cfg_, addr, el, exec, el == 16 && has(n, "read"));
         r.naux = (uint32_t)(std::max(4, el) * __builtin_popcountll(exec));
         lds_ideal_cycles += (uint64_t)std::max<uint64_t>(1, (r.naux + cfg_.lds_bytes_per_clk - 1) / cfg_.lds_bytes_per_clk);
       }

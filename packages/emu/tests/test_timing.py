@@ -33,6 +33,39 @@ def test_lds_bank_conflicts_from_real_addresses(tk):
     assert same_bank["cu_cycles"][0] > flat["cu_cycles"][0]
 
 
+# gfx942's ds_read_b128 phases (docs/performance.md): lanes 0-3 + 20-23, 4-7 + 16-19, 8-11 + 28-31,
+# 12-15 + 24-27, and the same + 32
+_B128_PHASES = [[*range(a, a + 4), *range(b, b + 4)] for h in (0, 32)
+                for a, b in ((h, h + 20), (h + 4, h + 16), (h + 8, h + 28), (h + 12, h + 24))]
+
+
+def _b128_reads(tk, slot, **cfg):
+    out = torch.zeros(64, dtype=torch.int32)
+    rep = _sim(tk, "lds_read_b128", 1, 64, [out, slot.int()], config=timing.config(tk.arch, **cfg))
+    assert torch.equal(out, slot.int() + 6)  # the slot each lane read
+    return rep["mem"]
+
+
+def test_lds_read_b128_conflicts_within_its_phases(tk):
+    if tk.arch != "gfx942":
+        pytest.skip("the phase table is CDNA 3's (gfx950 serves 16 lanes a cycle, consecutive: an assumption)")
+    # slots chosen so each phase's 8 lanes read 8 distinct bank quads (slot = 8 * phase + position): free
+    # of conflicts in the phases, 2-way within consecutive 8-lane groups (lanes 0-3 and 4-7 share quads)
+    slot = torch.zeros(64, dtype=torch.int64)
+    for g, lanes in enumerate(_B128_PHASES):
+        for j, lane in enumerate(lanes):
+            slot[lane] = 8 * g + j
+    phased = _b128_reads(tk, slot)
+    consecutive = _b128_reads(tk, slot, lds_b128_read_phases=0)
+    reads = 8  # ideal LDS cycles of one 1 KiB read at 128 B/clk
+    assert phased["lds_cycles"] - phased["lds_ideal_cycles"] == 0
+    assert consecutive["lds_cycles"] - consecutive["lds_ideal_cycles"] == reads
+    # consecutive slots are conflict-free either way
+    ident = torch.arange(64)
+    assert _b128_reads(tk, ident)["lds_cycles"] == _b128_reads(tk, ident, lds_b128_read_phases=0)["lds_cycles"]
+    assert _b128_reads(tk, ident)["lds_cycles"] == phased["lds_cycles"]
+
+
 def test_mfma_pipe_and_dependent_chain(tk):
     out = torch.zeros(256 * 16, dtype=torch.float32)
     n = 40

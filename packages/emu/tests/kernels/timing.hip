@@ -38,3 +38,15 @@ KERNEL void nops(u32* out, int n) {
   for (int k = 0; k < n; k++) __asm__ volatile("s_nop 15");
   out[bid() * 64 + tid()] = tid();
 }
+
+// one wave: each lane writes its 16-byte slot of LDS, then reads slot[lane] with one ds_read_b128
+typedef u32 u32x4 __attribute__((ext_vector_type(4)));
+KERNEL void lds_read_b128(u32* out, const u32* slot) {
+  LDS u32x4 sh[64];
+  sh[tid()] = (u32x4){tid(), 1, 2, 3};
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+  u32x4 v = sh[slot[tid()]];
+  out[tid()] = v.x + v.y + v.z + v.w;
+}
