@@ -120,23 +120,29 @@ def test_softcap_off_values():
             assert torch.equal(att.forward(q, k, v, softcap=off), base)
 
 
+def _every_entry_point_rejects(arg: str, bad, exc, heads: int = 1) -> None:
+    """forward, forward_varlen, forward_paged and VarlenPlan each raise `exc` naming `arg` for `arg=bad` (reference
+    backend; sinks are an argument of VarlenPlan.run, the other features of plan)."""
+    q, k, v = rnd(2, heads, 128, seed=0), rnd(2, 1, 128, seed=0), rnd(2, 1, 128, seed=0)
+    c, kw, cache = cu([2]), {arg: bad}, torch.zeros(1, 8, 1, 128, dtype=bf)
+    at_run = arg == "sinks"
+    calls = [
+        lambda: att.forward(q[None], k[None], v[None], layout="bshd", **kw),
+        lambda: att.forward_varlen(q, k, v, c, c, 2, 2, **kw),
+        lambda: att.forward_paged(q, cache, cache, c, torch.tensor([2], dtype=torch.int32),
+                                  block_table=torch.zeros(1, 1, dtype=torch.int32), **kw),
+        lambda: att.VarlenPlan().plan(c, c, 2, 2, 2, 2, heads=heads, kv_heads=1, **({} if at_run else kw)).run(
+            q, k, v, **(kw if at_run else {})),
+    ]
+    for call in calls:
+        with use_backend("reference"), pytest.raises(exc, match=arg):
+            call()
+
+
 @pytest.mark.parametrize("bad,exc", [(-1.0, ValueError), (float("nan"), ValueError), (float("inf"), ValueError),
                                      (1e39, ValueError), ("5", TypeError)])
 def test_softcap_bad_input_names_it(bad, exc):
-    q, k, v = rnd(2, 1, 128, seed=0), rnd(2, 1, 128, seed=0), rnd(2, 1, 128, seed=0)
-    c = cu([2])
-    calls = [
-        lambda: att.forward(q[None], k[None], v[None], softcap=bad),
-        lambda: att.forward_varlen(q, k, v, c, c, 2, 2, softcap=bad),
-        lambda: att.forward_paged(q, torch.zeros(1, 8, 1, 128, dtype=bf), torch.zeros(1, 8, 1, 128, dtype=bf), c,
-                                  torch.tensor([2], dtype=torch.int32),
-                                  block_table=torch.zeros(1, 1, dtype=torch.int32),
-                                  softcap=bad),
-        lambda: att.VarlenPlan().plan(c, c, 2, 2, 2, 2, heads=1, kv_heads=1, softcap=bad),
-    ]
-    for call in calls:
-        with use_backend("reference"), pytest.raises(exc, match="softcap"):
-            call()
+    _every_entry_point_rejects("softcap", bad, exc)
 
 
 @needs_kernels
@@ -144,7 +150,8 @@ def test_plain_kernels_carry_no_softcap_stage():
     """The soft-cap is a compile-time flag: each *_softcap kernel has its plain twin's instructions plus the
     stage (an exp2 and a reciprocal per score: 32 more v_rcp_f32 per block per wave), the plain kernel none of it."""
     emu = pytest.importorskip("moonmath_emu")
-    for co in (kernel.FWD_CODE_OBJECT, "attention_fwd_paged", "attention_fwd_dims", "attention_fwd_paged_dims"):
+    for co in (kernel.FWD_CODE_OBJECT, "attention_fwd_paged", "attention_fwd_dims", "attention_fwd_paged_dims",
+               "attention_fwd_d256", "attention_fwd_paged_d256"):
         d = emu.disassemble(kernel.KERNELS.path("isa", kernel.ARCH, co).read_bytes())
         kernels = {x[0] for x in d}
         plain = sorted(n for n in kernels if not n.endswith(("_softcap", "_window", "_sinks")))
@@ -261,20 +268,7 @@ def test_window_normalisation():
 @pytest.mark.parametrize("bad,exc", [((-2, 0), ValueError), ((1, -5), ValueError), ((1,), ValueError),
                                      (5, ValueError), ((1.5, 2), TypeError), ("ab", ValueError)])
 def test_window_bad_input_names_it(bad, exc):
-    q, k, v = rnd(2, 1, 128, seed=0), rnd(2, 1, 128, seed=0), rnd(2, 1, 128, seed=0)
-    c = cu([2])
-    calls = [
-        lambda: att.forward(q[None], k[None], v[None], window_size=bad),
-        lambda: att.forward_varlen(q, k, v, c, c, 2, 2, window_size=bad),
-        lambda: att.forward_paged(q, torch.zeros(1, 8, 1, 128, dtype=bf), torch.zeros(1, 8, 1, 128, dtype=bf), c,
-                                  torch.tensor([2], dtype=torch.int32),
-                                  block_table=torch.zeros(1, 1, dtype=torch.int32),
-                                  window_size=bad),
-        lambda: att.VarlenPlan().plan(c, c, 2, 2, 2, 2, heads=1, kv_heads=1, window_size=bad),
-    ]
-    for call in calls:
-        with use_backend("reference"), pytest.raises(exc, match="window_size"):
-            call()
+    _every_entry_point_rejects("window_size", bad, exc)
 
 
 @needs_kernels
@@ -282,7 +276,8 @@ def test_plain_kernels_carry_no_window_stage():
     """The window is a compile-time flag: every plain kernel has *_window and *_softcap_window twins; only those
     clip the key loop (more instructions than the plain twin)."""
     emu = pytest.importorskip("moonmath_emu")
-    for co in (kernel.FWD_CODE_OBJECT, "attention_fwd_paged", "attention_fwd_dims", "attention_fwd_paged_dims"):
+    for co in (kernel.FWD_CODE_OBJECT, "attention_fwd_paged", "attention_fwd_dims", "attention_fwd_paged_dims",
+               "attention_fwd_d256", "attention_fwd_paged_d256"):
         d = emu.disassemble(kernel.KERNELS.path("isa", kernel.ARCH, co).read_bytes())
         count = {}
         for x in d:
@@ -328,20 +323,7 @@ def test_sinks_kernel_matches_float64(emu, Sq, Skv, D, causal, split):
 @pytest.mark.parametrize("bad,exc", [(torch.zeros(3), ValueError), (torch.zeros(2, 2), ValueError),
                                      (torch.zeros(4, dtype=torch.bfloat16), TypeError), ([0.0] * 4, TypeError)])
 def test_sinks_bad_input_names_it(bad, exc):
-    q, k, v = rnd(2, 4, 128, seed=0), rnd(2, 1, 128, seed=0), rnd(2, 1, 128, seed=0)
-    c = cu([2])
-    calls = [
-        lambda: att.forward(q[None], k[None], v[None], layout="bshd", sinks=bad),
-        lambda: att.forward_varlen(q, k, v, c, c, 2, 2, sinks=bad),
-        lambda: att.forward_paged(q, torch.zeros(1, 8, 1, 128, dtype=bf), torch.zeros(1, 8, 1, 128, dtype=bf), c,
-                                  torch.tensor([2], dtype=torch.int32),
-                                  block_table=torch.zeros(1, 1, dtype=torch.int32),
-                                  sinks=bad),
-        lambda: att.VarlenPlan().plan(c, c, 2, 2, 2, 2, heads=4, kv_heads=1).run(q, k, v, sinks=bad),
-    ]
-    for call in calls:
-        with use_backend("reference"), pytest.raises(exc, match="sinks"):
-            call()
+    _every_entry_point_rejects("sinks", bad, exc, heads=4)
 
 
 def test_custom_ops_opcheck_with_features():
