@@ -217,6 +217,14 @@ MM_DEVICE float row_pair(float v, Op op) {
 MM_DEVICE float row_max2(float v) { return row_pair(v, mm::MaxOp{}); }
 MM_DEVICE float row_sum2(float v) { return row_pair(v, mm::SumOp{}); }
 
+// A wave-uniform value loaded by a vector load, moved to an SGPR by asm (readfirstlane of a value the compiler knows
+// to be uniform is dropped, and the load's VGPR then lives through the key loop).
+MM_DEVICE float in_sgpr(float v) {
+  float r;
+  asm volatile("v_readfirstlane_b32 %0, %1" : "=s"(r) : "v"(v));
+  return r;
+}
+
 // 2 f32 -> 2 bf16 (RTNE, v_cvt_pk_bf16_f32) in one dword.
 MM_DEVICE uint32_t cvt_pk_bf16(float lo, float hi) {
   typedef float f32x2 __attribute__((ext_vector_type(2)));
@@ -787,7 +795,7 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   float scale_log2 = a.scale_log2, softcap_pre2 = a.softcap_pre2, vd = 1.f;
   if constexpr (Shape::kKvFp8) {
     const float kd = ptr.k_descale[tile.hk];
-    vd = ptr.v_descale[tile.hk];   // read now: one SGPR through the loop, not the pointer's two
+    vd = in_sgpr(ptr.v_descale[tile.hk]);   // read now: one SGPR through the loop, not the pointer's two
     if constexpr (Shape::kSoftcap) softcap_pre2 *= kd;
     else scale_log2 = __builtin_fmaxf(scale_log2 * kd, 1.17549435e-38f);
   }
@@ -795,7 +803,7 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   // add_sink with -inf leaves m, l, lb and O bit for bit), so no item field stays live through the loop for it.
   float sink2 = kNegInf;
   if constexpr (Shape::kSinks) {
-    if (it.slot < 0 || it.sink_part) sink2 = ptr.sinks[h] * mm::kLog2e;
+    if (it.slot < 0 || it.sink_part) sink2 = in_sgpr(ptr.sinks[h] * mm::kLog2e);
   }
   const Epilogue ep = epilogue<Shape>(tile, ptr, h);
   const int32_t nb = kv_begin < kv_end ? (kv_end - kv_begin + kKvBlock - 1) / kKvBlock : 0;
