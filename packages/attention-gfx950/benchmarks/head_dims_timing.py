@@ -94,12 +94,13 @@ def main() -> None:
             continue
         rows[label] = f = fit(dqk, dv, fp8, skvs, cfg, args.code_objects)
         print(f"{label:16s} a {f['a']:9.0f} cycles  b {f['b']:7.0f} cycles/KV block  "
-              f"LDS {f['lds'][0]:9.0f} / ideal {f['lds'][1]:9.0f} cycles (x{f['lds'][0] / f['lds'][1]:.2f})", flush=True)
+              f"LDS {f['lds'][0]:9.0f} / ideal {f['lds'][1]:9.0f} cycles (x{f['lds'][0] / f['lds'][1]:.2f})",
+              flush=True)
     base = rows.get("d128")
     print("\n| kernel | cycles / KV block | vs d128 | flops / block vs d128 | LDS cycles / ideal | "
           + " | ".join(f"B{B} H{Hq}/{Hk} S{S} ms" for B, Hq, Hk, S in SHAPES) + " |")
     print("|---|---|---|---|---|" + "---|" * len(SHAPES))
-    for label, dqk, dv, fp8 in KERNELS:
+    for label, dqk, dv, _ in KERNELS:
         if label not in rows:
             continue
         f = rows[label]

@@ -16,7 +16,7 @@ import torch
 from moonmath_common import NoKernelError, target_arch
 
 from . import kernel
-from .kernel import _C, _PLANNER, ARCH, FWD_BLOCK, KERNELS, LOG2E, _check_alignment, _strides
+from .kernel import _C, _PLANNER, ARCH, KERNELS, LOG2E, _check_alignment, _strides
 
 PAGED_CODE_OBJECT = "attention_fwd_paged"
 PAGED_KERNELS = {(128, 128): "attn_fwd_paged_d128", (192, 128): "attn_fwd_paged_d192_128",

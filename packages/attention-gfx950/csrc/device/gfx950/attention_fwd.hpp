@@ -49,17 +49,18 @@
 // canonical NaN 0x7FFF, LSE = (m + log2 l) ln 2; a split part writes fp32 (O, m, l) to its workspace
 // slot instead (attention_merge.hip combines them).
 //
-// Head dims (issue 17, FwdShape): (Dqk, Dv) = (64, 64), (80, 80), (96, 96), (128, 128), (192, 128), (256, 128). Dqk needs
-// only the 16-wide k-step (80: 5 steps); Dv is padded to the 32-column output tile in LDS (80 -> 96: the pad chunks DMA'd
-// as zeros, the pad columns of O never stored). Rows of 16 or 24 chunks get the conflict-free KRows / VRows above, rows of
-// 8 chunks (Dqk/Dv 64) their 8-chunk forms; K rows of 12 and 10 chunks (96, 80) swap chunks by r / 4 within groups of 4
-// and by r / 8 within pairs (conflict-free QK reads); V rows of 12 chunks (96, 80 padded) need none (12 r mod 16 already
-// spreads 4 consecutive rows over the 4 chunk groups of a transposing read). A block that is no whole number of DMA
-// rounds over 8 waves leaves the last waves idle in the last round. Dqk = Dv = 256 runs as two launches of the (256, 128)
-// kernels, one per half of V's and out's columns (kernel.py COLUMN_PASSES): one 32-row tile per wave cannot hold 128 fp32
-// of O and 64 of Q per lane beside the fragments in flight; (256, 128) holds 64 + 64 in exactly 256 VGPRs (K addresses
-// 8 with immediates for steps 8..15, prefetch 2, the ones fragment rematerialised per phase).
-
+// Head dims (issue 17, FwdShape): (Dqk, Dv) = (64, 64), (80, 80), (96, 96), (128, 128), (192, 128), (256, 128). Dqk
+// needs only the 16-wide k-step (80: 5 steps); Dv is padded to the 32-column output tile in LDS (80 -> 96: the pad
+// chunks DMA'd as zeros, the pad columns of O never stored). Rows of 16 or 24 chunks get the conflict-free KRows /
+// VRows above, rows of 8 chunks (Dqk/Dv 64) their 8-chunk forms; K rows of 12 and 10 chunks (96, 80) swap chunks by
+// r / 4 within groups of 4 and by r / 8 within pairs (conflict-free QK reads); V rows of 12 chunks (96, 80 padded)
+// need none (12 r mod 16 already spreads 4 consecutive rows over the 4 chunk groups of a transposing read). A block
+// that is no whole number of DMA rounds over 8 waves leaves the last waves idle in the last round. Dqk = Dv = 256
+// runs as two launches of the (256, 128) kernels, one per half of V's and out's columns (kernel.py COLUMN_PASSES):
+// one 32-row tile per wave cannot hold 128 fp32 of O and 64 of Q per lane beside the fragments in flight; (256, 128)
+// holds 64 + 64 in exactly 256 VGPRs (K addresses 8 with immediates for steps 8..15, prefetch 2, the ones fragment
+// rematerialised per phase).
+//
 // fp8 K/V (issue 17, FwdShape KvFp8): K and V are OCP e4m3fn in memory, dequantised on their way to LDS (exact: every
 // e4m3fn value is a bf16 value). The DMA slot of a phase issues 16-byte buffer loads into VGPRs instead of the
 // direct-to-LDS loads, the wait slot (where the bf16 kernel waits vmcnt(0)) widens them into the same permuted bf16
@@ -685,7 +686,8 @@ MM_DEVICE void store_part(const WaveState<Shape>& st, const Epilogue& ep, uint32
     for (int qd = 0; qd < 4; ++qd) {
       if (32 * n + 8 * qd >= Shape::Dv) continue;
       const f32x4 v = {st.o[n].v[4 * qd], st.o[n].v[4 * qd + 1], st.o[n].v[4 * qd + 2], st.o[n].v[4 * qd + 3]};
-      mm::buffer_store_b128(__builtin_bit_cast(u32x4, v), ep.rows, row * ep.row_bytes + (32u * n + 8u * qd + 4u * hf) * 4u);
+      mm::buffer_store_b128(__builtin_bit_cast(u32x4, v), ep.rows,
+                            row * ep.row_bytes + (32u * n + 8u * qd + 4u * hf) * 4u);
     }
   if (hf == 0) {
     const u32x4 ml = {__builtin_bit_cast(uint32_t, st.m), __builtin_bit_cast(uint32_t, l),
