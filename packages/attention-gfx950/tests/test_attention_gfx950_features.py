@@ -8,7 +8,7 @@ import math
 
 import pytest
 import torch
-from _attn_testing import TOL, check, cu, ref64, rnd, varlen_ref
+from _attn_testing import TOL, check, cu, ref64, rnd, scatter_pages, varlen_ref
 
 import moonmath_attention_gfx950 as att
 from moonmath_attention_gfx950 import as_emu_device, kernel
@@ -85,20 +85,7 @@ def test_softcap_varlen_paged_and_plans(emu):
     ro, rl = varlen_ref(q, k, v, lens_q, lens_k, True, 1 / math.sqrt(128), cap)
     check(o.transpose(0, 1), lse, ro.transpose(0, 1), rl)
 
-    page = 16
-    need = [-(-n // page) for n in lens_k]
-    perm = torch.randperm(sum(need) + 3, generator=torch.Generator().manual_seed(13)).to(torch.int32)
-    kc = torch.full((perm.numel(), page, hk, 128), float("nan"), dtype=bf)
-    vc = kc.clone()
-    table = torch.full((len(lens_k), max(need) + 1), 2**30, dtype=torch.int32)
-    at = 0
-    for b, n in enumerate(lens_k):
-        pg = perm[at:at + need[b]]
-        at += need[b]
-        table[b, :need[b]] = pg
-        for j in range(n):
-            kc[pg[j // page], j % page] = k[int(ck[b]) + j]
-            vc[pg[j // page], j % page] = v[int(ck[b]) + j]
+    kc, vc, _, _, table = scatter_pages(k, v, ck, lens_k, 16, perm_seed=13, spare_pages=3)
     op, lp = att.forward_paged(q, kc, vc, cq, torch.tensor(lens_k, dtype=torch.int32), block_table=table, causal=True,
                                softcap=cap, return_lse=True)
     assert torch.equal(op.view(torch.int16), o.view(torch.int16)) and torch.equal(lp, lse)
@@ -228,20 +215,7 @@ def test_window_combined_varlen_paged_plans(emu):
         os_, ls = att.forward_varlen(q, k, v, cq, ck, max(lens_q), max(lens_k), **kw)
     check(os_.transpose(0, 1), ls, ro.transpose(0, 1), rl)
 
-    page = 16
-    need = [-(-n // page) for n in lens_k]
-    perm = torch.randperm(sum(need) + 3, generator=torch.Generator().manual_seed(33)).to(torch.int32)
-    kc = torch.full((perm.numel(), page, hk, 128), float("nan"), dtype=bf)
-    vc = kc.clone()
-    table = torch.full((len(lens_k), max(need) + 1), 2**30, dtype=torch.int32)
-    at = 0
-    for b, n in enumerate(lens_k):
-        pg = perm[at:at + need[b]]
-        at += need[b]
-        table[b, :need[b]] = pg
-        for j in range(n):
-            kc[pg[j // page], j % page] = k[int(ck[b]) + j]
-            vc[pg[j // page], j % page] = v[int(ck[b]) + j]
+    kc, vc, _, _, table = scatter_pages(k, v, ck, lens_k, 16, perm_seed=33, spare_pages=3)
     with kernel.planner_options(num_cus=1):
         op, lp = att.forward_paged(q, kc, vc, cq, torch.tensor(lens_k, dtype=torch.int32), block_table=table, **kw)
     assert torch.equal(op.view(torch.int16), o.view(torch.int16)) and torch.equal(lp, lse)
