@@ -106,11 +106,13 @@ def test_dqk80_pads_read_nothing(emu_gfx950):
 @needs_kernels
 def test_device_planned_equals_host_planned(emu_gfx950):
     """VarlenPlan on device cu_seqlens (the planning kernel) == the host-planned run bit for bit, for d64
-    with sinks and window (gpt-oss) and d96 with softcap."""
+    with sinks and window (gpt-oss), d96 with softcap and d256 (two column passes) with all three."""
     lens_q, lens_k = [130, 7, 260], [200, 40, 300]
     cq, ck = cu(lens_q), cu(lens_k)
     for D, feats, run_feats in ((64, dict(window_size=(32, -1)), dict(sinks=torch.tensor([0.5, -1.0, 2.0, 0.0]))),
-                                (96, dict(softcap=30.0), {})):
+                                (96, dict(softcap=30.0), {}),
+                                (256, dict(softcap=30.0, window_size=(90, -1)),
+                                 dict(sinks=torch.tensor([1.0, -0.5, 0.0, 2.5])))):
         q, k, v = rnd(int(cq[-1]), 4, D, seed=41), rnd(int(ck[-1]), 2, D, seed=42), rnd(int(ck[-1]), 2, D, seed=43)
         kw = dict(heads=4, kv_heads=2, causal=True, **feats)
         with kernel.planner_options(num_cus=1):
