@@ -77,18 +77,13 @@ def varlen_ref(q, k, v, lens_q, lens_k, causal, scale, softcap, window=(-1, -1),
     return o, lse
 
 
-def paged_case(q_lens, k_lens, page_size, hq, hk, dqk, dv, seed, spare_pages=5):
-    """Packed q/k/v plus the same keys scattered into shuffled pages of a NaN-filled cache (a read of any
-    byte that is not a key of the sequence would show up as NaN)."""
-    g = torch.Generator().manual_seed(seed + 1)
-    cu_q = torch.tensor([0] + list(torch.tensor(q_lens).cumsum(0)), dtype=torch.int32)
-    cu_k = torch.tensor([0] + list(torch.tensor(k_lens).cumsum(0)), dtype=torch.int32)
-    q = rnd(int(cu_q[-1]), hq, dqk, seed=seed)
-    k = rnd(int(cu_k[-1]), hk, dqk, seed=seed + 2)
-    v = rnd(int(cu_k[-1]), hk, dv, seed=seed + 3)
+def scatter_pages(k, v, cu_k, k_lens, page_size, perm_seed, spare_pages):
+    """Packed k/v scattered into shuffled pages of NaN-filled caches (a read of any byte that is not a key of the
+    sequence would show up as NaN): (k_cache, v_cache, kv_indptr, kv_page_indices, block_table)."""
+    hk, dqk, dv = k.shape[1], k.shape[2], v.shape[2]
     need = [-(-n // page_size) for n in k_lens]
     num_pages = sum(need) + spare_pages
-    perm = torch.randperm(num_pages, generator=g).to(torch.int32)
+    perm = torch.randperm(num_pages, generator=torch.Generator().manual_seed(perm_seed)).to(torch.int32)
     kc = torch.full((num_pages, page_size, hk, dqk), float("nan"), dtype=bf)
     vc = torch.full((num_pages, page_size, hk, dv), float("nan"), dtype=bf)
     lists, at = [], 0
@@ -97,14 +92,25 @@ def paged_case(q_lens, k_lens, page_size, hq, hk, dqk, dv, seed, spare_pages=5):
         at += need[b]
         lists.append(pg)
         for j in range(n):
-            kc[pg[j // page_size], j % page_size] = k[cu_k[b] + j]
-            vc[pg[j // page_size], j % page_size] = v[cu_k[b] + j]
+            kc[pg[j // page_size], j % page_size] = k[int(cu_k[b]) + j]
+            vc[pg[j // page_size], j % page_size] = v[int(cu_k[b]) + j]
     indptr = torch.tensor([0] + list(torch.tensor(need).cumsum(0)), dtype=torch.int32)
     indices = torch.cat(lists) if lists else torch.zeros(0, dtype=torch.int32)
     width = max(need + [1]) + 1
     table = torch.full((len(k_lens), width), 2**30, dtype=torch.int32)   # unused entries point nowhere
     for b, pg in enumerate(lists):
         table[b, :len(pg)] = pg
+    return kc, vc, indptr, indices, table
+
+
+def paged_case(q_lens, k_lens, page_size, hq, hk, dqk, dv, seed, spare_pages=5):
+    """Packed q/k/v plus the same keys scattered into shuffled pages of a NaN-filled cache (scatter_pages)."""
+    cu_q = torch.tensor([0] + list(torch.tensor(q_lens).cumsum(0)), dtype=torch.int32)
+    cu_k = torch.tensor([0] + list(torch.tensor(k_lens).cumsum(0)), dtype=torch.int32)
+    q = rnd(int(cu_q[-1]), hq, dqk, seed=seed)
+    k = rnd(int(cu_k[-1]), hk, dqk, seed=seed + 2)
+    v = rnd(int(cu_k[-1]), hk, dv, seed=seed + 3)
+    kc, vc, indptr, indices, table = scatter_pages(k, v, cu_k, k_lens, page_size, seed + 1, spare_pages)
     return dict(q=q, k=k, v=v, cu_q=cu_q, cu_k=cu_k, kc=kc, vc=vc, lens=torch.tensor(k_lens, dtype=torch.int32),
                 indptr=indptr, indices=indices, table=table, max_q=max(q_lens), max_k=max(k_lens))
 

@@ -8,7 +8,7 @@ import math
 
 import pytest
 import torch
-from _attn_testing import TOL, check, cu, ref64, rnd, varlen_ref
+from _attn_testing import TOL, check, cu, ref64, rnd, scatter_pages, varlen_ref
 
 import moonmath_attention_gfx950 as att
 from moonmath_attention_gfx950 import as_emu_device, kernel
@@ -85,20 +85,7 @@ def test_softcap_varlen_paged_and_plans(emu):
     ro, rl = varlen_ref(q, k, v, lens_q, lens_k, True, 1 / math.sqrt(128), cap)
     check(o.transpose(0, 1), lse, ro.transpose(0, 1), rl)
 
-    page = 16
-    need = [-(-n // page) for n in lens_k]
-    perm = torch.randperm(sum(need) + 3, generator=torch.Generator().manual_seed(13)).to(torch.int32)
-    kc = torch.full((perm.numel(), page, hk, 128), float("nan"), dtype=bf)
-    vc = kc.clone()
-    table = torch.full((len(lens_k), max(need) + 1), 2**30, dtype=torch.int32)
-    at = 0
-    for b, n in enumerate(lens_k):
-        pg = perm[at:at + need[b]]
-        at += need[b]
-        table[b, :need[b]] = pg
-        for j in range(n):
-            kc[pg[j // page], j % page] = k[int(ck[b]) + j]
-            vc[pg[j // page], j % page] = v[int(ck[b]) + j]
+    kc, vc, _, _, table = scatter_pages(k, v, ck, lens_k, 16, perm_seed=13, spare_pages=3)
     op, lp = att.forward_paged(q, kc, vc, cq, torch.tensor(lens_k, dtype=torch.int32), block_table=table, causal=True,
                                softcap=cap, return_lse=True)
     assert torch.equal(op.view(torch.int16), o.view(torch.int16)) and torch.equal(lp, lse)
@@ -120,23 +107,29 @@ def test_softcap_off_values():
             assert torch.equal(att.forward(q, k, v, softcap=off), base)
 
 
+def _every_entry_point_rejects(arg: str, bad, exc, heads: int = 1) -> None:
+    """forward, forward_varlen, forward_paged and VarlenPlan each raise `exc` naming `arg` for `arg=bad` (reference
+    backend; sinks are an argument of VarlenPlan.run, the other features of plan)."""
+    q, k, v = rnd(2, heads, 128, seed=0), rnd(2, 1, 128, seed=0), rnd(2, 1, 128, seed=0)
+    c, kw, cache = cu([2]), {arg: bad}, torch.zeros(1, 8, 1, 128, dtype=bf)
+    at_run = arg == "sinks"
+    calls = [
+        lambda: att.forward(q[None], k[None], v[None], layout="bshd", **kw),
+        lambda: att.forward_varlen(q, k, v, c, c, 2, 2, **kw),
+        lambda: att.forward_paged(q, cache, cache, c, torch.tensor([2], dtype=torch.int32),
+                                  block_table=torch.zeros(1, 1, dtype=torch.int32), **kw),
+        lambda: att.VarlenPlan().plan(c, c, 2, 2, 2, 2, heads=heads, kv_heads=1, **({} if at_run else kw)).run(
+            q, k, v, **(kw if at_run else {})),
+    ]
+    for call in calls:
+        with use_backend("reference"), pytest.raises(exc, match=arg):
+            call()
+
+
 @pytest.mark.parametrize("bad,exc", [(-1.0, ValueError), (float("nan"), ValueError), (float("inf"), ValueError),
                                      (1e39, ValueError), ("5", TypeError)])
 def test_softcap_bad_input_names_it(bad, exc):
-    q, k, v = rnd(2, 1, 128, seed=0), rnd(2, 1, 128, seed=0), rnd(2, 1, 128, seed=0)
-    c = cu([2])
-    calls = [
-        lambda: att.forward(q[None], k[None], v[None], softcap=bad),
-        lambda: att.forward_varlen(q, k, v, c, c, 2, 2, softcap=bad),
-        lambda: att.forward_paged(q, torch.zeros(1, 8, 1, 128, dtype=bf), torch.zeros(1, 8, 1, 128, dtype=bf), c,
-                                  torch.tensor([2], dtype=torch.int32),
-                                  block_table=torch.zeros(1, 1, dtype=torch.int32),
-                                  softcap=bad),
-        lambda: att.VarlenPlan().plan(c, c, 2, 2, 2, 2, heads=1, kv_heads=1, softcap=bad),
-    ]
-    for call in calls:
-        with use_backend("reference"), pytest.raises(exc, match="softcap"):
-            call()
+    _every_entry_point_rejects("softcap", bad, exc)
 
 
 @needs_kernels
@@ -144,7 +137,8 @@ def test_plain_kernels_carry_no_softcap_stage():
     """The soft-cap is a compile-time flag: each *_softcap kernel has its plain twin's instructions plus the
     stage (an exp2 and a reciprocal per score: 32 more v_rcp_f32 per block per wave), the plain kernel none of it."""
     emu = pytest.importorskip("moonmath_emu")
-    for co in (kernel.FWD_CODE_OBJECT, "attention_fwd_paged", "attention_fwd_dims", "attention_fwd_paged_dims"):
+    for co in (kernel.FWD_CODE_OBJECT, "attention_fwd_paged", "attention_fwd_dims", "attention_fwd_paged_dims",
+               "attention_fwd_d256", "attention_fwd_paged_d256"):
         d = emu.disassemble(kernel.KERNELS.path("isa", kernel.ARCH, co).read_bytes())
         kernels = {x[0] for x in d}
         plain = sorted(n for n in kernels if not n.endswith(("_softcap", "_window", "_sinks")))
@@ -221,20 +215,7 @@ def test_window_combined_varlen_paged_plans(emu):
         os_, ls = att.forward_varlen(q, k, v, cq, ck, max(lens_q), max(lens_k), **kw)
     check(os_.transpose(0, 1), ls, ro.transpose(0, 1), rl)
 
-    page = 16
-    need = [-(-n // page) for n in lens_k]
-    perm = torch.randperm(sum(need) + 3, generator=torch.Generator().manual_seed(33)).to(torch.int32)
-    kc = torch.full((perm.numel(), page, hk, 128), float("nan"), dtype=bf)
-    vc = kc.clone()
-    table = torch.full((len(lens_k), max(need) + 1), 2**30, dtype=torch.int32)
-    at = 0
-    for b, n in enumerate(lens_k):
-        pg = perm[at:at + need[b]]
-        at += need[b]
-        table[b, :need[b]] = pg
-        for j in range(n):
-            kc[pg[j // page], j % page] = k[int(ck[b]) + j]
-            vc[pg[j // page], j % page] = v[int(ck[b]) + j]
+    kc, vc, _, _, table = scatter_pages(k, v, ck, lens_k, 16, perm_seed=33, spare_pages=3)
     with kernel.planner_options(num_cus=1):
         op, lp = att.forward_paged(q, kc, vc, cq, torch.tensor(lens_k, dtype=torch.int32), block_table=table, **kw)
     assert torch.equal(op.view(torch.int16), o.view(torch.int16)) and torch.equal(lp, lse)
@@ -261,20 +242,7 @@ def test_window_normalisation():
 @pytest.mark.parametrize("bad,exc", [((-2, 0), ValueError), ((1, -5), ValueError), ((1,), ValueError),
                                      (5, ValueError), ((1.5, 2), TypeError), ("ab", ValueError)])
 def test_window_bad_input_names_it(bad, exc):
-    q, k, v = rnd(2, 1, 128, seed=0), rnd(2, 1, 128, seed=0), rnd(2, 1, 128, seed=0)
-    c = cu([2])
-    calls = [
-        lambda: att.forward(q[None], k[None], v[None], window_size=bad),
-        lambda: att.forward_varlen(q, k, v, c, c, 2, 2, window_size=bad),
-        lambda: att.forward_paged(q, torch.zeros(1, 8, 1, 128, dtype=bf), torch.zeros(1, 8, 1, 128, dtype=bf), c,
-                                  torch.tensor([2], dtype=torch.int32),
-                                  block_table=torch.zeros(1, 1, dtype=torch.int32),
-                                  window_size=bad),
-        lambda: att.VarlenPlan().plan(c, c, 2, 2, 2, 2, heads=1, kv_heads=1, window_size=bad),
-    ]
-    for call in calls:
-        with use_backend("reference"), pytest.raises(exc, match="window_size"):
-            call()
+    _every_entry_point_rejects("window_size", bad, exc)
 
 
 @needs_kernels
@@ -282,7 +250,8 @@ def test_plain_kernels_carry_no_window_stage():
     """The window is a compile-time flag: every plain kernel has *_window and *_softcap_window twins; only those
     clip the key loop (more instructions than the plain twin)."""
     emu = pytest.importorskip("moonmath_emu")
-    for co in (kernel.FWD_CODE_OBJECT, "attention_fwd_paged", "attention_fwd_dims", "attention_fwd_paged_dims"):
+    for co in (kernel.FWD_CODE_OBJECT, "attention_fwd_paged", "attention_fwd_dims", "attention_fwd_paged_dims",
+               "attention_fwd_d256", "attention_fwd_paged_d256"):
         d = emu.disassemble(kernel.KERNELS.path("isa", kernel.ARCH, co).read_bytes())
         count = {}
         for x in d:
@@ -328,20 +297,7 @@ def test_sinks_kernel_matches_float64(emu, Sq, Skv, D, causal, split):
 @pytest.mark.parametrize("bad,exc", [(torch.zeros(3), ValueError), (torch.zeros(2, 2), ValueError),
                                      (torch.zeros(4, dtype=torch.bfloat16), TypeError), ([0.0] * 4, TypeError)])
 def test_sinks_bad_input_names_it(bad, exc):
-    q, k, v = rnd(2, 4, 128, seed=0), rnd(2, 1, 128, seed=0), rnd(2, 1, 128, seed=0)
-    c = cu([2])
-    calls = [
-        lambda: att.forward(q[None], k[None], v[None], layout="bshd", sinks=bad),
-        lambda: att.forward_varlen(q, k, v, c, c, 2, 2, sinks=bad),
-        lambda: att.forward_paged(q, torch.zeros(1, 8, 1, 128, dtype=bf), torch.zeros(1, 8, 1, 128, dtype=bf), c,
-                                  torch.tensor([2], dtype=torch.int32),
-                                  block_table=torch.zeros(1, 1, dtype=torch.int32),
-                                  sinks=bad),
-        lambda: att.VarlenPlan().plan(c, c, 2, 2, 2, 2, heads=4, kv_heads=1).run(q, k, v, sinks=bad),
-    ]
-    for call in calls:
-        with use_backend("reference"), pytest.raises(exc, match="sinks"):
-            call()
+    _every_entry_point_rejects("sinks", bad, exc, heads=4)
 
 
 def test_custom_ops_opcheck_with_features():

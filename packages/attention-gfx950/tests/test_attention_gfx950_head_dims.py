@@ -1,7 +1,8 @@
-"""Head dims 64, 80 and 96 of the gfx950 attention forward (issue 17) on the emulator: float64 through forward
+"""Head dims 64, 80, 96 and 256 of the gfx950 attention forward (issue 17) on the emulator: float64 through forward
 (dense, causal, GQA, split KV), forward_varlen (== batch bit for bit), forward_paged (== varlen bit for bit) and
 VarlenPlan (device-planned == host-planned), with the features on top; the pads of Dqk 80 (NaN in the memory
-past dim 80 must not leak in); bad head dims (256 among them: not built on the ping-pong pipeline)."""
+past dim 80 must not leak in); 256's two column passes (each half of out from its own launch, the LSE of both the
+same); bad head dims."""
 from __future__ import annotations
 
 import math
@@ -15,7 +16,7 @@ from moonmath_attention_gfx950 import as_emu_device, kernel
 from moonmath_common import use_backend
 
 bf = torch.bfloat16
-NEW_DIMS = (64, 80, 96)
+NEW_DIMS = (64, 80, 96, 256)
 
 needs_kernels = pytest.mark.skipif(kernel.ARCH not in kernel.KERNELS.archs_built(),
                                    reason="this build has no gfx950 code objects")
@@ -81,7 +82,7 @@ def test_varlen_equals_batch_and_float64(emu_gfx950, D):
 
 
 @needs_kernels
-@pytest.mark.parametrize("D,page_size,causal", [(64, 8, True), (80, 16, False), (96, 8, False)])
+@pytest.mark.parametrize("D,page_size,causal", [(64, 8, True), (80, 16, False), (96, 8, False), (256, 8, True)])
 def test_paged_equals_varlen(emu_gfx950, D, page_size, causal):
     """Shuffled pages of a NaN-filled cache, page lists and block tables: == forward_varlen bit for bit."""
     c = paged_case([9, 150], [77, 260], page_size, hq=4, hk=2, dqk=D, dv=D, seed=D + page_size)
@@ -105,11 +106,13 @@ def test_dqk80_pads_read_nothing(emu_gfx950):
 @needs_kernels
 def test_device_planned_equals_host_planned(emu_gfx950):
     """VarlenPlan on device cu_seqlens (the planning kernel) == the host-planned run bit for bit, for d64
-    with sinks and window (gpt-oss) and d96 with softcap."""
+    with sinks and window (gpt-oss), d96 with softcap and d256 (two column passes) with all three."""
     lens_q, lens_k = [130, 7, 260], [200, 40, 300]
     cq, ck = cu(lens_q), cu(lens_k)
     for D, feats, run_feats in ((64, dict(window_size=(32, -1)), dict(sinks=torch.tensor([0.5, -1.0, 2.0, 0.0]))),
-                                (96, dict(softcap=30.0), {})):
+                                (96, dict(softcap=30.0), {}),
+                                (256, dict(softcap=30.0, window_size=(90, -1)),
+                                 dict(sinks=torch.tensor([1.0, -0.5, 0.0, 2.5])))):
         q, k, v = rnd(int(cq[-1]), 4, D, seed=41), rnd(int(ck[-1]), 2, D, seed=42), rnd(int(ck[-1]), 2, D, seed=43)
         kw = dict(heads=4, kv_heads=2, causal=True, **feats)
         with kernel.planner_options(num_cus=1):
@@ -131,6 +134,7 @@ def test_device_planned_equals_host_planned(emu_gfx950):
     (64, False, dict(softcap=50.0, window_size=(90, -1))),
     (96, False, dict(window_size=(40, 30), softcap=5.0, sinks=True)),   # everything at once, two-sided window
     (80, True, dict(sinks=True)),
+    (256, True, dict(window_size=(70, -1), softcap=30.0, sinks=True)),  # Gemma-2/3-like: softcap, local window
 ])
 def test_features_on_new_dims(emu_gfx950, D, causal, feats):
     """softcap / window / sinks on the new head dims, dense (split and unsplit) and paged, against float64."""
@@ -151,7 +155,7 @@ def test_features_on_new_dims(emu_gfx950, D, causal, feats):
     check(op.transpose(0, 1), lp, ro.transpose(0, 1), rl)
 
 
-@pytest.mark.parametrize("dqk,dv", [(32, 32), (160, 160), (64, 128), (256, 128), (256, 256), (128, 64), (192, 192),
+@pytest.mark.parametrize("dqk,dv", [(32, 32), (160, 160), (64, 128), (256, 128), (128, 256), (128, 64), (192, 192),
                                     (512, 512)])
 def test_bad_head_dims_name_them(dqk, dv):
     """Every entry point rejects a head-dim pair outside HEAD_DIMS with a ValueError naming the head dims (before
@@ -182,3 +186,46 @@ def test_reference_new_dims_match_float64():
             o, lse = att.forward(q, k, v, causal=True, softcap=10.0, window_size=(20, -1), sinks=s, return_lse=True)
         err = check(o[0], lse[0], *ref64(q[0], k[0], v[0], True, 1 / math.sqrt(D), 10.0, (20, -1), s))
         assert err <= TOL
+
+
+@needs_kernels
+def test_d256_column_passes(emu_gfx950):
+    """Head dims 256: two launches of the (256, 128) kernel, one per half of out's columns (and the merge per pass
+    when split), == float64; out's two halves come from different launches (a pass writing the wrong half, or both
+    the same, fails the float64 check)."""
+    from moonmath_common import kernels as mk
+    q, k, v = rnd(1, 2, 70, 256, seed=61), rnd(1, 1, 150, 256, seed=62), rnd(1, 1, 150, 256, seed=63)
+    seen = []
+    real = mk.KernelSet.launch
+
+    def spy(self, op, arch, co, name, *a, **kw):
+        seen.append((co, name))
+        return real(self, op, arch, co, name, *a, **kw)
+
+    with pytest.MonkeyPatch.context() as mp, kernel.planner_options(num_cus=4096, min_part_blocks=1):
+        mp.setattr(mk.KernelSet, "launch", spy)
+        o, lse = att.forward(q, k, v, causal=True, return_lse=True)
+    assert seen == [("attention_fwd_d256", "attn_fwd_d256_128"), ("attention_merge", "attn_fwd_merge")] * 2
+    _bhsd_check(o, lse, q, k, v, True)
+
+
+@needs_kernels
+@pytest.mark.parametrize("D", (64, 80, 96, 128, 256))
+def test_lds_reads_free_of_bank_conflicts(emu_gfx950, monkeypatch, D):
+    """The timing model charges every LDS access of a work item its ideal cycles (64 banks, real lane addresses):
+    the K/V row permutations are conflict-free for every head dim (d96's unpermuted K rows cost 2.5x, d80's 1.45x)."""
+    timing = pytest.importorskip("moonmath_emu.timing")
+    import moonmath_emu
+
+    seen = []
+    monkeypatch.setattr(kernel.KERNELS, "_launch_emu", lambda path, name, grid, block, args, lds: seen.append(
+        (path, name, grid, block, args, lds)) or {})
+    q, k, v = rnd(1, 1, 64, D, seed=71), rnd(1, 1, 192, D, seed=72), rnd(1, 1, 192, D, seed=73)
+    with kernel.planner_options(num_cus=1):
+        att.forward(q, k, v)
+    assert len(seen) == (2 if D == 256 else 1)
+    for path, name, grid, block, args, lds in seen:
+        rep = timing.simulate(moonmath_emu.Module(path.read_bytes()), name, grid, block, args, cus=[[(0, 0, 0)]],
+                              dynamic_lds=lds)
+        assert rep["mem"]["lds_ideal_cycles"] > 0
+        assert rep["mem"]["lds_cycles"] == rep["mem"]["lds_ideal_cycles"], (name, rep["mem"])

@@ -1,4 +1,4 @@
-"""bf16 attention forward for gfx950 (MI355X): dense/causal, GQA/MQA, head dims 64, 80, 96, 128 and (192,128),
+"""bf16 attention forward for gfx950 (MI355X): dense/causal, GQA/MQA, head dims 64, 80, 96, 128, 256 and (192,128),
 batch (BHSD/BSHD), varlen (THD) and paged K/V, logit soft-cap, sliding window, optional natural-log LSE, RTNE output."""
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from . import reference
 
 LAYOUTS = ("bhsd", "bshd")
 ROUND_MODES = ("rtne",)
-# (Dqk, Dv). 256 is not built on the ping-pong pipeline (its O and Q exceed the registers of one 32-row tile per wave).
-HEAD_DIMS = ((64, 64), (80, 80), (96, 96), (128, 128), (192, 128))
+# (Dqk, Dv). 256 runs as two column passes of (256, 128) kernels (kernel.COLUMN_PASSES).
+HEAD_DIMS = ((64, 64), (80, 80), (96, 96), (128, 128), (192, 128), (256, 256))
 MAX_TOKEN_STRIDE = 1 << 22  # elements between consecutive tokens of one tensor
 
 
@@ -221,7 +221,8 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
         k: bf16 ``[B, Hkv, Skv, Dqk]`` / ``[B, Skv, Hkv, Dqk]``, any Skv >= 0; Hq a multiple of Hkv (MHA, GQA,
             MQA).
         v: bf16 ``[B, Hkv, Skv, Dv]`` / ``[B, Skv, Hkv, Dv]``. (Dqk, Dv) is one of HEAD_DIMS: (64, 64), (80, 80),
-            (96, 96), (128, 128), (192, 128) (MLA prefill); not 256. k and v may instead both be fp8
+            (96, 96), (128, 128), (192, 128) (MLA prefill), (256, 256) (two column passes of a (256, 128) kernel on
+            gfx950: the QK and softmax computed twice). k and v may instead both be fp8
             (``torch.float8_e4m3fn``, head dims 64 and 128; rows on 16 bytes: strides multiples of 16).
         out: optional bf16 ``[B, Hq, Sq, Dv]`` / ``[B, Sq, Hq, Dv]`` on q's device, strides as q, not overlapping
             itself; filled in place and returned. A new output is contiguous in the call's layout.

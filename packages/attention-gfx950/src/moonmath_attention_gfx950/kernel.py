@@ -27,8 +27,10 @@ ARCH = "gfx950"
 FWD_CODE_OBJECT = "attention_fwd"
 FWD_KERNELS = {(128, 128): "attn_fwd_d128", (192, 128): "attn_fwd_d192_128",
                # issue 17: the other head dims, in their own code objects (attention_fwd_dims.hip)
-               (64, 64): "attn_fwd_d64", (80, 80): "attn_fwd_d80", (96, 96): "attn_fwd_d96"}
-DIMS_SUFFIX = "_dims"          # code object of the head dims other than (128, 128) / (192, 128): <base>_dims.hsaco
+               (64, 64): "attn_fwd_d64", (80, 80): "attn_fwd_d80", (96, 96): "attn_fwd_d96",
+               (256, 128): "attn_fwd_d256_128"}
+DIMS_SUFFIX = "_dims"          # code object of the head dims 64, 80, 96: <base>_dims.hsaco
+D256_SUFFIX = "_d256"          # and of (256, 128), the kernels of head dims 256 (COLUMN_PASSES): <base>_d256.hsaco
 # fp8 K/V (issue 17): the dequantising pipeline, head dims 64 and 128, dense and varlen (attention_fwd_fp8.hip);
 # the fp32 [Hkv] K and V descales follow the other arguments (and sinks).
 FP8_CODE_OBJECT = "attention_fwd_fp8"
@@ -67,18 +69,19 @@ def _C():
 
 
 def _check_alignment(op: str, **tensors: tuple[torch.Tensor, tuple[int, ...]]) -> None:
-    # Q rows are loaded, K/V rows DMA'd to LDS and out rows stored in 16- and 8-byte pieces: each row
-    # must start on a 16-byte boundary (address and the batch/token/head strides, in bf16 elements).
+    # Q rows are loaded, K/V rows DMA'd to LDS (or loaded in 16-byte pieces of fp8) and out rows stored in 16- and
+    # 8-byte pieces: each row must start on a 16-byte boundary (address and the batch/token/head strides).
     for name, (t, dims) in tensors.items():
         if t is None:
             continue
         if t.data_ptr() % 16:
             raise ValueError(f"{op}: {name} must start on a 16-byte boundary for the gfx950 kernel; got address "
                              f"{t.data_ptr():#x} (pass a fresh or .clone()d tensor)")
+        per_16 = 16 // t.element_size()
         for d in dims:
-            if t.shape[d] > 1 and t.stride(d) % 8:
-                raise ValueError(f"{op}: {name}.stride({d}) must be a multiple of 8 elements (16 bytes) for the gfx950 "
-                                 f"kernel; got {t.stride(d)}")
+            if t.shape[d] > 1 and t.stride(d) % per_16:
+                raise ValueError(f"{op}: {name}.stride({d}) must be a multiple of {per_16} elements (16 bytes) for the "
+                                 f"gfx950 kernel; got {t.stride(d)}")
 
 
 def _strides(t: torch.Tensor, batch: int | None, token: int, head: int) -> list[int]:
@@ -97,57 +100,68 @@ def fwd_kernel(kernels: dict, dims: tuple[int, int], softcap: float, window: tup
             + ("_sinks" if sinks else ""))
 
 
+# Head dims (256, 256) (issue 17): no 32-row tile per wave holds O (128 fp32 a lane) and Q (64) beside the fragments in
+# flight, so they run as two passes of the (256, 128) kernels, each over one half of V's and out's columns: both
+# passes compute S = Q K^T and the softmax in full (the same instructions on the same inputs: the same P, lb, m, l bit
+# for bit) and PV into their half. Costs the QK MFMAs and the softmax twice.
+COLUMN_PASSES = {(256, 256): ((256, 128), (0, 128))}
+
+
+def kernel_dims(dims: tuple[int, int]) -> tuple[int, int]:
+    """The (Dqk, Dv) of the kernels that run head dims `dims` (their own but for the column passes' (256, 256))."""
+    return COLUMN_PASSES[dims][0] if dims in COLUMN_PASSES else dims
+
+
 def fwd_code_object(base: str, dims: tuple[int, int]) -> str:
-    """The code object holding the kernels of head dims `dims` (base: the dense or the paged one)."""
-    return base if dims in ((128, 128), (192, 128)) else base + DIMS_SUFFIX
+    """The code object holding the kernels of kernel head dims `dims` (base: the dense or the paged one)."""
+    return base if dims in ((128, 128), (192, 128)) else base + (D256_SUFFIX if dims == (256, 128) else DIMS_SUFFIX)
 
 
-def _launch(op: str, plan: dict, q, k, v, out, lse, dims: tuple[int, int], kernels: dict = FWD_KERNELS,
-            code_object: str = FWD_CODE_OBJECT, extra: tuple = (), softcap: float = 0.0,
-            window: tuple[int, int] = NO_WINDOW, sinks: torch.Tensor | None = None,
-            descales: tuple | None = None, fp8_kernels: dict = FP8_KERNELS,
-            fp8_code_object: str = FP8_CODE_OBJECT) -> list[dict | None]:
-    """kernels / code_object / extra: the paged kernels and their added arguments (serving.py). descales: fp8 K/V
-    (the (k, v) fp32 [Hkv] descales): the fp8 kernels (fp8_kernels in fp8_code_object)."""
-    if descales is not None:
-        kernels, code_object = fp8_kernels, fp8_code_object
-    else:
-        code_object = fwd_code_object(code_object, dims)
+def _launch(op: str, plan: dict, q, k, v, out, lse, dims: tuple[int, int], **kw) -> list[dict | None]:
+    """A host plan (_C.plan_forward_*) onto the device, then launch_forward."""
     arch = target_arch()
     if arch != ARCH:
         raise NoKernelError(op, arch, KERNELS.archs_built())
     if plan["n_items"] == 0:
         return []
-    dev = q.device
-    hq = plan["heads_q"]
-    buf = torch.frombuffer(bytearray(plan["plan"]), dtype=torch.uint8).to(dev)
-    n_slots = plan["n_slots"]
+    buf = torch.frombuffer(bytearray(plan["plan"]), dtype=torch.uint8).to(q.device)
+    return launch_forward(op, buf, (plan["n_items"], plan["n_merge"], plan["n_slots"]), plan["heads_q"], q, k, v, out,
+                          lse, dims, **kw)
+
+
+def launch_forward(op: str, buf: torch.Tensor, counts: tuple[int, int, int], hq: int, q, k, v, out, lse,
+                   dims: tuple[int, int], kernels: dict = FWD_KERNELS, code_object: str = FWD_CODE_OBJECT,
+                   extra=None, softcap: float = 0.0, window: tuple[int, int] = NO_WINDOW,
+                   sinks: torch.Tensor | None = None, descales: tuple | None = None, fp8_kernels: dict = FP8_KERNELS,
+                   fp8_code_object: str = FP8_CODE_OBJECT) -> list[dict | None]:
+    """The forward kernel over the plan in `buf` (its (n_items, n_merge, n_slots) = counts, hq q heads: the grid's y),
+    then the merge kernel over its merge items, with an
+    fp32 workspace of n_slots parts; per column pass (COLUMN_PASSES) for (256, 256). kernels / code_object / extra:
+    the paged kernels and extra(k, v) their added arguments (serving.py). descales: fp8 K/V (the (k, v) fp32 [Hkv]
+    descales): the fp8 kernels (fp8_kernels in fp8_code_object)."""
+    n_items, n_merge, n_slots = counts
+    if n_items == 0:
+        return []
+    kdims, cols = COLUMN_PASSES.get(dims, (dims, (0,)))
+    if descales is not None:
+        kernels, code_object = fp8_kernels, fp8_code_object
+    else:
+        code_object = fwd_code_object(code_object, kdims)
+    name = fwd_kernel(kernels, kdims, softcap, window, sinks is not None)
     tile = _C().TILE_ROWS
-    ws_o = torch.empty(n_slots * hq * tile * dims[1], dtype=torch.float32, device=dev) if n_slots else None
-    ws_ml = torch.empty(n_slots * hq * tile * 4, dtype=torch.float32, device=dev) if n_slots else None
+    ws_o = torch.empty(n_slots * hq * tile * kdims[1], dtype=torch.float32, device=q.device) if n_slots else None
+    ws_ml = torch.empty(n_slots * hq * tile * 4, dtype=torch.float32, device=q.device) if n_slots else None
     tail = ([sinks] if sinks is not None else []) + (list(descales) if descales is not None else [])
-    counters = [KERNELS.launch(op, arch, code_object,
-                               fwd_kernel(kernels, dims, softcap, window, sinks is not None),
-                               grid=(plan["n_items"], hq), block=FWD_BLOCK,
-                               args=[buf, q, k, v, out, lse, ws_o, ws_ml, *extra, *tail])]
-    if plan["n_merge"]:
-        counters.append(KERNELS.launch(op, arch, MERGE_CODE_OBJECT, MERGE_KERNELS[dims[1]], grid=(plan["n_merge"], hq),
-                                       block=MERGE_BLOCK, args=[buf, out, lse, ws_o, ws_ml]))
+    counters = []
+    for c0 in cols:
+        vc, oc = (v, out) if len(cols) == 1 else (v[..., c0:c0 + kdims[1]], out[..., c0:c0 + kdims[1]])
+        more = extra(k, vc) if extra is not None else ()
+        counters.append(KERNELS.launch(op, ARCH, code_object, name, grid=(n_items, hq), block=FWD_BLOCK,
+                                       args=[buf, q, k, vc, oc, lse, ws_o, ws_ml, *more, *tail]))
+        if n_merge:
+            counters.append(KERNELS.launch(op, ARCH, MERGE_CODE_OBJECT, MERGE_KERNELS[kdims[1]], grid=(n_merge, hq),
+                                           block=MERGE_BLOCK, args=[buf, oc, lse, ws_o, ws_ml]))
     return counters
-
-
-def _check_fp8_alignment(op: str, **tensors: tuple[torch.Tensor, tuple[int, ...]]) -> None:
-    # fp8 K/V rows are loaded in 16-byte pieces of 16 elements: rows on 16 bytes = strides multiples of 16.
-    for name, (t, dims) in tensors.items():
-        if t.element_size() != 1:
-            continue
-        if t.data_ptr() % 16:
-            raise ValueError(f"{op}: {name} must start on a 16-byte boundary for the gfx950 kernel; got address "
-                             f"{t.data_ptr():#x}")
-        for d in dims:
-            if t.shape[d] > 1 and t.stride(d) % 16:
-                raise ValueError(f"{op}: fp8 {name}.stride({d}) must be a multiple of 16 elements (16 bytes) for the "
-                                 f"gfx950 kernel; got {t.stride(d)}")
 
 
 def run_forward(q, k, v, out, lse, layout: str, causal: bool, scale: float, softcap: float = 0.0,
@@ -156,7 +170,6 @@ def run_forward(q, k, v, out, lse, layout: str, causal: bool, scale: float, soft
     op = "moonmath_attention_gfx950.forward"
     sd, hd = (1, 2) if layout == "bshd" else (2, 1)
     _check_alignment(op, q=(q, (0, 1, 2)), k=(k, (0, 1, 2)), v=(v, (0, 1, 2)), out=(out, (0, 1, 2)))
-    _check_fp8_alignment(op, k=(k, (0, 1, 2)), v=(v, (0, 1, 2)))
     B, Hq, Sq = q.shape[0], q.shape[hd], q.shape[sd]
     Hkv, Skv = k.shape[hd], k.shape[sd]
     strides = (_strides(q, 0, sd, hd) + _strides(k, 0, sd, hd) + _strides(v, 0, sd, hd) + _strides(out, 0, sd, hd)
@@ -174,7 +187,6 @@ def run_forward_varlen(q, k, v, cu_q: list[int], cu_k: list[int], out, lse, caus
     """Packed varlen (THD) forward, planned exactly on the host from host cu_seqlens values."""
     op = "moonmath_attention_gfx950.forward_varlen"
     _check_alignment(op, q=(q, (0, 1)), k=(k, (0, 1)), v=(v, (0, 1)), out=(out, (0, 1)))
-    _check_fp8_alignment(op, k=(k, (0, 1)), v=(v, (0, 1)))
     Hq, Hkv = q.shape[1], k.shape[1]
     strides = (_strides(q, None, 0, 1) + _strides(k, None, 0, 1) + _strides(v, None, 0, 1) + _strides(out, None, 0, 1)
                + ([0, lse.stride(0)] if lse is not None else [0, 0]))

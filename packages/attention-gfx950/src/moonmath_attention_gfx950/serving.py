@@ -16,12 +16,13 @@ import torch
 from moonmath_common import NoKernelError, target_arch
 
 from . import kernel
-from .kernel import _C, _PLANNER, ARCH, FWD_BLOCK, KERNELS, LOG2E, _check_alignment, _strides
+from .kernel import _C, _PLANNER, ARCH, KERNELS, LOG2E, _check_alignment, _strides
 
 PAGED_CODE_OBJECT = "attention_fwd_paged"
 PAGED_KERNELS = {(128, 128): "attn_fwd_paged_d128", (192, 128): "attn_fwd_paged_d192_128",
-                 (64, 64): "attn_fwd_paged_d64", (80, 80): "attn_fwd_paged_d80", (96, 96): "attn_fwd_paged_d96"}
-# the last three in attention_fwd_paged_dims.hsaco
+                 (64, 64): "attn_fwd_paged_d64", (80, 80): "attn_fwd_paged_d80", (96, 96): "attn_fwd_paged_d96",
+                 (256, 128): "attn_fwd_paged_d256_128"}
+# 64, 80, 96 in attention_fwd_paged_dims.hsaco, (256, 128) (the column passes of head dims 256) in _d256
 PAGED_FP8_CODE_OBJECT = "attention_fwd_paged_fp8"     # fp8 K/V caches (issue 17)
 PAGED_FP8_KERNELS = {(64, 64): "attn_fwd_paged_fp8_d64", (128, 128): "attn_fwd_paged_fp8_d128"}
 PLAN_CODE_OBJECT, PLAN_KERNEL, PLAN_BLOCK = "attention_plan", "attn_fwd_plan_varlen", 256
@@ -57,7 +58,6 @@ def run_forward_paged(q, k_cache, v_cache, cu_q: list[int], k_lens: list[int], p
         raise NoKernelError(op, target_arch(), KERNELS.archs_built())
     _check_alignment(op, q=(q, (0, 1)), k_cache=(k_cache, (0, 1, 2)), v_cache=(v_cache, (0, 1, 2)),
                      out=(out, (0, 1)))
-    kernel._check_fp8_alignment(op, k_cache=(k_cache, (0, 1, 2)), v_cache=(v_cache, (0, 1, 2)))
     for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
         if _span_bytes(t) > MAX_CACHE_BYTES:
             raise ValueError(f"{op}: {name} must span less than 4 GiB (one buffer resource) for the gfx950 kernel; "
@@ -69,7 +69,11 @@ def run_forward_paged(q, k_cache, v_cache, cu_q: list[int], k_lens: list[int], p
     plan = _C().plan_forward_paged(cu_q, k_lens, page0, Hq, Hkv, causal, lse is not None, scale * LOG2E, strides,
                                    **_PLANNER, softcap=softcap, window_left=window[0], window_right=window[1])
     plan["heads_q"] = Hq
-    extra = (pages, _span_bytes(k_cache), _span_bytes(v_cache), int(math.log2(page_size)))
+    shift = int(math.log2(page_size))
+
+    def extra(k, v):   # the paged kernels' arguments; a column pass's v view spans less than the cache
+        return pages, _span_bytes(k), _span_bytes(v), shift
+
     return kernel._launch(op, plan, q, k_cache, v_cache, out, lse, (q.shape[2], v_cache.shape[3]),
                           kernels=PAGED_KERNELS, code_object=PAGED_CODE_OBJECT, extra=extra, softcap=softcap,
                           window=window, sinks=sinks, descales=descales, fp8_kernels=PAGED_FP8_KERNELS,
@@ -125,25 +129,8 @@ def _launch_plan(op: str, buf: torch.Tensor, counts: tuple[int, int, int], q, k,
     """The forward kernel over buf's n_items work items, then the merge kernel over its n_merge merge items, with an
     fp32 workspace of n_slots parts (allocated per run, stream-ordered). The kernel of the head dims, the fp8 one
     with descales (the fp32 [Hkv] k / v descales, after sinks)."""
-    n_items, n_merge, n_slots = counts
-    if n_items == 0:
-        return []
-    Hq = q.shape[1]
-    dims = (q.shape[2], v.shape[2])
-    n_ws = n_slots * Hq * _C().TILE_ROWS
-    ws_o = torch.empty(n_ws * dims[1], dtype=torch.float32, device=q.device) if n_ws else None
-    ws_ml = torch.empty(n_ws * 4, dtype=torch.float32, device=q.device) if n_ws else None
-    co, names = ((kernel.FP8_CODE_OBJECT, kernel.FP8_KERNELS) if descales is not None
-                 else (kernel.fwd_code_object(kernel.FWD_CODE_OBJECT, dims), kernel.FWD_KERNELS))
-    tail = ([sinks] if sinks is not None else []) + (list(descales) if descales is not None else [])
-    counters = [KERNELS.launch(op, ARCH, co, kernel.fwd_kernel(names, dims, softcap, window, sinks is not None),
-                               grid=(n_items, Hq), block=FWD_BLOCK,
-                               args=[buf, q, k, v, out, lse, ws_o, ws_ml, *tail])]
-    if n_merge:
-        counters.append(KERNELS.launch(op, ARCH, kernel.MERGE_CODE_OBJECT, kernel.MERGE_KERNELS[dims[1]],
-                                       grid=(n_merge, Hq), block=kernel.MERGE_BLOCK,
-                                       args=[buf, out, lse, ws_o, ws_ml]))
-    return counters
+    return kernel.launch_forward(op, buf, counts, q.shape[1], q, k, v, out, lse, (q.shape[2], v.shape[2]),
+                                 softcap=softcap, window=window, sinks=sinks, descales=descales)
 
 
 def run_device_planned(buf: torch.Tensor, layout: dict, q, k, v, out, lse, causal: bool, scale: float,
@@ -160,7 +147,6 @@ def run_device_planned(buf: torch.Tensor, layout: dict, q, k, v, out, lse, causa
     if target_arch() != ARCH:
         raise NoKernelError(op, target_arch(), KERNELS.archs_built())
     _check_alignment(op, q=(q, (0, 1)), k=(k, (0, 1)), v=(v, (0, 1)), out=(out, (0, 1)))
-    kernel._check_fp8_alignment(op, k=(k, (0, 1)), v=(v, (0, 1)))
     counts = (layout["items"], layout["merges"], layout["slots"])
     header = _run_header(q, k, v, out, lse, causal, scale, layout["policy"], counts, softcap, window)
     on_gpu = buf.device.type != "cpu"
@@ -193,7 +179,6 @@ def run_host_planned(work: dict, bufs: dict, q, k, v, out, lse, causal: bool, sc
     if target_arch() != ARCH:
         raise NoKernelError(op, target_arch(), KERNELS.archs_built())
     _check_alignment(op, q=(q, (0, 1)), k=(k, (0, 1)), v=(v, (0, 1)), out=(out, (0, 1)))
-    kernel._check_fp8_alignment(op, k=(k, (0, 1)), v=(v, (0, 1)))
     header = _run_header(q, k, v, out, lse, causal, scale, work["policy"], work["counts"], softcap, window)
     key = (header, q.device)
     buf = bufs.get(key)

@@ -49,13 +49,17 @@
 // canonical NaN 0x7FFF, LSE = (m + log2 l) ln 2; a split part writes fp32 (O, m, l) to its workspace
 // slot instead (attention_merge.hip combines them).
 //
-// Head dims (issue 17, FwdShape): (Dqk, Dv) = (64, 64), (80, 80), (96, 96), (128, 128), (192, 128). Dqk needs only
-// the 16-wide k-step (80: 5 steps); Dv is padded to the 32-column output tile in LDS (80 -> 96: the pad chunks DMA'd
-// as zeros, the pad columns of O never stored). Rows of 16 or 24 chunks get the conflict-free KRows / VRows above,
-// rows of 8 chunks (Dqk/Dv 64) their 8-chunk forms, 10 and 12 chunks (80, 96) stay unpermuted (correct, with bank
-// conflicts); a block that is no whole number of DMA rounds over 8 waves leaves the last waves idle in the last
-// round. Dqk = Dv = 256 is not built on this pipeline: one 32-row tile per wave would hold 128 fp32 of O and 64 of
-// Q per lane, beyond the register file with the fragments in flight.
+// Head dims (issue 17, FwdShape): (Dqk, Dv) = (64, 64), (80, 80), (96, 96), (128, 128), (192, 128), (256, 128). Dqk
+// needs only the 16-wide k-step (80: 5 steps); Dv is padded to the 32-column output tile in LDS (80 -> 96: the pad
+// chunks DMA'd as zeros, the pad columns of O never stored). Rows of 16 or 24 chunks get the conflict-free KRows /
+// VRows above, rows of 8 chunks (Dqk/Dv 64) their 8-chunk forms; K rows of 12 and 10 chunks (96, 80) swap chunks by
+// r / 4 within groups of 4 and by r / 8 within pairs (conflict-free QK reads); V rows of 12 chunks (96, 80 padded)
+// need none (12 r mod 16 already spreads 4 consecutive rows over the 4 chunk groups of a transposing read). A block
+// that is no whole number of DMA rounds over 8 waves leaves the last waves idle in the last round. Dqk = Dv = 256
+// runs as two launches of the (256, 128) kernels, one per half of V's and out's columns (kernel.py COLUMN_PASSES):
+// one 32-row tile per wave cannot hold 128 fp32 of O and 64 of Q per lane beside the fragments in flight; (256, 128)
+// holds 64 + 64 in exactly 256 VGPRs (K addresses 8 with immediates for steps 8..15, prefetch 2, the ones fragment
+// rematerialised per phase).
 //
 // fp8 K/V (issue 17, FwdShape KvFp8): K and V are OCP e4m3fn in memory, dequantised on their way to LDS (exact: every
 // e4m3fn value is a bf16 value). The DMA slot of a phase issues 16-byte buffer loads into VGPRs instead of the
@@ -116,7 +120,12 @@ struct KRows {
     if constexpr (kChunks % 16 == 0) return c ^ (row & 15u);
     else if constexpr (kChunks % 16 == 8) return (c & ~7u) | ((c ^ (row >> 1)) & 7u);
     else if constexpr (kChunks % 8 == 0) return c ^ (row & 7u);
-    else return c;   // other row widths: unpermuted (correct, not conflict-free)
+    // 12 chunks (Dqk 96): rows 4 apart start on the same slot mod 256 B (12 r = 12 (r & 3) mod 16), so rows r,
+    // r + 4, r + 8, r + 12 swap chunks within their group of 4 by r / 4: slot mod 4 then differs by r / 4.
+    else if constexpr (kChunks % 4 == 0) return c ^ ((row >> 2) & 3u);
+    // 10 chunks (Dqk 80): 10 r mod 16 repeats after 8 rows, all even; rows 8 .. 15 swap chunk pairs (odd slots).
+    else if constexpr (kChunks % 2 == 0) return c ^ ((row >> 3) & 1u);
+    else return c;
   }
   static constexpr uint32_t offset(uint32_t row, uint32_t byte) { return row * RowBytes + (chunk(row, byte / 16) << 4) + byte % 16; }
   static constexpr uint32_t byte_of(uint32_t row, uint32_t phys) { return (chunk(row, phys / 16) << 4) + phys % 16; }  // an involution
@@ -208,6 +217,14 @@ MM_DEVICE float row_pair(float v, Op op) {
 }
 MM_DEVICE float row_max2(float v) { return row_pair(v, mm::MaxOp{}); }
 MM_DEVICE float row_sum2(float v) { return row_pair(v, mm::SumOp{}); }
+
+// A wave-uniform value loaded by a vector load, moved to an SGPR by asm (readfirstlane of a value the compiler knows
+// to be uniform is dropped, and the load's VGPR then lives through the key loop).
+MM_DEVICE float in_sgpr(float v) {
+  float r;
+  asm volatile("v_readfirstlane_b32 %0, %1" : "=s"(r) : "v"(v));
+  return r;
+}
 
 // 2 f32 -> 2 bf16 (RTNE, v_cvt_pk_bf16_f32) in one dword.
 MM_DEVICE uint32_t cvt_pk_bf16(float lo, float hi) {
@@ -301,13 +318,17 @@ MM_DEVICE void rescale_pending(WaveState<Shape>& st) {
 // Per-lane LDS byte addresses (loop-invariant; a read adds its block's rows and buffer as an immediate).
 template <class Shape>
 struct LdsAddrs {
-  uint32_t k[Shape::kQkSteps];    // QK step s: row i = lane % 32 of a key tile, chunk 2s + h
+  // Rows of 16n chunks permute each 256-byte group of 16 chunks alike (KRows): step s + 8 reads 256 bytes past step
+  // s, an immediate, so Dqk 256 keeps 8 addresses, not 16.
+  static constexpr int kK = Shape::KLayout::kChunks % 16 == 0 && Shape::kQkSteps > 8 ? 8 : Shape::kQkSteps;
+  static constexpr int k_imm(int step) { return 256 * (step / kK); }
+  uint32_t k[kK];                 // QK step s < kK: row i = lane % 32 of a key tile, chunk 2s + h
   uint32_t v[Shape::kDvTiles];    // PV n-tile n: the transposing read's row 4h + (lane%16)/4, chunk and half
   MM_DEVICE LdsAddrs(const lds_u8* lds, uint32_t lane) {
     const uint32_t i = lane & 31u, h = lane >> 5, t16 = lane & 15u;
     const uint32_t base = __builtin_bit_cast(uint32_t, lds);
 #pragma unroll
-    for (int s = 0; s < Shape::kQkSteps; ++s) k[s] = base + Shape::kKBuf0 + Shape::KLayout::offset(i, 16u * (2u * s + h));
+    for (int s = 0; s < kK; ++s) k[s] = base + Shape::kKBuf0 + Shape::KLayout::offset(i, 16u * (2u * s + h));
     // Source lane (h, t16) of 16-lane group g supplies row 4h + t16/4 (of the 8-row half), columns
     // 32n + 16(g%2) + 4(t16%4) .. +3 (one 8-byte half chunk).
 #pragma unroll
@@ -315,6 +336,15 @@ struct LdsAddrs {
       v[n] = base + Shape::kVBuf0 + Shape::VLayout::offset(4u * h + (t16 >> 2), 64u * n + 32u * ((lane >> 4) & 1u) + 8u * (t16 & 3u));
   }
 };
+
+// The A operand of bf16 ones (the row sums of P). Remat: made by asm in each MFMA phase, so the compiler cannot keep
+// its 4 VGPRs live through the key loop (Dqk 256, the register-bound kernels; the others keep the constant).
+template <bool Remat>
+MM_DEVICE FragA ones_bf16() {
+  uint32_t x = 0x3F803F80u;
+  if constexpr (Remat) asm volatile("v_mov_b32 %0, 0x3f803f80" : "=v"(x));
+  return FragA{u32x4{x, x, x, x}};
+}
 
 // The first MFMA of an accumulation: C = 0 as the inline constant (no zeroing moves).
 MM_DEVICE FragC mfma_first(const FragA& a, const FragB& b) {
@@ -443,7 +473,8 @@ MM_DEVICE void load_v_fp8(const DenseTile<Shape>& tile, int32_t key0, Fp8V<Shape
 // K/V loads across a phase (Fp8Rows) and the paged kernels of the other head dims their page indices and
 // partial-round branches: 4 and 2 (6 spilled).
 template <class Shape, bool Dense>
-constexpr int kPrefetch = Shape::Dqk == 128 && !Shape::kKvFp8 ? 6
+constexpr int kPrefetch = Shape::Dqk == 256 ? 2
+                          : Shape::Dqk == 128 && !Shape::kKvFp8 ? 6
                           : Shape::Dqk < 128 && !Shape::kKvFp8 && Dense ? 6
                           : Dense ? 4 : 2;
 template <class Shape, int KBuf, bool DoPv, bool DoQk, int Prefetch, class Mid>
@@ -463,7 +494,8 @@ MM_DEVICE void mfma_phase(WaveState<Shape>& st, const LdsAddrs<Shape>& ad, FragC
       vhi[f] = ds_read_tr16_b64<off + 8 * (int)Shape::kVRow>(ad.v[n]);
     } else {
       constexpr int g = f - kPv, t = g / Shape::kQkSteps, ks = g % Shape::kQkSteps;
-      kf[g] = ds_read_b128<KBuf * (int)Shape::kKBytes + 32 * t * (int)Shape::kKRow>(ad.k[ks]);
+      using Ad = LdsAddrs<Shape>;
+      kf[g] = ds_read_b128<KBuf * (int)Shape::kKBytes + 32 * t * (int)Shape::kKRow + Ad::k_imm(ks)>(ad.k[ks % Ad::kK]);
     }
   };
   static_for<kN + Prefetch>([&](auto I) MM_INLINE_LAMBDA {
@@ -473,7 +505,7 @@ MM_DEVICE void mfma_phase(WaveState<Shape>& st, const LdsAddrs<Shape>& ad, FragC
     if constexpr (DoPv && i == Prefetch - 1) {
       // lb += row sums of the bf16 P the PV MFMAs use (against ones), while the first reads land:
       // normalising by them makes each output row's weights sum to 1 exactly; l stays for the LSE.
-      const FragA ones = {u32x4{0x3F803F80u, 0x3F803F80u, 0x3F803F80u, 0x3F803F80u}};
+      const FragA ones = ones_bf16<Shape::Dqk == 256>();
 #pragma unroll
       for (int c = 0; c < Shape::kPvSteps; ++c) mm::mma(st.lb, ones, st.p[c], st.lb);
     }
@@ -609,10 +641,18 @@ MM_DEVICE void add_sink(WaveState<Shape>& st, float sink2, uint32_t lane) {
   for (int n = 0; n < Shape::kDvTiles; ++n) mm::scale(st.o[n], r);
 }
 
+// Where a wave's rows go, resolved before the key loop (8 SGPRs through it, not the plan fields they come from).
+// Final rows: out (bf16, row_bytes = the token stride) and lse (0 bytes when not wanted: its stores drop).
+// A split part: its workspace slot's fp32 O [kTileRows][Dv] (row_bytes = 4 Dv) and (m, l, lb, 0) per row.
+struct Epilogue {
+  mm::buffer_rsrc rows, aux;
+  uint32_t row_bytes;
+  bool final_rows;
+};
+
 // Final rows: out = O / lb in bf16 (RTNE, canonical NaN), lse = (m + log2 l) * ln 2.
 template <class Shape>
-MM_DEVICE void store_final(const WaveState<Shape>& st, mm::buffer_rsrc o, int64_t o_token, mm::buffer_rsrc lse,
-                           bool want_lse, uint32_t wave, uint32_t lane) {
+MM_DEVICE void store_final(const WaveState<Shape>& st, const Epilogue& ep, uint32_t wave, uint32_t lane) {
   const uint32_t h = lane >> 5, j = lane & 31u;
   const uint32_t row = kWaveRows * wave + j;
   const float l = row_sum2(st.l);
@@ -625,23 +665,19 @@ MM_DEVICE void store_final(const WaveState<Shape>& st, mm::buffer_rsrc o, int64_
       if (32 * n + 8 * qd >= Shape::Dv) continue;   // Dv's pad columns (80 -> 96)
       const u32x2 w = {pack_out(st.o[n].v[4 * qd] * inv, st.o[n].v[4 * qd + 1] * inv),
                        pack_out(st.o[n].v[4 * qd + 2] * inv, st.o[n].v[4 * qd + 3] * inv)};
-      mm::buffer_store_b64(w, o, row * (uint32_t)o_token * 2u + (32u * n + 8u * qd + 4u * h) * 2u);
+      mm::buffer_store_b64(w, ep.rows, row * ep.row_bytes + (32u * n + 8u * qd + 4u * h) * 2u);
     }
-  if (want_lse && h == 0) {
+  if (h == 0) {
     const float x = l > 0.f ? (st.m + mm::log2(l)) * mm::kLn2 : kNegInf;
-    mm::buffer_store_f32(x, lse, row * 4u);
+    mm::buffer_store_f32(x, ep.aux, row * 4u);
   }
 }
 
 // A split part: fp32 O (unnormalised) and (m, l, lb) per row into its workspace slot.
 // ws_o: [slot][head][kTileRows][Dv]; ws_ml: [slot][head][kTileRows][4] = m, l (fp32 p), lb (bf16 P), 0.
 template <class Shape>
-MM_DEVICE void store_part(const WaveState<Shape>& st, float* ws_o, float* ws_ml, int32_t slot, int32_t h,
-                          int32_t heads, uint32_t wave, uint32_t lane) {
+MM_DEVICE void store_part(const WaveState<Shape>& st, const Epilogue& ep, uint32_t wave, uint32_t lane) {
   const uint32_t hf = lane >> 5, j = lane & 31u;
-  const int64_t tile = (int64_t)slot * heads + h;
-  const mm::buffer_rsrc ro = mm::make_buffer(ws_o + tile * kTileRows * Shape::Dv, kTileRows * Shape::Dv * 4u);
-  const mm::buffer_rsrc rml = mm::make_buffer(ws_ml + tile * kTileRows * 4, kTileRows * 16u);
   const uint32_t row = kWaveRows * wave + j;
   const float l = row_sum2(st.l);
 #pragma unroll
@@ -650,12 +686,13 @@ MM_DEVICE void store_part(const WaveState<Shape>& st, float* ws_o, float* ws_ml,
     for (int qd = 0; qd < 4; ++qd) {
       if (32 * n + 8 * qd >= Shape::Dv) continue;
       const f32x4 v = {st.o[n].v[4 * qd], st.o[n].v[4 * qd + 1], st.o[n].v[4 * qd + 2], st.o[n].v[4 * qd + 3]};
-      mm::buffer_store_b128(__builtin_bit_cast(u32x4, v), ro, (row * Shape::Dv + 32u * n + 8u * qd + 4u * hf) * 4u);
+      mm::buffer_store_b128(__builtin_bit_cast(u32x4, v), ep.rows,
+                            row * ep.row_bytes + (32u * n + 8u * qd + 4u * hf) * 4u);
     }
   if (hf == 0) {
     const u32x4 ml = {__builtin_bit_cast(uint32_t, st.m), __builtin_bit_cast(uint32_t, l),
                       __builtin_bit_cast(uint32_t, st.lb.v[0]), 0u};
-    mm::buffer_store_b128(ml, rml, row * 16u);
+    mm::buffer_store_b128(ml, ep.aux, row * 16u);
   }
 }
 
@@ -672,6 +709,18 @@ struct FwdPointers {
   const float* k_descale = nullptr;   // the *_fp8 kernels: fp32 [heads_kv] descales of K and V; else null
   const float* v_descale = nullptr;
 };
+
+template <class Shape, class Tile>
+MM_DEVICE Epilogue epilogue(const Tile& tile, const FwdPointers& ptr, int32_t h) {
+  if (tile.it.slot < 0) {
+    const bool want_lse = (tile.a.flags & kFlagLse) != 0;
+    return Epilogue{tile.o_rsrc(ptr.o), want_lse ? tile.lse_rsrc(ptr.lse) : mm::make_buffer(ptr.lse, 0u),
+                    (uint32_t)tile.a.o_token * 2u, true};
+  }
+  const int64_t slot = (int64_t)tile.it.slot * tile.a.heads_q + h;
+  return Epilogue{mm::make_buffer(ptr.ws_o + slot * kTileRows * Shape::Dv, kTileRows * Shape::Dv * 4u),
+                  mm::make_buffer(ptr.ws_ml + slot * kTileRows * 4, kTileRows * 16u), Shape::Dv * 4u, false};
+}
 
 // A phase boundary: every wave of the workgroup. The fragments a phase produces are tied to it (an
 // empty asm volatile reading and writing them on each side; volatile asm keeps its order), so neither
@@ -748,7 +797,7 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   float scale_log2 = a.scale_log2, softcap_pre2 = a.softcap_pre2, vd = 1.f;
   if constexpr (Shape::kKvFp8) {
     const float kd = ptr.k_descale[tile.hk];
-    vd = ptr.v_descale[tile.hk];   // read now: one SGPR through the loop, not the pointer's two
+    vd = in_sgpr(ptr.v_descale[tile.hk]);   // read now: one SGPR through the loop, not the pointer's two
     if constexpr (Shape::kSoftcap) softcap_pre2 *= kd;
     else scale_log2 = __builtin_fmaxf(scale_log2 * kd, 1.17549435e-38f);
   }
@@ -756,13 +805,9 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   // add_sink with -inf leaves m, l, lb and O bit for bit), so no item field stays live through the loop for it.
   float sink2 = kNegInf;
   if constexpr (Shape::kSinks) {
-    if (it.slot < 0 || it.sink_part) sink2 = ptr.sinks[h] * mm::kLog2e;
+    if (it.slot < 0 || it.sink_part) sink2 = in_sgpr(ptr.sinks[h] * mm::kLog2e);
   }
-  // The epilogue's resources now: 8 SGPRs live through the loop instead of the plan fields they come from.
-  const bool final_rows = it.slot < 0;
-  const mm::buffer_rsrc o_r = tile.o_rsrc(ptr.o), lse_r = tile.lse_rsrc(ptr.lse);
-  const int64_t o_token = a.o_token;
-  const bool want_lse = (a.flags & kFlagLse) != 0;
+  const Epilogue ep = epilogue<Shape>(tile, ptr, h);
   const int32_t nb = kv_begin < kv_end ? (kv_end - kv_begin + kKvBlock - 1) / kKvBlock : 0;
   const LdsAddrs<Shape> ad(lds, lane);
   constexpr int kPf = kPrefetch<Shape, __is_same(Tile, DenseTile<Shape>)>;
@@ -865,10 +910,8 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   if constexpr (Shape::kSinks) {
     add_sink(st, sink2, lane);
   }
-  if (final_rows)
-    store_final(st, o_r, o_token, lse_r, want_lse, wave, lane);
-  else
-    store_part(st, ptr.ws_o, ptr.ws_ml, it.slot, h, a.heads_q, wave, lane);
+  if (ep.final_rows) store_final(st, ep, wave, lane);
+  else store_part(st, ep, wave, lane);
 }
 
 }  // namespace attn950

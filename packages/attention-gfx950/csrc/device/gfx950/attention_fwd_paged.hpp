@@ -26,6 +26,14 @@ struct PagedKv {
   int32_t page_shift;       // log2(page_size)
 };
 
+// A wave-uniform pointer, said so (readfirstlane of both halves): the caches' resources then stay in SGPRs. Without
+// it the compiler kept them in VGPRs and wrapped every DMA in a readfirstlane loop.
+template <class T>
+MM_DEVICE const T* uniform_ptr(const T* p) {
+  const uint64_t x = reinterpret_cast<uint64_t>(p);
+  return reinterpret_cast<const T*>(((uint64_t)mm::uniform((uint32_t)(x >> 32)) << 32) | mm::uniform((uint32_t)x));
+}
+
 template <class Shape>
 struct PagedTile : DenseTile<Shape> {
   using Base = DenseTile<Shape>;
@@ -43,10 +51,10 @@ struct PagedTile : DenseTile<Shape> {
     // k_batch / v_batch carry the page strides of paged plans (elements: bf16, or bytes for fp8 K/V).
     typedef typename Shape::KvT KvT;
     const int64_t hk_k = (int64_t)this->hk * a_.k_head, hk_v = (int64_t)this->hk * a_.v_head;
-    k_span = pk.k_bytes - (uint32_t)(hk_k * Shape::kKvBytes);
-    v_span = pk.v_bytes - (uint32_t)(hk_v * Shape::kKvBytes);
-    k_cache = mm::make_buffer(reinterpret_cast<const KvT*>(k) + hk_k, k_span);
-    v_cache = mm::make_buffer(reinterpret_cast<const KvT*>(v) + hk_v, v_span);
+    k_span = mm::uniform(pk.k_bytes - (uint32_t)(hk_k * Shape::kKvBytes));
+    v_span = mm::uniform(pk.v_bytes - (uint32_t)(hk_v * Shape::kKvBytes));
+    k_cache = mm::make_buffer(uniform_ptr(reinterpret_cast<const KvT*>(k) + hk_k), k_span);
+    v_cache = mm::make_buffer(uniform_ptr(reinterpret_cast<const KvT*>(v) + hk_v), v_span);
     const int32_t n_pages = it_.k_len > 0 ? ((it_.k_len - 1) >> shift) + 1 : 0;
     page_list = mm::make_buffer(pk.pages + it_.k_tok0, (uint32_t)n_pages * 4u);
   }
