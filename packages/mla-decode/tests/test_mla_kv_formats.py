@@ -285,7 +285,7 @@ def test_dcp_merge_equals_single_rank(fmt):
     with use_backend("emu"):
         mld.mla_dcp_lse_merge_ranks(torch.stack(parts), torch.stack(lses), out, lse_out)
     o1, l1 = call(fmt, "emu", full)
-    if fmt == "a8w8":  # the ranks round P on their own 16-row tiles: equal up to the fp8 P rounding
+    if fmt == "a8w8":  # the ranks round P on their own tiles and running max: equal up to the fp8 P rounding
         assert rel_fro(out, o1) < A8W8_REL_FRO / 2
     else:
         assert (out.float() - o1.float()).abs().max().item() < O_TOL
@@ -298,8 +298,9 @@ def test_dcp_merge_equals_single_rank(fmt):
 
 def test_the_arch_runs_its_own_code_object(fmt, monkeypatch):
     """The launch ran this format's code object for the arch: gfx950's QK is v_mfma_f32_16x16x32_bf16
-    (18 per 16-token tile per row tile), gfx942's two 16x16x16 per step; PV 32 x 16x16x16 per tile; and for
-    one row tile gfx950 runs the one-wave kernel."""
+    (18 per 16-token tile per row tile), gfx942's two 16x16x16 per step; PV 32 x 16x16x16 per tile; a8w8 runs
+    QK and PV on v_mfma_f32_16x16x32_fp8_fp8 over 32-token tiles; and for one row tile gfx950 runs the
+    one-wave kernel."""
     import os
 
     case = make_case(fmt, 1, 16, 1, [64], seed=3)  # 4 tiles, one row tile, one part (forced)
@@ -312,7 +313,8 @@ def test_the_arch_runs_its_own_code_object(fmt, monkeypatch):
     # one 16-row tile: gfx950 launches the one-wave kernel (every wave computes), gfx942 the 4-wave one
     assert counters[-1]["waves"] == (1 if os.environ["MOONMATH_EMU_ARCH"] == "gfx950" else 4)
     if fmt == "a8w8":
-        assert mix == {"v_mfma_f32_16x16x32_fp8_fp8": 4 * 18, "v_mfma_f32_16x16x16_bf16": 4 * 32}
+        # 32-token tiles: QK 2 x 18 and PV 32, all on the fp8 MFMA (no bf16 PV left)
+        assert mix == {"v_mfma_f32_16x16x32_fp8_fp8": 2 * (2 * 18 + 32)}
     elif os.environ["MOONMATH_EMU_ARCH"] == "gfx950":
         assert mix == {"v_mfma_f32_16x16x32_bf16": 4 * 18, "v_mfma_f32_16x16x16_bf16": 4 * 32}
     else:
@@ -366,15 +368,22 @@ def test_rejections_name_the_argument(fmt, what):
 
 def test_split_independent_at_bf16_level(fmt):
     """The KV split changes only fp32 rounding and, for bf16 P, the running max P is taken against (measured:
-    |o1 - o7| <= 0.0039 here); a8w8 takes its fp8 P against the tile's own reference point, so its split
-    results agree within 1 bf16 ulp (measured: bitwise equal)."""
+    |o1 - o7| <= 0.0039 here). a8w8 rounds p' = 2^(x - m + 8) to e4m3fn against an integer running max m, which
+    is the same number times a power of two for every m while p' is a normal e4m3fn value, so a split moves
+    only the terms below 2^-14 of the running max, each by at most half a subnormal step (2^-10 of p' >= 2^7):
+    |o1 - o7| <= 1 bf16 ulp + n 2^-17 max|v| (measured in fp64: 6e-5 here; the bf16 outputs differ by one
+    rounding step at a few elements)."""
     case = make_case(fmt, 2, 16, 1, [400, 130], seed=21)
     o1, l1 = call(fmt, "emu", case, nparts=1)
     o7, l7 = call(fmt, "emu", case, nparts=7)
     ulp = torch.exp2(torch.floor(torch.log2(o1.float().abs().clamp(min=1e-30)))) * 2.0 ** -7
     d = (o1.float() - o7.float()).abs()
     if fmt == "a8w8":
-        assert bool((d <= ulp + 1e-6).all())
+        from moonmath_common.numerics import e4m3fn_to_f32
+
+        vmax = e4m3fn_to_f32(case["kv_pool"].view(torch.float8_e4m3fn)[..., :512]).abs().max().item() * KV_SCALE
+        assert bool((d <= ulp + 400 * 2.0 ** -17 * vmax).all())
+        assert (d > ulp + 1e-6).sum().item() <= 16  # a few of the 16384 outputs move past one rounding step
     else:
         assert d.max().item() < 0.008  # one bf16 ulp at |o| in [1, 2)
     assert (l1 - l7).abs().max().item() < 1e-4

@@ -43,35 +43,35 @@ MM_DEVICE uint32_t to_fp8x4(float a, float b, float c, float d) {
   return (uint32_t)__builtin_amdgcn_cvt_pk_fp8_f32(c, d, lo, true);
 }
 
-struct Fp8Kv : TileRoles {
-  static constexpr bool kFp8Qk = true, kFp8P = true;
+// The fetch roles of a 32-token fp8 tile (each byte of the tile by one of the 256 threads, 16 bytes a load):
+//   latent (all threads): tokens 4 vtg + e (e = 0..3), bytes 16 vcg .. +15 (vtg = tid / 32, vcg = tid % 32);
+//   rope   (threads 0..127): token rtok = tid / 4, bytes 512 + 16 rcg .. +15.
+// K stays fp8 in LDS (rows of kKStride8 bytes): the QK and, read transposed, the PV operand.
+struct Fp8Kv {
+  static constexpr bool kFp8Qk = true;
   struct Raw {
-    mm::u32x2 lat[4];  // token 4 vtg + e, bytes 8 vcg .. +7
-    mm::u32x2 rope;    // token rtok, bytes 512 + 8 rcg .. +7 (rope role)
+    mm::u32x4 lat[4];  // token 4 vtg + e, bytes 16 vcg .. +15
+    mm::u32x4 rope;    // token rtok, bytes 512 + 16 rcg .. +15 (rope role)
   };
+  uint32_t vtg, vcg, rtok, rcg;
+  bool rope_role;
   float q_inv;
-  MM_DEVICE Fp8Kv(uint32_t tid, float inv) : TileRoles(tid), q_inv(inv) {}
+  MM_DEVICE Fp8Kv(uint32_t tid, float inv)
+      : vtg(tid >> 5), vcg(tid & 31u), rtok((tid >> 2) & 31u), rcg(tid & 3u), rope_role(tid < 128u), q_inv(inv) {}
 
   template <class SlotOf>
   MM_DEVICE void fetch(Raw& raw, const void* pool, const void*, uint32_t slots, SlotOf slot_of) const {
     const mm::buffer_rsrc pb = make_pool_rows(pool, kRow, slots);
 #pragma unroll
-    for (int e = 0; e < 4; ++e) raw.lat[e] = struct_load_b64(pb, slot_of(4u * vtg + e), 8u * vcg);
+    for (int e = 0; e < 4; ++e) raw.lat[e] = pool_load_b128(pb, slot_of(4u * vtg + e), 16u * vcg);
     const uint32_t s = slot_of(rtok);
-    if (rope_role) raw.rope = struct_load_b64(pb, s, kLat + 8u * rcg);
+    if (rope_role) raw.rope = pool_load_b128(pb, s, kLat + 16u * rcg);
   }
 
-  MM_DEVICE void store(const Raw& raw, uint8_t* ks, uint8_t* vs) const {
-    mm::u32x4 v[4];
+  MM_DEVICE void store(const Raw& raw, uint8_t* ks, uint8_t*) const {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      mm::lds_write_b64(ks, (4u * vtg + e) * kKStride8 + 8u * vcg, raw.lat[e]);
-      v[e] = widen8(raw.lat[e]);
-    }
-    // widened V rows for the transposing PV read (mla_decode_lds_tile.hpp, kTrV)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) mm::lds_write_b128(vs, (4u * vtg + e) * kVRow + 16u * vcg, v[e]);
-    if (rope_role) mm::lds_write_b64(ks, rtok * kKStride8 + kLat + 8u * rcg, raw.rope);
+    for (int e = 0; e < 4; ++e) mm::lds_write_b128(ks, (4u * vtg + e) * kKStride8 + 16u * vcg, raw.lat[e]);
+    if (rope_role) mm::lds_write_b128(ks, rtok * kKStride8 + kLat + 16u * rcg, raw.rope);
   }
 
   // 8 bf16 of Q -> 8 fp8 at the per-tensor scale.
@@ -87,11 +87,18 @@ struct Fp8Kv : TileRoles {
     return mm::u32x2{to_fp8x4(f[0], f[1], f[2], f[3]), to_fp8x4(f[4], f[5], f[6], f[7])};
   }
 
-  // p (in [0, 1]) -> its e4m3fn value.
-  MM_DEVICE void round_p(const float pr[4], float pq[4]) const {
-    const uint32_t w = to_fp8x4(pr[0], pr[1], pr[2], pr[3]);
-    const mm::f32x2 lo = mm::cvt_pk_f32_fp8<false>(w), hi = mm::cvt_pk_f32_fp8<true>(w);
-    pq[0] = lo.x, pq[1] = lo.y, pq[2] = hi.x, pq[3] = hi.y;
+  // p' (in [0, 256]) -> the PV operand's 8 e4m3fn bytes (RTNE) and the sum of their values.
+  MM_DEVICE mm::u32x2 round_p8(const float pr[8], float& sum) const {
+    const mm::u32x2 w = {to_fp8x4(pr[0], pr[1], pr[2], pr[3]), to_fp8x4(pr[4], pr[5], pr[6], pr[7])};
+    float t[4];
+#pragma unroll
+    for (int d = 0; d < 2; ++d) {
+      const mm::f32x2 lo = mm::cvt_pk_f32_fp8<false>(w[d]), hi = mm::cvt_pk_f32_fp8<true>(w[d]);
+      t[2 * d] = lo.x + lo.y;
+      t[2 * d + 1] = hi.x + hi.y;
+    }
+    sum = (t[0] + t[1]) + (t[2] + t[3]);
+    return w;
   }
 };
 
