@@ -122,13 +122,14 @@ struct TileArgs {
   float* ws_ml;              // [units, rows, 4] (partial mode)
   uint32_t B, H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world, flags;
   float c_qk, o_scale;
+  const uint8_t* q8 = nullptr;  // fp8 QK (Kv::kFp8Qk): [T, H, 576] e4m3fn, the fused quantised Q rows (q_lat, q_pe unused)
 };
 
 // The kernel body. make_kv(t) builds the format's stage for fetch role t (`Kv::Raw`,
 // `fetch(raw, pool, aux, slots, slot_of)` where slot_of(t) gives token t's slot (kNoSlot past the part;
 // every lane must call it: a bpermute), `store(raw, ks, vs)`: the conversion, then the LDS stores).
 // Kv::kFp8Qk picks the numerics: false: 16-token tiles, bf16 operands (TileRoles); true (a8w8): 32-token
-// tiles (kTokens8), K kept fp8 in LDS at stride kKStride8, Q quantised by quant_q, QK and PV on
+// tiles (kTokens8), K kept fp8 in LDS at stride kKStride8, Q read as fp8 rows (TileArgs::q8), QK and PV on
 // v_mfma_f32_16x16x32_fp8_fp8, P rounded to e4m3fn by round_p8 (see the a8w8 file). The tile's fetch roles
 // are those of 256 threads; a one-wave workgroup (Waves = 1, for H * q_len <= 16, where a 4-wave group would
 // have one wave computing) takes four roles per lane: make_kv(64 p + lane), p = 0..3.
@@ -208,7 +209,19 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
 
   // Q tile: lane (j=i, g) holds columns [144g, 144g+144) of row j.
   QTile<Kv::kFp8Qk> q;
-  {
+  if constexpr (Kv::kFp8Qk) {
+    // fp8 Q rows: lane (j=i, g) loads bytes [144g, 144g+144) of row R (9 x 16); a dead lane reads past the
+    // buffer (zeros), so no branch.
+    const uint32_t qbytes = B * rows * kRow;
+    const mm::buffer_rsrc q8_buf = mm::make_buffer(a.q8, qbytes);
+    const uint32_t qoff = live ? R * kRow + 144u * g : qbytes;
+#pragma unroll
+    for (int u = 0; u < 9; ++u) {
+      const mm::u32x4 v = mm::buffer_load_b128(q8_buf, qoff + 16u * u);
+      q.w[2 * u] = mm::u32x2{v[0], v[1]};
+      q.w[2 * u + 1] = mm::u32x2{v[2], v[3]};
+    }
+  } else {
     const mm::buffer_rsrc qlat_buf = mm::make_buffer(a.q_lat, B * rows * kLat * 2u);
     const mm::buffer_rsrc qpe_buf = mm::make_buffer(a.q_pe, B * rows * 64u * 2u);
 #pragma unroll
@@ -219,8 +232,7 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
         if (col < kLat) v = mm::buffer_load_b128(qlat_buf, R * kLat * 2u + col * 2u);
         else v = mm::buffer_load_b128(qpe_buf, R * 64u * 2u + (col - kLat) * 2u);
       }
-      if constexpr (Kv::kFp8Qk) q.w[m] = kv.quant_q(v);
-      else q.w[m] = v;
+      q.w[m] = v;
     }
   }
 
@@ -253,6 +265,7 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
     bool upd;
     float alpha = 1.f;
     if constexpr (kFp8) {
+#if defined(__gfx950__)  // (the fp8 stages exist on gfx950 only: kTrV)
       // S^T = K Q^T on fp8 for the two 16-token halves h: lane (i, g) reads K row 16h + i, bytes
       // [144g, 144g+144) (9 reads of 16 fp8 = two 8-column steps each), one v_mfma_f32_16x16x32_fp8_fp8
       // per step (A/B k = 8 (lane / 16) + e).
@@ -339,6 +352,7 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
         for (int u = 0; u < kGrp; ++u) acc[kGrp * n + u] = mm::Mfma16x16x32Fp8::run(va[n & 1][u], pb, acc[kGrp * n + u]);
         mm::sched_barrier();
       }
+#endif
     } else {
       mm::f32x4 s = {0.f, 0.f, 0.f, 0.f};
       // S^T = K Q^T: 18 LDS reads in 3 double-buffered groups of 6 (one s_waitcnt per group).

@@ -35,7 +35,7 @@ FORMATS = {
     "mxfp4": (("gfx950",), "mla_decode_mxfp4", "mla_decode_mxfp4_fwd", MXFP4_ROW_BYTES),
     "a8w8": (("gfx950",), "mla_decode_a8w8", "mla_decode_a8w8_fwd", ROW),
 }
-AMAX_CODE_OBJECT, AMAX_KERNEL, AMAX_MAX_BLOCKS = "mla_q_amax", "mla_q_amax", 256
+AMAX_CODE_OBJECT, AMAX_KERNEL, QUANT_KERNEL, AMAX_MAX_BLOCKS = "mla_q_amax", "mla_q_amax", "mla_q_quant", 256
 
 
 def _op(fmt: str) -> str:
@@ -253,25 +253,31 @@ def _f32_bits(x: float) -> int:
     return struct.unpack("<I", struct.pack("<f", x))[0]
 
 
-def _format_args(fmt: str, pool_aux, q_amax) -> tuple[list, list]:
-    """The format's kernel arguments beside the pool (after it, and after o_scale)."""
-    if fmt == "mxfp4":  # the scale matrix, its row stride (bytes) and size
+def _format_args(fmt: str, pool_aux) -> tuple[list, list]:
+    """The format's kernel arguments beside the pool (after it, and after o_scale): mxfp4's scale matrix, its
+    row stride (bytes) and size."""
+    if fmt == "mxfp4":
         return [pool_aux], [pool_aux.shape[-1], pool_aux.numel()]
-    if fmt == "a8w8":   # the per-workgroup |q| maxima and their count
-        return [], [q_amax, q_amax.numel()]
     return [], []
 
 
-def _q_amax(op: str, arch: str, q_lat, q_pe) -> tuple[torch.Tensor, dict | None]:
-    """The first a8w8 launch: per-workgroup maxima of |q| (mla_q_amax.hip), on the device."""
+def _quantize_q(op: str, arch: str, q_lat, q_pe) -> tuple[torch.Tensor, torch.Tensor, list]:
+    """a8w8's first two launches (mla_q_amax.hip), on the device: per-workgroup maxima of |q|, then the fused
+    fp8 rows q8 [T, H, 576] and q_scale [1]. Returns (q8, q_scale, their counters)."""
     from . import kernel as mk
 
+    T, H, _ = q_lat.shape
     lat_chunks, pe_chunks = q_lat.numel() // 8, q_pe.numel() // 8
     blocks = max(1, min(AMAX_MAX_BLOCKS, -(-(lat_chunks + pe_chunks) // 256)))
-    parts = torch.empty(blocks, dtype=torch.float32, device=q_lat.device)
-    counters = mk.KERNELS.launch(op, arch, AMAX_CODE_OBJECT, AMAX_KERNEL, grid=blocks, block=256,
-                                 args=[q_lat, q_pe, parts, lat_chunks, pe_chunks, blocks])
-    return parts, counters
+    dev = q_lat.device
+    parts = torch.empty(blocks, dtype=torch.float32, device=dev)
+    q8 = torch.empty(T, H, ROW, dtype=torch.uint8, device=dev)
+    q_scale = torch.empty(1, dtype=torch.float32, device=dev)
+    counters = [mk.KERNELS.launch(op, arch, AMAX_CODE_OBJECT, AMAX_KERNEL, grid=blocks, block=256,
+                                  args=[q_lat, q_pe, parts, lat_chunks, pe_chunks, blocks]),
+                mk.KERNELS.launch(op, arch, AMAX_CODE_OBJECT, QUANT_KERNEL, grid=blocks, block=256,
+                                  args=[q_lat, q_pe, parts, blocks, q8, q_scale, T * H, blocks])]
+    return q8, q_scale, counters
 
 
 def run(fmt: str, q_lat, q_pe, kv_pool, pool_aux, o_lat, seq_lens, kv_indices, kv_indptr, c_qk: float,
@@ -323,18 +329,18 @@ def run(fmt: str, q_lat, q_pe, kv_pool, pool_aux, o_lat, seq_lens, kv_indices, k
     bal = FLAG_BALANCED if plan.balanced else 0
     flags = (FLAG_LSE if lse is not None else 0) | (FLAG_PARTIAL if partial else 0) | bal
     n_idx = mk._usable_indices(kv_indices.numel())
-    counters, q_amax = [], None
-    if fmt == "a8w8":
-        q_amax, amax_counters = _q_amax(op, arch, q_lat, q_pe)
-        counters.append(amax_counters)
-    after_pool, tail = _format_args(fmt, pool_aux, q_amax)
+    counters, q_args = [], [q_lat, q_pe]
+    if fmt == "a8w8":  # the kernel reads Q as fused fp8 rows and their scale
+        q8, q_scale, counters = _quantize_q(op, arch, q_lat, q_pe)
+        q_args = [q8, q_scale]
+    after_pool, tail = _format_args(fmt, pool_aux)
     # gfx950, one 16-row tile per request (H * q_len <= 16): the one-wave kernel, every wave computing (the
     # 4-wave one would run three fetch-only waves); the same units, a workgroup of 64 threads each.
     one_wave = arch == "gfx950" and plan.n_rt == 1
     grid, block = (B * plan.nparts, 64) if one_wave else (plan.grid, 256)
     counters.append(mk.KERNELS.launch(op, arch, code_object, kernel_name + ("_w1" if one_wave else ""), grid=grid,
                                       block=block,
-                                      args=[q_lat, q_pe, kv_pool, *after_pool, o_lat, seq_lens, kv_indices, kv_indptr,
+                                      args=[*q_args, kv_pool, *after_pool, o_lat, seq_lens, kv_indices, kv_indptr,
                                             glen_arg, lse, ws_o, ws_ml, B, H, q_len, plan.nparts, kv_pool.shape[0],
                                             n_idx, cp_rank, cp_world, flags, _f32_bits(c_qk), _f32_bits(o_scale),
                                             *tail]))
