@@ -176,11 +176,18 @@ def test_float64_definition(fmt):
 
 @pytest.mark.parametrize("nparts", [1, 2, 3, 7])
 def test_split_counts_agree(fmt, nparts):
-    """Any KV split (the merge kernel combines the parts) gives the reference's result."""
+    """Any KV split (the merge kernel combines the parts) gives the reference's result; a8w8's parts round P to
+    e4m3fn against their own running max (the reference is the one-part kernel), so there o agrees within the
+    fp8 P rounding (the DCP test's bound) and lse as the others."""
     case = make_case(fmt, 2, 16, 2, [150, 61], seed=nparts)
     o, lse = call(fmt, "emu", case, nparts=nparts)
     ro, rlse = call(fmt, "reference", case)
-    check_close(o, lse, ro, rlse)
+    if fmt == "a8w8" and nparts > 1:
+        assert rel_fro(o, ro) < A8W8_REL_FRO / 2
+        fin = torch.isfinite(rlse)
+        assert torch.equal(torch.isfinite(lse), fin) and (lse[fin] - rlse[fin]).abs().max().item() < LSE_TOL
+    else:
+        check_close(o, lse, ro, rlse)
 
 
 @pytest.mark.parametrize("B", [1, 3, 8])
@@ -367,25 +374,17 @@ def test_rejections_name_the_argument(fmt, what):
 
 
 def test_split_independent_at_bf16_level(fmt):
-    """The KV split changes only fp32 rounding and, for bf16 P, the running max P is taken against (measured:
-    |o1 - o7| <= 0.0039 here). a8w8 rounds p' = 2^(x - m + 8) to e4m3fn against an integer running max m, which
-    is the same number times a power of two for every m while p' is a normal e4m3fn value, so a split moves
-    only the terms below 2^-14 of the running max, each by at most half a subnormal step (2^-10 of p' >= 2^7):
-    |o1 - o7| <= 1 bf16 ulp + n 2^-17 max|v| (measured in fp64: 6e-5 here; the bf16 outputs differ by one
-    rounding step at a few elements)."""
+    """The KV split changes only fp32 rounding and the running max P is rounded against: for bf16 P that is
+    at bf16 level (measured: |o1 - o7| <= 0.0039 here); a8w8 rounds P to e4m3fn (relative step 2^-3) against
+    each part's own running max, so o moves within the fp8 P rounding (measured: relative Frobenius 0.012
+    here; the bound is the DCP test's, half of the a8w8 error bound)."""
     case = make_case(fmt, 2, 16, 1, [400, 130], seed=21)
     o1, l1 = call(fmt, "emu", case, nparts=1)
     o7, l7 = call(fmt, "emu", case, nparts=7)
-    ulp = torch.exp2(torch.floor(torch.log2(o1.float().abs().clamp(min=1e-30)))) * 2.0 ** -7
-    d = (o1.float() - o7.float()).abs()
     if fmt == "a8w8":
-        from moonmath_common.numerics import e4m3fn_to_f32
-
-        vmax = e4m3fn_to_f32(case["kv_pool"].view(torch.float8_e4m3fn)[..., :512]).abs().max().item() * KV_SCALE
-        assert bool((d <= ulp + 400 * 2.0 ** -17 * vmax).all())
-        assert (d > ulp + 1e-6).sum().item() <= 16  # a few of the 16384 outputs move past one rounding step
+        assert rel_fro(o7, o1) < A8W8_REL_FRO / 2
     else:
-        assert d.max().item() < 0.008  # one bf16 ulp at |o| in [1, 2)
+        assert (o1.float() - o7.float()).abs().max().item() < 0.008  # one bf16 ulp at |o| in [1, 2)
     assert (l1 - l7).abs().max().item() < 1e-4
 
 

@@ -54,7 +54,7 @@ MM_DEVICE mm::u32x2 struct_load_b64(mm::buffer_rsrc pool, uint32_t slot, uint32_
 
 constexpr uint32_t kKStride8 = 592;  // bytes per K row in LDS when K stays fp8 (576 + 16 pad)
 constexpr uint32_t kTokens8 = 32;    // KV tokens per tile of the fp8 (a8w8) stages: the fp8 PV MFMA's depth
-constexpr float kP8Offset = 8.f;     // fp8 P is 2^(x - m + 8): p >= 2^-14 stays a normal e4m3fn number
+constexpr float kP8Offset = 8.f;     // fp8 P is 2^(x - m + 8): p >= 2^-14 of the max is a normal e4m3fn number
 
 // gfx950 reads PV's A operand (V^T) straight from row-major bf16 V rows with ds_read_b64_tr_b16 (the tile
 // layer's lds_load_a_kmajor), so the V rows need no transposed copy: the bf16 formats read V from the K
@@ -260,8 +260,7 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
     for (int p = 0; p < kPasses; ++p) kvs.k[p].store(cur[p], ks, vs);
     mm::block_sync();  // the tile is in LDS
     if (!has_tile) return;
-    // The row's running max m_run is an integer (the ceiling of the scores' max so far, log2 units) for fp8
-    // P, the max itself for bf16 P; alpha rescales o and l when it grows.
+    // m_run: the row's running max (log2 units); alpha rescales o and l when it grows.
     bool upd;
     float alpha = 1.f;
     if constexpr (kFp8) {
@@ -306,15 +305,14 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
       for (int e = 0; e < 8; ++e) mt = __builtin_fmaxf(mt, x[e]);
       mt = __builtin_fmaxf(mt, mm::xor_lane(mt, 16));
       mt = __builtin_fmaxf(mt, mm::xor_lane(mt, 32));
-      const float mc = __builtin_ceilf(mt);
-      upd = mc > m_run;
+      upd = mt > m_run;  // eager running max over 32-token tiles
       if (upd) {
-        alpha = mm::exp2(m_run - mc);  // 0 when m_run was -inf; a power of two otherwise
-        m_run = mc;
+        alpha = mm::exp2(m_run - mt);
+        m_run = mt;
       }
-      // p' = 2^(x - m_run + 8) in (0, 256] and its e4m3fn value: o, l and ln are kept in units of 2^(m_run - 8)
-      // (kP8Offset), so every p' >= 2^-6 (p >= 2^-14) is a normal e4m3fn number, rounded as 2^(x - mi) would be
-      // for any integer reference mi (docs/numerics.md).
+      // p' = 2^(x - m_run + 8) in (0, 256] and its e4m3fn value (the row's largest score so far is exactly
+      // 256): o, l and ln are kept in units of 2^(m_run - 8) (kP8Offset), so p down to 2^-14 of the running
+      // max is a normal e4m3fn number (docs/numerics.md).
       const float m_sub = (m_run == -__builtin_inff() ? 0.f : m_run) - kP8Offset;
       float pr[8];
 #pragma unroll

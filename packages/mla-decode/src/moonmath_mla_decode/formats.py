@@ -36,6 +36,7 @@ FORMATS = {
     "a8w8": (("gfx950",), "mla_decode_a8w8", "mla_decode_a8w8_fwd", ROW),
 }
 AMAX_CODE_OBJECT, AMAX_KERNEL, QUANT_KERNEL, AMAX_MAX_BLOCKS = "mla_q_amax", "mla_q_amax", "mla_q_quant", 256
+AMAX_CHUNKS_PER_THREAD = 8
 
 
 def _op(fmt: str) -> str:
@@ -210,8 +211,8 @@ def mla_decode_a8w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tens
         cp_rank, cp_world: decode context parallelism: global position p lives on rank p % cp_world at
             local row p // cp_world.
 
-    Semantics as mla_decode_a16w8 with Q quantised and P rounded to e4m3fn per 16-row KV tile
-    (reference.mla_decode_a8w8, docs/numerics.md). Kernel for gfx950 (a gfx942 target is a TypeError naming
+    Semantics as mla_decode_a16w8 with Q quantised and P rounded to e4m3fn against the running max of 32-row
+    KV tiles (reference.mla_decode_a8w8, docs/numerics.md). Kernel for gfx950 (a gfx942 target is a TypeError naming
     kv_pool: its fp8 is e4m3fnuz).
     """
     checks.tensor("kv_pool", kv_pool, dtype=torch.float8_e4m3fn, ndim=3, contiguous=True)
@@ -268,7 +269,8 @@ def _quantize_q(op: str, arch: str, q_lat, q_pe) -> tuple[torch.Tensor, torch.Te
 
     T, H, _ = q_lat.shape
     lat_chunks, pe_chunks = q_lat.numel() // 8, q_pe.numel() // 8
-    blocks = max(1, min(AMAX_MAX_BLOCKS, -(-(lat_chunks + pe_chunks) // 256)))
+    # at least AMAX_CHUNKS_PER_THREAD 16-byte chunks per thread: a small Q takes one or two workgroups
+    blocks = max(1, min(AMAX_MAX_BLOCKS, -(-(lat_chunks + pe_chunks) // (256 * AMAX_CHUNKS_PER_THREAD))))
     dev = q_lat.device
     parts = torch.empty(blocks, dtype=torch.float32, device=dev)
     q8 = torch.empty(T, H, ROW, dtype=torch.uint8, device=dev)

@@ -14,8 +14,8 @@
 //           transposed (ds_read_b64_tr_b8), so V needs no copy and no conversion.
 //   QK      v_mfma_f32_16x16x32_fp8_fp8 (A = K, B = Q, 8 fp8 per lane: the bf16 kernels' column order),
 //           2 x 18 per tile per row tile; s = q8 . c8 times scale * kv_scale * q_scale.
-//   P       p' = 2^(x - m + 8) against the integer running max m (ceil of the row's max so far), rounded to
-//           e4m3fn (docs/numerics.md); lse from the unrounded p.
+//   P       p' = 2^(x - m + 8) against the row's running max m (over whole tiles), rounded to e4m3fn
+//           (docs/numerics.md); lse from the unrounded p.
 //   PV      v_mfma_f32_16x16x32_fp8_fp8 over the 32 tokens: 32 per tile per row tile.
 //   o       kv_scale * sum(p~ v) / sum(p~), bf16 RTNE.
 #include "../mla_decode_lds_tile.hpp"
