@@ -18,6 +18,7 @@ import math
 
 import pytest
 import torch
+from _mla_formats import dcp_views
 
 import moonmath_mla_decode as mld
 from moonmath_common import target_arch, use_backend
@@ -446,30 +447,8 @@ def test_nan_kv_outside_a_window_reaches_it_through_pv(variant):
 def dcp_case(B, H, q_len, glens, cp_world, seed):
     """A global pool per request plus, for every rank, its local view (slots of positions r, r+W, ...)."""
     g = torch.Generator().manual_seed(seed)
-    total = int(sum(glens))
-    pool = (torch.randn(total + 5, 1, 576, generator=g) / KV_SCALE).clamp(-240, 240).to(fp8())
-    perm = torch.randperm(total + 5, generator=g)[:total].to(torch.int32)
-    gstart = [0]
-    for n in glens:
-        gstart.append(gstart[-1] + n)
-    q_lat = torch.randn(B * q_len, H, 512, generator=g).to(torch.bfloat16)
-    q_pe = torch.randn(B * q_len, H, 64, generator=g).to(torch.bfloat16)
-    glen_t = torch.tensor(glens, dtype=torch.int32)
-
-    def rank_case(r):
-        lens, idx = [], []
-        for b in range(B):
-            pos = list(range(r, glens[b], cp_world))
-            lens.append(len(pos))
-            idx += [int(perm[gstart[b] + p]) for p in pos]
-        ip = torch.zeros(B + 1, dtype=torch.int32)
-        ip[1:] = torch.cumsum(torch.tensor(lens, dtype=torch.int64), 0).to(torch.int32)
-        return dict(q_lat=q_lat, q_pe=q_pe, kv_pool=pool, seq_lens=torch.tensor(lens, dtype=torch.int32),
-                    kv_indices=torch.tensor(idx, dtype=torch.int32), kv_indptr=ip, glen=glen_t)
-
-    full = dict(q_lat=q_lat, q_pe=q_pe, kv_pool=pool, seq_lens=glen_t, kv_indices=perm,
-                kv_indptr=torch.tensor(gstart, dtype=torch.int32), glen=None)
-    return rank_case, full
+    pool = (torch.randn(int(sum(glens)) + 5, 1, 576, generator=g) / KV_SCALE).clamp(-240, 240).to(fp8())
+    return dcp_views(g, pool, {}, B, H, q_len, glens, cp_world)
 
 
 @pytest.mark.parametrize("q_len", range(1, 9))

@@ -15,7 +15,7 @@ import math
 
 import pytest
 import torch
-from _mla_formats import quantize_mxfp4
+from _mla_formats import dcp_views, quantize_mxfp4
 
 import moonmath_mla_decode as mld
 from moonmath_common import use_backend
@@ -246,30 +246,8 @@ def test_nan_rows_give_nan_lse(fmt):
 
 def dcp_case(fmt, B, H, q_len, glens, cp_world, seed):
     g = torch.Generator().manual_seed(seed)
-    total = int(sum(glens))
-    pool, aux = make_pool(fmt, g, total + 5)
-    perm = torch.randperm(total + 5, generator=g)[:total].to(torch.int32)
-    gstart = [0]
-    for n in glens:
-        gstart.append(gstart[-1] + n)
-    q_lat = torch.randn(B * q_len, H, 512, generator=g).to(torch.bfloat16)
-    q_pe = torch.randn(B * q_len, H, 64, generator=g).to(torch.bfloat16)
-    glen_t = torch.tensor(glens, dtype=torch.int32)
-
-    def rank_case(r):
-        lens, idx = [], []
-        for b in range(B):
-            pos = list(range(r, glens[b], cp_world))
-            lens.append(len(pos))
-            idx += [int(perm[gstart[b] + p]) for p in pos]
-        ip = torch.zeros(B + 1, dtype=torch.int32)
-        ip[1:] = torch.cumsum(torch.tensor(lens, dtype=torch.int64), 0).to(torch.int32)
-        return dict(q_lat=q_lat, q_pe=q_pe, kv_pool=pool, kv_scales=aux, seq_lens=torch.tensor(lens, dtype=torch.int32),
-                    kv_indices=torch.tensor(idx, dtype=torch.int32), kv_indptr=ip, glen=glen_t)
-
-    full = dict(q_lat=q_lat, q_pe=q_pe, kv_pool=pool, kv_scales=aux, seq_lens=glen_t, kv_indices=perm,
-                kv_indptr=torch.tensor(gstart, dtype=torch.int32), glen=None)
-    return rank_case, full
+    pool, aux = make_pool(fmt, g, int(sum(glens)) + 5)
+    return dcp_views(g, pool, {"kv_scales": aux}, B, H, q_len, glens, cp_world)
 
 
 @pytest.mark.parametrize("q_len", [1, 3, 8])

@@ -133,6 +133,32 @@ struct TileArgs {
 // v_mfma_f32_16x16x32_fp8_fp8, P rounded to e4m3fn by round_p8 (see the a8w8 file). The tile's fetch roles
 // are those of 256 threads; a one-wave workgroup (Waves = 1, for H * q_len <= 16, where a 4-wave group would
 // have one wave computing) takes four roles per lane: make_kv(64 p + lane), p = 0..3.
+// N LDS reads, each consumed by one step, in double-buffered groups of G with one s_waitcnt per group (the
+// next group's reads in flight while this group's MFMAs run): read(u) issues read u (one LDS instruction),
+// use(u, value) its MFMA(s).
+template <int N, int G, class T, class Read, class Use>
+MM_DEVICE void grouped_reads(Read read, Use use) {
+  static_assert(N % G == 0, "whole groups");
+  constexpr int kNGrp = N / G;
+  T buf[2][G];
+#pragma unroll
+  for (int u = 0; u < G; ++u) buf[0][u] = read(u);
+#pragma unroll
+  for (int n = 0; n < kNGrp; ++n) {
+    if (n + 1 < kNGrp) {
+#pragma unroll
+      for (int u = 0; u < G; ++u) buf[(n + 1) & 1][u] = read(G * (n + 1) + u);
+      mm::wait_lgkmcnt<G>();
+    } else {
+      mm::wait_lgkmcnt<0>();
+    }
+    mm::sched_barrier();
+#pragma unroll
+    for (int u = 0; u < G; ++u) use(G * n + u, buf[n & 1][u]);
+    mm::sched_barrier();
+  }
+}
+
 template <class Kv, int N> struct KvSet { Kv k[N]; };
 template <class Kv, int N, class MakeKv> MM_DEVICE KvSet<Kv, N> make_kv_set(MakeKv make_kv, uint32_t base) {
   if constexpr (N == 1) return KvSet<Kv, 1>{{make_kv(base)}};
@@ -332,50 +358,15 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
       // double-buffered groups of 8, one s_waitcnt per group.
       const uint32_t sl = lane & 15u, hh = (sl >> 3) & 1u;
       const uint32_t vbase = (16u * hh + 4u * g + ((sl >> 1) & 3u)) * kKStride8 + 8u * (sl & 1u);
-      constexpr int kGrp = 8, kNGrp = 32 / kGrp;
-      mm::u32x2 va[2][kGrp];
-#pragma unroll
-      for (int u = 0; u < kGrp; ++u) va[0][u] = mm::lds_read_tr8_b64(ks, vbase + 16u * u);
-#pragma unroll
-      for (int n = 0; n < kNGrp; ++n) {
-        if (n + 1 < kNGrp) {
-#pragma unroll
-          for (int u = 0; u < kGrp; ++u) va[(n + 1) & 1][u] = mm::lds_read_tr8_b64(ks, vbase + 16u * (kGrp * (n + 1) + u));
-          mm::wait_lgkmcnt<kGrp>();
-        } else {
-          mm::wait_lgkmcnt<0>();
-        }
-        mm::sched_barrier();
-#pragma unroll
-        for (int u = 0; u < kGrp; ++u) acc[kGrp * n + u] = mm::Mfma16x16x32Fp8::run(va[n & 1][u], pb, acc[kGrp * n + u]);
-        mm::sched_barrier();
-      }
+      grouped_reads<32, 8, mm::u32x2>([&](int u) { return mm::lds_read_tr8_b64(ks, vbase + 16u * u); },
+                                      [&](int c, const mm::u32x2& va) { acc[c] = mm::Mfma16x16x32Fp8::run(va, pb, acc[c]); });
 #endif
     } else {
       mm::f32x4 s = {0.f, 0.f, 0.f, 0.f};
-      // S^T = K Q^T: 18 LDS reads in 3 double-buffered groups of 6 (one s_waitcnt per group).
-      {
-        constexpr int kGrp = 6, kNGrp = 18 / kGrp;
-        mm::u32x4 kw[2][kGrp];
-        const uint32_t kbase = i * kKStride + 2u * 144u * g;
-#pragma unroll
-        for (int u = 0; u < kGrp; ++u) kw[0][u] = mm::lds_read_b128(ks, kbase + 16u * u);
-#pragma unroll
-        for (int n = 0; n < kNGrp; ++n) {
-          if (n + 1 < kNGrp) {
-#pragma unroll
-            for (int u = 0; u < kGrp; ++u)
-              kw[(n + 1) & 1][u] = mm::lds_read_b128(ks, kbase + 16u * (kGrp * (n + 1) + u));
-            mm::wait_lgkmcnt<kGrp>();
-          } else {
-            mm::wait_lgkmcnt<0>();
-          }
-          mm::sched_barrier();
-#pragma unroll
-          for (int u = 0; u < kGrp; ++u) s = qk_step8(kw[n & 1][u], q.w[kGrp * n + u], s);  // the arch's stage
-          mm::sched_barrier();
-        }
-      }
+      // S^T = K Q^T: 18 LDS reads in 3 double-buffered groups of 6
+      const uint32_t kbase = i * kKStride + 2u * 144u * g;
+      grouped_reads<18, 6, mm::u32x4>([&](int u) { return mm::lds_read_b128(ks, kbase + 16u * u); },
+                                      [&](int u, const mm::u32x4& kw) { s = qk_step8(kw, q.w[u], s); });  // the arch's stage
       float x[4];
       float mt = -__builtin_inff();
       if (k + 16u <= e_live) {  // uniform: the whole tile is inside every live row's window
@@ -417,55 +408,25 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
         using Rows = mm::LinearLds<kKStride>;
         const uint8_t* vrows = ks;
         // 32 reads in 4 double-buffered groups of 8, one s_waitcnt per group (as the QK reads)
-        constexpr int kGrp = 8, kNGrp = 32 / kGrp;
-        mm::FragA<S> va[2][kGrp];
-#pragma unroll
-        for (int u = 0; u < kGrp; ++u) mm::lds_load_a_kmajor<Rows>(va[0][u], vrows, 16u * u, 0u);
-#pragma unroll
-        for (int n = 0; n < kNGrp; ++n) {
-          if (n + 1 < kNGrp) {
-#pragma unroll
-            for (int u = 0; u < kGrp; ++u)
-              mm::lds_load_a_kmajor<Rows>(va[(n + 1) & 1][u], vrows, 16u * (kGrp * (n + 1) + u), 0u);
-            mm::wait_lgkmcnt<kGrp>();
-          } else {
-            mm::wait_lgkmcnt<0>();
-          }
-          mm::sched_barrier();
-#pragma unroll
-          for (int u = 0; u < kGrp; ++u) acc[kGrp * n + u] = S::run(va[n & 1][u].w, pb, acc[kGrp * n + u]);
-          mm::sched_barrier();
-        }
+        grouped_reads<32, 8, mm::FragA<S>>(
+            [&](int u) {
+              mm::FragA<S> va;
+              mm::lds_load_a_kmajor<Rows>(va, vrows, 16u * u, 0u);
+              return va;
+            },
+            [&](int c, const mm::FragA<S>& va) { acc[c] = S::run(va.w, pb, acc[c]); });
       } else {
         // O += P V: 16 LDS reads (two chunks each) in 4 double-buffered groups of 4.
         const uint32_t vb = (i * 4u + g) * kVBlock;
-        {
-          constexpr int kGrp = 4, kNGrp = 16 / kGrp;
-          mm::u32x4 vw[2][kGrp];
+        grouped_reads<16, 4, mm::u32x4>([&](int u) { return mm::lds_read_b128(vs, vb + 16u * u); },
+                                        [&](int u, const mm::u32x4& vw) {
 #pragma unroll
-          for (int u = 0; u < kGrp; ++u) vw[0][u] = mm::lds_read_b128(vs, vb + 16u * u);
-#pragma unroll
-          for (int n = 0; n < kNGrp; ++n) {
-            if (n + 1 < kNGrp) {
-#pragma unroll
-              for (int u = 0; u < kGrp; ++u) vw[(n + 1) & 1][u] = mm::lds_read_b128(vs, vb + 16u * (kGrp * (n + 1) + u));
-              mm::wait_lgkmcnt<kGrp>();
-            } else {
-              mm::wait_lgkmcnt<0>();
-            }
-            mm::sched_barrier();
-#pragma unroll
-            for (int u = 0; u < kGrp; ++u) {
-#pragma unroll
-              for (int h = 0; h < 2; ++h) {
-                const mm::u32x2 va = {vw[n & 1][u][2 * h], vw[n & 1][u][2 * h + 1]};
-                const int c = 2 * (kGrp * n + u) + h;
-                acc[c] = mm::mfma_16x16x16_bf16(mm::bit_cast<mm::i16x4>(va), mm::bit_cast<mm::i16x4>(pb), acc[c]);
-              }
-            }
-            mm::sched_barrier();
-          }
-        }
+                                          for (int h = 0; h < 2; ++h) {
+                                            const mm::u32x2 va = {vw[2 * h], vw[2 * h + 1]};
+                                            acc[2 * u + h] = mm::mfma_16x16x16_bf16(mm::bit_cast<mm::i16x4>(va),
+                                                                                    mm::bit_cast<mm::i16x4>(pb), acc[2 * u + h]);
+                                          }
+                                        });
       }
     }
   };
