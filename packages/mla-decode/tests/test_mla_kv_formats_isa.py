@@ -3,12 +3,13 @@ gfx950/mla_decode_a8w8.hip over mla_decode_lds_tile.hpp; mla_q_amax.hip), read f
 
 Budgets (docs/kernels/mla_decode_formats.md): one wave per SIMD (waves_per_eu 1, 256 threads), so the VGPR
 budget is a margin over today's count, not an occupancy step: a16w16 <= 352 (AGPR <= 96), mxfp4 <= 336
-(AGPR <= 64), a8w8 <= 352 (AGPR <= 96; Q is held as fp8, the raw 32-token tile is 20 VGPRs a buffer); SGPR <= 80; LDS one tile (36096 bytes); no scratch,
-no spills. The gfx950 one-wave kernels (`*_fwd_w1`, 64 threads, four fetch roles per lane: their raw tile
-registers are four times larger): a16w16 <= 464 (AGPR <= 208), mxfp4 <= 384 (AGPR <= 128), a8w8 <= 480
-(AGPR <= 224). mla_q_amax: VGPR <= 24, LDS 16; mla_q_quant: VGPR <= 24, no LDS. Static MFMA mix (the loop unrolled by two tiles): per 16-token
-tile 18 QK (gfx950 16x16x32 bf16; gfx942 36 x 16x16x16) and 32 PV 16x16x16 bf16; a8w8 per 32-token tile 2 x 18
-QK and 32 PV, all v_mfma_f32_16x16x32_fp8_fp8.
+(AGPR <= 64), a8w8 <= 352 (AGPR <= 96; Q is held as fp8, the raw 32-token tile is 20 VGPRs a buffer);
+SGPR <= 80; LDS one tile (36096 bytes); no scratch, no spills. The gfx950 one-wave kernels (`*_fwd_w1`, 64
+threads, four fetch roles per lane: their raw tile registers are four times larger): a16w16 <= 464 (AGPR <=
+208), mxfp4 <= 384 (AGPR <= 128), a8w8 <= 480 (AGPR <= 224). mla_q_amax: VGPR <= 24, LDS 16; mla_q_quant:
+VGPR <= 24, no LDS. Static MFMA mix (the loop unrolled by two tiles): per 16-token tile 18 QK (gfx950
+16x16x32 bf16; gfx942 36 x 16x16x16) and 32 PV 16x16x16 bf16; a8w8 per 32-token tile 2 x 18 QK and 32 PV,
+all v_mfma_f32_16x16x32_fp8_fp8.
 """
 from __future__ import annotations
 

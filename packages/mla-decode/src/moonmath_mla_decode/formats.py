@@ -52,6 +52,14 @@ def _require_arch(fmt: str, name: str, want: str) -> None:
                         f"target arch is {arch}")
 
 
+def _write_reference(o_lat: torch.Tensor, lse: torch.Tensor | None, result) -> None:
+    """The reference backend's (o, lse) into the op's outputs."""
+    o, l = result
+    o_lat.copy_(o)
+    if lse is not None:
+        lse.copy_(l)
+
+
 def mla_decode_a16w16(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: torch.Tensor,
                       seq_lens: torch.Tensor, kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float,
                       lse: torch.Tensor | None = None, glen: torch.Tensor | None = None, cp_rank: int = 0,
@@ -94,11 +102,8 @@ def _a16w16_op(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o
                seq_lens: torch.Tensor, kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float,
                lse: torch.Tensor | None, glen: torch.Tensor | None, cp_rank: int, cp_world: int) -> None:
     if get_backend() == "reference":
-        o, l = reference.mla_decode_a16w16(q_lat, q_pe, kv_pool, seq_lens, kv_indices, kv_indptr, scale, glen,
-                                           cp_rank, cp_world)
-        o_lat.copy_(o)
-        if lse is not None:
-            lse.copy_(l)
+        _write_reference(o_lat, lse, reference.mla_decode_a16w16(q_lat, q_pe, kv_pool, seq_lens, kv_indices,
+                                                                  kv_indptr, scale, glen, cp_rank, cp_world))
     else:
         run("a16w16", q_lat, q_pe, kv_pool, None, o_lat, seq_lens, kv_indices, kv_indptr, scale * LOG2E, 1.0, lse,
             glen, cp_rank, cp_world)
@@ -170,11 +175,8 @@ def _mxfp4_op(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, kv
               o_lat: torch.Tensor, seq_lens: torch.Tensor, kv_indices: torch.Tensor, kv_indptr: torch.Tensor,
               scale: float, lse: torch.Tensor | None, glen: torch.Tensor | None, cp_rank: int, cp_world: int) -> None:
     if get_backend() == "reference":
-        o, l = reference.mla_decode_mxfp4(q_lat, q_pe, kv_pool, kv_scales, seq_lens, kv_indices, kv_indptr, scale,
-                                          glen, cp_rank, cp_world)
-        o_lat.copy_(o)
-        if lse is not None:
-            lse.copy_(l)
+        _write_reference(o_lat, lse, reference.mla_decode_mxfp4(q_lat, q_pe, kv_pool, kv_scales, seq_lens, kv_indices,
+                                                                 kv_indptr, scale, glen, cp_rank, cp_world))
     else:
         run("mxfp4", q_lat, q_pe, kv_pool, kv_scales, o_lat, seq_lens, kv_indices, kv_indptr, scale * LOG2E, 1.0, lse,
             glen, cp_rank, cp_world)
@@ -232,11 +234,8 @@ def _a8w8_op(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_l
              seq_lens: torch.Tensor, kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float, kv_scale: float,
              lse: torch.Tensor | None, glen: torch.Tensor | None, cp_rank: int, cp_world: int) -> None:
     if get_backend() == "reference":
-        o, l = reference.mla_decode_a8w8(q_lat, q_pe, kv_pool, seq_lens, kv_indices, kv_indptr, scale, kv_scale,
-                                         glen, cp_rank, cp_world)
-        o_lat.copy_(o)
-        if lse is not None:
-            lse.copy_(l)
+        _write_reference(o_lat, lse, reference.mla_decode_a8w8(q_lat, q_pe, kv_pool, seq_lens, kv_indices, kv_indptr,
+                                                                scale, kv_scale, glen, cp_rank, cp_world))
     else:
         run("a8w8", q_lat, q_pe, kv_pool, None, o_lat, seq_lens, kv_indices, kv_indptr, scale * kv_scale * LOG2E,
             kv_scale, lse, glen, cp_rank, cp_world)
