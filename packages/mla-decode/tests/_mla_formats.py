@@ -132,3 +132,21 @@ def dcp_views(g: torch.Generator, pool: torch.Tensor, extra: dict, B: int, H: in
     full = dict(q_lat=q_lat, q_pe=q_pe, kv_pool=pool, **extra, seq_lens=glen_t, kv_indices=perm,
                 kv_indptr=torch.tensor(gstart, dtype=torch.int32), glen=None)
     return rank_case, full
+
+
+O_TOL, LSE_TOL = 0.02, 0.05  # the seed's MLA tolerance: max |o - ref|, max |lse - ref| (base 2)
+
+
+def check_close(o, lse, ro, rlse):
+    """o (bf16) and lse (or None) against the reference's: no NaN, within O_TOL / LSE_TOL, the same -inf rows."""
+    assert not torch.isnan(o.float()).any()
+    err = (o.float() - ro.float()).abs().max().item()
+    assert err < O_TOL, f"max |o - ref| = {err}"
+    if lse is not None:
+        fin, rfin = torch.isfinite(lse), torch.isfinite(rlse)
+        assert torch.equal(fin, rfin), "finite / -inf pattern of lse differs"
+        assert torch.equal(lse[~fin], rlse[~rfin])
+        if fin.any():
+            lerr = (lse[fin] - rlse[fin]).abs().max().item()
+            assert lerr < LSE_TOL, f"max |lse - ref| = {lerr}"
+    return err

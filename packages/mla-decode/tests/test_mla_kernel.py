@@ -18,7 +18,7 @@ import math
 
 import pytest
 import torch
-from _mla_formats import dcp_views
+from _mla_formats import LSE_TOL, O_TOL, check_close, dcp_views
 
 import moonmath_mla_decode as mld
 from moonmath_common import target_arch, use_backend
@@ -28,7 +28,6 @@ from moonmath_mla_decode import reference
 from moonmath_mla_decode.decode import POOL_DTYPES
 
 SCALE, KV_SCALE = 0.088, 0.02
-O_TOL, LSE_TOL = 0.02, 0.05
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -87,20 +86,6 @@ def call(backend, case, *, lse=True, cp_rank=0, cp_world=1, nparts=None, variant
         else:
             mld.mla_decode_a16w8(*args, lse=l_out, glen=case["glen"], cp_rank=cp_rank, cp_world=cp_world)
     return o, l_out
-
-
-def check_close(o, lse, ro, rlse):
-    assert not torch.isnan(o.float()).any()
-    err = (o.float() - ro.float()).abs().max().item()
-    assert err < O_TOL, f"max |o - ref| = {err}"
-    if lse is not None:
-        fin, rfin = torch.isfinite(lse), torch.isfinite(rlse)
-        assert torch.equal(fin, rfin), "finite / -inf pattern of lse differs"
-        assert torch.equal(lse[~fin], rlse[~rfin])
-        if fin.any():
-            lerr = (lse[fin] - rlse[fin]).abs().max().item()
-            assert lerr < LSE_TOL, f"max |lse - ref| = {lerr}"
-    return err
 
 
 # ---- against the reference -------------------------------------------------------------------------
