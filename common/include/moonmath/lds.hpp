@@ -13,6 +13,17 @@ MM_DEVICE u32x4 lds_read_b128(const void* base, uint32_t off) { return *(const u
 MM_DEVICE void lds_write_b64(void* base, uint32_t off, u32x2 v) { *(u32x2*)((uint8_t*)base + off) = v; }
 MM_DEVICE void lds_write_b128(void* base, uint32_t off, u32x4 v) { *(u32x4*)((uint8_t*)base + off) = v; }
 
+#if defined(__gfx950__)
+// ds_read_b64_tr_b8: each lane supplies the address of an 8-byte row segment; in every 16-lane group, lane t
+// receives byte t % 8 of the segments of lanes t / 8, t / 8 + 2, .., t / 8 + 14 (one byte per segment, in
+// that order): a 16 x 8 byte matrix read transposed, e.g. an fp8 MFMA operand from row-major rows.
+MM_DEVICE u32x2 lds_read_tr8_b64(const void* base, uint32_t off) {
+  typedef int i32x2_t __attribute__((ext_vector_type(2)));
+  auto* p = (__attribute__((address_space(3))) i32x2_t*)((const uint8_t*)base + off);
+  return bit_cast<u32x2>(__builtin_amdgcn_ds_read_tr8_b64_v2i32(p));
+}
+#endif
+
 // Swizzle policies map (row, byte within the row) of a row-major tile to its LDS byte offset.
 // Every policy has: kRowBytes; offset(row, byte); byte_of(row, physical byte within the row), the
 // inverse within a row (direct-to-LDS staging writes physical positions and needs the logical ones).

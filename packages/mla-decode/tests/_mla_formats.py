@@ -102,3 +102,51 @@ def gpumode_exact(x: dict) -> torch.Tensor:
         c = kv[ip[b]:ip[b + 1]]
         out[b] = torch.softmax(GPUMODE_SCALE * q[b] @ c.T, -1) @ c[:, :512]
     return out
+
+
+def dcp_views(g: torch.Generator, pool: torch.Tensor, extra: dict, B: int, H: int, q_len: int, glens: list[int],
+              cp_world: int):
+    """Decode-context-parallel cases over one pool (drawn by the caller from g, then Q and the slot order from g):
+    rank_case(r) is rank r's local view (positions r, r + W, ... of every request), full the unsplit case.
+    ``extra`` (e.g. {"kv_scales": ...}) goes into every case."""
+    total = int(sum(glens))
+    perm = torch.randperm(pool.shape[0], generator=g)[:total].to(torch.int32)
+    gstart = [0]
+    for n in glens:
+        gstart.append(gstart[-1] + n)
+    q_lat = torch.randn(B * q_len, H, 512, generator=g).to(torch.bfloat16)
+    q_pe = torch.randn(B * q_len, H, 64, generator=g).to(torch.bfloat16)
+    glen_t = torch.tensor(glens, dtype=torch.int32)
+
+    def rank_case(r):
+        lens, idx = [], []
+        for b in range(B):
+            pos = list(range(r, glens[b], cp_world))
+            lens.append(len(pos))
+            idx += [int(perm[gstart[b] + p]) for p in pos]
+        ip = torch.zeros(B + 1, dtype=torch.int32)
+        ip[1:] = torch.cumsum(torch.tensor(lens, dtype=torch.int64), 0).to(torch.int32)
+        return dict(q_lat=q_lat, q_pe=q_pe, kv_pool=pool, **extra, seq_lens=torch.tensor(lens, dtype=torch.int32),
+                    kv_indices=torch.tensor(idx, dtype=torch.int32), kv_indptr=ip, glen=glen_t)
+
+    full = dict(q_lat=q_lat, q_pe=q_pe, kv_pool=pool, **extra, seq_lens=glen_t, kv_indices=perm,
+                kv_indptr=torch.tensor(gstart, dtype=torch.int32), glen=None)
+    return rank_case, full
+
+
+O_TOL, LSE_TOL = 0.02, 0.05  # the seed's MLA tolerance: max |o - ref|, max |lse - ref| (base 2)
+
+
+def check_close(o, lse, ro, rlse):
+    """o (bf16) and lse (or None) against the reference's: no NaN, within O_TOL / LSE_TOL, the same -inf rows."""
+    assert not torch.isnan(o.float()).any()
+    err = (o.float() - ro.float()).abs().max().item()
+    assert err < O_TOL, f"max |o - ref| = {err}"
+    if lse is not None:
+        fin, rfin = torch.isfinite(lse), torch.isfinite(rlse)
+        assert torch.equal(fin, rfin), "finite / -inf pattern of lse differs"
+        assert torch.equal(lse[~fin], rlse[~rfin])
+        if fin.any():
+            lerr = (lse[fin] - rlse[fin]).abs().max().item()
+            assert lerr < LSE_TOL, f"max |lse - ref| = {lerr}"
+    return err

@@ -18,6 +18,7 @@ import math
 
 import pytest
 import torch
+from _mla_formats import LSE_TOL, O_TOL, check_close, dcp_views
 
 import moonmath_mla_decode as mld
 from moonmath_common import target_arch, use_backend
@@ -27,7 +28,6 @@ from moonmath_mla_decode import reference
 from moonmath_mla_decode.decode import POOL_DTYPES
 
 SCALE, KV_SCALE = 0.088, 0.02
-O_TOL, LSE_TOL = 0.02, 0.05
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -86,20 +86,6 @@ def call(backend, case, *, lse=True, cp_rank=0, cp_world=1, nparts=None, variant
         else:
             mld.mla_decode_a16w8(*args, lse=l_out, glen=case["glen"], cp_rank=cp_rank, cp_world=cp_world)
     return o, l_out
-
-
-def check_close(o, lse, ro, rlse):
-    assert not torch.isnan(o.float()).any()
-    err = (o.float() - ro.float()).abs().max().item()
-    assert err < O_TOL, f"max |o - ref| = {err}"
-    if lse is not None:
-        fin, rfin = torch.isfinite(lse), torch.isfinite(rlse)
-        assert torch.equal(fin, rfin), "finite / -inf pattern of lse differs"
-        assert torch.equal(lse[~fin], rlse[~rfin])
-        if fin.any():
-            lerr = (lse[fin] - rlse[fin]).abs().max().item()
-            assert lerr < LSE_TOL, f"max |lse - ref| = {lerr}"
-    return err
 
 
 # ---- against the reference -------------------------------------------------------------------------
@@ -446,30 +432,8 @@ def test_nan_kv_outside_a_window_reaches_it_through_pv(variant):
 def dcp_case(B, H, q_len, glens, cp_world, seed):
     """A global pool per request plus, for every rank, its local view (slots of positions r, r+W, ...)."""
     g = torch.Generator().manual_seed(seed)
-    total = int(sum(glens))
-    pool = (torch.randn(total + 5, 1, 576, generator=g) / KV_SCALE).clamp(-240, 240).to(fp8())
-    perm = torch.randperm(total + 5, generator=g)[:total].to(torch.int32)
-    gstart = [0]
-    for n in glens:
-        gstart.append(gstart[-1] + n)
-    q_lat = torch.randn(B * q_len, H, 512, generator=g).to(torch.bfloat16)
-    q_pe = torch.randn(B * q_len, H, 64, generator=g).to(torch.bfloat16)
-    glen_t = torch.tensor(glens, dtype=torch.int32)
-
-    def rank_case(r):
-        lens, idx = [], []
-        for b in range(B):
-            pos = list(range(r, glens[b], cp_world))
-            lens.append(len(pos))
-            idx += [int(perm[gstart[b] + p]) for p in pos]
-        ip = torch.zeros(B + 1, dtype=torch.int32)
-        ip[1:] = torch.cumsum(torch.tensor(lens, dtype=torch.int64), 0).to(torch.int32)
-        return dict(q_lat=q_lat, q_pe=q_pe, kv_pool=pool, seq_lens=torch.tensor(lens, dtype=torch.int32),
-                    kv_indices=torch.tensor(idx, dtype=torch.int32), kv_indptr=ip, glen=glen_t)
-
-    full = dict(q_lat=q_lat, q_pe=q_pe, kv_pool=pool, seq_lens=glen_t, kv_indices=perm,
-                kv_indptr=torch.tensor(gstart, dtype=torch.int32), glen=None)
-    return rank_case, full
+    pool = (torch.randn(int(sum(glens)) + 5, 1, 576, generator=g) / KV_SCALE).clamp(-240, 240).to(fp8())
+    return dcp_views(g, pool, {}, B, H, q_len, glens, cp_world)
 
 
 @pytest.mark.parametrize("q_len", range(1, 9))

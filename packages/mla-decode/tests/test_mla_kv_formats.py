@@ -15,14 +15,13 @@ import math
 
 import pytest
 import torch
-from _mla_formats import quantize_mxfp4
+from _mla_formats import LSE_TOL, O_TOL, check_close, dcp_views, quantize_mxfp4
 
 import moonmath_mla_decode as mld
 from moonmath_common import use_backend
 from moonmath_mla_decode import formats, reference
 
 SCALE = 0.088
-O_TOL, LSE_TOL = 0.02, 0.05
 # a8w8 against the exact math with bf16 Q: its Q and P are e4m3fn (relative step 2^-3, rounding error up to
 # 2^-4 per element / per p), so o carries a few percent: relative Frobenius error measured 0.027-0.042 at
 # these data (docs/numerics.md); the bound is 0.06. Against its own definition it is at bf16 level.
@@ -94,20 +93,6 @@ def call(fmt, backend, case, *, lse=True, cp_rank=0, cp_world=1, nparts=None, ba
     return o, l_out
 
 
-def check_close(o, lse, ro, rlse):
-    assert not torch.isnan(o.float()).any()
-    err = (o.float() - ro.float()).abs().max().item()
-    assert err < O_TOL, f"max |o - ref| = {err}"
-    if lse is not None:
-        fin, rfin = torch.isfinite(lse), torch.isfinite(rlse)
-        assert torch.equal(fin, rfin), "finite / -inf pattern of lse differs"
-        assert torch.equal(lse[~fin], rlse[~rfin])
-        if fin.any():
-            lerr = (lse[fin] - rlse[fin]).abs().max().item()
-            assert lerr < LSE_TOL, f"max |lse - ref| = {lerr}"
-    return err
-
-
 def dequantised(fmt, case):
     """fp32 [slots, 576] rows of the case's pool as its format defines them."""
     pool = case["kv_pool"]
@@ -176,11 +161,18 @@ def test_float64_definition(fmt):
 
 @pytest.mark.parametrize("nparts", [1, 2, 3, 7])
 def test_split_counts_agree(fmt, nparts):
-    """Any KV split (the merge kernel combines the parts) gives the reference's result."""
+    """Any KV split (the merge kernel combines the parts) gives the reference's result; a8w8's parts round P to
+    e4m3fn against their own running max (the reference is the one-part kernel), so there o agrees within the
+    fp8 P rounding (the DCP test's bound) and lse as the others."""
     case = make_case(fmt, 2, 16, 2, [150, 61], seed=nparts)
     o, lse = call(fmt, "emu", case, nparts=nparts)
     ro, rlse = call(fmt, "reference", case)
-    check_close(o, lse, ro, rlse)
+    if fmt == "a8w8" and nparts > 1:
+        assert rel_fro(o, ro) < A8W8_REL_FRO / 2
+        fin = torch.isfinite(rlse)
+        assert torch.equal(torch.isfinite(lse), fin) and (lse[fin] - rlse[fin]).abs().max().item() < LSE_TOL
+    else:
+        check_close(o, lse, ro, rlse)
 
 
 @pytest.mark.parametrize("B", [1, 3, 8])
@@ -239,30 +231,8 @@ def test_nan_rows_give_nan_lse(fmt):
 
 def dcp_case(fmt, B, H, q_len, glens, cp_world, seed):
     g = torch.Generator().manual_seed(seed)
-    total = int(sum(glens))
-    pool, aux = make_pool(fmt, g, total + 5)
-    perm = torch.randperm(total + 5, generator=g)[:total].to(torch.int32)
-    gstart = [0]
-    for n in glens:
-        gstart.append(gstart[-1] + n)
-    q_lat = torch.randn(B * q_len, H, 512, generator=g).to(torch.bfloat16)
-    q_pe = torch.randn(B * q_len, H, 64, generator=g).to(torch.bfloat16)
-    glen_t = torch.tensor(glens, dtype=torch.int32)
-
-    def rank_case(r):
-        lens, idx = [], []
-        for b in range(B):
-            pos = list(range(r, glens[b], cp_world))
-            lens.append(len(pos))
-            idx += [int(perm[gstart[b] + p]) for p in pos]
-        ip = torch.zeros(B + 1, dtype=torch.int32)
-        ip[1:] = torch.cumsum(torch.tensor(lens, dtype=torch.int64), 0).to(torch.int32)
-        return dict(q_lat=q_lat, q_pe=q_pe, kv_pool=pool, kv_scales=aux, seq_lens=torch.tensor(lens, dtype=torch.int32),
-                    kv_indices=torch.tensor(idx, dtype=torch.int32), kv_indptr=ip, glen=glen_t)
-
-    full = dict(q_lat=q_lat, q_pe=q_pe, kv_pool=pool, kv_scales=aux, seq_lens=glen_t, kv_indices=perm,
-                kv_indptr=torch.tensor(gstart, dtype=torch.int32), glen=None)
-    return rank_case, full
+    pool, aux = make_pool(fmt, g, int(sum(glens)) + 5)
+    return dcp_views(g, pool, {"kv_scales": aux}, B, H, q_len, glens, cp_world)
 
 
 @pytest.mark.parametrize("q_len", [1, 3, 8])
@@ -285,7 +255,7 @@ def test_dcp_merge_equals_single_rank(fmt):
     with use_backend("emu"):
         mld.mla_dcp_lse_merge_ranks(torch.stack(parts), torch.stack(lses), out, lse_out)
     o1, l1 = call(fmt, "emu", full)
-    if fmt == "a8w8":  # the ranks round P on their own 16-row tiles: equal up to the fp8 P rounding
+    if fmt == "a8w8":  # the ranks round P on their own tiles and running max: equal up to the fp8 P rounding
         assert rel_fro(out, o1) < A8W8_REL_FRO / 2
     else:
         assert (out.float() - o1.float()).abs().max().item() < O_TOL
@@ -298,8 +268,9 @@ def test_dcp_merge_equals_single_rank(fmt):
 
 def test_the_arch_runs_its_own_code_object(fmt, monkeypatch):
     """The launch ran this format's code object for the arch: gfx950's QK is v_mfma_f32_16x16x32_bf16
-    (18 per 16-token tile per row tile), gfx942's two 16x16x16 per step; PV 32 x 16x16x16 per tile; and for
-    one row tile gfx950 runs the one-wave kernel."""
+    (18 per 16-token tile per row tile), gfx942's two 16x16x16 per step; PV 32 x 16x16x16 per tile; a8w8 runs
+    QK and PV on v_mfma_f32_16x16x32_fp8_fp8 over 32-token tiles; and for one row tile gfx950 runs the
+    one-wave kernel."""
     import os
 
     case = make_case(fmt, 1, 16, 1, [64], seed=3)  # 4 tiles, one row tile, one part (forced)
@@ -307,12 +278,13 @@ def test_the_arch_runs_its_own_code_object(fmt, monkeypatch):
     with use_backend("emu"):
         counters = formats.run(fmt, case["q_lat"], case["q_pe"], case["kv_pool"], case["kv_scales"], o,
                                case["seq_lens"], case["kv_indices"], case["kv_indptr"], *factors(fmt), nparts=1)
-    assert len(counters) == (2 if fmt == "a8w8" else 1)  # a8w8: the |q| maxima, then the decode
+    assert len(counters) == (3 if fmt == "a8w8" else 1)  # a8w8: the |q| maxima, the fp8 Q rows, the decode
     mix = counters[-1]["mfma_by_opcode"]
     # one 16-row tile: gfx950 launches the one-wave kernel (every wave computes), gfx942 the 4-wave one
     assert counters[-1]["waves"] == (1 if os.environ["MOONMATH_EMU_ARCH"] == "gfx950" else 4)
     if fmt == "a8w8":
-        assert mix == {"v_mfma_f32_16x16x32_fp8_fp8": 4 * 18, "v_mfma_f32_16x16x16_bf16": 4 * 32}
+        # 32-token tiles: QK 2 x 18 and PV 32, all on the fp8 MFMA (no bf16 PV left)
+        assert mix == {"v_mfma_f32_16x16x32_fp8_fp8": 2 * (2 * 18 + 32)}
     elif os.environ["MOONMATH_EMU_ARCH"] == "gfx950":
         assert mix == {"v_mfma_f32_16x16x32_bf16": 4 * 18, "v_mfma_f32_16x16x16_bf16": 4 * 32}
     else:
@@ -365,18 +337,17 @@ def test_rejections_name_the_argument(fmt, what):
 
 
 def test_split_independent_at_bf16_level(fmt):
-    """The KV split changes only fp32 rounding and, for bf16 P, the running max P is taken against (measured:
-    |o1 - o7| <= 0.0039 here); a8w8 takes its fp8 P against the tile's own reference point, so its split
-    results agree within 1 bf16 ulp (measured: bitwise equal)."""
+    """The KV split changes only fp32 rounding and the running max P is rounded against: for bf16 P that is
+    at bf16 level (measured: |o1 - o7| <= 0.0039 here); a8w8 rounds P to e4m3fn (relative step 2^-3) against
+    each part's own running max, so o moves within the fp8 P rounding (measured: relative Frobenius 0.012
+    here; the bound is the DCP test's, half of the a8w8 error bound)."""
     case = make_case(fmt, 2, 16, 1, [400, 130], seed=21)
     o1, l1 = call(fmt, "emu", case, nparts=1)
     o7, l7 = call(fmt, "emu", case, nparts=7)
-    ulp = torch.exp2(torch.floor(torch.log2(o1.float().abs().clamp(min=1e-30)))) * 2.0 ** -7
-    d = (o1.float() - o7.float()).abs()
     if fmt == "a8w8":
-        assert bool((d <= ulp + 1e-6).all())
+        assert rel_fro(o7, o1) < A8W8_REL_FRO / 2
     else:
-        assert d.max().item() < 0.008  # one bf16 ulp at |o| in [1, 2)
+        assert (o1.float() - o7.float()).abs().max().item() < 0.008  # one bf16 ulp at |o| in [1, 2)
     assert (l1 - l7).abs().max().item() < 1e-4
 
 

@@ -3,11 +3,13 @@ gfx950/mla_decode_a8w8.hip over mla_decode_lds_tile.hpp; mla_q_amax.hip), read f
 
 Budgets (docs/kernels/mla_decode_formats.md): one wave per SIMD (waves_per_eu 1, 256 threads), so the VGPR
 budget is a margin over today's count, not an occupancy step: a16w16 <= 352 (AGPR <= 96), mxfp4 <= 336
-(AGPR <= 64), a8w8 <= 288 (AGPR <= 32; Q is held as fp8); SGPR <= 80; LDS one tile (36096 bytes); no scratch,
-no spills. The gfx950 one-wave kernels (`*_fwd_w1`, 64 threads, four fetch roles per lane: their raw tile
-registers are four times larger): a16w16 <= 464 (AGPR <= 208), mxfp4 <= 384 (AGPR <= 128), a8w8 <= 336
-(AGPR <= 80). mla_q_amax: VGPR <= 24, LDS 16. Static MFMA mix (the loop unrolled by two tiles): per tile 18 QK
-(gfx950 16x16x32 bf16, or a8w8's 16x16x32 fp8; gfx942 36 x 16x16x16) and 32 PV 16x16x16 bf16.
+(AGPR <= 64), a8w8 <= 352 (AGPR <= 96; Q is held as fp8, the raw 32-token tile is 20 VGPRs a buffer);
+SGPR <= 80; LDS one tile (36096 bytes); no scratch, no spills. The gfx950 one-wave kernels (`*_fwd_w1`, 64
+threads, four fetch roles per lane: their raw tile registers are four times larger): a16w16 <= 464 (AGPR <=
+208), mxfp4 <= 384 (AGPR <= 128), a8w8 <= 480 (AGPR <= 224). mla_q_amax: VGPR <= 24, LDS 16; mla_q_quant:
+VGPR <= 24, no LDS. Static MFMA mix (the loop unrolled by two tiles): per 16-token tile 18 QK (gfx950
+16x16x32 bf16; gfx942 36 x 16x16x16) and 32 PV 16x16x16 bf16; a8w8 per 32-token tile 2 x 18 QK and 32 PV,
+all v_mfma_f32_16x16x32_fp8_fp8.
 """
 from __future__ import annotations
 
@@ -21,18 +23,18 @@ from moonmath_mla_decode.kernel import KERNELS
 BUDGETS = {
     "a16w16": dict(vgpr=352, agpr=96, sgpr=80, lds=36096),
     "mxfp4": dict(vgpr=336, agpr=64, sgpr=80, lds=36096),
-    "a8w8": dict(vgpr=288, agpr=32, sgpr=80, lds=36096),
+    "a8w8": dict(vgpr=352, agpr=96, sgpr=80, lds=36096),
 }
 BUDGETS_W1 = {
     "a16w16": dict(vgpr=464, agpr=208, sgpr=80, lds=36096),
     "mxfp4": dict(vgpr=384, agpr=128, sgpr=80, lds=36096),
-    "a8w8": dict(vgpr=336, agpr=80, sgpr=80, lds=36096),
+    "a8w8": dict(vgpr=480, agpr=224, sgpr=80, lds=36096),
 }
 BF16_950 = {"v_mfma_f32_16x16x32_bf16": 2 * 18, "v_mfma_f32_16x16x16_bf16": 2 * 32}
 MFMA_MIX = {
     ("a16w16", "gfx950"): BF16_950, ("mxfp4", "gfx950"): BF16_950,
     ("a16w16", "gfx942"): {"v_mfma_f32_16x16x16_bf16": 2 * (36 + 32)},
-    ("a8w8", "gfx950"): {"v_mfma_f32_16x16x32_fp8_fp8": 2 * 18, "v_mfma_f32_16x16x16_bf16": 2 * 32},
+    ("a8w8", "gfx950"): {"v_mfma_f32_16x16x32_fp8_fp8": 2 * (2 * 18 + 32)},
 }
 CASES = [(fmt, arch, "") for fmt in BUDGETS for arch in FORMATS[fmt][0]] + [(fmt, "gfx950", "_w1") for fmt in BUDGETS]
 
@@ -59,6 +61,8 @@ def test_q_amax_budget(arch):
     _need(arch, "mla_q_amax")
     m = KERNELS.kernel_meta("isa budget", arch, "mla_q_amax", "mla_q_amax")
     assert m.vgpr <= 24 and m.agpr == 0 and m.lds <= 16 and m.scratch == 0
+    m = KERNELS.kernel_meta("isa budget", arch, "mla_q_amax", "mla_q_quant")
+    assert m.vgpr <= 24 and m.agpr == 0 and m.lds == 0 and m.scratch == 0
 
 
 @pytest.mark.parametrize("fmt,arch,suffix", CASES)

@@ -1,24 +1,26 @@
-// The LDS-tile MLA decode body, shared by the KV formats that reach the MFMAs as bf16 (a16w16: bf16 KV;
-// mxfp4: fp4 KV dequantised to bf16). Each format file (mla_decode_a16w16.hip, mla_decode_mxfp4.hip)
-// supplies a `Kv` stage — who fetches which bytes of a 16-token tile, and how they become the two bf16
-// LDS operand layouts below — and instantiates `decode_lds_tile<Kv>` as its kernel.
+// The LDS-tile MLA decode body, shared by the KV formats: a16w16 (bf16 KV), mxfp4 (fp4 KV dequantised to
+// bf16) and a8w8 (fp8 KV, fp8 MFMAs). Each format file (mla_decode_a16w16.hip, gfx950/mla_decode_mxfp4.hip,
+// gfx950/mla_decode_a8w8.hip) supplies a `Kv` stage — who fetches which bytes of a KV tile, and how they
+// become the LDS operand layouts below — and instantiates `decode_lds_tile<Kv>` as its kernel.
 //
 // Work unit (as mla_decode_a16w8_shared.hip, whose header has the math): a workgroup = 4 waves = one
-// (request, KV part, group of up to 4 16-row tiles). Per 16-token KV tile the 256 threads fetch the tile
-// ONCE (every byte of the tile by exactly one thread), turn it into bf16 once, store it in LDS in the
-// two operand layouts, and each wave with a row tile runs its QK (18 x 16x16x32 on gfx950, 36 x 16x16x16
-// on gfx942: the arch's qk_step8) and PV (32 x 16x16x16) MFMAs reading LDS with 16-byte reads.
+// (request, KV part, group of up to 4 16-row tiles). Per KV tile (16 tokens for the bf16 operands, 32 for
+// fp8) the 256 threads fetch the tile ONCE (every byte of the tile by exactly one thread), convert it once,
+// store it in LDS, and each wave with a row tile runs its QK and PV MFMAs reading LDS:
+//   bf16: per 16 tokens QK 18 x 16x16x32 on gfx950 / 36 x 16x16x16 on gfx942 (the arch's qk_step8), PV
+//         32 x 16x16x16;
+//   fp8 (gfx950): per 32 tokens QK 2 x 18 and PV 32 v_mfma_f32_16x16x32_fp8_fp8 (PV's depth is the 32 tokens).
 // Waves past the last row tile only fetch and convert.
 //
-// LDS (one tile, 36096 bytes):
-//   Ks  [16 tokens][584 bf16]  K rows, stride 1168 bytes; lane (i, g) of QK reads row i, columns
-//                              [144g, 144g+144) (column order as the register kernel). a8w8 keeps K fp8
-//                              (rows of 592 bytes) for its fp8 QK.
-//   V   gfx950: PV's A operand (V^T) is read from row-major bf16 rows with ds_read_b64_tr_b16 (kTrV): the
-//                              K rows themselves, or a8w8's widened V rows (1040 bytes) in the second region.
+// LDS (one tile, at most 36096 bytes):
+//   Ks  bf16: [16 tokens][584 bf16] K rows, stride 1168 bytes; lane (i, g) of QK reads row i, columns
+//             [144g, 144g+144) (column order as the register kernel).
+//       fp8:  [32 tokens][592 bytes] K rows, fp8 as stored; QK half h reads rows 16h + i.
+//   V   gfx950: PV's A operand (V^T) is read straight from the K rows (whose first 512 columns are V) by a
+//             transposing read: ds_read_b64_tr_b16 (kTrV) for bf16, ds_read_b64_tr_b8 for fp8.
 //       gfx942: Vs [16 i][4 g][34 x 8 B]: chunk c of block (i, g) = V[tokens 4g..4g+3][column 32i + c]
-//                              (4 bf16), a transposed copy; D reg rr of lane (j, g) then holds
-//                              O[row j][32 (4g + rr) + c] (gfx950: O[row j][16c + 4g + rr]).
+//             (4 bf16), a transposed copy; D reg rr of lane (j, g) then holds
+//             O[row j][32 (4g + rr) + c] (gfx950: O[row j][16c + 4g + rr]).
 // Pipeline: two barriers per tile (previous tile read -> write; written -> read); the raw bytes of tile
 // n+1 are fetched into registers while tile n is converted and computed.
 //
@@ -51,7 +53,8 @@ MM_DEVICE mm::u32x2 struct_load_b64(mm::buffer_rsrc pool, uint32_t slot, uint32_
 }
 
 constexpr uint32_t kKStride8 = 592;  // bytes per K row in LDS when K stays fp8 (576 + 16 pad)
-constexpr uint32_t kVRow = 1040;     // bytes per widened V row (512 bf16 + 16 pad) when K stays fp8 (gfx950)
+constexpr uint32_t kTokens8 = 32;    // KV tokens per tile of the fp8 (a8w8) stages: the fp8 PV MFMA's depth
+constexpr float kP8Offset = 8.f;     // fp8 P is 2^(x - m + 8): p >= 2^-14 of the max is a normal e4m3fn number
 
 // gfx950 reads PV's A operand (V^T) straight from row-major bf16 V rows with ds_read_b64_tr_b16 (the tile
 // layer's lds_load_a_kmajor), so the V rows need no transposed copy: the bf16 formats read V from the K
@@ -119,16 +122,43 @@ struct TileArgs {
   float* ws_ml;              // [units, rows, 4] (partial mode)
   uint32_t B, H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world, flags;
   float c_qk, o_scale;
+  const uint8_t* q8 = nullptr;  // fp8 QK (Kv::kFp8Qk): [T, H, 576] e4m3fn, the fused quantised Q rows (q_lat, q_pe unused)
 };
 
-// The kernel body. make_kv(t) builds the format's stage for fetch role t (a TileRoles; `Kv::Raw`,
+// The kernel body. make_kv(t) builds the format's stage for fetch role t (`Kv::Raw`,
 // `fetch(raw, pool, aux, slots, slot_of)` where slot_of(t) gives token t's slot (kNoSlot past the part;
-// every lane must call it: a bpermute), `store(raw, ks, vs)`: conversion to bf16, then the LDS stores).
-// Its constants pick the numerics stages: kFp8Qk (K kept fp8 in LDS at stride kKStride8, Q quantised by
-// quant_q, QK on v_mfma_f32_16x16x32_fp8_fp8) and kFp8P (P rounded to e4m3fn per tile by round_p, see the
-// a8w8 file). The tile's fetch roles are those of 256 threads; a one-wave workgroup (Waves = 1, for
-// H * q_len <= 16, where a 4-wave group would have one wave computing) takes four roles per lane:
-// make_kv(64 p + lane), p = 0..3.
+// every lane must call it: a bpermute), `store(raw, ks, vs)`: the conversion, then the LDS stores).
+// Kv::kFp8Qk picks the numerics: false: 16-token tiles, bf16 operands (TileRoles); true (a8w8): 32-token
+// tiles (kTokens8), K kept fp8 in LDS at stride kKStride8, Q read as fp8 rows (TileArgs::q8), QK and PV on
+// v_mfma_f32_16x16x32_fp8_fp8, P rounded to e4m3fn by round_p8 (see the a8w8 file). The tile's fetch roles
+// are those of 256 threads; a one-wave workgroup (Waves = 1, for H * q_len <= 16, where a 4-wave group would
+// have one wave computing) takes four roles per lane: make_kv(64 p + lane), p = 0..3.
+// N LDS reads, each consumed by one step, in double-buffered groups of G with one s_waitcnt per group (the
+// next group's reads in flight while this group's MFMAs run): read(u) issues read u (one LDS instruction),
+// use(u, value) its MFMA(s).
+template <int N, int G, class T, class Read, class Use>
+MM_DEVICE void grouped_reads(Read read, Use use) {
+  static_assert(N % G == 0, "whole groups");
+  constexpr int kNGrp = N / G;
+  T buf[2][G];
+#pragma unroll
+  for (int u = 0; u < G; ++u) buf[0][u] = read(u);
+#pragma unroll
+  for (int n = 0; n < kNGrp; ++n) {
+    if (n + 1 < kNGrp) {
+#pragma unroll
+      for (int u = 0; u < G; ++u) buf[(n + 1) & 1][u] = read(G * (n + 1) + u);
+      mm::wait_lgkmcnt<G>();
+    } else {
+      mm::wait_lgkmcnt<0>();
+    }
+    mm::sched_barrier();
+#pragma unroll
+    for (int u = 0; u < G; ++u) use(G * n + u, buf[n & 1][u]);
+    mm::sched_barrier();
+  }
+}
+
 template <class Kv, int N> struct KvSet { Kv k[N]; };
 template <class Kv, int N, class MakeKv> MM_DEVICE KvSet<Kv, N> make_kv_set(MakeKv make_kv, uint32_t base) {
   if constexpr (N == 1) return KvSet<Kv, 1>{{make_kv(base)}};
@@ -139,6 +169,9 @@ template <uint32_t Waves = kTileWaves, class MakeKv>
 MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) {
   using Kv = decltype(make_kv(0u));
   constexpr int kPasses = (int)(kTileWaves / Waves);
+  constexpr bool kFp8 = Kv::kFp8Qk;                 // fp8 QK and PV, 32-token tiles
+  constexpr uint32_t kT = kFp8 ? kTokens8 : 16u;    // KV tokens per tile
+  static_assert(!kFp8 || kTrV, "the fp8 PV reads V^T with ds_read_b64_tr_b8 (gfx950)");
   uint8_t* const ks = lds;
   uint8_t* const vs = lds + kKBytes;
   const uint32_t B = a.B, H = a.H, q_len = a.q_len, nparts = a.nparts;
@@ -169,24 +202,26 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
   const bool live = has_tile && r < rows;
   const int32_t e_row = live ? window_end(gl, slen, (int32_t)q_len, (int32_t)(r / H), cpr, cpw) : 0;
   const int32_t e_req = window_end(gl, slen, (int32_t)q_len, (int32_t)q_len - 1, cpr, cpw);
-  const uint32_t n_tiles = e_req > 0 ? ((uint32_t)e_req + 15u) / 16u : 0u;
+  const uint32_t n_tiles = e_req > 0 ? ((uint32_t)e_req + kT - 1u) / kT : 0u;
   const uint32_t tpp = (n_tiles + units.count - 1u) / units.count;
   const uint32_t tile0 = p * tpp;
   const uint32_t tile1 = tile0 + tpp < n_tiles ? tile0 + tpp : n_tiles;
-  const uint32_t k0 = tile0 * 16u;
-  const uint32_t k1 = tile1 * 16u < (uint32_t)e_req ? tile1 * 16u : (uint32_t)(e_req > 0 ? e_req : 0);
+  const uint32_t k0 = tile0 * kT;
+  const uint32_t k1 = tile1 * kT < (uint32_t)e_req ? tile1 * kT : (uint32_t)(e_req > 0 ? e_req : 0);
   const int32_t e_lane = e_row < (int32_t)k1 ? e_row : (int32_t)k1;
   // Row ends grow with the row, so lane 0's end is the wave's smallest live one (see the a16w8 kernel).
   const uint32_t e_live = mm::uniform((uint32_t)(e_lane > 0 ? e_lane : 0));
   const uint32_t R = b * rows + r;
   const mm::buffer_rsrc idx_buf = req.idx;
 
-  auto load_tile_slot = [&](uint32_t k) __attribute__((always_inline)) { return load_slot(idx_buf, k + i); };
+  // lane l holds the slot of the tile's token l % kT (the fetch roles bpermute it)
+  const uint32_t tok_lane = lane & (kT - 1u);
+  auto load_tile_slot = [&](uint32_t k) __attribute__((always_inline)) { return load_slot(idx_buf, k + tok_lane); };
   const KvSet<Kv, kPasses> kvs = make_kv_set<Kv, kPasses>(make_kv, tid);
   const Kv& kv = kvs.k[0];  // its Q and P stages (role-independent)
   using Raws = typename Kv::Raw[kPasses];
   auto fetch = [&](Raws& raw, uint32_t slot_raw, uint32_t k) __attribute__((always_inline)) {
-    const uint32_t slot_l = (k + i) < k1 ? slot_raw : kNoSlot;  // past the part: zeros
+    const uint32_t slot_l = (k + tok_lane) < k1 ? slot_raw : kNoSlot;  // past the part: zeros
 #pragma unroll
     for (int p = 0; p < kPasses; ++p)
       kvs.k[p].fetch(raw[p], a.pool, a.pool_aux, a.pool_slots, [&](uint32_t t) { return mm::bpermute(slot_l, t); });
@@ -200,7 +235,19 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
 
   // Q tile: lane (j=i, g) holds columns [144g, 144g+144) of row j.
   QTile<Kv::kFp8Qk> q;
-  {
+  if constexpr (Kv::kFp8Qk) {
+    // fp8 Q rows: lane (j=i, g) loads bytes [144g, 144g+144) of row R (9 x 16); a dead lane reads past the
+    // buffer (zeros), so no branch.
+    const uint32_t qbytes = B * rows * kRow;
+    const mm::buffer_rsrc q8_buf = mm::make_buffer(a.q8, qbytes);
+    const uint32_t qoff = live ? R * kRow + 144u * g : qbytes;
+#pragma unroll
+    for (int u = 0; u < 9; ++u) {
+      const mm::u32x4 v = mm::buffer_load_b128(q8_buf, qoff + 16u * u);
+      q.w[2 * u] = mm::u32x2{v[0], v[1]};
+      q.w[2 * u + 1] = mm::u32x2{v[2], v[3]};
+    }
+  } else {
     const mm::buffer_rsrc qlat_buf = mm::make_buffer(a.q_lat, B * rows * kLat * 2u);
     const mm::buffer_rsrc qpe_buf = mm::make_buffer(a.q_pe, B * rows * 64u * 2u);
 #pragma unroll
@@ -211,8 +258,7 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
         if (col < kLat) v = mm::buffer_load_b128(qlat_buf, R * kLat * 2u + col * 2u);
         else v = mm::buffer_load_b128(qpe_buf, R * 64u * 2u + (col - kLat) * 2u);
       }
-      if constexpr (Kv::kFp8Qk) q.w[m] = kv.quant_q(v);
-      else q.w[m] = v;
+      q.w[m] = v;
     }
   }
 
@@ -223,107 +269,121 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
   uint32_t slot_next = 0;
   if (nt > 0) {
     const uint32_t s0 = load_tile_slot(k0);
-    slot_next = load_tile_slot(k0 + 16u);
+    slot_next = load_tile_slot(k0 + kT);
     mm::wait_vmcnt<0>();
     fetch(raw_a, s0, k0);
   }
 
   auto step = [&](Raws& cur, Raws& nxt, uint32_t it) __attribute__((always_inline)) {
-    const uint32_t k = k0 + 16u * it;
+    const uint32_t k = k0 + kT * it;
     if (it + 1 < nt) {  // prefetch the next tile's raw bytes and the slots of the one after
       const uint32_t s = slot_next;
-      slot_next = load_tile_slot(k + 32u);
-      fetch(nxt, s, k + 16u);
+      slot_next = load_tile_slot(k + 2u * kT);
+      fetch(nxt, s, k + kT);
     }
     mm::block_sync();  // every wave is done reading the previous tile from LDS
 #pragma unroll
     for (int p = 0; p < kPasses; ++p) kvs.k[p].store(cur[p], ks, vs);
     mm::block_sync();  // the tile is in LDS
     if (!has_tile) return;
-
-    mm::f32x4 s = {0.f, 0.f, 0.f, 0.f};
-    if constexpr (Kv::kFp8Qk) {
-      // S^T = K Q^T on fp8: lane (i, g) reads K row i, bytes [144g, 144g+144) (9 reads of 16 fp8 = two
-      // 8-column steps each), one v_mfma_f32_16x16x32_fp8_fp8 per step (A/B k = 8 (lane / 16) + e).
-      mm::u32x4 kw[9];
-      const uint32_t kbase = i * kKStride8 + 144u * g;
-#pragma unroll
-      for (int u = 0; u < 9; ++u) kw[u] = mm::lds_read_b128(ks, kbase + 16u * u);
-      mm::wait_lgkmcnt<0>();
-#pragma unroll
-      for (int u = 0; u < 9; ++u) {
-        s = mm::Mfma16x16x32Fp8::run(mm::u32x2{kw[u][0], kw[u][1]}, q.w[2 * u], s);
-        s = mm::Mfma16x16x32Fp8::run(mm::u32x2{kw[u][2], kw[u][3]}, q.w[2 * u + 1], s);
-      }
-    } else {
-      // S^T = K Q^T: 18 LDS reads in 3 double-buffered groups of 6 (one s_waitcnt per group).
-      {
-        constexpr int kGrp = 6, kNGrp = 18 / kGrp;
-        mm::u32x4 kw[2][kGrp];
-        const uint32_t kbase = i * kKStride + 2u * 144u * g;
-#pragma unroll
-        for (int u = 0; u < kGrp; ++u) kw[0][u] = mm::lds_read_b128(ks, kbase + 16u * u);
-#pragma unroll
-        for (int n = 0; n < kNGrp; ++n) {
-          if (n + 1 < kNGrp) {
-#pragma unroll
-            for (int u = 0; u < kGrp; ++u)
-              kw[(n + 1) & 1][u] = mm::lds_read_b128(ks, kbase + 16u * (kGrp * (n + 1) + u));
-            mm::wait_lgkmcnt<kGrp>();
-          } else {
-            mm::wait_lgkmcnt<0>();
-          }
-          mm::sched_barrier();
-#pragma unroll
-          for (int u = 0; u < kGrp; ++u) s = qk_step8(kw[n & 1][u], q.w[kGrp * n + u], s);  // the arch's stage
-          mm::sched_barrier();
-        }
-      }
-    }
-
-    float x[4];
-    float mt = -__builtin_inff();
-    if (k + 16u <= e_live) {  // uniform: the whole tile is inside every live row's window
-#pragma unroll
-      for (int e = 0; e < 4; ++e) x[e] = s[e] * a.c_qk;
-    } else {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int32_t tok = (int32_t)(k + 4u * g + e);
-        x[e] = tok < e_lane ? s[e] * a.c_qk : -__builtin_inff();
-      }
-    }
-#pragma unroll
-    for (int e = 0; e < 4; ++e) mt = __builtin_fmaxf(mt, x[e]);
-    mt = __builtin_fmaxf(mt, mm::xor_lane(mt, 16));
-    mt = __builtin_fmaxf(mt, mm::xor_lane(mt, 32));
+    // m_run: the row's running max (log2 units); alpha rescales o and l when it grows.
     bool upd;
     float alpha = 1.f;
-    mm::u32x2 pb;
-    if constexpr (Kv::kFp8P) {
-      // The tile's reference point mi = ceil(tile max) (an integer in log2 units) and an integer running
-      // max: p~ = e4m3fn(exp2(x - mi)) times the exact power of two 2^(mi - m_run) (exact in bf16), so P
-      // does not depend on where a KV split starts. l sums the unrounded p, ln the rounded ones.
-      const float mi = __builtin_ceilf(mt);
-      upd = mi > m_run;
-      if (upd) {
-        alpha = mm::exp2(m_run - mi);  // 0 when m_run was -inf; a power of two otherwise
-        m_run = mi;
+    if constexpr (kFp8) {
+#if defined(__gfx950__)  // (the fp8 stages exist on gfx950 only: kTrV)
+      // S^T = K Q^T on fp8 for the two 16-token halves h: lane (i, g) reads K row 16h + i, bytes
+      // [144g, 144g+144) (9 reads of 16 fp8 = two 8-column steps each), one v_mfma_f32_16x16x32_fp8_fp8
+      // per step (A/B k = 8 (lane / 16) + e).
+      mm::f32x4 s[2] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+      mm::u32x4 kw[2][9];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t kbase = (16u * h + i) * kKStride8 + 144u * g;
+#pragma unroll
+        for (int u = 0; u < 9; ++u) kw[h][u] = mm::lds_read_b128(ks, kbase + 16u * u);
       }
-      const float mi_sub = mi == -__builtin_inff() ? 0.f : mi;
-      const float m_sub = m_run == -__builtin_inff() ? 0.f : m_run;
-      const float f = mm::exp2(mi_sub - m_sub);
-      float pr[4];
 #pragma unroll
-      for (int e = 0; e < 4; ++e) pr[e] = mm::exp2(x[e] - mi_sub);
-      float pq[4];
-      kv.round_p(pr, pq);
+      for (int h = 0; h < 2; ++h) {
+        if (h == 0) mm::wait_lgkmcnt<9>();
+        else mm::wait_lgkmcnt<0>();
+        mm::sched_barrier();
 #pragma unroll
-      for (int e = 0; e < 4; ++e) pq[e] *= f;
-      pb = mm::u32x2{mm::pack_bf16x2_hi(pq[0], pq[1]), mm::pack_bf16x2_hi(pq[2], pq[3])};
-      l_run = l_run * alpha + ((pr[0] + pr[1]) + (pr[2] + pr[3])) * f;
-      ln_run = ln_run * alpha + ((pq[0] + pq[1]) + (pq[2] + pq[3]));
+        for (int u = 0; u < 9; ++u) {
+          s[h] = mm::Mfma16x16x32Fp8::run(mm::u32x2{kw[h][u][0], kw[h][u][1]}, q.w[2 * u], s[h]);
+          s[h] = mm::Mfma16x16x32Fp8::run(mm::u32x2{kw[h][u][2], kw[h][u][3]}, q.w[2 * u + 1], s[h]);
+        }
+        mm::sched_barrier();
+      }
+      // x[4h + e]: token k + 16h + 4g + e of row j = i: also PV's reduction slot 8g + 4h + e (below)
+      float x[8];
+      if (k + kT <= e_live) {  // uniform: the whole tile is inside every live row's window
+#pragma unroll
+        for (int e = 0; e < 8; ++e) x[e] = s[e >> 2][e & 3] * a.c_qk;
+      } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          const int32_t tok = (int32_t)(k + 16u * (e >> 2) + 4u * g + (e & 3));
+          x[e] = tok < e_lane ? s[e >> 2][e & 3] * a.c_qk : -__builtin_inff();
+        }
+      }
+      float mt = -__builtin_inff();
+#pragma unroll
+      for (int e = 0; e < 8; ++e) mt = __builtin_fmaxf(mt, x[e]);
+      mt = __builtin_fmaxf(mt, mm::xor_lane(mt, 16));
+      mt = __builtin_fmaxf(mt, mm::xor_lane(mt, 32));
+      upd = mt > m_run;  // eager running max over 32-token tiles
+      if (upd) {
+        alpha = mm::exp2(m_run - mt);
+        m_run = mt;
+      }
+      // p' = 2^(x - m_run + 8) in (0, 256] and its e4m3fn value (the row's largest score so far is exactly
+      // 256): o, l and ln are kept in units of 2^(m_run - 8) (kP8Offset), so p down to 2^-14 of the running
+      // max is a normal e4m3fn number (docs/numerics.md).
+      const float m_sub = (m_run == -__builtin_inff() ? 0.f : m_run) - kP8Offset;
+      float pr[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) pr[e] = mm::exp2(x[e] - m_sub);
+      float pq_sum;
+      const mm::u32x2 pb = kv.round_p8(pr, pq_sum);
+      l_run = l_run * alpha + (((pr[0] + pr[1]) + (pr[2] + pr[3])) + ((pr[4] + pr[5]) + (pr[6] + pr[7])));
+      ln_run = ln_run * alpha + pq_sum;
+      if (__builtin_amdgcn_ballot_w64(upd) != 0) {
+#pragma unroll
+        for (int c = 0; c < 32; ++c) acc[c] *= alpha;
+      }
+      // O^T += V^T P^T on fp8: block c = output columns 16c .. 16c+15; A = V^T read transposed from the fp8
+      // K rows by one ds_read_b64_tr_b8: lane s of each 16-lane group g supplies bytes 16c + 8 (s % 2) .. +7 of
+      // the token of slot 8g + s / 2, so lane (i, g) receives column 16c + i of the tokens of slots 8g .. 8g+7
+      // (slot 8g + 4h + e = token 16h + 4g + e); B = p~ in the same slot order. 32 reads in 4
+      // double-buffered groups of 8, one s_waitcnt per group.
+      const uint32_t sl = lane & 15u, hh = (sl >> 3) & 1u;
+      const uint32_t vbase = (16u * hh + 4u * g + ((sl >> 1) & 3u)) * kKStride8 + 8u * (sl & 1u);
+      grouped_reads<32, 8, mm::u32x2>([&](int u) { return mm::lds_read_tr8_b64(ks, vbase + 16u * u); },
+                                      [&](int c, const mm::u32x2& va) { acc[c] = mm::Mfma16x16x32Fp8::run(va, pb, acc[c]); });
+#endif
     } else {
+      mm::f32x4 s = {0.f, 0.f, 0.f, 0.f};
+      // S^T = K Q^T: 18 LDS reads in 3 double-buffered groups of 6
+      const uint32_t kbase = i * kKStride + 2u * 144u * g;
+      grouped_reads<18, 6, mm::u32x4>([&](int u) { return mm::lds_read_b128(ks, kbase + 16u * u); },
+                                      [&](int u, const mm::u32x4& kw) { s = qk_step8(kw, q.w[u], s); });  // the arch's stage
+      float x[4];
+      float mt = -__builtin_inff();
+      if (k + 16u <= e_live) {  // uniform: the whole tile is inside every live row's window
+#pragma unroll
+        for (int e = 0; e < 4; ++e) x[e] = s[e] * a.c_qk;
+      } else {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int32_t tok = (int32_t)(k + 4u * g + e);
+          x[e] = tok < e_lane ? s[e] * a.c_qk : -__builtin_inff();
+        }
+      }
+#pragma unroll
+      for (int e = 0; e < 4; ++e) mt = __builtin_fmaxf(mt, x[e]);
+      mt = __builtin_fmaxf(mt, mm::xor_lane(mt, 16));
+      mt = __builtin_fmaxf(mt, mm::xor_lane(mt, 32));
+      mm::u32x2 pb;
       upd = mt > m_run;  // eager running max (the a16w8 kernels' kLazyMax = 0)
       if (upd) {
         alpha = mm::exp2(m_run - mt);
@@ -336,67 +396,37 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
       pb = mm::u32x2{mm::pack_bf16x2_rna(pr[0], pr[1]), mm::pack_bf16x2_rna(pr[2], pr[3])};
       l_run = l_run * alpha + ((pr[0] + pr[1]) + (pr[2] + pr[3]));
       ln_run = ln_run * alpha + ((mm::bf16_lo(pb[0]) + mm::bf16_hi(pb[0])) + (mm::bf16_lo(pb[1]) + mm::bf16_hi(pb[1])));
-    }
-    if (__builtin_amdgcn_ballot_w64(upd) != 0) {
+      if (__builtin_amdgcn_ballot_w64(upd) != 0) {
 #pragma unroll
-      for (int c = 0; c < 32; ++c) acc[c] *= alpha;
-    }
-
-    if constexpr (kTrV) {
-      // O += P V: block c = output columns 16c .. 16c+15, A = V^T read transposed from the V rows (one
-      // ds_read_b64_tr_b16 per block: lane (i, g) gets V[tokens 4g..4g+3][column 16c + i]).
-      using S = mm::Mfma16x16x16Bf16;
-      using Rows = mm::LinearLds<Kv::kFp8Qk ? kVRow : kKStride>;
-      const uint8_t* vrows = Kv::kFp8Qk ? vs : ks;
-      // 32 reads in 4 double-buffered groups of 8, one s_waitcnt per group (as the QK reads)
-      constexpr int kGrp = 8, kNGrp = 32 / kGrp;
-      mm::FragA<S> va[2][kGrp];
-#pragma unroll
-      for (int u = 0; u < kGrp; ++u) mm::lds_load_a_kmajor<Rows>(va[0][u], vrows, 16u * u, 0u);
-#pragma unroll
-      for (int n = 0; n < kNGrp; ++n) {
-        if (n + 1 < kNGrp) {
-#pragma unroll
-          for (int u = 0; u < kGrp; ++u)
-            mm::lds_load_a_kmajor<Rows>(va[(n + 1) & 1][u], vrows, 16u * (kGrp * (n + 1) + u), 0u);
-          mm::wait_lgkmcnt<kGrp>();
-        } else {
-          mm::wait_lgkmcnt<0>();
-        }
-        mm::sched_barrier();
-#pragma unroll
-        for (int u = 0; u < kGrp; ++u) acc[kGrp * n + u] = S::run(va[n & 1][u].w, pb, acc[kGrp * n + u]);
-        mm::sched_barrier();
+        for (int c = 0; c < 32; ++c) acc[c] *= alpha;
       }
-    } else {
-      // O += P V: 16 LDS reads (two chunks each) in 4 double-buffered groups of 4.
-      const uint32_t vb = (i * 4u + g) * kVBlock;
-      {
-        constexpr int kGrp = 4, kNGrp = 16 / kGrp;
-        mm::u32x4 vw[2][kGrp];
+
+      if constexpr (kTrV) {
+        // O += P V: block c = output columns 16c .. 16c+15, A = V^T read transposed from the V rows (one
+        // ds_read_b64_tr_b16 per block: lane (i, g) gets V[tokens 4g..4g+3][column 16c + i]).
+        using S = mm::Mfma16x16x16Bf16;
+        using Rows = mm::LinearLds<kKStride>;
+        const uint8_t* vrows = ks;
+        // 32 reads in 4 double-buffered groups of 8, one s_waitcnt per group (as the QK reads)
+        grouped_reads<32, 8, mm::FragA<S>>(
+            [&](int u) {
+              mm::FragA<S> va;
+              mm::lds_load_a_kmajor<Rows>(va, vrows, 16u * u, 0u);
+              return va;
+            },
+            [&](int c, const mm::FragA<S>& va) { acc[c] = S::run(va.w, pb, acc[c]); });
+      } else {
+        // O += P V: 16 LDS reads (two chunks each) in 4 double-buffered groups of 4.
+        const uint32_t vb = (i * 4u + g) * kVBlock;
+        grouped_reads<16, 4, mm::u32x4>([&](int u) { return mm::lds_read_b128(vs, vb + 16u * u); },
+                                        [&](int u, const mm::u32x4& vw) {
 #pragma unroll
-        for (int u = 0; u < kGrp; ++u) vw[0][u] = mm::lds_read_b128(vs, vb + 16u * u);
-#pragma unroll
-        for (int n = 0; n < kNGrp; ++n) {
-          if (n + 1 < kNGrp) {
-#pragma unroll
-            for (int u = 0; u < kGrp; ++u) vw[(n + 1) & 1][u] = mm::lds_read_b128(vs, vb + 16u * (kGrp * (n + 1) + u));
-            mm::wait_lgkmcnt<kGrp>();
-          } else {
-            mm::wait_lgkmcnt<0>();
-          }
-          mm::sched_barrier();
-#pragma unroll
-          for (int u = 0; u < kGrp; ++u) {
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              const mm::u32x2 va = {vw[n & 1][u][2 * h], vw[n & 1][u][2 * h + 1]};
-              const int c = 2 * (kGrp * n + u) + h;
-              acc[c] = mm::mfma_16x16x16_bf16(mm::bit_cast<mm::i16x4>(va), mm::bit_cast<mm::i16x4>(pb), acc[c]);
-            }
-          }
-          mm::sched_barrier();
-        }
+                                          for (int h = 0; h < 2; ++h) {
+                                            const mm::u32x2 va = {vw[2 * h], vw[2 * h + 1]};
+                                            acc[2 * u + h] = mm::mfma_16x16x16_bf16(mm::bit_cast<mm::i16x4>(va),
+                                                                                    mm::bit_cast<mm::i16x4>(pb), acc[2 * u + h]);
+                                          }
+                                        });
       }
     }
   };
@@ -408,6 +438,7 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
   }
 
   if (!live) return;
+  const float m_out = kFp8 ? m_run - kP8Offset : m_run;  // the fp8 path keeps o and l in units of 2^(m_run - 8)
   float l_row = l_run + mm::xor_lane(l_run, 16);
   l_row += mm::xor_lane(l_row, 32);
   float ln_row = ln_run + mm::xor_lane(ln_run, 16);
@@ -436,7 +467,7 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
     }
     if (g == 0) {
       const mm::buffer_rsrc wml = mm::make_buffer(a.ws_ml, B * rows * nparts * 16u);
-      mm::buffer_store_b128(mm::u32x4{mm::bit_cast<uint32_t>(m_run), mm::bit_cast<uint32_t>(l_row),
+      mm::buffer_store_b128(mm::u32x4{mm::bit_cast<uint32_t>(m_out), mm::bit_cast<uint32_t>(l_row),
                                       mm::bit_cast<uint32_t>(ln_row), 0u},
                             wml, slot * 16u);
     }
@@ -471,7 +502,7 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
       }
     }
     if ((a.flags & kFlagLse) && g == 0) {
-      const float out = finish_lse(m_run, l_row);
+      const float out = finish_lse(m_out, l_row);
       mm::buffer_store_f32(out, mm::make_buffer(a.lse, B * rows * 4u), R * 4u);
     }
   }

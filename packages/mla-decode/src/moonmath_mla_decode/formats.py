@@ -35,7 +35,8 @@ FORMATS = {
     "mxfp4": (("gfx950",), "mla_decode_mxfp4", "mla_decode_mxfp4_fwd", MXFP4_ROW_BYTES),
     "a8w8": (("gfx950",), "mla_decode_a8w8", "mla_decode_a8w8_fwd", ROW),
 }
-AMAX_CODE_OBJECT, AMAX_KERNEL, AMAX_MAX_BLOCKS = "mla_q_amax", "mla_q_amax", 256
+AMAX_CODE_OBJECT, AMAX_KERNEL, QUANT_KERNEL, AMAX_MAX_BLOCKS = "mla_q_amax", "mla_q_amax", "mla_q_quant", 256
+AMAX_CHUNKS_PER_THREAD = 8
 
 
 def _op(fmt: str) -> str:
@@ -49,6 +50,14 @@ def _require_arch(fmt: str, name: str, want: str) -> None:
     if get_backend() != "reference" and arch not in archs:
         raise TypeError(f"{name}: {want} KV (mla_decode_{fmt}) has kernels for {', '.join(archs)} only; the "
                         f"target arch is {arch}")
+
+
+def _write_reference(o_lat: torch.Tensor, lse: torch.Tensor | None, result) -> None:
+    """The reference backend's (o, lse) into the op's outputs."""
+    o, l = result
+    o_lat.copy_(o)
+    if lse is not None:
+        lse.copy_(l)
 
 
 def mla_decode_a16w16(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: torch.Tensor,
@@ -93,11 +102,8 @@ def _a16w16_op(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o
                seq_lens: torch.Tensor, kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float,
                lse: torch.Tensor | None, glen: torch.Tensor | None, cp_rank: int, cp_world: int) -> None:
     if get_backend() == "reference":
-        o, l = reference.mla_decode_a16w16(q_lat, q_pe, kv_pool, seq_lens, kv_indices, kv_indptr, scale, glen,
-                                           cp_rank, cp_world)
-        o_lat.copy_(o)
-        if lse is not None:
-            lse.copy_(l)
+        _write_reference(o_lat, lse, reference.mla_decode_a16w16(q_lat, q_pe, kv_pool, seq_lens, kv_indices,
+                                                                  kv_indptr, scale, glen, cp_rank, cp_world))
     else:
         run("a16w16", q_lat, q_pe, kv_pool, None, o_lat, seq_lens, kv_indices, kv_indptr, scale * LOG2E, 1.0, lse,
             glen, cp_rank, cp_world)
@@ -169,11 +175,8 @@ def _mxfp4_op(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, kv
               o_lat: torch.Tensor, seq_lens: torch.Tensor, kv_indices: torch.Tensor, kv_indptr: torch.Tensor,
               scale: float, lse: torch.Tensor | None, glen: torch.Tensor | None, cp_rank: int, cp_world: int) -> None:
     if get_backend() == "reference":
-        o, l = reference.mla_decode_mxfp4(q_lat, q_pe, kv_pool, kv_scales, seq_lens, kv_indices, kv_indptr, scale,
-                                          glen, cp_rank, cp_world)
-        o_lat.copy_(o)
-        if lse is not None:
-            lse.copy_(l)
+        _write_reference(o_lat, lse, reference.mla_decode_mxfp4(q_lat, q_pe, kv_pool, kv_scales, seq_lens, kv_indices,
+                                                                 kv_indptr, scale, glen, cp_rank, cp_world))
     else:
         run("mxfp4", q_lat, q_pe, kv_pool, kv_scales, o_lat, seq_lens, kv_indices, kv_indptr, scale * LOG2E, 1.0, lse,
             glen, cp_rank, cp_world)
@@ -210,8 +213,8 @@ def mla_decode_a8w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tens
         cp_rank, cp_world: decode context parallelism: global position p lives on rank p % cp_world at
             local row p // cp_world.
 
-    Semantics as mla_decode_a16w8 with Q quantised and P rounded to e4m3fn per 16-row KV tile
-    (reference.mla_decode_a8w8, docs/numerics.md). Kernel for gfx950 (a gfx942 target is a TypeError naming
+    Semantics as mla_decode_a16w8 with Q quantised and P rounded to e4m3fn against the running max of 32-row
+    KV tiles (reference.mla_decode_a8w8, docs/numerics.md). Kernel for gfx950 (a gfx942 target is a TypeError naming
     kv_pool: its fp8 is e4m3fnuz).
     """
     checks.tensor("kv_pool", kv_pool, dtype=torch.float8_e4m3fn, ndim=3, contiguous=True)
@@ -231,11 +234,8 @@ def _a8w8_op(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_l
              seq_lens: torch.Tensor, kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float, kv_scale: float,
              lse: torch.Tensor | None, glen: torch.Tensor | None, cp_rank: int, cp_world: int) -> None:
     if get_backend() == "reference":
-        o, l = reference.mla_decode_a8w8(q_lat, q_pe, kv_pool, seq_lens, kv_indices, kv_indptr, scale, kv_scale,
-                                         glen, cp_rank, cp_world)
-        o_lat.copy_(o)
-        if lse is not None:
-            lse.copy_(l)
+        _write_reference(o_lat, lse, reference.mla_decode_a8w8(q_lat, q_pe, kv_pool, seq_lens, kv_indices, kv_indptr,
+                                                                scale, kv_scale, glen, cp_rank, cp_world))
     else:
         run("a8w8", q_lat, q_pe, kv_pool, None, o_lat, seq_lens, kv_indices, kv_indptr, scale * kv_scale * LOG2E,
             kv_scale, lse, glen, cp_rank, cp_world)
@@ -253,25 +253,32 @@ def _f32_bits(x: float) -> int:
     return struct.unpack("<I", struct.pack("<f", x))[0]
 
 
-def _format_args(fmt: str, pool_aux, q_amax) -> tuple[list, list]:
-    """The format's kernel arguments beside the pool (after it, and after o_scale)."""
-    if fmt == "mxfp4":  # the scale matrix, its row stride (bytes) and size
+def _format_args(fmt: str, pool_aux) -> tuple[list, list]:
+    """The format's kernel arguments beside the pool (after it, and after o_scale): mxfp4's scale matrix, its
+    row stride (bytes) and size."""
+    if fmt == "mxfp4":
         return [pool_aux], [pool_aux.shape[-1], pool_aux.numel()]
-    if fmt == "a8w8":   # the per-workgroup |q| maxima and their count
-        return [], [q_amax, q_amax.numel()]
     return [], []
 
 
-def _q_amax(op: str, arch: str, q_lat, q_pe) -> tuple[torch.Tensor, dict | None]:
-    """The first a8w8 launch: per-workgroup maxima of |q| (mla_q_amax.hip), on the device."""
+def _quantize_q(op: str, arch: str, q_lat, q_pe) -> tuple[torch.Tensor, torch.Tensor, list]:
+    """a8w8's first two launches (mla_q_amax.hip), on the device: per-workgroup maxima of |q|, then the fused
+    fp8 rows q8 [T, H, 576] and q_scale [1]. Returns (q8, q_scale, their counters)."""
     from . import kernel as mk
 
+    T, H, _ = q_lat.shape
     lat_chunks, pe_chunks = q_lat.numel() // 8, q_pe.numel() // 8
-    blocks = max(1, min(AMAX_MAX_BLOCKS, -(-(lat_chunks + pe_chunks) // 256)))
-    parts = torch.empty(blocks, dtype=torch.float32, device=q_lat.device)
-    counters = mk.KERNELS.launch(op, arch, AMAX_CODE_OBJECT, AMAX_KERNEL, grid=blocks, block=256,
-                                 args=[q_lat, q_pe, parts, lat_chunks, pe_chunks, blocks])
-    return parts, counters
+    # at least AMAX_CHUNKS_PER_THREAD 16-byte chunks per thread: a small Q takes one or two workgroups
+    blocks = max(1, min(AMAX_MAX_BLOCKS, -(-(lat_chunks + pe_chunks) // (256 * AMAX_CHUNKS_PER_THREAD))))
+    dev = q_lat.device
+    parts = torch.empty(blocks, dtype=torch.float32, device=dev)
+    q8 = torch.empty(T, H, ROW, dtype=torch.uint8, device=dev)
+    q_scale = torch.empty(1, dtype=torch.float32, device=dev)
+    counters = [mk.KERNELS.launch(op, arch, AMAX_CODE_OBJECT, AMAX_KERNEL, grid=blocks, block=256,
+                                  args=[q_lat, q_pe, parts, lat_chunks, pe_chunks, blocks]),
+                mk.KERNELS.launch(op, arch, AMAX_CODE_OBJECT, QUANT_KERNEL, grid=blocks, block=256,
+                                  args=[q_lat, q_pe, parts, blocks, q8, q_scale, T * H, blocks])]
+    return q8, q_scale, counters
 
 
 def run(fmt: str, q_lat, q_pe, kv_pool, pool_aux, o_lat, seq_lens, kv_indices, kv_indptr, c_qk: float,
@@ -323,18 +330,18 @@ def run(fmt: str, q_lat, q_pe, kv_pool, pool_aux, o_lat, seq_lens, kv_indices, k
     bal = FLAG_BALANCED if plan.balanced else 0
     flags = (FLAG_LSE if lse is not None else 0) | (FLAG_PARTIAL if partial else 0) | bal
     n_idx = mk._usable_indices(kv_indices.numel())
-    counters, q_amax = [], None
-    if fmt == "a8w8":
-        q_amax, amax_counters = _q_amax(op, arch, q_lat, q_pe)
-        counters.append(amax_counters)
-    after_pool, tail = _format_args(fmt, pool_aux, q_amax)
+    counters, q_args = [], [q_lat, q_pe]
+    if fmt == "a8w8":  # the kernel reads Q as fused fp8 rows and their scale
+        q8, q_scale, counters = _quantize_q(op, arch, q_lat, q_pe)
+        q_args = [q8, q_scale]
+    after_pool, tail = _format_args(fmt, pool_aux)
     # gfx950, one 16-row tile per request (H * q_len <= 16): the one-wave kernel, every wave computing (the
     # 4-wave one would run three fetch-only waves); the same units, a workgroup of 64 threads each.
     one_wave = arch == "gfx950" and plan.n_rt == 1
     grid, block = (B * plan.nparts, 64) if one_wave else (plan.grid, 256)
     counters.append(mk.KERNELS.launch(op, arch, code_object, kernel_name + ("_w1" if one_wave else ""), grid=grid,
                                       block=block,
-                                      args=[q_lat, q_pe, kv_pool, *after_pool, o_lat, seq_lens, kv_indices, kv_indptr,
+                                      args=[*q_args, kv_pool, *after_pool, o_lat, seq_lens, kv_indices, kv_indptr,
                                             glen_arg, lse, ws_o, ws_ml, B, H, q_len, plan.nparts, kv_pool.shape[0],
                                             n_idx, cp_rank, cp_world, flags, _f32_bits(c_qk), _f32_bits(o_scale),
                                             *tail]))

@@ -123,7 +123,8 @@ def mla_decode_mxfp4(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Ten
 
 
 FP8_MAX = 448.0  # OCP e4m3fn
-A8W8_TILE = 16   # the KV tile of the a8w8 P rounding
+A8W8_TILE = 32   # the KV tile of the a8w8 kernel (the fp8 PV MFMA's depth): where its running max is taken
+A8W8_P_OFFSET = 8  # fp8 P is e4m3fn(2^(x - m + 8)): p >= 2^-14 of the running max is a normal e4m3fn number
 
 
 def quantize_q_a8w8(q_lat: torch.Tensor, q_pe: torch.Tensor) -> tuple[torch.Tensor, float]:
@@ -147,11 +148,13 @@ def mla_decode_a8w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tens
                     glen: torch.Tensor | None, cp_rank: int, cp_world: int) -> tuple[torch.Tensor, torch.Tensor]:
     """fp8 Q (quantize_q_a8w8) x fp8 KV (OCP e4m3fn at kv_scale), P rounded to fp8:
         x_j = log2(e) * scale * kv_scale * q_scale * (q8 . c8_j)      (the base-2 score)
-        per 16-row tile t of local KV rows: mi_t = ceil(max_{j in t} x_j), p~_j = e4m3fn(2^(x_j - mi_t))
-        o = kv_scale * sum_j p~_j 2^mi_t c8_j[:512] / sum_j p~_j 2^mi_t    bf16 RTNE
+        per 32-row tile t of local KV rows (in order): m_t = max(m_{t-1}, max_{j in t} x_j) (the running max),
+        p~_j = e4m3fn_RTNE(2^(x_j - m_t + 8)) for j in t
+        o = kv_scale * sum_j p~_j 2^m_t c8_j[:512] / sum_j p~_j 2^m_t    bf16 RTNE
         lse = log2 sum_j 2^x_j                                          (unrounded)
-    over each position's window (as mla_decode_a16w8); the tile grid is fixed at multiples of 16 local rows, so
-    the result does not depend on how the kernel splits the KV."""
+    over each position's window (as mla_decode_a16w8). This is the kernel with one KV part; with a KV split each
+    part starts its own running max at a tile boundary, so P is rounded against another reference there (as
+    every kernel's P: the bf16 formats' too) and o moves within the fp8 P rounding (docs/numerics.md)."""
     T, H, _ = q_lat.shape
     B = kv_indptr.numel() - 1
     q_len = T // B
@@ -178,9 +181,9 @@ def mla_decode_a8w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tens
         x = x.masked_fill(torch.arange(n)[None, :] >= key_end[:, None], float("-inf"))
         nt = -(-n // A8W8_TILE)
         xt = torch.nn.functional.pad(x, (0, nt * A8W8_TILE - n), value=float("-inf")).view(-1, nt, A8W8_TILE)
-        mi = torch.ceil(xt.amax(-1, keepdim=True))
+        mi = xt.amax(-1, keepdim=True).cummax(1).values                                    # [rows, nt, 1]
         mi = torch.where(torch.isneginf(mi), torch.zeros_like(mi), mi)
-        pq = e4m3fn_to_f32(torch.exp2(xt - mi).float().to(torch.float8_e4m3fn)).double()
+        pq = e4m3fn_to_f32(torch.exp2(xt - mi + A8W8_P_OFFSET).float().to(torch.float8_e4m3fn)).double()
         top = mi.amax(1, keepdim=True)
         w = (pq * torch.exp2(mi - top)).reshape(-1, nt * A8W8_TILE)[:, :n]
         den = w.sum(-1, keepdim=True)

@@ -1,41 +1,28 @@
 // MLA absorbed decode, fp8 Q against fp8 KV (a8w8), gfx950 only (OCP e4m3fn; built from csrc/device/gfx950/):
 // the numerics of the GPU MODE amd-mixed-mla reference (AITER's a8w8 kernel): Q quantised per tensor, fp8
-// QK MFMAs, P rounded to fp8.
+// QK and PV MFMAs, P rounded to fp8.
 //
-// Two launches, no host sync: mla_q_amax.hip writes per-workgroup maxima of |q| (q_lat and q_pe); this
-// kernel reduces them (every wave, a few loads), sets q_scale = amax / 448 and quantises its Q tile in
-// registers while loading it (q8 = e4m3fn_RTNE(clamp(q * (448 / amax), +-448))): the fused step.
+// Three launches, no host sync: mla_q_amax (mla_q_amax.hip) writes per-workgroup maxima of |q| (q_lat and
+// q_pe); mla_q_quant reduces them, sets q_scale = amax / 448 and writes the quantised rows
+// q8 = e4m3fn_RTNE(clamp(q * (448 / amax), +-448)) once, fused [T, H, 576]; this kernel loads its Q tile from
+// them (9 x 16 bytes per lane) and q_scale into the score factor.
 //
-// The body is the LDS-tile kernel of mla_decode_lds_tile.hpp (tiling, waves, LDS, pipeline, TileRoles),
-// with its fp8 stages:
-//   fetch   each KV byte of a tile once: a role's 8-column piece is one 8-byte load (latent 4 per thread,
-//           rope 1 for threads 0..127).
-//   store   K stays fp8 in LDS (rows of 592 bytes); V is widened exactly to bf16 rows (1040 bytes), which
-//           the PV step reads transposed (ds_read_b64_tr_b16).
+// The body is the LDS-tile kernel of mla_decode_lds_tile.hpp (waves, pipeline) on 32-token tiles, with these
+// stages:
+//   fetch   each KV byte of a tile once, 16 bytes a load: latent 4 loads per thread, rope 1 for threads 0..127.
+//   store   K stays fp8 in LDS (32 rows of 592 bytes, 18944 bytes): the QK operand, and the PV operand read
+//           transposed (ds_read_b64_tr_b8), so V needs no copy and no conversion.
 //   QK      v_mfma_f32_16x16x32_fp8_fp8 (A = K, B = Q, 8 fp8 per lane: the bf16 kernels' column order),
-//           18 per 16-token tile per row tile; s = q8 . c8 times scale * kv_scale * q_scale.
-//   P       rounded to e4m3fn per 16-token tile relative to 2^ceil(tile max), times an exact power of two
-//           to the running max (docs/numerics.md): fp8 values, so the PV product (bf16 MFMA over fp8
-//           values widened exactly, 32 x 16x16x16 per tile) is what an fp8 PV MFMA would compute; an fp8
-//           16x16x32 PV would need 32-token tiles (the softmax/pipeline step is 16 tokens).
-//   o       kv_scale * sum(p~ v) / sum(p~), bf16 RTNE; lse from the unrounded p.
+//           2 x 18 per tile per row tile; s = q8 . c8 times scale * kv_scale * q_scale.
+//   P       p' = 2^(x - m + 8) against the row's running max m (over whole tiles), rounded to e4m3fn
+//           (docs/numerics.md); lse from the unrounded p.
+//   PV      v_mfma_f32_16x16x32_fp8_fp8 over the 32 tokens: 32 per tile per row tile.
+//   o       kv_scale * sum(p~ v) / sum(p~), bf16 RTNE.
 #include "../mla_decode_lds_tile.hpp"
 
 namespace {
 
 using namespace mla;
-constexpr float kFp8Max = 448.f;
-
-// 8 fp8 (two dwords) -> 8 bf16 (exact): v_cvt_scalef32_pk_bf16_fp8 at scale 1, two per instruction.
-MM_DEVICE mm::u32x4 widen8(const mm::u32x2& w) {
-  mm::u32x4 r;
-#pragma unroll
-  for (int d = 0; d < 2; ++d) {
-    r[2 * d] = mm::bit_cast<uint32_t>(__builtin_amdgcn_cvt_scalef32_pk_bf16_fp8((int)w[d], 1.f, false));
-    r[2 * d + 1] = mm::bit_cast<uint32_t>(__builtin_amdgcn_cvt_scalef32_pk_bf16_fp8((int)w[d], 1.f, true));
-  }
-  return r;
-}
 
 // Four f32 -> four fp8 (RTNE, v_cvt_pk_fp8_f32), one dword.
 MM_DEVICE uint32_t to_fp8x4(float a, float b, float c, float d) {
@@ -43,63 +30,56 @@ MM_DEVICE uint32_t to_fp8x4(float a, float b, float c, float d) {
   return (uint32_t)__builtin_amdgcn_cvt_pk_fp8_f32(c, d, lo, true);
 }
 
-struct Fp8Kv : TileRoles {
-  static constexpr bool kFp8Qk = true, kFp8P = true;
+// The fetch roles of a 32-token fp8 tile (each byte of the tile by one of the 256 threads, 16 bytes a load):
+//   latent (all threads): tokens 4 vtg + e (e = 0..3), bytes 16 vcg .. +15 (vtg = tid / 32, vcg = tid % 32);
+//   rope   (threads 0..127): token rtok = tid / 4, bytes 512 + 16 rcg .. +15.
+// K stays fp8 in LDS (rows of kKStride8 bytes): the QK and, read transposed, the PV operand.
+struct Fp8Kv {
+  static constexpr bool kFp8Qk = true;
   struct Raw {
-    mm::u32x2 lat[4];  // token 4 vtg + e, bytes 8 vcg .. +7
-    mm::u32x2 rope;    // token rtok, bytes 512 + 8 rcg .. +7 (rope role)
+    mm::u32x4 lat[4];  // token 4 vtg + e, bytes 16 vcg .. +15
+    mm::u32x4 rope;    // token rtok, bytes 512 + 16 rcg .. +15 (rope role)
   };
-  float q_inv;
-  MM_DEVICE Fp8Kv(uint32_t tid, float inv) : TileRoles(tid), q_inv(inv) {}
+  uint32_t vtg, vcg, rtok, rcg;
+  bool rope_role;
+  MM_DEVICE explicit Fp8Kv(uint32_t tid)
+      : vtg(tid >> 5), vcg(tid & 31u), rtok((tid >> 2) & 31u), rcg(tid & 3u), rope_role(tid < 128u) {}
 
   template <class SlotOf>
   MM_DEVICE void fetch(Raw& raw, const void* pool, const void*, uint32_t slots, SlotOf slot_of) const {
     const mm::buffer_rsrc pb = make_pool_rows(pool, kRow, slots);
 #pragma unroll
-    for (int e = 0; e < 4; ++e) raw.lat[e] = struct_load_b64(pb, slot_of(4u * vtg + e), 8u * vcg);
+    for (int e = 0; e < 4; ++e) raw.lat[e] = pool_load_b128(pb, slot_of(4u * vtg + e), 16u * vcg);
     const uint32_t s = slot_of(rtok);
-    if (rope_role) raw.rope = struct_load_b64(pb, s, kLat + 8u * rcg);
+    if (rope_role) raw.rope = pool_load_b128(pb, s, kLat + 16u * rcg);
   }
 
-  MM_DEVICE void store(const Raw& raw, uint8_t* ks, uint8_t* vs) const {
-    mm::u32x4 v[4];
+  MM_DEVICE void store(const Raw& raw, uint8_t* ks, uint8_t*) const {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      mm::lds_write_b64(ks, (4u * vtg + e) * kKStride8 + 8u * vcg, raw.lat[e]);
-      v[e] = widen8(raw.lat[e]);
+    for (int e = 0; e < 4; ++e) mm::lds_write_b128(ks, (4u * vtg + e) * kKStride8 + 16u * vcg, raw.lat[e]);
+    if (rope_role) mm::lds_write_b128(ks, rtok * kKStride8 + kLat + 16u * rcg, raw.rope);
+  }
+
+  // p' (in [0, 256]) -> the PV operand's 8 e4m3fn bytes (RTNE) and the sum of their values.
+  MM_DEVICE mm::u32x2 round_p8(const float pr[8], float& sum) const {
+    const mm::u32x2 w = {to_fp8x4(pr[0], pr[1], pr[2], pr[3]), to_fp8x4(pr[4], pr[5], pr[6], pr[7])};
+    float t[4];
+#pragma unroll
+    for (int d = 0; d < 2; ++d) {
+      const mm::f32x2 lo = mm::cvt_pk_f32_fp8<false>(w[d]), hi = mm::cvt_pk_f32_fp8<true>(w[d]);
+      t[2 * d] = lo.x + lo.y;
+      t[2 * d + 1] = hi.x + hi.y;
     }
-    // widened V rows for the transposing PV read (mla_decode_lds_tile.hpp, kTrV)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) mm::lds_write_b128(vs, (4u * vtg + e) * kVRow + 16u * vcg, v[e]);
-    if (rope_role) mm::lds_write_b64(ks, rtok * kKStride8 + kLat + 8u * rcg, raw.rope);
-  }
-
-  // 8 bf16 of Q -> 8 fp8 at the per-tensor scale.
-  MM_DEVICE mm::u32x2 quant_q(const mm::u32x4& v) const {
-    float f[8];
-#pragma unroll
-    for (int d = 0; d < 4; ++d) {
-      f[2 * d] = mm::bf16_lo(v[d]) * q_inv;
-      f[2 * d + 1] = mm::bf16_hi(v[d]) * q_inv;
-    }
-#pragma unroll
-    for (int e = 0; e < 8; ++e) f[e] = __builtin_fminf(__builtin_fmaxf(f[e], -kFp8Max), kFp8Max);
-    return mm::u32x2{to_fp8x4(f[0], f[1], f[2], f[3]), to_fp8x4(f[4], f[5], f[6], f[7])};
-  }
-
-  // p (in [0, 1]) -> its e4m3fn value.
-  MM_DEVICE void round_p(const float pr[4], float pq[4]) const {
-    const uint32_t w = to_fp8x4(pr[0], pr[1], pr[2], pr[3]);
-    const mm::f32x2 lo = mm::cvt_pk_f32_fp8<false>(w), hi = mm::cvt_pk_f32_fp8<true>(w);
-    pq[0] = lo.x, pq[1] = lo.y, pq[2] = hi.x, pq[3] = hi.y;
+    sum = (t[0] + t[1]) + (t[2] + t[3]);
+    return w;
   }
 };
 
 }  // namespace
 
 #define MLA_DECODE_A8W8_FWD_PARAMS \
-    const uint16_t* __restrict__ q_lat, \
-    const uint16_t* __restrict__ q_pe, \
+    const uint8_t* __restrict__ q8, \
+    const float* __restrict__ q_scale, \
     const uint8_t* __restrict__ pool, \
     uint16_t* __restrict__ o_lat, \
     const int32_t* __restrict__ seq_lens, \
@@ -119,42 +99,33 @@ struct Fp8Kv : TileRoles {
     uint32_t cp_world, \
     uint32_t flags, \
     uint32_t c_qk_bits, \
-    uint32_t o_scale_bits, \
-    const float* __restrict__ q_amax_parts, \
-    uint32_t n_amax_parts
+    uint32_t o_scale_bits
 
 // The body for Waves = 4 (the 256-thread kernel) or 1 (the one-wave kernel, gfx950, for H * q_len <= 16).
 template <uint32_t Waves>
 MM_DEVICE void mla_decode_a8w8_fwd_body(MLA_DECODE_A8W8_FWD_PARAMS) {
-  MM_LDS __attribute__((aligned(16))) uint8_t lds[kKBytes + kVBytes];
-  // The per-tensor Q scale from mla_q_amax's partial maxima (a NaN |q| is ignored here; it still makes its
-  // own rows NaN through the quantised Q).
-  const mm::buffer_rsrc parts = mm::make_buffer(q_amax_parts, n_amax_parts * 4u);
-  float amax = 0.f;
-  for (uint32_t j = mm::lane_id(); j < n_amax_parts; j += 64u)
-    amax = __builtin_fmaxf(amax, mm::buffer_load_f32(parts, 4u * j));
-  amax = mm::uniform(mm::wave_max(amax));
-  const float q_scale = amax > 0.f ? amax / kFp8Max : 1.f;
-  const float q_inv = amax > 0.f ? kFp8Max / amax : 1.f;
-  const TileArgs a{q_lat, q_pe, pool, nullptr, o_lat, seq_lens, kv_indices, kv_indptr, glen, lse, ws_o, ws_ml,
-                   B, H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world, flags,
-                   mm::bit_cast<float>(c_qk_bits) * q_scale, mm::bit_cast<float>(o_scale_bits)};
-  decode_lds_tile<Waves>(a, lds, [&](uint32_t t) { return Fp8Kv(t, q_inv); });
+  MM_LDS __attribute__((aligned(16))) uint8_t lds[kKStride8 * kTokens8];
+  const float qs = mm::uniform(mm::buffer_load_f32(mm::make_buffer(q_scale, 4u), 0u));  // mla_q_quant's amax / 448
+  TileArgs a{nullptr, nullptr, pool, nullptr, o_lat, seq_lens, kv_indices, kv_indptr, glen, lse, ws_o, ws_ml,
+             B, H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world, flags,
+             mm::bit_cast<float>(c_qk_bits) * qs, mm::bit_cast<float>(o_scale_bits)};
+  a.q8 = q8;
+  decode_lds_tile<Waves>(a, lds, [](uint32_t t) { return Fp8Kv(t); });
 }
 
 MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1)))
 void mla_decode_a8w8_fwd(MLA_DECODE_A8W8_FWD_PARAMS) {
-  mla_decode_a8w8_fwd_body<4>(q_lat, q_pe, pool, o_lat, seq_lens, kv_indices, kv_indptr, glen, lse, ws_o, ws_ml, B,
+  mla_decode_a8w8_fwd_body<4>(q8, q_scale, pool, o_lat, seq_lens, kv_indices, kv_indptr, glen, lse, ws_o, ws_ml, B,
                               H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world, flags, c_qk_bits,
-                              o_scale_bits, q_amax_parts, n_amax_parts);
+                              o_scale_bits);
 }
 
 #if defined(__gfx950__)
 // One wave per workgroup, four fetch roles per lane: every wave computes (no helper waves).
 MM_KERNEL MM_LAUNCH_BOUNDS(64) __attribute__((amdgpu_waves_per_eu(1, 1)))
 void mla_decode_a8w8_fwd_w1(MLA_DECODE_A8W8_FWD_PARAMS) {
-  mla_decode_a8w8_fwd_body<1>(q_lat, q_pe, pool, o_lat, seq_lens, kv_indices, kv_indptr, glen, lse, ws_o, ws_ml, B,
+  mla_decode_a8w8_fwd_body<1>(q8, q_scale, pool, o_lat, seq_lens, kv_indices, kv_indptr, glen, lse, ws_o, ws_ml, B,
                               H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world, flags, c_qk_bits,
-                              o_scale_bits, q_amax_parts, n_amax_parts);
+                              o_scale_bits);
 }
 #endif
