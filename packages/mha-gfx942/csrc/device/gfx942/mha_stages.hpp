@@ -162,6 +162,24 @@ MM_DEVICE void mask_kv_tail(FragC (&s)[kKvSub], uint32_t kv0, uint32_t skv) {
   }
 }
 
+// o *= x (one factor per column, i.e. per lane) as single-rate v_mul_f32. LLVM would pair the products
+// into v_pk_mul_f32, which cannot issue while the SIMD's other wave keeps the matrix pipe busy (a packed
+// f32 op waits passes + 2 issue slots after an XDL MFMA; the model, after the CDNA3 co-execution rules):
+// the rescale then stalls until that wave's MFMA phase ends.
+MM_DEVICE void mul_cols_unpacked(FragC& c, float x) {
+#pragma unroll
+  for (int r = 0; r < S16::kCRegs; ++r) asm("v_mul_f32 %0, %1, %2" : "=v"(c.v[r]) : "v"(c.v[r]), "v"(x));
+}
+
+// The in-lane parts of col_max / col_sum over the 4 kv subtiles (the lane's 16 kv rows of its column).
+MM_DEVICE float lane_col_max(const FragC (&s)[kKvSub]) {
+  float v = s[0].v[0];
+#pragma unroll
+  for (uint32_t t = 0; t < kKvSub; ++t)
+#pragma unroll
+    for (int r = (t == 0); r < S16::kCRegs; ++r) v = __builtin_fmaxf(v, s[t].v[r]);
+  return v;
+}
 MM_DEVICE float lane_col_sum(const FragC (&s)[kKvSub]) {
   float v = 0.f;
 #pragma unroll
@@ -194,18 +212,25 @@ struct GatedColSoftmax {
   float m = -__builtin_inff();
   float l = 0.f;
   // s: scores of one kv block -> probabilities exp2(s * c - m) (fp32); o is rescaled when needed.
+  // The gate is decided per lane, before any cross-lane step: a column's max grows iff some lane's
+  // in-lane max (scaled) exceeds m, so the cross-lane max (two LDS round trips) runs only when some
+  // lane of the wave saw a new max, and the result is bit for bit the eager max's.
   MM_DEVICE void update(FragC (&s)[kKvSub], FragC (&o)[kDTiles], bool first) {
-    const float m_new = __builtin_fmaxf(m, mm::reduce_cols<S16, kKvSub>(s, mm::MaxOp{}).v * kScaleLog2e);
-    if (!first && __builtin_amdgcn_ballot_w64(m_new > m) != 0) {
-      const ColVec r = {mm::exp2(m - m_new)};
-      l *= r.v;
+    const float lane_max = lane_col_max(s);
+    if (first || __builtin_amdgcn_ballot_w64(lane_max * kScaleLog2e > m) != 0) {
+      const float m_new = __builtin_fmaxf(m, mm::col_max(mm::filled<S16>(lane_max)).v * kScaleLog2e);
+      if (!first) {
+        const ColVec r = {mm::exp2(m - m_new)};
+        l *= r.v;
 #pragma unroll
-      for (uint32_t dt = 0; dt < kDTiles; ++dt) mm::mul_cols(o[dt], r);
+        for (uint32_t dt = 0; dt < kDTiles; ++dt) mul_cols_unpacked(o[dt], r.v);
+      }
+      m = m_new;
     }
-    m = m_new;
+    const float m_use = m;
 #pragma unroll
     for (uint32_t t = 0; t < kKvSub; ++t) {
-      mm::apply(s[t], [=](float x, int, int) { return __builtin_fmaf(x, kScaleLog2e, -m_new); });
+      mm::apply(s[t], [=](float x, int, int) { return __builtin_fmaf(x, kScaleLog2e, -m_use); });
       mm::exp2(s[t]);
     }
     l += lane_col_sum(s);
@@ -235,14 +260,16 @@ MM_DEVICE void lds_load_vt_dtile(FragA (&v)[kKvSub], const uint8_t* vst, uint32_
 // B operands): per head-dim tile, 2 ds_read_b128 (4 A operands) feed 4 MFMAs of every q tile.
 template <uint32_t T>
 MM_DEVICE void pv_lds(FragC (&o)[T][kDTiles], const uint8_t* vst, const FragB (&pb)[T][kKvSub]) {
+  FragA v[2][kKvSub];
+  lds_load_vt_dtile(v[0], vst, 0);
 #pragma unroll
   for (uint32_t dt = 0; dt < kDTiles; ++dt) {
-    FragA v[kKvSub];
-    lds_load_vt_dtile(v, vst, dt);
+    if (dt + 1 < kDTiles) lds_load_vt_dtile(v[(dt + 1) & 1], vst, dt + 1);
+    order_point();
 #pragma unroll
     for (uint32_t i = 0; i < T; ++i)
 #pragma unroll
-      for (uint32_t t = 0; t < kKvSub; ++t) mm::mma(o[i][dt], v[t], pb[i][t], o[i][dt]);
+      for (uint32_t t = 0; t < kKvSub; ++t) mm::mma(o[i][dt], v[dt & 1][t], pb[i][t], o[i][dt]);
   }
 }
 
