@@ -63,6 +63,11 @@ MM_DEVICE mm::buffer_rsrc head_buffer(const void* base, Strides st, uint32_t bh,
   return mm::make_buffer(p, (rows - 1u) * st.row + kRowBytes);
 }
 
+// s_setprio of the MFMA phases; group B's QK tail after the barrier runs one above, so that it takes
+// the matrix pipe before group A's PV, whose first V_t reads are still in flight.
+constexpr int kMfmaPrio = 2;
+template <uint32_t N> struct Subtiles { static constexpr uint32_t value = N; };  // QK stops before subtile N
+
 // One work item: q block `qb` of head `bh`, kv blocks part, part + nparts, ... . kSplit: write the fp32
 // partial (slot) instead of the normalised bf16 output. lds: kLdsBytes, the two stages.
 template <mm::Round R, bool kSplit>
@@ -109,50 +114,76 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
       for (uint32_t u = 0; u < kKvSub; ++u) p[t][u] = mm::as_b_operand(pack_p<R>(s[t][u]));
     }
   };
-  auto qk = [&](uint32_t i) {
-    mm::set_priority<3>();
-    qk_lds(s, lds + (i & 1u) * kKBlockBytes, qf);
+  FragA kf[2][kKSteps];  // K operands of QK: two subtiles (the one in use, the next one being read)
+  auto k_stage = [&](uint32_t i) { return lds + (i & 1u) * kKBlockBytes; };
+  // QK(i), subtiles 0 .. kEnd - 1 (kf[0] already holds subtile 0: pv_qk or qk_first read it).
+  auto qk = [&](uint32_t i, auto end) { qk_lds<decltype(end)::value>(s, k_stage(i), qf, kf); };
+  auto qk_first = [&](uint32_t i) {  // the item's first QK: nothing before it to read subtile 0 during
+    mm::set_priority<kMfmaPrio>();
+    lds_load_k_subtile(kf[0], k_stage(i), 0);
+    qk(i, Subtiles<kKvSub>{});
     mm::set_priority<0>();
   };
-  auto pv = [&](uint32_t i) {
-    mm::set_priority<3>();
-    pv_lds(o, lds + kLdsV + (i & 1u) * kVtBlockBytes, p);
+  // PV(i - 1) then QK(i) up to subtile kEnd, one MFMA phase at priority 3.
+  auto pv_qk = [&](uint32_t i, auto end) {
+    mm::set_priority<kMfmaPrio>();
+    pv_lds(o, lds + kLdsV + ((i - 1) & 1u) * kVtBlockBytes, p, k_stage(i), kf[0]);
+    qk(i, end);
     mm::set_priority<0>();
+  };
+  auto pv_last = [&](uint32_t i) {  // PV(i - 1) of the item's last block (kf[0] reads a stale stage, unused)
+    mm::set_priority<kMfmaPrio>();
+    pv_lds(o, lds + kLdsV + ((i - 1) & 1u) * kVtBlockBytes, p, k_stage(i), kf[0]);
+    mm::set_priority<0>();
+  };
+  // Group B's last K subtile of QK(i): its operands were read before the barrier, its MFMAs run after
+  // it, where they fill the matrix pipe while group A waits for its first V_t reads.
+  auto qk_tail = [&](uint32_t i) {
+    mm::set_priority<kMfmaPrio + 1>();
+    qk_subtile(s, kf[(kKvSub - 1) & 1], qf, kKvSub - 1);
+    mm::set_priority<0>();
+    (void)i;
   };
   auto refill = [&](uint32_t i) {  // interval i: wait for K(i), V_t(i - 1); group B starts K(i + 1), V_t(i)
     mm::wait_vmcnt<0>();  // this wave's DMAs have landed
     mm::block_sync();     // ... and every wave's; every wave is done with the stages refilled below
-    if (group_b) {
-      if (i + 1 < cnt) dma_k(lds, k_head, k_bytes, part + (i + 1) * nparts, ks.row, (i + 1) & 1u, dma_wave);
-      if (i < cnt) dma_vt(lds, vr, part + i * nparts, i & 1u, dma_wave);
-    }
+    order_point();
+  };
+  auto dma = [&](uint32_t i) {
+    if (i + 1 < cnt) dma_k(lds, k_head, k_bytes, part + (i + 1) * nparts, ks.row, (i + 1) & 1u, dma_wave);
+    if (i < cnt) dma_vt(lds, vr, part + i * nparts, i & 1u, dma_wave);
   };
   // One loop per group (two separate loops, so that the register allocator sees two regions, not one
   // loop whose values must sit in the same registers on both paths).
   if (!group_b) {
     refill(0);
-    qk(0);
+    qk_first(0);
     softmax(0);
     for (uint32_t i = 1; i < cnt; ++i) {
       refill(i);
-      pv(i - 1);
-      qk(i);
+      pv_qk(i, Subtiles<kKvSub>{});
       softmax(i);
     }
     refill(cnt);
-    pv(cnt - 1);
+    pv_last(cnt);
   } else {
     refill(0);
-    qk(0);
+    dma(0);
+    mm::set_priority<kMfmaPrio>();
+    lds_load_k_subtile(kf[0], k_stage(0), 0);
+    qk(0, Subtiles<kKvSub - 1>{});
+    mm::set_priority<0>();
     for (uint32_t i = 1; i < cnt; ++i) {
       refill(i);
+      qk_tail(i - 1);
+      dma(i);
       softmax(i - 1);
-      pv(i - 1);
-      qk(i);
+      pv_qk(i, Subtiles<kKvSub - 1>{});
     }
     refill(cnt);
+    qk_tail(cnt - 1);
     softmax(cnt - 1);
-    pv(cnt - 1);
+    pv_last(cnt);
   }
 
 #pragma unroll

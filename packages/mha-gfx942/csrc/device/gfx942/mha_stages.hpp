@@ -40,6 +40,10 @@ constexpr uint32_t kKSteps = kHeadDim / 16;                       // k-steps of 
 constexpr uint32_t kVtBlockBytes = kKvBlock * kRowBytes;          // one V_t block: 16 chunks of 1 KB
 // log2(e) / sqrt(128): scores go to the log2 domain with one fma.
 constexpr float kScaleLog2e = 1.4426950408889634f * 0.088388347648318440f;
+#ifndef MHA_RESCALE_SLACK
+#define MHA_RESCALE_SLACK 8
+#endif
+constexpr float kRescaleSlack = MHA_RESCALE_SLACK;
 constexpr float kMaskedScore = -3.4028234663852886e38f;  // -FLT_MAX: exp2 of it is 0, never NaN
 
 MM_DEVICE uint32_t quad_id() { return mm::lane_id() >> 4; }
@@ -136,20 +140,28 @@ MM_DEVICE void lds_load_k_subtile(FragA (&kf)[kKSteps], const uint8_t* kst, uint
   }
 }
 
-// S^T of the wave's q tiles against the K block of an LDS stage: per 16-row kv subtile t, 4 ds_read_b128
-// feed 8 MFMAs of every q tile; subtile t + 1 is read while subtile t's MFMAs run (two register sets,
-// pinned by order_point: LLVM would otherwise sink the reads to their use). Modeled: 1.7 % fewer cycles
-// per key than the compiler's own schedule; the same pinning in pv_lds was 5 % slower, so PV is unpinned.
+// The QK MFMAs of kv subtile t for every q tile, the K operands already in registers.
 template <uint32_t T>
-MM_DEVICE void qk_lds(FragC (&s)[T][kKvSub], const uint8_t* kst, const FragB (&q)[T][kKSteps]) {
-  FragA kf[2][kKSteps];
-  lds_load_k_subtile(kf[0], kst, 0);
+MM_DEVICE void qk_subtile(FragC (&s)[T][kKvSub], const FragA (&kf)[kKSteps], const FragB (&q)[T][kKSteps],
+                          uint32_t t) {
 #pragma unroll
-  for (uint32_t t = 0; t < kKvSub; ++t) {
+  for (uint32_t i = 0; i < T; ++i) s[i][t] = qk_tile(kf, q[i]);
+}
+
+// S^T of the wave's q tiles against the K block of an LDS stage, subtiles 0 .. kEnd - 1, subtile 0's
+// operands already in kf[0] (read by pv_lds): per 16-row kv subtile t, 4 ds_read_b128 feed 8 MFMAs of
+// every q tile; subtile t + 1 is read while subtile t's MFMAs run (two register sets, pinned by
+// order_point: LLVM would otherwise sink the reads to their use). kEnd < kKvSub stops with subtile
+// kEnd's operands read into kf[kEnd % 2]: its MFMAs (qk_subtile) may then run after a barrier, since
+// they no longer touch the stage.
+template <uint32_t kEnd, uint32_t T>
+MM_DEVICE void qk_lds(FragC (&s)[T][kKvSub], const uint8_t* kst, const FragB (&q)[T][kKSteps],
+                      FragA (&kf)[2][kKSteps]) {
+#pragma unroll
+  for (uint32_t t = 0; t < kEnd; ++t) {
     if (t + 1 < kKvSub) lds_load_k_subtile(kf[(t + 1) & 1], kst, t + 1);
     order_point();
-#pragma unroll
-    for (uint32_t i = 0; i < T; ++i) s[i][t] = qk_tile(kf[t & 1], q[i]);
+    qk_subtile(s, kf[t & 1], q, t);
   }
 }
 
@@ -217,7 +229,7 @@ struct GatedColSoftmax {
   // lane of the wave saw a new max, and the result is bit for bit the eager max's.
   MM_DEVICE void update(FragC (&s)[kKvSub], FragC (&o)[kDTiles], bool first) {
     const float lane_max = lane_col_max(s);
-    if (first || __builtin_amdgcn_ballot_w64(lane_max * kScaleLog2e > m) != 0) {
+    if (first || __builtin_amdgcn_ballot_w64(lane_max * kScaleLog2e > m + kRescaleSlack) != 0) {
       const float m_new = __builtin_fmaxf(m, mm::col_max(mm::filled<S16>(lane_max)).v * kScaleLog2e);
       if (!first) {
         const ColVec r = {mm::exp2(m - m_new)};
@@ -257,14 +269,18 @@ MM_DEVICE void lds_load_vt_dtile(FragA (&v)[kKvSub], const uint8_t* vst, uint32_
 }
 
 // O^T += V^T P^T for the wave's q tiles over the V_t block of an LDS stage, P^T already packed (the
-// B operands): per head-dim tile, 2 ds_read_b128 (4 A operands) feed 4 MFMAs of every q tile.
+// B operands): per head-dim tile, 2 ds_read_b128 (4 A operands) feed 4 MFMAs of every q tile. Tile
+// dt + 1 is read while tile dt's MFMAs run, and during the last tile the first K subtile of the next
+// QK (stage kst) is read into k0: no MFMA of the phase waits for an LDS read it could have issued earlier.
 template <uint32_t T>
-MM_DEVICE void pv_lds(FragC (&o)[T][kDTiles], const uint8_t* vst, const FragB (&pb)[T][kKvSub]) {
+MM_DEVICE void pv_lds(FragC (&o)[T][kDTiles], const uint8_t* vst, const FragB (&pb)[T][kKvSub],
+                      const uint8_t* kst, FragA (&k0)[kKSteps]) {
   FragA v[2][kKvSub];
   lds_load_vt_dtile(v[0], vst, 0);
 #pragma unroll
   for (uint32_t dt = 0; dt < kDTiles; ++dt) {
     if (dt + 1 < kDTiles) lds_load_vt_dtile(v[(dt + 1) & 1], vst, dt + 1);
+    else lds_load_k_subtile(k0, kst, 0);
     order_point();
 #pragma unroll
     for (uint32_t i = 0; i < T; ++i)
