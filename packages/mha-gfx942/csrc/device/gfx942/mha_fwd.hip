@@ -11,11 +11,12 @@
 //
 // Waves' roles. Waves w and w + 4 share SIMD w % 4. Group A (waves 0-3) and group B (4-7) run the same
 // stage sequence QK(n), softmax(n), PV(n) cut at different barriers: in the interval between barriers i
-// and i + 1, A runs PV(i-1) QK(i) softmax(i) and B runs softmax(i-1) PV(i-1) QK(i). So while one wave of
-// a SIMD is in its MFMA phase (s_setprio 3: it issues whenever the matrix pipe is free) the other is in
-// its VALU phase, and they swap mid-interval. Group B also issues all the DMA (A opens each interval with
-// MFMAs). Measured on the timing model: B's softmax is the critical path (removing it: -9 % cycles per
-// key; removing A's: no change).
+// and i + 1, A runs PV(i-1) QK(i) softmax(i) and B runs QK(i-1)'s last kv subtile, softmax(i-1), PV(i-1)
+// and QK(i) up to its last subtile. So while one wave of a SIMD is in its MFMA phase (s_setprio 2: it
+// issues whenever the matrix pipe is free) the other is in its VALU phase, and they swap mid-interval.
+// B's last QK subtile crosses the barrier (its K operands are read before it, its 16 MFMAs run after it
+// at s_setprio 3): they fill the matrix pipe while A waits for its first V_t reads. Group B also issues
+// all the DMA (A opens each interval with MFMAs). Modeled: the matrix pipe is busy 95-96 % of the cycles.
 //
 // LDS (64 KB = two stages). Stage s: one K block (64 rows x 256 B at s * 16 KB; 16-byte chunk c of row r
 // at chunk c ^ (r % 8), so the 8 lanes of a b128 read group hit 8 different bank groups) and one V_t
@@ -27,10 +28,10 @@
 // V_t(i) into the other V stage by direct-to-LDS dword loads (16 K rows per wave: XOR-permuted lane
 // offsets, the row offset in soffset, a descriptor based at the block; 4 KB of V_t per wave: one lane
 // offset and one M0, the piece in the instruction offset, which moves both sides). The DMA has a whole
-// interval (~5500 modeled cycles) to land. QK reads K subtile t + 1 while subtile t's 16 MFMAs run; PV
-// reads each head-dim tile's V_t just before its 8 MFMAs (pinning those one tile ahead was slower).
-// P is rounded to bf16 at the end of the softmax phase, in the lane that produced it (it is the B operand
-// of PV as it stands).
+// interval to land. Every LDS read is issued one step before its MFMAs: QK reads K subtile t + 1 while
+// subtile t's MFMAs run, PV reads head-dim tile dt + 1 while tile dt's run and, during its last tile,
+// the first K subtile of the QK that follows. P is rounded to bf16 at the end of the softmax phase, in
+// the lane that produced it (it is the B operand of PV as it stands).
 //
 // Bounds: every tensor is read through a raw buffer descriptor whose num_records is the exact byte
 // extent of that (batch, head)'s rows; out-of-range loads give 0 and stores are dropped. BHSD and BSHD
