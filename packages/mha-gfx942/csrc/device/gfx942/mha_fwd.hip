@@ -11,12 +11,12 @@
 //
 // Waves' roles. Waves w and w + 4 share SIMD w % 4. Group A (waves 0-3) and group B (4-7) run the same
 // stage sequence QK(n), softmax(n), PV(n) cut at different barriers: in the interval between barriers i
-// and i + 1, A runs PV(i-1) QK(i) softmax(i) and B runs QK(i-1)'s last kv subtile, softmax(i-1), PV(i-1)
-// and QK(i) up to its last subtile. So while one wave of a SIMD is in its MFMA phase (s_setprio 2: it
-// issues whenever the matrix pipe is free) the other is in its VALU phase, and they swap mid-interval.
-// B's last QK subtile crosses the barrier (its K operands are read before it, its 16 MFMAs run after it
-// at s_setprio 3): they fill the matrix pipe while A waits for its first V_t reads. Group B also issues
-// all the DMA (A opens each interval with MFMAs). Modeled: the matrix pipe is busy 95-96 % of the cycles.
+// and i + 1, A runs PV(i-1) QK(i) softmax(i) and B runs softmax(i-1) PV(i-1) QK(i). So while one wave of
+// a SIMD is in its MFMA phase (s_setprio 3: it issues whenever the matrix pipe is free) the other is in
+// its VALU phase, and they swap mid-interval. Group B also issues all the DMA (A opens each interval
+// with MFMAs). The softmax only decides O's rescale factor; PV applies it (in the VALU slots between
+// the wave's own MFMAs), so every wave does the same work per block and no wave's rescale delays the
+// barrier. Modeled: the matrix pipe is busy ~91 % of the cycles (RTNE, Skv = 8192).
 //
 // LDS (64 KB = two stages). Stage s: one K block (64 rows x 256 B at s * 16 KB; 16-byte chunk c of row r
 // at chunk c ^ (r % 8), so the 8 lanes of a b128 read group hit 8 different bank groups) and one V_t
@@ -64,10 +64,6 @@ MM_DEVICE mm::buffer_rsrc head_buffer(const void* base, Strides st, uint32_t bh,
   return mm::make_buffer(p, (rows - 1u) * st.row + kRowBytes);
 }
 
-// s_setprio of the MFMA phases; group B's QK tail after the barrier runs one above, so that it takes
-// the matrix pipe before group A's PV, whose first V_t reads are still in flight.
-constexpr int kMfmaPrio = 2;
-template <uint32_t N> struct Subtiles { static constexpr uint32_t value = N; };  // QK stops before subtile N
 
 // One work item: q block `qb` of head `bh`, kv blocks part, part + nparts, ... . kSplit: write the fp32
 // partial (slot) instead of the normalised bf16 output. lds: kLdsBytes, the two stages.
@@ -110,81 +106,62 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
 #pragma unroll
     for (uint32_t t = 0; t < kQTilesPerWave; ++t) {
       if (partial_block) mask_kv_tail(s[t], kb * kKvBlock, skv);
-      sm[t].update(s[t], o[t], i == 0);
+      sm[t].update(s[t], i == 0);
 #pragma unroll
       for (uint32_t u = 0; u < kKvSub; ++u) p[t][u] = mm::as_b_operand(pack_p<R>(s[t][u]));
     }
   };
   FragA kf[2][kKSteps];  // K operands of QK: two subtiles (the one in use, the next one being read)
   auto k_stage = [&](uint32_t i) { return lds + (i & 1u) * kKBlockBytes; };
-  // QK(i), subtiles 0 .. kEnd - 1 (kf[0] already holds subtile 0: pv_qk or qk_first read it).
-  auto qk = [&](uint32_t i, auto end) { qk_lds<decltype(end)::value>(s, k_stage(i), qf, kf); };
-  auto qk_first = [&](uint32_t i) {  // the item's first QK: nothing before it to read subtile 0 during
-    mm::set_priority<kMfmaPrio>();
-    lds_load_k_subtile(kf[0], k_stage(i), 0);
-    qk(i, Subtiles<kKvSub>{});
+  auto qk_first = [&]() {  // the item's first QK: no PV before it to read K subtile 0 during
+    mm::set_priority<3>();
+    lds_load_k_subtile(kf[0], k_stage(0), 0);
+    qk_lds(s, k_stage(0), qf, kf);
     mm::set_priority<0>();
   };
-  // PV(i - 1) then QK(i) up to subtile kEnd, one MFMA phase at priority 3.
-  auto pv_qk = [&](uint32_t i, auto end) {
-    mm::set_priority<kMfmaPrio>();
-    pv_lds(o, lds + kLdsV + ((i - 1) & 1u) * kVtBlockBytes, p, k_stage(i), kf[0]);
-    qk(i, end);
+  // PV(i - 1) with O's pending rescale, then QK(i) (K subtile 0 read during PV's last tile): one MFMA
+  // phase at priority 3. After the last block (i == cnt) PV only; its K read hits a stale stage, unused.
+  auto pv_qk = [&](uint32_t i) {
+    float r[kQTilesPerWave];
+#pragma unroll
+    for (uint32_t t = 0; t < kQTilesPerWave; ++t) r[t] = sm[t].r;
+    mm::set_priority<3>();
+    pv_lds(o, lds + kLdsV + ((i - 1) & 1u) * kVtBlockBytes, p, k_stage(i), kf[0], r);
+    if (i < cnt) qk_lds(s, k_stage(i), qf, kf);
     mm::set_priority<0>();
-  };
-  auto pv_last = [&](uint32_t i) {  // PV(i - 1) of the item's last block (kf[0] reads a stale stage, unused)
-    mm::set_priority<kMfmaPrio>();
-    pv_lds(o, lds + kLdsV + ((i - 1) & 1u) * kVtBlockBytes, p, k_stage(i), kf[0]);
-    mm::set_priority<0>();
-  };
-  // Group B's last K subtile of QK(i): its operands were read before the barrier, its MFMAs run after
-  // it, where they fill the matrix pipe while group A waits for its first V_t reads.
-  auto qk_tail = [&](uint32_t i) {
-    mm::set_priority<kMfmaPrio + 1>();
-    qk_subtile(s, kf[(kKvSub - 1) & 1], qf, kKvSub - 1);
-    mm::set_priority<0>();
-    (void)i;
   };
   auto refill = [&](uint32_t i) {  // interval i: wait for K(i), V_t(i - 1); group B starts K(i + 1), V_t(i)
     mm::wait_vmcnt<0>();  // this wave's DMAs have landed
     mm::block_sync();     // ... and every wave's; every wave is done with the stages refilled below
-    order_point();
-  };
-  auto dma = [&](uint32_t i) {
-    if (i + 1 < cnt) dma_k(lds, k_head, k_bytes, part + (i + 1) * nparts, ks.row, (i + 1) & 1u, dma_wave);
-    if (i < cnt) dma_vt(lds, vr, part + i * nparts, i & 1u, dma_wave);
+    if (group_b) {
+      if (i + 1 < cnt) dma_k(lds, k_head, k_bytes, part + (i + 1) * nparts, ks.row, (i + 1) & 1u, dma_wave);
+      if (i < cnt) dma_vt(lds, vr, part + i * nparts, i & 1u, dma_wave);
+    }
   };
   // One loop per group (two separate loops, so that the register allocator sees two regions, not one
   // loop whose values must sit in the same registers on both paths).
   if (!group_b) {
     refill(0);
-    qk_first(0);
+    qk_first();
     softmax(0);
     for (uint32_t i = 1; i < cnt; ++i) {
       refill(i);
-      pv_qk(i, Subtiles<kKvSub>{});
+      pv_qk(i);
       softmax(i);
     }
     refill(cnt);
-    pv_last(cnt);
+    pv_qk(cnt);
   } else {
     refill(0);
-    dma(0);
-    mm::set_priority<kMfmaPrio>();
-    lds_load_k_subtile(kf[0], k_stage(0), 0);
-    qk(0, Subtiles<kKvSub - 1>{});
-    mm::set_priority<0>();
+    qk_first();
     for (uint32_t i = 1; i < cnt; ++i) {
       refill(i);
-      qk_tail(i - 1);
-      dma(i);
       softmax(i - 1);
-      pv_qk(i, Subtiles<kKvSub - 1>{});
+      pv_qk(i);
     }
     refill(cnt);
-    qk_tail(cnt - 1);
     softmax(cnt - 1);
-    pv_last(cnt);
+    pv_qk(cnt);
   }
 
 #pragma unroll

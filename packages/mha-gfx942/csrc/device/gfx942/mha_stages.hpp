@@ -17,9 +17,9 @@
 //   pack_p<R>          bf16 packing without the NaN test (P = exp2(...) only makes the canonical f32 NaN,
 //                      which every rounding keeps a NaN); v_perm_b32 per pair;
 //   lane_col_sum       the in-lane part of col_sum (l is reduced across lanes once, at the end);
-//   GatedColSoftmax    ColSoftmax with a lazy, gated max: the running max m moves (and O and l are
-//                      rescaled) only when some lane of the wave sees a score above m + kRescaleSlack,
-//                      decided in-lane before any cross-lane step; never rescaled on the first block;
+//   GatedColSoftmax    ColSoftmax with a gated max: the cross-lane max runs only when some lane saw a
+//                      new max (decided in-lane, bit for bit the eager max), and O's rescale factor is
+//                      handed to pv_lds, which applies it just before PV adds to O;
 //   mul_cols_unpacked  mul_cols as single-rate v_mul_f32 (packed f32 ops stall beside MFMAs);
 #pragma once
 #include "gfx942/mha_config.hpp"
@@ -42,10 +42,6 @@ constexpr uint32_t kKSteps = kHeadDim / 16;                       // k-steps of 
 constexpr uint32_t kVtBlockBytes = kKvBlock * kRowBytes;          // one V_t block: 16 chunks of 1 KB
 // log2(e) / sqrt(128): scores go to the log2 domain with one fma.
 constexpr float kScaleLog2e = 1.4426950408889634f * 0.088388347648318440f;
-// Lazy rescale: the running max moves only when a score exceeds it by more than this (log2 units), so
-// p <= 2^8. With random scores m then moves on a few early blocks only; modeled 75.0 -> 72.2 cycles per
-// key (RTNE) against the eager gate (slack 0, bitwise the eager softmax).
-constexpr float kRescaleSlack = 8.f;
 constexpr float kMaskedScore = -3.4028234663852886e38f;  // -FLT_MAX: exp2 of it is 0, never NaN
 
 MM_DEVICE uint32_t quad_id() { return mm::lane_id() >> 4; }
@@ -142,28 +138,19 @@ MM_DEVICE void lds_load_k_subtile(FragA (&kf)[kKSteps], const uint8_t* kst, uint
   }
 }
 
-// The QK MFMAs of kv subtile t for every q tile, the K operands already in registers.
+// S^T of the wave's q tiles against the K block of an LDS stage, K subtile 0's operands already in
+// kf[0] (read by pv_lds during PV's last tile, or by the caller): per 16-row kv subtile t, 4
+// ds_read_b128 feed 8 MFMAs of every q tile; subtile t + 1 is read while subtile t's MFMAs run (two
+// register sets, pinned by order_point: LLVM would otherwise sink the reads to their use).
 template <uint32_t T>
-MM_DEVICE void qk_subtile(FragC (&s)[T][kKvSub], const FragA (&kf)[kKSteps], const FragB (&q)[T][kKSteps],
-                          uint32_t t) {
-#pragma unroll
-  for (uint32_t i = 0; i < T; ++i) s[i][t] = qk_tile(kf, q[i]);
-}
-
-// S^T of the wave's q tiles against the K block of an LDS stage, subtiles 0 .. kEnd - 1, subtile 0's
-// operands already in kf[0] (read by pv_lds): per 16-row kv subtile t, 4 ds_read_b128 feed 8 MFMAs of
-// every q tile; subtile t + 1 is read while subtile t's MFMAs run (two register sets, pinned by
-// order_point: LLVM would otherwise sink the reads to their use). kEnd < kKvSub stops with subtile
-// kEnd's operands read into kf[kEnd % 2]: its MFMAs (qk_subtile) may then run after a barrier, since
-// they no longer touch the stage.
-template <uint32_t kEnd, uint32_t T>
 MM_DEVICE void qk_lds(FragC (&s)[T][kKvSub], const uint8_t* kst, const FragB (&q)[T][kKSteps],
                       FragA (&kf)[2][kKSteps]) {
 #pragma unroll
-  for (uint32_t t = 0; t < kEnd; ++t) {
+  for (uint32_t t = 0; t < kKvSub; ++t) {
     if (t + 1 < kKvSub) lds_load_k_subtile(kf[(t + 1) & 1], kst, t + 1);
     order_point();
-    qk_subtile(s, kf[t & 1], q, t);
+#pragma unroll
+    for (uint32_t i = 0; i < T; ++i) s[i][t] = qk_tile(kf[t & 1], q[i]);
   }
 }
 
@@ -225,21 +212,22 @@ MM_DEVICE mm::PackedC<S16> pack_p(const FragC& c) {
 struct GatedColSoftmax {
   float m = -__builtin_inff();
   float l = 0.f;
-  // s: scores of one kv block -> probabilities exp2(s * c - m) (fp32); o is rescaled when m moves.
-  // Lazy max: m only moves when some lane's in-lane max (scaled) exceeds m + kRescaleSlack, so every
-  // p is at most 2^kRescaleSlack (fp32 O and l, bf16 P hold that with room to spare) and the common
-  // block costs no cross-lane step and no rescale: the ballot is decided in-lane, and the cross-lane
-  // max (two LDS round trips) runs only on the blocks that move m. When m moves it moves to the exact
-  // block max, as the eager softmax does.
-  MM_DEVICE void update(FragC (&s)[kKvSub], FragC (&o)[kDTiles], bool first) {
+  float r = 1.f;  // the factor O owes for the latest block (pv_lds applies it before PV adds to O)
+  // s: scores of one kv block -> probabilities exp2(s * c - m) (fp32); r = the factor O owes, 1 when
+  // m did not move (pv_lds multiplies O by it before adding this block's P V: the eager softmax's
+  // arithmetic, moved into the MFMA phase, where the wave's own VALU slots between MFMAs are free).
+  // The gate is decided in-lane, before any cross-lane step: a column's max grows iff some lane's
+  // in-lane max (scaled) exceeds m, so the cross-lane max (two LDS round trips) and the exp2 of the
+  // factor run only when some lane of the wave saw a new max; the result is bit for bit the eager max's.
+  MM_DEVICE void update(FragC (&s)[kKvSub], bool first) {
     const float lane_max = lane_col_max(s);
-    if (first || __builtin_amdgcn_ballot_w64(lane_max * kScaleLog2e > m + kRescaleSlack) != 0) {
+    r = 1.f;
+    if (first || __builtin_amdgcn_ballot_w64(lane_max * kScaleLog2e > m) != 0) {
       const float m_new = __builtin_fmaxf(m, mm::col_max(mm::filled<S16>(lane_max)).v * kScaleLog2e);
       if (!first) {
-        const ColVec r = {mm::exp2(m - m_new)};
-        l *= r.v;
-#pragma unroll
-        for (uint32_t dt = 0; dt < kDTiles; ++dt) mul_cols_unpacked(o[dt], r.v);
+        const float f = mm::exp2(m - m_new);
+        l *= f;
+        r = f;
       }
       m = m_new;
     }
@@ -276,15 +264,26 @@ MM_DEVICE void lds_load_vt_dtile(FragA (&v)[kKvSub], const uint8_t* vst, uint32_
 // B operands): per head-dim tile, 2 ds_read_b128 (4 A operands) feed 4 MFMAs of every q tile. Tile
 // dt + 1 is read while tile dt's MFMAs run, and during the last tile the first K subtile of the next
 // QK (stage kst) is read into k0: no MFMA of the phase waits for an LDS read it could have issued earlier.
+// O's softmax rescale r (one factor per q tile, 1 when its max did not move) is applied here, one
+// head-dim tile ahead of its MFMAs, in the VALU slots between this wave's own MFMAs: the rescale then
+// costs every wave the same 64 v_mul_f32 per block instead of a burst in the softmax of some waves,
+// which delayed the barrier for all (modeled, RTNE: 75.0 -> 70.4 cycles per key).
 template <uint32_t T>
 MM_DEVICE void pv_lds(FragC (&o)[T][kDTiles], const uint8_t* vst, const FragB (&pb)[T][kKvSub],
-                      const uint8_t* kst, FragA (&k0)[kKSteps]) {
+                      const uint8_t* kst, FragA (&k0)[kKSteps], const float (&r)[T]) {
   FragA v[2][kKvSub];
   lds_load_vt_dtile(v[0], vst, 0);
 #pragma unroll
+  for (uint32_t i = 0; i < T; ++i) mul_cols_unpacked(o[i][0], r[i]);
+#pragma unroll
   for (uint32_t dt = 0; dt < kDTiles; ++dt) {
-    if (dt + 1 < kDTiles) lds_load_vt_dtile(v[(dt + 1) & 1], vst, dt + 1);
-    else lds_load_k_subtile(k0, kst, 0);
+    if (dt + 1 < kDTiles) {
+      lds_load_vt_dtile(v[(dt + 1) & 1], vst, dt + 1);
+#pragma unroll
+      for (uint32_t i = 0; i < T; ++i) mul_cols_unpacked(o[i][dt + 1], r[i]);
+    } else {
+      lds_load_k_subtile(k0, kst, 0);
+    }
     order_point();
 #pragma unroll
     for (uint32_t i = 0; i < T; ++i)
