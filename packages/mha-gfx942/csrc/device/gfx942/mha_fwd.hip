@@ -5,7 +5,7 @@
 // Tiling. A workgroup of 8 waves (512 threads, two waves per SIMD) owns 256 q rows of one (batch, head).
 // Wave w holds two 16-row q tiles (rows 32w .. 32w+31) for the whole kernel: Q as the B operand of QK
 // (64 registers), O^T as 2 x 8 fp32 C fragments (64) and one (m, l) per tile. Two waves fit a SIMD's
-// 512-register file only at <= 256 registers each (184-190 used, no scratch), so the CTA shares one copy
+// 512-register file only at <= 256 registers each (186-188 used, no scratch), so the CTA shares one copy
 // of every K and V_t block through LDS instead of each wave fetching its own (as the 4-wave predecessor
 // did): 32 KB of global traffic per 64-key block and CTA instead of 128 KB.
 //

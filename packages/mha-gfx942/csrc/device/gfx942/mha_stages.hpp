@@ -207,7 +207,7 @@ MM_DEVICE mm::PackedC<S16> pack_p(const FragC& c) {
   return p;
 }
 
-// Online softmax of one q tile (a column of S^T per lane) in the log2 domain, with the rescale gate.
+// Online softmax of one q tile (a column of S^T per lane) in the log2 domain, with the gated max.
 // l is the lane's partial sum (its 16 kv rows of each block); sum_l() reduces it across the 4 quads.
 struct GatedColSoftmax {
   float m = -__builtin_inff();
