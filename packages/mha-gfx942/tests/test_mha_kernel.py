@@ -44,6 +44,24 @@ def test_against_fp64(emu_backend, shape, mode):
     check_fp64(out, oracle_fp64(q, k, v), mode)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_rescale_every_block_and_never(emu_backend, mode):
+    """O's rescale (decided by the softmax, applied by the next PV): rows 0..127 see their max grow by
+    ~8 log2 units in every one of 10 kv blocks (factors ~2^-8 each time); rows 200..255 have their max in
+    block 0, far above everything after (factor 1 every later block)."""
+    B, H, Sq, Skv = 1, 1, 256, 640
+    q, k, v = qkv(B, H, Sq, Skv, seed=11)
+    blk = torch.arange(Skv).div(64, rounding_mode="floor").to(torch.bfloat16)
+    q[0, 0, :128, 0] = 4.0
+    k[0, 0, :, 0] = 16.0 * blk  # score += 64 per block: 64 / sqrt(128) * log2(e) = 8.2 log2 units
+    q[0, 0, 128:, 0] = 0.0
+    q[0, 0, 200:, 1] = 4.0
+    k[0, 0, :, 1] = 0.0
+    k[0, 0, 5, 1] = 64.0  # rows 200..255: score 256 at key 5 (32.6 log2 units above the rest)
+    out = mha.forward(q, k, v, round_mode=mode)
+    check_fp64(out, oracle_fp64(q, k, v), mode)
+
+
 @pytest.mark.parametrize("shape", [(1, 2, 65, 1000), (2, 3, 385, 63), (1, 1, 1, 64)],
                          ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("mode", MODES)

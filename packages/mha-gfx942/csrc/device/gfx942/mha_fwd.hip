@@ -5,7 +5,7 @@
 // Tiling. A workgroup of 8 waves (512 threads, two waves per SIMD) owns 256 q rows of one (batch, head).
 // Wave w holds two 16-row q tiles (rows 32w .. 32w+31) for the whole kernel: Q as the B operand of QK
 // (64 registers), O^T as 2 x 8 fp32 C fragments (64) and one (m, l) per tile. Two waves fit a SIMD's
-// 512-register file only at <= 256 registers each (184-190 used, no scratch), so the CTA shares one copy
+// 512-register file only at <= 256 registers each (186-188 used, no scratch), so the CTA shares one copy
 // of every K and V_t block through LDS instead of each wave fetching its own (as the 4-wave predecessor
 // did): 32 KB of global traffic per 64-key block and CTA instead of 128 KB.
 //
@@ -13,9 +13,10 @@
 // stage sequence QK(n), softmax(n), PV(n) cut at different barriers: in the interval between barriers i
 // and i + 1, A runs PV(i-1) QK(i) softmax(i) and B runs softmax(i-1) PV(i-1) QK(i). So while one wave of
 // a SIMD is in its MFMA phase (s_setprio 3: it issues whenever the matrix pipe is free) the other is in
-// its VALU phase, and they swap mid-interval. Group B also issues all the DMA (A opens each interval with
-// MFMAs). Measured on the timing model: B's softmax is the critical path (removing it: -9 % cycles per
-// key; removing A's: no change).
+// its VALU phase, and they swap mid-interval. Group B also issues all the DMA (A opens each interval
+// with MFMAs). The softmax only decides O's rescale factor; PV applies it (in the VALU slots between
+// the wave's own MFMAs), so every wave does the same work per block and no wave's rescale delays the
+// barrier. Modeled: the matrix pipe is busy ~91 % of the cycles (RTNE, Skv = 8192).
 //
 // LDS (64 KB = two stages). Stage s: one K block (64 rows x 256 B at s * 16 KB; 16-byte chunk c of row r
 // at chunk c ^ (r % 8), so the 8 lanes of a b128 read group hit 8 different bank groups) and one V_t
@@ -27,10 +28,10 @@
 // V_t(i) into the other V stage by direct-to-LDS dword loads (16 K rows per wave: XOR-permuted lane
 // offsets, the row offset in soffset, a descriptor based at the block; 4 KB of V_t per wave: one lane
 // offset and one M0, the piece in the instruction offset, which moves both sides). The DMA has a whole
-// interval (~5500 modeled cycles) to land. QK reads K subtile t + 1 while subtile t's 16 MFMAs run; PV
-// reads each head-dim tile's V_t just before its 8 MFMAs (pinning those one tile ahead was slower).
-// P is rounded to bf16 at the end of the softmax phase, in the lane that produced it (it is the B operand
-// of PV as it stands).
+// interval to land. Every LDS read is issued one step before its MFMAs: QK reads K subtile t + 1 while
+// subtile t's MFMAs run, PV reads head-dim tile dt + 1 while tile dt's run and, during its last tile,
+// the first K subtile of the QK that follows. P is rounded to bf16 at the end of the softmax phase, in
+// the lane that produced it (it is the B operand of PV as it stands).
 //
 // Bounds: every tensor is read through a raw buffer descriptor whose num_records is the exact byte
 // extent of that (batch, head)'s rows; out-of-range loads give 0 and stores are dropped. BHSD and BSHD
@@ -62,6 +63,7 @@ MM_DEVICE mm::buffer_rsrc head_buffer(const void* base, Strides st, uint32_t bh,
   const char* p = (const char*)base + b * st.batch + h * st.head;
   return mm::make_buffer(p, (rows - 1u) * st.row + kRowBytes);
 }
+
 
 // One work item: q block `qb` of head `bh`, kv blocks part, part + nparts, ... . kSplit: write the fp32
 // partial (slot) instead of the normalised bf16 output. lds: kLdsBytes, the two stages.
@@ -104,19 +106,28 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
 #pragma unroll
     for (uint32_t t = 0; t < kQTilesPerWave; ++t) {
       if (partial_block) mask_kv_tail(s[t], kb * kKvBlock, skv);
-      sm[t].update(s[t], o[t], i == 0);
+      sm[t].update(s[t], i == 0);
 #pragma unroll
       for (uint32_t u = 0; u < kKvSub; ++u) p[t][u] = mm::as_b_operand(pack_p<R>(s[t][u]));
     }
   };
-  auto qk = [&](uint32_t i) {
+  FragA kf[2][kKSteps];  // K operands of QK: two subtiles (the one in use, the next one being read)
+  auto k_stage = [&](uint32_t i) { return lds + (i & 1u) * kKBlockBytes; };
+  auto qk_first = [&]() {  // the item's first QK: no PV before it to read K subtile 0 during
     mm::set_priority<3>();
-    qk_lds(s, lds + (i & 1u) * kKBlockBytes, qf);
+    lds_load_k_subtile(kf[0], k_stage(0), 0);
+    qk_lds(s, k_stage(0), qf, kf);
     mm::set_priority<0>();
   };
-  auto pv = [&](uint32_t i) {
+  // PV(i - 1) with O's pending rescale, then QK(i) (K subtile 0 read during PV's last tile): one MFMA
+  // phase at priority 3. After the last block (i == cnt) PV only; its K read hits a stale stage, unused.
+  auto pv_qk = [&](uint32_t i) {
+    float r[kQTilesPerWave];
+#pragma unroll
+    for (uint32_t t = 0; t < kQTilesPerWave; ++t) r[t] = sm[t].r;
     mm::set_priority<3>();
-    pv_lds(o, lds + kLdsV + (i & 1u) * kVtBlockBytes, p);
+    pv_lds(o, lds + kLdsV + ((i - 1) & 1u) * kVtBlockBytes, p, k_stage(i), kf[0], r);
+    if (i < cnt) qk_lds(s, k_stage(i), qf, kf);
     mm::set_priority<0>();
   };
   auto refill = [&](uint32_t i) {  // interval i: wait for K(i), V_t(i - 1); group B starts K(i + 1), V_t(i)
@@ -131,28 +142,26 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
   // loop whose values must sit in the same registers on both paths).
   if (!group_b) {
     refill(0);
-    qk(0);
+    qk_first();
     softmax(0);
     for (uint32_t i = 1; i < cnt; ++i) {
       refill(i);
-      pv(i - 1);
-      qk(i);
+      pv_qk(i);
       softmax(i);
     }
     refill(cnt);
-    pv(cnt - 1);
+    pv_qk(cnt);
   } else {
     refill(0);
-    qk(0);
+    qk_first();
     for (uint32_t i = 1; i < cnt; ++i) {
       refill(i);
       softmax(i - 1);
-      pv(i - 1);
-      qk(i);
+      pv_qk(i);
     }
     refill(cnt);
     softmax(cnt - 1);
-    pv(cnt - 1);
+    pv_qk(cnt);
   }
 
 #pragma unroll

@@ -17,8 +17,10 @@
 //   pack_p<R>          bf16 packing without the NaN test (P = exp2(...) only makes the canonical f32 NaN,
 //                      which every rounding keeps a NaN); v_perm_b32 per pair;
 //   lane_col_sum       the in-lane part of col_sum (l is reduced across lanes once, at the end);
-//   GatedColSoftmax    ColSoftmax with the rescale gate: O and l are rescaled only when some lane's max
-//                      grew (the factor is exactly 1 otherwise) and never on the first block;
+//   GatedColSoftmax    ColSoftmax with a gated max: the cross-lane max runs only when some lane saw a
+//                      new max (decided in-lane, bit for bit the eager max), and O's rescale factor is
+//                      handed to pv_lds, which applies it just before PV adds to O;
+//   mul_cols_unpacked  mul_cols as single-rate v_mul_f32 (packed f32 ops stall beside MFMAs);
 #pragma once
 #include "gfx942/mha_config.hpp"
 #include "moonmath/tile.hpp"
@@ -136,14 +138,13 @@ MM_DEVICE void lds_load_k_subtile(FragA (&kf)[kKSteps], const uint8_t* kst, uint
   }
 }
 
-// S^T of the wave's q tiles against the K block of an LDS stage: per 16-row kv subtile t, 4 ds_read_b128
-// feed 8 MFMAs of every q tile; subtile t + 1 is read while subtile t's MFMAs run (two register sets,
-// pinned by order_point: LLVM would otherwise sink the reads to their use). Modeled: 1.7 % fewer cycles
-// per key than the compiler's own schedule; the same pinning in pv_lds was 5 % slower, so PV is unpinned.
+// S^T of the wave's q tiles against the K block of an LDS stage, K subtile 0's operands already in
+// kf[0] (read by pv_lds during PV's last tile, or by the caller): per 16-row kv subtile t, 4
+// ds_read_b128 feed 8 MFMAs of every q tile; subtile t + 1 is read while subtile t's MFMAs run (two
+// register sets, pinned by order_point: LLVM would otherwise sink the reads to their use).
 template <uint32_t T>
-MM_DEVICE void qk_lds(FragC (&s)[T][kKvSub], const uint8_t* kst, const FragB (&q)[T][kKSteps]) {
-  FragA kf[2][kKSteps];
-  lds_load_k_subtile(kf[0], kst, 0);
+MM_DEVICE void qk_lds(FragC (&s)[T][kKvSub], const uint8_t* kst, const FragB (&q)[T][kKSteps],
+                      FragA (&kf)[2][kKSteps]) {
 #pragma unroll
   for (uint32_t t = 0; t < kKvSub; ++t) {
     if (t + 1 < kKvSub) lds_load_k_subtile(kf[(t + 1) & 1], kst, t + 1);
@@ -162,6 +163,24 @@ MM_DEVICE void mask_kv_tail(FragC (&s)[kKvSub], uint32_t kv0, uint32_t skv) {
   }
 }
 
+// o *= x (one factor per column, i.e. per lane) as single-rate v_mul_f32. LLVM would pair the products
+// into v_pk_mul_f32, which cannot issue while the SIMD's other wave keeps the matrix pipe busy (a packed
+// f32 op waits passes + 2 issue slots after an XDL MFMA; the model, after the CDNA3 co-execution rules):
+// the rescale then stalls until that wave's MFMA phase ends.
+MM_DEVICE void mul_cols_unpacked(FragC& c, float x) {
+#pragma unroll
+  for (int r = 0; r < S16::kCRegs; ++r) asm("v_mul_f32 %0, %1, %2" : "=v"(c.v[r]) : "v"(c.v[r]), "v"(x));
+}
+
+// The in-lane parts of col_max / col_sum over the 4 kv subtiles (the lane's 16 kv rows of its column).
+MM_DEVICE float lane_col_max(const FragC (&s)[kKvSub]) {
+  float v = s[0].v[0];
+#pragma unroll
+  for (uint32_t t = 0; t < kKvSub; ++t)
+#pragma unroll
+    for (int r = (t == 0); r < S16::kCRegs; ++r) v = __builtin_fmaxf(v, s[t].v[r]);
+  return v;
+}
 MM_DEVICE float lane_col_sum(const FragC (&s)[kKvSub]) {
   float v = 0.f;
 #pragma unroll
@@ -188,24 +207,34 @@ MM_DEVICE mm::PackedC<S16> pack_p(const FragC& c) {
   return p;
 }
 
-// Online softmax of one q tile (a column of S^T per lane) in the log2 domain, with the rescale gate.
+// Online softmax of one q tile (a column of S^T per lane) in the log2 domain, with the gated max.
 // l is the lane's partial sum (its 16 kv rows of each block); sum_l() reduces it across the 4 quads.
 struct GatedColSoftmax {
   float m = -__builtin_inff();
   float l = 0.f;
-  // s: scores of one kv block -> probabilities exp2(s * c - m) (fp32); o is rescaled when needed.
-  MM_DEVICE void update(FragC (&s)[kKvSub], FragC (&o)[kDTiles], bool first) {
-    const float m_new = __builtin_fmaxf(m, mm::reduce_cols<S16, kKvSub>(s, mm::MaxOp{}).v * kScaleLog2e);
-    if (!first && __builtin_amdgcn_ballot_w64(m_new > m) != 0) {
-      const ColVec r = {mm::exp2(m - m_new)};
-      l *= r.v;
-#pragma unroll
-      for (uint32_t dt = 0; dt < kDTiles; ++dt) mm::mul_cols(o[dt], r);
+  float r = 1.f;  // the factor O owes for the latest block (pv_lds applies it before PV adds to O)
+  // s: scores of one kv block -> probabilities exp2(s * c - m) (fp32); r = the factor O owes, 1 when
+  // m did not move (pv_lds multiplies O by it before adding this block's P V: the eager softmax's
+  // arithmetic, moved into the MFMA phase, where the wave's own VALU slots between MFMAs are free).
+  // The gate is decided in-lane, before any cross-lane step: a column's max grows iff some lane's
+  // in-lane max (scaled) exceeds m, so the cross-lane max (two LDS round trips) and the exp2 of the
+  // factor run only when some lane of the wave saw a new max; the result is bit for bit the eager max's.
+  MM_DEVICE void update(FragC (&s)[kKvSub], bool first) {
+    const float lane_max = lane_col_max(s);
+    r = 1.f;
+    if (first || __builtin_amdgcn_ballot_w64(lane_max * kScaleLog2e > m) != 0) {
+      const float m_new = __builtin_fmaxf(m, mm::col_max(mm::filled<S16>(lane_max)).v * kScaleLog2e);
+      if (!first) {
+        const float f = mm::exp2(m - m_new);
+        l *= f;
+        r = f;
+      }
+      m = m_new;
     }
-    m = m_new;
+    const float m_use = m;
 #pragma unroll
     for (uint32_t t = 0; t < kKvSub; ++t) {
-      mm::apply(s[t], [=](float x, int, int) { return __builtin_fmaf(x, kScaleLog2e, -m_new); });
+      mm::apply(s[t], [=](float x, int, int) { return __builtin_fmaf(x, kScaleLog2e, -m_use); });
       mm::exp2(s[t]);
     }
     l += lane_col_sum(s);
@@ -232,17 +261,34 @@ MM_DEVICE void lds_load_vt_dtile(FragA (&v)[kKvSub], const uint8_t* vst, uint32_
 }
 
 // O^T += V^T P^T for the wave's q tiles over the V_t block of an LDS stage, P^T already packed (the
-// B operands): per head-dim tile, 2 ds_read_b128 (4 A operands) feed 4 MFMAs of every q tile.
+// B operands): per head-dim tile, 2 ds_read_b128 (4 A operands) feed 4 MFMAs of every q tile. Tile
+// dt + 1 is read while tile dt's MFMAs run, and during the last tile the first K subtile of the next
+// QK (stage kst) is read into k0: no MFMA of the phase waits for an LDS read it could have issued earlier.
+// O's softmax rescale r (one factor per q tile, 1 when its max did not move) is applied here, one
+// head-dim tile ahead of its MFMAs, in the VALU slots between this wave's own MFMAs: the rescale then
+// costs every wave the same 64 v_mul_f32 per block instead of a burst in the softmax of some waves,
+// which delayed the barrier for all (modeled, RTNE: 75.0 -> 70.4 cycles per key).
 template <uint32_t T>
-MM_DEVICE void pv_lds(FragC (&o)[T][kDTiles], const uint8_t* vst, const FragB (&pb)[T][kKvSub]) {
+MM_DEVICE void pv_lds(FragC (&o)[T][kDTiles], const uint8_t* vst, const FragB (&pb)[T][kKvSub],
+                      const uint8_t* kst, FragA (&k0)[kKSteps], const float (&r)[T]) {
+  FragA v[2][kKvSub];
+  lds_load_vt_dtile(v[0], vst, 0);
+#pragma unroll
+  for (uint32_t i = 0; i < T; ++i) mul_cols_unpacked(o[i][0], r[i]);
 #pragma unroll
   for (uint32_t dt = 0; dt < kDTiles; ++dt) {
-    FragA v[kKvSub];
-    lds_load_vt_dtile(v, vst, dt);
+    if (dt + 1 < kDTiles) {
+      lds_load_vt_dtile(v[(dt + 1) & 1], vst, dt + 1);
+#pragma unroll
+      for (uint32_t i = 0; i < T; ++i) mul_cols_unpacked(o[i][dt + 1], r[i]);
+    } else {
+      lds_load_k_subtile(k0, kst, 0);
+    }
+    order_point();
 #pragma unroll
     for (uint32_t i = 0; i < T; ++i)
 #pragma unroll
-      for (uint32_t t = 0; t < kKvSub; ++t) mm::mma(o[i][dt], v[t], pb[i][t], o[i][dt]);
+      for (uint32_t t = 0; t < kKvSub; ++t) mm::mma(o[i][dt], v[dt & 1][t], pb[i][t], o[i][dt]);
   }
 }
 
