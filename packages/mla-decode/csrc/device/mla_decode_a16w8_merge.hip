@@ -9,18 +9,22 @@
 // (unconditional) loads. A row with L = 0 gives o = 0 and lse = -inf. A part whose l_p is NaN (its
 // inputs held NaN/Inf) is not empty: it is folded in, so the row's lse and o are NaN.
 //
-// Work split: a workgroup of 4 waves serves 4 / wpr rows, wpr = waves per row in {1, 2, 4} (the host's
-// merge_waves_per_row(nparts): one wave while its parts fit 4 iterations of 4 loads in flight, more
-// waves only for long part lists, so short splits do not pay 4 waves of fixed cost per row). Wave s of
-// a row folds the parts p = s, s + wpr, ... in order with a running max (lane: 8 consecutive columns,
-// two 16-byte loads per part, four parts in flight); with wpr > 1 wave 0 of the row then folds the
-// others' (M, L, Ln, sums) in wave order through LDS. The result equals the formula above up to fp32
+// Work split: a workgroup of max(4, wpr) waves serves max(4, wpr) / wpr rows, wpr = waves per row in
+// {1, 2, 4, 8, 16} (the host's merge_waves_per_row(nparts): one wave while its parts fit 4 iterations of
+// 4 loads in flight, then one more power of two per doubling, so a 300-part row is 16 waves of ~19 parts;
+// more waves only for long part lists, so short splits do not pay many waves of fixed cost). Wave s of
+// a row takes the parts p = s, s + wpr, ...: it reads their (m, l, ln) one part per lane, so its max and
+// weights cost a few instructions per 64 parts, then sums w_p O_p in part order (lane: 8 consecutive
+// columns, two 16-byte loads and eight FMAs per part, four parts in flight); with wpr > 1 wave 0 of the
+// row then folds the others' (M, L, Ln, sums) in wave order through LDS. The result equals the formula
+// above up to fp32
 // rounding. Fixed order for a given nparts everywhere: deterministic, no atomics.
 #include "mla_decode_common.hpp"
 
 namespace {
 constexpr uint32_t kLat = 512;
-constexpr uint32_t kWaves = 4;
+constexpr uint32_t kMaxWaves = 16;  // waves per workgroup: max(4, wpr), wpr in {1, 2, 4, 8, 16}
+constexpr uint32_t kStateFloats = kLat + 4;  // one wave's published state: 512 sums, then m, l, ln
 constexpr uint32_t kUnroll = 4;
 
 struct MergeState {
@@ -42,7 +46,7 @@ struct MergeState {
 };
 }  // namespace
 
-MM_KERNEL MM_LAUNCH_BOUNDS(256) void mla_decode_a16w8_merge(
+MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
     const float* __restrict__ ws_o,   // [B*nparts units, rows / B, 512] fp32
     const float* __restrict__ ws_ml,  // [B*nparts units, rows / B, 4] fp32 (m, l, ln, 0)
     uint16_t* __restrict__ o_lat,     // [rows, 512] bf16
@@ -52,10 +56,11 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void mla_decode_a16w8_merge(
     const int32_t* __restrict__ seq_lens, const int32_t* __restrict__ glen, const int32_t* __restrict__ kv_indptr,
     uint32_t n_idx, uint32_t B, uint32_t q_len, uint32_t cp_rank, uint32_t cp_world,
     const float* __restrict__ kv_scale_dev) {  // [1] fp32 on the device (o_scale read here), or null
-  MM_LDS float part_acc[kWaves - 1][64][8];  // the state of waves s > 0 of each row (wave w at w - 1)
-  MM_LDS float part_l[kWaves - 1][3];
+  // dynamic LDS, (waves - 1) * kStateFloats floats when wpr > 1: the state of wave w > 0 at w - 1
+  extern MM_LDS float merge_state[];
   const uint32_t wave = mm::wave_id();
-  const uint32_t row = mm::block_id_x() * (kWaves / wpr) + wave / wpr;
+  const uint32_t waves = mm::block_dim_x() / 64u;
+  const uint32_t row = mm::block_id_x() * (waves / wpr) + wave / wpr;
   const uint32_t sub = wave % wpr;
   const bool valid = row < rows;  // uniform per wave; the workgroup still meets at the barrier
   const uint32_t lane = mm::lane_id();
@@ -69,49 +74,72 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void mla_decode_a16w8_merge(
                   true);
   const uint32_t n_own = units.valid ? units.count : 0u;  // this row's parts: units first .. first + n_own - 1
 
-  // One pass per wave over its parts with a running max (no separate max pass: every load of the loop
-  // is independent, four parts in flight).
+  // Per wave, over its parts p = sub, sub + wpr, ...: first their (m, l, ln), one part per lane (chunks of
+  // 64), giving the wave's max M, weights w_p = exp2(m_p - M) (0 for an empty part) and the weighted sums
+  // L, Ln by butterfly; then O = sum_p w_p O_p, one v_readlane and eight FMAs per part, four parts'
+  // loads in flight. The order of every sum is fixed for a given nparts: deterministic.
   MergeState st;
   const uint32_t col_off = 8u * lane * 4u;
-  const uint32_t stride = wpr * kUnroll;
-  for (uint32_t p0 = sub; valid && p0 < n_own; p0 += stride) {
-    mm::u32x4 meta[kUnroll], a[kUnroll], b[kUnroll];
+  const uint32_t n_mine = valid && n_own > sub ? (n_own - sub + wpr - 1u) / wpr : 0u;  // this wave's parts
+  auto part_slot = [&](uint32_t k) __attribute__((always_inline)) { return (units.first + sub + wpr * k) * rows_req + r_in; };
+  auto meta_of = [&](uint32_t k0) __attribute__((always_inline)) {
+    const uint32_t k = k0 + lane;
+    return k < n_mine ? mm::buffer_load_b128(ml, part_slot(k) * 16u) : mm::u32x4{0u, 0u, 0u, 0u};
+  };
+  const mm::u32x4 meta0 = meta_of(0);
+  float m_max = -__builtin_inff();
+  for (uint32_t k0 = 0; k0 < n_mine; k0 += 64u) {
+    const mm::u32x4 mt = k0 == 0 ? meta0 : meta_of(k0);
+    const float l = mm::bit_cast<float>(mt[1]);
+    m_max = __builtin_fmaxf(m_max, l != 0.f ? mm::bit_cast<float>(mt[0]) : -__builtin_inff());
+  }
+  m_max = mm::uniform(mm::wave_max(m_max));
+  st.m = m_max;
+  for (uint32_t k0 = 0; k0 < n_mine; k0 += 64u) {
+    const mm::u32x4 mt = k0 == 0 ? meta0 : meta_of(k0);
+    const float l = mm::bit_cast<float>(mt[1]);
+    // l == 0: empty (no weight); l NaN (NaN/Inf inputs) keeps its weight, so the row's L, lse and o are NaN
+    const float wgt = l != 0.f ? mm::exp2(mm::bit_cast<float>(mt[0]) - m_max) : 0.f;
+    st.l += mm::wave_sum(wgt * l);
+    st.ln += mm::wave_sum(wgt * mm::bit_cast<float>(mt[2]));
+    const uint32_t n_here = n_mine - k0 < 64u ? n_mine - k0 : 64u;
+    for (uint32_t j0 = 0; j0 < n_here; j0 += kUnroll) {
+      mm::u32x4 a[kUnroll], b[kUnroll];
 #pragma unroll
-    for (uint32_t u = 0; u < kUnroll; ++u) {
-      const uint32_t p = p0 + wpr * u;
-      if (p >= n_own) break;  // wave-uniform: no loads for parts the row does not have
-      const uint32_t slot = (units.first + p) * rows_req + r_in;
-      meta[u] = mm::buffer_load_b128(ml, slot * 16u);
-      a[u] = mm::buffer_load_b128(wo, slot * kLat * 4u + col_off);
-      b[u] = mm::buffer_load_b128(wo, slot * kLat * 4u + col_off + 16u);
-    }
-#pragma unroll
-    for (uint32_t u = 0; u < kUnroll; ++u) {
-      if (p0 + wpr * u >= n_own) break;  // wave-uniform
-      float v[8];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        v[e] = mm::bit_cast<float>(a[u][e]);
-        v[4 + e] = mm::bit_cast<float>(b[u][e]);
+      for (uint32_t u = 0; u < kUnroll; ++u) {
+        if (j0 + u >= n_here) break;  // wave-uniform: no loads for parts the row does not have
+        const uint32_t off = part_slot(k0 + j0 + u) * (kLat * 4u);
+        a[u] = mm::buffer_load_b128(wo, col_off, off);
+        b[u] = mm::buffer_load_b128(wo, col_off + 16u, off);
       }
-      st.fold(mm::bit_cast<float>(meta[u][0]), mm::bit_cast<float>(meta[u][1]), mm::bit_cast<float>(meta[u][2]), v);
+#pragma unroll
+      for (uint32_t u = 0; u < kUnroll; ++u) {
+        if (j0 + u >= n_here) break;  // wave-uniform
+        const float w = mm::bit_cast<float>(__builtin_amdgcn_readlane(mm::bit_cast<uint32_t>(wgt), j0 + u));
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          st.acc[e] = __builtin_fmaf(w, mm::bit_cast<float>(a[u][e]), st.acc[e]);
+          st.acc[4 + e] = __builtin_fmaf(w, mm::bit_cast<float>(b[u][e]), st.acc[4 + e]);
+        }
+      }
     }
   }
 
   if (wpr > 1) {  // uniform over the launch
     if (sub > 0) {
 #pragma unroll
-      for (int e = 0; e < 8; ++e) part_acc[wave - 1][lane][e] = st.acc[e];
+      for (int e = 0; e < 8; ++e) merge_state[(wave - 1) * kStateFloats + 8u * lane + e] = st.acc[e];
       if (lane == 0) {
-        part_l[wave - 1][0] = st.m;
-        part_l[wave - 1][1] = st.l;
-        part_l[wave - 1][2] = st.ln;
+        merge_state[(wave - 1) * kStateFloats + kLat] = st.m;
+        merge_state[(wave - 1) * kStateFloats + kLat + 1] = st.l;
+        merge_state[(wave - 1) * kStateFloats + kLat + 2] = st.ln;
       }
     }
     mm::block_sync();
     if (sub != 0) return;
     for (uint32_t w = wave + 1; w < wave + wpr; ++w) {
-      st.fold(part_l[w - 1][0], part_l[w - 1][1], part_l[w - 1][2], part_acc[w - 1][lane]);
+      const float* o = merge_state + (w - 1) * kStateFloats;
+      st.fold(o[kLat], o[kLat + 1], o[kLat + 2], o + 8u * lane);
     }
   }
   if (!valid) return;

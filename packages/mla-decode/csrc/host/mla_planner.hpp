@@ -161,7 +161,13 @@ inline int64_t launch_grid(int64_t batch, int64_t n_rt, int64_t nparts, Variant 
 
 // Waves of the merge kernel per row: one while its parts fit four iterations of four loads in flight,
 // then two, then four (the latency of a long part list is shared).
-inline int64_t merge_waves_per_row(int64_t nparts) { return nparts <= 16 ? 1 : (nparts <= 32 ? 2 : 4); }
+inline int64_t merge_waves_per_row(int64_t nparts) {
+  int64_t w = 1;
+  while (w < 16 && nparts > 16 * w) w *= 2;
+  return w;
+}
+// Waves of a merge workgroup: 4, or one row's wpr waves (8, 16) when that is more.
+inline int64_t merge_block_waves(int64_t wpr) { return std::max<int64_t>(kWavesPerBlock, wpr); }
 
 // A split whose last parts would get no tile (tiles = 64, nparts = 40: 2 tiles per part fill 32 parts)
 // only adds empty waves and merge inputs; the planner considers only splits where every part has work.
@@ -269,7 +275,7 @@ inline Plan plan(int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint =
   if (p.nparts > 1) {
     p.merge_wpr = merge_waves_per_row(p.nparts);
     p.balanced = balance_split(batch, p.nparts);
-    p.merge_grid = ceil_div(total_rows * p.merge_wpr, kWavesPerBlock);
+    p.merge_grid = ceil_div(total_rows * p.merge_wpr, merge_block_waves(p.merge_wpr));
     p.ws_o_floats = total_rows * p.nparts * kLat;
     p.ws_ml_floats = total_rows * p.nparts * 4;
   }

@@ -86,6 +86,16 @@ class DecodePlan:
     balanced: bool = False  # the B * nparts parts are shared out by request length on the device
 
     @property
+    def merge_block(self) -> int:
+        """Threads of a merge workgroup: 4 waves, or one row's merge_wpr waves (8, 16) when more."""
+        return 64 * max(4, self.merge_wpr)
+
+    @property
+    def merge_lds(self) -> int:
+        """Dynamic LDS bytes of a merge workgroup: the published state of every wave but the first (wpr > 1)."""
+        return (self.merge_block // 64 - 1) * (512 + 4) * 4 if self.merge_wpr > 1 else 0
+
+    @property
     def workspace_floats(self) -> int:
         return self.ws_o_floats + self.ws_ml_floats
 
@@ -121,7 +131,7 @@ def make_plan(batch: int, heads: int, q_len: int, len_hint: int = 0, *, nparts: 
     split = np_ > 1
     balanced = _C.balance_split(batch, np_) if balanced is None else bool(balanced) and split
     return DecodePlan(batch, heads, q_len, np_, variant, n_rt, grid,
-                      -(-(batch * rows * wpr) // 4) if split else 0, wpr,
+                      -(-(batch * rows * wpr) // max(4, wpr)) if split else 0, wpr,
                       batch * rows * np_ * 512 if split else 0, batch * rows * np_ * 4 if split else 0, balanced)
 
 
@@ -235,7 +245,8 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
     counters = [KERNELS.launch(OP, arch, code_object, kernel_name, grid=plan.grid, block=_BLOCK[plan.variant],
                                args=[args])]
     if partial:
-        counters.append(KERNELS.launch(OP, arch, MERGE_CODE_OBJECT, MERGE_KERNEL, grid=plan.merge_grid, block=256,
+        counters.append(KERNELS.launch(OP, arch, MERGE_CODE_OBJECT, MERGE_KERNEL, grid=plan.merge_grid, block=plan.merge_block,
+                                       dynamic_lds=plan.merge_lds,
                                        args=[ws_o, ws_ml, o_lat, lse, B * rows, plan.nparts,
                                              (FLAG_LSE if lse is not None else 0) | bal, o_scale, plan.merge_wpr,
                                              seq_lens, glen_arg, kv_indptr, _usable_indices(kv_indices.numel()), B,
