@@ -127,6 +127,18 @@ def test_split_counts_agree(nparts, variant):
     check_close(o, lse, ro, rlse)
 
 
+@pytest.mark.parametrize("nparts,wpr", [(40, 4), (100, 8), (300, 16)])
+def test_wide_merge(nparts, wpr):
+    """Long part lists: the merge gives a row 4, 8 or 16 waves (8- and 16-wave workgroups, their state in
+    dynamic LDS); some parts of the short request are empty. Same answer as the reference."""
+    case = make_case(2, 16, 1, [2000, 150], seed=nparts)
+    plan = mk.make_plan(2, 16, 1, 1075, nparts=nparts, variant="ws")
+    assert plan.merge_wpr == wpr and plan.merge_block == 64 * max(4, wpr)
+    o, lse = call("emu", case, nparts=nparts, variant="ws")
+    ro, rlse = call("reference", case)
+    check_close(o, lse, ro, rlse)
+
+
 @pytest.mark.parametrize("variant", ["wave", "shared", "ws"])
 @pytest.mark.parametrize("H,q_len", [(1, 1), (16, 4), (128, 1), (64, 2)])
 def test_variants_match_reference(H, q_len, variant):

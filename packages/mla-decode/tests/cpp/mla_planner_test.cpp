@@ -105,7 +105,8 @@ int main() {
     MM_CHECK(plan(2, 16, 1, 8192, 0).cost_ns == plan(2, 16, 1, 8192, kDefaultCus).cost_ns);
     MM_CHECK(&machine_for("gfx942") == &kGfx942 && &machine_for("gfx950") == &kGfx950);
     MM_CHECK(mm_host::throws([] { machine_for("gfx90a"); }));
-    MM_CHECK(kGfx950.wave_tile_cycles < kGfx942.wave_tile_cycles && kGfx950.cus == 256);
+    MM_CHECK(kernel_cost("gfx950", "wave").tile_cycles < kernel_cost("gfx942", "wave").tile_cycles && kGfx950.cus == 256);
+    MM_CHECK(mm_host::throws([] { kernel_cost("gfx942", "a8w8"); }));  // no row yet: no cost model
   }
   // A short hint never splits below one tile per part.
   MM_CHECK(plan(1, 16, 1, 16).nparts == 1);
