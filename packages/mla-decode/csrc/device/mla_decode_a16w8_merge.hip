@@ -44,6 +44,39 @@ struct MergeState {
     for (int e = 0; e < 8; ++e) acc[e] = acc[e] * s_old + s_new * a2[e];
   }
 };
+// st.acc += sum over parts k < n of w_k * O_k (w_k in lane k of wgt; at_k: the byte offset of this lane's
+// 8 columns of part k), lane group g = lane / (64 / CS) taking k = g (mod CS), four steps' loads in flight.
+template <uint32_t CS, class At>
+MM_DEVICE void sum_parts(MergeState& st, mm::buffer_rsrc wo, float wgt, uint32_t n, At at_k) {
+  const uint32_t grp = CS == 1 ? 0u : mm::lane_id() / (64u / CS);
+  for (uint32_t j0 = 0; j0 * CS < n; j0 += kUnroll) {
+    mm::u32x4 a[kUnroll], b[kUnroll];
+#pragma unroll
+    for (uint32_t u = 0; u < kUnroll; ++u) {
+      if ((j0 + u) * CS >= n) break;  // wave-uniform: no loads past the wave's parts
+      const uint32_t k = (j0 + u) * CS + grp;
+      if (CS == 1 || k < n) {  // CS > 1: the last step's missing parts read zeros (weight 0)
+        const uint32_t off = at_k(k);
+        a[u] = mm::buffer_load_b128(wo, off);
+        b[u] = mm::buffer_load_b128(wo, off + 16u);
+      } else {
+        a[u] = b[u] = mm::u32x4{0u, 0u, 0u, 0u};
+      }
+    }
+#pragma unroll
+    for (uint32_t u = 0; u < kUnroll; ++u) {
+      if ((j0 + u) * CS >= n) break;  // wave-uniform
+      const uint32_t k = (j0 + u) * CS + grp;
+      const float w = CS == 1 ? mm::bit_cast<float>(__builtin_amdgcn_readlane(mm::bit_cast<uint32_t>(wgt), k))
+                              : mm::bit_cast<float>(mm::bpermute(mm::bit_cast<uint32_t>(wgt), k));
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        st.acc[e] = __builtin_fmaf(w, mm::bit_cast<float>(a[u][e]), st.acc[e]);
+        st.acc[4 + e] = __builtin_fmaf(w, mm::bit_cast<float>(b[u][e]), st.acc[4 + e]);
+      }
+    }
+  }
+}
 }  // namespace
 
 MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
@@ -58,12 +91,19 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
     const float* __restrict__ kv_scale_dev) {  // [1] fp32 on the device (o_scale read here), or null
   // dynamic LDS, (waves - 1) * kStateFloats floats when wpr > 1: the state of wave w > 0 at w - 1
   extern MM_LDS float merge_state[];
+  // column split: cs = 4 (kFlagMergeQuarters) gives each (row, quarter of its 512 columns) its own wpr
+  // waves, so a long part list's bytes spread over 4x the CUs; a wave's four 16-lane groups then take
+  // four parts at a time (lane: 8 columns of the quarter). cs = 1: 64 lanes x 8 columns, one part at a time.
+  const uint32_t cs_log2 = (flags & mla::kFlagMergeQuarters) ? 2u : 0u, cs = 1u << cs_log2;
   const uint32_t wave = mm::wave_id();
   const uint32_t waves = mm::block_dim_x() / 64u;
-  const uint32_t row = mm::block_id_x() * (waves / wpr) + wave / wpr;
+  const uint32_t unit_id = mm::block_id_x() * (waves / wpr) + wave / wpr;  // (row, column block)
+  const uint32_t row = unit_id >> cs_log2, cblk = unit_id & (cs - 1u);
   const uint32_t sub = wave % wpr;
   const bool valid = row < rows;  // uniform per wave; the workgroup still meets at the barrier
   const uint32_t lane = mm::lane_id();
+  const uint32_t grp = lane >> (6u - cs_log2);
+  const uint32_t col = (cblk << (9u - cs_log2)) + 8u * (lane & ((64u >> cs_log2) - 1u));  // this lane's 8 columns
   const float o_scale = kv_scale_dev != nullptr ? *kv_scale_dev : mm::bit_cast<float>(o_scale_bits);
   const mm::buffer_rsrc ml = mm::make_buffer(ws_ml, rows * nparts * 16u);
   const mm::buffer_rsrc wo = mm::make_buffer(ws_o, rows * nparts * kLat * 4u);
@@ -74,13 +114,14 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
                   true);
   const uint32_t n_own = units.valid ? units.count : 0u;  // this row's parts: units first .. first + n_own - 1
 
-  // Per wave, over its parts p = sub, sub + wpr, ...: first their (m, l, ln), one part per lane (chunks of
-  // 64), giving the wave's max M, weights w_p = exp2(m_p - M) (0 for an empty part) and the weighted sums
-  // L, Ln by butterfly; then O = sum_p w_p O_p, one v_readlane and eight FMAs per part, four parts'
-  // loads in flight. The order of every sum is fixed for a given nparts: deterministic.
+  // Per wave, over its parts k = 0, 1, ... (the row's parts sub, sub + wpr, ...): first their (m, l, ln),
+  // one part per lane (chunks of 64), giving the wave's max M, weights w_k = exp2(m_k - M) (0 for an
+  // empty part) and the weighted sums L, Ln by butterfly; then O = sum_k w_k O_k, lane group g taking
+  // parts k = g (mod cs): one ds_bpermute for the weight and eight FMAs per part, four parts' loads in
+  // flight per lane; the groups' sums are added at the end. Every sum's order is fixed for a given
+  // nparts: deterministic.
   MergeState st;
-  const uint32_t col_off = 8u * lane * 4u;
-  const uint32_t n_mine = valid && n_own > sub ? (n_own - sub + wpr - 1u) / wpr : 0u;  // this wave's parts
+  const uint32_t n_mine = valid && n_own > sub ? (n_own - sub + wpr - 1u) / wpr : 0u;
   auto part_slot = [&](uint32_t k) __attribute__((always_inline)) { return (units.first + sub + wpr * k) * rows_req + r_in; };
   auto meta_of = [&](uint32_t k0) __attribute__((always_inline)) {
     const uint32_t k = k0 + lane;
@@ -103,25 +144,14 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
     st.l += mm::wave_sum(wgt * l);
     st.ln += mm::wave_sum(wgt * mm::bit_cast<float>(mt[2]));
     const uint32_t n_here = n_mine - k0 < 64u ? n_mine - k0 : 64u;
-    for (uint32_t j0 = 0; j0 < n_here; j0 += kUnroll) {
-      mm::u32x4 a[kUnroll], b[kUnroll];
+    if (cs == 1) sum_parts<1>(st, wo, wgt, n_here, [&](uint32_t k) { return part_slot(k0 + k) * (kLat * 4u) + col * 4u; });
+    else sum_parts<4>(st, wo, wgt, n_here, [&](uint32_t k) { return part_slot(k0 + k) * (kLat * 4u) + col * 4u; });
+  }
+  if (cs > 1) {  // uniform over the launch: lane groups 0..3 hold the same columns of different parts
 #pragma unroll
-      for (uint32_t u = 0; u < kUnroll; ++u) {
-        if (j0 + u >= n_here) break;  // wave-uniform: no loads for parts the row does not have
-        const uint32_t off = part_slot(k0 + j0 + u) * (kLat * 4u);
-        a[u] = mm::buffer_load_b128(wo, col_off, off);
-        b[u] = mm::buffer_load_b128(wo, col_off + 16u, off);
-      }
-#pragma unroll
-      for (uint32_t u = 0; u < kUnroll; ++u) {
-        if (j0 + u >= n_here) break;  // wave-uniform
-        const float w = mm::bit_cast<float>(__builtin_amdgcn_readlane(mm::bit_cast<uint32_t>(wgt), j0 + u));
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          st.acc[e] = __builtin_fmaf(w, mm::bit_cast<float>(a[u][e]), st.acc[e]);
-          st.acc[4 + e] = __builtin_fmaf(w, mm::bit_cast<float>(b[u][e]), st.acc[4 + e]);
-        }
-      }
+    for (int e = 0; e < 8; ++e) {
+      st.acc[e] += mm::xor_lane(st.acc[e], 16u);
+      st.acc[e] += mm::xor_lane(st.acc[e], 32u);
     }
   }
 
@@ -142,14 +172,14 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
       st.fold(o[kLat], o[kLat + 1], o[kLat + 2], o + 8u * lane);
     }
   }
-  if (!valid) return;
+  if (!valid || grp != 0) return;
 
   const float inv = mla::inv_norm(o_scale, st.ln);
   mm::u32x4 o;
 #pragma unroll
   for (int e = 0; e < 4; ++e) o[e] = mm::pack_bf16x2<mm::Round::RTNE>(st.acc[2 * e] * inv, st.acc[2 * e + 1] * inv);
-  mm::buffer_store_b128(o, mm::make_buffer(o_lat, rows * kLat * 2u), (row * kLat + 8u * lane) * 2u);
-  if ((flags & 1u) && lane == 0) {
+  mm::buffer_store_b128(o, mm::make_buffer(o_lat, rows * kLat * 2u), (row * kLat + col) * 2u);
+  if ((flags & 1u) && lane == 0 && cblk == 0) {
     mm::buffer_store_f32(mla::finish_lse(st.m, st.l), mm::make_buffer(lse, rows * 4u), row * 4u);
   }
 }

@@ -63,6 +63,7 @@ constexpr uint32_t kRow = 576;            // fused row bytes (fp8): 512 latent +
 constexpr uint32_t kFlagLse = 1u;         // write lse (direct mode)
 constexpr uint32_t kFlagPartial = 2u;     // write partials to the workspace instead of o/lse
 constexpr uint32_t kFlagBalanced = 4u;    // parts per request by length (RequestUnits), not nparts each
+constexpr uint32_t kFlagMergeQuarters = 8u;  // merge: each row's 512 columns in 4 blocks of their own waves
 constexpr uint32_t kNoSlot = 0xFFFFFFFFu; // past every pool: a pool load of it returns zeros
 constexpr uint32_t kMaxSpan = (1u << 30) - 1u;  // entries of one request's run (4-byte offsets < 2^32)
 

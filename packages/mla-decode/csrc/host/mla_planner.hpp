@@ -125,10 +125,10 @@ struct Machine {
   double merge_iter_cycles;       // one merge iteration: four parts summed
   double balance_request_cycles;  // balanced split: per request, per decode and merge wave (0: lane-parallel)
 };
-constexpr Machine kGfx942{"gfx942", kDefaultCus, kClockGhz, kHbmBytesPerNs, kCuBytesPerNs, 1095.0, 263.0, 0.0};
+constexpr Machine kGfx942{"gfx942", kDefaultCus, kClockGhz, kHbmBytesPerNs, kCuBytesPerNs, 1716.0, 300.0, 0.0};
 // MI355X (assumptions): 256 CUs, a sustained clock in the same proportion to its 2.4 GHz peak as
 // gfx942's, 8 TB/s peak HBM of which ~6 TB/s achievable (the 4 / 5.3 fraction assumed on gfx942).
-constexpr Machine kGfx950{"gfx950", 256, 1.26, 6000.0, 23.4, 1095.0, 263.0, 0.0};
+constexpr Machine kGfx950{"gfx950", 256, 1.26, 6000.0, 23.4, 1716.0, 300.0, 0.0};
 
 // The machine model of `arch`; std::invalid_argument for an arch without MLA decode kernels.
 inline const Machine& machine_for(const std::string& arch) {
@@ -148,6 +148,7 @@ struct Plan {
   int64_t block = kBlockThreads;
   int64_t merge_grid = 0;     // workgroups of the merge kernel: ceil(rows * merge_wpr / 4) (0: no merge)
   int64_t merge_wpr = 0;      // merge waves per row (merge_waves_per_row(nparts); 0: no merge)
+  int64_t merge_cs = 0;       // merge column blocks per row (merge_column_blocks(nparts); 0: no merge)
   bool balanced = false;      // parts shared out by request length on the device (balance_split)
   int64_t ws_o_floats = 0;    // workspace: partial O, [B*rows, nparts, 512] fp32
   int64_t ws_ml_floats = 0;   // workspace: partial (m, l, ln, 0), [B*rows, nparts, 4] fp32
@@ -178,9 +179,15 @@ inline int64_t launch_grid(int64_t batch, int64_t n_rt, int64_t nparts, Variant 
 
 // Waves of the merge kernel per row: one while its parts fit four iterations of four loads in flight,
 // then two, then four (the latency of a long part list is shared).
+// Column blocks of a merge row: 4 (each a quarter of the 512 columns with its own waves, four parts at a
+// time per wave) for long part lists, whose bytes then spread over 4x the CUs; else 1.
+inline int64_t merge_column_blocks(int64_t nparts) { return nparts > 64 ? 4 : 1; }
+// Waves of the merge kernel per (row, column block): one while its parts fit four iterations of four
+// loads in flight, then one more power of two per doubling, up to 16.
 inline int64_t merge_waves_per_row(int64_t nparts) {
+  const int64_t per_wave = 16 * merge_column_blocks(nparts);
   int64_t w = 1;
-  while (w < 16 && nparts > 16 * w) w *= 2;
+  while (w < 16 && nparts > per_wave * w) w *= 2;
   return w;
 }
 // Waves of a merge workgroup: 4, or one row's wpr waves (8, 16) when that is more.
@@ -198,13 +205,13 @@ inline bool balance_split(int64_t batch, int64_t nparts) { return nparts > 1 && 
 
 inline double merge_cost(int64_t total_rows, int64_t nparts, int64_t cus, double extra_wave_cycles = 0.0,
                          const Machine& mc = kGfx942) {
-  const int64_t wpr = merge_waves_per_row(nparts);
-  const double rounds = (double)ceil_div(total_rows * wpr, cus * kSimdsPerCu);
-  const double iters = (double)ceil_div(nparts, 4 * wpr);
+  const int64_t cs = merge_column_blocks(nparts), wpr = merge_waves_per_row(nparts);
+  const double rounds = (double)ceil_div(total_rows * cs * wpr, cus * kSimdsPerCu);
+  const double iters = (double)ceil_div(nparts, 4 * cs * wpr);
   const double t_issue = rounds * (iters * (kHbmLatencyNs + mc.merge_iter_cycles / mc.clock_ghz) +
                                    (mc.merge_wave_cycles + extra_wave_cycles) / mc.clock_ghz);
   // its bytes (every part's O and (m, l, ln) read, o written) through the CUs its workgroups occupy
-  const int64_t wgs = ceil_div(total_rows * wpr, merge_block_waves(wpr));
+  const int64_t wgs = ceil_div(total_rows * cs * wpr, merge_block_waves(wpr));
   const double bytes = (double)total_rows * ((double)nparts * (kLat + 4) * 4.0 + kLat * 2.0);
   const double bw = std::min(mc.hbm_bytes_per_ns * (double)cus / (double)mc.cus,
                              (double)std::min<int64_t>(cus, wgs) * mc.cu_bytes_per_ns);
@@ -297,7 +304,8 @@ inline Plan plan(int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint =
   if (p.nparts > 1) {
     p.merge_wpr = merge_waves_per_row(p.nparts);
     p.balanced = balance_split(batch, p.nparts);
-    p.merge_grid = ceil_div(total_rows * p.merge_wpr, merge_block_waves(p.merge_wpr));
+    p.merge_cs = merge_column_blocks(p.nparts);
+    p.merge_grid = ceil_div(total_rows * p.merge_cs * p.merge_wpr, merge_block_waves(p.merge_wpr));
     p.ws_o_floats = total_rows * p.nparts * kLat;
     p.ws_ml_floats = total_rows * p.nparts * 4;
   }

@@ -25,6 +25,7 @@ void register_mla_planner(py::module_& m) {
       .def_readonly("block", &Plan::block)
       .def_readonly("merge_grid", &Plan::merge_grid)
       .def_readonly("merge_wpr", &Plan::merge_wpr)
+      .def_readonly("merge_cs", &Plan::merge_cs)
       .def_readonly("balanced", &Plan::balanced)
       .def_readonly("ws_o_floats", &Plan::ws_o_floats)
       .def_readonly("ws_ml_floats", &Plan::ws_ml_floats)
@@ -50,6 +51,8 @@ void register_mla_planner(py::module_& m) {
       "cus <= 0: the arch's full part.");
   m.def("balance_split", &moonmath::mla::balance_split, py::arg("batch"), py::arg("nparts"),
         "Whether a launch shares its parts out by request length on the device.");
+  m.def("merge_column_blocks", &moonmath::mla::merge_column_blocks, py::arg("nparts"),
+        "Column blocks (1 or 4) of a merge row, each with its own waves, for a given number of parts.");
   m.def("merge_waves_per_row", &moonmath::mla::merge_waves_per_row, py::arg("nparts"),
         "Waves of the split-KV merge kernel per row for a given number of parts.");
   m.def(

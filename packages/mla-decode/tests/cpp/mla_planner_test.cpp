@@ -55,7 +55,9 @@ int main() {
             MM_CHECK(p.merge_wpr == merge_waves_per_row(p.nparts));
             MM_CHECK(p.balanced == balance_split(B, p.nparts));
             const int64_t mw = merge_block_waves(p.merge_wpr);
-            MM_CHECK(p.merge_grid * mw >= B * q * H * p.merge_wpr && (p.merge_grid - 1) * mw < B * q * H * p.merge_wpr);
+            const int64_t units = B * q * H * p.merge_cs * p.merge_wpr;  // merge waves
+            MM_CHECK(p.merge_cs == merge_column_blocks(p.nparts));
+            MM_CHECK(p.merge_grid * mw >= units && (p.merge_grid - 1) * mw < units);
             MM_CHECK(p.ws_o_floats == B * q * H * p.nparts * 512);
             MM_CHECK(p.ws_ml_floats == B * q * H * p.nparts * 4);
             MM_CHECK(p.ws_o_floats * 4 < (int64_t(1) << 32));
