@@ -9,21 +9,21 @@
 // (unconditional) loads. A row with L = 0 gives o = 0 and lse = -inf. A part whose l_p is NaN (its
 // inputs held NaN/Inf) is not empty: it is folded in, so the row's lse and o are NaN.
 //
-// Work split: a workgroup of max(4, wpr) waves serves max(4, wpr) / wpr rows, wpr = waves per row in
-// {1, 2, 4, 8, 16} (the host's merge_waves_per_row(nparts): one wave while its parts fit 4 iterations of
-// 4 loads in flight, then one more power of two per doubling, so a 300-part row is 16 waves of ~19 parts;
-// more waves only for long part lists, so short splits do not pay many waves of fixed cost). Wave s of
-// a row takes the parts p = s, s + wpr, ...: it reads their (m, l, ln) one part per lane, so its max and
-// weights cost a few instructions per 64 parts, then sums w_p O_p in part order (lane: 8 consecutive
-// columns, two 16-byte loads and eight FMAs per part, four parts in flight); with wpr > 1 wave 0 of the
-// row then folds the others' (M, L, Ln, sums) in wave order through LDS. The result equals the formula
-// above up to fp32
+// Work split: cs column blocks per row (1, or 4 for long part lists: kFlagMergeQuarters), each with wpr
+// waves (the host's merge_waves_per_row(nparts), in {1, 2, 4, 8}: one wave while its parts fit 4
+// iterations of 4 loads in flight, then one more power of two per doubling); a workgroup of max(4, wpr)
+// waves serves max(4, wpr) / wpr (row, block) units, so short splits do not pay many waves of fixed
+// cost. Wave s of a unit takes the row's parts p = s, s + wpr, ...: it reads their (m, l, ln) one part per
+// lane, so its max and weights cost a few instructions per 64 parts, then sums w_p O_p in part order
+// (lane: 8 consecutive columns, two 16-byte loads and eight FMAs per part, four loads in flight); with
+// wpr > 1 wave 0 of the unit then folds the others' (M, L, Ln, sums) in wave order through LDS. The
+// result equals the formula above up to fp32
 // rounding. Fixed order for a given nparts everywhere: deterministic, no atomics.
 #include "mla_decode_common.hpp"
 
 namespace {
 constexpr uint32_t kLat = 512;
-constexpr uint32_t kMaxWaves = 16;  // waves per workgroup: max(4, wpr), wpr in {1, 2, 4, 8, 16}
+constexpr uint32_t kMaxWaves = 8;  // waves per workgroup: max(4, wpr), wpr in {1, 2, 4, 8}
 constexpr uint32_t kStateFloats = kLat + 4;  // one wave's published state: 512 sums, then m, l, ln
 constexpr uint32_t kUnroll = 4;
 

@@ -183,11 +183,12 @@ inline int64_t launch_grid(int64_t batch, int64_t n_rt, int64_t nparts, Variant 
 // time per wave) for long part lists, whose bytes then spread over 4x the CUs; else 1.
 inline int64_t merge_column_blocks(int64_t nparts) { return nparts > 64 ? 4 : 1; }
 // Waves of the merge kernel per (row, column block): one while its parts fit four iterations of four
-// loads in flight, then one more power of two per doubling, up to 16.
+// loads in flight, then one more power of two per doubling, up to 8 (a 512-thread workgroup: at 1024
+// threads the merge would be held to 128 VGPRs and spill).
 inline int64_t merge_waves_per_row(int64_t nparts) {
   const int64_t per_wave = 16 * merge_column_blocks(nparts);
   int64_t w = 1;
-  while (w < 16 && nparts > per_wave * w) w *= 2;
+  while (w < 8 && nparts > per_wave * w) w *= 2;
   return w;
 }
 // Waves of a merge workgroup: 4, or one row's wpr waves (8, 16) when that is more.
