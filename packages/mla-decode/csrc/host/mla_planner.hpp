@@ -13,30 +13,33 @@
 //                       tiles): each KV row fetched once at fp8 width, widened once into LDS, K and V^T
 //                       served from that copy (mla_decode_a16w8_ws.hip); any n_rt. One per CU (62 KB LDS).
 // With nparts == 1 the kernel writes o/lse itself; otherwise it writes fp32 partials (O, m, l, ln) to a
-// workspace and a merge kernel (a 4-wave workgroup per row) combines them in part order.
+// workspace and a merge kernel (cs column blocks of wpr waves per row) combines them in part order.
 //
 // Cost model (documented in docs/kernels/mla_decode_gfx942.md), in nanoseconds, per arch through a Machine
-// (CUs, clock, bandwidths, measured cycles: kGfx942, kGfx950; machine_for(arch)). Its compute constants
-// are issue cycles measured on the emulator (benchmarks/calibrate_mla_planner_emu.py; the test
+// (CUs, sustained clock, bandwidths, merge cycles: kGfx942, kGfx950; machine_for(arch)) and the decode
+// kernels' row of kKernelCosts (kernel_cost(arch, kernel)). Its cycle constants are issue cycles
+// measured on the emulator (benchmarks/calibrate_mla_planner_emu.py; the test
 // test_mla_kernel_planner.py::test_cost_constants_match_the_emulator keeps them within 10% of it), so
 // the planner sees what a part costs beyond its tiles (Q load, prologue, epilogue of partials) and
 // what the merge costs, and stops splitting where a part's fixed cost and the merge outweigh the gain:
 //   waves run one per SIMD (the kernels need > 256 registers), so a round holds cus * 4 waves;
 //   waves     = B * nparts * n_rt (wave), B * nparts * ceil(n_rt / 4) * 4 (shared), * 8 (ws)
 //   rounds    = ceil(waves / (cus * 4)); ws: ceil(workgroups / cus) (one workgroup of 8 waves per CU,
-//               its tile_cycles / part_cycles are the workgroup's issue cycles per SIMD: total / 4)
+//               its cycles are the workgroup's issue cycles per SIMD: total / 4)
 //   t_compute = rounds * (ceil(tiles / nparts) * tile_cycles + part_cycles) / clock + kPartLatencyNs
-//               tiles = ceil(L / 16); (tile_cycles, part_cycles) per variant, measured
+//               tiles = ceil(L / 16); tile_cycles = tile + (min(n_rt, 4) - 1) * rowtile (kernel_cost)
 //   t_memory  = (B * L * (576 + 4) + partial_bytes) / bw
-//               bw = min(kHbmBytesPerNs, busy_cus * kCuBytesPerNs), busy_cus = min(cus, ceil(waves / 4))
-//               partial_bytes = 2 * B * q_len * H * nparts * (512 + 4) * 4   (written, then read)
+//               bw = min(kHbmBytesPerNs, busy_cus * kCuBytesPerNs), busy_cus = min(cus, workgroups);
+//               kCuBytesPerNs is a CU's share of HBM when all are busy (what the timing model serves)
+//               partial_bytes = B * q_len * H * nparts * (512 + 4) * 4   (written; the merge reads them)
 //   cost      = max(t_compute, t_memory) + (nparts > 1 ? t_merge : 0)
 //   balanced split (balance_split: 1 < B <= 64 and nparts > 1): part_cycles and the merge wave's
-//               cycles grow by kBalanceRequestCycles * B (every wave reads all B lengths)
-//   t_merge   = kMergeLaunchNs + merge_rounds * iters * (kHbmLatencyNs + kMergeIterCycles / clock)
-//               + kMergeWaveCycles / clock, with wpr = merge_waves_per_row(nparts) waves per row,
-//               iters = ceil(nparts / (4 * wpr)) (four parts in flight per wave and iteration),
-//               merge_rounds = ceil(B * q_len * H * wpr / (cus * 4))
+//               cycles grow by balance_request_cycles * B (0 now: located lane-parallel)
+//   t_merge   = kMergeLaunchNs + max(t_issue, merge_bytes / merge_bw), with cs = merge_column_blocks,
+//               wpr = merge_waves_per_row, iters = ceil(nparts / (4 * cs * wpr)),
+//               t_issue = ceil(B * q_len * H * cs * wpr / (cus * 4)) * (iters * (kHbmLatencyNs +
+//               merge_iter_cycles / clock) + merge_wave_cycles / clock), merge_bytes = every part's
+//               O and (m, l, ln) read and o written, merge_bw as bw over the merge's workgroups
 // kPartLatencyNs, kHbmLatencyNs and the bandwidths are assumptions about the hardware (the emulator
 // has no timing); the cycle constants are measurements.
 // (variant, nparts): the fewest parts (shared, if n_rt >= 2, before wave) whose cost is within
