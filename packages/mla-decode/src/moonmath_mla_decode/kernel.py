@@ -81,7 +81,7 @@ class DecodePlan:
     n_rt: int             # 16-row tiles per request
     grid: int             # workgroups of the decode kernel (256 threads each; ws: 512)
     merge_grid: int       # workgroups of the merge kernel (0: no merge)
-    merge_wpr: int        # merge waves per row (0: no merge)
+    merge_wpr: int        # merge waves per (row, column block) (0: no merge)
     ws_o_floats: int      # partial O: [B * q_len * H, nparts, 512] fp32
     ws_ml_floats: int     # partial (m, l, ln, 0): [B * q_len * H, nparts, 4] fp32
     balanced: bool = False  # the B * nparts parts are shared out by request length on the device
@@ -89,7 +89,7 @@ class DecodePlan:
 
     @property
     def merge_block(self) -> int:
-        """Threads of a merge workgroup: 4 waves, or one row's merge_wpr waves (8, 16) when more."""
+        """Threads of a merge workgroup: 4 waves, or one (row, column block)'s merge_wpr waves (8) when more."""
         return 64 * max(4, self.merge_wpr)
 
     @property
