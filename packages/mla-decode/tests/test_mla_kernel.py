@@ -113,6 +113,20 @@ def test_split_counts_agree(nparts, variant):
     check_close(o, lse, ro, rlse)
 
 
+@pytest.mark.parametrize("nparts,cs,wpr", [(40, 1, 4), (100, 4, 2), (300, 4, 8), (600, 4, 8)])
+def test_wide_merge(nparts, cs, wpr):
+    """Long part lists: the merge gives a row 4 column blocks (cs) of wpr waves each, in 4- and 8-wave
+    workgroups with their state in dynamic LDS; some parts of the short request are empty. Same answer
+    as the reference."""
+    lens = [9000 if nparts > 300 else 2000, 150]
+    case = make_case(2, 16, 1, lens, seed=nparts)
+    plan = mk.make_plan(2, 16, 1, sum(lens) // 2, nparts=nparts, variant="ws")
+    assert (plan.merge_cs, plan.merge_wpr, plan.merge_block) == (cs, wpr, 64 * max(4, wpr))
+    o, lse = call("emu", case, nparts=nparts, variant="ws")
+    ro, rlse = call("reference", case)
+    check_close(o, lse, ro, rlse)
+
+
 @pytest.mark.parametrize("variant", ["wave", "shared", "ws"])
 @pytest.mark.parametrize("H,q_len", [(1, 1), (16, 4), (128, 1), (64, 2)])
 def test_variants_match_reference(H, q_len, variant):

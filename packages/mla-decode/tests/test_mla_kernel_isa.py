@@ -4,20 +4,20 @@ One kernel source serves both archs (csrc/device/mla_decode_a16w8*.hip); only th
 (csrc/device/<arch>/mla_decode_stages.hpp). Declared budgets (docs/kernels/mla_decode_gfx942.md,
 docs/kernels/mla_decode_gfx950.md), the same on both archs:
   mla_decode_a16w8_fwd    VGPR+AGPR <= 416 (AGPR <= 160): one wave per SIMD (512 available), 256 threads
-                          per workgroup; SGPR <= 80 (70 since the arguments are one MlaDecodeArgs struct,
-                          loaded whole; at one wave per SIMD SGPRs do not bound occupancy); LDS 0; scratch 0;
+                          per workgroup; SGPR <= 88 (82 since the balanced split is located lane-parallel;
+                          at one wave per SIMD SGPRs do not bound occupancy); LDS 0; scratch 0;
                           no spills. (Was 384 / 128 before the pool became a structured buffer: each idxen load takes
                           a (slot, column) VGPR pair,
                           +28 AGPR measured, 380 -> 408; the price of pools beyond 4 GiB with no 64-bit VALU.)
-  mla_decode_a16w8_fwd_shared  VGPR+AGPR <= 384 (AGPR <= 128), SGPR <= 80; LDS <= 36096 (one widened
+  mla_decode_a16w8_fwd_shared  VGPR+AGPR <= 384 (AGPR <= 128), SGPR <= 88; LDS <= 36096 (one widened
                           KV tile: K rows + V operand blocks); scratch 0; no spills.
   mla_decode_a16w8_fwd_ws VGPR+AGPR <= 256: two waves per SIMD (the 8-wave workgroup, one per CU); SGPR
                           <= 96; LDS <= 64256 (three widened KV tiles + two P/alpha buffers); scratch 0;
                           no spills; 512 threads per workgroup.
-  mla_decode_a16w8_merge  VGPR <= 72, AGPR 0, SGPR <= 64 (57 since the merge maps 1, 2 or 4 waves to a row
-                          and locates a row's parts of the balanced split; SGPRs do not bound its
-                          occupancy, its VGPRs do); LDS <= 6180 (three waves' running state); scratch 0;
-                          no spills.
+  mla_decode_a16w8_merge  VGPR <= 160, AGPR 0, SGPR <= 80 (152 / 76 since a row may be split into 4 column
+                          blocks of up to 8 waves each: up to 512 threads per workgroup, so 256 VGPRs are
+                          allowed and no spill; at 1024 threads it spilled 25 VGPRs); LDS 0 static (the
+                          waves' running state is dynamic LDS, sized per launch); scratch 0; no spills.
 MFMA mix (static, the decode loop unrolled by two tiles): per tile 36 QK + 32 PV v_mfma_f32_16x16x16_bf16
 on gfx942; on gfx950 the QK contraction is 18 v_mfma_f32_16x16x32_bf16 and PV stays 32 16x16x16.
 """
@@ -42,10 +42,10 @@ from moonmath_mla_decode.kernel import (
 )
 
 BUDGETS = {
-    (FWD_CODE_OBJECT, FWD_KERNEL): dict(vgpr=416, agpr=160, sgpr=80, lds=0, scratch=0, block=256),
-    (SHARED_CODE_OBJECT, SHARED_KERNEL): dict(vgpr=384, agpr=128, sgpr=80, lds=36096, scratch=0, block=256),
+    (FWD_CODE_OBJECT, FWD_KERNEL): dict(vgpr=416, agpr=160, sgpr=88, lds=0, scratch=0, block=256),
+    (SHARED_CODE_OBJECT, SHARED_KERNEL): dict(vgpr=384, agpr=128, sgpr=88, lds=36096, scratch=0, block=256),
     (WS_CODE_OBJECT, WS_KERNEL): dict(vgpr=256, agpr=256, sgpr=96, lds=64256, scratch=0, block=512),
-    (MERGE_CODE_OBJECT, MERGE_KERNEL): dict(vgpr=72, agpr=0, sgpr=64, lds=6180, scratch=0, block=256),
+    (MERGE_CODE_OBJECT, MERGE_KERNEL): dict(vgpr=160, agpr=0, sgpr=80, lds=0, scratch=0, block=512),
 }
 # Static MFMA counts per decode kernel (two tiles of the unrolled loop): {opcode: count}.
 MFMA_MIX = {

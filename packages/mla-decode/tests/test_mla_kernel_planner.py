@@ -78,7 +78,8 @@ def test_cost_constants_match_the_emulator(arch, monkeypatch):
     constants = _C.mla_cost_constants(arch)
     assert set(measured) == set(constants)
     for name, v in measured.items():
-        assert abs(constants[name] - v) <= 0.10 * v, f"{name}: planner {constants[name]:.0f}, emulator {v:.0f}"
+        # 10%, or 10 cycles for a constant near 0 (the lane-parallel balanced split's per-request cost)
+        assert abs(constants[name] - v) <= max(0.10 * v, 10.0), f"{name}: planner {constants[name]:.0f}, emulator {v:.0f}"
 
 
 def test_split_stops_where_the_fixed_cost_outweighs_it():
@@ -97,7 +98,8 @@ def test_split_stops_where_the_fixed_cost_outweighs_it():
             best = min(costs.values())
             assert p.cost_ns <= 1.10 * best
             assert all(c > 1.10 * best for (v, n), c in costs.items() if n < p.nparts)
-    # a longer request: more tiles per part (the fixed cost is spread thinner)
-    assert 512 / _C.plan_mla_decode(2, 16, 1, 8192).nparts > 64 / _C.plan_mla_decode(2, 16, 1, 1024).nparts
+    # a longer request: more parts, each of at least 4 tiles (the fixed cost and the merge bound the split)
+    p1, p8 = _C.plan_mla_decode(2, 16, 1, 1024), _C.plan_mla_decode(2, 16, 1, 8192)
+    assert p8.nparts > p1.nparts and 512 / p8.nparts >= 4 and 64 / p1.nparts >= 4
     assert _C.plan_mla_decode(1, 16, 1, 150000).nparts >= 64
     assert _C.plan_mla_decode(512, 16, 4, 4096).nparts == 1

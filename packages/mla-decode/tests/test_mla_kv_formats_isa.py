@@ -4,7 +4,8 @@ gfx950/mla_decode_a8w8.hip over mla_decode_lds_tile.hpp; mla_q_amax.hip), read f
 Budgets (docs/kernels/mla_decode_formats.md): one wave per SIMD (waves_per_eu 1, 256 threads), so the VGPR
 budget is a margin over today's count, not an occupancy step: a16w16 <= 352 (AGPR <= 96), mxfp4 <= 336
 (AGPR <= 64), a8w8 <= 352 (AGPR <= 96; Q is held as fp8, the raw 32-token tile is 20 VGPRs a buffer);
-SGPR <= 80; LDS one tile (36096 bytes); no scratch, no spills. The gfx950 one-wave kernels (`*_fwd_w1`, 64
+SGPR <= 80 (a8w8 <= 88: the balanced split is located lane-parallel in
+mla_decode_common.hpp; one wave per SIMD, so SGPRs do not bound occupancy); LDS one tile (36096 bytes); no scratch, no spills. The gfx950 one-wave kernels (`*_fwd_w1`, 64
 threads, four fetch roles per lane: their raw tile registers are four times larger): a16w16 <= 464 (AGPR <=
 208), mxfp4 <= 384 (AGPR <= 128), a8w8 <= 480 (AGPR <= 224). mla_q_amax: VGPR <= 24, LDS 16; mla_q_quant:
 VGPR <= 24, no LDS. Static MFMA mix (the loop unrolled by two tiles): per 16-token tile 18 QK (gfx950
@@ -23,12 +24,12 @@ from moonmath_mla_decode.kernel import KERNELS
 BUDGETS = {
     "a16w16": dict(vgpr=352, agpr=96, sgpr=80, lds=36096),
     "mxfp4": dict(vgpr=336, agpr=64, sgpr=80, lds=36096),
-    "a8w8": dict(vgpr=352, agpr=96, sgpr=80, lds=36096),
+    "a8w8": dict(vgpr=352, agpr=96, sgpr=88, lds=36096),
 }
 BUDGETS_W1 = {
     "a16w16": dict(vgpr=464, agpr=208, sgpr=80, lds=36096),
     "mxfp4": dict(vgpr=384, agpr=128, sgpr=80, lds=36096),
-    "a8w8": dict(vgpr=480, agpr=224, sgpr=80, lds=36096),
+    "a8w8": dict(vgpr=480, agpr=224, sgpr=88, lds=36096),
 }
 BF16_950 = {"v_mfma_f32_16x16x32_bf16": 2 * 18, "v_mfma_f32_16x16x16_bf16": 2 * 32}
 MFMA_MIX = {

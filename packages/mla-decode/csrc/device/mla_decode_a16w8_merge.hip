@@ -9,18 +9,22 @@
 // (unconditional) loads. A row with L = 0 gives o = 0 and lse = -inf. A part whose l_p is NaN (its
 // inputs held NaN/Inf) is not empty: it is folded in, so the row's lse and o are NaN.
 //
-// Work split: a workgroup of 4 waves serves 4 / wpr rows, wpr = waves per row in {1, 2, 4} (the host's
-// merge_waves_per_row(nparts): one wave while its parts fit 4 iterations of 4 loads in flight, more
-// waves only for long part lists, so short splits do not pay 4 waves of fixed cost per row). Wave s of
-// a row folds the parts p = s, s + wpr, ... in order with a running max (lane: 8 consecutive columns,
-// two 16-byte loads per part, four parts in flight); with wpr > 1 wave 0 of the row then folds the
-// others' (M, L, Ln, sums) in wave order through LDS. The result equals the formula above up to fp32
+// Work split: cs column blocks per row (1, or 4 for long part lists: kFlagMergeQuarters), each with wpr
+// waves (the host's merge_waves_per_row(nparts), in {1, 2, 4, 8}: one wave while its parts fit 4
+// iterations of 4 loads in flight, then one more power of two per doubling); a workgroup of max(4, wpr)
+// waves serves max(4, wpr) / wpr (row, block) units, so short splits do not pay many waves of fixed
+// cost. Wave s of a unit takes the row's parts p = s, s + wpr, ...: it reads their (m, l, ln) one part per
+// lane, so its max and weights cost a few instructions per 64 parts, then sums w_p O_p in part order
+// (lane: 8 consecutive columns, two 16-byte loads and eight FMAs per part, four loads in flight); with
+// wpr > 1 wave 0 of the unit then folds the others' (M, L, Ln, sums) in wave order through LDS. The
+// result equals the formula above up to fp32
 // rounding. Fixed order for a given nparts everywhere: deterministic, no atomics.
 #include "mla_decode_common.hpp"
 
 namespace {
 constexpr uint32_t kLat = 512;
-constexpr uint32_t kWaves = 4;
+constexpr uint32_t kMaxWaves = 8;  // waves per workgroup: max(4, wpr), wpr in {1, 2, 4, 8}
+constexpr uint32_t kStateFloats = kLat + 4;  // one wave's published state: 512 sums, then m, l, ln
 constexpr uint32_t kUnroll = 4;
 
 struct MergeState {
@@ -40,9 +44,42 @@ struct MergeState {
     for (int e = 0; e < 8; ++e) acc[e] = acc[e] * s_old + s_new * a2[e];
   }
 };
+// st.acc += sum over parts k < n of w_k * O_k (w_k in lane k of wgt; at_k: the byte offset of this lane's
+// 8 columns of part k), lane group g = lane / (64 / CS) taking k = g (mod CS), four steps' loads in flight.
+template <uint32_t CS, class At>
+MM_DEVICE void sum_parts(MergeState& st, mm::buffer_rsrc wo, float wgt, uint32_t n, At at_k) {
+  const uint32_t grp = CS == 1 ? 0u : mm::lane_id() / (64u / CS);
+  for (uint32_t j0 = 0; j0 * CS < n; j0 += kUnroll) {
+    mm::u32x4 a[kUnroll], b[kUnroll];
+#pragma unroll
+    for (uint32_t u = 0; u < kUnroll; ++u) {
+      if ((j0 + u) * CS >= n) break;  // wave-uniform: no loads past the wave's parts
+      const uint32_t k = (j0 + u) * CS + grp;
+      if (CS == 1 || k < n) {  // CS > 1: the last step's missing parts read zeros (weight 0)
+        const uint32_t off = at_k(k);
+        a[u] = mm::buffer_load_b128(wo, off);
+        b[u] = mm::buffer_load_b128(wo, off + 16u);
+      } else {
+        a[u] = b[u] = mm::u32x4{0u, 0u, 0u, 0u};
+      }
+    }
+#pragma unroll
+    for (uint32_t u = 0; u < kUnroll; ++u) {
+      if ((j0 + u) * CS >= n) break;  // wave-uniform
+      const uint32_t k = (j0 + u) * CS + grp;
+      const float w = CS == 1 ? mm::bit_cast<float>(__builtin_amdgcn_readlane(mm::bit_cast<uint32_t>(wgt), k))
+                              : mm::bit_cast<float>(mm::bpermute(mm::bit_cast<uint32_t>(wgt), k));
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        st.acc[e] = __builtin_fmaf(w, mm::bit_cast<float>(a[u][e]), st.acc[e]);
+        st.acc[4 + e] = __builtin_fmaf(w, mm::bit_cast<float>(b[u][e]), st.acc[4 + e]);
+      }
+    }
+  }
+}
 }  // namespace
 
-MM_KERNEL MM_LAUNCH_BOUNDS(256) void mla_decode_a16w8_merge(
+MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
     const float* __restrict__ ws_o,   // [B*nparts units, rows / B, 512] fp32
     const float* __restrict__ ws_ml,  // [B*nparts units, rows / B, 4] fp32 (m, l, ln, 0)
     uint16_t* __restrict__ o_lat,     // [rows, 512] bf16
@@ -52,13 +89,21 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void mla_decode_a16w8_merge(
     const int32_t* __restrict__ seq_lens, const int32_t* __restrict__ glen, const int32_t* __restrict__ kv_indptr,
     uint32_t n_idx, uint32_t B, uint32_t q_len, uint32_t cp_rank, uint32_t cp_world,
     const float* __restrict__ kv_scale_dev) {  // [1] fp32 on the device (o_scale read here), or null
-  MM_LDS float part_acc[kWaves - 1][64][8];  // the state of waves s > 0 of each row (wave w at w - 1)
-  MM_LDS float part_l[kWaves - 1][3];
+  // dynamic LDS, (waves - 1) * kStateFloats floats when wpr > 1: the state of wave w > 0 at w - 1
+  extern MM_LDS float merge_state[];
+  // column split: cs = 4 (kFlagMergeQuarters) gives each (row, quarter of its 512 columns) its own wpr
+  // waves, so a long part list's bytes spread over 4x the CUs; a wave's four 16-lane groups then take
+  // four parts at a time (lane: 8 columns of the quarter). cs = 1: 64 lanes x 8 columns, one part at a time.
+  const uint32_t cs_log2 = (flags & mla::kFlagMergeQuarters) ? 2u : 0u, cs = 1u << cs_log2;
   const uint32_t wave = mm::wave_id();
-  const uint32_t row = mm::block_id_x() * (kWaves / wpr) + wave / wpr;
+  const uint32_t waves = mm::block_dim_x() / 64u;
+  const uint32_t unit_id = mm::block_id_x() * (waves / wpr) + wave / wpr;  // (row, column block)
+  const uint32_t row = unit_id >> cs_log2, cblk = unit_id & (cs - 1u);
   const uint32_t sub = wave % wpr;
   const bool valid = row < rows;  // uniform per wave; the workgroup still meets at the barrier
   const uint32_t lane = mm::lane_id();
+  const uint32_t grp = lane >> (6u - cs_log2);
+  const uint32_t col = (cblk << (9u - cs_log2)) + 8u * (lane & ((64u >> cs_log2) - 1u));  // this lane's 8 columns
   const float o_scale = kv_scale_dev != nullptr ? *kv_scale_dev : mm::bit_cast<float>(o_scale_bits);
   const mm::buffer_rsrc ml = mm::make_buffer(ws_ml, rows * nparts * 16u);
   const mm::buffer_rsrc wo = mm::make_buffer(ws_o, rows * nparts * kLat * 4u);
@@ -69,59 +114,72 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void mla_decode_a16w8_merge(
                   true);
   const uint32_t n_own = units.valid ? units.count : 0u;  // this row's parts: units first .. first + n_own - 1
 
-  // One pass per wave over its parts with a running max (no separate max pass: every load of the loop
-  // is independent, four parts in flight).
+  // Per wave, over its parts k = 0, 1, ... (the row's parts sub, sub + wpr, ...): first their (m, l, ln),
+  // one part per lane (chunks of 64), giving the wave's max M, weights w_k = exp2(m_k - M) (0 for an
+  // empty part) and the weighted sums L, Ln by butterfly; then O = sum_k w_k O_k, lane group g taking
+  // parts k = g (mod cs): one ds_bpermute for the weight and eight FMAs per part, four parts' loads in
+  // flight per lane; the groups' sums are added at the end. Every sum's order is fixed for a given
+  // nparts: deterministic.
   MergeState st;
-  const uint32_t col_off = 8u * lane * 4u;
-  const uint32_t stride = wpr * kUnroll;
-  for (uint32_t p0 = sub; valid && p0 < n_own; p0 += stride) {
-    mm::u32x4 meta[kUnroll], a[kUnroll], b[kUnroll];
+  const uint32_t n_mine = valid && n_own > sub ? (n_own - sub + wpr - 1u) / wpr : 0u;
+  auto part_slot = [&](uint32_t k) __attribute__((always_inline)) { return (units.first + sub + wpr * k) * rows_req + r_in; };
+  auto meta_of = [&](uint32_t k0) __attribute__((always_inline)) {
+    const uint32_t k = k0 + lane;
+    return k < n_mine ? mm::buffer_load_b128(ml, part_slot(k) * 16u) : mm::u32x4{0u, 0u, 0u, 0u};
+  };
+  const mm::u32x4 meta0 = meta_of(0);
+  float m_max = -__builtin_inff();
+  for (uint32_t k0 = 0; k0 < n_mine; k0 += 64u) {
+    const mm::u32x4 mt = k0 == 0 ? meta0 : meta_of(k0);
+    const float l = mm::bit_cast<float>(mt[1]);
+    m_max = __builtin_fmaxf(m_max, l != 0.f ? mm::bit_cast<float>(mt[0]) : -__builtin_inff());
+  }
+  m_max = mm::uniform(mm::wave_max(m_max));
+  st.m = m_max;
+  for (uint32_t k0 = 0; k0 < n_mine; k0 += 64u) {
+    const mm::u32x4 mt = k0 == 0 ? meta0 : meta_of(k0);
+    const float l = mm::bit_cast<float>(mt[1]);
+    // l == 0: empty (no weight); l NaN (NaN/Inf inputs) keeps its weight, so the row's L, lse and o are NaN
+    const float wgt = l != 0.f ? mm::exp2(mm::bit_cast<float>(mt[0]) - m_max) : 0.f;
+    st.l += mm::wave_sum(wgt * l);
+    st.ln += mm::wave_sum(wgt * mm::bit_cast<float>(mt[2]));
+    const uint32_t n_here = n_mine - k0 < 64u ? n_mine - k0 : 64u;
+    if (cs == 1) sum_parts<1>(st, wo, wgt, n_here, [&](uint32_t k) { return part_slot(k0 + k) * (kLat * 4u) + col * 4u; });
+    else sum_parts<4>(st, wo, wgt, n_here, [&](uint32_t k) { return part_slot(k0 + k) * (kLat * 4u) + col * 4u; });
+  }
+  if (cs > 1) {  // uniform over the launch: lane groups 0..3 hold the same columns of different parts
 #pragma unroll
-    for (uint32_t u = 0; u < kUnroll; ++u) {
-      const uint32_t p = p0 + wpr * u;
-      if (p >= n_own) break;  // wave-uniform: no loads for parts the row does not have
-      const uint32_t slot = (units.first + p) * rows_req + r_in;
-      meta[u] = mm::buffer_load_b128(ml, slot * 16u);
-      a[u] = mm::buffer_load_b128(wo, slot * kLat * 4u + col_off);
-      b[u] = mm::buffer_load_b128(wo, slot * kLat * 4u + col_off + 16u);
-    }
-#pragma unroll
-    for (uint32_t u = 0; u < kUnroll; ++u) {
-      if (p0 + wpr * u >= n_own) break;  // wave-uniform
-      float v[8];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        v[e] = mm::bit_cast<float>(a[u][e]);
-        v[4 + e] = mm::bit_cast<float>(b[u][e]);
-      }
-      st.fold(mm::bit_cast<float>(meta[u][0]), mm::bit_cast<float>(meta[u][1]), mm::bit_cast<float>(meta[u][2]), v);
+    for (int e = 0; e < 8; ++e) {
+      st.acc[e] += mm::xor_lane(st.acc[e], 16u);
+      st.acc[e] += mm::xor_lane(st.acc[e], 32u);
     }
   }
 
   if (wpr > 1) {  // uniform over the launch
     if (sub > 0) {
 #pragma unroll
-      for (int e = 0; e < 8; ++e) part_acc[wave - 1][lane][e] = st.acc[e];
+      for (int e = 0; e < 8; ++e) merge_state[(wave - 1) * kStateFloats + 8u * lane + e] = st.acc[e];
       if (lane == 0) {
-        part_l[wave - 1][0] = st.m;
-        part_l[wave - 1][1] = st.l;
-        part_l[wave - 1][2] = st.ln;
+        merge_state[(wave - 1) * kStateFloats + kLat] = st.m;
+        merge_state[(wave - 1) * kStateFloats + kLat + 1] = st.l;
+        merge_state[(wave - 1) * kStateFloats + kLat + 2] = st.ln;
       }
     }
     mm::block_sync();
     if (sub != 0) return;
     for (uint32_t w = wave + 1; w < wave + wpr; ++w) {
-      st.fold(part_l[w - 1][0], part_l[w - 1][1], part_l[w - 1][2], part_acc[w - 1][lane]);
+      const float* o = merge_state + (w - 1) * kStateFloats;
+      st.fold(o[kLat], o[kLat + 1], o[kLat + 2], o + 8u * lane);
     }
   }
-  if (!valid) return;
+  if (!valid || grp != 0) return;
 
   const float inv = mla::inv_norm(o_scale, st.ln);
   mm::u32x4 o;
 #pragma unroll
   for (int e = 0; e < 4; ++e) o[e] = mm::pack_bf16x2<mm::Round::RTNE>(st.acc[2 * e] * inv, st.acc[2 * e + 1] * inv);
-  mm::buffer_store_b128(o, mm::make_buffer(o_lat, rows * kLat * 2u), (row * kLat + 8u * lane) * 2u);
-  if ((flags & 1u) && lane == 0) {
+  mm::buffer_store_b128(o, mm::make_buffer(o_lat, rows * kLat * 2u), (row * kLat + col) * 2u);
+  if ((flags & 1u) && lane == 0 && cblk == 0) {
     mm::buffer_store_f32(mla::finish_lse(st.m, st.l), mm::make_buffer(lse, rows * 4u), row * 4u);
   }
 }

@@ -63,6 +63,7 @@ constexpr uint32_t kRow = 576;            // fused row bytes (fp8): 512 latent +
 constexpr uint32_t kFlagLse = 1u;         // write lse (direct mode)
 constexpr uint32_t kFlagPartial = 2u;     // write partials to the workspace instead of o/lse
 constexpr uint32_t kFlagBalanced = 4u;    // parts per request by length (RequestUnits), not nparts each
+constexpr uint32_t kFlagMergeQuarters = 8u;  // merge: each row's 512 columns in 4 blocks of their own waves
 constexpr uint32_t kNoSlot = 0xFFFFFFFFu; // past every pool: a pool load of it returns zeros
 constexpr uint32_t kMaxSpan = (1u << 30) - 1u;  // entries of one request's run (4-byte offsets < 2^32)
 
@@ -138,8 +139,11 @@ MM_DEVICE uint32_t request_tiles(const int32_t* seq_lens, const int32_t* glen, c
 //     fp32 arithmetic, identical in the decode and merge kernels), each end clamped so that every later
 //     request keeps at least one unit; units past the last end idle. So a 150k-token request beside
 //     seven 1k ones gets ~95% of the parts instead of 1/8, and the busiest part carries ~T / (U - B)
-//     tiles whatever the mix. Graph-capturable: a function of the device-resident lengths, read by
-//     every wave (O(B) scalar loads; the host balances only when B > 1 and nparts > 1).
+//     tiles whatever the mix. Graph-capturable: a function of the device-resident lengths.
+//   Lane-parallel: lane j of a wave serves request c0 + j of each chunk of 64 requests (one chunk up to
+//     B = 64, the planner's limit for balancing), so a wave spends O(B / 64) steps, not O(B) scalar loads.
+//     The clamped ends are min(inclusive prefix sum of count, cap_b): once an end meets its cap every
+//     later one does (count >= 1), which is what the sequential clamp gives.
 struct Units {
   uint32_t b = 0;      // the request
   uint32_t first = 0;  // its first unit
@@ -154,6 +158,19 @@ struct SplitArgs {
   uint32_t n_idx, B, nparts, q_len, cp_rank, cp_world, flags;
 };
 
+// Inclusive prefix sum over the 64 lanes of a wave (Hillis-Steele, 6 ds_bpermute steps).
+MM_DEVICE uint32_t wave_inclusive_scan(uint32_t v) {
+  const uint32_t lane = mm::lane_id();
+#pragma unroll
+  for (uint32_t d = 1; d < 64; d <<= 1) {
+    const uint32_t o = mm::bpermute(v, (lane - d) & 63u);
+    v += lane >= d ? o : 0u;
+  }
+  return v;
+}
+
+MM_DEVICE uint32_t lane_value(uint32_t v, uint32_t lane) { return __builtin_amdgcn_readlane(v, lane); }
+
 // The request owning unit u (valid = false: an idle unit), or with by_request the units of request u.
 MM_DEVICE Units locate(const SplitArgs& a, uint32_t u, bool by_request) {
   Units r;
@@ -164,25 +181,35 @@ MM_DEVICE Units locate(const SplitArgs& a, uint32_t u, bool by_request) {
     r.valid = r.b < a.B;
     return r;
   }
-  const uint32_t U = a.B * a.nparts;
-  uint32_t total = 0;
-  for (uint32_t b = 0; b < a.B; ++b)
-    total += request_tiles(a.seq_lens, a.glen, a.kv_indptr, a.n_idx, a.q_len, a.cp_rank, a.cp_world, b);
+  const uint32_t U = a.B * a.nparts, lane = mm::lane_id();
+  auto tiles = [&](uint32_t c0) __attribute__((always_inline)) {
+    const uint32_t b = c0 + lane;
+    return b < a.B ? request_tiles(a.seq_lens, a.glen, a.kv_indptr, a.n_idx, a.q_len, a.cp_rank, a.cp_world, b) : 0u;
+  };
+  const uint32_t t0 = tiles(0);
+  uint32_t total = lane_value(wave_inclusive_scan(t0), 63);
+  for (uint32_t c0 = 64; c0 < a.B; c0 += 64) total += lane_value(wave_inclusive_scan(tiles(c0)), 63);
   const float share = total > 0 ? (float)(U - a.B) / (float)total : 0.f;
-  uint32_t first = 0;
-  for (uint32_t b = 0; b < a.B; ++b) {
-    const uint32_t t = request_tiles(a.seq_lens, a.glen, a.kv_indptr, a.n_idx, a.q_len, a.cp_rank, a.cp_world, b);
-    const uint32_t cap = U - (a.B - 1u - b);
-    uint32_t end = first + 1u + (uint32_t)(share * (float)t);
+  uint32_t carry = 0;  // the (clamped) end of the previous chunk's last request
+  for (uint32_t c0 = 0; c0 < a.B; c0 += 64) {
+    const uint32_t b = c0 + lane;
+    const uint32_t t = c0 == 0 ? t0 : tiles(c0);
+    const uint32_t count = b < a.B ? 1u + (uint32_t)(share * (float)t) : 0u;
+    const uint32_t cap = b < a.B ? U - (a.B - 1u - b) : U;
+    uint32_t end = carry + wave_inclusive_scan(count);
     end = end < cap ? end : cap;
-    if (by_request ? b == u : u < end) {
-      r.b = b;
-      r.first = first;
-      r.count = end - first;
-      r.valid = true;
+    const uint64_t mine = by_request ? (u >= c0 && u - c0 < 64u ? 1ull << (u - c0) : 0ull)
+                                     : mm::ballot(b < a.B && u < end);
+    if (mine != 0) {
+      const uint32_t j = (uint32_t)__builtin_ctzll(mine);
+      r.b = c0 + j;
+      r.first = j == 0 ? carry : lane_value(end, j - 1u);
+      r.count = lane_value(end, j) - r.first;
+      r.valid = r.b < a.B;
       return r;
     }
-    first = end;
+    const uint32_t last = a.B - 1u - c0 < 63u ? a.B - 1u - c0 : 63u;
+    carry = lane_value(end, last);
   }
   return r;
 }

@@ -13,30 +13,33 @@
 //                       tiles): each KV row fetched once at fp8 width, widened once into LDS, K and V^T
 //                       served from that copy (mla_decode_a16w8_ws.hip); any n_rt. One per CU (62 KB LDS).
 // With nparts == 1 the kernel writes o/lse itself; otherwise it writes fp32 partials (O, m, l, ln) to a
-// workspace and a merge kernel (a 4-wave workgroup per row) combines them in part order.
+// workspace and a merge kernel (cs column blocks of wpr waves per row) combines them in part order.
 //
 // Cost model (documented in docs/kernels/mla_decode_gfx942.md), in nanoseconds, per arch through a Machine
-// (CUs, clock, bandwidths, measured cycles: kGfx942, kGfx950; machine_for(arch)). Its compute constants
-// are issue cycles measured on the emulator (benchmarks/calibrate_mla_planner_emu.py; the test
+// (CUs, sustained clock, bandwidths, merge cycles: kGfx942, kGfx950; machine_for(arch)) and the decode
+// kernels' row of kKernelCosts (kernel_cost(arch, kernel)). Its cycle constants are issue cycles
+// measured on the emulator (benchmarks/calibrate_mla_planner_emu.py; the test
 // test_mla_kernel_planner.py::test_cost_constants_match_the_emulator keeps them within 10% of it), so
 // the planner sees what a part costs beyond its tiles (Q load, prologue, epilogue of partials) and
 // what the merge costs, and stops splitting where a part's fixed cost and the merge outweigh the gain:
 //   waves run one per SIMD (the kernels need > 256 registers), so a round holds cus * 4 waves;
 //   waves     = B * nparts * n_rt (wave), B * nparts * ceil(n_rt / 4) * 4 (shared), * 8 (ws)
 //   rounds    = ceil(waves / (cus * 4)); ws: ceil(workgroups / cus) (one workgroup of 8 waves per CU,
-//               its tile_cycles / part_cycles are the workgroup's issue cycles per SIMD: total / 4)
+//               its cycles are the workgroup's issue cycles per SIMD: total / 4)
 //   t_compute = rounds * (ceil(tiles / nparts) * tile_cycles + part_cycles) / clock + kPartLatencyNs
-//               tiles = ceil(L / 16); (tile_cycles, part_cycles) per variant, measured
+//               tiles = ceil(L / 16); tile_cycles = tile + (min(n_rt, 4) - 1) * rowtile (kernel_cost)
 //   t_memory  = (B * L * (576 + 4) + partial_bytes) / bw
-//               bw = min(kHbmBytesPerNs, busy_cus * kCuBytesPerNs), busy_cus = min(cus, ceil(waves / 4))
-//               partial_bytes = 2 * B * q_len * H * nparts * (512 + 4) * 4   (written, then read)
+//               bw = min(kHbmBytesPerNs, busy_cus * kCuBytesPerNs), busy_cus = min(cus, workgroups);
+//               kCuBytesPerNs is a CU's share of HBM when all are busy (what the timing model serves)
+//               partial_bytes = B * q_len * H * nparts * (512 + 4) * 4   (written; the merge reads them)
 //   cost      = max(t_compute, t_memory) + (nparts > 1 ? t_merge : 0)
 //   balanced split (balance_split: 1 < B <= 64 and nparts > 1): part_cycles and the merge wave's
-//               cycles grow by kBalanceRequestCycles * B (every wave reads all B lengths)
-//   t_merge   = kMergeLaunchNs + merge_rounds * iters * (kHbmLatencyNs + kMergeIterCycles / clock)
-//               + kMergeWaveCycles / clock, with wpr = merge_waves_per_row(nparts) waves per row,
-//               iters = ceil(nparts / (4 * wpr)) (four parts in flight per wave and iteration),
-//               merge_rounds = ceil(B * q_len * H * wpr / (cus * 4))
+//               cycles grow by balance_request_cycles * B (0 now: located lane-parallel)
+//   t_merge   = kMergeLaunchNs + max(t_issue, merge_bytes / merge_bw), with cs = merge_column_blocks,
+//               wpr = merge_waves_per_row, iters = ceil(nparts / (4 * cs * wpr)),
+//               t_issue = ceil(B * q_len * H * cs * wpr / (cus * 4)) * (iters * (kHbmLatencyNs +
+//               merge_iter_cycles / clock) + merge_wave_cycles / clock), merge_bytes = every part's
+//               O and (m, l, ln) read and o written, merge_bw as bw over the merge's workgroups
 // kPartLatencyNs, kHbmLatencyNs and the bandwidths are assumptions about the hardware (the emulator
 // has no timing); the cycle constants are measurements.
 // (variant, nparts): the fewest parts (shared, if n_rt >= 2, before wave) whose cost is within
@@ -62,56 +65,73 @@ constexpr int kWavesPerBlock = 4;
 constexpr int kBlockThreads = 64 * kWavesPerBlock;
 constexpr int kMaxParts = 1024;
 
-// gfx942 (MI300X) machine constants (assumptions: the emulator has no timing).
+// gfx942 (MI300X) machine constants (assumptions about the hardware).
 constexpr int kDefaultCus = 304;
 constexpr int kSimdsPerCu = 4;
 constexpr int64_t kDefaultLen = 16384;
-constexpr double kClockGhz = 2.1;
+// Sustained engine clock under load, not the 2.1 GHz peak: AMD measured 1115-1230 MHz under a sustained
+// BF16 GEMM and the timing model's calibrated effective clock is 1041 MHz (docs/performance.md). The
+// issue cycles below are turned into time at this clock, beside latencies in ns, so the ratio of a
+// part's work to a merge's latency is the one the timing model sees.
+constexpr double kClockGhz = 1.1;
 constexpr double kHbmBytesPerNs = 4000.0;  // ~4 TB/s achievable of the 5.3 TB/s peak
-constexpr double kCuBytesPerNs = 134.0;    // one CU's L2 link: 64 B per clock
+constexpr double kCuBytesPerNs = 13.2;     // one CU's share of HBM when all are busy (4000 / 304), as the timing
+                                           // model serves a CU: what a launch on fewer CUs gets per CU
 constexpr double kHbmLatencyNs = 1000.0;   // one dependent HBM round trip
 constexpr double kPartLatencyNs = 2000.0;  // a part's first MFMA waits for its slots, then its KV
 constexpr double kMergeLaunchNs = 4000.0;  // a second kernel on the stream
 constexpr double kSplitSlack = 1.10;       // a split must beat the fewer-part plans by more than 10%
-
-// Issue cycles measured on the emulator (perfmodel weights: MFMA 16, VALU/DS/VMEM 4, trans 16,
-// scalar 1) by benchmarks/calibrate_mla_planner_emu.py, at H 16 (wave: q_len 1; shared: q_len 4).
-constexpr double kWaveTileCycles = 3047.0;    // one 16-token tile of one wave
-constexpr double kWavePartCycles = 2706.0;    // a wave's fixed cost per part
-constexpr double kSharedTileCycles = 2110.0;  // one tile, per wave of a shared workgroup
-constexpr double kSharedPartCycles = 3169.0;
-constexpr double kMergeWaveCycles = 795.0;    // a merge wave's fixed cost
-constexpr double kMergeIterCycles = 779.0;    // one iteration: four parts folded
-constexpr double kBalanceRequestCycles = 126.0;  // balanced split: per request, per decode wave and merge wave
-constexpr double kWsTileCycles = 720.0;       // ws: one tile with one row tile, per SIMD (workgroup total / 4)
-constexpr double kWsRowTileCycles = 428.0;    // ws: one tile, each further row tile of the workgroup
-constexpr double kWsPartCycles = 1198.0;      // ws: a workgroup's fixed cost per part, per SIMD
-// The length-balanced split (device side) costs every wave O(B); it is used up to this batch.
+// The length-balanced split (device side) is used up to this batch (one wave's lanes hold the lengths).
 constexpr int64_t kBalanceMaxBatch = 64;
 
-// One arch's machine model: the hardware assumptions above and the issue cycles measured on the emulator
-// for that arch's code objects (benchmarks/calibrate_mla_planner_emu.py --arch).
+// Issue cycles of one decode kernel, measured on the emulator (perfmodel weights: MFMA 16, VALU/DS/VMEM 4,
+// trans 16, scalar 1) by benchmarks/calibrate_mla_planner_emu.py at H 16, per SIMD (a ws workgroup's total
+// / 4): the model's time of a part is part_cycles + tiles * (tile_cycles + (row tiles - 1) * rowtile_cycles).
+struct KernelCost {
+  double tile_cycles;     // one 16-token KV tile with one 16-row tile
+  double rowtile_cycles;  // each further row tile of a workgroup sharing the KV tile (ws; 0: per-wave kernels)
+  double part_cycles;     // a part's fixed cost: prologue, Q load, split location, epilogue / partial write
+};
+// The one table of decode-kernel costs: a row per (arch, kernel). The KV-format kernels (formats.py) add
+// theirs here once measured; a kernel without a row has no cost model (kernel_cost throws).
+struct KernelCostRow {
+  const char* arch;
+  const char* kernel;  // "wave", "shared", "ws": the a16w8 variants
+  KernelCost cost;
+};
+inline constexpr KernelCostRow kKernelCosts[] = {
+    {"gfx942", "wave", {3060.0, 0.0, 2721.0}},
+    {"gfx942", "shared", {2111.0, 0.0, 3189.0}},
+    {"gfx942", "ws", {721.0, 428.0, 1217.0}},
+    // gfx950: the QK contraction is 18 v_mfma_f32_16x16x32_bf16 per tile instead of 36 16x16x16
+    {"gfx950", "wave", {2772.0, 0.0, 2721.0}},
+    {"gfx950", "shared", {1823.0, 0.0, 3189.0}},
+    {"gfx950", "ws", {649.0, 356.0, 1217.0}},
+};
+
+inline const KernelCost& kernel_cost(const std::string& arch, const std::string& kernel) {
+  for (const KernelCostRow& r : kKernelCosts)
+    if (arch == r.arch && kernel == r.kernel) return r.cost;
+  throw std::invalid_argument("mla planner: no cost row for kernel '" + kernel + "' on '" + arch + "'");
+}
+
+// One arch's machine model: the hardware assumptions and the merge kernel's issue cycles measured on the
+// emulator for that arch's code object (benchmarks/calibrate_mla_planner_emu.py --arch); the decode
+// kernels' cycles are kKernelCosts' rows for the arch.
 struct Machine {
   const char* arch;
-  int64_t cus;             // the full part's CUs (a live device may report fewer: plan's cus)
-  double clock_ghz;
+  int64_t cus;              // the full part's CUs (a live device may report fewer: plan's cus)
+  double clock_ghz;         // sustained clock
   double hbm_bytes_per_ns;  // achievable HBM bandwidth of the full part
-  double cu_bytes_per_ns;   // one CU's L2 link: 64 B per clock
-  double wave_tile_cycles, wave_part_cycles, shared_tile_cycles, shared_part_cycles;
-  double merge_wave_cycles, merge_iter_cycles, balance_request_cycles;
-  double ws_tile_cycles, ws_rowtile_cycles, ws_part_cycles;
+  double cu_bytes_per_ns;   // what one CU pulls from HBM when all are busy
+  double merge_wave_cycles;       // a merge wave's fixed cost (locating its row's parts, the weights, o)
+  double merge_iter_cycles;       // one merge iteration: four parts summed
+  double balance_request_cycles;  // balanced split: per request, per decode and merge wave (0: lane-parallel)
 };
-// MI300X: the constants above.
-constexpr Machine kGfx942{"gfx942", kDefaultCus, kClockGhz, kHbmBytesPerNs, kCuBytesPerNs,
-                          kWaveTileCycles, kWavePartCycles, kSharedTileCycles, kSharedPartCycles,
-                          kMergeWaveCycles, kMergeIterCycles, kBalanceRequestCycles, kWsTileCycles,
-                          kWsRowTileCycles, kWsPartCycles};
-// MI355X (assumptions, no timing): 256 CUs, 2.4 GHz, 8 TB/s peak HBM of which ~6 TB/s achievable (the
-// 4 / 5.3 fraction assumed on gfx942), 64 B per clock per CU. Cycles: measured on the gfx950 code
-// objects (the QK contraction is 18 v_mfma_f32_16x16x32_bf16 per tile instead of 36 16x16x16).
-constexpr Machine kGfx950{"gfx950", 256, 2.4, 6000.0, 154.0,
-                          2759.0, 2706.0, 1822.0, 3169.0,  // tiles: 288 cycles (18 MFMA) below gfx942
-                          795.0, 779.0, 126.0, 648.0, 356.0, 1198.0};
+constexpr Machine kGfx942{"gfx942", kDefaultCus, kClockGhz, kHbmBytesPerNs, kCuBytesPerNs, 1716.0, 300.0, 0.0};
+// MI355X (assumptions): 256 CUs, a sustained clock in the same proportion to its 2.4 GHz peak as
+// gfx942's, 8 TB/s peak HBM of which ~6 TB/s achievable (the 4 / 5.3 fraction assumed on gfx942).
+constexpr Machine kGfx950{"gfx950", 256, 1.26, 6000.0, 23.4, 1716.0, 300.0, 0.0};
 
 // The machine model of `arch`; std::invalid_argument for an arch without MLA decode kernels.
 inline const Machine& machine_for(const std::string& arch) {
@@ -131,6 +151,7 @@ struct Plan {
   int64_t block = kBlockThreads;
   int64_t merge_grid = 0;     // workgroups of the merge kernel: ceil(rows * merge_wpr / 4) (0: no merge)
   int64_t merge_wpr = 0;      // merge waves per row (merge_waves_per_row(nparts); 0: no merge)
+  int64_t merge_cs = 0;       // merge column blocks per row (merge_column_blocks(nparts); 0: no merge)
   bool balanced = false;      // parts shared out by request length on the device (balance_split)
   int64_t ws_o_floats = 0;    // workspace: partial O, [B*rows, nparts, 512] fp32
   int64_t ws_ml_floats = 0;   // workspace: partial (m, l, ln, 0), [B*rows, nparts, 4] fp32
@@ -161,7 +182,20 @@ inline int64_t launch_grid(int64_t batch, int64_t n_rt, int64_t nparts, Variant 
 
 // Waves of the merge kernel per row: one while its parts fit four iterations of four loads in flight,
 // then two, then four (the latency of a long part list is shared).
-inline int64_t merge_waves_per_row(int64_t nparts) { return nparts <= 16 ? 1 : (nparts <= 32 ? 2 : 4); }
+// Column blocks of a merge row: 4 (each a quarter of the 512 columns with its own waves, four parts at a
+// time per wave) for long part lists, whose bytes then spread over 4x the CUs; else 1.
+inline int64_t merge_column_blocks(int64_t nparts) { return nparts > 64 ? 4 : 1; }
+// Waves of the merge kernel per (row, column block): one while its parts fit four iterations of four
+// loads in flight, then one more power of two per doubling, up to 8 (a 512-thread workgroup: at 1024
+// threads the merge would be held to 128 VGPRs and spill).
+inline int64_t merge_waves_per_row(int64_t nparts) {
+  const int64_t per_wave = 16 * merge_column_blocks(nparts);
+  int64_t w = 1;
+  while (w < 8 && nparts > per_wave * w) w *= 2;
+  return w;
+}
+// Waves of a merge workgroup: 4, or one row's wpr waves (8, 16) when that is more.
+inline int64_t merge_block_waves(int64_t wpr) { return std::max<int64_t>(kWavesPerBlock, wpr); }
 
 // A split whose last parts would get no tile (tiles = 64, nparts = 40: 2 tiles per part fill 32 parts)
 // only adds empty waves and merge inputs; the planner considers only splits where every part has work.
@@ -175,11 +209,17 @@ inline bool balance_split(int64_t batch, int64_t nparts) { return nparts > 1 && 
 
 inline double merge_cost(int64_t total_rows, int64_t nparts, int64_t cus, double extra_wave_cycles = 0.0,
                          const Machine& mc = kGfx942) {
-  const int64_t wpr = merge_waves_per_row(nparts);
-  const double rounds = (double)ceil_div(total_rows * wpr, cus * kSimdsPerCu);
-  const double iters = (double)ceil_div(nparts, 4 * wpr);
-  return kMergeLaunchNs + rounds * (iters * (kHbmLatencyNs + mc.merge_iter_cycles / mc.clock_ghz) +
-                                    (mc.merge_wave_cycles + extra_wave_cycles) / mc.clock_ghz);
+  const int64_t cs = merge_column_blocks(nparts), wpr = merge_waves_per_row(nparts);
+  const double rounds = (double)ceil_div(total_rows * cs * wpr, cus * kSimdsPerCu);
+  const double iters = (double)ceil_div(nparts, 4 * cs * wpr);
+  const double t_issue = rounds * (iters * (kHbmLatencyNs + mc.merge_iter_cycles / mc.clock_ghz) +
+                                   (mc.merge_wave_cycles + extra_wave_cycles) / mc.clock_ghz);
+  // its bytes (every part's O and (m, l, ln) read, o written) through the CUs its workgroups occupy
+  const int64_t wgs = ceil_div(total_rows * cs * wpr, merge_block_waves(wpr));
+  const double bytes = (double)total_rows * ((double)nparts * (kLat + 4) * 4.0 + kLat * 2.0);
+  const double bw = std::min(mc.hbm_bytes_per_ns * (double)cus / (double)mc.cus,
+                             (double)std::min<int64_t>(cus, wgs) * mc.cu_bytes_per_ns);
+  return kMergeLaunchNs + std::max(t_issue, bytes / bw);
 }
 
 // Modelled time (ns) of a launch with `nparts` parts and kernel variant `v`.
@@ -191,17 +231,16 @@ inline double plan_cost(int64_t batch, int64_t heads, int64_t q_len, int64_t len
   const int64_t waves = launch_waves(batch, n_rt, nparts, v);
   const bool ws = v == Variant::kWs;
   const int64_t rounds = ws ? ceil_div(launch_grid(batch, n_rt, nparts, v), cus) : ceil_div(waves, slots);
-  const bool shared = v == Variant::kShared;
-  const double ws_tile =
-      mc.ws_tile_cycles + mc.ws_rowtile_cycles * (double)(std::min<int64_t>(n_rt, kWavesPerBlock) - 1);
-  const double tile_cycles = ws ? ws_tile : (shared ? mc.shared_tile_cycles : mc.wave_tile_cycles);
-  // balanced split: every wave reads all B lengths (a ws workgroup's 8 waves on 4 SIMDs: twice per SIMD)
+  const KernelCost& kc = kernel_cost(mc.arch, variant_name(v));
+  const double tile_cycles =
+      kc.tile_cycles + kc.rowtile_cycles * (double)(std::min<int64_t>(n_rt, kWavesPerBlock) - 1);
+  // balanced split: every wave locates its part (a ws workgroup's 8 waves on 4 SIMDs: twice per SIMD)
   const double balance =
       balance_split(batch, nparts) ? mc.balance_request_cycles * (double)batch * (ws ? 2.0 : 1.0) : 0.0;
-  const double part_cycles = (ws ? mc.ws_part_cycles : (shared ? mc.shared_part_cycles : mc.wave_part_cycles)) + balance;
+  const double part_cycles = kc.part_cycles + balance;
   const double t_compute =
       (double)rounds * ((double)ceil_div(tiles, nparts) * tile_cycles + part_cycles) / mc.clock_ghz + kPartLatencyNs;
-  const double partial = nparts > 1 ? 2.0 * (double)(batch * rows * nparts) * (kLat + 4) * 4.0 : 0.0;
+  const double partial = nparts > 1 ? (double)(batch * rows * nparts) * (kLat + 4) * 4.0 : 0.0;  // written
   const double busy_cus = std::min<double>((double)cus, (double)(ws ? launch_grid(batch, n_rt, nparts, v)
                                                                      : ceil_div(waves, kSimdsPerCu)));
   const double bw = std::min(mc.hbm_bytes_per_ns * (double)cus / (double)mc.cus, busy_cus * mc.cu_bytes_per_ns);
@@ -269,7 +308,8 @@ inline Plan plan(int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint =
   if (p.nparts > 1) {
     p.merge_wpr = merge_waves_per_row(p.nparts);
     p.balanced = balance_split(batch, p.nparts);
-    p.merge_grid = ceil_div(total_rows * p.merge_wpr, kWavesPerBlock);
+    p.merge_cs = merge_column_blocks(p.nparts);
+    p.merge_grid = ceil_div(total_rows * p.merge_cs * p.merge_wpr, merge_block_waves(p.merge_wpr));
     p.ws_o_floats = total_rows * p.nparts * kLat;
     p.ws_ml_floats = total_rows * p.nparts * 4;
   }

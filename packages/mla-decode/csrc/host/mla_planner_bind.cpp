@@ -25,6 +25,7 @@ void register_mla_planner(py::module_& m) {
       .def_readonly("block", &Plan::block)
       .def_readonly("merge_grid", &Plan::merge_grid)
       .def_readonly("merge_wpr", &Plan::merge_wpr)
+      .def_readonly("merge_cs", &Plan::merge_cs)
       .def_readonly("balanced", &Plan::balanced)
       .def_readonly("ws_o_floats", &Plan::ws_o_floats)
       .def_readonly("ws_ml_floats", &Plan::ws_ml_floats)
@@ -50,6 +51,8 @@ void register_mla_planner(py::module_& m) {
       "cus <= 0: the arch's full part.");
   m.def("balance_split", &moonmath::mla::balance_split, py::arg("batch"), py::arg("nparts"),
         "Whether a launch shares its parts out by request length on the device.");
+  m.def("merge_column_blocks", &moonmath::mla::merge_column_blocks, py::arg("nparts"),
+        "Column blocks (1 or 4) of a merge row, each with its own waves, for a given number of parts.");
   m.def("merge_waves_per_row", &moonmath::mla::merge_waves_per_row, py::arg("nparts"),
         "Waves of the split-KV merge kernel per row for a given number of parts.");
   m.def(
@@ -61,12 +64,18 @@ void register_mla_planner(py::module_& m) {
         } catch (const std::invalid_argument& e) {
           throw py::value_error(e.what());
         }
-        return std::map<std::string, double>{
-            {"wave_tile_cycles", m->wave_tile_cycles},     {"wave_part_cycles", m->wave_part_cycles},
-            {"shared_tile_cycles", m->shared_tile_cycles}, {"shared_part_cycles", m->shared_part_cycles},
-            {"merge_wave_cycles", m->merge_wave_cycles},   {"merge_iter_cycles", m->merge_iter_cycles},
-            {"balance_request_cycles", m->balance_request_cycles}, {"ws_tile_cycles", m->ws_tile_cycles},
-            {"ws_rowtile_cycles", m->ws_rowtile_cycles}, {"ws_part_cycles", m->ws_part_cycles}};
+        using moonmath::mla::kernel_cost;
+        std::map<std::string, double> out{{"merge_wave_cycles", m->merge_wave_cycles},
+                                          {"merge_iter_cycles", m->merge_iter_cycles},
+                                          {"balance_request_cycles", m->balance_request_cycles}};
+        for (const auto& row : moonmath::mla::kKernelCosts) {
+          if (arch != row.arch) continue;
+          const std::string k = row.kernel;
+          out[k + "_tile_cycles"] = row.cost.tile_cycles;
+          out[k + "_part_cycles"] = row.cost.part_cycles;
+          if (row.cost.rowtile_cycles > 0) out[k + "_rowtile_cycles"] = row.cost.rowtile_cycles;
+        }
+        return out;
       },
       py::arg("arch") = "gfx942",
       "The planner's emulator-calibrated issue-cycle constants (benchmarks/calibrate_mla_planner_emu.py).");

@@ -46,6 +46,7 @@ LOG2E = 1.0 / math.log(2.0)
 FLAG_LSE = 1
 FLAG_PARTIAL = 2
 FLAG_BALANCED = 4  # parts per request by length (device-side, mla_decode_common.hpp: locate)
+FLAG_MERGE_QUARTERS = 8  # merge: 4 column blocks per row, each with its own waves
 _U32 = 1 << 32
 
 KERNELS = KernelSet("moonmath_mla_decode")
@@ -80,10 +81,26 @@ class DecodePlan:
     n_rt: int             # 16-row tiles per request
     grid: int             # workgroups of the decode kernel (256 threads each; ws: 512)
     merge_grid: int       # workgroups of the merge kernel (0: no merge)
-    merge_wpr: int        # merge waves per row (0: no merge)
+    merge_wpr: int        # merge waves per (row, column block) (0: no merge)
     ws_o_floats: int      # partial O: [B * q_len * H, nparts, 512] fp32
     ws_ml_floats: int     # partial (m, l, ln, 0): [B * q_len * H, nparts, 4] fp32
     balanced: bool = False  # the B * nparts parts are shared out by request length on the device
+    merge_cs: int = 1       # merge column blocks per row (4: a quarter of the columns per block of waves)
+
+    @property
+    def merge_block(self) -> int:
+        """Threads of a merge workgroup: 4 waves, or one (row, column block)'s merge_wpr waves (8) when more."""
+        return 64 * max(4, self.merge_wpr)
+
+    @property
+    def merge_flags(self) -> int:
+        """The merge kernel's flag for the plan's column split (to OR into its flags argument)."""
+        return FLAG_MERGE_QUARTERS if self.merge_cs == 4 else 0
+
+    @property
+    def merge_lds(self) -> int:
+        """Dynamic LDS bytes of a merge workgroup: the published state of every wave but the first (wpr > 1)."""
+        return (self.merge_block // 64 - 1) * (512 + 4) * 4 if self.merge_wpr > 1 else 0
 
     @property
     def workspace_floats(self) -> int:
@@ -118,11 +135,12 @@ def make_plan(batch: int, heads: int, q_len: int, len_hint: int = 0, *, nparts: 
     else:
         grid = -(-(batch * np_ * n_rt) // 4)
     wpr = _C.merge_waves_per_row(np_) if np_ > 1 else 0
+    cs = _C.merge_column_blocks(np_) if np_ > 1 else 1
     split = np_ > 1
     balanced = _C.balance_split(batch, np_) if balanced is None else bool(balanced) and split
     return DecodePlan(batch, heads, q_len, np_, variant, n_rt, grid,
-                      -(-(batch * rows * wpr) // 4) if split else 0, wpr,
-                      batch * rows * np_ * 512 if split else 0, batch * rows * np_ * 4 if split else 0, balanced)
+                      -(-(batch * rows * cs * wpr) // max(4, wpr)) if split else 0, wpr,
+                      batch * rows * np_ * 512 if split else 0, batch * rows * np_ * 4 if split else 0, balanced, cs)
 
 
 def _address(t: torch.Tensor | None) -> int:
@@ -235,9 +253,11 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
     counters = [KERNELS.launch(OP, arch, code_object, kernel_name, grid=plan.grid, block=_BLOCK[plan.variant],
                                args=[args])]
     if partial:
-        counters.append(KERNELS.launch(OP, arch, MERGE_CODE_OBJECT, MERGE_KERNEL, grid=plan.merge_grid, block=256,
+        counters.append(KERNELS.launch(OP, arch, MERGE_CODE_OBJECT, MERGE_KERNEL, grid=plan.merge_grid, block=plan.merge_block,
+                                       dynamic_lds=plan.merge_lds,
                                        args=[ws_o, ws_ml, o_lat, lse, B * rows, plan.nparts,
-                                             (FLAG_LSE if lse is not None else 0) | bal, o_scale, plan.merge_wpr,
+                                             (FLAG_LSE if lse is not None else 0) | bal | plan.merge_flags, o_scale,
+                                             plan.merge_wpr,
                                              seq_lens, glen_arg, kv_indptr, _usable_indices(kv_indices.numel()), B,
                                              q_len, cp_rank, cp_world, kv_dev]))
     return counters

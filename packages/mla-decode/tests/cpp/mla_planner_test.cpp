@@ -54,8 +54,10 @@ int main() {
           } else {
             MM_CHECK(p.merge_wpr == merge_waves_per_row(p.nparts));
             MM_CHECK(p.balanced == balance_split(B, p.nparts));
-            MM_CHECK(p.merge_grid * kWavesPerBlock >= B * q * H * p.merge_wpr &&
-                  (p.merge_grid - 1) * kWavesPerBlock < B * q * H * p.merge_wpr);
+            const int64_t mw = merge_block_waves(p.merge_wpr);
+            const int64_t units = B * q * H * p.merge_cs * p.merge_wpr;  // merge waves
+            MM_CHECK(p.merge_cs == merge_column_blocks(p.nparts));
+            MM_CHECK(p.merge_grid * mw >= units && (p.merge_grid - 1) * mw < units);
             MM_CHECK(p.ws_o_floats == B * q * H * p.nparts * 512);
             MM_CHECK(p.ws_ml_floats == B * q * H * p.nparts * 4);
             MM_CHECK(p.ws_o_floats * 4 < (int64_t(1) << 32));
@@ -105,7 +107,8 @@ int main() {
     MM_CHECK(plan(2, 16, 1, 8192, 0).cost_ns == plan(2, 16, 1, 8192, kDefaultCus).cost_ns);
     MM_CHECK(&machine_for("gfx942") == &kGfx942 && &machine_for("gfx950") == &kGfx950);
     MM_CHECK(mm_host::throws([] { machine_for("gfx90a"); }));
-    MM_CHECK(kGfx950.wave_tile_cycles < kGfx942.wave_tile_cycles && kGfx950.cus == 256);
+    MM_CHECK(kernel_cost("gfx950", "wave").tile_cycles < kernel_cost("gfx942", "wave").tile_cycles && kGfx950.cus == 256);
+    MM_CHECK(mm_host::throws([] { kernel_cost("gfx942", "a8w8"); }));  // no row yet: no cost model
   }
   // A short hint never splits below one tile per part.
   MM_CHECK(plan(1, 16, 1, 16).nparts == 1);
