@@ -47,7 +47,8 @@ def _sample(sid, eid, ntpp, bm, n):
     return rows, torch.arange(len(ids), dtype=torch.int32), torch.tensor([rows.numel()], dtype=torch.int32), live
 
 
-def _case(proj: str, T: int, arch: str, max_wgs: int):
+def _case(proj: str, T: int, arch: str, max_wgs: int, gateup_nt: int | None = None):
+    torch.manual_seed(T)
     """Kernel name, code object stem, grid x, the sampled launch's arguments, block_m, live blocks, K walk."""
     ids = route(T, E, TOP_K, seed=T)
     nvt = T * TOP_K
@@ -58,7 +59,7 @@ def _case(proj: str, T: int, arch: str, max_wgs: int):
         bm = mm.mxfp4_moe_gateup_block_m(nvt, active)
         sid, eid, ntpp, _ = mm.moe_align_block_size(ids, bm, E)
         rows, experts, sub_ntpp, live = _sample(sid, eid, ntpp, bm, max_wgs)
-        nt = kernel.gateup_nt(bm, INTER, kernel.EPI_SILU)
+        nt = kernel.gateup_nt(bm, INTER, kernel.EPI_SILU) if gateup_nt is None else gateup_nt
         A = torch.randn(T, K).to(torch.bfloat16)
         C = torch.zeros(nvt, INTER, dtype=torch.bfloat16)
         n_exp = len(experts)
@@ -67,7 +68,7 @@ def _case(proj: str, T: int, arch: str, max_wgs: int):
         args = [A, B, Bs, C, None, rows, experts, sub_ntpp, rows.numel(), nvt, T, TOP_K, K, N, n_exp, 0, 1.0, 1.0,
                 K]
         return dict(name=f"mxfp4_moe_gateup_bm{bm}_nt{nt}_silu", stem="mxfp4_moe_gateup",
-                    gx=math.ceil(INTER / (128 * nt)), args=args, bm=bm, live=live, K=K, N=N, active=active,
+                    gx=math.ceil(INTER / kernel.gateup_cols(nt)), args=args, bm=bm, live=live, K=K, N=N, active=active,
                     chunks=1)
     K, N = INTER, DIM
     bm, nt, _ = mm.mxfp4_moe_down_plan(nvt, active, N, K, 0, num_cus=cus)
@@ -86,9 +87,9 @@ def _case(proj: str, T: int, arch: str, max_wgs: int):
                 active=active, chunks=steps)
 
 
-def run(proj: str, T: int, arch: str, wgs: int, hsaco: str | None) -> dict:
+def run(proj: str, T: int, arch: str, wgs: int, hsaco: str | None, gateup_nt: int | None = None) -> dict:
     cfg = timing.config(arch)
-    c = _case(proj, T, arch, max(wgs, 16))
+    c = _case(proj, T, arch, max(wgs, 16), gateup_nt)
     path = hsaco or kernel.KERNELS.path("bench", arch, c["stem"])
     mod = moonmath_emu.Module(open(path, "rb").read())
     info = mod.kernel_info(c["name"])
@@ -125,6 +126,7 @@ def main():
     ap.add_argument("--arch", choices=("gfx942", "gfx950"), default="gfx942")
     ap.add_argument("--hsaco-gateup", default=None)
     ap.add_argument("--hsaco-down", default=None)
+    ap.add_argument("--gateup-nt", type=int, default=None, help="gate/up column tiles per wave (default: planner)")
     a = ap.parse_args()
     os.environ["MOONMATH_EMU_ARCH"] = a.arch
     print("| T | kernel | VGPR | WGs/CU (occupancy) | cycles, 1 WG | cycles, N WGs | launch WGs (busiest CU) | "
@@ -132,7 +134,7 @@ def main():
     print("|" + "---|" * 12)
     for T in a.tokens:
         for proj in a.proj:
-            r = run(proj, T, a.arch, a.wgs, a.hsaco_gateup if proj == "gateup" else a.hsaco_down)
+            r = run(proj, T, a.arch, a.wgs, a.hsaco_gateup if proj == "gateup" else a.hsaco_down, a.gateup_nt)
             print(f"| {T} | {r['kernel']} | {r['vgpr']} | {r['slots']} | {r['one']:.0f} | {r['full']:.0f} ({r['wgs']}) | "
                   f"{r['total']} ({r['per_cu']}) | {r['us']:.2f} ({r['bound']}) | {r['vm_wait']:.0f} | "
                   f"{r['waitcnt_mfma']:.3f} | {r['valu_mfma']:.2f} | {r['vmem']:.0f} |", flush=True)

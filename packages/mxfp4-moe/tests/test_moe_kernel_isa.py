@@ -20,6 +20,7 @@ GATEUP_VGPR = {(16, 1, "none"): 64, (16, 2, "none"): 84, (16, 3, "none"): 104, (
                (32, 2, "none"): 112, (32, 3, "none"): 132, (48, 1, "none"): 76, (48, 2, "none"): 144,
                (48, 3, "none"): 168, (16, 1, "situ"): 88, (16, 2, "situ"): 120, (32, 1, "situ"): 120,
                (32, 2, "situ"): 156, (48, 1, "situ"): 148, (48, 2, "situ"): 200}
+GATEUP_VGPR[(16, 0, "situ")] = 68  # the shared gate/up tile: one accumulator tile per row subtile
 # SwiGLU variants hold the same accumulators as SituGLU (gate and up tiles): same ceilings.
 GATEUP_VGPR.update({(bm, nt, "silu"): v for (bm, nt, epi), v in list(GATEUP_VGPR.items()) if epi == "situ"})
 DOWN_VGPR_MAX = 176
@@ -68,6 +69,18 @@ def test_down_budget():
 ])
 def test_gateup_nt_choice(block_m, n_out, epi, want):
     assert kernel.gateup_nt(block_m, n_out, epi) == want
+
+
+# The decode choice of the shared gate/up tile (nt 0): Kimi-K3 T = 8 (128 rows, 354 full-width workgroups on
+# 304 CUs: the busiest CU computes 256 columns, at nt 0 192) takes it; T = 32 (the same 4 x 128 columns) and
+# EPI_NONE, larger block_m or no CU count do not.
+@pytest.mark.parametrize("block_m,n_out,epi,rows,cus,want", [
+    (16, 384, kernel.EPI_SILU, 128, 304, 0), (16, 384, kernel.EPI_SITU, 128, 304, 0),
+    (16, 384, kernel.EPI_SILU, 512, 304, 1), (16, 384, kernel.EPI_NONE, 128, 304, 1),
+    (32, 384, kernel.EPI_SILU, 128, 304, 1), (16, 384, kernel.EPI_SILU, 128, None, 1),
+])
+def test_gateup_nt_choice_decode(block_m, n_out, epi, rows, cus, want):
+    assert kernel.gateup_nt(block_m, n_out, epi, rows, cus) == want
 
 
 def test_launcher_rejections():
