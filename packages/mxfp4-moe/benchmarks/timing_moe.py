@@ -57,9 +57,10 @@ def _case(proj: str, T: int, arch: str, max_wgs: int, gateup_nt: int | None = No
     if proj == "gateup":
         K, N = DIM, 2 * INTER
         bm = mm.mxfp4_moe_gateup_block_m(nvt, active)
-        sid, eid, ntpp, _ = mm.moe_align_block_size(ids, bm, E)
+        sid, eid, ntpp, nblk = mm.moe_align_block_size(ids, bm, E)
         rows, experts, sub_ntpp, live = _sample(sid, eid, ntpp, bm, max_wgs)
-        nt = kernel.gateup_nt(bm, INTER, kernel.EPI_SILU) if gateup_nt is None else gateup_nt
+        # The launcher's choice (kernel.launch_gateup): rows estimated as min(num_m_blocks, nvt).
+        nt = kernel.gateup_nt(bm, INTER, kernel.EPI_SILU, min(nblk, nvt), cus) if gateup_nt is None else gateup_nt
         A = torch.randn(T, K).to(torch.bfloat16)
         C = torch.zeros(nvt, INTER, dtype=torch.bfloat16)
         n_exp = len(experts)
@@ -102,7 +103,10 @@ def run(proj: str, T: int, arch: str, wgs: int, hsaco: str | None, gateup_nt: in
     # different m-blocks, so different experts), `slots` of them resident at a time; simulated as such.
     total = c["gx"] * c["live"]
     per_cu = math.ceil(total / cfg["cus_per_chip"])
-    busy_wgs = [(i % c["gx"], i, 0) for i in range(min(per_cu, n_sub))]
+    if per_cu > n_sub:
+        raise ValueError(f"T={T}: the busiest CU runs {per_cu} workgroups, more than the {n_sub} sampled m-blocks "
+                         f"(this script models decode shapes)")
+    busy_wgs = [(i % c["gx"], i, 0) for i in range(per_cu)]
     busy = timing.simulate(mod, c["name"], grid, kernel.THREADS, c["args"], cus=[busy_wgs], slots=slots)
     nw = min(wgs, n_sub)
     full = timing.simulate(mod, c["name"], grid, kernel.THREADS, c["args"], cus=[[(i % c["gx"], i, 0)
@@ -113,7 +117,8 @@ def run(proj: str, T: int, arch: str, wgs: int, hsaco: str | None, gateup_nt: in
     waves = kernel.THREADS // 64
     return dict(kernel=c["name"], vgpr=info["vgpr"], slots=slots, one=one["cu_cycles"][0],
                 full=full["cu_cycles"][0], wgs=nw, total=total, per_cu=per_cu,
-                us=max(t_cu, t_hbm) * 1e6, bound="hbm" if t_hbm > t_cu else "cu", vm_wait=one["stall"]["waitcnt_vm"] / waves,
+                us=max(t_cu, t_hbm) * 1e6, bound="hbm" if t_hbm > t_cu else "cu",
+                vm_wait=one["stall"]["waitcnt_vm"] / waves,
                 waitcnt_mfma=counts["waitcnt"] / counts["mfma"], valu_mfma=counts["valu"] / counts["mfma"],
                 vmem=counts["vmem"] / waves, chunks=c["chunks"])
 
@@ -135,7 +140,8 @@ def main():
     for T in a.tokens:
         for proj in a.proj:
             r = run(proj, T, a.arch, a.wgs, a.hsaco_gateup if proj == "gateup" else a.hsaco_down, a.gateup_nt)
-            print(f"| {T} | {r['kernel']} | {r['vgpr']} | {r['slots']} | {r['one']:.0f} | {r['full']:.0f} ({r['wgs']}) | "
+            print(f"| {T} | {r['kernel']} | {r['vgpr']} | {r['slots']} | {r['one']:.0f} | "
+                  f"{r['full']:.0f} ({r['wgs']}) | "
                   f"{r['total']} ({r['per_cu']}) | {r['us']:.2f} ({r['bound']}) | {r['vm_wait']:.0f} | "
                   f"{r['waitcnt_mfma']:.3f} | {r['valu_mfma']:.2f} | {r['vmem']:.0f} |", flush=True)
 
