@@ -5,7 +5,9 @@
 // Workgroup = 8 waves = one block of BM sorted rows x n_steps column chunks of 128*NT columns. The
 // whole BM x K activation tile is staged in LDS once, behind the kernel's only barrier; then the waves
 // sweep the column chunks against it (each wave: NT column tiles of 16 per chunk, all BM rows),
-// loading each lane's weight granule and scale byte one slab ahead and dequantising in registers.
+// loading each lane's weight granule and scale byte one slab ahead and dequantising in registers. The
+// weight prefetch runs across chunks (the next chunk's first slab loads during a chunk's last slab), so
+// no chunk starts with an empty pipeline.
 // The accumulation chain per output element (slabs ascending, 8 MFMAs per slab) is the gate/up
 // kernel's, so this kernel equals mxfp4_moe_gateup_*_none bit for bit on the same inputs.
 //

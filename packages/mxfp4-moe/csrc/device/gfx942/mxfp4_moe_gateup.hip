@@ -5,7 +5,10 @@
 // Workgroup = 8 waves = one block of BM sorted rows x one column block. The waves split the columns:
 // each holds all BM rows and NT column tiles of 16 (EPI_NONE: 128*NT columns per workgroup), or, under
 // EPI_SITU or EPI_SILU, NT gate tiles and the NT up tiles of the same output columns (128*NT output
-// columns), so the gated epilogue is lane-local. K is walked in slabs of 128: the activation slab is
+// columns), so the gated epilogue is lane-local. NT = 0 (gated, decode): one 16-column tile per wave whose
+// rows 0..7 are the gate and 8..15 the up columns of 8 outputs (64 output columns per workgroup: half the
+// work, so a decode launch spreads more evenly over the CUs); the epilogue fetches the up half across the
+// wave's halves (ds_bpermute). K is walked in slabs of 128: the activation slab is
 // double-buffered in LDS (one barrier per slab), the weights never touch LDS: each lane loads one
 // 16-byte granule and one scale byte per column tile per slab, a slab ahead, and dequantises them in
 // registers (v_perm lookups in the scale byte's table; the 256 tables sit in 4 KiB of LDS). At block_m 16
@@ -13,7 +16,7 @@
 // slab's barrier waits for loads issued a slab earlier. Any K that is a multiple of 32 works: the last, partial slab reads zeros past K (the
 // activation loads are masked, the weight buffer is bounded per expert).
 //
-// Grid: (ceil(N_out / (128*NT)), num_m_blocks). A block past *ntpp or whose expert id is negative
+// Grid: (ceil(N_out / (128*NT)) (NT = 0: ceil(N_out / 64)), num_m_blocks). A block past *ntpp or whose expert id is negative
 // (or >= num_experts) returns at once. Dead rows (slot >= num_valid: padding) are never written.
 // Output bf16 RTNE, canonical NaN. Epilogues: EPI_NONE v = acc; EPI_SITU v = SituGLU(gate, up);
 // EPI_SILU (SwiGLU) v = silu(gate) * up = gate * sigmoid(gate) * up. mul_routed != 0 multiplies each row
@@ -180,6 +183,13 @@ MM_DEVICE void gateup(const uint16_t* A, const uint8_t* W, const uint8_t* S, uin
   const buffer_rsrc cbuf = make_buffer(C, num_valid * nout * 2u);
   const uint32_t c_mis = misalignment8(C);
   const float inv_beta = 1.0f / beta, inv_lin = 1.0f / lin;
+  auto glu4 = [&](f32x4 gt, f32x4 up) {  // the gated epilogue of 4 columns
+    if constexpr (EPI == kEpiSitu)
+      return f32x4{situ(gt.x, up.x, beta, inv_beta, lin, inv_lin), situ(gt.y, up.y, beta, inv_beta, lin, inv_lin),
+                   situ(gt.z, up.z, beta, inv_beta, lin, inv_lin), situ(gt.w, up.w, beta, inv_beta, lin, inv_lin)};
+    else
+      return f32x4{swiglu(gt.x, up.x), swiglu(gt.y, up.y), swiglu(gt.z, up.z), swiglu(gt.w, up.w)};
+  };
   if constexpr (kShared) {
     // Lane (q, j), q < 2, holds gate columns 4q..4q+3 of the wave's 8; lane (q + 2, j) the up columns:
     // fetched across the wave's halves (every lane takes part), then the lanes q < 2 store.
@@ -191,14 +201,7 @@ MM_DEVICE void gateup(const uint16_t* A, const uint8_t* W, const uint8_t* S, uin
       const uint32_t col0 = wave_col + 4u * (lane >> 4);
       if (!ri.live || lane >= 32u || col0 >= nout) continue;
       const float w = mul_routed ? topk_w[ri.slot] : 1.0f;
-      f32x4 v;
-      if constexpr (EPI == kEpiSitu) {
-        v = f32x4{situ(gt.x, up.x, beta, inv_beta, lin, inv_lin), situ(gt.y, up.y, beta, inv_beta, lin, inv_lin),
-                  situ(gt.z, up.z, beta, inv_beta, lin, inv_lin), situ(gt.w, up.w, beta, inv_beta, lin, inv_lin)};
-      } else {
-        v = f32x4{swiglu(gt.x, up.x), swiglu(gt.y, up.y), swiglu(gt.z, up.z), swiglu(gt.w, up.w)};
-      }
-      store_out4(cbuf, c_mis, ri.slot, nout, col0, nout, v * w);
+      store_out4(cbuf, c_mis, ri.slot, nout, col0, nout, glu4(gt, up) * w);
     }
     return;
   }
@@ -212,16 +215,10 @@ MM_DEVICE void gateup(const uint16_t* A, const uint8_t* W, const uint8_t* S, uin
       const uint32_t col0 = wave_col + 16u * t + 4u * (lane >> 4);
       if (col0 >= nout) continue;
       f32x4 v;
-      if constexpr (EPI == kEpiSitu) {
-        const f32x4 gt = acc[r][t].v, up = acc[r][NT + t].v;
-        v = f32x4{situ(gt.x, up.x, beta, inv_beta, lin, inv_lin), situ(gt.y, up.y, beta, inv_beta, lin, inv_lin),
-                  situ(gt.z, up.z, beta, inv_beta, lin, inv_lin), situ(gt.w, up.w, beta, inv_beta, lin, inv_lin)};
-      } else if constexpr (EPI == kEpiSilu) {
-        const f32x4 gt = acc[r][t].v, up = acc[r][NT + t].v;
-        v = f32x4{swiglu(gt.x, up.x), swiglu(gt.y, up.y), swiglu(gt.z, up.z), swiglu(gt.w, up.w)};
-      } else {
+      if constexpr (gated(EPI))
+        v = glu4(acc[r][t].v, acc[r][NT + t].v);
+      else
         v = acc[r][t].v;
-      }
       store_out4(cbuf, c_mis, ri.slot, nout, col0, nout, v * w);
     }
   }
