@@ -98,6 +98,10 @@ def test_launcher_rejections():
         kernel.launch_down(A, B, Bs, C, None, ids, ids[:1], ids[:1], 1, 64, 1, 1, 4, 1, False)
     with pytest.raises(ValueError, match="nt must be one of"):
         kernel.launch_gateup(A, B, Bs, C, None, ids, ids[:1], ids[:1], 1, 16, 4, 1, kernel.EPI_SITU, False, nt=3)
+    with pytest.raises(ValueError, match="nt must be one of"):  # no shared gate/up tile without a gate
+        kernel.launch_gateup(A, B, Bs, C, None, ids, ids[:1], ids[:1], 1, 16, 4, 1, kernel.EPI_NONE, False, nt=0)
+    with pytest.raises(ValueError, match="nt 0 .* block_m 16 only"):
+        kernel.launch_gateup(A, B, Bs, C, None, ids, ids[:1], ids[:1], 1, 32, 4, 1, kernel.EPI_SITU, False, nt=0)
 
 
 @pytest.mark.parametrize("stem", ["mxfp4_moe_gateup", "mxfp4_moe_down"])
