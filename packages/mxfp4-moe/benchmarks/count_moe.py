@@ -99,7 +99,7 @@ def run(T, blocks, E=896, top_k=16, K=3584, I=384, arch="gfx942", epilogue="situ
     B = torch.randint(0, 256, (PHYS, K // 32, 2 * I, 16), dtype=torch.uint8)
     Bs = torch.randint(120, 134, (PHYS, K // 32, 2 * I), dtype=torch.uint8)
     C = torch.zeros(nvt, I, dtype=torch.bfloat16)
-    nt = kernel.gateup_nt(bm, I, epi, min(nblk, nvt), cus)  # the full launch's choice, not the subset's
+    nt = kernel.gateup_nt(bm, I, epi, kernel.expected_live_blocks(E, nvt, nblk), cus)  # the full launch's choice
     meta = co_g.kernels[f"mxfp4_moe_gateup_bm{bm}_nt{nt}_{epilogue}"]
     out.append(measure("gate/up", lambda: kernel.launch_gateup(
         A, B, Bs, C, None, rows, experts, sub_ntpp, n_sub, bm, nvt, top_k, epi, False, 4.0, 25.0, nt=nt),

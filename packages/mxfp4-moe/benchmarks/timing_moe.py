@@ -59,8 +59,9 @@ def _case(proj: str, T: int, arch: str, max_wgs: int, gateup_nt: int | None = No
         bm = mm.mxfp4_moe_gateup_block_m(nvt, active)
         sid, eid, ntpp, nblk = mm.moe_align_block_size(ids, bm, E)
         rows, experts, sub_ntpp, live = _sample(sid, eid, ntpp, bm, max_wgs)
-        # The launcher's choice (kernel.launch_gateup): rows estimated as min(num_m_blocks, nvt).
-        nt = kernel.gateup_nt(bm, INTER, kernel.EPI_SILU, min(nblk, nvt), cus) if gateup_nt is None else gateup_nt
+        # The launcher's choice (kernel.launch_gateup) for the real expert count.
+        rows_est = kernel.expected_live_blocks(E, nvt, nblk)
+        nt = kernel.gateup_nt(bm, INTER, kernel.EPI_SILU, rows_est, cus) if gateup_nt is None else gateup_nt
         A = torch.randn(T, K).to(torch.bfloat16)
         C = torch.zeros(nvt, INTER, dtype=torch.bfloat16)
         n_exp = len(experts)

@@ -71,9 +71,9 @@ def test_gateup_nt_choice(block_m, n_out, epi, want):
     assert kernel.gateup_nt(block_m, n_out, epi) == want
 
 
-# The decode choice of the shared gate/up tile (nt 0): Kimi-K3 T = 8 (128 rows, 354 full-width workgroups on
-# 304 CUs: the busiest CU computes 256 columns, at nt 0 192) takes it; T = 32 (the same 4 x 128 columns) and
-# EPI_NONE, larger block_m or no CU count do not.
+# The decode choice of the shared gate/up tile (nt 0, when it cuts the busiest CU's columns by >= 15 %):
+# 128 live blocks (384 full-width workgroups on 304 CUs: the busiest CU computes 256 columns, at nt 0 192)
+# take it; 512 (768 vs 704 columns) and EPI_NONE, larger block_m or no CU count do not.
 @pytest.mark.parametrize("block_m,n_out,epi,rows,cus,want", [
     (16, 384, kernel.EPI_SILU, 128, 304, 0), (16, 384, kernel.EPI_SITU, 128, 304, 0),
     (16, 384, kernel.EPI_SILU, 512, 304, 1), (16, 384, kernel.EPI_NONE, 128, 304, 1),
@@ -81,6 +81,18 @@ def test_gateup_nt_choice(block_m, n_out, epi, want):
 ])
 def test_gateup_nt_choice_decode(block_m, n_out, epi, rows, cus, want):
     assert kernel.gateup_nt(block_m, n_out, epi, rows, cus) == want
+
+
+def test_expected_live_blocks():
+    # Kimi-K3 decode (896 experts, top-16): the expected distinct experts of T * 16 uniform picks; the
+    # routings of count_moe.py hit 118 / 234 / 379 at T = 8 / 16 / 32.
+    assert [kernel.expected_live_blocks(896, 16 * T, 10**6) for T in (8, 16, 32)] == [119, 223, 390]
+    assert kernel.expected_live_blocks(896, 128, 100) == 100  # at most the grid's blocks
+    assert kernel.expected_live_blocks(8, 3, 100) == 3  # at most one block per row
+    assert kernel.expected_live_blocks(8, 0, 100) == 0
+    # So the launcher takes the shared tile at T = 8 and 16 on 304 CUs, not at 32.
+    assert [kernel.gateup_nt(16, 384, kernel.EPI_SILU, kernel.expected_live_blocks(896, 16 * T, 10**6), 304)
+            for T in (8, 16, 32)] == [0, 0, 1]
 
 
 def test_launcher_rejections():

@@ -56,9 +56,9 @@ def gateup_nt(block_m: int, n_out: int, epilogue: int, rows: int | None = None, 
     """Column tiles of 16 per wave for mxfp4_moe_gateup (workgroup width gateup_cols(nt) output columns).
 
     At block_m 16: 1, or 0 (gated epilogues, when `rows` and `num_cus` are given) where the half-width
-    workgroups cut the columns the busiest CU computes by at least 20 % (decode: a few hundred workgroups
-    on 304 CUs leave some CUs two full ones; the live blocks are estimated as min(rows, num_valid_tokens)
-    = `rows`, exact at one row per expert). Otherwise the largest of 3 (EPI_NONE only) or 2 whose
+    workgroups cut the columns the busiest CU computes by at least 15 % (decode: a few hundred workgroups
+    on 304 CUs leave some CUs two full ones). `rows` is the caller's estimate of the live m-blocks
+    (launch_gateup: expected_live_blocks). Otherwise the largest of 3 (EPI_NONE only) or 2 whose
     workgroups cover no more padded columns than nt = 1 does. The choice never changes the result (each
     output element has the same accumulation chain at every nt).
     """
@@ -66,7 +66,7 @@ def gateup_nt(block_m: int, n_out: int, epilogue: int, rows: int | None = None, 
         if epilogue in GATED and rows and num_cus:
             def busiest(nt):  # output columns the busiest CU computes
                 return _cdiv(_cdiv(n_out, gateup_cols(nt)) * rows, num_cus) * gateup_cols(nt)
-            if 5 * busiest(0) <= 4 * busiest(1):
+            if 20 * busiest(0) <= 17 * busiest(1):
                 return 0
         return 1
     covered = _cdiv(n_out, COLS_PER_NT) * COLS_PER_NT
@@ -74,6 +74,16 @@ def gateup_nt(block_m: int, n_out: int, epilogue: int, rows: int | None = None, 
         if _cdiv(n_out, COLS_PER_NT * nt) * COLS_PER_NT * nt <= covered:
             return nt
     return 1
+
+
+def expected_live_blocks(num_experts: int, num_valid_tokens: int, num_m_blocks: int) -> int:
+    """Live block_m-16 blocks of a decode launch, estimated without a host sync (ntpp stays on the device):
+    the expected number of distinct experts num_valid_tokens uniform picks among num_experts hit (at
+    decode each holds one block), at most num_m_blocks. An estimate for the nt choice only."""
+    if num_experts < 1 or num_valid_tokens < 1:
+        return 0
+    hit = num_experts * (1.0 - (1.0 - 1.0 / num_experts) ** num_valid_tokens)
+    return min(num_m_blocks, num_valid_tokens, max(1, round(hit)))
 
 
 def _topk(topk_weights: torch.Tensor | None, mul_routed_weight: bool) -> torch.Tensor | None:
@@ -135,7 +145,8 @@ def launch_gateup(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.T
     T, K = A.shape
     n_out = nb // 2 if epilogue in GATED else nb
     if nt is None:
-        nt = gateup_nt(block_m, n_out, epilogue, min(num_m_blocks, num_valid_tokens), CU_COUNT[target_arch()])
+        rows = expected_live_blocks(E, num_valid_tokens, num_m_blocks)
+        nt = gateup_nt(block_m, n_out, epilogue, rows, CU_COUNT[target_arch()])
     if nt not in GATEUP_NTS[epilogue]:
         raise ValueError(f"{op}: nt must be one of {GATEUP_NTS[epilogue]}; got {nt}")
     if nt == 0 and block_m != 16:
