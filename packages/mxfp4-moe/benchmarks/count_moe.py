@@ -93,16 +93,16 @@ def run(T, blocks, E=896, top_k=16, K=3584, I=384, arch="gfx942", epilogue="situ
 
     # gate/up: [T, K] x [2I, K] -> SiLU-GLU -> [nvt, I]
     bm = mm.mxfp4_moe_gateup_block_m(nvt, active)
-    sid, eid, ntpp, _ = mm.moe_align_block_size(ids, bm, E)
+    sid, eid, ntpp, nblk = mm.moe_align_block_size(ids, bm, E)
     rows, experts, sub_ntpp, n_sub, live = subset(sid, eid, ntpp, bm, blocks)
     A = torch.randn(T, K).to(torch.bfloat16)
     B = torch.randint(0, 256, (PHYS, K // 32, 2 * I, 16), dtype=torch.uint8)
     Bs = torch.randint(120, 134, (PHYS, K // 32, 2 * I), dtype=torch.uint8)
     C = torch.zeros(nvt, I, dtype=torch.bfloat16)
-    nt = kernel.gateup_nt(bm, I, epi)
+    nt = kernel.gateup_nt(bm, I, epi, kernel.expected_live_blocks(E, nvt, nblk), cus)  # the full launch's choice
     meta = co_g.kernels[f"mxfp4_moe_gateup_bm{bm}_nt{nt}_{epilogue}"]
     out.append(measure("gate/up", lambda: kernel.launch_gateup(
-        A, B, Bs, C, None, rows, experts, sub_ntpp, n_sub, bm, nvt, top_k, epi, False, 4.0, 25.0),
+        A, B, Bs, C, None, rows, experts, sub_ntpp, n_sub, bm, nvt, top_k, epi, False, 4.0, 25.0, nt=nt),
         nvt, live, n_sub, bm, 2 * I, K, meta, arch))
 
     # down: [nvt, I] x [K, I] -> [nvt, K]

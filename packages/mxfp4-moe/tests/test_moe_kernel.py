@@ -168,6 +168,17 @@ def test_gateup_shapes(I, K, epilogue, routed, block_m):
     assert rel_err(got, expected(p, epilogue, routed)) < TOL
 
 
+# nt 0 (the shared gate/up tile of the decode planner): Kimi-K3 widths, a ragged and an odd N_out (the
+# 64-column workgroups end mid-wave), routed and not, under SituGLU; SwiGLU in test_moe_silu.py.
+@pytest.mark.parametrize("T,I,K,routed", [(8, 384, 3584, True), (12, 200, 416, False), (5, 101, 160, True)])
+def test_gateup_shared_tile(T, I, K, routed):
+    p = Problem(T, 4, 8, K, 2 * I, seed=T + I)
+    got = run_gateup(p, 16, mm.EPI_SITU, routed, nt=0)
+    assert not (bits(got) == SENTINEL).any()
+    assert rel_err(got, expected(p, mm.EPI_SITU, routed)) < TOL
+    assert torch.equal(bits(got), bits(run_gateup(p, 16, mm.EPI_SITU, routed, nt=1)))
+
+
 @pytest.mark.parametrize("K,N,T,block_m,routed", [
     (384, 3584, 6, 16, True),   # Kimi-K3 TP8 down: N = hidden 3584
     (512, 1024, 8, 32, False),
@@ -191,10 +202,12 @@ def _live(C, nvt):
 
 def test_gateup_invariant_to_block_m_and_nt():
     p = Problem(10, 4, 6, 640, 2 * 256, seed=3)
-    for epilogue, nts in ((mm.EPI_NONE, (1, 2, 3)), (mm.EPI_SITU, (1, 2))):
+    for epilogue, nts in ((mm.EPI_NONE, (1, 2, 3)), (mm.EPI_SITU, (0, 1, 2))):
         outs = []
         for bm in (16, 32, 48):
             for nt in nts:
+                if nt == 0 and bm != 16:
+                    continue  # the shared tile is a block_m 16 (decode) variant
                 outs.append(((bm, nt), run_gateup(p, bm, epilogue, True, nt=nt)))
         first = outs[0][1]
         assert not (bits(first) == SENTINEL).any()

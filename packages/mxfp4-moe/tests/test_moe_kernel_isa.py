@@ -20,6 +20,7 @@ GATEUP_VGPR = {(16, 1, "none"): 64, (16, 2, "none"): 84, (16, 3, "none"): 104, (
                (32, 2, "none"): 112, (32, 3, "none"): 132, (48, 1, "none"): 76, (48, 2, "none"): 144,
                (48, 3, "none"): 168, (16, 1, "situ"): 88, (16, 2, "situ"): 120, (32, 1, "situ"): 120,
                (32, 2, "situ"): 156, (48, 1, "situ"): 148, (48, 2, "situ"): 200}
+GATEUP_VGPR[(16, 0, "situ")] = 68  # the shared gate/up tile: one accumulator tile per row subtile
 # SwiGLU variants hold the same accumulators as SituGLU (gate and up tiles): same ceilings.
 GATEUP_VGPR.update({(bm, nt, "silu"): v for (bm, nt, epi), v in list(GATEUP_VGPR.items()) if epi == "situ"})
 DOWN_VGPR_MAX = 176
@@ -70,6 +71,30 @@ def test_gateup_nt_choice(block_m, n_out, epi, want):
     assert kernel.gateup_nt(block_m, n_out, epi) == want
 
 
+# The decode choice of the shared gate/up tile (nt 0, when it cuts the busiest CU's columns by >= 15 %):
+# 128 live blocks (384 full-width workgroups on 304 CUs: the busiest CU computes 256 columns, at nt 0 192)
+# take it; 512 (768 vs 704 columns) and EPI_NONE, larger block_m or no CU count do not.
+@pytest.mark.parametrize("block_m,n_out,epi,rows,cus,want", [
+    (16, 384, kernel.EPI_SILU, 128, 304, 0), (16, 384, kernel.EPI_SITU, 128, 304, 0),
+    (16, 384, kernel.EPI_SILU, 512, 304, 1), (16, 384, kernel.EPI_NONE, 128, 304, 1),
+    (32, 384, kernel.EPI_SILU, 128, 304, 1), (16, 384, kernel.EPI_SILU, 128, None, 1),
+])
+def test_gateup_nt_choice_decode(block_m, n_out, epi, rows, cus, want):
+    assert kernel.gateup_nt(block_m, n_out, epi, rows, cus) == want
+
+
+def test_expected_live_blocks():
+    # Kimi-K3 decode (896 experts, top-16): the expected distinct experts of T * 16 uniform picks; the
+    # routings of count_moe.py hit 118 / 234 / 379 at T = 8 / 16 / 32.
+    assert [kernel.expected_live_blocks(896, 16 * T, 10**6) for T in (8, 16, 32)] == [119, 223, 390]
+    assert kernel.expected_live_blocks(896, 128, 100) == 100  # at most the grid's blocks
+    assert kernel.expected_live_blocks(8, 3, 100) == 3  # at most one block per row
+    assert kernel.expected_live_blocks(8, 0, 100) == 0
+    # So the launcher takes the shared tile at T = 8 and 16 on 304 CUs, not at 32.
+    assert [kernel.gateup_nt(16, 384, kernel.EPI_SILU, kernel.expected_live_blocks(896, 16 * T, 10**6), 304)
+            for T in (8, 16, 32)] == [0, 0, 1]
+
+
 def test_launcher_rejections():
     with pytest.raises(ValueError, match="4 GiB"):
         kernel._check_ranges("op", A=1 << 32)
@@ -85,6 +110,10 @@ def test_launcher_rejections():
         kernel.launch_down(A, B, Bs, C, None, ids, ids[:1], ids[:1], 1, 64, 1, 1, 4, 1, False)
     with pytest.raises(ValueError, match="nt must be one of"):
         kernel.launch_gateup(A, B, Bs, C, None, ids, ids[:1], ids[:1], 1, 16, 4, 1, kernel.EPI_SITU, False, nt=3)
+    with pytest.raises(ValueError, match="nt must be one of"):  # no shared gate/up tile without a gate
+        kernel.launch_gateup(A, B, Bs, C, None, ids, ids[:1], ids[:1], 1, 16, 4, 1, kernel.EPI_NONE, False, nt=0)
+    with pytest.raises(ValueError, match="nt 0 .* block_m 16 only"):
+        kernel.launch_gateup(A, B, Bs, C, None, ids, ids[:1], ids[:1], 1, 32, 4, 1, kernel.EPI_SITU, False, nt=0)
 
 
 @pytest.mark.parametrize("stem", ["mxfp4_moe_gateup", "mxfp4_moe_down"])

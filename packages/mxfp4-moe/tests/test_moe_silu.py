@@ -66,7 +66,7 @@ def test_gateup_silu_invariant_to_block_m_and_nt():
     p = Problem(10, 4, 6, 384, 2 * 256, seed=41)
     first = None
     for bm in (16, 32, 48):
-        for nt in (1, 2):
+        for nt in ((1, 0, 2) if bm == 16 else (1, 2)):  # nt 0: the shared gate/up tile, block_m 16 only
             C = run_gateup(p, bm, mm.EPI_SILU, True, nt=nt)
             first = C if first is None else first
             assert torch.equal(bits(C), bits(first)), f"bm={bm} nt={nt} differs from bm=16 nt=1"

@@ -21,6 +21,7 @@ import functools
 import torch
 
 from moonmath_common import target_arch
+from moonmath_common.arch import CU_COUNT
 from moonmath_common.kernels import KernelSet
 
 EPI_NONE = 0
@@ -30,7 +31,10 @@ GATED = (EPI_SITU, EPI_SILU)  # epilogues that read gate columns [0, N) and up c
 EPI_NAMES = {EPI_NONE: "none", EPI_SITU: "situ", EPI_SILU: "silu"}
 THREADS = 512       # 8 waves per workgroup, both kernels
 COLS_PER_NT = 128   # output columns per workgroup (gate/up) or per column step (down) at nt = 1
-GATEUP_NTS = {EPI_NONE: (1, 2, 3), EPI_SITU: (1, 2), EPI_SILU: (1, 2)}
+# nt 0 (gated only, block_m 16): one 16-column tile per wave shared by the gate and up columns of 8 outputs,
+# so a workgroup is 64 output columns wide (docs/kernels/mxfp4_moe_gfx942.md, "Finer workgroups at decode").
+GATEUP_NTS = {EPI_NONE: (1, 2, 3), EPI_SITU: (0, 1, 2), EPI_SILU: (0, 1, 2)}
+GATEUP_SHARED_TILE_COLS = 64  # output columns of an nt-0 workgroup
 DOWN_VARIANTS = {(16, 384), (16, 512), (16, 768), (32, 384), (32, 512), (32, 768), (64, 384)}
 # Buffers are addressed by 32-bit byte offsets: each may span up to 4 GiB - 1 bytes. (The kernels' out-of-
 # range offset is 0xFFFFFFF0, at or past the end of every A buffer, whose size is a multiple of 16.)
@@ -43,20 +47,43 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def gateup_nt(block_m: int, n_out: int, epilogue: int) -> int:
-    """Column tiles of 16 per wave for mxfp4_moe_gateup (workgroup width 128 * nt output columns).
+def gateup_cols(nt: int) -> int:
+    """Output columns of one gate/up workgroup at nt column tiles per wave."""
+    return COLS_PER_NT * nt if nt else GATEUP_SHARED_TILE_COLS
 
-    1 at block_m 16 (more column blocks keep the GPU busy at decode). Otherwise the largest of 3
-    (EPI_NONE only) or 2 whose workgroups cover no more padded columns than nt = 1 does. The choice
-    never changes the result (each output element has the same accumulation chain at every nt).
+
+def gateup_nt(block_m: int, n_out: int, epilogue: int, rows: int | None = None, num_cus: int | None = None) -> int:
+    """Column tiles of 16 per wave for mxfp4_moe_gateup (workgroup width gateup_cols(nt) output columns).
+
+    At block_m 16: 1, or 0 (gated epilogues, when `rows` and `num_cus` are given) where the half-width
+    workgroups cut the columns the busiest CU computes by at least 15 % (decode: a few hundred workgroups
+    on 304 CUs leave some CUs two full ones). `rows` is the caller's estimate of the live m-blocks
+    (launch_gateup: expected_live_blocks). Otherwise the largest of 3 (EPI_NONE only) or 2 whose
+    workgroups cover no more padded columns than nt = 1 does. The choice never changes the result (each
+    output element has the same accumulation chain at every nt).
     """
     if block_m == 16:
+        if epilogue in GATED and rows and num_cus:
+            def busiest(nt):  # output columns the busiest CU computes
+                return _cdiv(_cdiv(n_out, gateup_cols(nt)) * rows, num_cus) * gateup_cols(nt)
+            if 20 * busiest(0) <= 17 * busiest(1):
+                return 0
         return 1
     covered = _cdiv(n_out, COLS_PER_NT) * COLS_PER_NT
-    for nt in sorted(GATEUP_NTS[epilogue], reverse=True):
+    for nt in sorted((n for n in GATEUP_NTS[epilogue] if n), reverse=True):
         if _cdiv(n_out, COLS_PER_NT * nt) * COLS_PER_NT * nt <= covered:
             return nt
     return 1
+
+
+def expected_live_blocks(num_experts: int, num_valid_tokens: int, num_m_blocks: int) -> int:
+    """Live block_m-16 blocks of a decode launch, estimated without a host sync (ntpp stays on the device):
+    the expected number of distinct experts num_valid_tokens uniform picks among num_experts hit (at
+    decode each holds one block), at most num_m_blocks. An estimate for the nt choice only."""
+    if num_experts < 1 or num_valid_tokens < 1:
+        return 0
+    hit = num_experts * (1.0 - (1.0 - 1.0 / num_experts) ** num_valid_tokens)
+    return min(num_m_blocks, num_valid_tokens, max(1, round(hit)))
 
 
 def _topk(topk_weights: torch.Tensor | None, mul_routed_weight: bool) -> torch.Tensor | None:
@@ -118,16 +145,19 @@ def launch_gateup(A: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.T
     T, K = A.shape
     n_out = nb // 2 if epilogue in GATED else nb
     if nt is None:
-        nt = gateup_nt(block_m, n_out, epilogue)
+        rows = expected_live_blocks(E, num_valid_tokens, num_m_blocks)
+        nt = gateup_nt(block_m, n_out, epilogue, rows, CU_COUNT[target_arch()])
     if nt not in GATEUP_NTS[epilogue]:
         raise ValueError(f"{op}: nt must be one of {GATEUP_NTS[epilogue]}; got {nt}")
+    if nt == 0 and block_m != 16:
+        raise ValueError(f"{op}: nt 0 (the shared gate/up tile) is built for block_m 16 only; got block_m={block_m}")
     if num_m_blocks == 0 or num_valid_tokens == 0:
         return None
     A = _aligned_a(A)
     _check_ranges(op, A=_a_bytes(A), B_per_expert=_weight_reach(K, nb), C=num_valid_tokens * n_out * 2)
     _check_b(op, B)
     name = f"mxfp4_moe_gateup_bm{block_m}_nt{nt}_{EPI_NAMES[epilogue]}"
-    grid = (_cdiv(n_out, COLS_PER_NT * nt), num_m_blocks, 1)
+    grid = (_cdiv(n_out, gateup_cols(nt)), num_m_blocks, 1)
     args = [A, B, Bs, C, _topk(topk_weights, mul_routed_weight), sorted_ids, expert_ids, ntpp,
             sorted_ids.numel(), num_valid_tokens, T, top_k, K, nb, E, int(bool(mul_routed_weight)),
             float(situ_beta), float(situ_linear_beta), _a_stride(A)]

@@ -143,11 +143,13 @@ MM_DEVICE ExpertWeights expert_weights(const uint8_t* W, const uint8_t* S, uint3
 // reach output columns >= N, which are never stored.
 MM_DEVICE uint32_t weight_index(const ExpertWeights& ew, uint32_t col) { return (lane_id() >> 4) * ew.n + col; }
 
-MM_DEVICE WeightSlab load_weight_slab(const ExpertWeights& ew, uint32_t index0, uint32_t slab) {
+// in = false: offsets past both buffers (a weight buffer's size is 16 x its scale buffer's, at most
+// 0xFFFFFFF0), so the loads return 0 and fetch nothing.
+MM_DEVICE WeightSlab load_weight_slab(const ExpertWeights& ew, uint32_t index0, uint32_t slab, bool in = true) {
   const uint32_t idx = index0 + slab * 4u * ew.n;
   WeightSlab ws;
-  ws.nib = buffer_load_b128(ew.w, idx * 16u);
-  ws.scale = buffer_load_u8(ew.s, idx);
+  ws.nib = buffer_load_b128(ew.w, in ? idx * 16u : kOOB);
+  ws.scale = buffer_load_u8(ew.s, in ? idx : kOOB);
   return ws;
 }
 

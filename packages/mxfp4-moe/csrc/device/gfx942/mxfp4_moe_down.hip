@@ -5,7 +5,9 @@
 // Workgroup = 8 waves = one block of BM sorted rows x n_steps column chunks of 128*NT columns. The
 // whole BM x K activation tile is staged in LDS once, behind the kernel's only barrier; then the waves
 // sweep the column chunks against it (each wave: NT column tiles of 16 per chunk, all BM rows),
-// loading each lane's weight granule and scale byte one slab ahead and dequantising in registers.
+// loading each lane's weight granule and scale byte one slab ahead and dequantising in registers. The
+// weight prefetch runs across chunks (the next chunk's first slab loads during a chunk's last slab), so
+// no chunk starts with an empty pipeline.
 // The accumulation chain per output element (slabs ascending, 8 MFMAs per slab) is the gate/up
 // kernel's, so this kernel equals mxfp4_moe_gateup_*_none bit for bit on the same inputs.
 //
@@ -76,13 +78,42 @@ MM_DEVICE void down(const uint16_t* A, const uint8_t* W, const uint8_t* S, uint1
   const uint32_t c_mis = misalignment8(C);
   block_sync();
 
-  for (uint32_t step = 0; step < n_steps; ++step) {
-    const uint32_t chunk = block_id_x() * n_steps + step;
-    if (chunk * BN >= N) break;
-    const uint32_t wave_col = chunk * BN + wave * (16 * NT);
-    uint32_t widx[NT];
+  // The weight pipeline runs across column chunks: the slabs of all chunks form one sequence, and the load
+  // of sequence slab i + kAhead is issued before slab i's MFMAs, so the first slabs of chunk c + 1 are in
+  // flight while chunk c finishes and stores (no drain per chunk). Register set i % KS holds slab i
+  // (kAhead < KS: the set being loaded is never one in flight or in use). Past the last chunk the loads'
+  // offsets are out of range: they return 0 and fetch nothing.
+#ifndef MXFP4_DOWN_AHEAD
+  constexpr int kAhead = 1;  // slabs in flight (2 costs 6 VGPRs and a workgroup slot per CU: measured in the doc)
+#else
+  constexpr int kAhead = MXFP4_DOWN_AHEAD;
+#endif
+  static_assert(kAhead < KS, "the prefetch distance must be below the slabs per chunk");
+  const uint32_t chunk0 = block_id_x() * n_steps;
+  const uint32_t total_chunks = (N + BN - 1) / BN;
+  const uint32_t left = chunk0 < total_chunks ? total_chunks - chunk0 : 0u;
+  const uint32_t chunks = n_steps < left ? n_steps : left;
+  auto chunk_index = [&](uint32_t step, int t) {  // weight_index of tile t of chunk `step`
+    return weight_index(ew, (chunk0 + step) * BN + wave * (16 * NT) + 16u * t + (lane & 15u));
+  };
+  WeightSlab ws[KS][NT];
 #pragma unroll
-    for (int t = 0; t < NT; ++t) widx[t] = weight_index(ew, wave_col + 16u * t + (lane & 15u));
+  for (int s = 0; s < kAhead; ++s)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) ws[s][t] = load_weight_slab(ew, chunk_index(0, t), s, chunks > 0);
+
+  for (uint32_t step = 0; step < chunks; ++step) {
+    // A compiler-only fence: the activation fragments are re-read from LDS per chunk instead of being
+    // hoisted out of the loop (3 slabs x 16 VGPRs held across it would halve the occupancy).
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    const uint32_t wave_col = (chunk0 + step) * BN + wave * (16 * NT);
+    uint32_t widx[NT], widx_next[NT];
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      widx[t] = chunk_index(step, t);
+      widx_next[t] = chunk_index(step + 1, t);
+    }
+    const bool has_next = step + 1 < chunks;
 
     FragC<Mma> acc[SUBS][NT];
 #pragma unroll
@@ -90,16 +121,13 @@ MM_DEVICE void down(const uint16_t* A, const uint8_t* W, const uint8_t* S, uint1
 #pragma unroll
       for (int t = 0; t < NT; ++t) acc[r][t] = zeros<Mma>();
 
-    // Weights one slab ahead; the slab loop is unrolled, so no register copies stall on the loads.
-    WeightSlab ws[KS][NT];
-#pragma unroll
-    for (int t = 0; t < NT; ++t) ws[0][t] = load_weight_slab(ew, widx[t], 0);
 #pragma unroll
     for (int s = 0; s < KS; ++s) {
-      if (s + 1 < KS) {
+      const int ahead = s + kAhead;  // sequence slab to issue: this chunk's, or the next chunk's first ones
 #pragma unroll
-        for (int t = 0; t < NT; ++t) ws[s + 1][t] = load_weight_slab(ew, widx[t], s + 1);
-      }
+      for (int t = 0; t < NT; ++t)
+        ws[ahead % KS][t] = ahead < KS ? load_weight_slab(ew, widx[t], ahead)
+                                       : load_weight_slab(ew, widx_next[t], ahead - KS, has_next);
       slab_mma<SUBS, NT>(acc, ws[s], lds[s], tables);
     }
 

@@ -5,7 +5,10 @@
 // Workgroup = 8 waves = one block of BM sorted rows x one column block. The waves split the columns:
 // each holds all BM rows and NT column tiles of 16 (EPI_NONE: 128*NT columns per workgroup), or, under
 // EPI_SITU or EPI_SILU, NT gate tiles and the NT up tiles of the same output columns (128*NT output
-// columns), so the gated epilogue is lane-local. K is walked in slabs of 128: the activation slab is
+// columns), so the gated epilogue is lane-local. NT = 0 (gated, decode): one 16-column tile per wave whose
+// rows 0..7 are the gate and 8..15 the up columns of 8 outputs (64 output columns per workgroup: half the
+// work, so a decode launch spreads more evenly over the CUs); the epilogue fetches the up half across the
+// wave's halves (ds_bpermute). K is walked in slabs of 128: the activation slab is
 // double-buffered in LDS (one barrier per slab), the weights never touch LDS: each lane loads one
 // 16-byte granule and one scale byte per column tile per slab, a slab ahead, and dequantises them in
 // registers (v_perm lookups in the scale byte's table; the 256 tables sit in 4 KiB of LDS). At block_m 16
@@ -13,7 +16,7 @@
 // slab's barrier waits for loads issued a slab earlier. Any K that is a multiple of 32 works: the last, partial slab reads zeros past K (the
 // activation loads are masked, the weight buffer is bounded per expert).
 //
-// Grid: (ceil(N_out / (128*NT)), num_m_blocks). A block past *ntpp or whose expert id is negative
+// Grid: (ceil(N_out / (128*NT)) (NT = 0: ceil(N_out / 64)), num_m_blocks). A block past *ntpp or whose expert id is negative
 // (or >= num_experts) returns at once. Dead rows (slot >= num_valid: padding) are never written.
 // Output bf16 RTNE, canonical NaN. Epilogues: EPI_NONE v = acc; EPI_SITU v = SituGLU(gate, up);
 // EPI_SILU (SwiGLU) v = silu(gate) * up = gate * sigmoid(gate) * up. mul_routed != 0 multiplies each row
@@ -34,8 +37,13 @@ MM_DEVICE void gateup(const uint16_t* A, const uint8_t* W, const uint8_t* S, uin
                       uint32_t num_sorted, uint32_t num_valid, uint32_t a_rows, uint32_t a_row_div, uint32_t K,
                       uint32_t N, uint32_t num_experts, uint32_t mul_routed, float beta, float lin, uint32_t a_stride) {
   static_assert(BM % 16 == 0 && BM <= 64, "block_m is 16, 32 or 48");
+  static_assert(NT > 0 || gated(EPI), "nt 0 (a shared gate/up tile) is a gated variant");
   constexpr int SUBS = BM / 16;
-  constexpr int TILES = gated(EPI) ? 2 * NT : NT;
+  // nt 0: one 16-column tile per wave holding the gate columns (tile rows 0..7) and the up columns (8..15)
+  // of 8 output columns: half a workgroup's width and work (decode: finer pieces balance the CUs).
+  constexpr bool kShared = NT == 0;
+  constexpr int TILES = kShared ? 1 : gated(EPI) ? 2 * NT : NT;
+  constexpr uint32_t kWaveCols = kShared ? 8u : 16u * NT;  // output columns per wave
   constexpr int STAGE = (BM * kGranulesPerRow + kThreads - 1) / kThreads;  // A granules per thread per slab
   MM_LDS __attribute__((aligned(16))) uint8_t lds[2][BM * kRowBytes];
   MM_LDS __attribute__((aligned(16))) uint8_t tables[kTableBytes];
@@ -48,7 +56,7 @@ MM_DEVICE void gateup(const uint16_t* A, const uint8_t* W, const uint8_t* S, uin
 
   const uint32_t tid = thread_id_x(), lane = lane_id(), wave = wave_id();
   const uint32_t nout = gated(EPI) ? N / 2u : N;
-  const uint32_t wave_col = block_id_x() * (kWaves * 16 * NT) + wave * (16 * NT);  // first output column
+  const uint32_t wave_col = block_id_x() * (kWaves * kWaveCols) + wave * kWaveCols;  // first output column
   const uint32_t kblocks = K / 32u;
   const uint32_t slabs = (K + kSlabK - 1) / kSlabK;
   const ExpertWeights ew = expert_weights(W, S, (uint32_t)expert, N, kblocks);
@@ -58,10 +66,15 @@ MM_DEVICE void gateup(const uint16_t* A, const uint8_t* W, const uint8_t* S, uin
 
   // Weight column of tile t for this lane (gated: tiles NT.. are the up half of the same outputs).
   uint32_t widx[TILES];
+  if constexpr (kShared) {
+    const uint32_t c = wave_col + (lane & 7u);
+    widx[0] = weight_index(ew, (lane & 8u) ? nout + c : c);
+  } else {
 #pragma unroll
-  for (int t = 0; t < TILES; ++t) {
-    const uint32_t c = wave_col + 16u * (t % NT) + (lane & 15u);
-    widx[t] = weight_index(ew, (gated(EPI) && t >= NT) ? nout + c : c);
+    for (int t = 0; t < TILES; ++t) {
+      const uint32_t c = wave_col + 16u * (t % NT) + (lane & 15u);
+      widx[t] = weight_index(ew, (gated(EPI) && t >= NT) ? nout + c : c);
+    }
   }
 
   // This thread's staging granules: block row and A row offset.
@@ -170,6 +183,28 @@ MM_DEVICE void gateup(const uint16_t* A, const uint8_t* W, const uint8_t* S, uin
   const buffer_rsrc cbuf = make_buffer(C, num_valid * nout * 2u);
   const uint32_t c_mis = misalignment8(C);
   const float inv_beta = 1.0f / beta, inv_lin = 1.0f / lin;
+  auto glu4 = [&](f32x4 gt, f32x4 up) {  // the gated epilogue of 4 columns
+    if constexpr (EPI == kEpiSitu)
+      return f32x4{situ(gt.x, up.x, beta, inv_beta, lin, inv_lin), situ(gt.y, up.y, beta, inv_beta, lin, inv_lin),
+                   situ(gt.z, up.z, beta, inv_beta, lin, inv_lin), situ(gt.w, up.w, beta, inv_beta, lin, inv_lin)};
+    else
+      return f32x4{swiglu(gt.x, up.x), swiglu(gt.y, up.y), swiglu(gt.z, up.z), swiglu(gt.w, up.w)};
+  };
+  if constexpr (kShared) {
+    // Lane (q, j), q < 2, holds gate columns 4q..4q+3 of the wave's 8; lane (q + 2, j) the up columns:
+    // fetched across the wave's halves (every lane takes part), then the lanes q < 2 store.
+#pragma unroll
+    for (int r = 0; r < SUBS; ++r) {
+      const f32x4 gt = acc[r][0].v;
+      const f32x4 up = f32x4{xor_lane(gt.x, 32u), xor_lane(gt.y, 32u), xor_lane(gt.z, 32u), xor_lane(gt.w, 32u)};
+      const RowInfo ri = row_info(sorted_ids, num_sorted, m0 + 16u * r + (lane & 15u), num_valid);
+      const uint32_t col0 = wave_col + 4u * (lane >> 4);
+      if (!ri.live || lane >= 32u || col0 >= nout) continue;
+      const float w = mul_routed ? topk_w[ri.slot] : 1.0f;
+      store_out4(cbuf, c_mis, ri.slot, nout, col0, nout, glu4(gt, up) * w);
+    }
+    return;
+  }
 #pragma unroll
   for (int r = 0; r < SUBS; ++r) {
     const RowInfo ri = row_info(sorted_ids, num_sorted, m0 + 16u * r + (lane & 15u), num_valid);
@@ -180,16 +215,10 @@ MM_DEVICE void gateup(const uint16_t* A, const uint8_t* W, const uint8_t* S, uin
       const uint32_t col0 = wave_col + 16u * t + 4u * (lane >> 4);
       if (col0 >= nout) continue;
       f32x4 v;
-      if constexpr (EPI == kEpiSitu) {
-        const f32x4 gt = acc[r][t].v, up = acc[r][NT + t].v;
-        v = f32x4{situ(gt.x, up.x, beta, inv_beta, lin, inv_lin), situ(gt.y, up.y, beta, inv_beta, lin, inv_lin),
-                  situ(gt.z, up.z, beta, inv_beta, lin, inv_lin), situ(gt.w, up.w, beta, inv_beta, lin, inv_lin)};
-      } else if constexpr (EPI == kEpiSilu) {
-        const f32x4 gt = acc[r][t].v, up = acc[r][NT + t].v;
-        v = f32x4{swiglu(gt.x, up.x), swiglu(gt.y, up.y), swiglu(gt.z, up.z), swiglu(gt.w, up.w)};
-      } else {
+      if constexpr (gated(EPI))
+        v = glu4(acc[r][t].v, acc[r][NT + t].v);
+      else
         v = acc[r][t].v;
-      }
       store_out4(cbuf, c_mis, ri.slot, nout, col0, nout, v * w);
     }
   }
@@ -221,12 +250,14 @@ MXFP4_GATEUP(32, 3, kEpiNone, none)
 MXFP4_GATEUP(48, 1, kEpiNone, none)
 MXFP4_GATEUP(48, 2, kEpiNone, none)
 MXFP4_GATEUP(48, 3, kEpiNone, none)
+MXFP4_GATEUP(16, 0, kEpiSitu, situ)
 MXFP4_GATEUP(16, 1, kEpiSitu, situ)
 MXFP4_GATEUP(16, 2, kEpiSitu, situ)
 MXFP4_GATEUP(32, 1, kEpiSitu, situ)
 MXFP4_GATEUP(32, 2, kEpiSitu, situ)
 MXFP4_GATEUP(48, 1, kEpiSitu, situ)
 MXFP4_GATEUP(48, 2, kEpiSitu, situ)
+MXFP4_GATEUP(16, 0, kEpiSilu, silu)
 MXFP4_GATEUP(16, 1, kEpiSilu, silu)
 MXFP4_GATEUP(16, 2, kEpiSilu, silu)
 MXFP4_GATEUP(32, 1, kEpiSilu, silu)
