@@ -315,6 +315,92 @@ def test_down_plan():
     assert a4w4.a4w4_down_plan(100, 7168, 32) == (2, 2)     # 28 * 100 // 1024 = 2 steps of 14 chunks
 
 
+# ------------------------------------------------------------------------------------------ the one-launch layer
+# mxfp4_moe_layer_a4w4: bit for bit the three-launch path, and within the a16w4 tolerance of a float64 layer
+# over the decoded operands (stock weights, never repacked).
+def _decode_w(w, s):
+    lo, hi = (w & 0xF).long(), (w >> 4).long()
+    W = torch.stack((E2M1[lo], E2M1[hi]), -1).reshape(w.shape[0], -1)
+    return W * torch.pow(2.0, s.double() - 127).repeat_interleave(32, 1)
+
+
+class MoeLayer(Layer):
+    """Layer (gate/up weights [E, 2I, K/2]) plus down weights [E, N, I/2] + scales."""
+
+    def __init__(self, T, top_k, E, K, inter, N, seed=0):
+        super().__init__(T, top_k, E, K, 2 * inter, seed)
+        g = torch.Generator().manual_seed(seed + 1000)
+        self.inter, self.N = inter, N
+        self.w2 = torch.randint(0, 256, (E, N, inter // 2), generator=g, dtype=torch.uint8)
+        self.s2 = torch.randint(118, 125, (E, N, inter // 32), generator=g, dtype=torch.uint8)
+        self.B2, self.Bs2 = mm.repack_mxfp4(self.w2), mm.repack_mxfp4_scales(self.s2)
+
+    def two_launches(self, bm, epilogue):
+        sid, eid, ntpp, nblk = self.align(bm)
+        hq = torch.zeros(self.nvt, self.inter // 2, dtype=torch.uint8)
+        hs = torch.zeros(self.nvt, self.inter // 32, dtype=torch.uint8)
+        mm.mxfp4_moe_gateup_a4w4(self.aq, self.as_, self.B, self.Bs, hq, None, sid, eid, ntpp, nblk, bm, self.nvt,
+                                 self.top_k, epilogue, C_scales=hs)
+        C = torch.zeros(self.nvt, self.N, dtype=torch.bfloat16)
+        mm.mxfp4_moe_down_a4w4(hq, hs, self.B2, self.Bs2, C, self.tw, sid, eid, ntpp, nblk, bm, self.nvt, 1,
+                               mul_routed_weight=True)
+        return C
+
+    def layer(self, bm, epilogue):
+        sid, eid, ntpp, nblk = self.align(bm)
+        C = torch.full((self.nvt, self.N), float("nan"), dtype=torch.bfloat16)
+        mm.mxfp4_moe_layer_a4w4(self.aq, self.as_, self.B, self.Bs, self.B2, self.Bs2, C, self.tw, sid, eid, ntpp,
+                                nblk, bm, self.nvt, self.top_k, epilogue)
+        return C
+
+    def fp64(self):
+        """The a4w4 semantics in float64: SwiGLU rounded to bf16 and quantised by the rule, then down x weight."""
+        acc = self.dense()
+        h = (acc[:, :self.inter] * torch.sigmoid(acc[:, :self.inter]) * acc[:, self.inter:]).to(torch.bfloat16)
+        h = quant.dequantize(*quant.quantize_reference(h)).double()
+        out = torch.empty(self.nvt, self.N, dtype=torch.float64)
+        for e in range(self.E):
+            slots = (self.ids.reshape(-1) == e).nonzero().reshape(-1)
+            if slots.numel():
+                out[slots] = h[slots] @ _decode_w(self.w2[e], self.s2[e]).T
+        return out * self.tw.reshape(-1, 1).double()
+
+
+@pytest.mark.parametrize("bm,inter", [(16, 256), (32, 512), (48, 256)])
+def test_layer_equals_two_launches(gfx950, bm, inter):
+    L = MoeLayer(T=9, top_k=3, E=4, K=256, inter=inter, N=384, seed=bm + inter)
+    want = L.two_launches(bm, mm.EPI_SILU)
+    got = L.layer(bm, mm.EPI_SILU)
+    assert torch.equal(got, want), f"{int((got != want).sum())} of {got.numel()} outputs differ"
+    assert _rel(got, L.fp64()) < 1e-2
+
+
+def test_layer_situ_equals_two_launches(gfx950):
+    L = MoeLayer(T=6, top_k=2, E=3, K=384, inter=256, N=256, seed=5)
+    assert torch.equal(L.layer(16, mm.EPI_SITU), L.two_launches(16, mm.EPI_SITU))
+
+
+def test_layer_reference_backend():
+    L = MoeLayer(T=5, top_k=2, E=3, K=256, inter=256, N=128, seed=9)
+    with use_backend("reference"):
+        got = L.layer(16, mm.EPI_SILU)
+    assert _rel(got, L.fp64()) < 1e-2
+
+
+def test_layer_rejections():
+    L = MoeLayer(T=4, top_k=1, E=2, K=256, inter=384, N=128, seed=3)
+    sid, eid, ntpp, nblk = L.align(16)
+    C = torch.zeros(L.nvt, L.N, dtype=torch.bfloat16)
+    args = (C, None, sid, eid, ntpp, nblk, 16, L.nvt, 1)
+    with pytest.raises(ValueError, match="I in"):
+        mm.mxfp4_moe_layer_a4w4(L.aq, L.as_, L.B, L.Bs, L.B2, L.Bs2, *args, mul_routed_weight=False)
+    M = MoeLayer(T=4, top_k=1, E=2, K=256, inter=256, N=128, seed=3)
+    with pytest.raises(ValueError, match="B2"):
+        mm.mxfp4_moe_layer_a4w4(M.aq, M.as_, M.B, M.Bs, M.B2[:, :4], M.Bs2, *args, mul_routed_weight=False)
+    with pytest.raises(ValueError, match="epilogue"):
+        mm.mxfp4_moe_layer_a4w4(M.aq, M.as_, M.B, M.Bs, M.B2, M.Bs2, *args, mm.EPI_NONE, mul_routed_weight=False)
+
+
 # ------------------------------------------------------------------------------------------ ISA budgets
 A4W4_VGPR_MAX = 160  # clang 22 today: 37 (bm16 nt1 none) .. 133 (bm48 nt2 gated, quantised output)
 

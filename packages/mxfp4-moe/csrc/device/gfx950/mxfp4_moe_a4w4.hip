@@ -102,32 +102,22 @@ MM_DEVICE float epilogue(float g, float u, float beta, float inv_beta, float lin
   else return g;
 }
 
-template <int BM, int NT, int EPI, bool QOUT>
-MM_DEVICE void a4w4(const uint8_t* A, const uint8_t* As, const uint8_t* W, const uint8_t* S, void* C, uint8_t* Cs,
-                    const float* topk_w, const int32_t* sorted_ids, const int32_t* expert_ids, const int32_t* ntpp,
-                    uint32_t num_sorted, uint32_t num_valid, uint32_t a_rows, uint32_t a_row_div, uint32_t K,
-                    uint32_t N, uint32_t num_experts, uint32_t mul_routed, float beta, float lin, uint32_t a_stride) {
-  static_assert(BM % 16 == 0 && BM <= 64, "block_m is 16, 32 or 48");
-  static_assert(!QOUT || (gated(EPI) && NT == 2), "quantised output: a gated epilogue over whole 32-column groups");
+// The main loop of the streaming kernel and of stage 1 of the fused layer: acc[r][t] over all of K for
+// block rows m0 .. m0 + BM, this wave's tiles (tile t: columns wave_col + 16 (t % NT) + lane % 16, gated:
+// tiles t >= NT the up columns nout + ...). lds / lds_scales: the two slab buffers. Ends behind a barrier.
+template <int BM, int NT, int EPI>
+MM_DEVICE void a4w4_mainloop(FragC<Mx> (&acc)[BM / 16][gated(EPI) ? 2 * NT : NT], uint8_t (*lds)[BM * kA4RowBytes],
+                             uint32_t (*lds_scales)[BM], const uint8_t* A, const uint8_t* As, const ExpertWeights& ew,
+                             const int32_t* sorted_ids, uint32_t num_sorted, uint32_t num_valid, uint32_t m0,
+                             uint32_t a_rows, uint32_t a_row_div, uint32_t K, uint32_t nout, uint32_t wave_col,
+                             uint32_t a_stride) {
   constexpr int SUBS = BM / 16;
   constexpr int TILES = gated(EPI) ? 2 * NT : NT;
   constexpr int GRANULES = BM * 4;  // 16-byte code granules of one slab of the A tile
   static_assert(GRANULES <= kThreads, "one staging granule per thread");
-  MM_LDS __attribute__((aligned(16))) uint8_t lds[2][BM * kA4RowBytes];
-  MM_LDS __attribute__((aligned(16))) uint32_t lds_scales[2][BM];
-
-  const uint32_t m_block = block_id_y();
-  const uint32_t m0 = m_block * BM;
-  if (m0 >= (uint32_t)*ntpp) return;
-  const int32_t expert = expert_ids[m_block];
-  if (expert < 0 || (uint32_t)expert >= num_experts) return;
-
-  const uint32_t tid = thread_id_x(), lane = lane_id(), wave = wave_id();
-  const uint32_t nout = gated(EPI) ? N / 2u : N;
-  const uint32_t wave_col = block_id_x() * (kWaves * 16 * NT) + wave * (16 * NT);
+  const uint32_t tid = thread_id_x(), lane = lane_id();
   const uint32_t kblocks = K / 32u;
   const uint32_t slabs = K / kSlabK;
-  const ExpertWeights ew = expert_weights(W, S, (uint32_t)expert, N, kblocks);
   const buffer_rsrc abuf = make_buffer(A, (a_rows - 1u) * a_stride + K / 2u);
   const buffer_rsrc sbuf = make_buffer(As, a_rows * kblocks);
 
@@ -163,7 +153,6 @@ MM_DEVICE void a4w4(const uint8_t* A, const uint8_t* As, const uint8_t* W, const
     if (st_scale) lds_scales[buf][sc_row] = scales;
   };
 
-  FragC<Mx> acc[SUBS][TILES];
 #pragma unroll
   for (int r = 0; r < SUBS; ++r)
 #pragma unroll
@@ -182,7 +171,6 @@ MM_DEVICE void a4w4(const uint8_t* A, const uint8_t* As, const uint8_t* W, const
   // One slab: next slab's activation loads first, then its weights, this slab's MFMAs, stage the next
   // activations, barrier (as the a16w4 kernel; the loop is unrolled by two so the weight registers
   // alternate without copies).
-  const uint32_t j = lane & 15u, q = lane >> 4;
   auto slab_step = [&](uint32_t s, const W4Slab(&cur)[TILES], W4Slab(&next)[TILES]) {
     const uint32_t sn1 = s + 1u < slabs ? s + 1u : last;
     const u32x4 cn = load_codes(sn1);
@@ -200,7 +188,69 @@ MM_DEVICE void a4w4(const uint8_t* A, const uint8_t* As, const uint8_t* W, const
     slab_step(s, wa, wb);
     if (s + 1 < slabs) slab_step(s + 1, wb, wa);
   }
+}
 
+// The MXFP4 form of one 32-column group of a gated epilogue (AITER's semantics: the bf16-rounded output
+// quantised by mxfp4_quant.hpp's rule): group p of the wave is tiles 2p, 2p + 1; lane (q, j) holds columns
+// 4q..4q+3 of both tiles of block row 16r + j: amax over its 8 values, then across the 4 lane groups (two
+// exchanges: every lane must call this), the scale byte, 4 v_cvt_scalef32_pk_fp4_bf16.
+struct Fp4Quad {
+  uint32_t codes[2];  // per tile: 4 codes in 16 bits, standard order
+  uint32_t scale;     // E8M0 byte of the group
+};
+template <int EPI, int SUBS, int TILES>
+MM_DEVICE Fp4Quad quantise_group(const FragC<Mx> (&acc)[SUBS][TILES], int r, int p, float w, float beta,
+                                 float inv_beta, float lin, float inv_lin) {
+  constexpr int NT = TILES / 2;
+  uint32_t h[2][2];  // bf16 pairs: tile, pair
+  float amax = kAmaxFloor;
+#pragma unroll
+  for (int t = 0; t < 2; ++t) {
+    const f32x4 g = acc[r][2 * p + t].v, up = acc[r][NT + 2 * p + t].v;
+    float v[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] = epilogue<EPI>(g[i], up[i], beta, inv_beta, lin, inv_lin) * w;
+    h[t][0] = pack_bf16x2<Round::RTNE>(v[0], v[1]);
+    h[t][1] = pack_bf16x2<Round::RTNE>(v[2], v[3]);
+    amax = amax_bf16x2(amax_bf16x2(amax, h[t][0]), h[t][1]);
+  }
+  amax = __builtin_fmaxf(amax, __builtin_bit_cast(float, swizzle_xor<16>(__builtin_bit_cast(uint32_t, amax))));
+  amax = __builtin_fmaxf(amax, xor_lane(amax, 32u));
+  Fp4Quad f;
+  f.scale = quant_scale_byte(amax);
+  const float sc = scale_operand(f.scale);
+#pragma unroll
+  for (int t = 0; t < 2; ++t) f.codes[t] = cvt_fp4x2<1>(cvt_fp4x2<0>(0u, h[t][0], sc), h[t][1], sc);
+  return f;
+}
+
+template <int BM, int NT, int EPI, bool QOUT>
+MM_DEVICE void a4w4(const uint8_t* A, const uint8_t* As, const uint8_t* W, const uint8_t* S, void* C, uint8_t* Cs,
+                    const float* topk_w, const int32_t* sorted_ids, const int32_t* expert_ids, const int32_t* ntpp,
+                    uint32_t num_sorted, uint32_t num_valid, uint32_t a_rows, uint32_t a_row_div, uint32_t K,
+                    uint32_t N, uint32_t num_experts, uint32_t mul_routed, float beta, float lin, uint32_t a_stride) {
+  static_assert(BM % 16 == 0 && BM <= 64, "block_m is 16, 32 or 48");
+  static_assert(!QOUT || (gated(EPI) && NT == 2), "quantised output: a gated epilogue over whole 32-column groups");
+  constexpr int SUBS = BM / 16;
+  constexpr int TILES = gated(EPI) ? 2 * NT : NT;
+  MM_LDS __attribute__((aligned(16))) uint8_t lds[2][BM * kA4RowBytes];
+  MM_LDS __attribute__((aligned(16))) uint32_t lds_scales[2][BM];
+
+  const uint32_t m_block = block_id_y();
+  const uint32_t m0 = m_block * BM;
+  if (m0 >= (uint32_t)*ntpp) return;
+  const int32_t expert = expert_ids[m_block];
+  if (expert < 0 || (uint32_t)expert >= num_experts) return;
+
+  const uint32_t lane = lane_id(), wave = wave_id();
+  const uint32_t nout = gated(EPI) ? N / 2u : N;
+  const uint32_t wave_col = block_id_x() * (kWaves * 16 * NT) + wave * (16 * NT);
+  const ExpertWeights ew = expert_weights(W, S, (uint32_t)expert, N, K / 32u);
+  FragC<Mx> acc[SUBS][TILES];
+  a4w4_mainloop<BM, NT, EPI>(acc, lds, lds_scales, A, As, ew, sorted_ids, num_sorted, num_valid, m0, a_rows,
+                             a_row_div, K, nout, wave_col, a_stride);
+
+  const uint32_t j = lane & 15u, q = lane >> 4;
   const float inv_beta = 1.0f / beta, inv_lin = 1.0f / lin;
   if constexpr (!QOUT) {
     // Lane (q, j) holds output columns 4q..4q+3 of block row 16r + j.
@@ -234,113 +284,30 @@ MM_DEVICE void a4w4(const uint8_t* A, const uint8_t* As, const uint8_t* W, const
     for (int r = 0; r < SUBS; ++r) {
       const RowInfo ri = row_info(sorted_ids, num_sorted, m0 + 16u * r + j, num_valid);
       const float w = (mul_routed && ri.live) ? topk_w[ri.slot] : 1.0f;
-      uint32_t h[2][2];  // bf16 pairs: tile, pair
-      float amax = kAmaxFloor;
-#pragma unroll
-      for (int t = 0; t < 2; ++t) {
-        const f32x4 g = acc[r][t].v, up = acc[r][2 + t].v;
-        float v[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) v[i] = epilogue<EPI>(g[i], up[i], beta, inv_beta, lin, inv_lin) * w;
-        h[t][0] = pack_bf16x2<Round::RTNE>(v[0], v[1]);
-        h[t][1] = pack_bf16x2<Round::RTNE>(v[2], v[3]);
-        amax = amax_bf16x2(amax_bf16x2(amax, h[t][0]), h[t][1]);
-      }
-      // Across the 4 lane groups holding row j (lanes j, j + 16, j + 32, j + 48); every lane takes part.
-      amax = __builtin_fmaxf(amax, __builtin_bit_cast(float, swizzle_xor<16>(__builtin_bit_cast(uint32_t, amax))));
-      amax = __builtin_fmaxf(amax, xor_lane(amax, 32u));
+      const Fp4Quad f = quantise_group<EPI>(acc, r, 0, w, beta, inv_beta, lin, inv_lin);
       if (!ri.live || !in_range) continue;
-      const uint32_t sbyte = quant_scale_byte(amax);
-      const float sc = scale_operand(sbyte);
       const uint32_t off = ri.slot * (nout / 2u) + wave_col / 2u + 2u * q;
 #pragma unroll
-      for (int t = 0; t < 2; ++t) {
-        const uint32_t b = cvt_fp4x2<1>(cvt_fp4x2<0>(0u, h[t][0], sc), h[t][1], sc);
-        buffer_store_u16((uint16_t)b, cbuf, off + 8u * t);
-      }
-      if (q == 0) buffer_store_u8((uint8_t)sbyte, csbuf, ri.slot * (nout / 32u) + wave_col / 32u);
+      for (int t = 0; t < 2; ++t) buffer_store_u16((uint16_t)f.codes[t], cbuf, off + 8u * t);
+      if (q == 0) buffer_store_u8((uint8_t)f.scale, csbuf, ri.slot * (nout / 32u) + wave_col / 32u);
     }
   }
 }
 
-// Down projection (EPI_NONE, bf16 output) at K <= 128 * KMAX_SLABS: the whole BM x K activation tile and
-// its scales are staged in LDS once, behind the kernel's only barrier; then the waves sweep n_steps column
-// chunks of 128 * NT against it (weights one slab ahead, no barriers), as the a16w4 down kernel does. The
-// accumulation chain per output (slabs ascending, one MFMA each) is the streaming kernel's: bit-equal to
-// mxfp4_moe_a4w4_*_none on the same inputs, at every n_steps.
-template <int BM, int NT, int KMAX_SLABS>
-MM_DEVICE void a4w4_down(const uint8_t* A, const uint8_t* As, const uint8_t* W, const uint8_t* S, uint16_t* C,
-                         const float* topk_w, const int32_t* sorted_ids, const int32_t* expert_ids,
-                         const int32_t* ntpp, uint32_t num_sorted, uint32_t num_valid, uint32_t a_rows,
-                         uint32_t a_row_div, uint32_t K, uint32_t N, uint32_t num_experts, uint32_t mul_routed,
-                         uint32_t n_steps, uint32_t a_stride) {
+// The down projection of one block against its A tile resident in LDS (slab s: codes at codes + s * BM * 64
+// in A4Lds layout, scale bytes at scales + s * BM), column chunks [chunk0, chunk_end) of 128 * NT swept
+// without barriers, weights one slab ahead. Each output's chain is slabs ascending, one MFMA each (the
+// streaming kernel's with EPI_NONE). rows / rw: the lane's rows 16r + j and their routed weights.
+template <int BM, int NT>
+MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const ExpertWeights& ew,
+                          const RowInfo (&rows)[BM / 16], const float (&rw)[BM / 16], buffer_rsrc cbuf,
+                          uint32_t c_mis, uint32_t N, uint32_t slabs, uint32_t chunk0, uint32_t chunk_end) {
   constexpr int SUBS = BM / 16;
   constexpr int BN = kWaves * 16 * NT;
-  constexpr int STAGE = (BM * 4 * KMAX_SLABS + kThreads - 1) / kThreads;  // code granules per thread
-  constexpr int STAGE_S = (BM * KMAX_SLABS + kThreads - 1) / kThreads;    // scale dwords per thread
-  MM_LDS __attribute__((aligned(16))) uint8_t lds[KMAX_SLABS][BM * kA4RowBytes];
-  MM_LDS __attribute__((aligned(16))) uint32_t lds_scales[KMAX_SLABS][BM];
-
-  const uint32_t m_block = block_id_y();
-  const uint32_t m0 = m_block * BM;
-  if (m0 >= (uint32_t)*ntpp) return;
-  const int32_t expert = expert_ids[m_block];
-  if (expert < 0 || (uint32_t)expert >= num_experts) return;
-
-  const uint32_t tid = thread_id_x(), lane = lane_id(), wave = wave_id();
-  const uint32_t kblocks = K / 32u, slabs = K / kSlabK;
-  const ExpertWeights ew = expert_weights(W, S, (uint32_t)expert, N, kblocks);
-  const buffer_rsrc abuf = make_buffer(A, (a_rows - 1u) * a_stride + K / 2u);
-  const buffer_rsrc sbuf = make_buffer(As, a_rows * kblocks);
-
-  // Stage the tile: every load in flight, then the permuted LDS writes, then the barrier. Unit u of the
-  // codes is (slab u / (4 BM), row (u / 4) % BM, granule u % 4); unit u of the scales (slab u / BM, row u % BM).
-  u32x4 codes[STAGE];
-  uint32_t scl[STAGE_S];
-#pragma unroll
-  for (int p = 0; p < STAGE; ++p) {
-    const uint32_t u = tid + p * kThreads, slab = u / (4u * BM), row = (u / 4u) % BM;
-    const RowInfo ri = row_info(sorted_ids, num_sorted, m0 + row, num_valid);
-    const bool live = slab < slabs && ri.live;
-    codes[p] = buffer_load_b128(abuf, live ? (ri.slot / a_row_div) * a_stride + slab * 64u + (u % 4u) * 16u : kOOB);
-  }
-#pragma unroll
-  for (int p = 0; p < STAGE_S; ++p) {
-    const uint32_t u = tid + p * kThreads, slab = u / BM;
-    const RowInfo ri = row_info(sorted_ids, num_sorted, m0 + u % BM, num_valid);
-    const bool live = slab < slabs && ri.live;
-    scl[p] = buffer_load_b32(sbuf, live ? (ri.slot / a_row_div) * kblocks + slab * 4u : kOOB);
-  }
-#pragma unroll
-  for (int p = 0; p < STAGE; ++p) {
-    const uint32_t u = tid + p * kThreads, slab = u / (4u * BM), row = (u / 4u) % BM;
-    if (slab < slabs) {
-      const u32x4 v = u32x4{to_weight_order(codes[p].x), to_weight_order(codes[p].y), to_weight_order(codes[p].z),
-                            to_weight_order(codes[p].w)};
-      lds_write_b128(lds[slab], A4Lds::offset(row, (u % 4u) * 16u), v);
-    }
-  }
-#pragma unroll
-  for (int p = 0; p < STAGE_S; ++p) {
-    const uint32_t u = tid + p * kThreads;
-    if (u / BM < slabs) lds_scales[u / BM][u % BM] = scl[p];
-  }
-
-  const uint32_t j = lane & 15u, q = lane >> 4;
-  RowInfo rows[SUBS];
-  float rw[SUBS];
-#pragma unroll
-  for (int r = 0; r < SUBS; ++r) {
-    rows[r] = row_info(sorted_ids, num_sorted, m0 + 16u * r + j, num_valid);
-    rw[r] = (mul_routed && rows[r].live) ? topk_w[rows[r].slot] : 1.0f;
-  }
-  const buffer_rsrc cbuf = make_buffer(C, num_valid * N * 2u);
-  const uint32_t c_mis = misalignment8(C);
-  block_sync();
-
-  for (uint32_t step = 0; step < n_steps; ++step) {
-    const uint32_t chunk = block_id_x() * n_steps + step;
-    if (chunk * BN >= N) break;
+  const uint32_t j = lane_id() & 15u, q = lane_id() >> 4, wave = wave_id();
+  auto slab_codes = [&](uint32_t s) { return codes + s * (BM * kA4RowBytes); };
+  auto slab_scales = [&](uint32_t s) { return (const uint8_t*)(scales + s * BM); };
+  for (uint32_t chunk = chunk0; chunk < chunk_end; ++chunk) {
     const uint32_t wave_col = chunk * BN + wave * (16 * NT);
     uint32_t widx[NT];
 #pragma unroll
@@ -361,13 +328,13 @@ MM_DEVICE void a4w4_down(const uint8_t* A, const uint8_t* As, const uint8_t* W, 
 #pragma unroll
         for (int t = 0; t < NT; ++t) wb[t] = load_weights(ew, 16u * widx[t], widx[t], s + 1u);
       }
-      slab_mma4<SUBS, NT>(acc, wa, lds[s], (const uint8_t*)lds_scales[s]);
+      slab_mma4<SUBS, NT>(acc, wa, slab_codes(s), slab_scales(s));
       if (s + 1u >= slabs) break;
       if (s + 2u < slabs) {
 #pragma unroll
         for (int t = 0; t < NT; ++t) wa[t] = load_weights(ew, 16u * widx[t], widx[t], s + 2u);
       }
-      slab_mma4<SUBS, NT>(acc, wb, lds[s + 1], (const uint8_t*)lds_scales[s + 1]);
+      slab_mma4<SUBS, NT>(acc, wb, slab_codes(s + 1), slab_scales(s + 1));
     }
 
 #pragma unroll
@@ -380,6 +347,179 @@ MM_DEVICE void a4w4_down(const uint8_t* A, const uint8_t* As, const uint8_t* W, 
       }
     }
   }
+}
+
+// The lane's block rows 16r + j and their routed weights (1 unless mul_routed), for the down epilogue.
+template <int SUBS>
+MM_DEVICE void down_rows(RowInfo (&rows)[SUBS], float (&rw)[SUBS], const int32_t* sorted_ids, uint32_t num_sorted,
+                         uint32_t m0, uint32_t num_valid, const float* topk_w, uint32_t mul_routed) {
+#pragma unroll
+  for (int r = 0; r < SUBS; ++r) {
+    rows[r] = row_info(sorted_ids, num_sorted, m0 + 16u * r + (lane_id() & 15u), num_valid);
+    rw[r] = (mul_routed && rows[r].live) ? topk_w[rows[r].slot] : 1.0f;
+  }
+}
+
+// Down projection (EPI_NONE, bf16 output) at K <= 128 * KMAX_SLABS: the whole BM x K activation tile and
+// its scales are staged in LDS once, behind the kernel's only barrier; then the waves sweep n_steps column
+// chunks of 128 * NT against it (down_sweep), as the a16w4 down kernel does. Bit-equal to
+// mxfp4_moe_a4w4_*_none on the same inputs, at every n_steps.
+template <int BM, int NT, int KMAX_SLABS>
+MM_DEVICE void a4w4_down(const uint8_t* A, const uint8_t* As, const uint8_t* W, const uint8_t* S, uint16_t* C,
+                         const float* topk_w, const int32_t* sorted_ids, const int32_t* expert_ids,
+                         const int32_t* ntpp, uint32_t num_sorted, uint32_t num_valid, uint32_t a_rows,
+                         uint32_t a_row_div, uint32_t K, uint32_t N, uint32_t num_experts, uint32_t mul_routed,
+                         uint32_t n_steps, uint32_t a_stride) {
+  constexpr int SUBS = BM / 16;
+  constexpr int BN = kWaves * 16 * NT;
+  constexpr int STAGE = (BM * 4 * KMAX_SLABS + kThreads - 1) / kThreads;  // code granules per thread
+  constexpr int STAGE_S = (BM * KMAX_SLABS + kThreads - 1) / kThreads;    // scale dwords per thread
+  MM_LDS __attribute__((aligned(16))) uint8_t lds[KMAX_SLABS][BM * kA4RowBytes];
+  MM_LDS __attribute__((aligned(16))) uint32_t lds_scales[KMAX_SLABS][BM];
+
+  const uint32_t m_block = block_id_y();
+  const uint32_t m0 = m_block * BM;
+  if (m0 >= (uint32_t)*ntpp) return;
+  const int32_t expert = expert_ids[m_block];
+  if (expert < 0 || (uint32_t)expert >= num_experts) return;
+
+  const uint32_t tid = thread_id_x();
+  const uint32_t kblocks = K / 32u, slabs = K / kSlabK;
+  const ExpertWeights ew = expert_weights(W, S, (uint32_t)expert, N, kblocks);
+  const buffer_rsrc abuf = make_buffer(A, (a_rows - 1u) * a_stride + K / 2u);
+  const buffer_rsrc sbuf = make_buffer(As, a_rows * kblocks);
+
+  // Stage the tile: every load in flight, then the permuted LDS writes, then the barrier. Unit u of the
+  // codes is (slab u / (4 BM), row (u / 4) % BM, granule u % 4); unit u of the scales (slab u / BM, row u % BM).
+  // Passes wholly past K (uniform) are skipped.
+  u32x4 codes[STAGE];
+  uint32_t scl[STAGE_S];
+  const uint32_t code_units = 4u * BM * slabs, scale_units = BM * slabs;
+#pragma unroll
+  for (int p = 0; p < STAGE; ++p) {
+    if (p * kThreads >= code_units) break;
+    const uint32_t u = tid + p * kThreads, slab = u / (4u * BM), row = (u / 4u) % BM;
+    const RowInfo ri = row_info(sorted_ids, num_sorted, m0 + row, num_valid);
+    const bool live = slab < slabs && ri.live;
+    codes[p] = buffer_load_b128(abuf, live ? (ri.slot / a_row_div) * a_stride + slab * 64u + (u % 4u) * 16u : kOOB);
+  }
+#pragma unroll
+  for (int p = 0; p < STAGE_S; ++p) {
+    if (p * kThreads >= scale_units) break;
+    const uint32_t u = tid + p * kThreads, slab = u / BM;
+    const RowInfo ri = row_info(sorted_ids, num_sorted, m0 + u % BM, num_valid);
+    const bool live = slab < slabs && ri.live;
+    scl[p] = buffer_load_b32(sbuf, live ? (ri.slot / a_row_div) * kblocks + slab * 4u : kOOB);
+  }
+#pragma unroll
+  for (int p = 0; p < STAGE; ++p) {
+    if (p * kThreads >= code_units) break;
+    const uint32_t u = tid + p * kThreads, slab = u / (4u * BM), row = (u / 4u) % BM;
+    if (slab < slabs) {
+      const u32x4 v = u32x4{to_weight_order(codes[p].x), to_weight_order(codes[p].y), to_weight_order(codes[p].z),
+                            to_weight_order(codes[p].w)};
+      lds_write_b128(lds[slab], A4Lds::offset(row, (u % 4u) * 16u), v);
+    }
+  }
+#pragma unroll
+  for (int p = 0; p < STAGE_S; ++p) {
+    if (p * kThreads >= scale_units) break;
+    const uint32_t u = tid + p * kThreads;
+    if (u / BM < slabs) lds_scales[u / BM][u % BM] = scl[p];
+  }
+
+  RowInfo rows[SUBS];
+  float rw[SUBS];
+  down_rows<SUBS>(rows, rw, sorted_ids, num_sorted, m0, num_valid, topk_w, mul_routed);
+  const buffer_rsrc cbuf = make_buffer(C, num_valid * N * 2u);
+  const uint32_t c_mis = misalignment8(C);
+  block_sync();
+
+  const uint32_t chunks = (N + BN - 1u) / BN, chunk0 = block_id_x() * n_steps;
+  down_sweep<BM, NT>(lds[0], lds_scales[0], ew, rows, rw, cbuf, c_mis, N, slabs, chunk0,
+                     chunk0 + n_steps < chunks ? chunk0 + n_steps : chunks);
+}
+
+// The whole a4w4 MoE layer of one block in one launch (AITER's 1-stage structure): stage 1 over the whole
+// intermediate I = 128 NT (8 waves x NT gate + NT up tiles: a4w4_mainloop), the gated epilogue quantised to
+// MXFP4 into LDS (quantise_group, standard order), one pass of the staging permutation into the down
+// operand's layout (to_weight_order: BM x I/32 granules), then the down projection over all N columns
+// against that resident tile (down_sweep, NTD tiles per wave). The intermediate never leaves the CU, and
+// every result is the three-launch path's bit for bit (the same chains and the same rounding points).
+//
+// LDS: stage-1 slab buffers 2 x BM x (64 + 4) bytes; the intermediate BM x I/2 code bytes in the standard
+// order and BM x I/32 scale dwords, then I/128 slabs of BM x 64 in A4Lds layout + BM x 4 scale bytes each.
+// Grid (1, num_m_blocks).
+template <int BM, int NT, int EPI, int NTD>
+MM_DEVICE void a4w4_layer(const uint8_t* A, const uint8_t* As, const uint8_t* W1, const uint8_t* S1,
+                          const uint8_t* W2, const uint8_t* S2, uint16_t* C, const float* topk_w,
+                          const int32_t* sorted_ids, const int32_t* expert_ids, const int32_t* ntpp,
+                          uint32_t num_sorted, uint32_t num_valid, uint32_t a_rows, uint32_t a_row_div, uint32_t K,
+                          uint32_t N, uint32_t num_experts, uint32_t mul_routed, float beta, float lin,
+                          uint32_t a_stride) {
+  static_assert(gated(EPI) && NT % 2 == 0, "the layer: a gated epilogue over whole 32-column groups");
+  constexpr int SUBS = BM / 16;
+  constexpr int TILES = 2 * NT;
+  constexpr int I = kWaves * 16 * NT;
+  constexpr int H_SLABS = I / kSlabK;
+  constexpr int H_UNITS = BM * I / 32;  // 16-byte granules of the intermediate tile
+  constexpr int BND = kWaves * 16 * NTD;
+  MM_LDS __attribute__((aligned(16))) uint8_t lds[2][BM * kA4RowBytes];
+  MM_LDS __attribute__((aligned(16))) uint32_t lds_scales[2][BM];
+  MM_LDS __attribute__((aligned(16))) uint8_t h_std[BM][I / 2];
+  MM_LDS __attribute__((aligned(16))) uint32_t h_sstd[BM][I / 32];  // one scale per dword: no two waves share one
+  MM_LDS __attribute__((aligned(16))) uint8_t h_codes[H_SLABS][BM * kA4RowBytes];
+  MM_LDS __attribute__((aligned(16))) uint32_t h_scales[H_SLABS][BM];
+
+  const uint32_t m_block = block_id_y();
+  const uint32_t m0 = m_block * BM;
+  if (m0 >= (uint32_t)*ntpp) return;
+  const int32_t expert = expert_ids[m_block];
+  if (expert < 0 || (uint32_t)expert >= num_experts) return;
+
+  const uint32_t tid = thread_id_x(), lane = lane_id(), wave = wave_id(), j = lane & 15u, q = lane >> 4;
+  const uint32_t wave_col = wave * (16u * NT);
+  const ExpertWeights ew1 = expert_weights(W1, S1, (uint32_t)expert, 2u * I, K / 32u);
+  FragC<Mx> acc[SUBS][TILES];
+  a4w4_mainloop<BM, NT, EPI>(acc, lds, lds_scales, A, As, ew1, sorted_ids, num_sorted, num_valid, m0, a_rows,
+                             a_row_div, K, I, wave_col, a_stride);
+
+  // Stage-1 epilogue into LDS (dead rows too: their zero accumulators give zero codes, never stored).
+  const float inv_beta = 1.0f / beta, inv_lin = 1.0f / lin;
+#pragma unroll
+  for (int r = 0; r < SUBS; ++r) {
+    const uint32_t row = 16u * r + j;
+#pragma unroll
+    for (int p = 0; p < NT / 2; ++p) {
+      const Fp4Quad f = quantise_group<EPI>(acc, r, p, 1.0f, beta, inv_beta, lin, inv_lin);
+      const uint32_t col = wave_col + 32u * p;  // first column of the group
+#pragma unroll
+      for (int t = 0; t < 2; ++t) *(uint16_t*)&h_std[row][col / 2u + 8u * t + 2u * q] = (uint16_t)f.codes[t];
+      if (q == 0) h_sstd[row][col / 32u] = f.scale;
+    }
+  }
+  block_sync();
+#pragma unroll
+  for (int p = 0; p < (H_UNITS + kThreads - 1) / kThreads; ++p) {
+    const uint32_t u = tid + p * kThreads, row = u / (I / 32), kb = u % (I / 32);
+    if (H_UNITS % kThreads == 0 || u < (uint32_t)H_UNITS) {
+      const u32x4 v = lds_read_b128(h_std[row], kb * 16u);
+      lds_write_b128(h_codes[kb / 4u], A4Lds::offset(row, (kb % 4u) * 16u),
+                     u32x4{to_weight_order(v.x), to_weight_order(v.y), to_weight_order(v.z), to_weight_order(v.w)});
+      if (kb % 4u == 0) {  // the slab's 4 scale bytes of the row, packed into the operand's dword
+        const u32x4 sc = lds_read_b128(h_sstd[row], kb * 4u);
+        h_scales[kb / 4u][row] = sc.x | (sc.y << 8) | (sc.z << 16) | (sc.w << 24);
+      }
+    }
+  }
+  RowInfo rows[SUBS];
+  float rw[SUBS];
+  down_rows<SUBS>(rows, rw, sorted_ids, num_sorted, m0, num_valid, topk_w, mul_routed);
+  const ExpertWeights ew2 = expert_weights(W2, S2, (uint32_t)expert, N, I / 32u);
+  const buffer_rsrc cbuf = make_buffer(C, num_valid * N * 2u);
+  const uint32_t c_mis = misalignment8(C);
+  block_sync();
+  down_sweep<BM, NTD>(h_codes[0], h_scales[0], ew2, rows, rw, cbuf, c_mis, N, H_SLABS, 0, (N + BND - 1u) / BND);
 }
 
 }  // namespace
@@ -430,3 +570,25 @@ MXFP4_A4W4_BMS(1, kEpiSitu, situ, false, )
 MXFP4_A4W4_BMS(2, kEpiSitu, situ, false, )
 MXFP4_A4W4_BMS(2, kEpiSilu, silu, true, _q)
 MXFP4_A4W4_BMS(2, kEpiSitu, situ, true, _q)
+
+#define MXFP4_A4W4_LAYER_ARGS                                                                                  \
+  const uint8_t *A, const uint8_t *As, const uint8_t *W1, const uint8_t *S1, const uint8_t *W2, const uint8_t *S2, \
+      uint16_t *C, const float *topk_w, const int32_t *sorted_ids, const int32_t *expert_ids, const int32_t *ntpp, \
+      uint32_t num_sorted, uint32_t num_valid, uint32_t a_rows, uint32_t a_row_div, uint32_t K, uint32_t N,      \
+      uint32_t num_experts, uint32_t mul_routed, float beta, float lin, uint32_t a_stride
+// Kernel name: mxfp4_moe_a4w4_layer_bm<BM>_i<I>_<epilogue> (I: the intermediate size; down tiles per wave: 2).
+#define MXFP4_A4W4_LAYER(BM, I, EPI, NAME)                                                                     \
+  MM_KERNEL MM_LAUNCH_BOUNDS(kThreads) void mxfp4_moe_a4w4_layer_bm##BM##_i##I##_##NAME(MXFP4_A4W4_LAYER_ARGS) { \
+    a4w4_layer<BM, I / 128, EPI, 2>(A, As, W1, S1, W2, S2, C, topk_w, sorted_ids, expert_ids, ntpp, num_sorted,       \
+                               num_valid, a_rows, a_row_div, K, N, num_experts, mul_routed, beta, lin, a_stride);  \
+  }
+
+#define MXFP4_A4W4_LAYERS(I)                 \
+  MXFP4_A4W4_LAYER(16, I, kEpiSilu, silu)    \
+  MXFP4_A4W4_LAYER(32, I, kEpiSilu, silu)    \
+  MXFP4_A4W4_LAYER(48, I, kEpiSilu, silu)    \
+  MXFP4_A4W4_LAYER(16, I, kEpiSitu, situ)    \
+  MXFP4_A4W4_LAYER(32, I, kEpiSitu, situ)    \
+  MXFP4_A4W4_LAYER(48, I, kEpiSitu, situ)
+MXFP4_A4W4_LAYERS(256)
+MXFP4_A4W4_LAYERS(512)
