@@ -59,6 +59,72 @@ def mxfp4_moe_gateup_a4w4(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tens
         mul_routed_weight: bool; multiply each slot's row by its topk_weights entry.
         situ_beta, situ_linear_beta: b and L of EPI_SITU's (b tanh(g/b) sigmoid(g)) * (L tanh(u/L)); finite, > 0.
     """
+    _gateup(False, A, A_scales, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
+            num_m_blocks, block_m, num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta,
+            C_scales)
+
+
+def mxfp4_moe_gateup_a8w4(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.Tensor,
+                          topk_weights: torch.Tensor | None, sorted_token_ids: torch.Tensor, expert_ids: torch.Tensor,
+                          num_tokens_post_padded: torch.Tensor, num_m_blocks: int, block_m: int,
+                          num_valid_tokens: int, top_k: int, epilogue: int = EPI_SILU, mul_routed_weight: bool = False,
+                          situ_beta: float = 1.0, situ_linear_beta: float = 1.0) -> None:
+    """Grouped a8w4 GEMM of the gate/up projection (gfx950): MXFP8 activations (e4m3 codes + E8M0 scales per 32 k,
+    mxfp8_quantize) x the repacked MXFP4 weights on the scaled MFMA (fp8 x fp4), optional fused SwiGLU / SituGLU;
+    writes bf16 C in place.
+
+    Args:
+        A: MXFP8 codes float8_e4m3fn ``[T, K]`` (contiguous k, any row stride), row of slot s = s // top_k; K a
+            positive multiple of 128.
+        A_scales: E8M0 uint8 ``[T, K/32]``, contiguous (mxfp8_quantize writes both).
+        B, Bs: repacked weights ``[E, K/32, Nb, 16]`` and scales ``[E, K/32, Nb]`` (repack_mxfp4). Gated
+            epilogues: Nb = 2N (gate then up), else Nb = N.
+        C: bf16 ``[rows, N]`` contiguous output, row = slot (rows >= num_valid_tokens).
+        topk_weights: fp32 or bf16, contiguous, >= num_valid_tokens elements (flat index = slot); required when
+            mul_routed_weight.
+        sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks: from moe_align_block_size (or vLLM's /
+            SGLang's aligner), as mxfp4_moe_gateup.
+        block_m: 16, 32 or 48.
+        num_valid_tokens: slots s < it are live.
+        top_k: slots per token (the row of A read for slot s is s // top_k).
+        epilogue: EPI_NONE, EPI_SITU (SituGLU) or EPI_SILU (SwiGLU, default).
+        mul_routed_weight: bool; multiply each slot's row by its topk_weights entry.
+        situ_beta, situ_linear_beta: b and L of EPI_SITU; finite, > 0.
+    """
+    _gateup(True, A, A_scales, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
+            num_m_blocks, block_m, num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta,
+            None)
+
+
+def mxfp4_moe_down_a8w4(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.Tensor,
+                        topk_weights: torch.Tensor | None, sorted_token_ids: torch.Tensor, expert_ids: torch.Tensor,
+                        num_tokens_post_padded: torch.Tensor, num_m_blocks: int, block_m: int,
+                        num_valid_tokens: int, top_k: int = 1, mul_routed_weight: bool = False) -> None:
+    """Grouped a8w4 GEMM of the down projection (gfx950): C bf16 ``[rows, N]`` = w(slot) * A[slot // top_k] . W^T,
+    A the MXFP8 intermediate (e.g. mxfp8_quantize of the gate/up output), any K % 128 == 0; block_m 16, 32 or 48.
+
+    Args:
+        A: MXFP8 codes float8_e4m3fn ``[rows, K]`` (contiguous k, any row stride); K % 128 == 0.
+        A_scales: E8M0 uint8 ``[rows, K/32]``, contiguous.
+        B: repacked down weights uint8 ``[E, K/32, N, 16]`` (repack_mxfp4).
+        Bs: repacked E8M0 scales uint8 ``[E, K/32, N]`` (repack_mxfp4_scales).
+        C: bf16 ``[rows_out, N]`` contiguous output, row = slot; must not overlap the inputs.
+        topk_weights: fp32 or bf16, contiguous, >= num_valid_tokens elements; required when mul_routed_weight.
+        sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks: from moe_align_block_size (or
+            vLLM's / SGLang's aligner), as mxfp4_moe_down.
+        block_m: 16, 32 or 48.
+        num_valid_tokens: slots s < it are live.
+        top_k: the row of A read for slot s is s // top_k (1 when A holds one row per slot).
+        mul_routed_weight: bool; multiply each slot's row by its topk_weights entry.
+    """
+    mxfp4_moe_gateup_a8w4(A, A_scales, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
+                          num_m_blocks, block_m, num_valid_tokens, top_k, EPI_NONE, mul_routed_weight)
+
+
+def _gateup(fp8, A, A_scales, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
+            num_m_blocks, block_m, num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta,
+            C_scales) -> None:
+    """Checks and dispatch of the a4w4 (fp8 False) and a8w4 (fp8 True) GEMMs."""
     checks.integer("epilogue", epilogue)
     checks.choice("epilogue", epilogue, (EPI_NONE, EPI_SITU, EPI_SILU))
     situ_beta = checks.real("situ_beta", situ_beta, positive=True, fp32=True)
@@ -66,9 +132,11 @@ def mxfp4_moe_gateup_a4w4(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tens
     qout = C_scales is not None
     E, K, ncols = _common(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
                           num_m_blocks, block_m, A4W4_BLOCK_MS, num_valid_tokens, top_k, mul_routed_weight,
-                          a_codes=True, c_codes=qout)
+                          a_codes=not fp8, c_codes=qout, a_fp8=fp8)
     if K % SLAB_K or K == 0:
-        raise ValueError(f"K (2 * A.shape[1]) must be a positive multiple of 128 for the a4w4 GEMMs; got {K}")
+        what = "A.shape[1]" if fp8 else "2 * A.shape[1]"
+        raise ValueError(f"K ({what}) must be a positive multiple of 128 for the {'a8w4' if fp8 else 'a4w4'} GEMMs; "
+                         f"got {K}")
     _check_scales("A_scales", A_scales, A.shape[0], K)
     gated = epilogue in (EPI_SITU, EPI_SILU)
     n_out = ncols // 2 if gated else ncols
@@ -136,7 +204,7 @@ def _a4w4_op(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tensor, Bs: torch
     if get_backend() == "reference":
         _reference(A, A_scales, B, Bs, C, C_scales, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks,
                    block_m, num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta)
-    elif epilogue == EPI_NONE and C_scales is None and 2 * A.shape[1] <= DOWN_MAX_K:
+    elif epilogue == EPI_NONE and C_scales is None and A.dtype == torch.uint8 and 2 * A.shape[1] <= DOWN_MAX_K:
         launch_a4w4_down(A, A_scales, B, Bs, C, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m,
                          num_valid_tokens, top_k, mul_routed_weight)
     else:
@@ -153,7 +221,8 @@ def _(A, A_scales, B, Bs, C, C_scales, topk_weights, sorted_ids, expert_ids, ntp
 def _reference(A, A_scales, B, Bs, C, C_scales, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m,
                num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta) -> None:
     """The reference backend: A decoded exactly, the a16w4 reference GEMM, then (MXFP4 output) the rule."""
-    Af = quant.dequantize(A, A_scales[:A.shape[0]])
+    decode = quant.dequantize_mxfp8 if A.dtype == torch.float8_e4m3fn else quant.dequantize
+    Af = decode(A, A_scales[:A.shape[0]])
     if C_scales is None:
         reference.grouped_gemm(Af, B, Bs, C, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m,
                                num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta)
@@ -170,11 +239,12 @@ def _reference(A, A_scales, B, Bs, C, C_scales, topk_weights, sorted_ids, expert
 
 
 def _a_operand(A: torch.Tensor) -> tuple[torch.Tensor, int]:
-    """(A, row stride in bytes) as the kernels read it: 16-byte aligned rows (else a contiguous copy)."""
-    T, half = A.shape
-    a_stride = A.stride(0) if T > 1 else half
+    """(A, row stride in bytes) as the kernels read it (one-byte elements): 16-byte aligned rows (else a
+    contiguous copy)."""
+    T, row_bytes = A.shape
+    a_stride = A.stride(0) if T > 1 else row_bytes
     if A.data_ptr() % 16 or (T > 1 and a_stride % 16):
-        return A.clone(memory_format=torch.contiguous_format), half
+        return A.clone(memory_format=torch.contiguous_format), row_bytes
     return A, a_stride
 
 
@@ -203,8 +273,9 @@ def launch_a4w4(A, A_scales, B, Bs, C, C_scales, topk_weights, sorted_ids, exper
     from .kernel import KERNELS, _check_b, _topk, _weight_reach
 
     E, G, nb, _ = B.shape
-    T, half = A.shape
-    K = 2 * half
+    T, row_bytes = A.shape
+    fp8 = A.dtype == torch.float8_e4m3fn
+    K = row_bytes if fp8 else 2 * row_bytes
     qout = C_scales is not None
     n_out = nb // 2 if epilogue in (EPI_SITU, EPI_SILU) else nb
     if nt is None:
@@ -214,11 +285,11 @@ def launch_a4w4(A, A_scales, B, Bs, C, C_scales, topk_weights, sorted_ids, exper
     if num_m_blocks == 0 or num_valid_tokens == 0:
         return None
     A, a_stride = _a_operand(A)
-    sizes = {"A": (T - 1) * a_stride + half, "A_scales": A_scales.numel(), "B_per_expert": _weight_reach(K, nb),
+    sizes = {"A": (T - 1) * a_stride + row_bytes, "A_scales": A_scales.numel(), "B_per_expert": _weight_reach(K, nb),
              "C": num_valid_tokens * n_out * (1 if qout else 2)}
     _check_reach(op, sizes)
     _check_b(op, B)
-    name = f"mxfp4_moe_a4w4_bm{block_m}_nt{nt}_{EPI_NAMES[epilogue]}{'_q' if qout else ''}"
+    name = f"mxfp4_moe_{'a8w4' if fp8 else 'a4w4'}_bm{block_m}_nt{nt}_{EPI_NAMES[epilogue]}{'_q' if qout else ''}"
     grid = (-(-n_out // (COLS_PER_NT * nt)), num_m_blocks, 1)
     args = [A, A_scales, B, Bs, C, C_scales, _topk(topk_weights, mul_routed_weight), sorted_ids, expert_ids, ntpp,
             sorted_ids.numel(), num_valid_tokens, T, top_k, K, nb, E, int(bool(mul_routed_weight)), float(situ_beta),

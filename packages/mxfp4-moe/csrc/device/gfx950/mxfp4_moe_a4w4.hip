@@ -45,9 +45,6 @@ namespace {
 enum : int { kEpiNone = 0, kEpiSitu = 1, kEpiSilu = 2 };
 constexpr bool gated(int epi) { return epi == kEpiSitu || epi == kEpiSilu; }
 
-typedef MfmaScaled16x16x128<MxFormat::E2M1, MxFormat::E2M1> Mx;
-constexpr int kA4RowBytes = 64;  // fp4 bytes of one A row in one slab (128 k)
-typedef XorLds<kA4RowBytes, 16, 4> A4Lds;
 constexpr int kDownMaxSlabs = 16;  // the resident-tile down kernel: K <= 2048 (48 x 1 KiB + scales <= 52 KiB)
 
 // Standard fp4x2 order (byte b: k 2b, 2b + 1) -> the repacked weights' order (byte j: k j, j + 4), one
@@ -59,6 +56,53 @@ MM_DEVICE uint32_t to_weight_order(uint32_t x) {
   const uint32_t hi = perm(od, ev, 0x07030602u);  // k 4, 5, 6, 7
   return lo | (hi << 4);
 }
+
+// MXFP8 (e4m3) activations: 8 consecutive k (two dwords, one byte each) -> the weights' order of the same
+// 8 hardware positions (k 0, 4, 1, 5 | 2, 6, 3, 7): the scaled MFMA pairs fp8 byte p of a lane with fp4
+// nibble p of the weights, whose nibble p holds k p / 2 + 4 (p % 2) of each 8.
+MM_DEVICE u32x2 fp8_to_weight_order(uint32_t k0123, uint32_t k4567) {
+  return u32x2{perm(k4567, k0123, 0x05010400u), perm(k4567, k0123, 0x07030602u)};
+}
+
+// The activation operand by format: its scaled MFMA (fp4 weights as A), the bytes of one A row in one slab
+// of 128 k, the slab's LDS layout (16-byte granule g of row r at slot g ^ (r % slots)), the staging
+// permutation of one 16-byte granule, and the lane's B operand read. fp4: one 16-byte run (k-block q);
+// fp8: two 16-byte runs, hardware k 16q..16q+15 and 64+16q.. (the ISA's fp8 operand layout, tile.hpp).
+template <MxFormat AF> struct Act;
+template <> struct Act<MxFormat::E2M1> {
+  typedef MfmaScaled16x16x128<MxFormat::E2M1, MxFormat::E2M1> Mx;
+  static constexpr int kRowBytes = 64;
+  typedef XorLds<kRowBytes, 16, 4> Lds;
+  MM_DEVICE static u32x4 to_lds(u32x4 c) {
+    return u32x4{to_weight_order(c.x), to_weight_order(c.y), to_weight_order(c.z), to_weight_order(c.w)};
+  }
+  MM_DEVICE static FragB<Mx> read(const uint8_t* codes, uint32_t row, uint32_t q) {
+    FragB<Mx> a;
+    a.w = lds_read_b128(codes, Lds::offset(row, q * 16u));
+    return a;
+  }
+};
+template <> struct Act<MxFormat::E4M3> {
+  typedef MfmaScaled16x16x128<MxFormat::E2M1, MxFormat::E4M3> Mx;
+  static constexpr int kRowBytes = 128;
+  typedef XorLds<kRowBytes, 16, 8> Lds;
+  MM_DEVICE static u32x4 to_lds(u32x4 c) {
+    const u32x2 lo = fp8_to_weight_order(c.x, c.y), hi = fp8_to_weight_order(c.z, c.w);
+    return u32x4{lo.x, lo.y, hi.x, hi.y};
+  }
+  MM_DEVICE static FragB<Mx> read(const uint8_t* codes, uint32_t row, uint32_t q) {
+    const u32x4 p0 = lds_read_b128(codes, Lds::offset(row, q * 16u));
+    const u32x4 p1 = lds_read_b128(codes, Lds::offset(row, 64u + q * 16u));
+    FragB<Mx> a;
+    a.w = __builtin_shufflevector(p0, p1, 0, 1, 2, 3, 4, 5, 6, 7);
+    return a;
+  }
+};
+template <MxFormat AF> using MxOf = typename Act<AF>::Mx;
+constexpr MxFormat kFp4 = MxFormat::E2M1, kFp8 = MxFormat::E4M3;
+typedef MxOf<kFp4> Mx;  // the a4w4 product (resident down, the layer)
+constexpr int kA4RowBytes = Act<kFp4>::kRowBytes;
+typedef Act<kFp4>::Lds A4Lds;
 
 // One lane's weight granule and scale byte of slab `slab`: the slab's offset is uniform, so it rides in
 // soffset (SALU) and the per-lane offsets are computed once (w_off = 16 * granule index, s_off = index).
@@ -76,21 +120,21 @@ MM_DEVICE W4Slab load_weights(const ExpertWeights& ew, uint32_t w_off, uint32_t 
 }
 
 // acc[r][t] += W(tile t) x A(subtile r) over one slab: one scaled MFMA each; the activation operand and its
-// scale byte come from the slab's LDS (codes in A4Lds layout, scales as 4 bytes per row).
-template <int SUBS, int TILES>
-MM_DEVICE void slab_mma4(FragC<Mx> (&acc)[SUBS][TILES], const W4Slab (&ws)[TILES], const uint8_t* codes,
+// scale byte come from the slab's LDS (codes in Act<AF>::Lds layout, scales as 4 bytes per row).
+template <MxFormat AF, int SUBS, int TILES>
+MM_DEVICE void slab_mma4(FragC<MxOf<AF>> (&acc)[SUBS][TILES], const W4Slab (&ws)[TILES], const uint8_t* codes,
                          const uint8_t* scales) {
+  typedef MxOf<AF> M;
   const uint32_t j = lane_id() & 15u, q = lane_id() >> 4;
 #pragma unroll
   for (int r = 0; r < SUBS; ++r) {
-    FragB<Mx> a;
-    a.w = lds_read_b128(codes, A4Lds::offset(16u * r + j, q * 16u));
-    const Scales<Mx> sa{(uint32_t)scales[(16u * r + j) * 4u + q]};
+    const FragB<M> a = Act<AF>::read(codes, 16u * r + j, q);
+    const Scales<M> sa{(uint32_t)scales[(16u * r + j) * 4u + q]};
 #pragma unroll
     for (int t = 0; t < TILES; ++t) {
-      FragA<Mx> w;
+      FragA<M> w;
       w.w = ws[t].nib;
-      mma(acc[r][t], w, Scales<Mx>{(uint32_t)ws[t].scale}, a, sa, acc[r][t]);
+      mma(acc[r][t], w, Scales<M>{(uint32_t)ws[t].scale}, a, sa, acc[r][t]);
     }
   }
 }
@@ -105,20 +149,23 @@ MM_DEVICE float epilogue(float g, float u, float beta, float inv_beta, float lin
 // The main loop of the streaming kernel and of stage 1 of the fused layer: acc[r][t] over all of K for
 // block rows m0 .. m0 + BM, this wave's tiles (tile t: columns wave_col + 16 (t % NT) + lane % 16, gated:
 // tiles t >= NT the up columns nout + ...). lds / lds_scales: the two slab buffers. Ends behind a barrier.
-template <int BM, int NT, int EPI>
-MM_DEVICE void a4w4_mainloop(FragC<Mx> (&acc)[BM / 16][gated(EPI) ? 2 * NT : NT], uint8_t (*lds)[BM * kA4RowBytes],
+template <MxFormat AF, int BM, int NT, int EPI>
+MM_DEVICE void a4w4_mainloop(FragC<MxOf<AF>> (&acc)[BM / 16][gated(EPI) ? 2 * NT : NT],
+                             uint8_t (*lds)[BM * Act<AF>::kRowBytes],
                              uint32_t (*lds_scales)[BM], const uint8_t* A, const uint8_t* As, const ExpertWeights& ew,
                              const int32_t* sorted_ids, uint32_t num_sorted, uint32_t num_valid, uint32_t m0,
                              uint32_t a_rows, uint32_t a_row_div, uint32_t K, uint32_t nout, uint32_t wave_col,
                              uint32_t a_stride) {
   constexpr int SUBS = BM / 16;
   constexpr int TILES = gated(EPI) ? 2 * NT : NT;
-  constexpr int GRANULES = BM * 4;  // 16-byte code granules of one slab of the A tile
+  constexpr int ROW_BYTES = Act<AF>::kRowBytes;  // of one slab
+  constexpr int G = ROW_BYTES / 16;               // 16-byte granules per row and slab
+  constexpr int GRANULES = BM * G;                // of one slab of the A tile
   static_assert(GRANULES <= kThreads, "one staging granule per thread");
   const uint32_t tid = thread_id_x(), lane = lane_id();
   const uint32_t kblocks = K / 32u;
   const uint32_t slabs = K / kSlabK;
-  const buffer_rsrc abuf = make_buffer(A, (a_rows - 1u) * a_stride + K / 2u);
+  const buffer_rsrc abuf = make_buffer(A, (a_rows - 1u) * a_stride + K / (kSlabK / ROW_BYTES));
   const buffer_rsrc sbuf = make_buffer(As, a_rows * kblocks);
 
   uint32_t widx[TILES];
@@ -129,10 +176,10 @@ MM_DEVICE void a4w4_mainloop(FragC<Mx> (&acc)[BM / 16][gated(EPI) ? 2 * NT : NT]
   }
   const uint32_t last = slabs - 1u;  // prefetches past the last slab reload it (uniform clamp, in range)
 
-  // Staging roles: thread tid < GRANULES moves granule (row tid / 4, g = tid % 4) of each slab; thread
+  // Staging roles: thread tid < GRANULES moves granule (row tid / G, g = tid % G) of each slab; thread
   // 256 + r (r < BM) moves row r's 4 scale bytes (one dword: K % 128 == 0 keeps it aligned).
   const bool st_code = tid < (uint32_t)GRANULES;
-  const uint32_t st_row = tid >> 2, st_g = tid & 3u;
+  const uint32_t st_row = tid / G, st_g = tid % G;
   const RowInfo st_ri = row_info(sorted_ids, num_sorted, m0 + (st_code ? st_row : 0u), num_valid);
   const bool st_live = st_code && st_ri.live;
   const uint32_t st_off = st_live ? (st_ri.slot / a_row_div) * a_stride + st_g * 16u : kOOB;
@@ -142,21 +189,17 @@ MM_DEVICE void a4w4_mainloop(FragC<Mx> (&acc)[BM / 16][gated(EPI) ? 2 * NT : NT]
   const bool sc_live = st_scale && sc_ri.live;
   const uint32_t sc_off = sc_live ? (sc_ri.slot / a_row_div) * kblocks : kOOB;
 
-  auto load_codes = [&](uint32_t s) { return buffer_load_b128(abuf, st_live ? st_off + s * 64u : kOOB); };
+  auto load_codes = [&](uint32_t s) { return buffer_load_b128(abuf, st_live ? st_off + s * ROW_BYTES : kOOB); };
   auto load_scales = [&](uint32_t s) { return buffer_load_b32(sbuf, sc_live ? sc_off + s * 4u : kOOB); };
   auto stage = [&](uint32_t buf, u32x4 codes, uint32_t scales) {
-    if (st_code) {
-      const u32x4 v = u32x4{to_weight_order(codes.x), to_weight_order(codes.y), to_weight_order(codes.z),
-                            to_weight_order(codes.w)};
-      lds_write_b128(lds[buf], A4Lds::offset(st_row, st_g * 16u), v);
-    }
+    if (st_code) lds_write_b128(lds[buf], Act<AF>::Lds::offset(st_row, st_g * 16u), Act<AF>::to_lds(codes));
     if (st_scale) lds_scales[buf][sc_row] = scales;
   };
 
 #pragma unroll
   for (int r = 0; r < SUBS; ++r)
 #pragma unroll
-    for (int t = 0; t < TILES; ++t) acc[r][t] = zeros<Mx>();
+    for (int t = 0; t < TILES; ++t) acc[r][t] = zeros<MxOf<AF>>();
 
   W4Slab wa[TILES], wb[TILES];
   {
@@ -180,7 +223,7 @@ MM_DEVICE void a4w4_mainloop(FragC<Mx> (&acc)[BM / 16][gated(EPI) ? 2 * NT : NT]
 #pragma unroll
       for (int t = 0; t < TILES; ++t) next[t] = load_weights(ew, 16u * widx[t], widx[t], sn1);
     }
-    slab_mma4<SUBS, TILES>(acc, cur, lds[s & 1], (const uint8_t*)lds_scales[s & 1]);
+    slab_mma4<AF, SUBS, TILES>(acc, cur, lds[s & 1], (const uint8_t*)lds_scales[s & 1]);
     if (s + 1 < slabs) stage((s + 1) & 1, cn, sn);
     block_sync();
   };
@@ -198,8 +241,8 @@ struct Fp4Quad {
   uint32_t codes[2];  // per tile: 4 codes in 16 bits, standard order
   uint32_t scale;     // E8M0 byte of the group
 };
-template <int EPI, int SUBS, int TILES>
-MM_DEVICE Fp4Quad quantise_group(const FragC<Mx> (&acc)[SUBS][TILES], int r, int p, float w, float beta,
+template <int EPI, class MX, int SUBS, int TILES>
+MM_DEVICE Fp4Quad quantise_group(const FragC<MX> (&acc)[SUBS][TILES], int r, int p, float w, float beta,
                                  float inv_beta, float lin, float inv_lin) {
   constexpr int NT = TILES / 2;
   uint32_t h[2][2];  // bf16 pairs: tile, pair
@@ -224,7 +267,7 @@ MM_DEVICE Fp4Quad quantise_group(const FragC<Mx> (&acc)[SUBS][TILES], int r, int
   return f;
 }
 
-template <int BM, int NT, int EPI, bool QOUT>
+template <MxFormat AF, int BM, int NT, int EPI, bool QOUT>
 MM_DEVICE void a4w4(const uint8_t* A, const uint8_t* As, const uint8_t* W, const uint8_t* S, void* C, uint8_t* Cs,
                     const float* topk_w, const int32_t* sorted_ids, const int32_t* expert_ids, const int32_t* ntpp,
                     uint32_t num_sorted, uint32_t num_valid, uint32_t a_rows, uint32_t a_row_div, uint32_t K,
@@ -233,7 +276,7 @@ MM_DEVICE void a4w4(const uint8_t* A, const uint8_t* As, const uint8_t* W, const
   static_assert(!QOUT || (gated(EPI) && NT == 2), "quantised output: a gated epilogue over whole 32-column groups");
   constexpr int SUBS = BM / 16;
   constexpr int TILES = gated(EPI) ? 2 * NT : NT;
-  MM_LDS __attribute__((aligned(16))) uint8_t lds[2][BM * kA4RowBytes];
+  MM_LDS __attribute__((aligned(16))) uint8_t lds[2][BM * Act<AF>::kRowBytes];
   MM_LDS __attribute__((aligned(16))) uint32_t lds_scales[2][BM];
 
   const uint32_t m_block = block_id_y();
@@ -246,9 +289,9 @@ MM_DEVICE void a4w4(const uint8_t* A, const uint8_t* As, const uint8_t* W, const
   const uint32_t nout = gated(EPI) ? N / 2u : N;
   const uint32_t wave_col = block_id_x() * (kWaves * 16 * NT) + wave * (16 * NT);
   const ExpertWeights ew = expert_weights(W, S, (uint32_t)expert, N, K / 32u);
-  FragC<Mx> acc[SUBS][TILES];
-  a4w4_mainloop<BM, NT, EPI>(acc, lds, lds_scales, A, As, ew, sorted_ids, num_sorted, num_valid, m0, a_rows,
-                             a_row_div, K, nout, wave_col, a_stride);
+  FragC<MxOf<AF>> acc[SUBS][TILES];
+  a4w4_mainloop<AF, BM, NT, EPI>(acc, lds, lds_scales, A, As, ew, sorted_ids, num_sorted, num_valid, m0, a_rows,
+                                 a_row_div, K, nout, wave_col, a_stride);
 
   const uint32_t j = lane & 15u, q = lane >> 4;
   const float inv_beta = 1.0f / beta, inv_lin = 1.0f / lin;
@@ -328,13 +371,13 @@ MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const Ex
 #pragma unroll
         for (int t = 0; t < NT; ++t) wb[t] = load_weights(ew, 16u * widx[t], widx[t], s + 1u);
       }
-      slab_mma4<SUBS, NT>(acc, wa, slab_codes(s), slab_scales(s));
+      slab_mma4<kFp4, SUBS, NT>(acc, wa, slab_codes(s), slab_scales(s));
       if (s + 1u >= slabs) break;
       if (s + 2u < slabs) {
 #pragma unroll
         for (int t = 0; t < NT; ++t) wa[t] = load_weights(ew, 16u * widx[t], widx[t], s + 2u);
       }
-      slab_mma4<SUBS, NT>(acc, wb, slab_codes(s + 1), slab_scales(s + 1));
+      slab_mma4<kFp4, SUBS, NT>(acc, wb, slab_codes(s + 1), slab_scales(s + 1));
     }
 
 #pragma unroll
@@ -416,9 +459,7 @@ MM_DEVICE void a4w4_down(const uint8_t* A, const uint8_t* As, const uint8_t* W, 
     if (p * kThreads >= code_units) break;
     const uint32_t u = tid + p * kThreads, slab = u / (4u * BM), row = (u / 4u) % BM;
     if (slab < slabs) {
-      const u32x4 v = u32x4{to_weight_order(codes[p].x), to_weight_order(codes[p].y), to_weight_order(codes[p].z),
-                            to_weight_order(codes[p].w)};
-      lds_write_b128(lds[slab], A4Lds::offset(row, (u % 4u) * 16u), v);
+      lds_write_b128(lds[slab], A4Lds::offset(row, (u % 4u) * 16u), Act<kFp4>::to_lds(codes[p]));
     }
   }
 #pragma unroll
@@ -481,7 +522,7 @@ MM_DEVICE void a4w4_layer(const uint8_t* A, const uint8_t* As, const uint8_t* W1
   const uint32_t wave_col = wave * (16u * NT);
   const ExpertWeights ew1 = expert_weights(W1, S1, (uint32_t)expert, 2u * I, K / 32u);
   FragC<Mx> acc[SUBS][TILES];
-  a4w4_mainloop<BM, NT, EPI>(acc, lds, lds_scales, A, As, ew1, sorted_ids, num_sorted, num_valid, m0, a_rows,
+  a4w4_mainloop<kFp4, BM, NT, EPI>(acc, lds, lds_scales, A, As, ew1, sorted_ids, num_sorted, num_valid, m0, a_rows,
                              a_row_div, K, I, wave_col, a_stride);
 
   // Stage-1 epilogue into LDS (dead rows too: their zero accumulators give zero codes, never stored).
@@ -504,8 +545,7 @@ MM_DEVICE void a4w4_layer(const uint8_t* A, const uint8_t* As, const uint8_t* W1
     const uint32_t u = tid + p * kThreads, row = u / (I / 32), kb = u % (I / 32);
     if (H_UNITS % kThreads == 0 || u < (uint32_t)H_UNITS) {
       const u32x4 v = lds_read_b128(h_std[row], kb * 16u);
-      lds_write_b128(h_codes[kb / 4u], A4Lds::offset(row, (kb % 4u) * 16u),
-                     u32x4{to_weight_order(v.x), to_weight_order(v.y), to_weight_order(v.z), to_weight_order(v.w)});
+      lds_write_b128(h_codes[kb / 4u], A4Lds::offset(row, (kb % 4u) * 16u), Act<kFp4>::to_lds(v));
       if (kb % 4u == 0) {  // the slab's 4 scale bytes of the row, packed into the operand's dword
         const u32x4 sc = lds_read_b128(h_sstd[row], kb * 4u);
         h_scales[kb / 4u][row] = sc.x | (sc.y << 8) | (sc.z << 16) | (sc.w << 24);
@@ -555,7 +595,7 @@ MXFP4_A4W4_DOWN(48, 2)
 // Kernel name: mxfp4_moe_a4w4_bm<BM>_nt<NT>_<epilogue>[_q] (_q: MXFP4 output codes + scales).
 #define MXFP4_A4W4(BM, NT, EPI, NAME, QOUT, SUFFIX)                                                       \
   MM_KERNEL MM_LAUNCH_BOUNDS(kThreads) void mxfp4_moe_a4w4_bm##BM##_nt##NT##_##NAME##SUFFIX(MXFP4_A4W4_ARGS) { \
-    a4w4<BM, NT, EPI, QOUT>(MXFP4_A4W4_PASS);                                                             \
+    a4w4<kFp4, BM, NT, EPI, QOUT>(MXFP4_A4W4_PASS);                                                       \
   }
 #define MXFP4_A4W4_BMS(NT, EPI, NAME, QOUT, SUFFIX) \
   MXFP4_A4W4(16, NT, EPI, NAME, QOUT, SUFFIX)       \
@@ -592,3 +632,20 @@ MXFP4_A4W4_BMS(2, kEpiSitu, situ, true, _q)
   MXFP4_A4W4_LAYER(48, I, kEpiSitu, situ)
 MXFP4_A4W4_LAYERS(256)
 MXFP4_A4W4_LAYERS(512)
+
+// a8w4: MXFP8 (e4m3) activations, codes [A_rows, K] bytes + E8M0 scales [A_rows, K/32] (mxfp8_quant_bf16's
+// layout), bf16 output. Kernel name: mxfp4_moe_a8w4_bm<BM>_nt<NT>_<epilogue>.
+#define MXFP4_A8W4(BM, NT, EPI, NAME)                                                                        \
+  MM_KERNEL MM_LAUNCH_BOUNDS(kThreads) void mxfp4_moe_a8w4_bm##BM##_nt##NT##_##NAME(MXFP4_A4W4_ARGS) {     \
+    a4w4<kFp8, BM, NT, EPI, false>(MXFP4_A4W4_PASS);                                                       \
+  }
+#define MXFP4_A8W4_BMS(NT, EPI, NAME) \
+  MXFP4_A8W4(16, NT, EPI, NAME)       \
+  MXFP4_A8W4(32, NT, EPI, NAME)       \
+  MXFP4_A8W4(48, NT, EPI, NAME)
+MXFP4_A8W4_BMS(1, kEpiNone, none)
+MXFP4_A8W4_BMS(2, kEpiNone, none)
+MXFP4_A8W4_BMS(1, kEpiSilu, silu)
+MXFP4_A8W4_BMS(2, kEpiSilu, silu)
+MXFP4_A8W4_BMS(1, kEpiSitu, situ)
+MXFP4_A8W4_BMS(2, kEpiSitu, situ)
