@@ -375,6 +375,22 @@ def test_layer_equals_two_launches(gfx950, bm, inter):
     assert _rel(got, L.fp64()) < 1e-2
 
 
+def test_layer_nan_scale_gives_canonical_nan(gfx950):
+    """A NaN scale byte (0xFF) of one down-weight column of one expert: that column of its slots' rows is NaN,
+    written as bf16 0x7FFF by the layer exactly as by the two launches (v_cvt_pk_bf16_f32 alone would keep a
+    payload), every other output finite."""
+    L = MoeLayer(T=6, top_k=2, E=3, K=256, inter=256, N=128, seed=21)
+    e = int(L.ids[0, 0])
+    L.Bs2[e, 0, 5] = 0xFF
+    want = L.two_launches(16, mm.EPI_SILU)
+    got = L.layer(16, mm.EPI_SILU)
+    hit = (L.ids.reshape(-1) == e)
+    nan = torch.isnan(got.float())
+    assert nan[hit, 5].all() and nan.sum() == hit.sum()
+    assert torch.equal(got.view(torch.int16), want.view(torch.int16))
+    assert (got[hit, 5].view(torch.int16) == 0x7FFF).all()
+
+
 def test_layer_situ_equals_two_launches(gfx950):
     L = MoeLayer(T=6, top_k=2, E=3, K=384, inter=256, N=256, seed=5)
     assert torch.equal(L.layer(16, mm.EPI_SITU), L.two_launches(16, mm.EPI_SITU))
@@ -399,6 +415,10 @@ def test_layer_rejections():
         mm.mxfp4_moe_layer_a4w4(M.aq, M.as_, M.B, M.Bs, M.B2[:, :4], M.Bs2, *args, mul_routed_weight=False)
     with pytest.raises(ValueError, match="epilogue"):
         mm.mxfp4_moe_layer_a4w4(M.aq, M.as_, M.B, M.Bs, M.B2, M.Bs2, *args, mm.EPI_NONE, mul_routed_weight=False)
+    off = torch.zeros(L.nvt * L.N + 1, dtype=torch.bfloat16)[1:].view(L.nvt, L.N)  # 2 bytes past an 8-byte boundary
+    with pytest.raises(ValueError, match="8-byte"):
+        mm.mxfp4_moe_layer_a4w4(M.aq, M.as_, M.B, M.Bs, M.B2, M.Bs2, off, None, sid, eid, ntpp, nblk, 16, L.nvt, 1,
+                                mul_routed_weight=False)
 
 
 # ------------------------------------------------------------------------------------------ a8w4 (MXFP8 activations)

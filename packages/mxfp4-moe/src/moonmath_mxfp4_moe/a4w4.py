@@ -361,7 +361,8 @@ def mxfp4_moe_layer_a4w4(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tenso
         Bs: their repacked E8M0 scales uint8 ``[E, K/32, 2I]``.
         B2: repacked down weights uint8 ``[E, I/32, N, 16]``.
         Bs2: their repacked E8M0 scales uint8 ``[E, I/32, N]``.
-        C: bf16 ``[rows, N]`` contiguous output, row = slot (rows >= num_valid_tokens); must not overlap the inputs.
+        C: bf16 ``[rows, N]`` contiguous output, row = slot (rows >= num_valid_tokens), N % 4 == 0, 8-byte aligned;
+            must not overlap the inputs.
         topk_weights: fp32 or bf16, contiguous, >= num_valid_tokens elements (flat index = slot); required when
             mul_routed_weight. Applied after the down projection (stage 2), as AITER's a4w4 path does.
         sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks: from moe_align_block_size (or vLLM's /
@@ -389,6 +390,9 @@ def mxfp4_moe_layer_a4w4(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tenso
                          f"got {ncols} (use mxfp4_moe_gateup_a4w4 + mxfp4_moe_down_a4w4)")
     checks.tensor("B2", B2, dtype=torch.uint8, ndim=4, contiguous=True)
     n = C.shape[1]
+    if n % 4 or C.data_ptr() % 8:
+        raise ValueError(f"C must have N % 4 == 0 columns and start on an 8-byte boundary (the layer stores 4 bf16 "
+                         f"at a time); got N = {n}, address mod 8 = {C.data_ptr() % 8}")
     checks.tensor("B2", B2, shape=[E, inter // 32, n, 16])
     checks.tensor("Bs2", Bs2, dtype=torch.uint8, shape=[E, inter // 32, n], contiguous=True)
     checks.same_device(A=A, A_scales=A_scales, B2=B2, Bs2=Bs2, C=C)

@@ -106,11 +106,11 @@ typedef Act<kFp4>::Lds A4Lds;
 
 // One lane's weight granule and scale byte of slab `slab`: the slab's offset is uniform, so it rides in
 // soffset (SALU) and the per-lane offsets are computed once (w_off = 16 * granule index, s_off = index).
-// The scale stays a byte until the MFMA that uses it: widened at the load, its zero-extension would be
-// scheduled beside the current slab's MFMAs and make them wait for this (prefetch) load.
+// The scale is widened at the load (buffer_load_ubyte zero-extends; kept as a byte across the loop, each
+// use would pay a v_and 0xff).
 struct W4Slab {
   u32x4 nib;
-  uint8_t scale;
+  uint32_t scale;
 };
 MM_DEVICE W4Slab load_weights(const ExpertWeights& ew, uint32_t w_off, uint32_t s_off, uint32_t slab) {
   W4Slab ws;
@@ -174,10 +174,12 @@ MM_DEVICE void a4w4_mainloop(FragC<MxOf<AF>> (&acc)[BM / 16][gated(EPI) ? 2 * NT
     const uint32_t c = wave_col + 16u * (t % NT) + (lane & 15u);
     widx[t] = weight_index(ew, (gated(EPI) && t >= NT) ? nout + c : c);
   }
-  const uint32_t last = slabs - 1u;  // prefetches past the last slab reload it (uniform clamp, in range)
 
   // Staging roles: thread tid < GRANULES moves granule (row tid / G, g = tid % G) of each slab; thread
-  // 256 + r (r < BM) moves row r's 4 scale bytes (one dword: K % 128 == 0 keeps it aligned).
+  // 256 + r (r < BM) moves row r's 4 scale bytes (one dword: K % 128 == 0 keeps it aligned). Waves without
+  // a staging lane skip the loads and writes on a scalar branch (wave_id is uniform).
+  const uint32_t wave = wave_id();
+  const bool wave_codes = wave * kWaveSize < (uint32_t)GRANULES, wave_scales = wave == 256u / kWaveSize;
   const bool st_code = tid < (uint32_t)GRANULES;
   const uint32_t st_row = tid / G, st_g = tid % G;
   const RowInfo st_ri = row_info(sorted_ids, num_sorted, m0 + (st_code ? st_row : 0u), num_valid);
@@ -189,11 +191,19 @@ MM_DEVICE void a4w4_mainloop(FragC<MxOf<AF>> (&acc)[BM / 16][gated(EPI) ? 2 * NT
   const bool sc_live = st_scale && sc_ri.live;
   const uint32_t sc_off = sc_live ? (sc_ri.slot / a_row_div) * kblocks : kOOB;
 
-  auto load_codes = [&](uint32_t s) { return buffer_load_b128(abuf, st_live ? st_off + s * ROW_BYTES : kOOB); };
-  auto load_scales = [&](uint32_t s) { return buffer_load_b32(sbuf, sc_live ? sc_off + s * 4u : kOOB); };
-  auto stage = [&](uint32_t buf, u32x4 codes, uint32_t scales) {
-    if (st_code) lds_write_b128(lds[buf], Act<AF>::Lds::offset(st_row, st_g * 16u), Act<AF>::to_lds(codes));
-    if (st_scale) lds_scales[buf][sc_row] = scales;
+  struct Staged {
+    u32x4 codes;
+    uint32_t scales;
+  };
+  auto load_act = [&](uint32_t s) {
+    Staged a;
+    if (wave_codes) a.codes = buffer_load_b128(abuf, st_live ? st_off + s * ROW_BYTES : kOOB);
+    if (wave_scales) a.scales = buffer_load_b32(sbuf, sc_live ? sc_off + s * 4u : kOOB);
+    return a;
+  };
+  auto stage = [&](uint32_t buf, const Staged& a) {
+    if (wave_codes && st_code) lds_write_b128(lds[buf], Act<AF>::Lds::offset(st_row, st_g * 16u), Act<AF>::to_lds(a.codes));
+    if (wave_scales && st_scale) lds_scales[buf][sc_row] = a.scales;
   };
 
 #pragma unroll
@@ -203,34 +213,42 @@ MM_DEVICE void a4w4_mainloop(FragC<MxOf<AF>> (&acc)[BM / 16][gated(EPI) ? 2 * NT
 
   W4Slab wa[TILES], wb[TILES];
   {
-    const u32x4 c0 = load_codes(0);
-    const uint32_t s0 = load_scales(0);
+    const Staged a0 = load_act(0);
 #pragma unroll
     for (int t = 0; t < TILES; ++t) wa[t] = load_weights(ew, 16u * widx[t], widx[t], 0);
-    stage(0, c0, s0);
+    stage(0, a0);
   }
   block_sync();
 
   // One slab: next slab's activation loads first, then its weights, this slab's MFMAs, stage the next
   // activations, barrier (as the a16w4 kernel; the loop is unrolled by two so the weight registers
   // alternate without copies).
+  const uint32_t last = slabs - 1u;  // activation prefetches past the last slab reload it (uniform clamp)
   auto slab_step = [&](uint32_t s, const W4Slab(&cur)[TILES], W4Slab(&next)[TILES]) {
-    const uint32_t sn1 = s + 1u < slabs ? s + 1u : last;
-    const u32x4 cn = load_codes(sn1);
-    const uint32_t sn = load_scales(sn1);
+    const Staged a = load_act(s + 1u < slabs ? s + 1u : last);
     sched_barrier();
     if (s + 1u < slabs) {  // uniform: no weight prefetch past the last slab
 #pragma unroll
-      for (int t = 0; t < TILES; ++t) next[t] = load_weights(ew, 16u * widx[t], widx[t], sn1);
+      for (int t = 0; t < TILES; ++t) next[t] = load_weights(ew, 16u * widx[t], widx[t], s + 1u);
     }
     slab_mma4<AF, SUBS, TILES>(acc, cur, lds[s & 1], (const uint8_t*)lds_scales[s & 1]);
-    if (s + 1 < slabs) stage((s + 1) & 1, cn, sn);
+    if (s + 1 < slabs) stage((s + 1) & 1, a);
     block_sync();
   };
   for (uint32_t s = 0; s < slabs; s += 2) {
     slab_step(s, wa, wb);
     if (s + 1 < slabs) slab_step(s + 1, wb, wa);
   }
+}
+
+// Two f32 -> two bf16 (RTNE) by v_cvt_pk_bf16_f32, NaN made the canonical 0x7FFF first (the f32 NaN 0x7FFF0000
+// keeps its payload through the conversion): the bits of pack_bf16x2<Round::RTNE> in fewer VALU.
+MM_DEVICE uint32_t pack_bf16x2_hw(float lo, float hi) {
+  typedef float f32x2_t __attribute__((ext_vector_type(2)));
+  const float qnan = __builtin_bit_cast(float, 0x7FFF0000u);
+  lo = __builtin_isnan(lo) ? qnan : lo;
+  hi = __builtin_isnan(hi) ? qnan : hi;
+  return __builtin_bit_cast(uint32_t, __builtin_convertvector((f32x2_t{lo, hi}), bf16x2_t));
 }
 
 // The MXFP4 form of one 32-column group of a gated epilogue (AITER's semantics: the bf16-rounded output
@@ -253,8 +271,8 @@ MM_DEVICE Fp4Quad quantise_group(const FragC<MX> (&acc)[SUBS][TILES], int r, int
     float v[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) v[i] = epilogue<EPI>(g[i], up[i], beta, inv_beta, lin, inv_lin) * w;
-    h[t][0] = pack_bf16x2<Round::RTNE>(v[0], v[1]);
-    h[t][1] = pack_bf16x2<Round::RTNE>(v[2], v[3]);
+    h[t][0] = pack_bf16x2_hw(v[0], v[1]);
+    h[t][1] = pack_bf16x2_hw(v[2], v[3]);
     amax = amax_bf16x2(amax_bf16x2(amax, h[t][0]), h[t][1]);
   }
   amax = __builtin_fmaxf(amax, __builtin_bit_cast(float, swizzle_xor<16>(__builtin_bit_cast(uint32_t, amax))));
@@ -341,7 +359,9 @@ MM_DEVICE void a4w4(const uint8_t* A, const uint8_t* As, const uint8_t* W, const
 // in A4Lds layout, scale bytes at scales + s * BM), column chunks [chunk0, chunk_end) of 128 * NT swept
 // without barriers, weights one slab ahead. Each output's chain is slabs ascending, one MFMA each (the
 // streaming kernel's with EPI_NONE). rows / rw: the lane's rows 16r + j and their routed weights.
-template <int BM, int NT>
+// ALIGNED (the host checked N % 4 == 0 and C 8-byte aligned): one 8-byte store per 4 columns, bf16 by
+// pack_bf16x2_hw; else store_out4.
+template <int BM, int NT, bool ALIGNED>
 MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const ExpertWeights& ew,
                           const RowInfo (&rows)[BM / 16], const float (&rw)[BM / 16], buffer_rsrc cbuf,
                           uint32_t c_mis, uint32_t N, uint32_t slabs, uint32_t chunk0, uint32_t chunk_end) {
@@ -386,7 +406,12 @@ MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const Ex
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
         const uint32_t col0 = wave_col + 16u * t + 4u * q;
-        if (col0 < N) store_out4(cbuf, c_mis, rows[r].slot, N, col0, N, acc[r][t].v * rw[r]);
+        if (col0 >= N) continue;
+        const f32x4 v = acc[r][t].v * rw[r];
+        if constexpr (ALIGNED)
+          buffer_store_b64(u32x2{pack_bf16x2_hw(v.x, v.y), pack_bf16x2_hw(v.z, v.w)}, cbuf, (rows[r].slot * N + col0) * 2u);
+        else
+          store_out4(cbuf, c_mis, rows[r].slot, N, col0, N, v);
       }
     }
   }
@@ -477,7 +502,7 @@ MM_DEVICE void a4w4_down(const uint8_t* A, const uint8_t* As, const uint8_t* W, 
   block_sync();
 
   const uint32_t chunks = (N + BN - 1u) / BN, chunk0 = block_id_x() * n_steps;
-  down_sweep<BM, NT>(lds[0], lds_scales[0], ew, rows, rw, cbuf, c_mis, N, slabs, chunk0,
+  down_sweep<BM, NT, false>(lds[0], lds_scales[0], ew, rows, rw, cbuf, c_mis, N, slabs, chunk0,
                      chunk0 + n_steps < chunks ? chunk0 + n_steps : chunks);
 }
 
@@ -559,7 +584,7 @@ MM_DEVICE void a4w4_layer(const uint8_t* A, const uint8_t* As, const uint8_t* W1
   const buffer_rsrc cbuf = make_buffer(C, num_valid * N * 2u);
   const uint32_t c_mis = misalignment8(C);
   block_sync();
-  down_sweep<BM, NTD>(h_codes[0], h_scales[0], ew2, rows, rw, cbuf, c_mis, N, H_SLABS, 0, (N + BND - 1u) / BND);
+  down_sweep<BM, NTD, true>(h_codes[0], h_scales[0], ew2, rows, rw, cbuf, c_mis, N, H_SLABS, 0, (N + BND - 1u) / BND);
 }
 
 }  // namespace
@@ -616,10 +641,10 @@ MXFP4_A4W4_BMS(2, kEpiSitu, situ, true, _q)
       uint16_t *C, const float *topk_w, const int32_t *sorted_ids, const int32_t *expert_ids, const int32_t *ntpp, \
       uint32_t num_sorted, uint32_t num_valid, uint32_t a_rows, uint32_t a_row_div, uint32_t K, uint32_t N,      \
       uint32_t num_experts, uint32_t mul_routed, float beta, float lin, uint32_t a_stride
-// Kernel name: mxfp4_moe_a4w4_layer_bm<BM>_i<I>_<epilogue> (I: the intermediate size; down tiles per wave: 2).
+// Kernel name: mxfp4_moe_a4w4_layer_bm<BM>_i<I>_<epilogue> (I: the intermediate size; down tiles per wave: 4).
 #define MXFP4_A4W4_LAYER(BM, I, EPI, NAME)                                                                     \
   MM_KERNEL MM_LAUNCH_BOUNDS(kThreads) void mxfp4_moe_a4w4_layer_bm##BM##_i##I##_##NAME(MXFP4_A4W4_LAYER_ARGS) { \
-    a4w4_layer<BM, I / 128, EPI, 2>(A, As, W1, S1, W2, S2, C, topk_w, sorted_ids, expert_ids, ntpp, num_sorted,       \
+    a4w4_layer<BM, I / 128, EPI, 4>(A, As, W1, S1, W2, S2, C, topk_w, sorted_ids, expert_ids, ntpp, num_sorted,       \
                                num_valid, a_rows, a_row_div, K, N, num_experts, mul_routed, beta, lin, a_stride);  \
   }
 
