@@ -449,4 +449,5 @@ def launch_a4w4_layer(A, A_scales, B, Bs, B2, Bs2, C, topk_weights, sorted_ids, 
     args = [A, A_scales, B, Bs, B2, Bs2, C, _topk(topk_weights, mul_routed_weight), sorted_ids, expert_ids, ntpp,
             sorted_ids.numel(), num_valid_tokens, T, top_k, K, n, E, int(bool(mul_routed_weight)), float(situ_beta),
             float(situ_linear_beta), a_stride]
-    return KERNELS.launch(op, target_arch(), "mxfp4_moe_a4w4", name, (1, num_m_blocks, 1), THREADS, args)
+    # I / 64 waves (4 gate + 4 up tiles each): 256 threads at I = 256, 512 at I = 512
+    return KERNELS.launch(op, target_arch(), "mxfp4_moe_a4w4", name, (1, num_m_blocks, 1), inter, args)

@@ -149,7 +149,7 @@ MM_DEVICE float epilogue(float g, float u, float beta, float inv_beta, float lin
 // The main loop of the streaming kernel and of stage 1 of the fused layer: acc[r][t] over all of K for
 // block rows m0 .. m0 + BM, this wave's tiles (tile t: columns wave_col + 16 (t % NT) + lane % 16, gated:
 // tiles t >= NT the up columns nout + ...). lds / lds_scales: the two slab buffers. Ends behind a barrier.
-template <MxFormat AF, int BM, int NT, int EPI>
+template <MxFormat AF, int BM, int NT, int EPI, int WAVES = kWaves>
 MM_DEVICE void a4w4_mainloop(FragC<MxOf<AF>> (&acc)[BM / 16][gated(EPI) ? 2 * NT : NT],
                              uint8_t (*lds)[BM * Act<AF>::kRowBytes],
                              uint32_t (*lds_scales)[BM], const uint8_t* A, const uint8_t* As, const ExpertWeights& ew,
@@ -161,7 +161,8 @@ MM_DEVICE void a4w4_mainloop(FragC<MxOf<AF>> (&acc)[BM / 16][gated(EPI) ? 2 * NT
   constexpr int ROW_BYTES = Act<AF>::kRowBytes;  // of one slab
   constexpr int G = ROW_BYTES / 16;               // 16-byte granules per row and slab
   constexpr int GRANULES = BM * G;                // of one slab of the A tile
-  static_assert(GRANULES <= kThreads, "one staging granule per thread");
+  constexpr uint32_t SC0 = WAVES * kWaveSize / 2;  // the first scale-staging thread
+  static_assert(GRANULES <= WAVES * kWaveSize && BM <= (int)SC0, "one staging granule / scale dword per thread");
   const uint32_t tid = thread_id_x(), lane = lane_id();
   const uint32_t kblocks = K / 32u;
   const uint32_t slabs = K / kSlabK;
@@ -176,17 +177,17 @@ MM_DEVICE void a4w4_mainloop(FragC<MxOf<AF>> (&acc)[BM / 16][gated(EPI) ? 2 * NT
   }
 
   // Staging roles: thread tid < GRANULES moves granule (row tid / G, g = tid % G) of each slab; thread
-  // 256 + r (r < BM) moves row r's 4 scale bytes (one dword: K % 128 == 0 keeps it aligned). Waves without
+  // SC0 + r (r < BM) moves row r's 4 scale bytes (one dword: K % 128 == 0 keeps it aligned). Waves without
   // a staging lane skip the loads and writes on a scalar branch (wave_id is uniform).
   const uint32_t wave = wave_id();
-  const bool wave_codes = wave * kWaveSize < (uint32_t)GRANULES, wave_scales = wave == 256u / kWaveSize;
+  const bool wave_codes = wave * kWaveSize < (uint32_t)GRANULES, wave_scales = wave == SC0 / kWaveSize;
   const bool st_code = tid < (uint32_t)GRANULES;
   const uint32_t st_row = tid / G, st_g = tid % G;
   const RowInfo st_ri = row_info(sorted_ids, num_sorted, m0 + (st_code ? st_row : 0u), num_valid);
   const bool st_live = st_code && st_ri.live;
   const uint32_t st_off = st_live ? (st_ri.slot / a_row_div) * a_stride + st_g * 16u : kOOB;
-  const uint32_t sc_row = tid - 256u;
-  const bool st_scale = tid >= 256u && sc_row < (uint32_t)BM;
+  const uint32_t sc_row = tid - SC0;
+  const bool st_scale = tid >= SC0 && sc_row < (uint32_t)BM;
   const RowInfo sc_ri = row_info(sorted_ids, num_sorted, m0 + (st_scale ? sc_row : 0u), num_valid);
   const bool sc_live = st_scale && sc_ri.live;
   const uint32_t sc_off = sc_live ? (sc_ri.slot / a_row_div) * kblocks : kOOB;
@@ -361,12 +362,12 @@ MM_DEVICE void a4w4(const uint8_t* A, const uint8_t* As, const uint8_t* W, const
 // streaming kernel's with EPI_NONE). rows / rw: the lane's rows 16r + j and their routed weights.
 // ALIGNED (the host checked N % 4 == 0 and C 8-byte aligned): one 8-byte store per 4 columns, bf16 by
 // pack_bf16x2_hw; else store_out4.
-template <int BM, int NT, bool ALIGNED>
+template <int BM, int NT, bool ALIGNED, int WAVES = kWaves>
 MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const ExpertWeights& ew,
                           const RowInfo (&rows)[BM / 16], const float (&rw)[BM / 16], buffer_rsrc cbuf,
                           uint32_t c_mis, uint32_t N, uint32_t slabs, uint32_t chunk0, uint32_t chunk_end) {
   constexpr int SUBS = BM / 16;
-  constexpr int BN = kWaves * 16 * NT;
+  constexpr int BN = WAVES * 16 * NT;
   const uint32_t j = lane_id() & 15u, q = lane_id() >> 4, wave = wave_id();
   auto slab_codes = [&](uint32_t s) { return codes + s * (BM * kA4RowBytes); };
   auto slab_scales = [&](uint32_t s) { return (const uint8_t*)(scales + s * BM); };
@@ -507,7 +508,8 @@ MM_DEVICE void a4w4_down(const uint8_t* A, const uint8_t* As, const uint8_t* W, 
 }
 
 // The whole a4w4 MoE layer of one block in one launch (AITER's 1-stage structure): stage 1 over the whole
-// intermediate I = 128 NT (8 waves x NT gate + NT up tiles: a4w4_mainloop), the gated epilogue quantised to
+// intermediate I = 16 NT WAVES (WAVES waves x NT gate + NT up tiles: a4w4_mainloop; NT = 4, so I = 256 runs 4
+// waves and 512 runs 8: the fewer the waves, the less per-slab loop work is repeated), the gated epilogue quantised to
 // MXFP4 into LDS (quantise_group, standard order), one pass of the staging permutation into the down
 // operand's layout (to_weight_order: BM x I/32 granules), then the down projection over all N columns
 // against that resident tile (down_sweep, NTD tiles per wave). The intermediate never leaves the CU, and
@@ -516,7 +518,7 @@ MM_DEVICE void a4w4_down(const uint8_t* A, const uint8_t* As, const uint8_t* W, 
 // LDS: stage-1 slab buffers 2 x BM x (64 + 4) bytes; the intermediate BM x I/2 code bytes in the standard
 // order and BM x I/32 scale dwords, then I/128 slabs of BM x 64 in A4Lds layout + BM x 4 scale bytes each.
 // Grid (1, num_m_blocks).
-template <int BM, int NT, int EPI, int NTD>
+template <int BM, int NT, int EPI, int NTD, int WAVES>
 MM_DEVICE void a4w4_layer(const uint8_t* A, const uint8_t* As, const uint8_t* W1, const uint8_t* S1,
                           const uint8_t* W2, const uint8_t* S2, uint16_t* C, const float* topk_w,
                           const int32_t* sorted_ids, const int32_t* expert_ids, const int32_t* ntpp,
@@ -526,10 +528,11 @@ MM_DEVICE void a4w4_layer(const uint8_t* A, const uint8_t* As, const uint8_t* W1
   static_assert(gated(EPI) && NT % 2 == 0, "the layer: a gated epilogue over whole 32-column groups");
   constexpr int SUBS = BM / 16;
   constexpr int TILES = 2 * NT;
-  constexpr int I = kWaves * 16 * NT;
+  constexpr int I = WAVES * 16 * NT;
+  constexpr int THREADS = WAVES * kWaveSize;
   constexpr int H_SLABS = I / kSlabK;
   constexpr int H_UNITS = BM * I / 32;  // 16-byte granules of the intermediate tile
-  constexpr int BND = kWaves * 16 * NTD;
+  constexpr int BND = WAVES * 16 * NTD;
   MM_LDS __attribute__((aligned(16))) uint8_t lds[2][BM * kA4RowBytes];
   MM_LDS __attribute__((aligned(16))) uint32_t lds_scales[2][BM];
   MM_LDS __attribute__((aligned(16))) uint8_t h_std[BM][I / 2];
@@ -547,7 +550,7 @@ MM_DEVICE void a4w4_layer(const uint8_t* A, const uint8_t* As, const uint8_t* W1
   const uint32_t wave_col = wave * (16u * NT);
   const ExpertWeights ew1 = expert_weights(W1, S1, (uint32_t)expert, 2u * I, K / 32u);
   FragC<Mx> acc[SUBS][TILES];
-  a4w4_mainloop<kFp4, BM, NT, EPI>(acc, lds, lds_scales, A, As, ew1, sorted_ids, num_sorted, num_valid, m0, a_rows,
+  a4w4_mainloop<kFp4, BM, NT, EPI, WAVES>(acc, lds, lds_scales, A, As, ew1, sorted_ids, num_sorted, num_valid, m0, a_rows,
                              a_row_div, K, I, wave_col, a_stride);
 
   // Stage-1 epilogue into LDS (dead rows too: their zero accumulators give zero codes, never stored).
@@ -566,9 +569,9 @@ MM_DEVICE void a4w4_layer(const uint8_t* A, const uint8_t* As, const uint8_t* W1
   }
   block_sync();
 #pragma unroll
-  for (int p = 0; p < (H_UNITS + kThreads - 1) / kThreads; ++p) {
-    const uint32_t u = tid + p * kThreads, row = u / (I / 32), kb = u % (I / 32);
-    if (H_UNITS % kThreads == 0 || u < (uint32_t)H_UNITS) {
+  for (int p = 0; p < (H_UNITS + THREADS - 1) / THREADS; ++p) {
+    const uint32_t u = tid + p * THREADS, row = u / (I / 32), kb = u % (I / 32);
+    if (H_UNITS % THREADS == 0 || u < (uint32_t)H_UNITS) {
       const u32x4 v = lds_read_b128(h_std[row], kb * 16u);
       lds_write_b128(h_codes[kb / 4u], A4Lds::offset(row, (kb % 4u) * 16u), Act<kFp4>::to_lds(v));
       if (kb % 4u == 0) {  // the slab's 4 scale bytes of the row, packed into the operand's dword
@@ -584,7 +587,7 @@ MM_DEVICE void a4w4_layer(const uint8_t* A, const uint8_t* As, const uint8_t* W1
   const buffer_rsrc cbuf = make_buffer(C, num_valid * N * 2u);
   const uint32_t c_mis = misalignment8(C);
   block_sync();
-  down_sweep<BM, NTD, true>(h_codes[0], h_scales[0], ew2, rows, rw, cbuf, c_mis, N, H_SLABS, 0, (N + BND - 1u) / BND);
+  down_sweep<BM, NTD, true, WAVES>(h_codes[0], h_scales[0], ew2, rows, rw, cbuf, c_mis, N, H_SLABS, 0, (N + BND - 1u) / BND);
 }
 
 }  // namespace
@@ -641,10 +644,10 @@ MXFP4_A4W4_BMS(2, kEpiSitu, situ, true, _q)
       uint16_t *C, const float *topk_w, const int32_t *sorted_ids, const int32_t *expert_ids, const int32_t *ntpp, \
       uint32_t num_sorted, uint32_t num_valid, uint32_t a_rows, uint32_t a_row_div, uint32_t K, uint32_t N,      \
       uint32_t num_experts, uint32_t mul_routed, float beta, float lin, uint32_t a_stride
-// Kernel name: mxfp4_moe_a4w4_layer_bm<BM>_i<I>_<epilogue> (I: the intermediate size; down tiles per wave: 4).
+// Kernel name: mxfp4_moe_a4w4_layer_bm<BM>_i<I>_<epilogue>: I / 64 waves of 4 gate + 4 up tiles, 4 down tiles.
 #define MXFP4_A4W4_LAYER(BM, I, EPI, NAME)                                                                     \
-  MM_KERNEL MM_LAUNCH_BOUNDS(kThreads) void mxfp4_moe_a4w4_layer_bm##BM##_i##I##_##NAME(MXFP4_A4W4_LAYER_ARGS) { \
-    a4w4_layer<BM, I / 128, EPI, 4>(A, As, W1, S1, W2, S2, C, topk_w, sorted_ids, expert_ids, ntpp, num_sorted,       \
+  MM_KERNEL MM_LAUNCH_BOUNDS(I) void mxfp4_moe_a4w4_layer_bm##BM##_i##I##_##NAME(MXFP4_A4W4_LAYER_ARGS) {   \
+    a4w4_layer<BM, 4, EPI, 4, I / 64>(A, As, W1, S1, W2, S2, C, topk_w, sorted_ids, expert_ids, ntpp, num_sorted,       \
                                num_valid, a_rows, a_row_div, K, N, num_experts, mul_routed, beta, lin, a_stride);  \
   }
 
