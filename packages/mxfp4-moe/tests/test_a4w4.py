@@ -129,6 +129,23 @@ def test_quant_kernel_gfx942_has_none(monkeypatch):
 
 
 # ------------------------------------------------------------------------------------------ the GEMMs
+def _decode_w(w, s):
+    lo, hi = (w & 0xF).long(), (w >> 4).long()
+    W = torch.stack((E2M1[lo], E2M1[hi]), -1).reshape(w.shape[0], -1)
+    return W * torch.pow(2.0, s.double() - 127).repeat_interleave(32, 1)
+
+
+def _dense_from(L, a, row_div):
+    """fp64 [nvt, nb]: slot s -> a[s // row_div] . W[expert(s)]^T, W decoded from L's stock layout."""
+    out = torch.empty(L.nvt, L.nb, dtype=torch.float64)
+    for e in range(L.E):
+        W = _decode_w(L.w[e], L.s[e])
+        slots = (L.ids.reshape(-1) == e).nonzero().reshape(-1)
+        if slots.numel():
+            out[slots] = a[slots // row_div] @ W.T
+    return out
+
+
 class Layer:
     """Random a4w4 problem: bf16 activations quantised by the rule, stock weights [E, Nb, K/2] + scales."""
 
@@ -154,15 +171,7 @@ class Layer:
         lo, hi = (aq & 0xF).long(), (aq >> 4).long()
         a = torch.stack((E2M1[lo], E2M1[hi]), -1).reshape(aq.shape[0], -1)
         a = a * torch.pow(2.0, as_.double() - 127).repeat_interleave(32, 1)
-        out = torch.empty(self.nvt, self.nb, dtype=torch.float64)
-        for e in range(self.E):
-            lo, hi = (self.w[e] & 0xF).long(), (self.w[e] >> 4).long()
-            W = torch.stack((E2M1[lo], E2M1[hi]), -1).reshape(self.nb, -1)
-            W = W * torch.pow(2.0, self.s[e].double() - 127).repeat_interleave(32, 1)
-            slots = (self.ids.reshape(-1) == e).nonzero().reshape(-1)
-            if slots.numel():
-                out[slots] = a[slots // div] @ W.T
-        return out
+        return _dense_from(self, a, div)
 
     def align(self, bm):
         return mm.moe_align_block_size(self.ids, bm, self.E)
@@ -318,12 +327,6 @@ def test_down_plan():
 # ------------------------------------------------------------------------------------------ the one-launch layer
 # mxfp4_moe_layer_a4w4: bit for bit the three-launch path, and within the a16w4 tolerance of a float64 layer
 # over the decoded operands (stock weights, never repacked).
-def _decode_w(w, s):
-    lo, hi = (w & 0xF).long(), (w >> 4).long()
-    W = torch.stack((E2M1[lo], E2M1[hi]), -1).reshape(w.shape[0], -1)
-    return W * torch.pow(2.0, s.double() - 127).repeat_interleave(32, 1)
-
-
 class MoeLayer(Layer):
     """Layer (gate/up weights [E, 2I, K/2]) plus down weights [E, N, I/2] + scales."""
 
@@ -473,18 +476,6 @@ def _a8(L):
     """MXFP8 activations of L.x and their exact decoding."""
     q, s = quant.mxfp8_quantize_reference(L.x)
     return q, s, quant.dequantize_mxfp8(q, s).double()
-
-
-def _dense_from(L, a, row_div):
-    out = torch.empty(L.nvt, L.nb, dtype=torch.float64)
-    for e in range(L.E):
-        lo, hi = (L.w[e] & 0xF).long(), (L.w[e] >> 4).long()
-        W = torch.stack((E2M1[lo], E2M1[hi]), -1).reshape(L.nb, -1)
-        W = W * torch.pow(2.0, L.s[e].double() - 127).repeat_interleave(32, 1)
-        slots = (L.ids.reshape(-1) == e).nonzero().reshape(-1)
-        if slots.numel():
-            out[slots] = a[slots // row_div] @ W.T
-    return out
 
 
 @pytest.mark.parametrize("bm,nt", [(16, 1), (32, 2), (48, 1)])

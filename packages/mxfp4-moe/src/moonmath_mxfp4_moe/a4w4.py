@@ -77,19 +77,10 @@ def mxfp4_moe_gateup_a8w4(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tens
         A: MXFP8 codes float8_e4m3fn ``[T, K]`` (contiguous k, any row stride), row of slot s = s // top_k; K a
             positive multiple of 128.
         A_scales: E8M0 uint8 ``[T, K/32]``, contiguous (mxfp8_quantize writes both).
-        B, Bs: repacked weights ``[E, K/32, Nb, 16]`` and scales ``[E, K/32, Nb]`` (repack_mxfp4). Gated
-            epilogues: Nb = 2N (gate then up), else Nb = N.
+        B, Bs, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks, block_m,
+            num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta: as
+            mxfp4_moe_gateup_a4w4.
         C: bf16 ``[rows, N]`` contiguous output, row = slot (rows >= num_valid_tokens).
-        topk_weights: fp32 or bf16, contiguous, >= num_valid_tokens elements (flat index = slot); required when
-            mul_routed_weight.
-        sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks: from moe_align_block_size (or vLLM's /
-            SGLang's aligner), as mxfp4_moe_gateup.
-        block_m: 16, 32 or 48.
-        num_valid_tokens: slots s < it are live.
-        top_k: slots per token (the row of A read for slot s is s // top_k).
-        epilogue: EPI_NONE, EPI_SITU (SituGLU) or EPI_SILU (SwiGLU, default).
-        mul_routed_weight: bool; multiply each slot's row by its topk_weights entry.
-        situ_beta, situ_linear_beta: b and L of EPI_SITU; finite, > 0.
     """
     _gateup(True, A, A_scales, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
             num_m_blocks, block_m, num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta,
@@ -106,16 +97,8 @@ def mxfp4_moe_down_a8w4(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tensor
     Args:
         A: MXFP8 codes float8_e4m3fn ``[rows, K]`` (contiguous k, any row stride); K % 128 == 0.
         A_scales: E8M0 uint8 ``[rows, K/32]``, contiguous.
-        B: repacked down weights uint8 ``[E, K/32, N, 16]`` (repack_mxfp4).
-        Bs: repacked E8M0 scales uint8 ``[E, K/32, N]`` (repack_mxfp4_scales).
-        C: bf16 ``[rows_out, N]`` contiguous output, row = slot; must not overlap the inputs.
-        topk_weights: fp32 or bf16, contiguous, >= num_valid_tokens elements; required when mul_routed_weight.
-        sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks: from moe_align_block_size (or
-            vLLM's / SGLang's aligner), as mxfp4_moe_down.
-        block_m: 16, 32 or 48.
-        num_valid_tokens: slots s < it are live.
-        top_k: the row of A read for slot s is s // top_k (1 when A holds one row per slot).
-        mul_routed_weight: bool; multiply each slot's row by its topk_weights entry.
+        B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks, block_m,
+            num_valid_tokens, top_k, mul_routed_weight: as mxfp4_moe_down_a4w4.
     """
     mxfp4_moe_gateup_a8w4(A, A_scales, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
                           num_m_blocks, block_m, num_valid_tokens, top_k, EPI_NONE, mul_routed_weight)

@@ -133,30 +133,7 @@ def mxfp4_quantize(x: torch.Tensor, out_codes: torch.Tensor | None = None, out_s
 
     Returns ``(codes, scales)`` (out_codes / out_scales when given).
     """
-    rows, K = _check_x(x)
-    if out_codes is None:
-        out_codes = torch.empty(rows, K // 2, dtype=torch.uint8, device=x.device)
-    if out_scales is None:
-        out_scales = torch.empty(rows, K // GROUP, dtype=torch.uint8, device=x.device)
-    _check(x, out_codes, out_scales)
-    if rows:
-        _quant_op(x, out_codes, out_scales)
-    return out_codes, out_scales
-
-
-@torch.library.custom_op("moonmath::mxfp4_quantize", mutates_args=("q", "s"))
-def _quant_op(x: torch.Tensor, q: torch.Tensor, s: torch.Tensor) -> None:
-    if get_backend() == "reference":
-        rq, rs = quantize_reference(x)
-        q.copy_(rq)
-        s.copy_(rs)
-        return
-    launch_quant(x, q, s)
-
-
-@_quant_op.register_fake
-def _(x, q, s) -> None:
-    return None
+    return _quantize(x, out_codes, out_scales, False)
 
 
 def mxfp8_quantize(x: torch.Tensor, out_codes: torch.Tensor | None = None, out_scales: torch.Tensor | None = None
@@ -172,29 +149,37 @@ def mxfp8_quantize(x: torch.Tensor, out_codes: torch.Tensor | None = None, out_s
 
     Returns ``(codes, scales)`` (out_codes / out_scales when given).
     """
+    return _quantize(x, out_codes, out_scales, True)
+
+
+def _quantize(x, out_codes, out_scales, fp8: bool) -> tuple[torch.Tensor, torch.Tensor]:
     rows, K = _check_x(x)
     if out_codes is None:
-        out_codes = torch.empty(rows, K, dtype=torch.float8_e4m3fn, device=x.device)
+        out_codes = torch.empty(rows, K if fp8 else K // 2, dtype=torch.float8_e4m3fn if fp8 else torch.uint8,
+                                device=x.device)
     if out_scales is None:
         out_scales = torch.empty(rows, K // GROUP, dtype=torch.uint8, device=x.device)
-    _check(x, out_codes, out_scales, fp8=True)
+    _check(x, out_codes, out_scales, fp8)
     if rows:
-        _quant8_op(x, out_codes, out_scales)
+        _quant_op(x, out_codes, out_scales, fp8)
     return out_codes, out_scales
 
 
-@torch.library.custom_op("moonmath::mxfp8_quantize", mutates_args=("q", "s"))
-def _quant8_op(x: torch.Tensor, q: torch.Tensor, s: torch.Tensor) -> None:
+@torch.library.custom_op("moonmath::mx_quantize", mutates_args=("q", "s"))
+def _quant_op(x: torch.Tensor, q: torch.Tensor, s: torch.Tensor, fp8: bool) -> None:
     if get_backend() == "reference":
-        rq, rs = mxfp8_quantize_reference(x)
+        rq, rs = (mxfp8_quantize_reference if fp8 else quantize_reference)(x)
         q.copy_(rq)
         s.copy_(rs)
         return
-    launch_quant(x, q, s, "moonmath_mxfp4_moe.mxfp8_quantize", kernel="mxfp8_quant_bf16")
+    if fp8:
+        launch_quant(x, q, s, "moonmath_mxfp4_moe.mxfp8_quantize", kernel="mxfp8_quant_bf16")
+    else:
+        launch_quant(x, q, s)
 
 
-@_quant8_op.register_fake
-def _(x, q, s) -> None:
+@_quant_op.register_fake
+def _(x, q, s, fp8) -> None:
     return None
 
 

@@ -62,13 +62,18 @@ struct Mxfp4Group {
   uint32_t scale;  // E8M0 byte
 };
 
-// One group of 32 bf16 (16 dwords, k order) -> its codes and scale.
-MM_DEVICE Mxfp4Group quantize_group32(const uint32_t (&w)[16]) {
+// The floored amax of one group of 32 bf16 (16 dwords).
+MM_DEVICE float group_amax(const uint32_t (&w)[16]) {
   float amax = kAmaxFloor;
 #pragma unroll
   for (int i = 0; i < 16; ++i) amax = amax_bf16x2(amax, w[i]);
+  return amax;
+}
+
+// One group of 32 bf16 (16 dwords, k order) -> its codes and scale.
+MM_DEVICE Mxfp4Group quantize_group32(const uint32_t (&w)[16]) {
   Mxfp4Group g;
-  g.scale = quant_scale_byte(amax);
+  g.scale = quant_scale_byte(group_amax(w));
   const float s = scale_operand(g.scale);
   g.codes = u32x4{cvt_fp4x8(w + 0, s), cvt_fp4x8(w + 4, s), cvt_fp4x8(w + 8, s), cvt_fp4x8(w + 12, s)};
   return g;
@@ -90,11 +95,8 @@ struct Mxfp8Group {
 
 // One group of 32 bf16 (16 dwords, k order) -> its e4m3 codes and scale.
 MM_DEVICE Mxfp8Group quantize_group32_fp8(const uint32_t (&w)[16]) {
-  float amax = kAmaxFloor;
-#pragma unroll
-  for (int i = 0; i < 16; ++i) amax = amax_bf16x2(amax, w[i]);
   Mxfp8Group g;
-  g.scale = quant_scale_byte<kLog2MaxE4M3>(amax);
+  g.scale = quant_scale_byte<kLog2MaxE4M3>(group_amax(w));
   const float s = scale_operand(g.scale);
   uint32_t c[8];
 #pragma unroll
