@@ -5,16 +5,16 @@ on the same routing. MODELED, never a speed claim; task.yml's AITER reference la
 336.5 us, measured on MI355X through AITER's 2-stage CK path) are printed beside as the bar.
 
 Per kernel: one CU is simulated with `slots` co-resident workgroups (its occupancy, at most the launch's
-workgroups per CU) from the middle of the grid; time = timing.kernel_time(workgroups, that round's cycles, slots, hbm_bytes) with hbm_bytes the
-weights of every expert hit plus activations and output (the same for both: each reads every hit expert's
-gate/up and down weights once). Weights are random bytes (the cycle model does not depend on values).
+workgroups per CU) from the middle of the grid; time = timing.kernel_time(workgroups, that round's cycles,
+slots, hbm_bytes) with hbm_bytes the weights of every expert hit plus activations and output (the same for
+both: each reads every hit expert's gate/up and down weights once). Weights are random bytes (the cycle
+model does not depend on values).
 
     python packages/mxfp4-moe/benchmarks/timing_layer.py [--bs 16 128 512]
 """
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 from pathlib import Path

@@ -86,12 +86,16 @@ def _inputs(rows, K, seed=0):
     return x
 
 
+@pytest.mark.parametrize("fp8", [False, True], ids=["mxfp4", "mxfp8"])
 @pytest.mark.parametrize("rows,K", [(1, 32), (7, 96), (37, 512)])
-def test_quant_kernel_bitwise(gfx950, rows, K):
+def test_quant_kernel_bitwise(gfx950, rows, K, fp8):
     x = _inputs(max(rows, 8), K)[:rows]
-    q, s = mm.mxfp4_quantize(x)
-    rq, rs = quant.quantize_reference(x)
+    op, ref = (mm.mxfp8_quantize, quant.mxfp8_quantize_reference) if fp8 else (mm.mxfp4_quantize,
+                                                                                quant.quantize_reference)
+    q, s = op(x)
+    rq, rs = ref(x)
     assert torch.equal(s, rs), f"{int((s != rs).sum())} scale bytes differ"
+    q, rq = q.view(torch.uint8), rq.view(torch.uint8)
     assert torch.equal(q, rq), f"{int((q != rq).sum())} code bytes differ"
 
 
@@ -450,16 +454,6 @@ def test_mxfp8_rule_never_saturates():
     q, s = quant.mxfp8_quantize_reference(x.to(torch.bfloat16))
     assert float(q.float().abs().max()) < 384 + 1e-6
     assert not torch.isnan(q.float()).any()
-
-
-@pytest.mark.parametrize("rows,K", [(1, 32), (7, 96), (37, 512)])
-def test_mxfp8_quant_kernel_bitwise(gfx950, rows, K):
-    x = _inputs(max(rows, 8), K)[:rows]
-    q, s = mm.mxfp8_quantize(x)
-    rq, rs = quant.mxfp8_quantize_reference(x)
-    assert torch.equal(s, rs), f"{int((s != rs).sum())} scale bytes differ"
-    assert torch.equal(q.view(torch.uint8), rq.view(torch.uint8)), \
-        f"{int((q.view(torch.uint8) != rq.view(torch.uint8)).sum())} code bytes differ"
 
 
 def test_mxfp8_reference_backend_and_rejections():
