@@ -112,10 +112,13 @@ struct W4Slab {
   u32x4 nib;
   uint32_t scale;
 };
+// readfirstlane: the slab offset is uniform, but LLVM may carry it as a VGPR induction variable and then
+// wrap each load in a waterfall loop (it did in the resident down kernel: +15 % instructions).
 MM_DEVICE W4Slab load_weights(const ExpertWeights& ew, uint32_t w_off, uint32_t s_off, uint32_t slab) {
   W4Slab ws;
-  ws.nib = buffer_load_b128(ew.w, w_off, slab * 64u * ew.n);
-  ws.scale = buffer_load_u8(ew.s, s_off, slab * 4u * ew.n);
+  const uint32_t sn = __builtin_amdgcn_readfirstlane(slab * 4u * ew.n);
+  ws.nib = buffer_load_b128(ew.w, w_off, sn * 16u);
+  ws.scale = buffer_load_u8(ew.s, s_off, sn);
   return ws;
 }
 
@@ -460,13 +463,10 @@ MM_DEVICE void a4w4_down(const uint8_t* A, const uint8_t* As, const uint8_t* W, 
 
   // Stage the tile: every load in flight, then the permuted LDS writes, then the barrier. Unit u of the
   // codes is (slab u / (4 BM), row (u / 4) % BM, granule u % 4); unit u of the scales (slab u / BM, row u % BM).
-  // Passes wholly past K (uniform) are skipped.
   u32x4 codes[STAGE];
   uint32_t scl[STAGE_S];
-  const uint32_t code_units = 4u * BM * slabs, scale_units = BM * slabs;
 #pragma unroll
   for (int p = 0; p < STAGE; ++p) {
-    if (p * kThreads >= code_units) break;
     const uint32_t u = tid + p * kThreads, slab = u / (4u * BM), row = (u / 4u) % BM;
     const RowInfo ri = row_info(sorted_ids, num_sorted, m0 + row, num_valid);
     const bool live = slab < slabs && ri.live;
@@ -474,7 +474,6 @@ MM_DEVICE void a4w4_down(const uint8_t* A, const uint8_t* As, const uint8_t* W, 
   }
 #pragma unroll
   for (int p = 0; p < STAGE_S; ++p) {
-    if (p * kThreads >= scale_units) break;
     const uint32_t u = tid + p * kThreads, slab = u / BM;
     const RowInfo ri = row_info(sorted_ids, num_sorted, m0 + u % BM, num_valid);
     const bool live = slab < slabs && ri.live;
@@ -482,7 +481,6 @@ MM_DEVICE void a4w4_down(const uint8_t* A, const uint8_t* As, const uint8_t* W, 
   }
 #pragma unroll
   for (int p = 0; p < STAGE; ++p) {
-    if (p * kThreads >= code_units) break;
     const uint32_t u = tid + p * kThreads, slab = u / (4u * BM), row = (u / 4u) % BM;
     if (slab < slabs) {
       lds_write_b128(lds[slab], A4Lds::offset(row, (u % 4u) * 16u), Act<kFp4>::to_lds(codes[p]));
@@ -490,7 +488,6 @@ MM_DEVICE void a4w4_down(const uint8_t* A, const uint8_t* As, const uint8_t* W, 
   }
 #pragma unroll
   for (int p = 0; p < STAGE_S; ++p) {
-    if (p * kThreads >= scale_units) break;
     const uint32_t u = tid + p * kThreads;
     if (u / BM < slabs) lds_scales[u / BM][u % BM] = scl[p];
   }
