@@ -54,7 +54,8 @@ GENERATED = {
     "mxfp4_moe_gateup.md": ["moonmath_amd.mxfp4_moe_gateup"],
     "mxfp4_moe_down.md": ["moonmath_amd.mxfp4_moe_down"],
     "mxfp4_moe_a4w4.md": [f"moonmath_amd.{n}" for n in (
-        "mxfp4_quantize", "mxfp4_moe_gateup_a4w4", "mxfp4_moe_down_a4w4")],
+        "mxfp4_quantize", "mxfp4_moe_gateup_a4w4", "mxfp4_moe_down_a4w4")] + [f"moonmath_mxfp4_moe.{n}" for n in (
+        "mxfp4_moe_layer_a4w4", "mxfp8_quantize", "mxfp4_moe_gateup_a8w4", "mxfp4_moe_down_a8w4")],
     "fused_moe.md": ["moonmath_amd.fused_moe"],
     "forward.md": ["moonmath_amd.forward", "moonmath_mha_gfx942.forward", "moonmath_attention_gfx950.forward"],
     "forward_varlen.md": ["moonmath_amd.forward_varlen"],

@@ -1,6 +1,6 @@
 """The `moe_gfx950` peer family: a DeepSeek-R1 style a4w4 MXFP4 MoE layer (routed top-k + one shared expert,
-SwiGLU), AITER's 1-stage a4w4 assembly kernel (moe.py) beside ours (mxfp4_quantize -> mxfp4_moe_gateup_a4w4
-with the fused MXFP4 intermediate -> mxfp4_moe_down_a4w4 -> top-k sum, the public ops), same inputs.
+SwiGLU), AITER's 1-stage a4w4 assembly kernel (moe.py) beside ours (mxfp4_quantize -> mxfp4_moe_layer_a4w4, the
+one-launch layer, -> top-k sum, the public ops), same inputs.
 
 Reference: AITER's a4w4 fused_moe semantics (the GPU MODE problem's) in float64 over exactly decoded
 operands: activations quantised by AITER's per-1x32 rule, SwiGLU rounded to bf16 and quantised again, the
@@ -52,8 +52,14 @@ def _aiter(x: dict, c: Case) -> Result:
 
 
 def _ours(x: dict, c: Case) -> Result | None:
+    import os
+
     import moonmath_mxfp4_moe as mm
     from moonmath_common import NoKernelError
+    from moonmath_mxfp4_moe.a4w4 import LAYER_INTERS
+
+    # MOONMATH_MOE_THREE_LAUNCHES=1: the gate/up + down ops instead of the one-launch layer (before/after figures)
+    three_launches = os.environ.get("MOONMATH_MOE_THREE_LAUNCHES", "0") == "1"
 
     T, dim = x["x"].shape
     top_k, inter = x["ids"].shape[1], x["w2"].shape[2] * 2
@@ -65,13 +71,16 @@ def _ours(x: dict, c: Case) -> Result | None:
     try:
         with metrics.emulated_arch("gfx950"), metrics.capture_launches() as seen:
             aq, as_ = mm.mxfp4_quantize(x["x"])
-            hq = torch.empty(nvt, inter // 2, dtype=torch.uint8)
-            hs = torch.empty(nvt, inter // 32, dtype=torch.uint8)
-            mm.mxfp4_moe_gateup_a4w4(aq, as_, B13, Bs13, hq, None, sid, eid, ntpp, nblk, bm, nvt, top_k, mm.EPI_SILU,
-                                     C_scales=hs)
             y = torch.zeros(nvt, dim, dtype=torch.bfloat16)
-            mm.mxfp4_moe_down_a4w4(hq, hs, B2, Bs2, y, x["tw"], sid, eid, ntpp, nblk, bm, nvt, 1,
-                                   mul_routed_weight=True)
+            if inter in LAYER_INTERS and not three_launches:
+                mm.mxfp4_moe_layer_a4w4(aq, as_, B13, Bs13, B2, Bs2, y, x["tw"], sid, eid, ntpp, nblk, bm, nvt, top_k)
+            else:
+                hq = torch.empty(nvt, inter // 2, dtype=torch.uint8)
+                hs = torch.empty(nvt, inter // 32, dtype=torch.uint8)
+                mm.mxfp4_moe_gateup_a4w4(aq, as_, B13, Bs13, hq, None, sid, eid, ntpp, nblk, bm, nvt, top_k,
+                                         mm.EPI_SILU, C_scales=hs)
+                mm.mxfp4_moe_down_a4w4(hq, hs, B2, Bs2, y, x["tw"], sid, eid, ntpp, nblk, bm, nvt, 1,
+                                       mul_routed_weight=True)
     except NoKernelError:
         return None
     out = y.view(T, top_k, dim).float().sum(1).to(torch.bfloat16)
@@ -109,7 +118,8 @@ def moe_gfx950(quick: bool = False) -> Family:
                   _reference, _units, None,
                   ["AITER: its 1-stage a4w4 kernel (fmoe_g1u1 for fp4x2): gate/up, SwiGLU and down in one launch, "
                    "the down output accumulated into bf16 (no fmoe_2stages fp4 object ships for gfx950)",
-                   "ours: mxfp4_quantize + mxfp4_moe_gateup_a4w4 (MXFP4 intermediate fused) + mxfp4_moe_down_a4w4 "
-                   "(3 launches), then the top-k sum on the host side of the test",
+                   "ours: mxfp4_quantize + mxfp4_moe_layer_a4w4 (gate/up, SwiGLU, MXFP4 intermediate in LDS, down: "
+                   "2 launches; MOONMATH_MOE_THREE_LAUNCHES=1: gate/up + down ops, 3), then the top-k sum on the host "
+                   "side of the test",
                    "weights and activations quantised by AITER's per-1x32 rule; the reference is AITER's 2-stage "
                    "a4w4 semantics (GPU MODE's)"])

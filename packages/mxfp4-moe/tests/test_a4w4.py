@@ -86,12 +86,16 @@ def _inputs(rows, K, seed=0):
     return x
 
 
+@pytest.mark.parametrize("fp8", [False, True], ids=["mxfp4", "mxfp8"])
 @pytest.mark.parametrize("rows,K", [(1, 32), (7, 96), (37, 512)])
-def test_quant_kernel_bitwise(gfx950, rows, K):
+def test_quant_kernel_bitwise(gfx950, rows, K, fp8):
     x = _inputs(max(rows, 8), K)[:rows]
-    q, s = mm.mxfp4_quantize(x)
-    rq, rs = quant.quantize_reference(x)
+    op, ref = (mm.mxfp8_quantize, quant.mxfp8_quantize_reference) if fp8 else (mm.mxfp4_quantize,
+                                                                                quant.quantize_reference)
+    q, s = op(x)
+    rq, rs = ref(x)
     assert torch.equal(s, rs), f"{int((s != rs).sum())} scale bytes differ"
+    q, rq = q.view(torch.uint8), rq.view(torch.uint8)
     assert torch.equal(q, rq), f"{int((q != rq).sum())} code bytes differ"
 
 
@@ -129,6 +133,23 @@ def test_quant_kernel_gfx942_has_none(monkeypatch):
 
 
 # ------------------------------------------------------------------------------------------ the GEMMs
+def _decode_w(w, s):
+    lo, hi = (w & 0xF).long(), (w >> 4).long()
+    W = torch.stack((E2M1[lo], E2M1[hi]), -1).reshape(w.shape[0], -1)
+    return W * torch.pow(2.0, s.double() - 127).repeat_interleave(32, 1)
+
+
+def _dense_from(L, a, row_div):
+    """fp64 [nvt, nb]: slot s -> a[s // row_div] . W[expert(s)]^T, W decoded from L's stock layout."""
+    out = torch.empty(L.nvt, L.nb, dtype=torch.float64)
+    for e in range(L.E):
+        W = _decode_w(L.w[e], L.s[e])
+        slots = (L.ids.reshape(-1) == e).nonzero().reshape(-1)
+        if slots.numel():
+            out[slots] = a[slots // row_div] @ W.T
+    return out
+
+
 class Layer:
     """Random a4w4 problem: bf16 activations quantised by the rule, stock weights [E, Nb, K/2] + scales."""
 
@@ -154,15 +175,7 @@ class Layer:
         lo, hi = (aq & 0xF).long(), (aq >> 4).long()
         a = torch.stack((E2M1[lo], E2M1[hi]), -1).reshape(aq.shape[0], -1)
         a = a * torch.pow(2.0, as_.double() - 127).repeat_interleave(32, 1)
-        out = torch.empty(self.nvt, self.nb, dtype=torch.float64)
-        for e in range(self.E):
-            lo, hi = (self.w[e] & 0xF).long(), (self.w[e] >> 4).long()
-            W = torch.stack((E2M1[lo], E2M1[hi]), -1).reshape(self.nb, -1)
-            W = W * torch.pow(2.0, self.s[e].double() - 127).repeat_interleave(32, 1)
-            slots = (self.ids.reshape(-1) == e).nonzero().reshape(-1)
-            if slots.numel():
-                out[slots] = a[slots // div] @ W.T
-        return out
+        return _dense_from(self, a, div)
 
     def align(self, bm):
         return mm.moe_align_block_size(self.ids, bm, self.E)
@@ -315,8 +328,213 @@ def test_down_plan():
     assert a4w4.a4w4_down_plan(100, 7168, 32) == (2, 2)     # 28 * 100 // 1024 = 2 steps of 14 chunks
 
 
+# ------------------------------------------------------------------------------------------ the one-launch layer
+# mxfp4_moe_layer_a4w4: bit for bit the three-launch path, and within the a16w4 tolerance of a float64 layer
+# over the decoded operands (stock weights, never repacked).
+class MoeLayer(Layer):
+    """Layer (gate/up weights [E, 2I, K/2]) plus down weights [E, N, I/2] + scales."""
+
+    def __init__(self, T, top_k, E, K, inter, N, seed=0):
+        super().__init__(T, top_k, E, K, 2 * inter, seed)
+        g = torch.Generator().manual_seed(seed + 1000)
+        self.inter, self.N = inter, N
+        self.w2 = torch.randint(0, 256, (E, N, inter // 2), generator=g, dtype=torch.uint8)
+        self.s2 = torch.randint(118, 125, (E, N, inter // 32), generator=g, dtype=torch.uint8)
+        self.B2, self.Bs2 = mm.repack_mxfp4(self.w2), mm.repack_mxfp4_scales(self.s2)
+
+    def two_launches(self, bm, epilogue):
+        sid, eid, ntpp, nblk = self.align(bm)
+        hq = torch.zeros(self.nvt, self.inter // 2, dtype=torch.uint8)
+        hs = torch.zeros(self.nvt, self.inter // 32, dtype=torch.uint8)
+        mm.mxfp4_moe_gateup_a4w4(self.aq, self.as_, self.B, self.Bs, hq, None, sid, eid, ntpp, nblk, bm, self.nvt,
+                                 self.top_k, epilogue, C_scales=hs)
+        C = torch.zeros(self.nvt, self.N, dtype=torch.bfloat16)
+        mm.mxfp4_moe_down_a4w4(hq, hs, self.B2, self.Bs2, C, self.tw, sid, eid, ntpp, nblk, bm, self.nvt, 1,
+                               mul_routed_weight=True)
+        return C
+
+    def layer(self, bm, epilogue):
+        sid, eid, ntpp, nblk = self.align(bm)
+        C = torch.full((self.nvt, self.N), float("nan"), dtype=torch.bfloat16)
+        mm.mxfp4_moe_layer_a4w4(self.aq, self.as_, self.B, self.Bs, self.B2, self.Bs2, C, self.tw, sid, eid, ntpp,
+                                nblk, bm, self.nvt, self.top_k, epilogue)
+        return C
+
+    def fp64(self):
+        """The a4w4 semantics in float64: SwiGLU rounded to bf16 and quantised by the rule, then down x weight."""
+        acc = self.dense()
+        h = (acc[:, :self.inter] * torch.sigmoid(acc[:, :self.inter]) * acc[:, self.inter:]).to(torch.bfloat16)
+        h = quant.dequantize(*quant.quantize_reference(h)).double()
+        out = torch.empty(self.nvt, self.N, dtype=torch.float64)
+        for e in range(self.E):
+            slots = (self.ids.reshape(-1) == e).nonzero().reshape(-1)
+            if slots.numel():
+                out[slots] = h[slots] @ _decode_w(self.w2[e], self.s2[e]).T
+        return out * self.tw.reshape(-1, 1).double()
+
+
+@pytest.mark.parametrize("bm,inter", [(16, 256), (32, 512), (48, 256)])
+def test_layer_equals_two_launches(gfx950, bm, inter):
+    L = MoeLayer(T=9, top_k=3, E=4, K=256, inter=inter, N=384, seed=bm + inter)
+    want = L.two_launches(bm, mm.EPI_SILU)
+    got = L.layer(bm, mm.EPI_SILU)
+    assert torch.equal(got, want), f"{int((got != want).sum())} of {got.numel()} outputs differ"
+    assert _rel(got, L.fp64()) < 1e-2
+
+
+def test_layer_nan_scale_gives_canonical_nan(gfx950):
+    """A NaN scale byte (0xFF) of one down-weight column of one expert: that column of its slots' rows is NaN,
+    written as bf16 0x7FFF by the layer exactly as by the two launches (v_cvt_pk_bf16_f32 alone would keep a
+    payload), every other output finite."""
+    L = MoeLayer(T=6, top_k=2, E=3, K=256, inter=256, N=128, seed=21)
+    e = int(L.ids[0, 0])
+    L.Bs2[e, 0, 5] = 0xFF
+    want = L.two_launches(16, mm.EPI_SILU)
+    got = L.layer(16, mm.EPI_SILU)
+    hit = (L.ids.reshape(-1) == e)
+    nan = torch.isnan(got.float())
+    assert nan[hit, 5].all() and nan.sum() == hit.sum()
+    assert torch.equal(got.view(torch.int16), want.view(torch.int16))
+    assert (got[hit, 5].view(torch.int16) == 0x7FFF).all()
+
+
+def test_layer_situ_equals_two_launches(gfx950):
+    L = MoeLayer(T=6, top_k=2, E=3, K=384, inter=256, N=256, seed=5)
+    assert torch.equal(L.layer(16, mm.EPI_SITU), L.two_launches(16, mm.EPI_SITU))
+
+
+def test_layer_reference_backend():
+    L = MoeLayer(T=5, top_k=2, E=3, K=256, inter=256, N=128, seed=9)
+    with use_backend("reference"):
+        got = L.layer(16, mm.EPI_SILU)
+    assert _rel(got, L.fp64()) < 1e-2
+
+
+def test_layer_rejections():
+    L = MoeLayer(T=4, top_k=1, E=2, K=256, inter=384, N=128, seed=3)
+    sid, eid, ntpp, nblk = L.align(16)
+    C = torch.zeros(L.nvt, L.N, dtype=torch.bfloat16)
+    args = (C, None, sid, eid, ntpp, nblk, 16, L.nvt, 1)
+    with pytest.raises(ValueError, match="I in"):
+        mm.mxfp4_moe_layer_a4w4(L.aq, L.as_, L.B, L.Bs, L.B2, L.Bs2, *args, mul_routed_weight=False)
+    M = MoeLayer(T=4, top_k=1, E=2, K=256, inter=256, N=128, seed=3)
+    with pytest.raises(ValueError, match="B2"):
+        mm.mxfp4_moe_layer_a4w4(M.aq, M.as_, M.B, M.Bs, M.B2[:, :4], M.Bs2, *args, mul_routed_weight=False)
+    with pytest.raises(ValueError, match="epilogue"):
+        mm.mxfp4_moe_layer_a4w4(M.aq, M.as_, M.B, M.Bs, M.B2, M.Bs2, *args, mm.EPI_NONE, mul_routed_weight=False)
+    off = torch.zeros(L.nvt * L.N + 1, dtype=torch.bfloat16)[1:].view(L.nvt, L.N)  # 2 bytes past an 8-byte boundary
+    with pytest.raises(ValueError, match="8-byte"):
+        mm.mxfp4_moe_layer_a4w4(M.aq, M.as_, M.B, M.Bs, M.B2, M.Bs2, off, None, sid, eid, ntpp, nblk, 16, L.nvt, 1,
+                                mul_routed_weight=False)
+
+
+# ------------------------------------------------------------------------------------------ a8w4 (MXFP8 activations)
+E4M3_MAX = 448.0
+
+
+def test_mxfp8_rule_hand_cases():
+    """The MXFP8 reference against values worked by hand from the rule (scale = P / 256)."""
+    x = torch.zeros(3, 32, dtype=torch.bfloat16)
+    x[0, :4] = torch.tensor([7.0, 1.0, -0.5, 3.0])   # amax 7: bit 22 set -> P = 8 -> 8 / 256 = 2^-5 -> byte 122
+    x[1, :2] = torch.tensor([1.4921875, 0.001])      # bit 22 clear -> P = 1 -> 2^-8 -> byte 119
+    # row 2: all zero -> amax = 1e-10 -> P = 2^-33 -> 2^-41 -> byte 86; codes 0
+    q, s = quant.mxfp8_quantize_reference(x)
+    assert s[:, 0].tolist() == [122, 119, 86]
+    assert q[0, :4].float().tolist() == [224.0, 32.0, -16.0, 96.0]   # x * 2^5, exact in e4m3
+    # 1.4921875 * 256 = 382 -> e4m3 neighbours 352, 384 -> 384; 0.001 * 256 = 0.256 -> 0.25 (e4m3 normal 2^-2)
+    assert q[1, :2].float().tolist() == [384.0, 0.25]
+    assert torch.equal(q[2].view(torch.uint8), torch.zeros(32, dtype=torch.uint8))
+    d = quant.dequantize_mxfp8(q, s)
+    assert d[0, :4].tolist() == [7.0, 1.0, -0.5, 3.0]
+
+
+def test_mxfp8_rule_never_saturates():
+    g = torch.Generator().manual_seed(4)
+    x = (torch.randn(64, 256, generator=g) * torch.exp2(torch.randint(-20, 20, (64, 1), generator=g).float()))
+    q, s = quant.mxfp8_quantize_reference(x.to(torch.bfloat16))
+    assert float(q.float().abs().max()) < 384 + 1e-6
+    assert not torch.isnan(q.float()).any()
+
+
+def test_mxfp8_reference_backend_and_rejections():
+    x = _inputs(8, 128, seed=2)
+    with use_backend("reference"):
+        q, s = mm.mxfp8_quantize(x)
+    rq, rs = quant.mxfp8_quantize_reference(x)
+    assert torch.equal(q.view(torch.uint8), rq.view(torch.uint8)) and torch.equal(s, rs)
+    with pytest.raises(TypeError, match="out_codes"):
+        mm.mxfp8_quantize(x, out_codes=torch.zeros(8, 128, dtype=torch.uint8))
+
+
+def _a8(L):
+    """MXFP8 activations of L.x and their exact decoding."""
+    q, s = quant.mxfp8_quantize_reference(L.x)
+    return q, s, quant.dequantize_mxfp8(q, s).double()
+
+
+@pytest.mark.parametrize("bm,nt", [(16, 1), (32, 2), (48, 1)])
+def test_a8w4_none_vs_dense(gfx950, bm, nt):
+    """fp8 x fp4 on the scaled MFMA == the float64 product of the decoded operands (stock weights)."""
+    L = Layer(T=12, top_k=3, E=5, K=384, nb=256, seed=bm + 1)
+    q, s, a = _a8(L)
+    sid, eid, ntpp, nblk = L.align(bm)
+    C = torch.full((L.nvt, L.nb), float("nan"), dtype=torch.bfloat16)
+    a4w4.launch_a4w4(q, s, L.B, L.Bs, C, None, None, sid, eid, ntpp, nblk, bm, L.nvt, L.top_k, mm.EPI_NONE, False,
+                     nt=nt)
+    ref = _dense_from(L, a, L.top_k)
+    # the products are exact in fp32 per 32 k; what is left is fp32 accumulation and the bf16 output rounding
+    assert _rel(C, ref) < 4e-3
+
+
+@pytest.mark.parametrize("bm", [16, 48])
+def test_a8w4_silu_and_down(gfx950, bm):
+    """Gate/up with SwiGLU and the routed weight, then the MXFP8 intermediate through the down op."""
+    L = Layer(T=10, top_k=2, E=4, K=256, nb=2 * 128, seed=31)
+    q, s, a = _a8(L)
+    sid, eid, ntpp, nblk = L.align(bm)
+    C = torch.zeros(L.nvt, 128, dtype=torch.bfloat16)
+    mm.mxfp4_moe_gateup_a8w4(q, s, L.B, L.Bs, C, L.tw, sid, eid, ntpp, nblk, bm, L.nvt, L.top_k, mm.EPI_SILU,
+                             mul_routed_weight=True)
+    acc = _dense_from(L, a, L.top_k)
+    ref = _silu(acc[:, :128], acc[:, 128:]) * L.tw.reshape(-1, 1).double()
+    assert _rel(C, ref) < 1e-2
+    D = Layer(T=10, top_k=2, E=4, K=128, nb=256, seed=37)  # down weights over K = 128 (the intermediate)
+    D.ids = L.ids
+    hq, hs = mm.mxfp8_quantize(C)
+    out = torch.zeros(L.nvt, 256, dtype=torch.bfloat16)
+    mm.mxfp4_moe_down_a8w4(hq, hs, D.B, D.Bs, out, L.tw, sid, eid, ntpp, nblk, bm, L.nvt, 1, mul_routed_weight=True)
+    ref2 = _dense_from(D, quant.dequantize_mxfp8(hq, hs).double(), 1) * L.tw.reshape(-1, 1).double()
+    assert _rel(out, ref2) < 1e-2
+
+
+def test_a8w4_reference_backend_equals_kernel_semantics():
+    L = Layer(T=6, top_k=2, E=3, K=256, nb=2 * 128, seed=41)
+    q, s, a = _a8(L)
+    sid, eid, ntpp, nblk = L.align(16)
+    C = torch.zeros(L.nvt, 128, dtype=torch.bfloat16)
+    with use_backend("reference"):
+        mm.mxfp4_moe_gateup_a8w4(q, s, L.B, L.Bs, C, None, sid, eid, ntpp, nblk, 16, L.nvt, L.top_k, mm.EPI_SILU)
+    acc = _dense_from(L, a, L.top_k)
+    assert _rel(C, _silu(acc[:, :128], acc[:, 128:])) < 1e-2
+
+
+def test_a8w4_rejections():
+    L = Layer(T=4, top_k=1, E=2, K=256, nb=256, seed=23)
+    q, s, _ = _a8(L)
+    sid, eid, ntpp, nblk = L.align(16)
+    C = torch.zeros(L.nvt, 128, dtype=torch.bfloat16)
+    args = (sid, eid, ntpp, nblk, 16, L.nvt, 1)
+    with pytest.raises(TypeError, match="A"):
+        mm.mxfp4_moe_gateup_a8w4(L.aq, L.as_, L.B, L.Bs, C, None, *args)   # MXFP4 codes are not MXFP8
+    with pytest.raises(ValueError, match="A_scales"):
+        mm.mxfp4_moe_gateup_a8w4(q, s[:, :4], L.B, L.Bs, C, None, *args)
+    with pytest.raises(ValueError, match="K"):
+        mm.mxfp4_moe_gateup_a8w4(q[:, :128], s[:, :4], L.B, L.Bs, C, None, *args)
+
+
 # ------------------------------------------------------------------------------------------ ISA budgets
 A4W4_VGPR_MAX = 160  # clang 22 today: 37 (bm16 nt1 none) .. 133 (bm48 nt2 gated, quantised output)
+LAYER_VGPR_MAX = 240  # the one-launch layer at I = 512 holds 8 gate/up tiles: 152 (bm16) .. 229 (bm48)
 
 
 def test_a4w4_code_object_budget():
@@ -335,15 +553,27 @@ def test_a4w4_code_object_budget():
             for epi in ("none", "silu", "situ")}
     want |= {f"mxfp4_moe_a4w4_bm{bm}_nt2_{epi}_q" for bm in (16, 32, 48) for epi in ("silu", "situ")}
     want |= {f"mxfp4_moe_a4w4_down_bm{bm}_nt{nt}" for bm in (16, 32, 48) for nt in (1, 2)}
+    want |= {f"mxfp4_moe_a4w4_layer_bm{bm}_i{i}_{epi}" for bm in (16, 32, 48) for i in a4w4.LAYER_INTERS
+             for epi in ("silu", "situ")}
+    want |= {f"mxfp4_moe_a8w4_bm{bm}_nt{nt}_{epi}" for bm in (16, 32, 48) for nt in (1, 2)
+             for epi in ("none", "silu", "situ")}
     assert set(co.kernels) == want
     for name, k in co.kernels.items():
         bm = int(re.search(r"_bm(\d+)_", name).group(1))
-        slabs = a4w4.DOWN_MAX_K // 128 if "_down_" in name else 2
         assert k.scratch == 0 and k.agpr == 0, name
+        if "_layer_" in name:
+            inter = int(re.search(r"_i(\d+)_", name).group(1))
+            assert k.vgpr <= LAYER_VGPR_MAX, f"{name}: {k.vgpr} VGPRs"
+            # stage-1 slab buffers + the intermediate (standard order codes, scale dwords) + its down operand
+            assert k.lds == 2 * bm * (64 + 4) + bm * (inter // 2 + inter // 8) + (inter // 128) * bm * (64 + 4), name
+            continue
         assert k.vgpr <= A4W4_VGPR_MAX, f"{name}: {k.vgpr} VGPRs"
-        assert k.lds == slabs * bm * (64 + 4), name
+        row = 128 if "_a8w4_" in name else 64
+        slabs = a4w4.DOWN_MAX_K // 128 if "_down_" in name else 2
+        assert k.lds == slabs * bm * (row + 4), name
     ops = Counter(text.split()[0] for kern, _, text in moonmath_emu.disassemble(raw))
     assert ops["v_mfma_scale_f32_16x16x128_f8f6f4"] > 0
     assert not any(op.startswith("v_mfma") and "scale" not in op for op in ops)
     q = CodeObject.parse(kernel.KERNELS.path("test", "gfx950", "mxfp4_quant").read_bytes())
-    assert q.kernels["mxfp4_quant_bf16"].lds == 0 and q.kernels["mxfp4_quant_bf16"].scratch == 0
+    for name in ("mxfp4_quant_bf16", "mxfp8_quant_bf16"):
+        assert q.kernels[name].lds == 0 and q.kernels[name].scratch == 0, name

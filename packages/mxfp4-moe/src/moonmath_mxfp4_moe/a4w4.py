@@ -59,6 +59,55 @@ def mxfp4_moe_gateup_a4w4(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tens
         mul_routed_weight: bool; multiply each slot's row by its topk_weights entry.
         situ_beta, situ_linear_beta: b and L of EPI_SITU's (b tanh(g/b) sigmoid(g)) * (L tanh(u/L)); finite, > 0.
     """
+    _gateup(False, A, A_scales, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
+            num_m_blocks, block_m, num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta,
+            C_scales)
+
+
+def mxfp4_moe_gateup_a8w4(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.Tensor,
+                          topk_weights: torch.Tensor | None, sorted_token_ids: torch.Tensor, expert_ids: torch.Tensor,
+                          num_tokens_post_padded: torch.Tensor, num_m_blocks: int, block_m: int,
+                          num_valid_tokens: int, top_k: int, epilogue: int = EPI_SILU, mul_routed_weight: bool = False,
+                          situ_beta: float = 1.0, situ_linear_beta: float = 1.0) -> None:
+    """Grouped a8w4 GEMM of the gate/up projection (gfx950): MXFP8 activations (e4m3 codes + E8M0 scales per 32 k,
+    mxfp8_quantize) x the repacked MXFP4 weights on the scaled MFMA (fp8 x fp4), optional fused SwiGLU / SituGLU;
+    writes bf16 C in place.
+
+    Args:
+        A: MXFP8 codes float8_e4m3fn ``[T, K]`` (contiguous k, any row stride), row of slot s = s // top_k; K a
+            positive multiple of 128.
+        A_scales: E8M0 uint8 ``[T, K/32]``, contiguous (mxfp8_quantize writes both).
+        B, Bs, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks, block_m,
+            num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta: as
+            mxfp4_moe_gateup_a4w4.
+        C: bf16 ``[rows, N]`` contiguous output, row = slot (rows >= num_valid_tokens).
+    """
+    _gateup(True, A, A_scales, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
+            num_m_blocks, block_m, num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta,
+            None)
+
+
+def mxfp4_moe_down_a8w4(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, C: torch.Tensor,
+                        topk_weights: torch.Tensor | None, sorted_token_ids: torch.Tensor, expert_ids: torch.Tensor,
+                        num_tokens_post_padded: torch.Tensor, num_m_blocks: int, block_m: int,
+                        num_valid_tokens: int, top_k: int = 1, mul_routed_weight: bool = False) -> None:
+    """Grouped a8w4 GEMM of the down projection (gfx950): C bf16 ``[rows, N]`` = w(slot) * A[slot // top_k] . W^T,
+    A the MXFP8 intermediate (e.g. mxfp8_quantize of the gate/up output), any K % 128 == 0; block_m 16, 32 or 48.
+
+    Args:
+        A: MXFP8 codes float8_e4m3fn ``[rows, K]`` (contiguous k, any row stride); K % 128 == 0.
+        A_scales: E8M0 uint8 ``[rows, K/32]``, contiguous.
+        B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks, block_m,
+            num_valid_tokens, top_k, mul_routed_weight: as mxfp4_moe_down_a4w4.
+    """
+    mxfp4_moe_gateup_a8w4(A, A_scales, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
+                          num_m_blocks, block_m, num_valid_tokens, top_k, EPI_NONE, mul_routed_weight)
+
+
+def _gateup(fp8, A, A_scales, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
+            num_m_blocks, block_m, num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta,
+            C_scales) -> None:
+    """Checks and dispatch of the a4w4 (fp8 False) and a8w4 (fp8 True) GEMMs."""
     checks.integer("epilogue", epilogue)
     checks.choice("epilogue", epilogue, (EPI_NONE, EPI_SITU, EPI_SILU))
     situ_beta = checks.real("situ_beta", situ_beta, positive=True, fp32=True)
@@ -66,9 +115,11 @@ def mxfp4_moe_gateup_a4w4(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tens
     qout = C_scales is not None
     E, K, ncols = _common(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
                           num_m_blocks, block_m, A4W4_BLOCK_MS, num_valid_tokens, top_k, mul_routed_weight,
-                          a_codes=True, c_codes=qout)
+                          a_codes=not fp8, c_codes=qout, a_fp8=fp8)
     if K % SLAB_K or K == 0:
-        raise ValueError(f"K (2 * A.shape[1]) must be a positive multiple of 128 for the a4w4 GEMMs; got {K}")
+        what = "A.shape[1]" if fp8 else "2 * A.shape[1]"
+        raise ValueError(f"K ({what}) must be a positive multiple of 128 for the {'a8w4' if fp8 else 'a4w4'} GEMMs; "
+                         f"got {K}")
     _check_scales("A_scales", A_scales, A.shape[0], K)
     gated = epilogue in (EPI_SITU, EPI_SILU)
     n_out = ncols // 2 if gated else ncols
@@ -136,7 +187,7 @@ def _a4w4_op(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tensor, Bs: torch
     if get_backend() == "reference":
         _reference(A, A_scales, B, Bs, C, C_scales, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks,
                    block_m, num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta)
-    elif epilogue == EPI_NONE and C_scales is None and 2 * A.shape[1] <= DOWN_MAX_K:
+    elif epilogue == EPI_NONE and C_scales is None and A.dtype == torch.uint8 and 2 * A.shape[1] <= DOWN_MAX_K:
         launch_a4w4_down(A, A_scales, B, Bs, C, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m,
                          num_valid_tokens, top_k, mul_routed_weight)
     else:
@@ -153,7 +204,8 @@ def _(A, A_scales, B, Bs, C, C_scales, topk_weights, sorted_ids, expert_ids, ntp
 def _reference(A, A_scales, B, Bs, C, C_scales, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m,
                num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta) -> None:
     """The reference backend: A decoded exactly, the a16w4 reference GEMM, then (MXFP4 output) the rule."""
-    Af = quant.dequantize(A, A_scales[:A.shape[0]])
+    decode = quant.dequantize_mxfp8 if A.dtype == torch.float8_e4m3fn else quant.dequantize
+    Af = decode(A, A_scales[:A.shape[0]])
     if C_scales is None:
         reference.grouped_gemm(Af, B, Bs, C, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m,
                                num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta)
@@ -167,6 +219,23 @@ def _reference(A, A_scales, B, Bs, C, C_scales, topk_weights, sorted_ids, expert
         q, s = quant.quantize_reference(tmp[rows])
         C[rows] = q
         C_scales[rows] = s
+
+
+def _a_operand(A: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """(A, row stride in bytes) as the kernels read it (one-byte elements): 16-byte aligned rows (else a
+    contiguous copy)."""
+    T, row_bytes = A.shape
+    a_stride = A.stride(0) if T > 1 else row_bytes
+    if A.data_ptr() % 16 or (T > 1 and a_stride % 16):
+        return A.clone(memory_format=torch.contiguous_format), row_bytes
+    return A, a_stride
+
+
+def _check_reach(op: str, sizes: dict[str, int]) -> None:
+    for name, nbytes in sizes.items():
+        if nbytes > _BUFFER_LIMIT:
+            raise ValueError(f"{op}: {name} spans {nbytes} bytes; the kernels address each buffer with 32-bit byte "
+                             f"offsets, at most 4 GiB - 1 bytes (split the call)")
 
 
 def a4w4_nt(block_m: int, n_out: int, quantised_out: bool) -> int:
@@ -187,8 +256,9 @@ def launch_a4w4(A, A_scales, B, Bs, C, C_scales, topk_weights, sorted_ids, exper
     from .kernel import KERNELS, _check_b, _topk, _weight_reach
 
     E, G, nb, _ = B.shape
-    T, half = A.shape
-    K = 2 * half
+    T, row_bytes = A.shape
+    fp8 = A.dtype == torch.float8_e4m3fn
+    K = row_bytes if fp8 else 2 * row_bytes
     qout = C_scales is not None
     n_out = nb // 2 if epilogue in (EPI_SITU, EPI_SILU) else nb
     if nt is None:
@@ -197,18 +267,12 @@ def launch_a4w4(A, A_scales, B, Bs, C, C_scales, topk_weights, sorted_ids, exper
         raise ValueError(f"{op}: nt must be {'2' if qout else '1 or 2'}; got {nt}")
     if num_m_blocks == 0 or num_valid_tokens == 0:
         return None
-    a_stride = A.stride(0) if T > 1 else half
-    if A.data_ptr() % 16 or (T > 1 and a_stride % 16):
-        A = A.clone(memory_format=torch.contiguous_format)
-        a_stride = half
-    sizes = {"A": (T - 1) * a_stride + half, "A_scales": A_scales.numel(), "B_per_expert": _weight_reach(K, nb),
+    A, a_stride = _a_operand(A)
+    sizes = {"A": (T - 1) * a_stride + row_bytes, "A_scales": A_scales.numel(), "B_per_expert": _weight_reach(K, nb),
              "C": num_valid_tokens * n_out * (1 if qout else 2)}
-    for name, nbytes in sizes.items():
-        if nbytes > _BUFFER_LIMIT:
-            raise ValueError(f"{op}: {name} spans {nbytes} bytes; the kernels address each buffer with 32-bit byte "
-                             f"offsets, at most 4 GiB - 1 bytes (split the call)")
+    _check_reach(op, sizes)
     _check_b(op, B)
-    name = f"mxfp4_moe_a4w4_bm{block_m}_nt{nt}_{EPI_NAMES[epilogue]}{'_q' if qout else ''}"
+    name = f"mxfp4_moe_{'a8w4' if fp8 else 'a4w4'}_bm{block_m}_nt{nt}_{EPI_NAMES[epilogue]}{'_q' if qout else ''}"
     grid = (-(-n_out // (COLS_PER_NT * nt)), num_m_blocks, 1)
     args = [A, A_scales, B, Bs, C, C_scales, _topk(topk_weights, mul_routed_weight), sorted_ids, expert_ids, ntpp,
             sorted_ids.numel(), num_valid_tokens, T, top_k, K, nb, E, int(bool(mul_routed_weight)), float(situ_beta),
@@ -245,16 +309,10 @@ def launch_a4w4_down(A, A_scales, B, Bs, C, topk_weights, sorted_ids, expert_ids
         raise ValueError(f"{op}: nt must be 1 or 2 and n_steps >= 1; got nt={nt}, n_steps={n_steps}")
     if num_m_blocks == 0 or num_valid_tokens == 0:
         return None
-    a_stride = A.stride(0) if T > 1 else half
-    if A.data_ptr() % 16 or (T > 1 and a_stride % 16):
-        A = A.clone(memory_format=torch.contiguous_format)
-        a_stride = half
+    A, a_stride = _a_operand(A)
     sizes = {"A": (T - 1) * a_stride + half, "A_scales": A_scales.numel(), "B_per_expert": _weight_reach(K, N),
              "C": num_valid_tokens * N * 2}
-    for name, nbytes in sizes.items():
-        if nbytes > _BUFFER_LIMIT:
-            raise ValueError(f"{op}: {name} spans {nbytes} bytes; the kernels address each buffer with 32-bit byte "
-                             f"offsets, at most 4 GiB - 1 bytes (split the call)")
+    _check_reach(op, sizes)
     _check_b(op, B)
     chunks = -(-N // (COLS_PER_NT * nt))
     grid = (-(-chunks // n_steps), num_m_blocks, 1)
@@ -262,3 +320,117 @@ def launch_a4w4_down(A, A_scales, B, Bs, C, topk_weights, sorted_ids, expert_ids
             sorted_ids.numel(), num_valid_tokens, T, top_k, K, N, E, int(bool(mul_routed_weight)), n_steps, a_stride]
     return KERNELS.launch(op, target_arch(), "mxfp4_moe_a4w4", f"mxfp4_moe_a4w4_down_bm{block_m}_nt{nt}", grid,
                           THREADS, args)
+
+
+LAYER_INTERS = (256, 512)  # intermediate sizes of the one-launch layer kernel (the whole I per workgroup)
+
+
+def mxfp4_moe_layer_a4w4(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor,
+                         B2: torch.Tensor, Bs2: torch.Tensor, C: torch.Tensor, topk_weights: torch.Tensor | None,
+                         sorted_token_ids: torch.Tensor, expert_ids: torch.Tensor,
+                         num_tokens_post_padded: torch.Tensor, num_m_blocks: int, block_m: int,
+                         num_valid_tokens: int, top_k: int, epilogue: int = EPI_SILU, mul_routed_weight: bool = True,
+                         situ_beta: float = 1.0, situ_linear_beta: float = 1.0) -> None:
+    """The a4w4 MoE layer of every routed slot in one launch (gfx950): gate/up, the gated epilogue quantised to
+    MXFP4, the down projection times the routed weight; writes C in place. Bit-equal to mxfp4_moe_gateup_a4w4
+    (with C_scales) followed by mxfp4_moe_down_a4w4 (top_k = 1) on the same inputs; the MXFP4 intermediate stays
+    in LDS. Served intermediate sizes: I in LAYER_INTERS (256, 512); others use the two ops.
+
+    Args:
+        A: MXFP4 codes uint8 ``[T, K/2]`` of the activations (mxfp4_quantize), row of slot s = s // top_k; K a
+            positive multiple of 128.
+        A_scales: E8M0 uint8 ``[T, K/32]``, contiguous.
+        B: repacked gate/up weights uint8 ``[E, K/32, 2I, 16]`` (gate columns [0, I), up [I, 2I)).
+        Bs: their repacked E8M0 scales uint8 ``[E, K/32, 2I]``.
+        B2: repacked down weights uint8 ``[E, I/32, N, 16]``.
+        Bs2: their repacked E8M0 scales uint8 ``[E, I/32, N]``.
+        C: bf16 ``[rows, N]`` contiguous output, row = slot (rows >= num_valid_tokens), N % 4 == 0, 8-byte aligned;
+            must not overlap the inputs.
+        topk_weights: fp32 or bf16, contiguous, >= num_valid_tokens elements (flat index = slot); required when
+            mul_routed_weight. Applied after the down projection (stage 2), as AITER's a4w4 path does.
+        sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks: from moe_align_block_size (or vLLM's /
+            SGLang's aligner), as mxfp4_moe_gateup.
+        block_m: 16, 32 or 48.
+        num_valid_tokens: slots s < it are live.
+        top_k: slots per token (the row of A read for slot s is s // top_k).
+        epilogue: EPI_SILU (SwiGLU, default) or EPI_SITU (SituGLU).
+        mul_routed_weight: bool; multiply each slot's output row by its topk_weights entry (default True).
+        situ_beta, situ_linear_beta: b and L of EPI_SITU; finite, > 0.
+    """
+    checks.integer("epilogue", epilogue)
+    checks.choice("epilogue", epilogue, (EPI_SITU, EPI_SILU))
+    situ_beta = checks.real("situ_beta", situ_beta, positive=True, fp32=True)
+    situ_linear_beta = checks.real("situ_linear_beta", situ_linear_beta, positive=True, fp32=True)
+    E, K, ncols = _common(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
+                          num_m_blocks, block_m, A4W4_BLOCK_MS, num_valid_tokens, top_k, mul_routed_weight,
+                          a_codes=True)
+    if K % SLAB_K or K == 0:
+        raise ValueError(f"K (2 * A.shape[1]) must be a positive multiple of 128 for the a4w4 GEMMs; got {K}")
+    _check_scales("A_scales", A_scales, A.shape[0], K)
+    inter = ncols // 2
+    if ncols % 2 or inter not in LAYER_INTERS:
+        raise ValueError(f"B must have 2I columns (gate then up) with I in {LAYER_INTERS} for the one-launch layer; "
+                         f"got {ncols} (use mxfp4_moe_gateup_a4w4 + mxfp4_moe_down_a4w4)")
+    checks.tensor("B2", B2, dtype=torch.uint8, ndim=4, contiguous=True)
+    n = C.shape[1]
+    if n % 4 or C.data_ptr() % 8:
+        raise ValueError(f"C must have N % 4 == 0 columns and start on an 8-byte boundary (the layer stores 4 bf16 "
+                         f"at a time); got N = {n}, address mod 8 = {C.data_ptr() % 8}")
+    checks.tensor("B2", B2, shape=[E, inter // 32, n, 16])
+    checks.tensor("Bs2", Bs2, dtype=torch.uint8, shape=[E, inter // 32, n], contiguous=True)
+    checks.same_device(A=A, A_scales=A_scales, B2=B2, Bs2=Bs2, C=C)
+    checks.no_overlap("C", C, A=A, A_scales=A_scales, B=B, Bs=Bs, B2=B2, Bs2=Bs2, topk_weights=topk_weights,
+                      sorted_token_ids=sorted_token_ids, expert_ids=expert_ids,
+                      num_tokens_post_padded=num_tokens_post_padded)
+    _layer_op(A, A_scales, B, Bs, B2, Bs2, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
+              num_m_blocks, block_m, num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta)
+
+
+@torch.library.custom_op("moonmath::mxfp4_moe_layer_a4w4", mutates_args=("C",))
+def _layer_op(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, B2: torch.Tensor,
+              Bs2: torch.Tensor, C: torch.Tensor, topk_weights: torch.Tensor | None, sorted_ids: torch.Tensor,
+              expert_ids: torch.Tensor, ntpp: torch.Tensor, num_m_blocks: int, block_m: int, num_valid_tokens: int,
+              top_k: int, epilogue: int, mul_routed_weight: bool, situ_beta: float, situ_linear_beta: float) -> None:
+    if get_backend() == "reference":
+        inter = B.shape[2] // 2
+        hq = torch.zeros(num_valid_tokens, inter // 2, dtype=torch.uint8, device=C.device)
+        hs = torch.zeros(num_valid_tokens, inter // 32, dtype=torch.uint8, device=C.device)
+        _reference(A, A_scales, B, Bs, hq, hs, None, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m,
+                   num_valid_tokens, top_k, epilogue, False, situ_beta, situ_linear_beta)
+        _reference(hq, hs, B2, Bs2, C, None, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m,
+                   num_valid_tokens, 1, EPI_NONE, mul_routed_weight, situ_beta, situ_linear_beta)
+    else:
+        launch_a4w4_layer(A, A_scales, B, Bs, B2, Bs2, C, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks,
+                          block_m, num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta)
+
+
+@_layer_op.register_fake
+def _(A, A_scales, B, Bs, B2, Bs2, C, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m,
+      num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta) -> None:
+    return None
+
+
+def launch_a4w4_layer(A, A_scales, B, Bs, B2, Bs2, C, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks,
+                      block_m, num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta=1.0,
+                      situ_linear_beta=1.0, op: str = "moonmath_mxfp4_moe.mxfp4_moe_layer_a4w4") -> dict | None:
+    """Run mxfp4_moe_a4w4_layer_bm<BM>_i<I>_<epi>; returns the emulator's counters (emu) or None (hip)."""
+    from .kernel import KERNELS, _check_b, _topk, _weight_reach
+
+    E, G, ncols, _ = B.shape
+    inter, n = ncols // 2, B2.shape[2]
+    K = 2 * A.shape[1]
+    if num_m_blocks == 0 or num_valid_tokens == 0:
+        return None
+    T = A.shape[0]
+    A, a_stride = _a_operand(A)
+    _check_reach(op, {"A": (T - 1) * a_stride + K // 2, "A_scales": A_scales.numel(),
+                      "B_per_expert": _weight_reach(K, ncols), "B2_per_expert": _weight_reach(inter, n),
+                      "C": num_valid_tokens * n * 2})
+    _check_b(op, B)
+    _check_b(op, B2)
+    name = f"mxfp4_moe_a4w4_layer_bm{block_m}_i{inter}_{EPI_NAMES[epilogue]}"
+    args = [A, A_scales, B, Bs, B2, Bs2, C, _topk(topk_weights, mul_routed_weight), sorted_ids, expert_ids, ntpp,
+            sorted_ids.numel(), num_valid_tokens, T, top_k, K, n, E, int(bool(mul_routed_weight)), float(situ_beta),
+            float(situ_linear_beta), a_stride]
+    # I / 64 waves (4 gate + 4 up tiles each): 256 threads at I = 256, 512 at I = 512
+    return KERNELS.launch(op, target_arch(), "mxfp4_moe_a4w4", name, (1, num_m_blocks, 1), inter, args)

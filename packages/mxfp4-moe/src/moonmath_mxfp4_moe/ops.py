@@ -17,17 +17,18 @@ DOWN_KS = (384, 512, 768)
 
 def _common(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks,
             block_m, block_ms, num_valid_tokens, top_k, mul_routed_weight, sorted_name="sorted_token_ids",
-            ntpp_name="num_tokens_post_padded", a_codes=False, c_codes=False):
+            ntpp_name="num_tokens_post_padded", a_codes=False, c_codes=False, a_fp8=False):
     """Checks shared by gate/up and down; returns (E, K, Ncols of B). a_codes / c_codes: A / C hold MXFP4 codes
-    (uint8, two k per byte: K = 2 * A.shape[1]) instead of bf16 (the a4w4 ops)."""
+    (uint8, two k per byte: K = 2 * A.shape[1]) instead of bf16 (the a4w4 ops); a_fp8: A holds MXFP8 codes
+    (float8_e4m3fn, K = A.shape[1]; the a8w4 ops)."""
     key = _shape_key(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks,
                      block_m, block_ms, num_valid_tokens, top_k, mul_routed_weight, sorted_name, ntpp_name, a_codes,
-                     c_codes)
+                     c_codes, a_fp8)
     dims = _SHAPES_CHECKED.get(key) if key is not None else None
     if dims is None:
         dims = _shape_checks(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
                              num_m_blocks, block_m, block_ms, num_valid_tokens, top_k, mul_routed_weight, sorted_name,
-                             ntpp_name, a_codes, c_codes)
+                             ntpp_name, a_codes, c_codes, a_fp8)
         if key is not None:
             if len(_SHAPES_CHECKED) >= 1024:
                 _SHAPES_CHECKED.clear()
@@ -66,9 +67,10 @@ def _shape_key(*args) -> tuple | None:
 
 def _shape_checks(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded, num_m_blocks,
                   block_m, block_ms, num_valid_tokens, top_k, mul_routed_weight, sorted_name, ntpp_name,
-                  a_codes=False, c_codes=False):
+                  a_codes=False, c_codes=False, a_fp8=False):
     """The checks of _common that depend only on argument metadata; returns (E, K, Ncols of B)."""
-    checks.tensor("A", A, dtype=torch.uint8 if a_codes else torch.bfloat16, ndim=2, last_dim_contiguous=True)
+    a_dtype = torch.float8_e4m3fn if a_fp8 else torch.uint8 if a_codes else torch.bfloat16
+    checks.tensor("A", A, dtype=a_dtype, ndim=2, last_dim_contiguous=True)
     if B is not None and isinstance(B, torch.Tensor) and B.dim() == 3:
         raise ValueError(f"B must be the repacked weights [E, K/32, N, 16] (repack_mxfp4 output); got a 3-D tensor "
                          f"{list(B.shape)}, which looks like the stock layout [E, N, K/2]: pass repack_mxfp4(B)")

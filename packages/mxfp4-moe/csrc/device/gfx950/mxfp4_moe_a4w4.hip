@@ -45,9 +45,6 @@ namespace {
 enum : int { kEpiNone = 0, kEpiSitu = 1, kEpiSilu = 2 };
 constexpr bool gated(int epi) { return epi == kEpiSitu || epi == kEpiSilu; }
 
-typedef MfmaScaled16x16x128<MxFormat::E2M1, MxFormat::E2M1> Mx;
-constexpr int kA4RowBytes = 64;  // fp4 bytes of one A row in one slab (128 k)
-typedef XorLds<kA4RowBytes, 16, 4> A4Lds;
 constexpr int kDownMaxSlabs = 16;  // the resident-tile down kernel: K <= 2048 (48 x 1 KiB + scales <= 52 KiB)
 
 // Standard fp4x2 order (byte b: k 2b, 2b + 1) -> the repacked weights' order (byte j: k j, j + 4), one
@@ -60,37 +57,87 @@ MM_DEVICE uint32_t to_weight_order(uint32_t x) {
   return lo | (hi << 4);
 }
 
+// MXFP8 (e4m3) activations: 8 consecutive k (two dwords, one byte each) -> the weights' order of the same
+// 8 hardware positions (k 0, 4, 1, 5 | 2, 6, 3, 7): the scaled MFMA pairs fp8 byte p of a lane with fp4
+// nibble p of the weights, whose nibble p holds k p / 2 + 4 (p % 2) of each 8.
+MM_DEVICE u32x2 fp8_to_weight_order(uint32_t k0123, uint32_t k4567) {
+  return u32x2{perm(k4567, k0123, 0x05010400u), perm(k4567, k0123, 0x07030602u)};
+}
+
+// The activation operand by format: its scaled MFMA (fp4 weights as A), the bytes of one A row in one slab
+// of 128 k, the slab's LDS layout (16-byte granule g of row r at slot g ^ (r % slots)), the staging
+// permutation of one 16-byte granule, and the lane's B operand read. fp4: one 16-byte run (k-block q);
+// fp8: two 16-byte runs, hardware k 16q..16q+15 and 64+16q.. (the ISA's fp8 operand layout, tile.hpp).
+template <MxFormat AF> struct Act;
+template <> struct Act<MxFormat::E2M1> {
+  typedef MfmaScaled16x16x128<MxFormat::E2M1, MxFormat::E2M1> Mx;
+  static constexpr int kRowBytes = 64;
+  typedef XorLds<kRowBytes, 16, 4> Lds;
+  MM_DEVICE static u32x4 to_lds(u32x4 c) {
+    return u32x4{to_weight_order(c.x), to_weight_order(c.y), to_weight_order(c.z), to_weight_order(c.w)};
+  }
+  MM_DEVICE static FragB<Mx> read(const uint8_t* codes, uint32_t row, uint32_t q) {
+    FragB<Mx> a;
+    a.w = lds_read_b128(codes, Lds::offset(row, q * 16u));
+    return a;
+  }
+};
+template <> struct Act<MxFormat::E4M3> {
+  typedef MfmaScaled16x16x128<MxFormat::E2M1, MxFormat::E4M3> Mx;
+  static constexpr int kRowBytes = 128;
+  typedef XorLds<kRowBytes, 16, 8> Lds;
+  MM_DEVICE static u32x4 to_lds(u32x4 c) {
+    const u32x2 lo = fp8_to_weight_order(c.x, c.y), hi = fp8_to_weight_order(c.z, c.w);
+    return u32x4{lo.x, lo.y, hi.x, hi.y};
+  }
+  MM_DEVICE static FragB<Mx> read(const uint8_t* codes, uint32_t row, uint32_t q) {
+    const u32x4 p0 = lds_read_b128(codes, Lds::offset(row, q * 16u));
+    const u32x4 p1 = lds_read_b128(codes, Lds::offset(row, 64u + q * 16u));
+    FragB<Mx> a;
+    a.w = __builtin_shufflevector(p0, p1, 0, 1, 2, 3, 4, 5, 6, 7);
+    return a;
+  }
+};
+template <MxFormat AF> using MxOf = typename Act<AF>::Mx;
+constexpr MxFormat kFp4 = MxFormat::E2M1, kFp8 = MxFormat::E4M3;
+typedef MxOf<kFp4> Mx;  // the a4w4 product (resident down, the layer)
+constexpr int kA4RowBytes = Act<kFp4>::kRowBytes;
+typedef Act<kFp4>::Lds A4Lds;
+
 // One lane's weight granule and scale byte of slab `slab`: the slab's offset is uniform, so it rides in
 // soffset (SALU) and the per-lane offsets are computed once (w_off = 16 * granule index, s_off = index).
-// The scale stays a byte until the MFMA that uses it: widened at the load, its zero-extension would be
-// scheduled beside the current slab's MFMAs and make them wait for this (prefetch) load.
+// The scale is widened at the load (buffer_load_ubyte zero-extends; kept as a byte across the loop, each
+// use would pay a v_and 0xff).
 struct W4Slab {
   u32x4 nib;
-  uint8_t scale;
+  uint32_t scale;
 };
+// readfirstlane: the slab offset is uniform, but LLVM may carry it as a VGPR induction variable and then
+// wrap each load in a waterfall loop (it did in the resident down kernel: +15 % instructions).
 MM_DEVICE W4Slab load_weights(const ExpertWeights& ew, uint32_t w_off, uint32_t s_off, uint32_t slab) {
   W4Slab ws;
-  ws.nib = buffer_load_b128(ew.w, w_off, slab * 64u * ew.n);
-  ws.scale = buffer_load_u8(ew.s, s_off, slab * 4u * ew.n);
+  const uint32_t sn = __builtin_amdgcn_readfirstlane(slab * 4u * ew.n);
+  ws.nib = buffer_load_b128(ew.w, w_off, sn * 16u);
+  ws.scale = buffer_load_u8(ew.s, s_off, sn);
   return ws;
 }
 
 // acc[r][t] += W(tile t) x A(subtile r) over one slab: one scaled MFMA each; the activation operand and its
-// scale byte come from the slab's LDS (codes in A4Lds layout, scales as 4 bytes per row).
-template <int SUBS, int TILES>
-MM_DEVICE void slab_mma4(FragC<Mx> (&acc)[SUBS][TILES], const W4Slab (&ws)[TILES], const uint8_t* codes,
+// scale byte come from the slab's LDS (codes in Act<AF>::Lds layout, scales as 4 bytes per row).
+template <MxFormat AF, int SUBS, int TILES>
+MM_DEVICE void slab_mma4(FragC<MxOf<AF>> (&acc)[SUBS][TILES], const W4Slab (&ws)[TILES], const uint8_t* codes,
                          const uint8_t* scales) {
+  typedef MxOf<AF> M;
   const uint32_t j = lane_id() & 15u, q = lane_id() >> 4;
 #pragma unroll
   for (int r = 0; r < SUBS; ++r) {
-    FragB<Mx> a;
-    a.w = lds_read_b128(codes, A4Lds::offset(16u * r + j, q * 16u));
-    const Scales<Mx> sa{(uint32_t)scales[(16u * r + j) * 4u + q]};
+    const FragB<M> a = Act<AF>::read(codes, 16u * r + j, q);
+    const Scales<M> sa{(uint32_t)scales[(16u * r + j) * 4u + q]};
 #pragma unroll
     for (int t = 0; t < TILES; ++t) {
-      FragA<Mx> w;
+      FragA<M> w;
       w.w = ws[t].nib;
-      mma(acc[r][t], w, Scales<Mx>{(uint32_t)ws[t].scale}, a, sa, acc[r][t]);
+      mma(acc[r][t], w, Scales<M>{(uint32_t)ws[t].scale}, a, sa, acc[r][t]);
     }
   }
 }
@@ -102,33 +149,27 @@ MM_DEVICE float epilogue(float g, float u, float beta, float inv_beta, float lin
   else return g;
 }
 
-template <int BM, int NT, int EPI, bool QOUT>
-MM_DEVICE void a4w4(const uint8_t* A, const uint8_t* As, const uint8_t* W, const uint8_t* S, void* C, uint8_t* Cs,
-                    const float* topk_w, const int32_t* sorted_ids, const int32_t* expert_ids, const int32_t* ntpp,
-                    uint32_t num_sorted, uint32_t num_valid, uint32_t a_rows, uint32_t a_row_div, uint32_t K,
-                    uint32_t N, uint32_t num_experts, uint32_t mul_routed, float beta, float lin, uint32_t a_stride) {
-  static_assert(BM % 16 == 0 && BM <= 64, "block_m is 16, 32 or 48");
-  static_assert(!QOUT || (gated(EPI) && NT == 2), "quantised output: a gated epilogue over whole 32-column groups");
+// The main loop of the streaming kernel and of stage 1 of the fused layer: acc[r][t] over all of K for
+// block rows m0 .. m0 + BM, this wave's tiles (tile t: columns wave_col + 16 (t % NT) + lane % 16, gated:
+// tiles t >= NT the up columns nout + ...). lds / lds_scales: the two slab buffers. Ends behind a barrier.
+template <MxFormat AF, int BM, int NT, int EPI, int WAVES = kWaves>
+MM_DEVICE void a4w4_mainloop(FragC<MxOf<AF>> (&acc)[BM / 16][gated(EPI) ? 2 * NT : NT],
+                             uint8_t (*lds)[BM * Act<AF>::kRowBytes],
+                             uint32_t (*lds_scales)[BM], const uint8_t* A, const uint8_t* As, const ExpertWeights& ew,
+                             const int32_t* sorted_ids, uint32_t num_sorted, uint32_t num_valid, uint32_t m0,
+                             uint32_t a_rows, uint32_t a_row_div, uint32_t K, uint32_t nout, uint32_t wave_col,
+                             uint32_t a_stride) {
   constexpr int SUBS = BM / 16;
   constexpr int TILES = gated(EPI) ? 2 * NT : NT;
-  constexpr int GRANULES = BM * 4;  // 16-byte code granules of one slab of the A tile
-  static_assert(GRANULES <= kThreads, "one staging granule per thread");
-  MM_LDS __attribute__((aligned(16))) uint8_t lds[2][BM * kA4RowBytes];
-  MM_LDS __attribute__((aligned(16))) uint32_t lds_scales[2][BM];
-
-  const uint32_t m_block = block_id_y();
-  const uint32_t m0 = m_block * BM;
-  if (m0 >= (uint32_t)*ntpp) return;
-  const int32_t expert = expert_ids[m_block];
-  if (expert < 0 || (uint32_t)expert >= num_experts) return;
-
-  const uint32_t tid = thread_id_x(), lane = lane_id(), wave = wave_id();
-  const uint32_t nout = gated(EPI) ? N / 2u : N;
-  const uint32_t wave_col = block_id_x() * (kWaves * 16 * NT) + wave * (16 * NT);
+  constexpr int ROW_BYTES = Act<AF>::kRowBytes;  // of one slab
+  constexpr int G = ROW_BYTES / 16;               // 16-byte granules per row and slab
+  constexpr int GRANULES = BM * G;                // of one slab of the A tile
+  constexpr uint32_t SC0 = WAVES * kWaveSize / 2;  // the first scale-staging thread
+  static_assert(GRANULES <= WAVES * kWaveSize && BM <= (int)SC0, "one staging granule / scale dword per thread");
+  const uint32_t tid = thread_id_x(), lane = lane_id();
   const uint32_t kblocks = K / 32u;
   const uint32_t slabs = K / kSlabK;
-  const ExpertWeights ew = expert_weights(W, S, (uint32_t)expert, N, kblocks);
-  const buffer_rsrc abuf = make_buffer(A, (a_rows - 1u) * a_stride + K / 2u);
+  const buffer_rsrc abuf = make_buffer(A, (a_rows - 1u) * a_stride + K / (kSlabK / ROW_BYTES));
   const buffer_rsrc sbuf = make_buffer(As, a_rows * kblocks);
 
   uint32_t widx[TILES];
@@ -137,70 +178,144 @@ MM_DEVICE void a4w4(const uint8_t* A, const uint8_t* As, const uint8_t* W, const
     const uint32_t c = wave_col + 16u * (t % NT) + (lane & 15u);
     widx[t] = weight_index(ew, (gated(EPI) && t >= NT) ? nout + c : c);
   }
-  const uint32_t last = slabs - 1u;  // prefetches past the last slab reload it (uniform clamp, in range)
 
-  // Staging roles: thread tid < GRANULES moves granule (row tid / 4, g = tid % 4) of each slab; thread
-  // 256 + r (r < BM) moves row r's 4 scale bytes (one dword: K % 128 == 0 keeps it aligned).
+  // Staging roles: thread tid < GRANULES moves granule (row tid / G, g = tid % G) of each slab; thread
+  // SC0 + r (r < BM) moves row r's 4 scale bytes (one dword: K % 128 == 0 keeps it aligned). Waves without
+  // a staging lane skip the loads and writes on a scalar branch (wave_id is uniform).
+  const uint32_t wave = wave_id();
+  const bool wave_codes = wave * kWaveSize < (uint32_t)GRANULES, wave_scales = wave == SC0 / kWaveSize;
   const bool st_code = tid < (uint32_t)GRANULES;
-  const uint32_t st_row = tid >> 2, st_g = tid & 3u;
+  const uint32_t st_row = tid / G, st_g = tid % G;
   const RowInfo st_ri = row_info(sorted_ids, num_sorted, m0 + (st_code ? st_row : 0u), num_valid);
   const bool st_live = st_code && st_ri.live;
   const uint32_t st_off = st_live ? (st_ri.slot / a_row_div) * a_stride + st_g * 16u : kOOB;
-  const uint32_t sc_row = tid - 256u;
-  const bool st_scale = tid >= 256u && sc_row < (uint32_t)BM;
+  const uint32_t sc_row = tid - SC0;
+  const bool st_scale = tid >= SC0 && sc_row < (uint32_t)BM;
   const RowInfo sc_ri = row_info(sorted_ids, num_sorted, m0 + (st_scale ? sc_row : 0u), num_valid);
   const bool sc_live = st_scale && sc_ri.live;
   const uint32_t sc_off = sc_live ? (sc_ri.slot / a_row_div) * kblocks : kOOB;
 
-  auto load_codes = [&](uint32_t s) { return buffer_load_b128(abuf, st_live ? st_off + s * 64u : kOOB); };
-  auto load_scales = [&](uint32_t s) { return buffer_load_b32(sbuf, sc_live ? sc_off + s * 4u : kOOB); };
-  auto stage = [&](uint32_t buf, u32x4 codes, uint32_t scales) {
-    if (st_code) {
-      const u32x4 v = u32x4{to_weight_order(codes.x), to_weight_order(codes.y), to_weight_order(codes.z),
-                            to_weight_order(codes.w)};
-      lds_write_b128(lds[buf], A4Lds::offset(st_row, st_g * 16u), v);
-    }
-    if (st_scale) lds_scales[buf][sc_row] = scales;
+  struct Staged {
+    u32x4 codes;
+    uint32_t scales;
+  };
+  auto load_act = [&](uint32_t s) {
+    Staged a;
+    if (wave_codes) a.codes = buffer_load_b128(abuf, st_live ? st_off + s * ROW_BYTES : kOOB);
+    if (wave_scales) a.scales = buffer_load_b32(sbuf, sc_live ? sc_off + s * 4u : kOOB);
+    return a;
+  };
+  auto stage = [&](uint32_t buf, const Staged& a) {
+    if (wave_codes && st_code) lds_write_b128(lds[buf], Act<AF>::Lds::offset(st_row, st_g * 16u), Act<AF>::to_lds(a.codes));
+    if (wave_scales && st_scale) lds_scales[buf][sc_row] = a.scales;
   };
 
-  FragC<Mx> acc[SUBS][TILES];
 #pragma unroll
   for (int r = 0; r < SUBS; ++r)
 #pragma unroll
-    for (int t = 0; t < TILES; ++t) acc[r][t] = zeros<Mx>();
+    for (int t = 0; t < TILES; ++t) acc[r][t] = zeros<MxOf<AF>>();
 
   W4Slab wa[TILES], wb[TILES];
   {
-    const u32x4 c0 = load_codes(0);
-    const uint32_t s0 = load_scales(0);
+    const Staged a0 = load_act(0);
 #pragma unroll
     for (int t = 0; t < TILES; ++t) wa[t] = load_weights(ew, 16u * widx[t], widx[t], 0);
-    stage(0, c0, s0);
+    stage(0, a0);
   }
   block_sync();
 
   // One slab: next slab's activation loads first, then its weights, this slab's MFMAs, stage the next
   // activations, barrier (as the a16w4 kernel; the loop is unrolled by two so the weight registers
   // alternate without copies).
-  const uint32_t j = lane & 15u, q = lane >> 4;
+  const uint32_t last = slabs - 1u;  // activation prefetches past the last slab reload it (uniform clamp)
   auto slab_step = [&](uint32_t s, const W4Slab(&cur)[TILES], W4Slab(&next)[TILES]) {
-    const uint32_t sn1 = s + 1u < slabs ? s + 1u : last;
-    const u32x4 cn = load_codes(sn1);
-    const uint32_t sn = load_scales(sn1);
+    const Staged a = load_act(s + 1u < slabs ? s + 1u : last);
     sched_barrier();
     if (s + 1u < slabs) {  // uniform: no weight prefetch past the last slab
 #pragma unroll
-      for (int t = 0; t < TILES; ++t) next[t] = load_weights(ew, 16u * widx[t], widx[t], sn1);
+      for (int t = 0; t < TILES; ++t) next[t] = load_weights(ew, 16u * widx[t], widx[t], s + 1u);
     }
-    slab_mma4<SUBS, TILES>(acc, cur, lds[s & 1], (const uint8_t*)lds_scales[s & 1]);
-    if (s + 1 < slabs) stage((s + 1) & 1, cn, sn);
+    slab_mma4<AF, SUBS, TILES>(acc, cur, lds[s & 1], (const uint8_t*)lds_scales[s & 1]);
+    if (s + 1 < slabs) stage((s + 1) & 1, a);
     block_sync();
   };
   for (uint32_t s = 0; s < slabs; s += 2) {
     slab_step(s, wa, wb);
     if (s + 1 < slabs) slab_step(s + 1, wb, wa);
   }
+}
 
+// Two f32 -> two bf16 (RTNE) by v_cvt_pk_bf16_f32, NaN made the canonical 0x7FFF first (the f32 NaN 0x7FFF0000
+// keeps its payload through the conversion): the bits of pack_bf16x2<Round::RTNE> in fewer VALU.
+MM_DEVICE uint32_t pack_bf16x2_hw(float lo, float hi) {
+  typedef float f32x2_t __attribute__((ext_vector_type(2)));
+  const float qnan = __builtin_bit_cast(float, 0x7FFF0000u);
+  lo = __builtin_isnan(lo) ? qnan : lo;
+  hi = __builtin_isnan(hi) ? qnan : hi;
+  return __builtin_bit_cast(uint32_t, __builtin_convertvector((f32x2_t{lo, hi}), bf16x2_t));
+}
+
+// The MXFP4 form of one 32-column group of a gated epilogue (AITER's semantics: the bf16-rounded output
+// quantised by mxfp4_quant.hpp's rule): group p of the wave is tiles 2p, 2p + 1; lane (q, j) holds columns
+// 4q..4q+3 of both tiles of block row 16r + j: amax over its 8 values, then across the 4 lane groups (two
+// exchanges: every lane must call this), the scale byte, 4 v_cvt_scalef32_pk_fp4_bf16.
+struct Fp4Quad {
+  uint32_t codes[2];  // per tile: 4 codes in 16 bits, standard order
+  uint32_t scale;     // E8M0 byte of the group
+};
+template <int EPI, class MX, int SUBS, int TILES>
+MM_DEVICE Fp4Quad quantise_group(const FragC<MX> (&acc)[SUBS][TILES], int r, int p, float w, float beta,
+                                 float inv_beta, float lin, float inv_lin) {
+  constexpr int NT = TILES / 2;
+  uint32_t h[2][2];  // bf16 pairs: tile, pair
+  float amax = kAmaxFloor;
+#pragma unroll
+  for (int t = 0; t < 2; ++t) {
+    const f32x4 g = acc[r][2 * p + t].v, up = acc[r][NT + 2 * p + t].v;
+    float v[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] = epilogue<EPI>(g[i], up[i], beta, inv_beta, lin, inv_lin) * w;
+    h[t][0] = pack_bf16x2_hw(v[0], v[1]);
+    h[t][1] = pack_bf16x2_hw(v[2], v[3]);
+    amax = amax_bf16x2(amax_bf16x2(amax, h[t][0]), h[t][1]);
+  }
+  amax = __builtin_fmaxf(amax, __builtin_bit_cast(float, swizzle_xor<16>(__builtin_bit_cast(uint32_t, amax))));
+  amax = __builtin_fmaxf(amax, xor_lane(amax, 32u));
+  Fp4Quad f;
+  f.scale = quant_scale_byte(amax);
+  const float sc = scale_operand(f.scale);
+#pragma unroll
+  for (int t = 0; t < 2; ++t) f.codes[t] = cvt_fp4x2<1>(cvt_fp4x2<0>(0u, h[t][0], sc), h[t][1], sc);
+  return f;
+}
+
+template <MxFormat AF, int BM, int NT, int EPI, bool QOUT>
+MM_DEVICE void a4w4(const uint8_t* A, const uint8_t* As, const uint8_t* W, const uint8_t* S, void* C, uint8_t* Cs,
+                    const float* topk_w, const int32_t* sorted_ids, const int32_t* expert_ids, const int32_t* ntpp,
+                    uint32_t num_sorted, uint32_t num_valid, uint32_t a_rows, uint32_t a_row_div, uint32_t K,
+                    uint32_t N, uint32_t num_experts, uint32_t mul_routed, float beta, float lin, uint32_t a_stride) {
+  static_assert(BM % 16 == 0 && BM <= 64, "block_m is 16, 32 or 48");
+  static_assert(!QOUT || (gated(EPI) && NT == 2), "quantised output: a gated epilogue over whole 32-column groups");
+  constexpr int SUBS = BM / 16;
+  constexpr int TILES = gated(EPI) ? 2 * NT : NT;
+  MM_LDS __attribute__((aligned(16))) uint8_t lds[2][BM * Act<AF>::kRowBytes];
+  MM_LDS __attribute__((aligned(16))) uint32_t lds_scales[2][BM];
+
+  const uint32_t m_block = block_id_y();
+  const uint32_t m0 = m_block * BM;
+  if (m0 >= (uint32_t)*ntpp) return;
+  const int32_t expert = expert_ids[m_block];
+  if (expert < 0 || (uint32_t)expert >= num_experts) return;
+
+  const uint32_t lane = lane_id(), wave = wave_id();
+  const uint32_t nout = gated(EPI) ? N / 2u : N;
+  const uint32_t wave_col = block_id_x() * (kWaves * 16 * NT) + wave * (16 * NT);
+  const ExpertWeights ew = expert_weights(W, S, (uint32_t)expert, N, K / 32u);
+  FragC<MxOf<AF>> acc[SUBS][TILES];
+  a4w4_mainloop<AF, BM, NT, EPI>(acc, lds, lds_scales, A, As, ew, sorted_ids, num_sorted, num_valid, m0, a_rows,
+                                 a_row_div, K, nout, wave_col, a_stride);
+
+  const uint32_t j = lane & 15u, q = lane >> 4;
   const float inv_beta = 1.0f / beta, inv_lin = 1.0f / lin;
   if constexpr (!QOUT) {
     // Lane (q, j) holds output columns 4q..4q+3 of block row 16r + j.
@@ -234,39 +349,92 @@ MM_DEVICE void a4w4(const uint8_t* A, const uint8_t* As, const uint8_t* W, const
     for (int r = 0; r < SUBS; ++r) {
       const RowInfo ri = row_info(sorted_ids, num_sorted, m0 + 16u * r + j, num_valid);
       const float w = (mul_routed && ri.live) ? topk_w[ri.slot] : 1.0f;
-      uint32_t h[2][2];  // bf16 pairs: tile, pair
-      float amax = kAmaxFloor;
-#pragma unroll
-      for (int t = 0; t < 2; ++t) {
-        const f32x4 g = acc[r][t].v, up = acc[r][2 + t].v;
-        float v[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) v[i] = epilogue<EPI>(g[i], up[i], beta, inv_beta, lin, inv_lin) * w;
-        h[t][0] = pack_bf16x2<Round::RTNE>(v[0], v[1]);
-        h[t][1] = pack_bf16x2<Round::RTNE>(v[2], v[3]);
-        amax = amax_bf16x2(amax_bf16x2(amax, h[t][0]), h[t][1]);
-      }
-      // Across the 4 lane groups holding row j (lanes j, j + 16, j + 32, j + 48); every lane takes part.
-      amax = __builtin_fmaxf(amax, __builtin_bit_cast(float, swizzle_xor<16>(__builtin_bit_cast(uint32_t, amax))));
-      amax = __builtin_fmaxf(amax, xor_lane(amax, 32u));
+      const Fp4Quad f = quantise_group<EPI>(acc, r, 0, w, beta, inv_beta, lin, inv_lin);
       if (!ri.live || !in_range) continue;
-      const uint32_t sbyte = quant_scale_byte(amax);
-      const float sc = scale_operand(sbyte);
       const uint32_t off = ri.slot * (nout / 2u) + wave_col / 2u + 2u * q;
 #pragma unroll
-      for (int t = 0; t < 2; ++t) {
-        const uint32_t b = cvt_fp4x2<1>(cvt_fp4x2<0>(0u, h[t][0], sc), h[t][1], sc);
-        buffer_store_u16((uint16_t)b, cbuf, off + 8u * t);
-      }
-      if (q == 0) buffer_store_u8((uint8_t)sbyte, csbuf, ri.slot * (nout / 32u) + wave_col / 32u);
+      for (int t = 0; t < 2; ++t) buffer_store_u16((uint16_t)f.codes[t], cbuf, off + 8u * t);
+      if (q == 0) buffer_store_u8((uint8_t)f.scale, csbuf, ri.slot * (nout / 32u) + wave_col / 32u);
     }
+  }
+}
+
+// The down projection of one block against its A tile resident in LDS (slab s: codes at codes + s * BM * 64
+// in A4Lds layout, scale bytes at scales + s * BM), column chunks [chunk0, chunk_end) of 128 * NT swept
+// without barriers, weights one slab ahead. Each output's chain is slabs ascending, one MFMA each (the
+// streaming kernel's with EPI_NONE). rows / rw: the lane's rows 16r + j and their routed weights.
+// ALIGNED (the host checked N % 4 == 0 and C 8-byte aligned): one 8-byte store per 4 columns, bf16 by
+// pack_bf16x2_hw; else store_out4.
+template <int BM, int NT, bool ALIGNED, int WAVES = kWaves>
+MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const ExpertWeights& ew,
+                          const RowInfo (&rows)[BM / 16], const float (&rw)[BM / 16], buffer_rsrc cbuf,
+                          uint32_t c_mis, uint32_t N, uint32_t slabs, uint32_t chunk0, uint32_t chunk_end) {
+  constexpr int SUBS = BM / 16;
+  constexpr int BN = WAVES * 16 * NT;
+  const uint32_t j = lane_id() & 15u, q = lane_id() >> 4, wave = wave_id();
+  auto slab_codes = [&](uint32_t s) { return codes + s * (BM * kA4RowBytes); };
+  auto slab_scales = [&](uint32_t s) { return (const uint8_t*)(scales + s * BM); };
+  for (uint32_t chunk = chunk0; chunk < chunk_end; ++chunk) {
+    const uint32_t wave_col = chunk * BN + wave * (16 * NT);
+    uint32_t widx[NT];
+#pragma unroll
+    for (int t = 0; t < NT; ++t) widx[t] = weight_index(ew, wave_col + 16u * t + j);
+    FragC<Mx> acc[SUBS][NT];
+#pragma unroll
+    for (int r = 0; r < SUBS; ++r)
+#pragma unroll
+      for (int t = 0; t < NT; ++t) acc[r][t] = zeros<Mx>();
+
+    W4Slab wa[NT], wb[NT];
+#pragma unroll
+    for (int t = 0; t < NT; ++t) wa[t] = load_weights(ew, 16u * widx[t], widx[t], 0);
+    // No prefetch past the last slab (uniform branches): at K = 256 a clamped reload would read half
+    // the weights twice.
+    for (uint32_t s = 0; s < slabs; s += 2) {
+      if (s + 1u < slabs) {
+#pragma unroll
+        for (int t = 0; t < NT; ++t) wb[t] = load_weights(ew, 16u * widx[t], widx[t], s + 1u);
+      }
+      slab_mma4<kFp4, SUBS, NT>(acc, wa, slab_codes(s), slab_scales(s));
+      if (s + 1u >= slabs) break;
+      if (s + 2u < slabs) {
+#pragma unroll
+        for (int t = 0; t < NT; ++t) wa[t] = load_weights(ew, 16u * widx[t], widx[t], s + 2u);
+      }
+      slab_mma4<kFp4, SUBS, NT>(acc, wb, slab_codes(s + 1), slab_scales(s + 1));
+    }
+
+#pragma unroll
+    for (int r = 0; r < SUBS; ++r) {
+      if (!rows[r].live) continue;
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        const uint32_t col0 = wave_col + 16u * t + 4u * q;
+        if (col0 >= N) continue;
+        const f32x4 v = acc[r][t].v * rw[r];
+        if constexpr (ALIGNED)
+          buffer_store_b64(u32x2{pack_bf16x2_hw(v.x, v.y), pack_bf16x2_hw(v.z, v.w)}, cbuf, (rows[r].slot * N + col0) * 2u);
+        else
+          store_out4(cbuf, c_mis, rows[r].slot, N, col0, N, v);
+      }
+    }
+  }
+}
+
+// The lane's block rows 16r + j and their routed weights (1 unless mul_routed), for the down epilogue.
+template <int SUBS>
+MM_DEVICE void down_rows(RowInfo (&rows)[SUBS], float (&rw)[SUBS], const int32_t* sorted_ids, uint32_t num_sorted,
+                         uint32_t m0, uint32_t num_valid, const float* topk_w, uint32_t mul_routed) {
+#pragma unroll
+  for (int r = 0; r < SUBS; ++r) {
+    rows[r] = row_info(sorted_ids, num_sorted, m0 + 16u * r + (lane_id() & 15u), num_valid);
+    rw[r] = (mul_routed && rows[r].live) ? topk_w[rows[r].slot] : 1.0f;
   }
 }
 
 // Down projection (EPI_NONE, bf16 output) at K <= 128 * KMAX_SLABS: the whole BM x K activation tile and
 // its scales are staged in LDS once, behind the kernel's only barrier; then the waves sweep n_steps column
-// chunks of 128 * NT against it (weights one slab ahead, no barriers), as the a16w4 down kernel does. The
-// accumulation chain per output (slabs ascending, one MFMA each) is the streaming kernel's: bit-equal to
+// chunks of 128 * NT against it (down_sweep), as the a16w4 down kernel does. Bit-equal to
 // mxfp4_moe_a4w4_*_none on the same inputs, at every n_steps.
 template <int BM, int NT, int KMAX_SLABS>
 MM_DEVICE void a4w4_down(const uint8_t* A, const uint8_t* As, const uint8_t* W, const uint8_t* S, uint16_t* C,
@@ -287,7 +455,7 @@ MM_DEVICE void a4w4_down(const uint8_t* A, const uint8_t* As, const uint8_t* W, 
   const int32_t expert = expert_ids[m_block];
   if (expert < 0 || (uint32_t)expert >= num_experts) return;
 
-  const uint32_t tid = thread_id_x(), lane = lane_id(), wave = wave_id();
+  const uint32_t tid = thread_id_x();
   const uint32_t kblocks = K / 32u, slabs = K / kSlabK;
   const ExpertWeights ew = expert_weights(W, S, (uint32_t)expert, N, kblocks);
   const buffer_rsrc abuf = make_buffer(A, (a_rows - 1u) * a_stride + K / 2u);
@@ -315,9 +483,7 @@ MM_DEVICE void a4w4_down(const uint8_t* A, const uint8_t* As, const uint8_t* W, 
   for (int p = 0; p < STAGE; ++p) {
     const uint32_t u = tid + p * kThreads, slab = u / (4u * BM), row = (u / 4u) % BM;
     if (slab < slabs) {
-      const u32x4 v = u32x4{to_weight_order(codes[p].x), to_weight_order(codes[p].y), to_weight_order(codes[p].z),
-                            to_weight_order(codes[p].w)};
-      lds_write_b128(lds[slab], A4Lds::offset(row, (u % 4u) * 16u), v);
+      lds_write_b128(lds[slab], A4Lds::offset(row, (u % 4u) * 16u), Act<kFp4>::to_lds(codes[p]));
     }
   }
 #pragma unroll
@@ -326,60 +492,99 @@ MM_DEVICE void a4w4_down(const uint8_t* A, const uint8_t* As, const uint8_t* W, 
     if (u / BM < slabs) lds_scales[u / BM][u % BM] = scl[p];
   }
 
-  const uint32_t j = lane & 15u, q = lane >> 4;
   RowInfo rows[SUBS];
   float rw[SUBS];
-#pragma unroll
-  for (int r = 0; r < SUBS; ++r) {
-    rows[r] = row_info(sorted_ids, num_sorted, m0 + 16u * r + j, num_valid);
-    rw[r] = (mul_routed && rows[r].live) ? topk_w[rows[r].slot] : 1.0f;
-  }
+  down_rows<SUBS>(rows, rw, sorted_ids, num_sorted, m0, num_valid, topk_w, mul_routed);
   const buffer_rsrc cbuf = make_buffer(C, num_valid * N * 2u);
   const uint32_t c_mis = misalignment8(C);
   block_sync();
 
-  for (uint32_t step = 0; step < n_steps; ++step) {
-    const uint32_t chunk = block_id_x() * n_steps + step;
-    if (chunk * BN >= N) break;
-    const uint32_t wave_col = chunk * BN + wave * (16 * NT);
-    uint32_t widx[NT];
-#pragma unroll
-    for (int t = 0; t < NT; ++t) widx[t] = weight_index(ew, wave_col + 16u * t + j);
-    FragC<Mx> acc[SUBS][NT];
-#pragma unroll
-    for (int r = 0; r < SUBS; ++r)
-#pragma unroll
-      for (int t = 0; t < NT; ++t) acc[r][t] = zeros<Mx>();
+  const uint32_t chunks = (N + BN - 1u) / BN, chunk0 = block_id_x() * n_steps;
+  down_sweep<BM, NT, false>(lds[0], lds_scales[0], ew, rows, rw, cbuf, c_mis, N, slabs, chunk0,
+                     chunk0 + n_steps < chunks ? chunk0 + n_steps : chunks);
+}
 
-    W4Slab wa[NT], wb[NT];
+// The whole a4w4 MoE layer of one block in one launch (AITER's 1-stage structure): stage 1 over the whole
+// intermediate I = 16 NT WAVES (WAVES waves x NT gate + NT up tiles: a4w4_mainloop; NT = 4, so I = 256 runs 4
+// waves and 512 runs 8: the fewer the waves, the less per-slab loop work is repeated), the gated epilogue quantised to
+// MXFP4 into LDS (quantise_group, standard order), one pass of the staging permutation into the down
+// operand's layout (to_weight_order: BM x I/32 granules), then the down projection over all N columns
+// against that resident tile (down_sweep, NTD tiles per wave). The intermediate never leaves the CU, and
+// every result is the three-launch path's bit for bit (the same chains and the same rounding points).
+//
+// LDS: stage-1 slab buffers 2 x BM x (64 + 4) bytes; the intermediate BM x I/2 code bytes in the standard
+// order and BM x I/32 scale dwords, then I/128 slabs of BM x 64 in A4Lds layout + BM x 4 scale bytes each.
+// Grid (1, num_m_blocks).
+template <int BM, int NT, int EPI, int NTD, int WAVES>
+MM_DEVICE void a4w4_layer(const uint8_t* A, const uint8_t* As, const uint8_t* W1, const uint8_t* S1,
+                          const uint8_t* W2, const uint8_t* S2, uint16_t* C, const float* topk_w,
+                          const int32_t* sorted_ids, const int32_t* expert_ids, const int32_t* ntpp,
+                          uint32_t num_sorted, uint32_t num_valid, uint32_t a_rows, uint32_t a_row_div, uint32_t K,
+                          uint32_t N, uint32_t num_experts, uint32_t mul_routed, float beta, float lin,
+                          uint32_t a_stride) {
+  static_assert(gated(EPI) && NT % 2 == 0, "the layer: a gated epilogue over whole 32-column groups");
+  constexpr int SUBS = BM / 16;
+  constexpr int TILES = 2 * NT;
+  constexpr int I = WAVES * 16 * NT;
+  constexpr int THREADS = WAVES * kWaveSize;
+  constexpr int H_SLABS = I / kSlabK;
+  constexpr int H_UNITS = BM * I / 32;  // 16-byte granules of the intermediate tile
+  constexpr int BND = WAVES * 16 * NTD;
+  MM_LDS __attribute__((aligned(16))) uint8_t lds[2][BM * kA4RowBytes];
+  MM_LDS __attribute__((aligned(16))) uint32_t lds_scales[2][BM];
+  MM_LDS __attribute__((aligned(16))) uint8_t h_std[BM][I / 2];
+  MM_LDS __attribute__((aligned(16))) uint32_t h_sstd[BM][I / 32];  // one scale per dword: no two waves share one
+  MM_LDS __attribute__((aligned(16))) uint8_t h_codes[H_SLABS][BM * kA4RowBytes];
+  MM_LDS __attribute__((aligned(16))) uint32_t h_scales[H_SLABS][BM];
+
+  const uint32_t m_block = block_id_y();
+  const uint32_t m0 = m_block * BM;
+  if (m0 >= (uint32_t)*ntpp) return;
+  const int32_t expert = expert_ids[m_block];
+  if (expert < 0 || (uint32_t)expert >= num_experts) return;
+
+  const uint32_t tid = thread_id_x(), lane = lane_id(), wave = wave_id(), j = lane & 15u, q = lane >> 4;
+  const uint32_t wave_col = wave * (16u * NT);
+  const ExpertWeights ew1 = expert_weights(W1, S1, (uint32_t)expert, 2u * I, K / 32u);
+  FragC<Mx> acc[SUBS][TILES];
+  a4w4_mainloop<kFp4, BM, NT, EPI, WAVES>(acc, lds, lds_scales, A, As, ew1, sorted_ids, num_sorted, num_valid, m0, a_rows,
+                             a_row_div, K, I, wave_col, a_stride);
+
+  // Stage-1 epilogue into LDS (dead rows too: their zero accumulators give zero codes, never stored).
+  const float inv_beta = 1.0f / beta, inv_lin = 1.0f / lin;
 #pragma unroll
-    for (int t = 0; t < NT; ++t) wa[t] = load_weights(ew, 16u * widx[t], widx[t], 0);
-    // No prefetch past the last slab (uniform branches): at K = 256 a clamped reload would read half
-    // the weights twice.
-    for (uint32_t s = 0; s < slabs; s += 2) {
-      if (s + 1u < slabs) {
+  for (int r = 0; r < SUBS; ++r) {
+    const uint32_t row = 16u * r + j;
 #pragma unroll
-        for (int t = 0; t < NT; ++t) wb[t] = load_weights(ew, 16u * widx[t], widx[t], s + 1u);
-      }
-      slab_mma4<SUBS, NT>(acc, wa, lds[s], (const uint8_t*)lds_scales[s]);
-      if (s + 1u >= slabs) break;
-      if (s + 2u < slabs) {
+    for (int p = 0; p < NT / 2; ++p) {
+      const Fp4Quad f = quantise_group<EPI>(acc, r, p, 1.0f, beta, inv_beta, lin, inv_lin);
+      const uint32_t col = wave_col + 32u * p;  // first column of the group
 #pragma unroll
-        for (int t = 0; t < NT; ++t) wa[t] = load_weights(ew, 16u * widx[t], widx[t], s + 2u);
-      }
-      slab_mma4<SUBS, NT>(acc, wb, lds[s + 1], (const uint8_t*)lds_scales[s + 1]);
+      for (int t = 0; t < 2; ++t) *(uint16_t*)&h_std[row][col / 2u + 8u * t + 2u * q] = (uint16_t)f.codes[t];
+      if (q == 0) h_sstd[row][col / 32u] = f.scale;
     }
-
+  }
+  block_sync();
 #pragma unroll
-    for (int r = 0; r < SUBS; ++r) {
-      if (!rows[r].live) continue;
-#pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        const uint32_t col0 = wave_col + 16u * t + 4u * q;
-        if (col0 < N) store_out4(cbuf, c_mis, rows[r].slot, N, col0, N, acc[r][t].v * rw[r]);
+  for (int p = 0; p < (H_UNITS + THREADS - 1) / THREADS; ++p) {
+    const uint32_t u = tid + p * THREADS, row = u / (I / 32), kb = u % (I / 32);
+    if (H_UNITS % THREADS == 0 || u < (uint32_t)H_UNITS) {
+      const u32x4 v = lds_read_b128(h_std[row], kb * 16u);
+      lds_write_b128(h_codes[kb / 4u], A4Lds::offset(row, (kb % 4u) * 16u), Act<kFp4>::to_lds(v));
+      if (kb % 4u == 0) {  // the slab's 4 scale bytes of the row, packed into the operand's dword
+        const u32x4 sc = lds_read_b128(h_sstd[row], kb * 4u);
+        h_scales[kb / 4u][row] = sc.x | (sc.y << 8) | (sc.z << 16) | (sc.w << 24);
       }
     }
   }
+  RowInfo rows[SUBS];
+  float rw[SUBS];
+  down_rows<SUBS>(rows, rw, sorted_ids, num_sorted, m0, num_valid, topk_w, mul_routed);
+  const ExpertWeights ew2 = expert_weights(W2, S2, (uint32_t)expert, N, I / 32u);
+  const buffer_rsrc cbuf = make_buffer(C, num_valid * N * 2u);
+  const uint32_t c_mis = misalignment8(C);
+  block_sync();
+  down_sweep<BM, NTD, true, WAVES>(h_codes[0], h_scales[0], ew2, rows, rw, cbuf, c_mis, N, H_SLABS, 0, (N + BND - 1u) / BND);
 }
 
 }  // namespace
@@ -415,7 +620,7 @@ MXFP4_A4W4_DOWN(48, 2)
 // Kernel name: mxfp4_moe_a4w4_bm<BM>_nt<NT>_<epilogue>[_q] (_q: MXFP4 output codes + scales).
 #define MXFP4_A4W4(BM, NT, EPI, NAME, QOUT, SUFFIX)                                                       \
   MM_KERNEL MM_LAUNCH_BOUNDS(kThreads) void mxfp4_moe_a4w4_bm##BM##_nt##NT##_##NAME##SUFFIX(MXFP4_A4W4_ARGS) { \
-    a4w4<BM, NT, EPI, QOUT>(MXFP4_A4W4_PASS);                                                             \
+    a4w4<kFp4, BM, NT, EPI, QOUT>(MXFP4_A4W4_PASS);                                                       \
   }
 #define MXFP4_A4W4_BMS(NT, EPI, NAME, QOUT, SUFFIX) \
   MXFP4_A4W4(16, NT, EPI, NAME, QOUT, SUFFIX)       \
@@ -430,3 +635,42 @@ MXFP4_A4W4_BMS(1, kEpiSitu, situ, false, )
 MXFP4_A4W4_BMS(2, kEpiSitu, situ, false, )
 MXFP4_A4W4_BMS(2, kEpiSilu, silu, true, _q)
 MXFP4_A4W4_BMS(2, kEpiSitu, situ, true, _q)
+
+#define MXFP4_A4W4_LAYER_ARGS                                                                                  \
+  const uint8_t *A, const uint8_t *As, const uint8_t *W1, const uint8_t *S1, const uint8_t *W2, const uint8_t *S2, \
+      uint16_t *C, const float *topk_w, const int32_t *sorted_ids, const int32_t *expert_ids, const int32_t *ntpp, \
+      uint32_t num_sorted, uint32_t num_valid, uint32_t a_rows, uint32_t a_row_div, uint32_t K, uint32_t N,      \
+      uint32_t num_experts, uint32_t mul_routed, float beta, float lin, uint32_t a_stride
+// Kernel name: mxfp4_moe_a4w4_layer_bm<BM>_i<I>_<epilogue>: I / 64 waves of 4 gate + 4 up tiles, 4 down tiles.
+#define MXFP4_A4W4_LAYER(BM, I, EPI, NAME)                                                                     \
+  MM_KERNEL MM_LAUNCH_BOUNDS(I) void mxfp4_moe_a4w4_layer_bm##BM##_i##I##_##NAME(MXFP4_A4W4_LAYER_ARGS) {   \
+    a4w4_layer<BM, 4, EPI, 4, I / 64>(A, As, W1, S1, W2, S2, C, topk_w, sorted_ids, expert_ids, ntpp, num_sorted,       \
+                               num_valid, a_rows, a_row_div, K, N, num_experts, mul_routed, beta, lin, a_stride);  \
+  }
+
+#define MXFP4_A4W4_LAYERS(I)                 \
+  MXFP4_A4W4_LAYER(16, I, kEpiSilu, silu)    \
+  MXFP4_A4W4_LAYER(32, I, kEpiSilu, silu)    \
+  MXFP4_A4W4_LAYER(48, I, kEpiSilu, silu)    \
+  MXFP4_A4W4_LAYER(16, I, kEpiSitu, situ)    \
+  MXFP4_A4W4_LAYER(32, I, kEpiSitu, situ)    \
+  MXFP4_A4W4_LAYER(48, I, kEpiSitu, situ)
+MXFP4_A4W4_LAYERS(256)
+MXFP4_A4W4_LAYERS(512)
+
+// a8w4: MXFP8 (e4m3) activations, codes [A_rows, K] bytes + E8M0 scales [A_rows, K/32] (mxfp8_quant_bf16's
+// layout), bf16 output. Kernel name: mxfp4_moe_a8w4_bm<BM>_nt<NT>_<epilogue>.
+#define MXFP4_A8W4(BM, NT, EPI, NAME)                                                                        \
+  MM_KERNEL MM_LAUNCH_BOUNDS(kThreads) void mxfp4_moe_a8w4_bm##BM##_nt##NT##_##NAME(MXFP4_A4W4_ARGS) {     \
+    a4w4<kFp8, BM, NT, EPI, false>(MXFP4_A4W4_PASS);                                                       \
+  }
+#define MXFP4_A8W4_BMS(NT, EPI, NAME) \
+  MXFP4_A8W4(16, NT, EPI, NAME)       \
+  MXFP4_A8W4(32, NT, EPI, NAME)       \
+  MXFP4_A8W4(48, NT, EPI, NAME)
+MXFP4_A8W4_BMS(1, kEpiNone, none)
+MXFP4_A8W4_BMS(2, kEpiNone, none)
+MXFP4_A8W4_BMS(1, kEpiSilu, silu)
+MXFP4_A8W4_BMS(2, kEpiSilu, silu)
+MXFP4_A8W4_BMS(1, kEpiSitu, situ)
+MXFP4_A8W4_BMS(2, kEpiSitu, situ)

@@ -15,14 +15,9 @@
 
 using namespace mm;
 
-MM_KERNEL MM_LAUNCH_BOUNDS(256) void mxfp4_quant_bf16(const uint16_t* X, uint8_t* Q, uint8_t* S, uint32_t rows,
-                                                     uint32_t K, uint32_t x_stride) {
-  const uint32_t groups_per_row = K / 32u;
-  const uint64_t gid = (uint64_t)block_id_x() * 256u + thread_id_x();
-  if (gid >= (uint64_t)rows * groups_per_row) return;
-  const uint32_t row = (uint32_t)(gid / groups_per_row), grp = (uint32_t)(gid % groups_per_row);
+// Group `grp` (32 bf16) of row `row` of X into 16 dwords.
+MM_DEVICE void load_group32(const uint16_t* X, uint32_t row, uint32_t grp, uint32_t x_stride, uint32_t (&w)[16]) {
   const u32x4* x = (const u32x4*)(X + (uint64_t)row * x_stride + grp * 32u);
-  uint32_t w[16];
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const u32x4 v = x[i];
@@ -31,7 +26,34 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void mxfp4_quant_bf16(const uint16_t* X, uint8_t
     w[4 * i + 2] = v.z;
     w[4 * i + 3] = v.w;
   }
+}
+
+MM_KERNEL MM_LAUNCH_BOUNDS(256) void mxfp4_quant_bf16(const uint16_t* X, uint8_t* Q, uint8_t* S, uint32_t rows,
+                                                     uint32_t K, uint32_t x_stride) {
+  const uint32_t groups_per_row = K / 32u;
+  const uint64_t gid = (uint64_t)block_id_x() * 256u + thread_id_x();
+  if (gid >= (uint64_t)rows * groups_per_row) return;
+  const uint32_t row = (uint32_t)(gid / groups_per_row), grp = (uint32_t)(gid % groups_per_row);
+  uint32_t w[16];
+  load_group32(X, row, grp, x_stride, w);
   const moe::Mxfp4Group q = moe::quantize_group32(w);
   *(u32x4*)(Q + (uint64_t)row * (K / 2u) + grp * 16u) = q.codes;
+  S[(uint64_t)row * groups_per_row + grp] = (uint8_t)q.scale;
+}
+
+// MXFP8 (a8w4 activations): Q e4m3 [rows, K] bytes (byte k = k), S E8M0 [rows, K/32]; one lane per group of
+// 32 k as above, sixteen v_cvt_scalef32_pk_fp8_bf16 and two 16-byte stores.
+MM_KERNEL MM_LAUNCH_BOUNDS(256) void mxfp8_quant_bf16(const uint16_t* X, uint8_t* Q, uint8_t* S, uint32_t rows,
+                                                     uint32_t K, uint32_t x_stride) {
+  const uint32_t groups_per_row = K / 32u;
+  const uint64_t gid = (uint64_t)block_id_x() * 256u + thread_id_x();
+  if (gid >= (uint64_t)rows * groups_per_row) return;
+  const uint32_t row = (uint32_t)(gid / groups_per_row), grp = (uint32_t)(gid % groups_per_row);
+  uint32_t w[16];
+  load_group32(X, row, grp, x_stride, w);
+  const moe::Mxfp8Group q = moe::quantize_group32_fp8(w);
+  u32x4* out = (u32x4*)(Q + (uint64_t)row * K + grp * 32u);
+  out[0] = q.codes[0];
+  out[1] = q.codes[1];
   S[(uint64_t)row * groups_per_row + grp] = (uint8_t)q.scale;
 }
