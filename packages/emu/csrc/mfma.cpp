@@ -14,10 +14,12 @@
 //    C == E (one pass) for everything except the f8f6f4 forms with fp8/bf8 operands, where C = 16
 //    (two passes: registers 0-3 then 4-7; ROCm blog figure for 32x32x64 fp8). fp4 is one pass of
 //    C = 32 (blog figure; 16x16x128 fp4 also by AITER's MXFP4 fmoe object, which is wrong with C = 16).
-//    fp6/bf6 is taken as one pass of C = 32 like fp4 (UNVERIFIED: no figure, no AITER object uses it;
-//    it matches the fp4/fp6 cycle count being half the fp8 one). With A and B in the same format and no
-//    scales, the pass layout cannot be seen in D (the k order is permuted alike in both): only mixed
-//    formats and the scaled forms expose it.
+//    fp6/bf6 is taken as one pass of C = 32 like fp4. With A and B of one width and one scale for all
+//    k-blocks the pass layout cannot be seen in D (k is relabelled alike in both); AMD's FPSan tests check
+//    exactly that case on MI350 (all widths packed as two passes of 16, 6-bit fields across dwords) and
+//    the emulator agrees (test_probe_scaled_16x16x128_hardware_packing): fp6 packing and decoding are
+//    verified, which k-block's scale covers which fp6 slot is not (UNVERIFIED: no AITER object, no figure).
+//    Mixed fp8 x fp4/fp6 pairs elements by these k formulas (blog figures), also not exercised by AITER.
 //    D[i][j] -> lane N*((i/4) % G) + j, register 4*((i/4) / G) + i%4.
 //  * multi-block forms (4x4x4_16b, 16x16x4_4b, 32x32x4_2b, ..._f32 _xb): block b's A[i][k] in lane
 //    M*b + i, element k; D as above with a register offset (M*N/64)*b, except 4x4 (16 blocks):
