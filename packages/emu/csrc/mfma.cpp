@@ -13,7 +13,8 @@
 //      A[i][k] -> lane M*g + i, element p*C + e of that lane (packed little-endian from register 0).
 //    C == E (one pass) for everything except the f8f6f4 forms with fp8/bf8 operands, where C = 16
 //    (two passes: registers 0-3 then 4-7; ROCm blog figure for 32x32x64 fp8). fp4 is one pass of
-//    C = 32 (blog figure; 16x16x128 fp4 also by AITER's MXFP4 fmoe object, which is wrong with C = 16).
+//    C = 32 (blog figure; for 16x16x128 fp4 also AITER's MXFP4 fmoe object, whose result is wrong
+//    with C = 16).
 //    fp6/bf6 is taken as one pass of C = 32 like fp4. With A and B of one width and one scale for all
 //    k-blocks the pass layout cannot be seen in D (k is relabelled alike in both); AMD's FPSan tests check
 //    exactly that case on MI350 (all widths packed as two passes of 16, 6-bit fields across dwords) and
