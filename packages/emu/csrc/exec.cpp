@@ -2292,7 +2292,9 @@ void Ctx::exec_ds(Wave& w, const Inst& in) {
       // s of a per-16-lane-group matrix M[s][e] of E = 64/elem_bits elements. Destination lane l,
       // element n = M[(16/E)*n + (l/E) % (16/E)][l % E] (rows of the same group). For tr_b16 this is the
       // layout AMD's rocjitsu verified on gfx950 (dst lane l halfword n <- lane (l&~15 | (l>>2)&3) + 4n,
-      // halfword l&3); tr_b8 / tr_b4 / tr_b6 follow the same rule (UNVERIFIED, see docs/emulator.md).
+      // halfword l&3). tr_b8 by the same rule (lanes 0-7 transpose the even rows, 8-15 the odd ones) is
+      // what AITER's mla_a8w8_qh16_qseqlen4 object needs to match its float64 model; the other readings
+      // give O(1) errors. tr_b4 / tr_b6 by analogy: UNVERIFIED (docs/emulator.md).
       if (!gfx950) unsupported(w, in.row->name + " is gfx950-only");
       int eb = op == 227 ? 16 : op == 226 ? 8 : op == 224 ? 4 : 6;
       int rowbytes = op == 225 ? 12 : 8;

@@ -13,8 +13,14 @@
 //      A[i][k] -> lane M*g + i, element p*C + e of that lane (packed little-endian from register 0).
 //    C == E (one pass) for everything except the f8f6f4 forms with fp8/bf8 operands, where C = 16
 //    (two passes: registers 0-3 then 4-7; ROCm blog figure for 32x32x64 fp8). fp4 is one pass of
-//    C = 32 (blog figure). fp6/bf6 is taken as one pass of C = 32 like fp4 (UNVERIFIED: no figure;
-//    it matches the fp4/fp6 cycle count being half the fp8 one).
+//    C = 32 (blog figure; for 16x16x128 fp4 also AITER's MXFP4 fmoe object, whose result is wrong
+//    with C = 16).
+//    fp6/bf6 is taken as one pass of C = 32 like fp4. With A and B of one width and one scale for all
+//    k-blocks the pass layout cannot be seen in D (k is relabelled alike in both); AMD's FPSan tests check
+//    exactly that case on MI350 (all widths packed as two passes of 16, 6-bit fields across dwords) and
+//    the emulator agrees (test_probe_scaled_16x16x128_hardware_packing): fp6 packing and decoding are
+//    verified, which k-block's scale covers which fp6 slot is not (UNVERIFIED: no AITER object, no figure).
+//    Mixed fp8 x fp4/fp6 pairs elements by these k formulas (blog figures), also not exercised by AITER.
 //    D[i][j] -> lane N*((i/4) % G) + j, register 4*((i/4) / G) + i%4.
 //  * multi-block forms (4x4x4_16b, 16x16x4_4b, 32x32x4_2b, ..._f32 _xb): block b's A[i][k] in lane
 //    M*b + i, element k; D as above with a register offset (M*N/64)*b, except 4x4 (16 blocks):
@@ -24,7 +30,10 @@
 //  * scaled f8f6f4 (gfx950): one E8M0 scale per 32 consecutive k of a row of A (column of B).
 //    The scale of A row i, k-block kb sits in lane M*kb + i of the scale VGPR (byte = op_sel);
 //    for B column j in lane N*kb + j (ROCm blog figure: Ax[i][kb] in lane 32*kb + i for 32x32x64;
-//    16x16x128 by the same rule, UNVERIFIED).
+//    16x16x128 by the same rule, and op_sel {op_sel, op_sel_hi} bits -> byte 2*hi + lo: AITER's MXFP4
+//    fmoe object (fp4 x fp4, op_sel bytes 0-3) matches float64 with this and is off by ~1 with the
+//    k-blocks reversed or permuted, the four scales in one lane's bytes, or the op_sel bits swapped.
+//    With fp8/fp6 operands the 16x16x128 scale layout is the same rule, not exercised by any AITER object).
 //
 // Modifiers (calculator README / CDNA3 ISA): CBSZ/ABID (multi-block forms): block b reads A's block
 // (b & ~(2^CBSZ - 1)) | ABID. BLGP (multi-block and f32 forms): B's lanes are read through a lane

@@ -78,6 +78,30 @@ def test_tr_narrow_is_the_same_transpose_rule(tr, name, eb, rowbytes):
         assert a == b
 
 
+def _tr_b8_readings(rows):
+    """Per-lane bytes of ds_read_b64_tr_b8 under the emulator's rule and under the readings it rejects."""
+    b = rows[:, :2].copy().view(np.uint8).reshape(64, 8)  # lane s supplies 8 bytes: row s of its group
+    out = {k: np.zeros((64, 8), np.uint8) for k in ("emulated", "even_odd_lanes", "blocked_rows")}
+    for lane in range(64):
+        g, l = lane & ~15, lane & 15
+        for n in range(8):
+            # lanes 0-7 of a group transpose its even rows, lanes 8-15 its odd rows: byte n of lane l is
+            # byte l % 8 of row 2n + l // 8 (AITER's mla_a8w8_qh16_qseqlen4 object is right only with this)
+            out["emulated"][lane, n] = b[g + 2 * n + l // 8, l % 8]
+            out["even_odd_lanes"][lane, n] = b[g + 2 * n + l % 2, l // 2]   # the other "two interleaved 8x8"
+            out["blocked_rows"][lane, n] = b[g + n + 8 * (l // 8), l % 8]   # rows 0-7 -> lanes 0-7
+    return out
+
+
+def test_tr_b8_is_two_8x8_transposes_of_even_and_odd_rows(tr):
+    rows, got = _run(tr, "tr8", 2)
+    readings = _tr_b8_readings(rows)
+    got = got.copy().view(np.uint8).reshape(64, 8)
+    assert np.array_equal(got, readings["emulated"])
+    for name in ("even_odd_lanes", "blocked_rows"):  # the data tells the readings apart
+        assert not np.array_equal(readings[name], readings["emulated"]), name
+
+
 def test_tr_is_gfx950_only(build):
     # the assembler refuses the mnemonic for gfx942, so nothing to run there; the emulator lists it for gfx950 only
     assert "ds_read_b64_tr_b16" in emu.supported_opcodes("gfx950")

@@ -20,6 +20,7 @@ from mfma_ref import (  # noqa: E402
     GFX950_ONLY,
     check_close,
     check_mfma,
+    encode_values,
     f8f6f4_regs,
     operand_types,
     pack_d,
@@ -143,4 +144,45 @@ def test_probe_unscaled_f8f6f4(corpus, shape, fa, fb):
     A, B, C, a_img, b_img, c_img, to = images(mn, inf, True, rng, fa, fb)
     d_img, counters = launch_probe(corpus, "gfx950", f"probe_unscaled_{shape}_f{fa}_f{fb}", a_img, b_img, c_img)
     check_close("f32", unpack_d(inf, "f32", d_img), np.einsum("bik,bjk->bij", A, B) + C)
+    assert counters["mfma_by_opcode"] == {mn: 1}
+
+
+def _two_pass_image(codes, width):
+    """Pack codes[x][k] (16 x 128) the way AMD's FPSan tests pack every f8f6f4 width for 16x16x128 and verify on
+    MI350 hardware (uniform scales): row x in lanes x + 16 g, slot s = 16 (k // 64) + k % 16 of lane
+    16 ((k % 64) // 16) + x, at bits width * s of the 8-register image."""
+    img = np.zeros((8, 64), np.uint64)
+    for x in range(16):
+        for k in range(128):
+            lane, s = 16 * ((k % 64) // 16) + x, 16 * (k // 64) + k % 16
+            r, o = divmod(width * s, 32)
+            c = int(codes[x, k])
+            img[r, lane] |= (c << o) & 0xFFFFFFFF
+            if o + width > 32:
+                img[r + 1, lane] |= c >> (32 - o)
+    return img.astype(np.uint32)
+
+
+@pytest.mark.parametrize("fa,fb,oa,ob", [(3, 2, 0, 0), (2, 3, 3, 1), (4, 4, 0, 3)])
+def test_probe_scaled_16x16x128_hardware_packing(corpus, fa, fb, oa, ob):
+    """With one scale for every k-block and A, B of one width, D does not depend on which k a (lane, slot) holds
+    (A and B are relabelled alike), so AMD's hardware-checked packing above must give D = A.B * sa * sb + C
+    on the emulator too: it pins the element width and bit packing (6-bit fields across dwords for fp6),
+    32 elements per lane, rows in lane % 16 and the fp6 / bf6 / fp4 decoding."""
+    mn = "v_mfma_scale_f32_16x16x128_f8f6f4"
+    inf = shape_info(mn)
+    rng = np.random.default_rng(300 + 10 * fa + fb)
+    ta, tb = F8F6F4_SEL[fa], F8F6F4_SEL[fb]
+    A = random_values(ta, (1, 16, 128), rng, True)
+    B = random_values(tb, (1, 16, 128), rng, True)
+    C = rng.standard_normal((1, 16, 16)).astype(np.float32).astype(np.float64)
+    width = {2: 6, 3: 6, 4: 4}[fa]
+    a_img = _two_pass_image(encode_values(ta, A, True)[0], width)
+    b_img = _two_pass_image(encode_values(tb, B, True)[0], width)
+    # every byte of every lane holds the same exponent, so op_sel picks the same scale
+    sa, sb = np.full(64, 0x81818181, np.uint32), np.full(64, 0x7E7E7E7E, np.uint32)  # 2^2, 2^-1
+    d_img, counters = launch_probe(corpus, "gfx950", f"probe_scale_16x16x128_f{fa}_f{fb}_o{oa}{ob}", a_img, b_img,
+                                   pack_d(inf, "f32", C, inf["cd"]),
+                                   extra=(torch.from_numpy(sa.view(np.int32)), torch.from_numpy(sb.view(np.int32))))
+    check_close("f32", unpack_d(inf, "f32", d_img), np.einsum("bik,bjk->bij", A, B) * 2.0 + C)
     assert counters["mfma_by_opcode"] == {mn: 1}
