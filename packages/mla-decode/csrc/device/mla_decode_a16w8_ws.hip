@@ -20,9 +20,13 @@
 // Slot indices: each tile's 16 kv_indices entries are loaded once (16 lanes of the wave that fetches the
 // tile, one round ahead) and spread to the fetching lanes by ds_bpermute.
 //
-// LDS (64256 bytes):
-//   tile[3]     [16 tokens][584 bf16] (stride 1168 B: 292 dwords = 4 mod 32 banks) — the widened KV
-//               tile, three in rotation, written row-major by the fill lanes (2 x 16 B per 16 fp8).
+// LDS (65024 bytes):
+//   tile[3]     [16 tokens][592 bf16] (stride 1184 B: 74 16-byte chunks = 2 mod 8 groups of 4 banks) — the
+//               widened KV tile, three in rotation, written by the fill lanes (2 x 16 B per 16 fp8); chunk c
+//               of an odd token is stored at chunk c ^ 1 (chunk_swizzle). Stride and swizzle make the K and
+//               V^T ds_read_b128 conflict-free in CDNA 3's 8-lane phases (lanes 0-3 + 20-23, 4-7 + 16-19,
+//               ...; docs/performance.md) and the fill writes conflict-free in 8 consecutive lanes; the
+//               previous 1168-byte stride (1 mod 8) was conflict-free only for consecutive-lane reads.
 //               K read (QK, lane (i, g)): token i, columns 32m + 8g .. +7 (m = 0..17: m < 16 latent,
 //               the rest rope, so every Q chunk is wave-uniformly latent or rope), one ds_read_b128 per
 //               8-column step, the same column order as Q's registers.
@@ -59,13 +63,18 @@ constexpr uint32_t kFillWave0 = 4;     // PV / fill waves 4..7
 constexpr uint32_t kFillWaves = 4;
 constexpr uint32_t kPvCols = 128;      // output columns per PV wave
 constexpr uint32_t kRing = 3;          // LDS tile slots
-constexpr uint32_t kKStride = 1168;    // bytes per token row in LDS (576 bf16 + 16 bytes pad)
+constexpr uint32_t kKStride = 1184;    // bytes per token row in LDS (576 bf16 + 32 bytes pad); see the header
 constexpr uint32_t kTileBytes = 16 * kKStride;
 constexpr uint32_t kPBytes = 64 * 16;   // one row tile's P and alpha
 constexpr uint32_t kPOff = kRing * kTileBytes;
 constexpr uint32_t kLdsBytes = kPOff + 2 * kMaxRowTiles * kPBytes;
 static_assert(kLdsBytes <= 65536, "gfx942 LDS");
 constexpr float kLazyMax = 0.0f;  // log2 units; see the header
+
+// The LDS tile's 16-byte chunk swizzle: chunk c of token t sits at chunk c ^ (t & 1) of its row (byte offset
+// XOR 16 for odd tokens). With the 74-chunk stride (2 mod 8 bank groups) every access to the tile is
+// conflict-free: the K and V^T ds_read_b128 in CDNA 3's 8-lane phases and the fill waves' ds_write_b128.
+MM_DEVICE uint32_t chunk_swizzle(uint32_t token) { return (token & 1u) << 4; }
 
 // Widen 16 fp8 bytes to 16 bf16 (exact), in order.
 MM_DEVICE void widen16(const mm::u32x4& w, mm::u32x4& lo, mm::u32x4& hi) {
@@ -177,12 +186,13 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
     if (fill && (s & 3u) == fill_id) {
       if (s < nt) {
         const uint32_t base = slot_w + f_tok * kKStride + 2u * f_col;
+        const uint32_t f_lo = chunk_swizzle(f_tok);  // odd tokens swap the 16-byte halves of each 32 bytes
 #pragma unroll
         for (int m = 0; m < 9; ++m) {
           mm::u32x4 lo, hi;
           widen16(raw[m], lo, hi);
-          mm::lds_write_b128(lds, base + 32u * m, lo);
-          mm::lds_write_b128(lds, base + 32u * m + 16u, hi);
+          mm::lds_write_b128(lds, base + 32u * m + f_lo, lo);
+          mm::lds_write_b128(lds, base + 32u * m + (16u - f_lo), hi);
         }
       }
       if (s + kFillWaves < nt) {
@@ -199,7 +209,8 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
       {
         constexpr int kGrp = 3, kNGrp = 18 / kGrp;
         mm::u32x4 kw[2][kGrp];
-        const uint32_t kbase = slot_q + i * kKStride + 16u * g;  // chunk m at + 64m: columns 32m + 8g
+        // chunk m at + 64m: columns 32m + 8g
+        const uint32_t kbase = slot_q + i * kKStride + (16u * g ^ chunk_swizzle(i));
 #pragma unroll
         for (int u = 0; u < kGrp; ++u) kw[0][u] = mm::lds_read_b128(lds, kbase + 64u * u);
 #pragma unroll
@@ -257,7 +268,8 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
       mm::u32x4 d[4];
 #pragma unroll
       for (int e = 0; e < 4; ++e)
-        d[e] = mm::lds_read_b128(lds, slot_p + (4u * g + e) * kKStride + 2u * kPvCols * fill_id + 16u * i);
+        d[e] = mm::lds_read_b128(lds, slot_p + (4u * g + e) * kKStride + 2u * kPvCols * fill_id +
+                                          (16u * i ^ chunk_swizzle(e)));
       mm::u32x2 pbv[NRT];
       float al[NRT];
 #pragma unroll
