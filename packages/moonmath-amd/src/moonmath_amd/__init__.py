@@ -23,12 +23,22 @@ from moonmath_common import (
 
 from . import mla, moe  # noqa: E402, F401 - the original's module layout: moonmath_amd.mla, moonmath_amd.moe
 
-# MoE additions (issue 15): the a4w4 ops and the one-call layer, from moonmath_amd.moe.
-from .moe import fused_moe, mxfp4_moe_down_a4w4, mxfp4_moe_gateup_a4w4, mxfp4_quantize  # noqa: F401
+# MoE additions (issue 15): the a4w4 / a8w4 ops, the a4w4 layer kernel and the one-call layer, from moonmath_amd.moe.
+from .moe import (  # noqa: F401
+    fused_moe,
+    mxfp4_moe_down_a4w4,
+    mxfp4_moe_down_a8w4,
+    mxfp4_moe_gateup_a4w4,
+    mxfp4_moe_gateup_a8w4,
+    mxfp4_moe_layer_a4w4,
+    mxfp4_quantize,
+    mxfp8_quantize,
+)
 from .ops import *  # noqa: F403 - the public op surface
 from .ops import __all__ as _ops_all
 
-_MOE_EXTRA = ["fused_moe", "mxfp4_moe_down_a4w4", "mxfp4_moe_gateup_a4w4", "mxfp4_quantize"]
+_MOE_EXTRA = ["fused_moe", "mxfp4_moe_down_a4w4", "mxfp4_moe_gateup_a4w4", "mxfp4_quantize", "mxfp4_moe_down_a8w4",
+              "mxfp4_moe_gateup_a8w4", "mxfp4_moe_layer_a4w4", "mxfp8_quantize"]
 
 __version__ = "0.1.0"
 
