@@ -16,8 +16,10 @@ from moonmath_mxfp4_moe import (
     mxfp4_moe_gateup,
     mxfp4_moe_gateup_a4w4,
     mxfp4_moe_gateup_block_m,
+    mxfp4_moe_layer_a4w4,
     mxfp4_quantize,
 )
+from moonmath_mxfp4_moe.a4w4 import LAYER_INTERS
 
 ACTIVATIONS = ("bf16", "mxfp4")
 
@@ -42,7 +44,8 @@ def fused_moe(hidden_states: torch.Tensor, w13: torch.Tensor, w13_scales: torch.
             > 0 (unused under EPI_SILU).
         activations: "bf16" (a16w4, both archs: exact bf16 activations, the intermediate rounded to bf16) or
             "mxfp4" (a4w4, gfx950: AITER's per_1x32 numerics: the hidden states and the intermediate quantised
-            to MXFP4 by AITER's rule, see docs/numerics.md).
+            to MXFP4 by AITER's rule, see docs/numerics.md; for I = 256 or 512 one launch of
+            mxfp4_moe_layer_a4w4, else gate/up then down).
         out: optional bf16 ``[T, H]`` output.
 
     The planners see min(E, T * top_k) active experts and the aligner's static block capacity, so the call
@@ -81,6 +84,11 @@ def fused_moe(hidden_states: torch.Tensor, w13: torch.Tensor, w13_scales: torch.
     dev = hidden_states.device
     if activations == "mxfp4":
         aq, as_ = mxfp4_quantize(hidden_states)
+        if inter in LAYER_INTERS:  # one launch, the MXFP4 intermediate stays in LDS (bit-equal to the two ops)
+            mxfp4_moe_layer_a4w4(aq, as_, w13, w13_scales, w2, w2_scales, y, topk_weights, sid, eid, ntpp, nblk, bm,
+                                 nvt, top_k, epilogue, situ_beta=situ_beta, situ_linear_beta=situ_linear_beta)
+            result.copy_(y.view(T, top_k, H).float().sum(1))
+            return result
         iq = torch.empty(nvt, inter // 2, dtype=torch.uint8, device=dev)
         is_ = torch.empty(nvt, inter // 32, dtype=torch.uint8, device=dev)
         mxfp4_moe_gateup_a4w4(aq, as_, w13, w13_scales, iq, None, sid, eid, ntpp, nblk, bm, nvt, top_k, epilogue,
