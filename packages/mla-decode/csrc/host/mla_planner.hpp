@@ -95,6 +95,8 @@ struct KernelCost {
   double token_bytes = kRowBytes + 4;  // HBM bytes per KV token: its pool record(s) and its kv_indices entry
   double call_launches = 0;    // launches of its own per call before the decode (a8w8: Q amax, Q quant)
   double call_row_cycles = 0;  // those launches' issue cycles per query row (B * q_len * H rows)
+  double workgroup_waves = kWavesPerBlock;  // waves per workgroup of a non-ws launch (the "_w1" kernels: 1), so
+                                            // the CUs it occupies (its share of HBM) are its workgroups'
 };
 // The one table of decode-kernel costs: a row per (arch, kernel). The KV-format kernels (formats.py) add
 // theirs here once measured; a kernel without a row has no cost model (kernel_cost throws).
@@ -118,11 +120,11 @@ inline constexpr KernelCostRow kKernelCosts[] = {
     // wave at 4 row tiles), "<format>_w1" gfx950's one-wave kernel for one row tile (the "wave" shape).
     // Tiles of 16 tokens (a8w8 fetches 32-token tiles: half of one).
     {"gfx942", "a16w16", {1926.0, 0.0, 3232.0, kA16w16TokenBytes}},
-    {"gfx950", "a16w16_w1", {1767.0, 0.0, 2976.0, kA16w16TokenBytes}},
+    {"gfx950", "a16w16_w1", {1767.0, 0.0, 2976.0, kA16w16TokenBytes, 0, 0, 1}},
     {"gfx950", "a16w16", {1558.0, 0.0, 2765.0, kA16w16TokenBytes}},
-    {"gfx950", "a8w8_w1", {1135.0, 0.0, 2059.0, kRowBytes + 4, 2, 505.0}},
+    {"gfx950", "a8w8_w1", {1135.0, 0.0, 2059.0, kRowBytes + 4, 2, 505.0, 1}},
     {"gfx950", "a8w8", {1020.0, 0.0, 1731.0, kRowBytes + 4, 2, 466.0}},
-    {"gfx950", "mxfp4_w1", {2559.0, 0.0, 3144.0, kMxfp4TokenBytes}},
+    {"gfx950", "mxfp4_w1", {2559.0, 0.0, 3144.0, kMxfp4TokenBytes, 0, 0, 1}},
     {"gfx950", "mxfp4", {1734.0, 0.0, 2737.0, kMxfp4TokenBytes}},
 };
 
@@ -257,8 +259,8 @@ inline double kernel_plan_cost(const KernelCost& kc, int64_t batch, int64_t head
   const double t_compute =
       (double)rounds * ((double)ceil_div(tiles, nparts) * tile_cycles + part_cycles) / mc.clock_ghz + kPartLatencyNs;
   const double partial = nparts > 1 ? (double)(batch * rows * nparts) * (kLat + 4) * 4.0 : 0.0;  // written
-  const double busy_cus = std::min<double>((double)cus, (double)(ws ? launch_grid(batch, n_rt, nparts, v)
-                                                                     : ceil_div(waves, kSimdsPerCu)));
+  const double busy_cus = std::min<double>(
+      (double)cus, (double)(ws ? launch_grid(batch, n_rt, nparts, v) : ceil_div(waves, (int64_t)kc.workgroup_waves)));
   const double bw = std::min(mc.hbm_bytes_per_ns * (double)cus / (double)mc.cus, busy_cus * mc.cu_bytes_per_ns);
   const double t_memory = ((double)batch * (double)len * kc.token_bytes + partial) / bw;
   double cost = std::max(t_compute, t_memory);

@@ -135,6 +135,11 @@ int main() {
     no_q.call_launches = no_q.call_row_cycles = 0;
     MM_CHECK(kernel_plan_cost(kernel_cost("gfx950", "a8w8_w1"), 2, 16, 1, 1024, 4, 256, Variant::kWave, kGfx950) -
                  kernel_plan_cost(no_q, 2, 16, 1, 1024, 4, 256, Variant::kWave, kGfx950) >= 2 * kMergeLaunchNs);
+    // a one-wave workgroup occupies a CU of its own: 16 of them get 16 CUs' share of HBM, not 4
+    KernelCost packed = kernel_cost("gfx950", "a16w16_w1");
+    packed.workgroup_waves = kWavesPerBlock;
+    MM_CHECK(kernel_plan_cost(kernel_cost("gfx950", "a16w16_w1"), 2, 16, 1, 8192, 8, 256, Variant::kWave, kGfx950) <
+             kernel_plan_cost(packed, 2, 16, 1, 8192, 8, 256, Variant::kWave, kGfx950));
     const KernelCost bf16_bytes{1.0, 0.0, 1.0, kernel_cost("gfx950", "a16w16").token_bytes};
     const KernelCost fp4_bytes{1.0, 0.0, 1.0, kernel_cost("gfx950", "mxfp4").token_bytes};
     MM_CHECK(kernel_plan_cost(bf16_bytes, 4096, 16, 1, 8192, 1, 256, Variant::kShared, kGfx950) >
