@@ -77,7 +77,8 @@ def main() -> None:
     print(f"{'kernel':>10} {'tile_cycles':>17} {'part_cycles':>17} {'call_row_cycles':>17}")
     for k, r in m.items():
         t = table.get(k, {})
-        cells = [f"{r[c]:8.0f}/{t.get(c, float('nan')):8.0f}" for c in ("tile_cycles", "part_cycles", "call_row_cycles")]
+        cols = ("tile_cycles", "part_cycles", "call_row_cycles")
+        cells = [f"{r[c]:8.0f}/{t.get(c, float('nan')):8.0f}" for c in cols]
         print(f"{k:>10} " + " ".join(f"{c:>17}" for c in cells))
     print("kKernelCosts rows ({tile, rowtile, part}; token bytes and Q launches as in the table):")
     for k, r in m.items():
