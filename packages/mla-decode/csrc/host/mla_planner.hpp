@@ -98,8 +98,8 @@ struct KernelCost {
   double workgroup_waves = kWavesPerBlock;  // waves per workgroup of a non-ws launch (the "_w1" kernels: 1), so
                                             // the CUs it occupies (its share of HBM) are its workgroups'
 };
-// The one table of decode-kernel costs: a row per (arch, kernel). The KV-format kernels (formats.py) add
-// theirs here once measured; a kernel without a row has no cost model (kernel_cost throws).
+// The one table of decode-kernel costs: a row per (arch, kernel): the a16w8 variants (plan()) and the KV-format
+// kernels (formats.py, plan_format_parts()); a kernel without a row has no cost model (kernel_cost throws).
 struct KernelCostRow {
   const char* arch;
   const char* kernel;  // "wave", "shared", "ws": the a16w8 variants; "<format>", "<format>_w1": formats.py's
