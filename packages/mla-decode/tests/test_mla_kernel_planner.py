@@ -103,3 +103,58 @@ def test_split_stops_where_the_fixed_cost_outweighs_it():
     assert p8.nparts > p1.nparts and 512 / p8.nparts >= 4 and 64 / p1.nparts >= 4
     assert _C.plan_mla_decode(1, 16, 1, 150000).nparts >= 64
     assert _C.plan_mla_decode(512, 16, 4, 4096).nparts == 1
+
+
+def _format_calibration():
+    import importlib.util
+    import sys
+
+    bench = HERE.parent / "benchmarks"
+    sys.path.insert(0, str(bench))  # it imports calibrate_mla_planner_emu and formats_mla_kernel_emu beside it
+    try:
+        path = bench / "calibrate_mla_formats_emu.py"
+        spec = importlib.util.spec_from_file_location("calibrate_mla_formats_emu", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(bench))
+    return mod
+
+
+@pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
+def test_format_cost_rows_match_the_emulator(arch, monkeypatch):
+    """Every KV-format kernel of `arch` (formats.py) has its own row of the planner's cost table, and its per-tile,
+    per-part and (a8w8) per-row Q-launch cycles are the emulator's within 10%: a format-kernel change that moves
+    them must re-calibrate (benchmarks/calibrate_mla_formats_emu.py)."""
+    pytest.importorskip("moonmath_emu")
+    monkeypatch.setenv("MOONMATH_EMU_ARCH", arch)
+    from moonmath_mla_decode import _C
+
+    measured = _format_calibration().measured(arch)
+    rows = _C.mla_format_cost_rows(arch)
+    assert set(measured) == set(rows)
+    for kernel, m in measured.items():
+        for name, v in m.items():
+            got = rows[kernel][name]
+            assert abs(got - v) <= max(0.10 * v, 10.0), f"{kernel} {name}: planner {got:.0f}, emulator {v:.0f}"
+        assert (rows[kernel]["call_launches"] > 0) == kernel.startswith("a8w8")
+
+
+def test_formats_plan_by_their_own_rows():
+    """formats.make_plan takes its parts from its kernel's row (not a16w8's): at the peer shapes the parts are
+    the ones plan_mla_format_parts chooses for the one-wave (H 16) or 4-wave (H 64) kernel, and an override wins."""
+    from moonmath_mla_decode import _C, formats
+    from moonmath_mla_decode.kernel import cu_count
+
+    for fmt in ("a16w16", "a8w8", "mxfp4"):
+        for H, kernel in ((16, fmt + "_w1"), (64, fmt)):
+            assert formats.cost_kernel(fmt, H, 1, "gfx950") == kernel
+            for S in (1024, 8192):
+                want, _ = _C.plan_mla_format_parts(kernel, 2, H, 1, S, cus=cu_count("gfx950"), arch="gfx950")
+                p = formats.make_plan(fmt, 2, H, 1, S, arch="gfx950")
+                assert (p.nparts, p.variant) == (want, "shared")
+    assert formats.cost_kernel("a16w16", 16, 1, "gfx942") == "a16w16"  # gfx942: the 4-wave kernel only
+    assert formats.make_plan("a8w8", 2, 16, 1, 8192, nparts=3, arch="gfx950").nparts == 3
+    # the a8w8 row differs from a16w8's ws row, so the parts may differ: they are the format's own choice
+    with pytest.raises(ValueError, match="no cost row"):
+        _C.plan_mla_format_parts("a8w8", 2, 16, 1, 1024, arch="gfx942")

@@ -52,6 +52,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace moonmath::mla {
 
@@ -91,14 +92,21 @@ struct KernelCost {
   double tile_cycles;     // one 16-token KV tile with one 16-row tile
   double rowtile_cycles;  // each further row tile of a workgroup sharing the KV tile (ws; 0: per-wave kernels)
   double part_cycles;     // a part's fixed cost: prologue, Q load, split location, epilogue / partial write
+  double token_bytes = kRowBytes + 4;  // HBM bytes per KV token: its pool record(s) and its kv_indices entry
+  double call_launches = 0;    // launches of its own per call before the decode (a8w8: Q amax, Q quant)
+  double call_row_cycles = 0;  // those launches' issue cycles per query row (B * q_len * H rows)
+  double workgroup_waves = kWavesPerBlock;  // waves per workgroup of a non-ws launch (the "_w1" kernels: 1), so
+                                            // the CUs it occupies (its share of HBM) are its workgroups'
 };
-// The one table of decode-kernel costs: a row per (arch, kernel). The KV-format kernels (formats.py) add
-// theirs here once measured; a kernel without a row has no cost model (kernel_cost throws).
+// The one table of decode-kernel costs: a row per (arch, kernel): the a16w8 variants (plan()) and the KV-format
+// kernels (formats.py, plan_format_parts()); a kernel without a row has no cost model (kernel_cost throws).
 struct KernelCostRow {
   const char* arch;
-  const char* kernel;  // "wave", "shared", "ws": the a16w8 variants
+  const char* kernel;  // "wave", "shared", "ws": the a16w8 variants; "<format>", "<format>_w1": formats.py's
   KernelCost cost;
 };
+// Bytes per KV token of the format kernels: the pool record, MXFP4's 18 E8M0 scales, the kv_indices entry.
+constexpr double kA16w16TokenBytes = 2 * kRowBytes + 4, kMxfp4TokenBytes = kRowBytes / 2 + kRowBytes / 32 + 4;
 inline constexpr KernelCostRow kKernelCosts[] = {
     {"gfx942", "wave", {3060.0, 0.0, 2721.0}},
     {"gfx942", "shared", {2111.0, 0.0, 3189.0}},
@@ -107,6 +115,17 @@ inline constexpr KernelCostRow kKernelCosts[] = {
     {"gfx950", "wave", {2772.0, 0.0, 2721.0}},
     {"gfx950", "shared", {1823.0, 0.0, 3189.0}},
     {"gfx950", "ws", {649.0, 356.0, 1217.0}},
+    // The KV-format kernels (formats.py), benchmarks/calibrate_mla_formats_emu.py: "<format>" the 4-wave
+    // LDS-tile kernel (a wave per row tile, up to 4 sharing a KV tile: the "shared" launch shape, cycles per
+    // wave at 4 row tiles), "<format>_w1" gfx950's one-wave kernel for one row tile (the "wave" shape).
+    // Tiles of 16 tokens (a8w8 fetches 32-token tiles: half of one).
+    {"gfx942", "a16w16", {1926.0, 0.0, 3232.0, kA16w16TokenBytes}},
+    {"gfx950", "a16w16_w1", {1767.0, 0.0, 2976.0, kA16w16TokenBytes, 0, 0, 1}},
+    {"gfx950", "a16w16", {1558.0, 0.0, 2765.0, kA16w16TokenBytes}},
+    {"gfx950", "a8w8_w1", {1135.0, 0.0, 2059.0, kRowBytes + 4, 2, 505.0, 1}},
+    {"gfx950", "a8w8", {1020.0, 0.0, 1731.0, kRowBytes + 4, 2, 466.0}},
+    {"gfx950", "mxfp4_w1", {2559.0, 0.0, 3144.0, kMxfp4TokenBytes, 0, 0, 1}},
+    {"gfx950", "mxfp4", {1734.0, 0.0, 2737.0, kMxfp4TokenBytes}},
 };
 
 inline const KernelCost& kernel_cost(const std::string& arch, const std::string& kernel) {
@@ -222,16 +241,15 @@ inline double merge_cost(int64_t total_rows, int64_t nparts, int64_t cus, double
   return kMergeLaunchNs + std::max(t_issue, bytes / bw);
 }
 
-// Modelled time (ns) of a launch with `nparts` parts and kernel variant `v`.
-inline double plan_cost(int64_t batch, int64_t heads, int64_t q_len, int64_t len, int64_t nparts,
-                        int64_t cus = kDefaultCus, Variant v = Variant::kWave, const Machine& mc = kGfx942) {
+// Modelled time (ns) of a launch of the kernel costed by `kc`, in launch shape `v`, with `nparts` parts.
+inline double kernel_plan_cost(const KernelCost& kc, int64_t batch, int64_t heads, int64_t q_len, int64_t len,
+                               int64_t nparts, int64_t cus, Variant v, const Machine& mc) {
   const int64_t rows = q_len * heads, n_rt = ceil_div(rows, kRowsPerTile);
   const int64_t tiles = std::max<int64_t>(1, ceil_div(len, kTileTokens));
   const int64_t slots = cus * kSimdsPerCu;
   const int64_t waves = launch_waves(batch, n_rt, nparts, v);
   const bool ws = v == Variant::kWs;
   const int64_t rounds = ws ? ceil_div(launch_grid(batch, n_rt, nparts, v), cus) : ceil_div(waves, slots);
-  const KernelCost& kc = kernel_cost(mc.arch, variant_name(v));
   const double tile_cycles =
       kc.tile_cycles + kc.rowtile_cycles * (double)(std::min<int64_t>(n_rt, kWavesPerBlock) - 1);
   // balanced split: every wave locates its part (a ws workgroup's 8 waves on 4 SIMDs: twice per SIMD)
@@ -241,13 +259,55 @@ inline double plan_cost(int64_t batch, int64_t heads, int64_t q_len, int64_t len
   const double t_compute =
       (double)rounds * ((double)ceil_div(tiles, nparts) * tile_cycles + part_cycles) / mc.clock_ghz + kPartLatencyNs;
   const double partial = nparts > 1 ? (double)(batch * rows * nparts) * (kLat + 4) * 4.0 : 0.0;  // written
-  const double busy_cus = std::min<double>((double)cus, (double)(ws ? launch_grid(batch, n_rt, nparts, v)
-                                                                     : ceil_div(waves, kSimdsPerCu)));
+  const double busy_cus = std::min<double>(
+      (double)cus, (double)(ws ? launch_grid(batch, n_rt, nparts, v) : ceil_div(waves, (int64_t)kc.workgroup_waves)));
   const double bw = std::min(mc.hbm_bytes_per_ns * (double)cus / (double)mc.cus, busy_cus * mc.cu_bytes_per_ns);
-  const double t_memory = ((double)batch * (double)len * (kRowBytes + 4) + partial) / bw;
+  const double t_memory = ((double)batch * (double)len * kc.token_bytes + partial) / bw;
   double cost = std::max(t_compute, t_memory);
   if (nparts > 1) cost += merge_cost(batch * rows, nparts, cus, balance, mc);
+  // the kernel's own launches before the decode (a8w8's Q quantisation): independent of nparts, they still
+  // move the split: the 10% slack is of the call's whole time
+  if (kc.call_launches > 0)
+    cost += kc.call_launches * kMergeLaunchNs +
+            (double)ceil_div((int64_t)(kc.call_row_cycles * (double)(batch * rows)), slots) / mc.clock_ghz;
   return cost;
+}
+
+// Modelled time (ns) of an a16w8 launch with `nparts` parts and kernel variant `v`.
+inline double plan_cost(int64_t batch, int64_t heads, int64_t q_len, int64_t len, int64_t nparts,
+                        int64_t cus = kDefaultCus, Variant v = Variant::kWave, const Machine& mc = kGfx942) {
+  return kernel_plan_cost(kernel_cost(mc.arch, variant_name(v)), batch, heads, q_len, len, nparts, cus, v, mc);
+}
+
+// A KV-format kernel's launch shape: "<format>_w1" is a wave per (request, part), else a 4-wave workgroup
+// per (request, part, group of 4 row tiles).
+inline Variant format_launch_shape(const std::string& kernel) {
+  return kernel.size() > 3 && kernel.compare(kernel.size() - 3, 3, "_w1") == 0 ? Variant::kWave : Variant::kShared;
+}
+
+// The parts of a KV-format kernel's launch (formats.py), by the same rule as plan()'s over that kernel's
+// own row of kKernelCosts: the fewest parts (none empty, offsets 32-bit) within kSplitSlack of the
+// modelled minimum. Returns (nparts, modelled ns). Throws std::invalid_argument for a kernel without a row.
+inline std::pair<int64_t, double> plan_format_parts(int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint,
+                                                    int64_t cus, const Machine& mc, const std::string& kernel) {
+  if (cus <= 0) cus = mc.cus;
+  if (batch < 1 || heads < 1 || heads > kMaxHeads || q_len < 1)
+    throw std::invalid_argument("mla planner: batch, heads (1..128) and q_len must be >= 1");
+  const KernelCost& kc = kernel_cost(mc.arch, kernel);
+  const Variant v = format_launch_shape(kernel);
+  const int64_t len = len_hint > 0 ? len_hint : kDefaultLen;
+  const int64_t tiles = std::max<int64_t>(1, ceil_div(len, kTileTokens));
+  const int64_t max_parts = std::min<int64_t>(kMaxParts, tiles), total_rows = batch * q_len * heads;
+  auto usable = [&](int64_t np) {
+    return parts_all_busy(tiles, np) && (np == 1 || total_rows * np * kLat * 4 < (int64_t(1) << 32));
+  };
+  auto cost = [&](int64_t np) { return kernel_plan_cost(kc, batch, heads, q_len, len, np, cus, v, mc); };
+  double min_cost = cost(1);
+  for (int64_t np = 2; np <= max_parts; ++np)
+    if (usable(np)) min_cost = std::min(min_cost, cost(np));
+  for (int64_t np = 1; np <= max_parts; ++np)
+    if (usable(np) && cost(np) <= min_cost * kSplitSlack) return {np, cost(np)};
+  return {1, cost(1)};
 }
 
 // The launch configuration. Throws std::invalid_argument on shapes outside the kernel's domain.

@@ -69,8 +69,8 @@ void register_mla_planner(py::module_& m) {
                                           {"merge_iter_cycles", m->merge_iter_cycles},
                                           {"balance_request_cycles", m->balance_request_cycles}};
         for (const auto& row : moonmath::mla::kKernelCosts) {
-          if (arch != row.arch) continue;
           const std::string k = row.kernel;
+          if (arch != row.arch || (k != "wave" && k != "shared" && k != "ws")) continue;  // a16w8's rows
           out[k + "_tile_cycles"] = row.cost.tile_cycles;
           out[k + "_part_cycles"] = row.cost.part_cycles;
           if (row.cost.rowtile_cycles > 0) out[k + "_rowtile_cycles"] = row.cost.rowtile_cycles;
@@ -79,6 +79,53 @@ void register_mla_planner(py::module_& m) {
       },
       py::arg("arch") = "gfx942",
       "The planner's emulator-calibrated issue-cycle constants (benchmarks/calibrate_mla_planner_emu.py).");
+  m.def(
+      "mla_format_cost_rows",
+      [](const std::string& arch) {
+        std::map<std::string, std::map<std::string, double>> out;
+        for (const auto& row : moonmath::mla::kKernelCosts) {
+          const std::string k = row.kernel;
+          if (arch != row.arch || k == "wave" || k == "shared" || k == "ws") continue;
+          out[k] = {{"tile_cycles", row.cost.tile_cycles},
+                    {"part_cycles", row.cost.part_cycles},
+                    {"token_bytes", row.cost.token_bytes},
+                    {"call_launches", row.cost.call_launches},
+                    {"call_row_cycles", row.cost.call_row_cycles}};
+        }
+        return out;
+      },
+      py::arg("arch") = "gfx942",
+      "The KV-format kernels' rows of the planner's cost table on `arch` (benchmarks/calibrate_mla_formats_emu.py).");
+  m.def(
+      "plan_mla_format_parts",
+      [](const std::string& kernel, int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint, int64_t cus,
+         const std::string& arch) {
+        try {
+          return moonmath::mla::plan_format_parts(batch, heads, q_len, len_hint, cus, moonmath::mla::machine_for(arch),
+                                                  kernel);
+        } catch (const std::invalid_argument& e) {
+          throw py::value_error(e.what());
+        }
+      },
+      py::arg("kernel"), py::arg("batch"), py::arg("heads"), py::arg("q_len"), py::arg("len_hint") = 0,
+      py::arg("cus") = 0, py::arg("arch") = "gfx942",
+      "(nparts, modelled ns) of a KV-format kernel's launch ('a16w16', 'a8w8_w1', ...) by its own cost row.");
+  m.def(
+      "mla_format_plan_cost",
+      [](const std::string& kernel, int64_t batch, int64_t heads, int64_t q_len, int64_t len, int64_t nparts,
+         int64_t cus, const std::string& arch) {
+        try {
+          const auto& mc = moonmath::mla::machine_for(arch);
+          return moonmath::mla::kernel_plan_cost(moonmath::mla::kernel_cost(arch, kernel), batch, heads, q_len, len,
+                                                 nparts, cus > 0 ? cus : mc.cus,
+                                                 moonmath::mla::format_launch_shape(kernel), mc);
+        } catch (const std::invalid_argument& e) {
+          throw py::value_error(e.what());
+        }
+      },
+      py::arg("kernel"), py::arg("batch"), py::arg("heads"), py::arg("q_len"), py::arg("len"), py::arg("nparts"),
+      py::arg("cus") = 0, py::arg("arch") = "gfx942",
+      "The planner's modelled time (ns) of a KV-format kernel's launch with a given number of parts.");
   m.def(
       "mla_plan_cost",
       [](int64_t batch, int64_t heads, int64_t q_len, int64_t len, int64_t nparts, int64_t cus,

@@ -8,7 +8,7 @@ the op by the dtype of its cache.
 Same op semantics as mla_decode_a16w8 (any q_len, H 1..128, page_size 1 slot lists, DCP with base-2 LSE,
 end-aligned causal window, empty windows, determinism); only the pool and its dequantisation differ
 (docs/numerics.md). The kernels are the LDS-tile kernels (csrc/device/mla_decode_lds_tile.hpp and the format
-files) over the a16w8 planner and its split-KV merge kernel.
+files) over the planner (each kernel with its own row of its cost table) and the a16w8 split-KV merge kernel.
 """
 from __future__ import annotations
 
@@ -281,6 +281,27 @@ def _quantize_q(op: str, arch: str, q_lat, q_pe) -> tuple[torch.Tensor, torch.Te
     return q8, q_scale, counters
 
 
+def cost_kernel(fmt: str, heads: int, q_len: int, arch: str) -> str:
+    """The planner's cost-table row of format ``fmt``'s launch: gfx950's one-wave kernel (``<fmt>_w1``) for one
+    16-row tile per request, else the 4-wave kernel (``<fmt>``)."""
+    return fmt + ("_w1" if arch == "gfx950" and q_len * heads <= 16 else "")
+
+
+def make_plan(fmt: str, batch: int, heads: int, q_len: int, len_hint: int = 0, *, nparts: int | None = None,
+              balanced: bool | None = None, arch: str | None = None):
+    """The launch configuration of format ``fmt``'s kernel (a ``kernel.DecodePlan``, variant "shared"): its parts
+    chosen by the planner over the kernel's own cost row (``_C.plan_mla_format_parts``: its cycles per tile and
+    part, its bytes per token, a8w8's Q launches); ``nparts`` overrides them (tests, benchmarks)."""
+    from . import _C
+    from . import kernel as mk
+
+    arch = target_arch() if arch is None else arch
+    if nparts is None:
+        nparts, _ = _C.plan_mla_format_parts(cost_kernel(fmt, heads, q_len, arch), batch, heads, q_len, len_hint,
+                                             cus=mk.cu_count(arch), arch=arch)
+    return mk.make_plan(batch, heads, q_len, len_hint, nparts=nparts, variant="shared", balanced=balanced, arch=arch)
+
+
 def run(fmt: str, q_lat, q_pe, kv_pool, pool_aux, o_lat, seq_lens, kv_indices, kv_indptr, c_qk: float,
         o_scale: float, lse=None, glen=None, cp_rank: int = 0, cp_world: int = 1, *, nparts: int | None = None,
         plan=None, workspace: torch.Tensor | None = None, balanced: bool | None = None) -> list[dict | None]:
@@ -288,7 +309,7 @@ def run(fmt: str, q_lat, q_pe, kv_pool, pool_aux, o_lat, seq_lens, kv_indices, k
 
     Tensors validated by the op. ``c_qk``: the factor from q . c to the exp2-domain score (scale * log2 e, times
     the pool's per-tensor scale); ``o_scale``: the factor of o. ``nparts`` / ``balanced`` override the planner
-    (tests); ``plan`` (kernel.make_plan(..., variant="shared")) and ``workspace`` as kernel.run's.
+    (tests); ``plan`` (make_plan(fmt, ...)) and ``workspace`` as kernel.run's.
     Returns the launches' emulator counters (emu) or Nones (hip).
     """
     from . import kernel as mk
@@ -302,8 +323,7 @@ def run(fmt: str, q_lat, q_pe, kv_pool, pool_aux, o_lat, seq_lens, kv_indices, k
     B = kv_indptr.numel() - 1
     q_len = T // B
     if plan is None:
-        plan = mk.make_plan(B, H, q_len, kv_indices.numel() // B, nparts=nparts, variant="shared", balanced=balanced,
-                            arch=arch)
+        plan = make_plan(fmt, B, H, q_len, kv_indices.numel() // B, nparts=nparts, balanced=balanced, arch=arch)
     elif (plan.batch, plan.heads, plan.q_len, plan.variant) != (B, H, q_len, "shared"):
         raise ValueError(f"{op}: plan must be a 'shared' plan for B={B}, H={H}, q_len={q_len}; got B={plan.batch}, "
                          f"H={plan.heads}, q_len={plan.q_len}, variant={plan.variant!r}")

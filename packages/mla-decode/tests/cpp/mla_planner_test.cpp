@@ -108,7 +108,42 @@ int main() {
     MM_CHECK(&machine_for("gfx942") == &kGfx942 && &machine_for("gfx950") == &kGfx950);
     MM_CHECK(mm_host::throws([] { machine_for("gfx90a"); }));
     MM_CHECK(kernel_cost("gfx950", "wave").tile_cycles < kernel_cost("gfx942", "wave").tile_cycles && kGfx950.cus == 256);
-    MM_CHECK(mm_host::throws([] { kernel_cost("gfx942", "a8w8"); }));  // no row yet: no cost model
+    MM_CHECK(mm_host::throws([] { kernel_cost("gfx942", "a8w8"); }));  // no gfx942 a8w8 kernel: no cost model
+  }
+  // The KV-format kernels: their own rows (bytes per token of their pools), their launch shape, and their
+  // parts by plan()'s rule over their row: the fewest parts within kSplitSlack of the minimum, none empty.
+  {
+    MM_CHECK(kernel_cost("gfx950", "a16w16").token_bytes == 2 * kRowBytes + 4);
+    MM_CHECK(kernel_cost("gfx950", "mxfp4_w1").token_bytes == 288 + 18 + 4);
+    MM_CHECK(kernel_cost("gfx950", "a8w8_w1").call_launches == 2 && kernel_cost("gfx950", "ws").call_launches == 0);
+    MM_CHECK(format_launch_shape("a8w8_w1") == Variant::kWave && format_launch_shape("a8w8") == Variant::kShared);
+    MM_CHECK(mm_host::throws([] { plan_format_parts(2, 16, 1, 1024, 0, kGfx942, "mxfp4"); }));
+    for (const char* k : {"a16w16_w1", "a8w8_w1", "mxfp4_w1"})
+      for (int64_t S : {1024, 8192}) {
+        const auto [np, ns] = plan_format_parts(2, 16, 1, S, 0, kGfx950, k);
+        const KernelCost& kc = kernel_cost("gfx950", k);
+        double best = 1e300;
+        for (int64_t n = 1; n <= S / 16; ++n)
+          if (parts_all_busy(S / 16, n)) best = std::min(best, kernel_plan_cost(kc, 2, 16, 1, S, n, 256, Variant::kWave, kGfx950));
+        MM_CHECK(ns <= kSplitSlack * best && ns == kernel_plan_cost(kc, 2, 16, 1, S, np, 256, Variant::kWave, kGfx950));
+        for (int64_t n = 1; n < np; ++n)
+          if (parts_all_busy(S / 16, n))
+            MM_CHECK(kernel_plan_cost(kc, 2, 16, 1, S, n, 256, Variant::kWave, kGfx950) > kSplitSlack * best);
+      }
+    // the Q launches are in a8w8's time and independent of the split; the memory term reads its pool's bytes
+    KernelCost no_q = kernel_cost("gfx950", "a8w8_w1");
+    no_q.call_launches = no_q.call_row_cycles = 0;
+    MM_CHECK(kernel_plan_cost(kernel_cost("gfx950", "a8w8_w1"), 2, 16, 1, 1024, 4, 256, Variant::kWave, kGfx950) -
+                 kernel_plan_cost(no_q, 2, 16, 1, 1024, 4, 256, Variant::kWave, kGfx950) >= 2 * kMergeLaunchNs);
+    // a one-wave workgroup occupies a CU of its own: 16 of them get 16 CUs' share of HBM, not 4
+    KernelCost packed = kernel_cost("gfx950", "a16w16_w1");
+    packed.workgroup_waves = kWavesPerBlock;
+    MM_CHECK(kernel_plan_cost(kernel_cost("gfx950", "a16w16_w1"), 2, 16, 1, 8192, 8, 256, Variant::kWave, kGfx950) <
+             kernel_plan_cost(packed, 2, 16, 1, 8192, 8, 256, Variant::kWave, kGfx950));
+    const KernelCost bf16_bytes{1.0, 0.0, 1.0, kernel_cost("gfx950", "a16w16").token_bytes};
+    const KernelCost fp4_bytes{1.0, 0.0, 1.0, kernel_cost("gfx950", "mxfp4").token_bytes};
+    MM_CHECK(kernel_plan_cost(bf16_bytes, 4096, 16, 1, 8192, 1, 256, Variant::kShared, kGfx950) >
+             3 * kernel_plan_cost(fp4_bytes, 4096, 16, 1, 8192, 1, 256, Variant::kShared, kGfx950));
   }
   // A short hint never splits below one tile per part.
   MM_CHECK(plan(1, 16, 1, 16).nparts == 1);
