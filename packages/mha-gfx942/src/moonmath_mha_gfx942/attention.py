@@ -76,34 +76,14 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
         raise ValueError(f"q batch and heads must be >= 1; got shape {list(q.shape)}")
     for name, t in (("q", q), ("k", k), ("v", v)):
         checks.tensor(name, t, contiguous=True)
-    cap = _softcap(softcap)
-    sk = _sinks(sinks, q.shape[hdim], dev)
+    cap = checks.softcap(softcap)
+    sk = checks.sinks(sinks, q.shape[hdim], dev)
     if out is None:
         out = torch.empty_like(q, memory_format=torch.contiguous_format)
     else:
         checks.tensor("out", out, dtype=torch.bfloat16, shape=list(q.shape), contiguous=True, device=dev)
     _forward_op(q, k, v, out, layout, round_mode, cap, sk)
     return out
-
-
-def _softcap(softcap: object) -> float:
-    """softcap (Gemma 2): None or 0 -> off (0.0); else a finite positive cap (fp32)."""
-    if softcap is None:
-        return 0.0
-    cap = checks.real("softcap", softcap, fp32=True)
-    if cap < 0:
-        raise ValueError(f"softcap must be None or 0 (off) or a positive cap (logits cap * tanh(s / cap)); got {cap}")
-    return cap
-
-
-def _sinks(sinks: object, heads: int, dev: torch.device) -> torch.Tensor | None:
-    """gpt-oss sinks: None, or fp32 [H] per-head logits on q's device."""
-    if sinks is None:
-        return None
-    checks.tensor("sinks", sinks, dtype=torch.float32, ndim=1, device=dev)
-    if sinks.numel() != heads:
-        raise ValueError(f"sinks must have one logit per head ([{heads}]); got shape {list(sinks.shape)}")
-    return sinks.contiguous()
 
 
 @torch.library.custom_op("moonmath::mha_gfx942_forward", mutates_args=("out",))

@@ -42,6 +42,10 @@
 // gets a contiguous range (one head's q blocks share an L2). Tail KV-split (host planner, _C): the last
 // items of the order run as G parts each (mha_fwd_split_*: part p takes kv blocks p, p+G, ...) writing
 // fp32 partials (O unnormalised, m, l), folded by mha_merge_* in fp32 with the NaN-safe pack.
+//
+// Features (issue 17): mha_fwd_feat_* / mha_fwd_split_feat_* are attend<..., kFeat = true>: the soft-cap
+// between QK and the tail mask (a runtime-uniform branch), the sink in the epilogue (part 0 of a split item
+// only, so the merge is unchanged). The default kernels are instantiated without them: same instructions.
 #include "gfx942/mha_stages.hpp"
 
 namespace mha {
