@@ -110,6 +110,26 @@ def real(name: str, v: object, *, finite: bool = True, positive: bool = False, f
     return f
 
 
+def softcap(v: object) -> float:
+    """The attention ``softcap`` (Gemma 2): None or 0 -> off (0.0); else a finite positive cap (fp32)."""
+    if v is None:
+        return 0.0
+    cap = real("softcap", v, fp32=True)
+    if cap < 0:
+        raise ValueError(f"softcap must be None or 0 (off) or a positive cap (logits cap * tanh(s / cap)); got {cap}")
+    return cap
+
+
+def sinks(v: object, heads_q: int, device: torch.device) -> torch.Tensor | None:
+    """The attention ``sinks`` (gpt-oss): None, or fp32 [Hq] per-head logits on `device` (returned contiguous)."""
+    if v is None:
+        return None
+    tensor("sinks", v, dtype=torch.float32, ndim=1, device=device)
+    if v.numel() != heads_q:
+        raise ValueError(f"sinks must have one logit per q head ([{heads_q}]); got shape {list(v.shape)}")
+    return v.contiguous()
+
+
 def byte_span(t: torch.Tensor) -> tuple[int, int]:
     """[start, end) of the bytes a tensor's elements can occupy (from its sizes and strides)."""
     p = t.data_ptr()

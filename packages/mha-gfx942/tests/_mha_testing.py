@@ -17,12 +17,20 @@ def qkv(B, H, Sq, Skv, layout="bhsd", seed=0, scale=1.0):
     return rand(sq, seed, scale), rand(sk, seed + 1, scale), rand(sk, seed + 2)
 
 
-def oracle_fp64(q, k, v, layout="bhsd"):
-    """softmax(q k^T / sqrt(128)) v in float64, in q's layout."""
+def oracle_fp64(q, k, v, layout="bhsd", softcap=0.0, sinks=None):
+    """softmax(q k^T / sqrt(128)) v in float64, in q's layout; softcap > 0: s -> cap tanh(s / cap); sinks [H]:
+    one more logit per row of head h whose value row is zero (gpt-oss)."""
     if layout == "bshd":
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
     s = (q.double() @ k.double().transpose(-1, -2)) / math.sqrt(128.0)
-    out = torch.softmax(s, dim=-1) @ v.double()
+    if softcap:
+        s = softcap * torch.tanh(s / softcap)
+    v = v.double()
+    if sinks is not None:
+        B, H, Sq = s.shape[:3]
+        s = torch.cat([s, sinks.double().view(1, H, 1, 1).expand(B, H, Sq, 1)], dim=-1)
+        v = torch.cat([v, torch.zeros_like(v[..., :1, :])], dim=-2)
+    out = torch.softmax(s, dim=-1) @ v
     return out.transpose(1, 2) if layout == "bshd" else out
 
 

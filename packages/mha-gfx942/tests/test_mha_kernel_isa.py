@@ -20,6 +20,9 @@ for _mode in ("rtna", "rtne", "rtz"):
     BUDGETS[_dense] = dict(vgpr=256, agpr=64, sgpr=80, lds=65536, threads=512)
     BUDGETS[_split] = dict(vgpr=256, agpr=64, sgpr=96, lds=65536, threads=512)
     BUDGETS[_merge] = dict(vgpr=32, agpr=0, sgpr=40, lds=0)
+    _fdense, _fsplit, _ = kernel_names(_mode, features=True)   # sinks / soft-cap variants: the same budgets
+    BUDGETS[_fdense] = BUDGETS[_dense]
+    BUDGETS[_fsplit] = BUDGETS[_split]
 
 
 @pytest.mark.parametrize("kernel", list(BUDGETS))

@@ -108,14 +108,7 @@ def _scale(softmax_scale: object, dqk: int) -> float:
     return scale
 
 
-def _softcap(softcap: object) -> float:
-    """softcap (Gemma 2): None or 0 -> off (0.0); else a finite positive cap (fp32)."""
-    if softcap is None:
-        return 0.0
-    cap = checks.real("softcap", softcap, fp32=True)
-    if cap < 0:
-        raise ValueError(f"softcap must be None or 0 (off) or a positive cap (logits cap * tanh(s / cap)); got {cap}")
-    return cap
+_softcap = checks.softcap   # softcap (Gemma 2): None or 0 -> off; else a finite positive cap
 
 
 def _window(window_size: object, causal: bool) -> tuple[int, int]:
@@ -134,14 +127,7 @@ def _window(window_size: object, causal: bool) -> tuple[int, int]:
     return (left, right)
 
 
-def _sinks(sinks: object, heads_q: int, dev: torch.device) -> torch.Tensor | None:
-    """gpt-oss sinks: None, or fp32 [Hq] per-head logits on q's device."""
-    if sinks is None:
-        return None
-    checks.tensor("sinks", sinks, dtype=torch.float32, ndim=1, device=dev)
-    if sinks.numel() != heads_q:
-        raise ValueError(f"sinks must have one logit per q head ([{heads_q}]); got shape {list(sinks.shape)}")
-    return sinks.contiguous()
+_sinks = checks.sinks       # gpt-oss sinks: None, or fp32 [Hq] per-head logits on q's device
 
 
 def _round_mode(round_mode: object) -> None:

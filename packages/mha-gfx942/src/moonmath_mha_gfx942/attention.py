@@ -1,4 +1,5 @@
-"""bf16 MHA forward for gfx942 (MI300X): head dim 128, BHSD or BSHD, RTNA / RTNE / RTZ output rounding."""
+"""bf16 MHA forward for gfx942 (MI300X): head dim 128, BHSD or BSHD, RTNA / RTNE / RTZ output rounding, optional
+soft-cap and attention sinks."""
 from __future__ import annotations
 
 import torch
@@ -14,7 +15,8 @@ OP = "moonmath_mha_gfx942.forward"
 
 
 def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Tensor | None = None,
-            round_mode: str = "rtna", layout: str = "bhsd") -> torch.Tensor:
+            round_mode: str = "rtna", layout: str = "bhsd", softcap: float | None = 0.0,
+            sinks: torch.Tensor | None = None) -> torch.Tensor:
     """Attention forward ``softmax(q k^T / sqrt(128)) v`` with bf16 output, on gfx942 (MI300X).
 
     Args:
@@ -26,19 +28,26 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
             "rtz". NaN is written as the canonical 0x7FFF for RTNE/RTNA (and by the reference backend in
             every mode); the gfx942 kernel's RTZ truncates NaN like AITER's RTZ kernel.
         layout: "bhsd" or "bshd"; inputs are read in that layout, the output has it too.
+        softcap: Gemma-2 logit soft-cap: the scaled score s becomes ``softcap * tanh(s / softcap)`` before the
+            softmax; None or 0 = off, else a finite positive cap.
+        sinks: gpt-oss attention sinks, fp32 ``[H]`` natural-log logits on q's device: head h's sink joins each
+            row's softmax denominator as a logit with no value, ``o = sum_j e^(s_j) v_j / (e^(sink_h) + sum_j
+            e^(s_j))``. None = off.
 
-    Sq >= 1 and Skv >= 1 independently (cross-attention). No causal mask, no GQA, no varlen;
-    softmax scale fixed at 1/sqrt(128). On emu/hip the gfx942 kernels run (docs/kernels/mha_gfx942.md),
+    Sq >= 1 and Skv >= 1 independently (cross-attention). No causal mask, no sliding window, no GQA, no varlen;
+    softmax scale fixed at 1/sqrt(128). softcap / sinks run the feature kernels ``mha_fwd_feat_<m>`` (the
+    default kernels carry neither). On emu/hip the gfx942 kernels run (docs/kernels/mha_gfx942.md),
     with the tail KV-split when the planner's cost model says it pays (``MOONMATH_NO_TAIL=1``: never).
 
     Returns:
         The output, bf16, q's shape and layout (``out`` when given).
 
     Raises:
-        TypeError: q, k, v or out not a tensor or not bf16.
+        TypeError: q, k, v, out or sinks not a tensor or of the wrong dtype; softcap not a number.
         ValueError: rank other than 4, head dim other than 128, k's batch / heads / head dim unlike q's, v's shape
             unlike k's, an empty sequence, batch or heads, non-contiguous tensors, out's shape or device, layout,
-            round_mode, tensors on different devices; each message names the argument.
+            round_mode, softcap negative or not finite, sinks' shape, tensors on different devices; each message
+            names the argument.
         NoKernelError: the backend has no gfx942 kernel (a build without gfx942 code objects).
     """
     checks.tensor("q", q, dtype=torch.bfloat16, ndim=4)
@@ -67,36 +76,39 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
         raise ValueError(f"q batch and heads must be >= 1; got shape {list(q.shape)}")
     for name, t in (("q", q), ("k", k), ("v", v)):
         checks.tensor(name, t, contiguous=True)
+    cap = checks.softcap(softcap)
+    sk = checks.sinks(sinks, q.shape[hdim], dev)
     if out is None:
         out = torch.empty_like(q, memory_format=torch.contiguous_format)
     else:
         checks.tensor("out", out, dtype=torch.bfloat16, shape=list(q.shape), contiguous=True, device=dev)
-    _forward_op(q, k, v, out, layout, round_mode)
+    _forward_op(q, k, v, out, layout, round_mode, cap, sk)
     return out
 
 
 @torch.library.custom_op("moonmath::mha_gfx942_forward", mutates_args=("out",))
 def _forward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, layout: str,
-                round_mode: str) -> None:
+                round_mode: str, softcap: float = 0.0, sinks: torch.Tensor | None = None) -> None:
     if get_backend() == "reference":
-        out.copy_(reference.forward(q, k, v, layout, round_mode))
+        out.copy_(reference.forward(q, k, v, layout, round_mode, softcap, sinks))
     else:
-        _run_kernel(q, k, v, out, layout, round_mode)
+        _run_kernel(q, k, v, out, layout, round_mode, softcap, sinks)
 
 
 @_forward_op.register_fake
-def _(q, k, v, out, layout, round_mode) -> None:
+def _(q, k, v, out, layout, round_mode, softcap=0.0, sinks=None) -> None:
     return None
 
 
 def _run_kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, layout: str,
-                round_mode: str) -> None:
+                round_mode: str, softcap: float = 0.0, sinks: torch.Tensor | None = None) -> None:
     """The hip/emu path: the gfx942 kernels (kernel.py) write `out`. On hip, CPU tensors go to the GPU and
     the result comes back (the seed's behaviour)."""
     if get_backend() == "hip" and q.device.type == "cpu":
         dev = torch.device("cuda", torch.cuda.current_device())
         gout = torch.empty(out.shape, dtype=out.dtype, device=dev)
-        kernel.run(q.to(dev), k.to(dev), v.to(dev), gout, layout, round_mode)
+        kernel.run(q.to(dev), k.to(dev), v.to(dev), gout, layout, round_mode, softcap=softcap,
+                   sinks=None if sinks is None else sinks.to(dev))
         out.copy_(gout.cpu())
         return
-    kernel.run(q, k, v, out, layout, round_mode)
+    kernel.run(q, k, v, out, layout, round_mode, softcap=softcap, sinks=sinks)

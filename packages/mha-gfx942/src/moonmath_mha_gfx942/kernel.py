@@ -12,6 +12,7 @@ docs/kernels/mha_gfx942.md has the design.
 """
 from __future__ import annotations
 
+import math
 import os
 
 import torch
@@ -24,14 +25,28 @@ ARCH = "gfx942"
 CODE_OBJECT = "mha_fwd"
 TRANSPOSE_KERNEL = "mha_v_transpose"
 MI300X_CUS = 304
+SCALE = 1.0 / math.sqrt(128.0)
+LOG2E = 1.0 / math.log(2.0)
 _U32 = 1 << 32
 
 KERNELS = KernelSet("moonmath_mha_gfx942")
 
 
-def kernel_names(round_mode: str) -> tuple[str, str, str]:
-    """(dense, split, merge) kernel names of one rounding mode."""
-    return f"mha_fwd_{round_mode}", f"mha_fwd_split_{round_mode}", f"mha_merge_{round_mode}"
+def kernel_names(round_mode: str, features: bool = False) -> tuple[str, str, str]:
+    """(dense, split, merge) kernel names of one rounding mode; features: the sinks / soft-cap variants."""
+    f = "feat_" if features else ""
+    return f"mha_fwd_{f}{round_mode}", f"mha_fwd_split_{f}{round_mode}", f"mha_merge_{round_mode}"
+
+
+def feature_args(sinks: torch.Tensor | None, softcap: float) -> list:
+    """The feature kernels' last three arguments: sinks (or a null pointer), the softmax's log2-domain logit
+    factor, and the soft-cap's tanh pre-factor (0 = off). Under a soft-cap the scores become
+    tanh(s * scale / cap) and the softmax scales them by cap * log2 e."""
+    if softcap:
+        scale_log2, pre2 = softcap * LOG2E, 2.0 * SCALE * LOG2E / softcap
+    else:
+        scale_log2, pre2 = SCALE * LOG2E, 0.0
+    return [sinks, float(scale_log2), float(pre2)]
 
 
 def tail_enabled() -> bool:
@@ -60,8 +75,12 @@ def _strides(t: torch.Tensor, layout: str) -> tuple[int, int, int]:
 
 
 def run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, layout: str, round_mode: str, *,
-        cus: int | None = None, min_kv_blocks: int | None = None, tail: bool | None = None) -> list[dict | None]:
+        cus: int | None = None, min_kv_blocks: int | None = None, tail: bool | None = None,
+        sinks: torch.Tensor | None = None, softcap: float = 0.0) -> list[dict | None]:
     """Run the forward on the gfx942 kernels (emu or hip backend), writing ``out``.
+
+    ``sinks`` (fp32 [H], validated) or ``softcap`` > 0 select the feature kernels ``mha_fwd_feat_<m>`` /
+    ``mha_fwd_split_feat_<m>``; without them the default kernels run.
 
     ``cus`` (CU count), ``min_kv_blocks`` and ``tail`` override the planner's inputs (tests force splits on
     small grids with them). Returns the launches' emulator counters (emu) or Nones (hip).
@@ -92,21 +111,23 @@ def run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, la
             raise ValueError(f"{OP}: {name} must start on a 16-byte boundary for the gfx942 kernel's 16-byte loads "
                              f"and stores; got address {t.data_ptr():#x} (pass a fresh or .clone()d tensor)")
     p = plan(Sq, Skv, bh, device_cus(q.device) if cus is None else int(cus), tail, min_kv_blocks)
-    dense, split, merge = kernel_names(round_mode)
+    featured = sinks is not None or bool(softcap)
+    dense, split, merge = kernel_names(round_mode, featured)
+    feat = feature_args(sinks, softcap) if featured else []
     dev = q.device
     vt = torch.empty(bh * nkb * KV_BLOCK * 128, dtype=torch.bfloat16, device=dev)
     counters = [KERNELS.launch(OP, arch, CODE_OBJECT, TRANSPOSE_KERNEL, grid=(nkb, bh), block=256,
                                args=[v, vt, Skv, H, *ks])]
     if p.n_dense:
         counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, dense, grid=p.n_dense, block=CTA_THREADS,
-                                       args=[q, k, vt, out, Sq, Skv, H, nqb, p.n_dense, *qs, *ks]))
+                                       args=[q, k, vt, out, Sq, Skv, H, nqb, p.n_dense, *qs, *ks, *feat]))
     if p.tail:
         sched = torch.tensor(_C.split_schedule(p, nqb), dtype=torch.int32).to(dev)
         table = torch.tensor(_C.merge_table(p, nqb), dtype=torch.int32).to(dev)
         ws_o = torch.empty(p.ws_o_floats, dtype=torch.float32, device=dev)
         ws_ml = torch.empty(p.ws_ml_floats, dtype=torch.float32, device=dev)
         counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, split, grid=p.slots, block=CTA_THREADS,
-                                       args=[q, k, vt, ws_o, ws_ml, sched, p.slots, Sq, Skv, H, *qs, *ks]))
+                                       args=[q, k, vt, ws_o, ws_ml, sched, p.slots, Sq, Skv, H, *qs, *ks, *feat]))
         merge_grid = p.tail * (CTA_ROWS // _C.MERGE_ROWS_PER_CTA)
         counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, merge, grid=merge_grid, block=256,
                                        args=[ws_o, ws_ml, table, out, Sq, H, *qs, p.tail]))

@@ -16,13 +16,31 @@ from moonmath_common.numerics import round_bf16, softmax_attention
 SCALE = 1.0 / math.sqrt(128.0)
 
 
-def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layout: str, round_mode: str) -> torch.Tensor:
-    """q [B,Sq,H,D] or [B,H,Sq,D] (per layout), k/v likewise with Skv; returns bf16 in q's layout."""
+def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layout: str, round_mode: str, softcap: float = 0.0,
+            sinks: torch.Tensor | None = None) -> torch.Tensor:
+    """q [B,Sq,H,D] or [B,H,Sq,D] (per layout), k/v likewise with Skv; returns bf16 in q's layout. softcap > 0:
+    scores s -> softcap * tanh(s / softcap); sinks (fp32 [H]): one more logit per row with a zero value."""
     if layout == "bshd":
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
     B, H, Sq, D = q.shape
     Skv = k.shape[2]
-    o, _ = softmax_attention(q.reshape(B * H, Sq, D), k.reshape(B * H, Skv, D),
-                             v.reshape(B * H, Skv, v.shape[-1]), SCALE)
+    if softcap or sinks is not None:
+        o = _featured(q.float(), k.float(), v.float(), softcap, sinks).reshape(B * H, Sq, v.shape[-1])
+    else:
+        o, _ = softmax_attention(q.reshape(B * H, Sq, D), k.reshape(B * H, Skv, D),
+                                 v.reshape(B * H, Skv, v.shape[-1]), SCALE)
     out = round_bf16(o, round_mode).view(B, H, Sq, v.shape[-1])
     return out.transpose(1, 2) if layout == "bshd" else out
+
+
+def _featured(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softcap: float, sinks: torch.Tensor | None
+              ) -> torch.Tensor:
+    """[B, H, Sq, D] fp32 inputs: the soft-capped scores, the sink as an extra key with a zero value row."""
+    s = (q @ k.transpose(-1, -2)) * SCALE
+    if softcap:
+        s = softcap * torch.tanh(s / softcap)
+    if sinks is not None:
+        B, H, Sq = s.shape[:3]
+        s = torch.cat([s, sinks.float().to(s.device).view(1, H, 1, 1).expand(B, H, Sq, 1)], dim=-1)
+        v = torch.cat([v, torch.zeros_like(v[..., :1, :])], dim=-2)
+    return torch.softmax(s, dim=-1) @ v

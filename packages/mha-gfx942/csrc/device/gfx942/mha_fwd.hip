@@ -42,6 +42,10 @@
 // gets a contiguous range (one head's q blocks share an L2). Tail KV-split (host planner, _C): the last
 // items of the order run as G parts each (mha_fwd_split_*: part p takes kv blocks p, p+G, ...) writing
 // fp32 partials (O unnormalised, m, l), folded by mha_merge_* in fp32 with the NaN-safe pack.
+//
+// Features (issue 17): mha_fwd_feat_* / mha_fwd_split_feat_* are attend<..., kFeat = true>: the soft-cap
+// between QK and the tail mask (a runtime-uniform branch), the sink in the epilogue (part 0 of a split item
+// only, so the merge is unchanged). The default kernels are instantiated without them: same instructions.
 #include "gfx942/mha_stages.hpp"
 
 namespace mha {
@@ -65,12 +69,22 @@ MM_DEVICE mm::buffer_rsrc head_buffer(const void* base, Strides st, uint32_t bh,
 }
 
 
+// The features of the mha_fwd_feat_* kernels (issue 17), runtime-selected inside that variant only: the
+// default kernels are instantiated without them (kFeat = false), so their code is unchanged.
+struct Features {
+  const float* sinks;  // fp32 [heads] natural-log sink logits, or null
+  float scale_log2;    // the softmax's logit factor: kScaleLog2e, or cap * log2 e under a soft-cap
+  float softcap_pre2;  // 2 * scale * log2 e / cap, or 0 (no soft-cap)
+};
+
 // One work item: q block `qb` of head `bh`, kv blocks part, part + nparts, ... . kSplit: write the fp32
-// partial (slot) instead of the normalised bf16 output. lds: kLdsBytes, the two stages.
-template <mm::Round R, bool kSplit>
+// partial (slot) instead of the normalised bf16 output. lds: kLdsBytes, the two stages. kFeat: apply `feat`
+// (soft-cap between QK and the mask; the sink in the epilogue, carried by part 0 of a split item).
+template <mm::Round R, bool kSplit, bool kFeat = false>
 MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, uint16_t* out, float* ws_o,
                       float* ws_ml, uint32_t sq, uint32_t skv, uint32_t heads, Strides qs, Strides ks, uint32_t qb,
-                      uint32_t bh, uint32_t part, uint32_t nparts, uint32_t slot, uint8_t* lds) {
+                      uint32_t bh, uint32_t part, uint32_t nparts, uint32_t slot, uint8_t* lds,
+                      Features feat = Features{nullptr, kScaleLog2e, 0.f}) {
   const uint32_t wave = mm::wave_id();
   const bool group_b = wave >= kWaves / 2;  // waves 4..7: the second wave of each SIMD
   const uint32_t row0 = qb * kCtaRows + wave * (kQTilesPerWave * 16);
@@ -105,8 +119,12 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
     const bool partial_block = (kb + 1) * kKvBlock > skv;
 #pragma unroll
     for (uint32_t t = 0; t < kQTilesPerWave; ++t) {
+      if constexpr (kFeat) {
+        if (feat.softcap_pre2 != 0.f) softcap_scores(s[t], feat.softcap_pre2);
+      }
       if (partial_block) mask_kv_tail(s[t], kb * kKvBlock, skv);
-      sm[t].update(s[t], i == 0);
+      if constexpr (kFeat) sm[t].update(s[t], i == 0, feat.scale_log2);
+      else sm[t].update(s[t], i == 0);
 #pragma unroll
       for (uint32_t u = 0; u < kKvSub; ++u) p[t][u] = mm::as_b_operand(pack_p<R>(s[t][u]));
     }
@@ -166,8 +184,11 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
 
 #pragma unroll
   for (uint32_t i = 0; i < kQTilesPerWave; ++i) {
-    const float lsum = sm[i].sum_l();
+    float lsum = sm[i].sum_l();
     const uint32_t r = row0 + 16u * i;
+    if constexpr (kFeat) {
+      if (feat.sinks != nullptr && part == 0) add_sink(o[i], sm[i].m, lsum, feat.sinks[h] * 1.4426950408889634f);
+    }
     if constexpr (kSplit) {
       // Partial: O unnormalised (fp32) and the row's (m, l); rows of the CTA, not of the sequence.
       const uint32_t cta_row = r - qb * kCtaRows;
@@ -280,6 +301,35 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void mha_v_transpose(const uint16_t* v, uint16_t
     mha::merge<R>(ws_o, ws_ml, table, out, sq, heads, mha::Strides{q_row, q_head, q_batch}, ngroups);                  \
   }
 
+// The feature variants (sinks, soft-cap): the dense and split kernels with three more arguments.
+#define MHA_FEAT_KERNELS(mode, R)                                                                                      \
+  MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) void mha_fwd_feat_##mode(                                               \
+      const uint16_t* q, const uint16_t* k, const uint16_t* vt, uint16_t* out, uint32_t sq, uint32_t skv,              \
+      uint32_t heads, uint32_t nqb, uint32_t n_work, uint32_t q_row, uint64_t q_head, uint64_t q_batch,                \
+      uint32_t k_row, uint64_t k_head, uint64_t k_batch, const float* sinks, float scale_log2, float softcap_pre2) {   \
+    MM_LDS uint8_t lds[mha::kLdsBytes];                                                                                \
+    const uint32_t w = mha::xcd_contiguous(mm::block_id_x(), n_work);                                                  \
+    mha::attend<R, false, true>(q, k, vt, out, nullptr, nullptr, sq, skv, heads, mha::Strides{q_row, q_head, q_batch}, \
+                                mha::Strides{k_row, k_head, k_batch}, w % nqb, w / nqb, 0u, 1u, 0u, lds,               \
+                                mha::Features{sinks, scale_log2, softcap_pre2});                                       \
+  }                                                                                                                    \
+  MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) void mha_fwd_split_feat_##mode(                                         \
+      const uint16_t* q, const uint16_t* k, const uint16_t* vt, float* ws_o, float* ws_ml, const int32_t* sched,       \
+      uint32_t n_slots, uint32_t sq, uint32_t skv, uint32_t heads, uint32_t q_row, uint64_t q_head,                    \
+      uint64_t q_batch, uint32_t k_row, uint64_t k_head, uint64_t k_batch, const float* sinks, float scale_log2,       \
+      float softcap_pre2) {                                                                                            \
+    MM_LDS uint8_t lds[mha::kLdsBytes];                                                                                \
+    const uint32_t slot = mm::block_id_x();                                                                            \
+    const mm::u32x4 e = mm::buffer_load_b128(mm::make_buffer(sched, n_slots * 16u), slot * 16u);                       \
+    mha::attend<R, true, true>(q, k, vt, nullptr, ws_o, ws_ml, sq, skv, heads, mha::Strides{q_row, q_head, q_batch},   \
+                               mha::Strides{k_row, k_head, k_batch}, mm::uniform(e.x), mm::uniform(e.y),               \
+                               mm::uniform(e.z), mm::uniform(e.w), slot, lds,                                          \
+                               mha::Features{sinks, scale_log2, softcap_pre2});                                        \
+  }
+
 MHA_KERNELS(rtna, mm::Round::RTNA)
 MHA_KERNELS(rtne, mm::Round::RTNE)
 MHA_KERNELS(rtz, mm::Round::RTZ)
+MHA_FEAT_KERNELS(rtna, mm::Round::RTNA)
+MHA_FEAT_KERNELS(rtne, mm::Round::RTNE)
+MHA_FEAT_KERNELS(rtz, mm::Round::RTZ)

@@ -190,6 +190,25 @@ MM_DEVICE float lane_col_sum(const FragC (&s)[kKvSub]) {
   return v;
 }
 
+// Soft-cap (Gemma 2) of one block's raw scores: s -> tanh(s * scale / cap) = 1 - 2 / (1 + exp2(s * pre2)),
+// pre2 = 2 * scale * log2 e / cap; the softmax then scales by cap * log2 e (exp2 of +-inf gives +-1 exactly).
+MM_DEVICE void softcap_scores(FragC (&s)[kKvSub], float pre2) {
+#pragma unroll
+  for (uint32_t t = 0; t < kKvSub; ++t)
+    mm::apply(s[t], [=](float x, int, int) { return __builtin_fmaf(-2.f, mm::rcp(1.f + mm::exp2(x * pre2)), 1.f); });
+}
+
+// Attention sink (gpt-oss) of one q tile, log2 domain: sink2 joins the row's denominator as a logit with no
+// value. M = max(m, sink2), O and l rescaled by exp2(m - M), l += exp2(sink2 - M); (m, l) become M and the new l.
+MM_DEVICE void add_sink(FragC (&o)[kDTiles], float& m, float& l, float sink2) {
+  const float big_m = __builtin_fmaxf(m, sink2), f = mm::exp2(m - big_m);
+  l = __builtin_fmaf(l, f, mm::exp2(sink2 - big_m));
+  m = big_m;
+  const ColVec fc = {f};
+#pragma unroll
+  for (uint32_t dt = 0; dt < kDTiles; ++dt) mm::mul_cols(o[dt], fc);
+}
+
 // bf16 bits of P in the kernel's rounding mode, no NaN test (see the header).
 template <mm::Round R>
 MM_DEVICE uint32_t round_bits_raw(float f) {
@@ -219,11 +238,12 @@ struct GatedColSoftmax {
   // The gate is decided in-lane, before any cross-lane step: a column's max grows iff some lane's
   // in-lane max (scaled) exceeds m, so the cross-lane max (two LDS round trips) and the exp2 of the
   // factor run only when some lane of the wave saw a new max; the result is bit for bit the eager max's.
-  MM_DEVICE void update(FragC (&s)[kKvSub], bool first) {
+  // scale_log2: the logit factor in the log2 domain (kScaleLog2e; cap * log2 e under a soft-cap).
+  MM_DEVICE void update(FragC (&s)[kKvSub], bool first, float scale_log2 = kScaleLog2e) {
     const float lane_max = lane_col_max(s);
     r = 1.f;
-    if (first || __builtin_amdgcn_ballot_w64(lane_max * kScaleLog2e > m) != 0) {
-      const float m_new = __builtin_fmaxf(m, mm::col_max(mm::filled<S16>(lane_max)).v * kScaleLog2e);
+    if (first || __builtin_amdgcn_ballot_w64(lane_max * scale_log2 > m) != 0) {
+      const float m_new = __builtin_fmaxf(m, mm::col_max(mm::filled<S16>(lane_max)).v * scale_log2);
       if (!first) {
         const float f = mm::exp2(m - m_new);
         l *= f;
@@ -234,7 +254,7 @@ struct GatedColSoftmax {
     const float m_use = m;
 #pragma unroll
     for (uint32_t t = 0; t < kKvSub; ++t) {
-      mm::apply(s[t], [=](float x, int, int) { return __builtin_fmaf(x, kScaleLog2e, -m_use); });
+      mm::apply(s[t], [=](float x, int, int) { return __builtin_fmaf(x, scale_log2, -m_use); });
       mm::exp2(s[t]);
     }
     l += lane_col_sum(s);
