@@ -99,6 +99,7 @@ struct RequestView {
   int32_t slen;          // seq_lens[b] clamped to [0, span]
   int32_t glen;          // the global length: glen[b] under DCP (window_end clamps by slen), else slen
   mm::buffer_rsrc idx;   // request b's kv_indices run; entry j at byte 4j
+  uint32_t lo, span;     // that run: kv_indices[lo, lo + span) (idx rebuilt from them elsewhere)
 };
 
 MM_DEVICE uint32_t clamp_u32(int32_t v, uint32_t hi) {
@@ -117,6 +118,8 @@ MM_DEVICE RequestView request_view(const int32_t* seq_lens, const int32_t* glen,
   // Without DCP the causal ends follow the clamped length (end-aligned on it), not the raw one.
   r.glen = cp_world > 1 ? glen[b] : r.slen;
   r.idx = mm::make_buffer(kv_indices + lo, span * 4u);
+  r.lo = lo;
+  r.span = span;
   return r;
 }
 
