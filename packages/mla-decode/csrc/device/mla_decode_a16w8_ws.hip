@@ -51,7 +51,9 @@
 // when one of its rows moved.
 //
 // Output: direct (one part) o = kv_scale * O / ln in bf16 RTNE and lse = m + log2(l); otherwise fp32
-// partials (O, m, l, ln) for mla_decode_a16w8_merge, exactly as the other variants.
+// partials (O, m, l, ln) for mla_decode_a16w8_merge as the other variants, except that O's columns are in
+// the PV MFMA's output order (mfma_column in mla_decode_common.hpp: each accumulator stored as it is, no
+// transpose), which the merge reads under kFlagMergeMfmaColumns.
 #include "mla_decode_common.hpp"
 #include "moonmath/convert.hpp"
 
@@ -351,18 +353,11 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
     for (uint32_t t = 0; t < NRT; ++t) {
       const uint32_t rt_row = (w.grp * kMaxRowTiles + t) * 16u + i;
       if (rt_row >= rows) continue;
-      if (partial) {
+      if (partial) {  // in the MFMA output order (mfma_column): acc[t][b] as it is, at floats 4b .. 4b + 3
         const uint32_t slot = w.unit * rows + rt_row;
 #pragma unroll
-        for (int rr = 0; rr < 4; ++rr) {
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            mm::u32x4 v;
-#pragma unroll
-            for (int c = 0; c < 4; ++c) v[c] = mm::bit_cast<uint32_t>(acc[t][4 * h + c][rr]);
-            mm::buffer_store_b128(v, wo, (slot * kLat + col + 8u * rr + 4u * h) * 4u);
-          }
-        }
+        for (int b = 0; b < 8; ++b)
+          mm::buffer_store_b128(mm::bit_cast<mm::u32x4>(acc[t][b]), wo, (slot * kLat + col + 4u * b) * 4u);
       } else {
         const float inv = inv_norm(w.o_scale, stats[t * 16u + i]);
         const uint32_t R = w.b * rows + rt_row;
