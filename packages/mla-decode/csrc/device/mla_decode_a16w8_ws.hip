@@ -36,7 +36,10 @@
 //               column 128f + 8i + b), so D reg rr of lane (j, g) holds row j's column 128f + 32g + 8rr + b.
 //   p[2][4]     per row tile, 16 bytes per lane: P in the MFMA B layout (lane (j, g) holds
 //               P[tokens 4g..4g+3][row j] as 4 bf16) and the rescale factor of row j (1.0: none),
-//               written and read by the same lane index, one 16-byte access each way.
+//               written and read by the same lane index, one 16-byte access each way. Before the first
+//               step its first 48 bytes carry the part (request, token range, run, scales): wave 0 locates
+//               it once (the split's prefix sums, the request's run and window) and the other waves read
+//               it after one barrier, instead of each of the 8 waves locating it.
 //
 // Pipeline: one barrier per step; at step s (tiles in a 3-slot ring):
 //   PV wave 4 + s % 4   widen tile s into slot s % 3, then fetch tile s + 4 and the slots of tile s + 8
@@ -69,8 +72,10 @@ constexpr uint32_t kKStride = 1184;    // bytes per token row in LDS (576 bf16 +
 constexpr uint32_t kTileBytes = 16 * kKStride;
 constexpr uint32_t kPBytes = 64 * 16;   // one row tile's P and alpha
 constexpr uint32_t kPOff = kRing * kTileBytes;
-constexpr uint32_t kPartOff = kPOff + 2 * kMaxRowTiles * kPBytes;  // the workgroup's Part, published by wave 0
-constexpr uint32_t kLdsBytes = kPartOff + 48;
+constexpr uint32_t kLdsBytes = kPOff + 2 * kMaxRowTiles * kPBytes;
+// The workgroup's part (48 bytes), published by wave 0 before the first step: in the P area, which no wave
+// writes before the first step's barrier, by when every wave has read the part.
+constexpr uint32_t kPartOff = kPOff;
 static_assert(kLdsBytes <= 65536, "gfx942 LDS");
 constexpr float kLazyMax = 0.0f;  // log2 units; see the header
 

@@ -102,11 +102,11 @@ struct KernelCostRow {
 inline constexpr KernelCostRow kKernelCosts[] = {
     {"gfx942", "wave", {3060.0, 0.0, 2721.0}},
     {"gfx942", "shared", {2111.0, 0.0, 3189.0}},
-    {"gfx942", "ws", {721.0, 428.0, 1217.0}},
+    {"gfx942", "ws", {739.0, 432.0, 625.0}},
     // gfx950: the QK contraction is 18 v_mfma_f32_16x16x32_bf16 per tile instead of 36 16x16x16
     {"gfx950", "wave", {2772.0, 0.0, 2721.0}},
     {"gfx950", "shared", {1823.0, 0.0, 3189.0}},
-    {"gfx950", "ws", {649.0, 356.0, 1217.0}},
+    {"gfx950", "ws", {667.0, 360.0, 625.0}},
 };
 
 inline const KernelCost& kernel_cost(const std::string& arch, const std::string& kernel) {
@@ -234,9 +234,8 @@ inline double plan_cost(int64_t batch, int64_t heads, int64_t q_len, int64_t len
   const KernelCost& kc = kernel_cost(mc.arch, variant_name(v));
   const double tile_cycles =
       kc.tile_cycles + kc.rowtile_cycles * (double)(std::min<int64_t>(n_rt, kWavesPerBlock) - 1);
-  // balanced split: every wave locates its part (a ws workgroup's 8 waves on 4 SIMDs: twice per SIMD)
-  const double balance =
-      balance_split(batch, nparts) ? mc.balance_request_cycles * (double)batch * (ws ? 2.0 : 1.0) : 0.0;
+  // balanced split: every wave locates its part (a ws workgroup: wave 0 only, the others read it from LDS)
+  const double balance = balance_split(batch, nparts) ? mc.balance_request_cycles * (double)batch : 0.0;
   const double part_cycles = kc.part_cycles + balance;
   const double t_compute =
       (double)rounds * ((double)ceil_div(tiles, nparts) * tile_cycles + part_cycles) / mc.clock_ghz + kPartLatencyNs;
