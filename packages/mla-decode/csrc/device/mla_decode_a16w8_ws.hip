@@ -37,7 +37,7 @@
 //   p[2][4]     per row tile, 16 bytes per lane: P in the MFMA B layout (lane (j, g) holds
 //               P[tokens 4g..4g+3][row j] as 4 bf16) and the rescale factor of row j (1.0: none),
 //               written and read by the same lane index, one 16-byte access each way. Before the first
-//               step its first 48 bytes carry the part (request, token range, run, scales): wave 0 locates
+//               steps its last 64 bytes carry the part (request, token range, run, scales): wave 0 locates
 //               it once (the split's prefix sums, the request's run and window) and the other waves read
 //               it after one barrier, instead of each of the 8 waves locating it.
 //
@@ -73,9 +73,11 @@ constexpr uint32_t kTileBytes = 16 * kKStride;
 constexpr uint32_t kPBytes = 64 * 16;   // one row tile's P and alpha
 constexpr uint32_t kPOff = kRing * kTileBytes;
 constexpr uint32_t kLdsBytes = kPOff + 2 * kMaxRowTiles * kPBytes;
-// The workgroup's part (48 bytes), published by wave 0 before the first step: in the P area, which no wave
-// writes before the first step's barrier, by when every wave has read the part.
-constexpr uint32_t kPartOff = kPOff;
+// The workgroup's part (48 bytes), published by wave 0 before the first step: at the end of the P area
+// (p[1][3]'s last lanes), which no wave writes before the second step's barrier, by when every wave has read
+// the part; and past the epilogue's row statistics (the first 256 bytes), written even by a part without
+// steps.
+constexpr uint32_t kPartOff = kLdsBytes - 64;
 static_assert(kLdsBytes <= 65536, "gfx942 LDS");
 constexpr float kLazyMax = 0.0f;  // log2 units; see the header
 
