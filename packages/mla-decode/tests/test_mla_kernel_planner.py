@@ -98,9 +98,10 @@ def test_split_stops_where_the_fixed_cost_outweighs_it():
             best = min(costs.values())
             assert p.cost_ns <= 1.10 * best
             assert all(c > 1.10 * best for (v, n), c in costs.items() if n < p.nparts)
-    # a longer request: more parts, each of at least 4 tiles (the fixed cost and the merge bound the split)
+    # a longer request: more parts, each of at least 2 tiles (the fixed cost and the merge bound the split;
+    # the ws part's fixed cost, 625 cycles per SIMD since one wave locates the part, is about one tile's)
     p1, p8 = _C.plan_mla_decode(2, 16, 1, 1024), _C.plan_mla_decode(2, 16, 1, 8192)
-    assert p8.nparts > p1.nparts and 512 / p8.nparts >= 4 and 64 / p1.nparts >= 4
+    assert p8.nparts > p1.nparts and 512 / p8.nparts >= 2 and 64 / p1.nparts >= 2
     assert _C.plan_mla_decode(1, 16, 1, 150000).nparts >= 64
     assert _C.plan_mla_decode(512, 16, 4, 4096).nparts == 1
 

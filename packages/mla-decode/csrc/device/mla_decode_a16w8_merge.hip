@@ -175,10 +175,19 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
   if (!valid || grp != 0) return;
 
   const float inv = mla::inv_norm(o_scale, st.ln);
-  mm::u32x4 o;
+  const mm::buffer_rsrc ob = mm::make_buffer(o_lat, rows * kLat * 2u);
+  if (flags & mla::kFlagMergeMfmaColumns) {  // the ws kernel's order (mfma_column): stored floats col + rr and
+    // col + 4 + rr are the adjacent columns mfma_column(col + rr), +1 (four pairs, one 4-byte store each)
 #pragma unroll
-  for (int e = 0; e < 4; ++e) o[e] = mm::pack_bf16x2<mm::Round::RTNE>(st.acc[2 * e] * inv, st.acc[2 * e + 1] * inv);
-  mm::buffer_store_b128(o, mm::make_buffer(o_lat, rows * kLat * 2u), (row * kLat + col) * 2u);
+    for (int rr = 0; rr < 4; ++rr)
+      mm::buffer_store_b32(mm::pack_bf16x2<mm::Round::RTNE>(st.acc[rr] * inv, st.acc[4 + rr] * inv), ob,
+                           (row * kLat + mla::mfma_column(col + rr)) * 2u);
+  } else {
+    mm::u32x4 o;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) o[e] = mm::pack_bf16x2<mm::Round::RTNE>(st.acc[2 * e] * inv, st.acc[2 * e + 1] * inv);
+    mm::buffer_store_b128(o, ob, (row * kLat + col) * 2u);
+  }
   if ((flags & 1u) && lane == 0 && cblk == 0) {
     mm::buffer_store_f32(mla::finish_lse(st.m, st.l), mm::make_buffer(lse, rows * 4u), row * 4u);
   }

@@ -36,7 +36,10 @@
 //               column 128f + 8i + b), so D reg rr of lane (j, g) holds row j's column 128f + 32g + 8rr + b.
 //   p[2][4]     per row tile, 16 bytes per lane: P in the MFMA B layout (lane (j, g) holds
 //               P[tokens 4g..4g+3][row j] as 4 bf16) and the rescale factor of row j (1.0: none),
-//               written and read by the same lane index, one 16-byte access each way.
+//               written and read by the same lane index, one 16-byte access each way. Before the first
+//               steps its last 64 bytes carry the part (request, token range, run, scales): wave 0 locates
+//               it once (the split's prefix sums, the request's run and window) and the other waves read
+//               it after one barrier, instead of each of the 8 waves locating it.
 //
 // Pipeline: one barrier per step; at step s (tiles in a 3-slot ring):
 //   PV wave 4 + s % 4   widen tile s into slot s % 3, then fetch tile s + 4 and the slots of tile s + 8
@@ -51,7 +54,9 @@
 // when one of its rows moved.
 //
 // Output: direct (one part) o = kv_scale * O / ln in bf16 RTNE and lse = m + log2(l); otherwise fp32
-// partials (O, m, l, ln) for mla_decode_a16w8_merge, exactly as the other variants.
+// partials (O, m, l, ln) for mla_decode_a16w8_merge as the other variants, except that O's columns are in
+// the PV MFMA's output order (mfma_column in mla_decode_common.hpp: each accumulator stored as it is, no
+// transpose), which the merge reads under kFlagMergeMfmaColumns.
 #include "mla_decode_common.hpp"
 #include "moonmath/convert.hpp"
 
@@ -68,6 +73,11 @@ constexpr uint32_t kTileBytes = 16 * kKStride;
 constexpr uint32_t kPBytes = 64 * 16;   // one row tile's P and alpha
 constexpr uint32_t kPOff = kRing * kTileBytes;
 constexpr uint32_t kLdsBytes = kPOff + 2 * kMaxRowTiles * kPBytes;
+// The workgroup's part (48 bytes), published by wave 0 before the first step: at the end of the P area
+// (p[1][3]'s last lanes), which no wave writes before the second step's barrier, by when every wave has read
+// the part; and past the epilogue's row statistics (the first 256 bytes), written even by a part without
+// steps.
+constexpr uint32_t kPartOff = kLdsBytes - 64;
 static_assert(kLdsBytes <= 65536, "gfx942 LDS");
 constexpr float kLazyMax = 0.0f;  // log2 units; see the header
 
@@ -75,6 +85,11 @@ constexpr float kLazyMax = 0.0f;  // log2 units; see the header
 // XOR 16 for odd tokens). With the 74-chunk stride (2 mod 8 bank groups) every access to the tile is
 // conflict-free: the K and V^T ds_read_b128 in CDNA 3's 8-lane phases and the fill waves' ds_write_b128.
 MM_DEVICE uint32_t chunk_swizzle(uint32_t token) { return (token & 1u) << 4; }
+
+template <bool B>
+struct Bool {  // a compile-time flag for a generic lambda's argument
+  static constexpr bool value = B;
+};
 
 // Widen 16 fp8 bytes to 16 bf16 (exact), in order.
 MM_DEVICE void widen16(const mm::u32x4& w, mm::u32x4& lo, mm::u32x4& hi) {
@@ -101,7 +116,7 @@ struct Work {
   float* ws_ml;
   mm::buffer_rsrc pool, idx;
   uint32_t B, H, q_len, rows, nparts, unit, grp, b, cp_rank, cp_world, flags;
-  int32_t slen, glen, e_req;
+  int32_t slen, glen;
   uint32_t k0, k1, nt;
   float c_qk, o_scale;
 };
@@ -172,11 +187,9 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
   }
 
   // ---- PV role: the wave's 128 output columns of every row tile ---------------------------------------
+  // Not zeroed here: the first PV step's MFMAs take a zero C operand (an inline constant), so no wave
+  // spends 32 v_mov per row tile; a part without tiles zeroes them before its stores.
   mm::f32x4 acc[NRT][8];
-#pragma unroll
-  for (uint32_t t = 0; t < NRT; ++t)
-#pragma unroll
-    for (int c = 0; c < 8; ++c) acc[t][c] = mm::f32x4{0.f, 0.f, 0.f, 0.f};
 
   // LDS byte offsets of the ring slots (rotated every step): tile s (written), s - 1 (QK), s - 2 (PV).
   uint32_t slot_w = 0, slot_q = 2u * kTileBytes, slot_p = kTileBytes;
@@ -262,8 +275,9 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
       mm::lds_write_b128(lds, kPOff + pt * kPBytes + 16u * lane, mm::u32x4{pb[0], pb[1], mm::bit_cast<uint32_t>(alpha), 0u});
     }
 
-    // PV of tile s - 2: the PV waves, 128 columns each.
-    if (fill && s >= 2u) {
+    // PV of tile s - 2: the PV waves, 128 columns each (the first, s = 2, from zero accumulators).
+    auto pv_step = [&](auto first) __attribute__((always_inline)) {
+      constexpr bool kFirst = decltype(first)::value;
       const uint32_t pbuf = (s & 1u) * kMaxRowTiles;  // (s - 2) & 1
       mm::u32x4 d[4];
 #pragma unroll
@@ -289,16 +303,19 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
       mm::set_priority<1>();
 #pragma unroll
       for (uint32_t t = 0; t < NRT; ++t) {
-        if (__builtin_amdgcn_ballot_w64(al[t] != 1.f) != 0) {
+        if (!kFirst && __builtin_amdgcn_ballot_w64(al[t] != 1.f) != 0) {  // zero accumulators need no rescale
 #pragma unroll
           for (int c = 0; c < 8; ++c) acc[t][c] *= al[t];
         }
 #pragma unroll
         for (int c = 0; c < 8; ++c)
-          acc[t][c] = mm::mfma_16x16x16_bf16(mm::bit_cast<mm::i16x4>(va[c]), mm::bit_cast<mm::i16x4>(pbv[t]), acc[t][c]);
+          acc[t][c] = mm::mfma_16x16x16_bf16(mm::bit_cast<mm::i16x4>(va[c]), mm::bit_cast<mm::i16x4>(pbv[t]),
+                                             kFirst ? mm::f32x4{0.f, 0.f, 0.f, 0.f} : acc[t][c]);
       }
       mm::set_priority<0>();
-    }
+    };
+    if (fill && s == 2u) pv_step(Bool<true>{});
+    else if (fill && s > 2u) pv_step(Bool<false>{});
     const uint32_t rot = slot_p;
     slot_p = slot_q;
     slot_q = slot_w;
@@ -329,6 +346,12 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
   }
   mm::block_sync();
   if constexpr (fill) {
+    if (nt == 0) {  // no PV step ran: the accumulators were never written
+#pragma unroll
+      for (uint32_t t = 0; t < NRT; ++t)
+#pragma unroll
+        for (int c = 0; c < 8; ++c) acc[t][c] = mm::f32x4{0.f, 0.f, 0.f, 0.f};
+    }
     // Lane (j = i, g) of PV wave f holds row j's columns 128f + 32g + 8rr + b (acc[t][b][rr]).
     const uint32_t col = kPvCols * fill_id + 32u * g;
     const mm::buffer_rsrc wo = mm::make_buffer(w.ws_o, w.B * rows * w.nparts * kLat * 4u);
@@ -337,18 +360,11 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
     for (uint32_t t = 0; t < NRT; ++t) {
       const uint32_t rt_row = (w.grp * kMaxRowTiles + t) * 16u + i;
       if (rt_row >= rows) continue;
-      if (partial) {
+      if (partial) {  // in the MFMA output order (mfma_column): acc[t][b] as it is, at floats 4b .. 4b + 3
         const uint32_t slot = w.unit * rows + rt_row;
 #pragma unroll
-        for (int rr = 0; rr < 4; ++rr) {
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            mm::u32x4 v;
-#pragma unroll
-            for (int c = 0; c < 4; ++c) v[c] = mm::bit_cast<uint32_t>(acc[t][4 * h + c][rr]);
-            mm::buffer_store_b128(v, wo, (slot * kLat + col + 8u * rr + 4u * h) * 4u);
-          }
-        }
+        for (int b = 0; b < 8; ++b)
+          mm::buffer_store_b128(mm::bit_cast<mm::u32x4>(acc[t][b]), wo, (slot * kLat + col + 4u * b) * 4u);
       } else {
         const float inv = inv_norm(w.o_scale, stats[t * 16u + i]);
         const uint32_t R = w.b * rows + rt_row;
@@ -379,11 +395,41 @@ MM_KERNEL MM_LAUNCH_BOUNDS(512) void mla_decode_a16w8_fwd_ws(
   if (wg >= B * nparts * n_grp) return;  // uniform over the workgroup
   const uint32_t grp = wg % n_grp;
   const uint32_t unit = wg / n_grp;
-  const Units units = locate(SplitArgs{seq_lens, glen, kv_indptr, n_idx, B, nparts, q_len, cp_rank, cp_world, flags},
-                             unit, false);
-  if (!units.valid) return;  // an idle unit of the balanced split (uniform over the workgroup)
-  const uint32_t p = unit - units.first;
   const uint32_t nrt = n_rt - grp * kMaxRowTiles < kMaxRowTiles ? n_rt - grp * kMaxRowTiles : kMaxRowTiles;
+  // Waves nrt..3 have no role and end before any of the work below (s_barrier counts only running waves).
+  const uint32_t wave = mm::wave_id();
+  const bool contract = wave < nrt, fill = wave >= kFillWave0;
+  if (!contract && !fill) return;
+
+  // The part: located once, by wave 0 (the balanced split's prefix sums, the request's run and window,
+  // the tile range, the scales: ~150 scalar instructions), and published to LDS; the other waves read it
+  // back with three broadcast ds_read_b128 after one barrier.
+  if (wave == 0) {
+    const Units units = locate(SplitArgs{seq_lens, glen, kv_indptr, n_idx, B, nparts, q_len, cp_rank, cp_world, flags},
+                               unit, false);
+    const RequestView req = request_view(seq_lens, glen, kv_indices, kv_indptr, n_idx, cp_world, units.b);
+    const Scales sc = read_scales(kv_scale_dev, c_qk_bits, o_scale_bits, scale_log2e_bits);
+    const int32_t e_req = window_end(req.glen, req.slen, (int32_t)q_len, (int32_t)q_len - 1, (int32_t)cp_rank,
+                                     (int32_t)cp_world);
+    const uint32_t n_tiles = e_req > 0 ? ((uint32_t)e_req + 15u) / 16u : 0u;
+    const uint32_t p = unit - units.first;
+    const uint32_t tpp = units.count > 0 ? (n_tiles + units.count - 1u) / units.count : 0u;
+    const uint32_t tile0 = p * tpp;
+    const uint32_t tile1 = tile0 + tpp < n_tiles ? tile0 + tpp : n_tiles;
+    const uint32_t k1 = tile1 * 16u < (uint32_t)e_req ? tile1 * 16u : (uint32_t)(e_req > 0 ? e_req : 0);
+    const int32_t nt_signed = (int32_t)tile1 - (int32_t)tile0;  // tile0 may lie past the last tile
+    if (mm::lane_id() == 0) {
+      mm::lds_write_b128(lds, kPartOff, mm::u32x4{units.valid ? 1u : 0u, units.b, tile0 * 16u, k1});
+      mm::lds_write_b128(lds, kPartOff + 16u, mm::u32x4{nt_signed > 0 ? (uint32_t)nt_signed : 0u, (uint32_t)req.slen,
+                                                        (uint32_t)req.glen, req.lo});
+      mm::lds_write_b128(lds, kPartOff + 32u, mm::u32x4{req.span, mm::bit_cast<uint32_t>(sc.c_qk),
+                                                        mm::bit_cast<uint32_t>(sc.o_scale), 0u});
+    }
+  }
+  mm::block_sync();
+  const mm::u32x4 p0 = mm::lds_read_b128(lds, kPartOff), p1 = mm::lds_read_b128(lds, kPartOff + 16u),
+                  p2 = mm::lds_read_b128(lds, kPartOff + 32u);
+  if (mm::uniform(p0[0]) == 0u) return;  // an idle unit of the balanced split (uniform over the workgroup)
 
   Work w;
   w.q_lat = q_lat;
@@ -399,33 +445,22 @@ MM_KERNEL MM_LAUNCH_BOUNDS(512) void mla_decode_a16w8_fwd_ws(
   w.nparts = nparts;
   w.unit = unit;
   w.grp = grp;
-  w.b = units.b;
+  w.b = mm::uniform(p0[1]);
+  w.k0 = mm::uniform(p0[2]);
+  w.k1 = mm::uniform(p0[3]);
+  w.nt = mm::uniform(p1[0]);
+  w.slen = (int32_t)mm::uniform(p1[1]);
+  w.glen = (int32_t)mm::uniform(p1[2]);
+  w.idx = mm::make_buffer(kv_indices + mm::uniform(p1[3]), mm::uniform(p2[0]) * 4u);
+  w.c_qk = mm::uniform(mm::bit_cast<float>(p2[1]));
+  w.o_scale = mm::uniform(mm::bit_cast<float>(p2[2]));
   w.cp_rank = cp_rank;
   w.cp_world = cp_world;
   w.flags = flags;
-  const Scales sc = read_scales(kv_scale_dev, c_qk_bits, o_scale_bits, scale_log2e_bits);
-  w.c_qk = sc.c_qk;
-  w.o_scale = sc.o_scale;
-  const RequestView req = request_view(seq_lens, glen, kv_indices, kv_indptr, n_idx, cp_world, units.b);
-  w.slen = req.slen;
-  w.glen = req.glen;
-  w.idx = req.idx;
   w.pool = make_pool(pool, pool_slots);
-  w.e_req = window_end(w.glen, w.slen, (int32_t)q_len, (int32_t)q_len - 1, (int32_t)cp_rank, (int32_t)cp_world);
-  const uint32_t n_tiles = w.e_req > 0 ? ((uint32_t)w.e_req + 15u) / 16u : 0u;
-  const uint32_t tpp = (n_tiles + units.count - 1u) / units.count;
-  const uint32_t tile0 = p * tpp;
-  const uint32_t tile1 = tile0 + tpp < n_tiles ? tile0 + tpp : n_tiles;
-  w.k0 = tile0 * 16u;
-  w.k1 = tile1 * 16u < (uint32_t)w.e_req ? tile1 * 16u : (uint32_t)(w.e_req > 0 ? w.e_req : 0);
-  const int32_t nt_signed = (int32_t)tile1 - (int32_t)tile0;  // tile0 may lie past the last tile
-  w.nt = nt_signed > 0 ? (uint32_t)nt_signed : 0u;
 
   // A body per (row-tile count, role): uniform over the wave, so the step loops carry no role tests and
-  // the PV loops over row tiles no bounds tests. Waves nrt..3 have no role and end here.
-  const uint32_t wave = mm::wave_id();
-  const bool contract = wave < nrt, fill = wave >= kFillWave0;
-  if (!contract && !fill) return;
+  // the PV loops over row tiles no bounds tests.
   switch (nrt) {
     case 1:
       if (contract) decode_group<1, true, false>(w, lds);

@@ -64,6 +64,13 @@ constexpr uint32_t kFlagLse = 1u;         // write lse (direct mode)
 constexpr uint32_t kFlagPartial = 2u;     // write partials to the workspace instead of o/lse
 constexpr uint32_t kFlagBalanced = 4u;    // parts per request by length (RequestUnits), not nparts each
 constexpr uint32_t kFlagMergeQuarters = 8u;  // merge: each row's 512 columns in 4 blocks of their own waves
+// merge: the partials' columns are in the ws kernel's MFMA output order (mfma_column), not natural order
+constexpr uint32_t kFlagMergeMfmaColumns = 16u;
+
+// The ws kernel's partial O layout: within each 32-column block, float 4b + rr holds column 8rr + b
+// (b = 0..7, rr = 0..3), so a PV lane stores each accumulator (one b, four rr) as one 16-byte chunk without
+// a transpose. The column of stored float `at`:
+MM_DEVICE uint32_t mfma_column(uint32_t at) { return (at & ~31u) | ((at & 3u) << 3) | ((at >> 2) & 7u); }
 constexpr uint32_t kNoSlot = 0xFFFFFFFFu; // past every pool: a pool load of it returns zeros
 constexpr uint32_t kMaxSpan = (1u << 30) - 1u;  // entries of one request's run (4-byte offsets < 2^32)
 
@@ -99,6 +106,7 @@ struct RequestView {
   int32_t slen;          // seq_lens[b] clamped to [0, span]
   int32_t glen;          // the global length: glen[b] under DCP (window_end clamps by slen), else slen
   mm::buffer_rsrc idx;   // request b's kv_indices run; entry j at byte 4j
+  uint32_t lo, span;     // that run: kv_indices[lo, lo + span) (idx rebuilt from them elsewhere)
 };
 
 MM_DEVICE uint32_t clamp_u32(int32_t v, uint32_t hi) {
@@ -117,6 +125,8 @@ MM_DEVICE RequestView request_view(const int32_t* seq_lens, const int32_t* glen,
   // Without DCP the causal ends follow the clamped length (end-aligned on it), not the raw one.
   r.glen = cp_world > 1 ? glen[b] : r.slen;
   r.idx = mm::make_buffer(kv_indices + lo, span * 4u);
+  r.lo = lo;
+  r.span = span;
   return r;
 }
 

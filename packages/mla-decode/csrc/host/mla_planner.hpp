@@ -110,11 +110,11 @@ constexpr double kA16w16TokenBytes = 2 * kRowBytes + 4, kMxfp4TokenBytes = kRowB
 inline constexpr KernelCostRow kKernelCosts[] = {
     {"gfx942", "wave", {3060.0, 0.0, 2721.0}},
     {"gfx942", "shared", {2111.0, 0.0, 3189.0}},
-    {"gfx942", "ws", {721.0, 428.0, 1217.0}},
+    {"gfx942", "ws", {739.0, 432.0, 625.0}},
     // gfx950: the QK contraction is 18 v_mfma_f32_16x16x32_bf16 per tile instead of 36 16x16x16
     {"gfx950", "wave", {2772.0, 0.0, 2721.0}},
     {"gfx950", "shared", {1823.0, 0.0, 3189.0}},
-    {"gfx950", "ws", {649.0, 356.0, 1217.0}},
+    {"gfx950", "ws", {667.0, 360.0, 625.0}},
     // The KV-format kernels (formats.py), benchmarks/calibrate_mla_formats_emu.py: "<format>" the 4-wave
     // LDS-tile kernel (a wave per row tile, up to 4 sharing a KV tile: the "shared" launch shape, cycles per
     // wave at 4 row tiles), "<format>_w1" gfx950's one-wave kernel for one row tile (the "wave" shape).
@@ -252,9 +252,8 @@ inline double kernel_plan_cost(const KernelCost& kc, int64_t batch, int64_t head
   const int64_t rounds = ws ? ceil_div(launch_grid(batch, n_rt, nparts, v), cus) : ceil_div(waves, slots);
   const double tile_cycles =
       kc.tile_cycles + kc.rowtile_cycles * (double)(std::min<int64_t>(n_rt, kWavesPerBlock) - 1);
-  // balanced split: every wave locates its part (a ws workgroup's 8 waves on 4 SIMDs: twice per SIMD)
-  const double balance =
-      balance_split(batch, nparts) ? mc.balance_request_cycles * (double)batch * (ws ? 2.0 : 1.0) : 0.0;
+  // balanced split: every wave locates its part (a ws workgroup: wave 0 only, the others read it from LDS)
+  const double balance = balance_split(batch, nparts) ? mc.balance_request_cycles * (double)batch : 0.0;
   const double part_cycles = kc.part_cycles + balance;
   const double t_compute =
       (double)rounds * ((double)ceil_div(tiles, nparts) * tile_cycles + part_cycles) / mc.clock_ghz + kPartLatencyNs;

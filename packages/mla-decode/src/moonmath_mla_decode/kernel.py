@@ -47,6 +47,7 @@ FLAG_LSE = 1
 FLAG_PARTIAL = 2
 FLAG_BALANCED = 4  # parts per request by length (device-side, mla_decode_common.hpp: locate)
 FLAG_MERGE_QUARTERS = 8  # merge: 4 column blocks per row, each with its own waves
+FLAG_MERGE_MFMA_COLUMNS = 16  # merge: partials in the ws kernel's MFMA column order (mla_decode_common.hpp)
 _U32 = 1 << 32
 
 KERNELS = KernelSet("moonmath_mla_decode")
@@ -94,8 +95,10 @@ class DecodePlan:
 
     @property
     def merge_flags(self) -> int:
-        """The merge kernel's flag for the plan's column split (to OR into its flags argument)."""
-        return FLAG_MERGE_QUARTERS if self.merge_cs == 4 else 0
+        """The merge kernel's flags for the plan (to OR into its flags argument): its column split, and the
+        column order the plan's variant writes its partials in (ws: the MFMA output order)."""
+        quarters = FLAG_MERGE_QUARTERS if self.merge_cs == 4 else 0
+        return quarters | (FLAG_MERGE_MFMA_COLUMNS if self.variant == "ws" else 0)
 
     @property
     def merge_lds(self) -> int:
@@ -253,8 +256,8 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
     counters = [KERNELS.launch(OP, arch, code_object, kernel_name, grid=plan.grid, block=_BLOCK[plan.variant],
                                args=[args])]
     if partial:
-        counters.append(KERNELS.launch(OP, arch, MERGE_CODE_OBJECT, MERGE_KERNEL, grid=plan.merge_grid, block=plan.merge_block,
-                                       dynamic_lds=plan.merge_lds,
+        counters.append(KERNELS.launch(OP, arch, MERGE_CODE_OBJECT, MERGE_KERNEL, grid=plan.merge_grid,
+                                       block=plan.merge_block, dynamic_lds=plan.merge_lds,
                                        args=[ws_o, ws_ml, o_lat, lse, B * rows, plan.nparts,
                                              (FLAG_LSE if lse is not None else 0) | bal | plan.merge_flags, o_scale,
                                              plan.merge_wpr,
