@@ -241,10 +241,10 @@ MM_DEVICE void a4w4_mainloop(FragC<MxOf<AF>> (&acc)[BM / 16][gated(EPI) ? 2 * NT
   auto slab_step = [&](uint32_t s, const W4Slab(&cur)[TILES], W4Slab(&ahead)[TILES]) {
     const Staged a = load_act(s + 1u < slabs ? s + 1u : last);
     sched_barrier();
-    if (s + DEPTH < slabs) {  // uniform: no weight prefetch past the last slab
+    // Unconditional: a slab past the last lies past the expert's buffers (reads 0, fetches nothing). A branch
+    // here made LLVM's waitcnt merge drain every load (vmcnt(0)) before staging, weights in flight included.
 #pragma unroll
-      for (int t = 0; t < TILES; ++t) ahead[t] = load_weights(ew, 16u * widx[t], widx[t], s + DEPTH);
-    }
+    for (int t = 0; t < TILES; ++t) ahead[t] = load_weights(ew, 16u * widx[t], widx[t], s + DEPTH);
     slab_mma4<AF, SUBS, TILES>(acc, cur, lds[s & 1], (const uint8_t*)lds_scales[s & 1]);
     if (s + 1 < slabs) stage((s + 1) & 1, a);
     block_sync();
@@ -411,7 +411,7 @@ MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const Ex
   if (steps) load_step(wa, chunk, s);
   advance(next_chunk, next_s);
   auto step = [&](uint32_t i, const W4Slab(&cur)[NT], W4Slab(&next)[NT]) {
-    if (i + 1u < steps) load_step(next, next_chunk, next_s);
+    load_step(next, next_chunk, i + 1u < steps ? next_s : slabs);  // past the last step: slab `slabs` reads 0
     slab_mma4<kFp4, SUBS, NT>(acc, cur, slab_codes(s), slab_scales(s));
     if (s + 1u == slabs) {  // the chunk's last slab: its output, then fresh accumulators
       const uint32_t wave_col = chunk * BN + wave * (16 * NT);
