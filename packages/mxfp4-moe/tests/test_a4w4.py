@@ -385,9 +385,9 @@ def test_layer_equals_two_launches(gfx950, bm, inter):
 @pytest.mark.parametrize("bm,K,N", [(16, 640, 640), (32, 128, 640), (32, 896, 384)])
 def test_layer_prefetch_depths_equal_two_launches(gfx950, bm, K, N):
     """Stage 1 keeps two weight slabs in flight at block_m <= 32 (three register sets rotating: K = 640 and 896
-    end the rotation at two different places, K = 128 has one slab) and the down sweep loads the next column
-    chunk's weights during this chunk's last slab (N = 640: 3 chunks of 256, the last partial): still bit for bit
-    the two launches, and within the a16w4 tolerance of the float64 layer."""
+    end the rotation at two different places, K = 128 has one slab; the prefetch past the last slab reads 0)
+    and the down sweep runs 3 column chunks at N = 640 (the last partial): still bit for bit the two launches,
+    and within the a16w4 tolerance of the float64 layer."""
     L = MoeLayer(T=7, top_k=3, E=3, K=K, inter=256, N=N, seed=bm + K + N)
     want = L.two_launches(bm, mm.EPI_SILU)
     got = L.layer(bm, mm.EPI_SILU)

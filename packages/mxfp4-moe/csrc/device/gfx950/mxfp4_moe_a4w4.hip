@@ -372,7 +372,7 @@ MM_DEVICE void a4w4(const uint8_t* A, const uint8_t* As, const uint8_t* W, const
 
 // The down projection of one block against its A tile resident in LDS (slab s: codes at codes + s * BM * 64
 // in A4Lds layout, scale bytes at scales + s * BM), column chunks [chunk0, chunk_end) of 128 * NT swept
-// without barriers, weights one slab ahead, the next chunk's first slab during this chunk's last. Each output's chain is slabs ascending, one MFMA each (the
+// without barriers, weights one slab ahead. Each output's chain is slabs ascending, one MFMA each (the
 // streaming kernel's with EPI_NONE). rows / rw: the lane's rows 16r + j and their routed weights.
 // ALIGNED (the host checked N % 4 == 0 and C 8-byte aligned): one 8-byte store per 4 columns, bf16 by
 // pack_bf16x2_hw; else store_out4.
@@ -385,61 +385,50 @@ MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const Ex
   const uint32_t j = lane_id() & 15u, q = lane_id() >> 4, wave = wave_id();
   auto slab_codes = [&](uint32_t s) { return codes + s * (BM * kA4RowBytes); };
   auto slab_scales = [&](uint32_t s) { return (const uint8_t*)(scales + s * BM); };
-  auto tile_index = [&](uint32_t chunk, int t) { return weight_index(ew, chunk * BN + wave * (16u * NT) + 16u * t + j); };
-  FragC<Mx> acc[SUBS][NT];
+  for (uint32_t chunk = chunk0; chunk < chunk_end; ++chunk) {
+    const uint32_t wave_col = chunk * BN + wave * (16 * NT);
+    uint32_t widx[NT];
 #pragma unroll
-  for (int r = 0; r < SUBS; ++r)
+    for (int t = 0; t < NT; ++t) widx[t] = weight_index(ew, wave_col + 16u * t + j);
+    FragC<Mx> acc[SUBS][NT];
 #pragma unroll
-    for (int t = 0; t < NT; ++t) acc[r][t] = zeros<Mx>();
+    for (int r = 0; r < SUBS; ++r)
+#pragma unroll
+      for (int t = 0; t < NT; ++t) acc[r][t] = zeros<Mx>();
 
-  // One step = one (chunk, slab) in order; the weights of the next step are loaded before this step's
-  // MFMAs, across chunk boundaries too (the pipeline never drains between chunks). The next step's
-  // position is kept incrementally (no division). Uniform branches throughout.
-  const uint32_t steps = (chunk_end - chunk0) * slabs;
-  uint32_t chunk = chunk0, s = 0, next_chunk = chunk0, next_s = 0;
-  auto advance = [&](uint32_t& c, uint32_t& k) {
-    if (++k == slabs) k = 0, ++c;
-  };
-  W4Slab wa[NT], wb[NT];
-  auto load_step = [&](W4Slab(&w)[NT], uint32_t c, uint32_t k) {
+    W4Slab wa[NT], wb[NT];
 #pragma unroll
-    for (int t = 0; t < NT; ++t) {
-      const uint32_t wi = tile_index(c, t);
-      w[t] = load_weights(ew, 16u * wi, wi, k);
+    for (int t = 0; t < NT; ++t) wa[t] = load_weights(ew, 16u * widx[t], widx[t], 0);
+    // No prefetch past the last slab (uniform branches): at K = 256 a clamped reload would read half
+    // the weights twice.
+    for (uint32_t s = 0; s < slabs; s += 2) {
+      if (s + 1u < slabs) {
+#pragma unroll
+        for (int t = 0; t < NT; ++t) wb[t] = load_weights(ew, 16u * widx[t], widx[t], s + 1u);
+      }
+      slab_mma4<kFp4, SUBS, NT>(acc, wa, slab_codes(s), slab_scales(s));
+      if (s + 1u >= slabs) break;
+      if (s + 2u < slabs) {
+#pragma unroll
+        for (int t = 0; t < NT; ++t) wa[t] = load_weights(ew, 16u * widx[t], widx[t], s + 2u);
+      }
+      slab_mma4<kFp4, SUBS, NT>(acc, wb, slab_codes(s + 1), slab_scales(s + 1));
     }
-  };
-  if (steps) load_step(wa, chunk, s);
-  advance(next_chunk, next_s);
-  auto step = [&](uint32_t i, const W4Slab(&cur)[NT], W4Slab(&next)[NT]) {
-    load_step(next, next_chunk, i + 1u < steps ? next_s : slabs);  // past the last step: slab `slabs` reads 0
-    slab_mma4<kFp4, SUBS, NT>(acc, cur, slab_codes(s), slab_scales(s));
-    if (s + 1u == slabs) {  // the chunk's last slab: its output, then fresh accumulators
-      const uint32_t wave_col = chunk * BN + wave * (16 * NT);
+
 #pragma unroll
-      for (int r = 0; r < SUBS; ++r) {
-        if (rows[r].live) {
+    for (int r = 0; r < SUBS; ++r) {
+      if (!rows[r].live) continue;
 #pragma unroll
-          for (int t = 0; t < NT; ++t) {
-            const uint32_t col0 = wave_col + 16u * t + 4u * q;
-            if (col0 >= N) continue;
-            const f32x4 v = acc[r][t].v * rw[r];
-            if constexpr (ALIGNED)
-              buffer_store_b64(u32x2{pack_bf16x2_hw(v.x, v.y), pack_bf16x2_hw(v.z, v.w)}, cbuf,
-                               (rows[r].slot * N + col0) * 2u);
-            else
-              store_out4(cbuf, c_mis, rows[r].slot, N, col0, N, v);
-          }
-        }
-#pragma unroll
-        for (int t = 0; t < NT; ++t) acc[r][t] = zeros<Mx>();
+      for (int t = 0; t < NT; ++t) {
+        const uint32_t col0 = wave_col + 16u * t + 4u * q;
+        if (col0 >= N) continue;
+        const f32x4 v = acc[r][t].v * rw[r];
+        if constexpr (ALIGNED)
+          buffer_store_b64(u32x2{pack_bf16x2_hw(v.x, v.y), pack_bf16x2_hw(v.z, v.w)}, cbuf, (rows[r].slot * N + col0) * 2u);
+        else
+          store_out4(cbuf, c_mis, rows[r].slot, N, col0, N, v);
       }
     }
-    advance(chunk, s);
-    advance(next_chunk, next_s);
-  };
-  for (uint32_t i = 0; i < steps; i += 2) {
-    step(i, wa, wb);
-    if (i + 1u < steps) step(i + 1u, wb, wa);
   }
 }
 
