@@ -46,9 +46,10 @@ enum : int { kEpiNone = 0, kEpiSitu = 1, kEpiSilu = 2 };
 constexpr bool gated(int epi) { return epi == kEpiSitu || epi == kEpiSilu; }
 
 constexpr int kDownMaxSlabs = 16;  // the resident-tile down kernel: K <= 2048 (48 x 1 KiB + scales <= 52 KiB)
-// The layer's stage 1: weight slabs in flight. Its waves are one per SIMD, so only depth hides the load
-// latency: two up to block_m 32 (197 / 230 VGPRs); one at 48, where a third register set would spill.
-constexpr int layer_depth(int bm) { return bm <= 32 ? 2 : 1; }
+// The layer's stage 1: weight slabs in flight. One: a second slab (three register sets, 197 / 230 VGPRs at
+// block_m 16 / 32; it spills at 48) was measured slower in the timing model (bs 16: 119.2 vs 114.4 µs, bs 128:
+// 125.7 vs 119.2) and cost 2.5 % more instructions per routed row (docs/kernels/mxfp4_moe_gfx950.md).
+constexpr int layer_depth(int) { return 1; }
 
 // Standard fp4x2 order (byte b: k 2b, 2b + 1) -> the repacked weights' order (byte j: k j, j + 4), one
 // dword of 8 k.
