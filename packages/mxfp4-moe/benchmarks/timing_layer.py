@@ -10,7 +10,7 @@ slots, hbm_bytes) with hbm_bytes the weights of every expert hit plus activation
 both: each reads every hit expert's gate/up and down weights once). Weights are random bytes (the cycle
 model does not depend on values).
 
-    python packages/mxfp4-moe/benchmarks/timing_layer.py [--bs 16 128 512]
+    python packages/mxfp4-moe/benchmarks/timing_layer.py [--bs 16 128 512] [--block-m 16|32|48] [--ours-only]
 """
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def _round(mod, kernel, grid, block, args, cfg, rows_y: int) -> tuple[float, int
     return float(rep["cu_cycles"][0]), slots
 
 
-def ours(T: int, ids, tw, w13, s13, w2, s2, cfg) -> dict:
+def ours(T: int, ids, tw, w13, s13, w2, s2, cfg, block_m: int | None = None) -> dict:
     import moonmath_mxfp4_moe as mm
     from moonmath_mxfp4_moe import a4w4, kernel
 
@@ -65,7 +65,7 @@ def ours(T: int, ids, tw, w13, s13, w2, s2, cfg) -> dict:
     x = torch.randn(T, DIM).to(torch.bfloat16)
     B13, Bs13 = mm.repack_mxfp4(w13), mm.repack_mxfp4_scales(s13)
     B2, Bs2 = mm.repack_mxfp4(w2), mm.repack_mxfp4_scales(s2)
-    bm = mm.mxfp4_moe_gateup_block_m(nvt, min(E, nvt))
+    bm = mm.mxfp4_moe_layer_a4w4_block_m(ids, E, cfg["cus_per_chip"]) if block_m is None else block_m
     sid, eid, ntpp, nblk = mm.moe_align_block_size(ids, bm, E)
     live = -(-int(ntpp[0]) // bm)
     aq, as_ = mm.mxfp4_quantize_reference(x)
@@ -119,6 +119,9 @@ def aiter(T: int, ids, tw, w13, s13, w2, s2, cfg) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bs", type=int, nargs="+", default=[16, 128, 512])
+    ap.add_argument("--block-m", type=int, choices=(16, 32, 48), default=None,
+                    help="force our layer's M tile (default: mxfp4_moe_layer_a4w4_block_m's plan)")
+    ap.add_argument("--ours-only", action="store_true", help="skip AITER's row")
     a = ap.parse_args()
     os.environ["MOONMATH_EMU_ARCH"] = "gfx950"
     cfg = timing.config("gfx950")
@@ -134,7 +137,10 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     for T in a.bs:
         ids, tw = _routing(T, seed=T)
-        for who, f in (("AITER", aiter), ("ours", ours)):
+        runs = [("ours", lambda *x: ours(*x, block_m=a.block_m))]
+        if not a.ours_only:
+            runs.insert(0, ("AITER", aiter))
+        for who, f in runs:
             r = f(T, ids, tw, w13, s13, w2, s2, cfg)
             L = r["layer"]
             extra = f" (+ quantise {r['quant_us']:.2f})" if "quant_us" in r else ""

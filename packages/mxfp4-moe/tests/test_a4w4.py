@@ -382,6 +382,19 @@ def test_layer_equals_two_launches(gfx950, bm, inter):
     assert _rel(got, L.fp64()) < 1e-2
 
 
+@pytest.mark.parametrize("bm,K,N", [(16, 640, 640), (32, 128, 640), (32, 896, 384)])
+def test_layer_prefetch_depths_equal_two_launches(gfx950, bm, K, N):
+    """Stage 1 keeps two weight slabs in flight at block_m <= 32 (three register sets rotating: K = 640 and 896
+    end the rotation at two different places, K = 128 has one slab; the prefetch past the last slab reads 0)
+    and the down sweep runs 3 column chunks at N = 640 (the last partial): still bit for bit the two launches,
+    and within the a16w4 tolerance of the float64 layer."""
+    L = MoeLayer(T=7, top_k=3, E=3, K=K, inter=256, N=N, seed=bm + K + N)
+    want = L.two_launches(bm, mm.EPI_SILU)
+    got = L.layer(bm, mm.EPI_SILU)
+    assert torch.equal(got, want), f"{int((got != want).sum())} of {got.numel()} outputs differ"
+    assert _rel(got, L.fp64()) < 1e-2  # both paths share the down sweep: the float64 layer checks it too
+
+
 def test_layer_nan_scale_gives_canonical_nan(gfx950):
     """A NaN scale byte (0xFF) of one down-weight column of one expert: that column of its slots' rows is NaN,
     written as bf16 0x7FFF by the layer exactly as by the two launches (v_cvt_pk_bf16_f32 alone would keep a

@@ -61,3 +61,68 @@ def test_down_plan_rejects(planners_c):
         planners_c.gfx950_mxfp4_moe_down_plan(64, 8, 1024, 384, 4, 0, 300, 53248)
     with pytest.raises(ValueError, match="num_active_experts must be"):
         planners_c.gfx950_mxfp4_moe_down_plan(64, 0, 1024, 384, 4, 0, 96, 4096)
+
+
+def _blocks(rows, bm):
+    return sum(-(-r // bm) for r in rows)
+
+
+@pytest.mark.parametrize("rows,cus,want", [
+    # 250 experts of 4 rows + a shared expert of 128: 258 blocks of 16 (two CUs get a second), 254 of 32
+    ([4] * 250 + [128], 256, 32),
+    # 32 rows still leave 260 blocks, 48 rows 255: the shortest tile that fits one per CU
+    ([4] * 245 + [480], 256, 48),
+    # no taller tile helps (264 / 260 / 259 blocks: two per CU on some CUs either way): the gate/up rule's 16
+    ([4] * 256 + [128], 256, 16),
+    # few blocks: 16 (the gate/up rule), whatever the CU count
+    ([1] * 16 + [16], 256, 16),
+    ([3] * 20, 8, 16),
+    # fewer CUs: 10 experts of 20 rows + 10 of 4 = 30 blocks of 16, 20 of 32: over 20 CUs 32, over 16 CUs 16
+    ([20] * 10 + [4] * 10, 20, 32),
+    ([20] * 10 + [4] * 10, 16, 16),
+    # the gate/up rule already picks 48 (pe >= 29): kept
+    ([64] * 8, 256, 48),
+    # nothing routed (unused experts only)
+    ([0] * 8, 256, 16),
+])
+def test_layer_block_m(planners_c, rows, cus, want):
+    got = planners_c.gfx950_mxfp4_moe_layer_block_m(rows, cus)
+    assert got == want
+    nvt, active = sum(rows), sum(r > 0 for r in rows)
+    base = planners_c.gfx950_mxfp4_moe_gateup_block_m(nvt, max(active, 1))
+    assert got >= base
+    # the chosen tile has the fewest blocks per CU of the tiles >= base, and is the shortest such
+    per_cu = {bm: -(-_blocks(rows, bm) // cus) for bm in (16, 32, 48) if bm >= base}
+    assert per_cu[got] == min(per_cu.values())
+    assert all(per_cu[bm] > per_cu[got] for bm in per_cu if bm < got)
+
+
+def test_layer_block_m_default_cus_is_mi355x(planners_c):
+    rows = [4] * 250 + [128]
+    assert planners_c.gfx950_mxfp4_moe_layer_block_m(rows, 0) == 32
+    assert planners_c.gfx950_mxfp4_moe_layer_block_m(rows, 512) == 16  # 258 blocks fit 512 CUs at 16
+
+
+@pytest.mark.parametrize("rows,cus,match", [
+    ([4, -1], 256, "expert_rows"), ([2**32], 256, "expert_rows"), ([2**31, 2**31], 256, "sum"),
+    ([4], 70000, "num_cus"),
+])
+def test_layer_block_m_rejects(planners_c, rows, cus, match):
+    with pytest.raises(ValueError, match=match):
+        planners_c.gfx950_mxfp4_moe_layer_block_m(rows, cus)
+
+
+def test_layer_block_m_from_topk_ids():
+    import torch
+
+    from moonmath_mxfp4_moe import mxfp4_moe_layer_a4w4_block_m
+
+    # 250 experts get 4 slots each, expert 250 (shared) 128; ids outside [0, E) are routed nowhere
+    ids = torch.cat((torch.arange(250).repeat_interleave(4), torch.full((128,), 250)))
+    ids = torch.cat((ids, torch.tensor([-1, 251, 999] * 4))).reshape(-1, 4).to(torch.int32)
+    assert mxfp4_moe_layer_a4w4_block_m(ids, 251, 256) == 32
+    assert mxfp4_moe_layer_a4w4_block_m(ids.long(), 251, 512) == 16
+    with pytest.raises(TypeError, match="topk_ids"):
+        mxfp4_moe_layer_a4w4_block_m(ids.float(), 251)
+    with pytest.raises(ValueError, match="num_experts"):
+        mxfp4_moe_layer_a4w4_block_m(ids, 0)

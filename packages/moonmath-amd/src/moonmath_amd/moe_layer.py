@@ -17,6 +17,7 @@ from moonmath_mxfp4_moe import (
     mxfp4_moe_gateup_a4w4,
     mxfp4_moe_gateup_block_m,
     mxfp4_moe_layer_a4w4,
+    mxfp4_moe_layer_a4w4_block_m,
     mxfp4_quantize,
 )
 from moonmath_mxfp4_moe.a4w4 import LAYER_INTERS
@@ -78,13 +79,15 @@ def fused_moe(hidden_states: torch.Tensor, w13: torch.Tensor, w13_scales: torch.
         result.zero_()
         return result
     active = min(E, nvt)
-    bm = mxfp4_moe_gateup_block_m(nvt, active)
+    one_launch = activations == "mxfp4" and inter in LAYER_INTERS
+    # the layer's tile from the routing: a taller tile when it keeps a second workgroup off some CUs
+    bm = mxfp4_moe_layer_a4w4_block_m(topk_ids, E) if one_launch else mxfp4_moe_gateup_block_m(nvt, active)
     sid, eid, ntpp, nblk = moe_align_block_size(topk_ids, bm, E)
     y = torch.zeros(nvt, H, dtype=torch.bfloat16, device=hidden_states.device)  # slots routed nowhere stay 0
     dev = hidden_states.device
     if activations == "mxfp4":
         aq, as_ = mxfp4_quantize(hidden_states)
-        if inter in LAYER_INTERS:  # one launch, the MXFP4 intermediate stays in LDS (bit-equal to the two ops)
+        if one_launch:  # one launch, the MXFP4 intermediate stays in LDS (bit-equal to the two ops)
             mxfp4_moe_layer_a4w4(aq, as_, w13, w13_scales, w2, w2_scales, y, topk_weights, sid, eid, ntpp, nblk, bm,
                                  nvt, top_k, epilogue, situ_beta=situ_beta, situ_linear_beta=situ_linear_beta)
             result.copy_(y.view(T, top_k, H).float().sum(1))

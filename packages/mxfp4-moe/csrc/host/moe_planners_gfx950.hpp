@@ -10,11 +10,17 @@
 //   down_plan         : the gfx942 block_m / nt rules; n_steps from the CU count (default 256) scaled
 //                       by the resident workgroups per CU relative to gfx942's, so each CU keeps the
 //                       same number of column chunks in flight per resident workgroup.
+//   layer_block_m     : the one-launch a4w4 layer's M tile from the rows routed to each expert: the gate/up
+//                       rule's tile, unless a taller one (up to 48) puts fewer workgroups on the busiest
+//                       CU (ceil(blocks / num_cus), blocks = sum of ceil(rows_e / block_m)); then the shortest
+//                       such tile. A second workgroup on a few CUs doubles the launch's time in the timing
+//                       model (docs/kernels/mxfp4_moe_gfx950.md: bs 128 gives 258 blocks of 16, 254 of 32).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "moe_planners.hpp"
 
@@ -42,6 +48,39 @@ inline int workgroups_per_cu(int64_t vgprs, int64_t lds_bytes, int64_t lds_bytes
 
 inline int gateup_block_m(int64_t num_valid_tokens, int64_t num_active_experts) {
   return moe::gateup_block_m(num_valid_tokens, num_active_experts);
+}
+
+constexpr int kLayerBlockMs[] = {16, 32, 48};
+
+// Workgroups (M blocks) of a launch with tile block_m over experts holding expert_rows[e] slots each.
+inline int64_t m_blocks(const std::vector<int64_t>& expert_rows, int block_m) {
+  int64_t blocks = 0;
+  for (int64_t r : expert_rows) blocks += ceil_div(r, block_m);
+  return blocks;
+}
+
+// expert_rows: slots routed to each expert (entries >= 0, each <= 2^32 - 1, their sum too); num_cus <= 0
+// means the full MI355X (256). Returns 16, 32 or 48 (16 when nothing is routed).
+inline int layer_block_m(const std::vector<int64_t>& expert_rows, int64_t num_cus) {
+  const int64_t cus = num_cus > 0 ? num_cus : kNumCus;
+  check_range("num_cus", cus, 1, kMaxCus);
+  int64_t nvt = 0, active = 0;
+  for (int64_t r : expert_rows) {
+    check_range("expert_rows[e]", r, 0, kMaxU32);
+    nvt += r;
+    active += r > 0;
+    check_range("sum(expert_rows)", nvt, 0, kMaxU32);
+  }
+  if (active == 0) return 16;
+  const int base = gateup_block_m(nvt, active);
+  int best = base;
+  int64_t best_per_cu = ceil_div(m_blocks(expert_rows, base), cus);
+  for (int bm : kLayerBlockMs) {
+    if (bm <= base) continue;
+    const int64_t per_cu = ceil_div(m_blocks(expert_rows, bm), cus);
+    if (per_cu < best_per_cu) best = bm, best_per_cu = per_cu;
+  }
+  return best;
 }
 
 // The down plan on gfx950. vgprs / lds_bytes: the chosen variant's resources (kernel metadata), used to

@@ -17,6 +17,8 @@ void register_moe_planners_gfx950(py::module_& m) {
         "8-wave workgroups one CU holds (by VGPRs and LDS); 0 when one does not fit.");
   m.def("gfx950_mxfp4_moe_gateup_block_m", &gfx950::gateup_block_m, py::arg("num_valid_tokens"),
         py::arg("num_active_experts"), "M tile (16, 32 or 48) of the gfx950 gate/up GEMM.");
+  m.def("gfx950_mxfp4_moe_layer_block_m", &gfx950::layer_block_m, py::arg("expert_rows"), py::arg("num_cus"),
+        "M tile (16, 32 or 48) of the one-launch a4w4 layer from the slots routed to each expert.");
   m.def(
       "gfx950_mxfp4_moe_down_plan",
       [](int64_t nvt, int64_t n_active, int64_t N, int64_t K, int64_t m_blocks, int64_t num_cus, int64_t vgprs,

@@ -325,6 +325,29 @@ def launch_a4w4_down(A, A_scales, B, Bs, C, topk_weights, sorted_ids, expert_ids
 LAYER_INTERS = (256, 512)  # intermediate sizes of the one-launch layer kernel (the whole I per workgroup)
 
 
+def mxfp4_moe_layer_a4w4_block_m(topk_ids: torch.Tensor, num_experts: int, num_cus: int = 0) -> int:
+    """M tile of mxfp4_moe_layer_a4w4 for this routing (csrc/host/moe_planners_gfx950.hpp, layer_block_m): the
+    gate/up rule's tile unless a taller one (32, 48) puts fewer M blocks on the busiest CU. Never changes results.
+
+    Args:
+        topk_ids: int32 or int64 ``[T, top_k]`` expert of each slot; ids outside [0, num_experts) are routed
+            nowhere (as moe_align_block_size).
+        num_experts: int in [1, 2^31).
+        num_cus: int in [0, 65535]; 0 asks the live device (hip) or the target arch (256 on gfx950).
+
+    Returns:
+        16, 32 or 48.
+    """
+    from .planners import MAX_I32, _c, _cus
+
+    checks.tensor("topk_ids", topk_ids, dtype=(torch.int32, torch.int64), ndim=2)
+    checks.integer("num_experts", num_experts, lo=1, hi=MAX_I32)
+    ids = topk_ids.reshape(-1).to("cpu", torch.int64)
+    ids = ids[(ids >= 0) & (ids < num_experts)]
+    rows = torch.bincount(ids, minlength=num_experts).tolist()
+    return _c().gfx950_mxfp4_moe_layer_block_m(rows, _cus(num_cus))
+
+
 def mxfp4_moe_layer_a4w4(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor,
                          B2: torch.Tensor, Bs2: torch.Tensor, C: torch.Tensor, topk_weights: torch.Tensor | None,
                          sorted_token_ids: torch.Tensor, expert_ids: torch.Tensor,

@@ -46,6 +46,10 @@ enum : int { kEpiNone = 0, kEpiSitu = 1, kEpiSilu = 2 };
 constexpr bool gated(int epi) { return epi == kEpiSitu || epi == kEpiSilu; }
 
 constexpr int kDownMaxSlabs = 16;  // the resident-tile down kernel: K <= 2048 (48 x 1 KiB + scales <= 52 KiB)
+// The layer's stage 1: weight slabs in flight. One: a second slab (three register sets, 197 / 230 VGPRs at
+// block_m 16 / 32; it spills at 48) was measured slower in the timing model (bs 16: 119.2 vs 114.4 µs, bs 128:
+// 125.7 vs 119.2) and cost 2.5 % more instructions per routed row (docs/kernels/mxfp4_moe_gfx950.md).
+constexpr int layer_depth(int) { return 1; }
 
 // Standard fp4x2 order (byte b: k 2b, 2b + 1) -> the repacked weights' order (byte j: k j, j + 4), one
 // dword of 8 k.
@@ -152,7 +156,9 @@ MM_DEVICE float epilogue(float g, float u, float beta, float inv_beta, float lin
 // The main loop of the streaming kernel and of stage 1 of the fused layer: acc[r][t] over all of K for
 // block rows m0 .. m0 + BM, this wave's tiles (tile t: columns wave_col + 16 (t % NT) + lane % 16, gated:
 // tiles t >= NT the up columns nout + ...). lds / lds_scales: the two slab buffers. Ends behind a barrier.
-template <MxFormat AF, int BM, int NT, int EPI, int WAVES = kWaves>
+// DEPTH: weight slabs in flight during one slab's MFMAs (DEPTH + 1 register sets, the loop unrolled by
+// DEPTH + 1 so they rotate without copies); the activations stay one slab ahead (double-buffered LDS).
+template <MxFormat AF, int BM, int NT, int EPI, int WAVES = kWaves, int DEPTH = 1>
 MM_DEVICE void a4w4_mainloop(FragC<MxOf<AF>> (&acc)[BM / 16][gated(EPI) ? 2 * NT : NT],
                              uint8_t (*lds)[BM * Act<AF>::kRowBytes],
                              uint32_t (*lds_scales)[BM], const uint8_t* A, const uint8_t* As, const ExpertWeights& ew,
@@ -215,33 +221,39 @@ MM_DEVICE void a4w4_mainloop(FragC<MxOf<AF>> (&acc)[BM / 16][gated(EPI) ? 2 * NT
 #pragma unroll
     for (int t = 0; t < TILES; ++t) acc[r][t] = zeros<MxOf<AF>>();
 
-  W4Slab wa[TILES], wb[TILES];
+  static_assert(DEPTH == 1 || DEPTH == 2, "one or two weight slabs in flight");
+  constexpr int SETS = DEPTH + 1;
+  W4Slab w[SETS][TILES];
   {
     const Staged a0 = load_act(0);
 #pragma unroll
-    for (int t = 0; t < TILES; ++t) wa[t] = load_weights(ew, 16u * widx[t], widx[t], 0);
+    for (int d = 0; d < DEPTH; ++d)
+      if (d == 0 || (uint32_t)d < slabs) {  // uniform
+#pragma unroll
+        for (int t = 0; t < TILES; ++t) w[d][t] = load_weights(ew, 16u * widx[t], widx[t], (uint32_t)d);
+      }
     stage(0, a0);
   }
   block_sync();
 
-  // One slab: next slab's activation loads first, then its weights, this slab's MFMAs, stage the next
-  // activations, barrier (as the a16w4 kernel; the loop is unrolled by two so the weight registers
-  // alternate without copies).
+  // One slab: next slab's activation loads first, then the weights DEPTH slabs ahead, this slab's MFMAs,
+  // stage the next activations, barrier (as the a16w4 kernel).
   const uint32_t last = slabs - 1u;  // activation prefetches past the last slab reload it (uniform clamp)
-  auto slab_step = [&](uint32_t s, const W4Slab(&cur)[TILES], W4Slab(&next)[TILES]) {
+  auto slab_step = [&](uint32_t s, const W4Slab(&cur)[TILES], W4Slab(&ahead)[TILES]) {
     const Staged a = load_act(s + 1u < slabs ? s + 1u : last);
     sched_barrier();
-    if (s + 1u < slabs) {  // uniform: no weight prefetch past the last slab
+    // Unconditional: a slab past the last lies past the expert's buffers (reads 0, fetches nothing). A branch
+    // here made LLVM's waitcnt merge drain every load (vmcnt(0)) before staging, weights in flight included.
 #pragma unroll
-      for (int t = 0; t < TILES; ++t) next[t] = load_weights(ew, 16u * widx[t], widx[t], s + 1u);
-    }
+    for (int t = 0; t < TILES; ++t) ahead[t] = load_weights(ew, 16u * widx[t], widx[t], s + DEPTH);
     slab_mma4<AF, SUBS, TILES>(acc, cur, lds[s & 1], (const uint8_t*)lds_scales[s & 1]);
     if (s + 1 < slabs) stage((s + 1) & 1, a);
     block_sync();
   };
-  for (uint32_t s = 0; s < slabs; s += 2) {
-    slab_step(s, wa, wb);
-    if (s + 1 < slabs) slab_step(s + 1, wb, wa);
+  for (uint32_t s = 0; s < slabs; s += SETS) {
+#pragma unroll
+    for (int d = 0; d < SETS; ++d)
+      if (s + d < slabs) slab_step(s + d, w[d], w[(d + DEPTH) % SETS]);
   }
 }
 
@@ -506,7 +518,8 @@ MM_DEVICE void a4w4_down(const uint8_t* A, const uint8_t* As, const uint8_t* W, 
 
 // The whole a4w4 MoE layer of one block in one launch (AITER's 1-stage structure): stage 1 over the whole
 // intermediate I = 16 NT WAVES (WAVES waves x NT gate + NT up tiles: a4w4_mainloop; NT = 4, so I = 256 runs 4
-// waves and 512 runs 8: the fewer the waves, the less per-slab loop work is repeated), the gated epilogue quantised to
+// waves and 512 runs 8: the fewer the waves, the less per-slab loop work is repeated; layer_depth(BM) weight slabs
+// in flight), the gated epilogue quantised to
 // MXFP4 into LDS (quantise_group, standard order), one pass of the staging permutation into the down
 // operand's layout (to_weight_order: BM x I/32 granules), then the down projection over all N columns
 // against that resident tile (down_sweep, NTD tiles per wave). The intermediate never leaves the CU, and
@@ -547,7 +560,7 @@ MM_DEVICE void a4w4_layer(const uint8_t* A, const uint8_t* As, const uint8_t* W1
   const uint32_t wave_col = wave * (16u * NT);
   const ExpertWeights ew1 = expert_weights(W1, S1, (uint32_t)expert, 2u * I, K / 32u);
   FragC<Mx> acc[SUBS][TILES];
-  a4w4_mainloop<kFp4, BM, NT, EPI, WAVES>(acc, lds, lds_scales, A, As, ew1, sorted_ids, num_sorted, num_valid, m0, a_rows,
+  a4w4_mainloop<kFp4, BM, NT, EPI, WAVES, layer_depth(BM)>(acc, lds, lds_scales, A, As, ew1, sorted_ids, num_sorted, num_valid, m0, a_rows,
                              a_row_div, K, I, wave_col, a_stride);
 
   // Stage-1 epilogue into LDS (dead rows too: their zero accumulators give zero codes, never stored).
