@@ -79,7 +79,8 @@ def test_cost_constants_match_the_emulator(arch, monkeypatch):
     assert set(measured) == set(constants)
     for name, v in measured.items():
         # 10%, or 10 cycles for a constant near 0 (the lane-parallel balanced split's per-request cost)
-        assert abs(constants[name] - v) <= max(0.10 * v, 10.0), f"{name}: planner {constants[name]:.0f}, emulator {v:.0f}"
+        assert abs(constants[name] - v) <= max(0.10 * v, 10.0), \
+            f"{name}: planner {constants[name]:.0f}, emulator {v:.0f}"
 
 
 def test_split_stops_where_the_fixed_cost_outweighs_it():

@@ -5,7 +5,8 @@ Budgets (docs/kernels/mla_decode_formats.md): one wave per SIMD (waves_per_eu 1,
 budget is a margin over today's count, not an occupancy step: a16w16 <= 352 (AGPR <= 96), mxfp4 <= 336
 (AGPR <= 64), a8w8 <= 352 (AGPR <= 96; Q is held as fp8, the raw 32-token tile is 20 VGPRs a buffer);
 SGPR <= 80 (a8w8 <= 88: the balanced split is located lane-parallel in
-mla_decode_common.hpp; one wave per SIMD, so SGPRs do not bound occupancy); LDS one tile (36096 bytes); no scratch, no spills. The gfx950 one-wave kernels (`*_fwd_w1`, 64
+mla_decode_common.hpp; one wave per SIMD, so SGPRs do not bound occupancy); LDS one tile (36096 bytes); no
+scratch, no spills. The gfx950 one-wave kernels (`*_fwd_w1`, 64
 threads, four fetch roles per lane: their raw tile registers are four times larger): a16w16 <= 464 (AGPR <=
 208), mxfp4 <= 384 (AGPR <= 128), a8w8 <= 480 (AGPR <= 224). mla_q_amax: VGPR <= 24, LDS 16; mla_q_quant:
 VGPR <= 24, no LDS. Static MFMA mix (the loop unrolled by two tiles): per 16-token tile 18 QK (gfx950
