@@ -39,28 +39,10 @@ def mla_decode_a16w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Ten
                      kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float, kv_scale: float,
                      glen: torch.Tensor | None, cp_rank: int, cp_world: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Returns (o bf16 [T, H, 512], lse fp32 [T, H] base 2). glen is used when cp_world > 1."""
-    T, H, _ = q_lat.shape
-    B = kv_indptr.numel() - 1
-    q_len = T // B
-    lens = [int(x) for x in seq_lens.tolist()]
-    ip = [int(x) for x in kv_indptr.tolist()]
-    gl = [int(x) for x in glen.tolist()] if (glen is not None and cp_world > 1) else None
     pool = kv_pool.view(kv_pool.shape[0], kv_pool.shape[-1])  # explicit width: an empty pool is valid
     decode = e4m3fn_to_f32 if kv_pool.dtype == torch.float8_e4m3fn else e4m3fnuz_to_f32
-    o = torch.empty(T, H, KV_LORA_RANK, dtype=torch.bfloat16, device=q_lat.device)
-    lse = torch.empty(T, H, dtype=torch.float32, device=q_lat.device)
-    for b in range(B):
-        ends = window_ends(lens[b], q_len, None if gl is None else gl[b], cp_rank, cp_world)
-        n = max(ends)
-        slots = kv_indices[ip[b]:ip[b] + n].to(torch.int64)
-        c = decode(pool[slots])                                           # [n, 576] exact
-        rows = slice(b * q_len, (b + 1) * q_len)
-        q = torch.cat([q_lat[rows], q_pe[rows]], dim=-1).float().reshape(1, q_len * H, -1)
-        key_end = torch.tensor(ends, dtype=torch.int64, device=q.device).repeat_interleave(H)
-        ob, lb = softmax_attention(q, c[None], c[None, :, :KV_LORA_RANK], scale * kv_scale, key_end)
-        o[rows] = round_bf16(ob[0] * kv_scale, "rtne").view(q_len, H, KV_LORA_RANK)
-        lse[rows] = (lb[0] * LOG2E).view(q_len, H)
-    return o, lse
+    return attend(q_lat, q_pe, lambda s: decode(pool[s]), seq_lens, kv_indices, kv_indptr, scale * kv_scale, glen,
+                  cp_rank, cp_world, out_scale=kv_scale)
 
 
 def attend(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_rows, seq_lens: torch.Tensor, kv_indices: torch.Tensor,
