@@ -8,6 +8,7 @@ import torch
 import moonmath_amd as ma
 from moonmath_common import use_backend
 from moonmath_common.numerics import e8m0_to_f32, unpack_e2m1
+from moonmath_common.testing import random_mxfp4_moe_weights
 
 
 def dense(w, s):
@@ -19,10 +20,7 @@ def test_moe_layer(I):
     g = torch.Generator().manual_seed(I)
     T, H, E, top_k = 5, 512, 6, 3
     x = torch.randn(T, H, generator=g).to(torch.bfloat16)
-    w13 = torch.randint(0, 256, (E, 2 * I, H // 2), generator=g, dtype=torch.int32).to(torch.uint8)
-    s13 = torch.randint(118, 124, (E, 2 * I, H // 32), generator=g, dtype=torch.int32).to(torch.uint8)
-    w2 = torch.randint(0, 256, (E, H, I // 2), generator=g, dtype=torch.int32).to(torch.uint8)
-    s2 = torch.randint(118, 124, (E, H, I // 32), generator=g, dtype=torch.int32).to(torch.uint8)
+    w13, s13, w2, s2 = random_mxfp4_moe_weights(E, H, I, g, scales=(118, 124))
     ids = torch.stack([torch.randperm(E, generator=g)[:top_k] for _ in range(T)]).to(torch.int32)
     wts = torch.softmax(torch.randn(T, top_k, generator=g), -1)
     rows = T * top_k

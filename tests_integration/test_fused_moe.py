@@ -9,6 +9,7 @@ import torch
 import moonmath_amd as ma
 from moonmath_common import get_backend, use_backend
 from moonmath_common.numerics import e8m0_to_f32, unpack_e2m1
+from moonmath_common.testing import random_mxfp4_moe_weights
 from moonmath_mxfp4_moe import quant
 
 T, H, I, E, TOP_K = 6, 256, 256, 5, 3
@@ -22,10 +23,7 @@ def dense(w, s):
 def layer():
     g = torch.Generator().manual_seed(5)
     x = torch.randn(T, H, generator=g).to(torch.bfloat16)
-    w13 = torch.randint(0, 256, (E, 2 * I, H // 2), generator=g, dtype=torch.int32).to(torch.uint8)
-    s13 = torch.randint(119, 123, (E, 2 * I, H // 32), generator=g, dtype=torch.int32).to(torch.uint8)
-    w2 = torch.randint(0, 256, (E, H, I // 2), generator=g, dtype=torch.int32).to(torch.uint8)
-    s2 = torch.randint(119, 123, (E, H, I // 32), generator=g, dtype=torch.int32).to(torch.uint8)
+    w13, s13, w2, s2 = random_mxfp4_moe_weights(E, H, I, g)
     ids = torch.stack([torch.randperm(E, generator=g)[:TOP_K] for _ in range(T)]).to(torch.int32)
     ids[0, 0] = E + 3  # routed nowhere (another EP rank's expert): contributes 0
     wts = torch.softmax(torch.randn(T, TOP_K, generator=g), -1)

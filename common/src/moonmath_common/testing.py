@@ -5,6 +5,8 @@ offsets beyond 2 or 4 GiB; skips the test when the machine refuses the virtual a
 `run_host_cpp_test(src, includes, workdir)` builds one C++ unit test of a host planner with the machine's
 C++ compiler (moonmath-common's include/ on the path, for `moonmath/host/unit_check.hpp`), runs it, and
 fails with its stderr when it exits non-zero. No compiler: the test is skipped, saying so.
+`random_mxfp4_moe_weights(E, H, I, g, scales)`: stock-layout random MXFP4 gate/up and down weights and E8M0
+scales for MoE layer tests and the demo.
 """
 from __future__ import annotations
 
@@ -41,3 +43,20 @@ def lazy_empty(n: int, dtype):
         return torch.empty(n, dtype=dtype)
     except RuntimeError as e:  # machines without overcommit
         pytest.skip(f"cannot map a {n * torch.empty(0, dtype=dtype).element_size() >> 20} MiB view: {e}")
+
+
+def random_mxfp4_moe_weights(E: int, H: int, I: int, g, scales: tuple[int, int] = (119, 123)):
+    """Random stock-layout MXFP4 MoE weights drawn from generator g, in this order: gate/up codes
+    uint8 [E, 2I, H/2], their E8M0 scales [E, 2I, H/32] in [scales[0], scales[1]), down codes [E, H, I/2] and
+    scales [E, H, I/32]."""
+    import torch
+
+    def codes(*shape):
+        return torch.randint(0, 256, shape, generator=g, dtype=torch.int32).to(torch.uint8)
+
+    def e8m0(*shape):
+        return torch.randint(scales[0], scales[1], shape, generator=g, dtype=torch.int32).to(torch.uint8)
+
+    w13, s13 = codes(E, 2 * I, H // 2), e8m0(E, 2 * I, H // 32)
+    w2, s2 = codes(E, H, I // 2), e8m0(E, H, I // 32)
+    return w13, s13, w2, s2

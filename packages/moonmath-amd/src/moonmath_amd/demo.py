@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 
 import moonmath_amd as ma
+from moonmath_common.testing import random_mxfp4_moe_weights
 
 
 @dataclass
@@ -225,10 +226,7 @@ def _fused_moe_case(activations: str) -> Case:
     T, H, I, E, top_k = 5, 256, 128, 4, 2
     g = torch.Generator().manual_seed(24)
     x = _randn(T, H, seed=25)
-    w13 = torch.randint(0, 256, (E, 2 * I, H // 2), generator=g, dtype=torch.int32).to(torch.uint8)
-    s13 = torch.randint(119, 123, (E, 2 * I, H // 32), generator=g, dtype=torch.int32).to(torch.uint8)
-    w2 = torch.randint(0, 256, (E, H, I // 2), generator=g, dtype=torch.int32).to(torch.uint8)
-    s2 = torch.randint(119, 123, (E, H, I // 32), generator=g, dtype=torch.int32).to(torch.uint8)
+    w13, s13, w2, s2 = random_mxfp4_moe_weights(E, H, I, g)
     ids = torch.stack([torch.randperm(E, generator=g)[:top_k] for _ in range(T)]).to(torch.int32)
     wts = torch.softmax(torch.randn(T, top_k, generator=g), -1)
     packed = (ma.repack_mxfp4(w13), ma.repack_mxfp4_scales(s13), ma.repack_mxfp4(w2), ma.repack_mxfp4_scales(s2))
