@@ -15,10 +15,10 @@ gap between launches, kernel_launch_us = 0, as for AITER's single launch):
   Skv = 1024 and 2048, evaluated at the part's ceil(nkb / G) kv blocks) and the merge (simulated at G).
 - gfx950 (moonmath_attention_gfx950): the forward launch from its planner (256 CUs); every work item's
   cycles come from a + b * kv_blocks fitted on 2 CUs (dense: Skv = 2048 and 8192, q tiles 0 and 8 of
-  one head; causal: Sq = Skv = 2048 and 4096, the heaviest tile of 4 GQA heads sharing one kv head);
+  one head; causal: Sq = Skv = 2048 and 4096, the heaviest tile of 16 GQA heads sharing one kv head);
   dense rows with Skv below the fit range are simulated at their Skv. The grid is list-scheduled in
-  dispatch order (workgroup x + y * gx to the first free CU; for equal items this is rounds x round
-  cycles, run.py's rule). None of the seed's MI355X shapes splits (tiles x heads >= 256 CUs), so no
+  dispatch order (workgroup item * Hq + head to the first free CU: the planner's items heaviest first, each
+  item's heads together; for equal items this is rounds x round cycles, run.py's rule). None of the seed's MI355X shapes splits (tiles x heads >= 256 CUs), so no
   merge launch runs there (attn_shape raises if one would).
 """
 from __future__ import annotations
@@ -273,12 +273,10 @@ def attn_fit(dqk: int, dv: int, causal: bool, cfg: dict, skvs: tuple[int, ...] |
     xcds, tile, kvb = cfg["xcds"], _C.TILE_ROWS, _C.KV_BLOCK
     cyc, last = {}, None
     for skv in skvs or (SKV_CAUSAL_FIT if causal else SKV_DENSE_FIT):
-        if causal:  # the heaviest tile (item 0) of 4 q heads on one kv head; gx = skv / 256 is a multiple of 8
-            (L,) = _attn_launch(1, 4, 1, skv, skv, dqk, dv, True, num_cus=1)
-            gx = L["grid"][0]
-            if gx % xcds:
-                raise ValueError("causal fit needs Sq / 256 to be a multiple of the XCD count")
-            cus = [[(0, 0, 0)], [(0, 1, 0)]]
+        if causal:  # the heaviest tile (item 0) of 2 * xcds q heads on one kv head: workgroup item * Hq + head, so
+            # heads 0 and xcds of item 0 are workgroups 0 and xcds, both on XCD 0
+            (L,) = _attn_launch(1, 2 * xcds, 1, skv, skv, dqk, dv, True, num_cus=1)
+            cus = [[(0, 0, 0)], [(xcds, 0, 0)]]
         else:  # q tiles 0 and 8 of one head, as run.py samples AITER
             (L,) = _attn_launch(1, 1, 1, (xcds + 1) * tile, skv, dqk, dv, False, num_cus=1)
             cus = _xcd0_cus(2, 1, L["grid"][0], xcds)
@@ -312,7 +310,8 @@ def attn_shape(row, fits: dict, cfg: dict, f_hz: float, direct: dict | None = No
     if direct and (dqk, Skv) in direct and not causal:
         costs = [direct[(dqk, Skv)]] * len(blocks) * Hq
     else:
-        costs = [f["a"] + f["b_per_block"] * n for n in blocks] * Hq  # dispatch: x fastest, then heads
+        # dispatch order: workgroup item * Hq + head, so every head of an item before the next item
+        costs = [f["a"] + f["b_per_block"] * n for n in blocks for _ in range(Hq)]
     cyc = list_schedule(costs, cfg["cus_per_chip"])
     # balance: busy CU-cycles / (CUs x makespan); 1 = every CU busy to the end
     return {"seconds": cyc / f_hz, "cycles": cyc, "workgroups": len(costs),

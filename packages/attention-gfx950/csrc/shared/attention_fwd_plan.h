@@ -4,7 +4,8 @@
 //
 //   [AttnFwdArgs][AttnWorkItem x n_items][AttnMergeItem x n_merge]
 //
-// The forward kernel runs grid (n_items, heads_q): workgroup (x, h) computes q head h of work item x.
+// The forward kernel runs grid n_items x heads_q: workgroup x heads_q + h computes q head h of work item x (an
+// item's heads dispatch together, items in plan order: heaviest first).
 // The merge kernel runs grid (n_merge, heads_q) and combines the fp32 partials of split items.
 // A work item is a tile of kTileRows query rows of one sequence over one key range; everything the
 // pipeline needs about *where* its rows and keys live is in the item and the strides, so a new way of

@@ -1,7 +1,7 @@
 """Launching the gfx950 attention forward kernels (csrc/device/gfx950/) through moonmath_common's runtime.
 
 Code objects: ``attention_fwd.hsaco`` (kernels ``attn_fwd_d128`` and ``attn_fwd_d192_128``: grid
-(work items, q heads), 512 threads; ``*_softcap``, ``*_window``, ``*_softcap_window``: the same pipelines
+work items x q heads, workgroup item * heads + head, 512 threads; ``*_softcap``, ``*_window``, ``*_softcap_window``: the same pipelines
 with the soft-cap stage / the sliding window compiled in; ``*_sinks`` of each: with sinks),
 ``attention_fwd_dims.hsaco`` (the same for head dims 64, 80 and 96; 256 is not built) and
 ``attention_merge.hsaco`` (``attn_fwd_merge`` and ``attn_fwd_merge_dv<Dv>``: the fixed-order fp32 merge of
@@ -134,7 +134,8 @@ def launch_forward(op: str, buf: torch.Tensor, counts: tuple[int, int, int], hq:
                    extra=None, softcap: float = 0.0, window: tuple[int, int] = NO_WINDOW,
                    sinks: torch.Tensor | None = None, descales: tuple | None = None, fp8_kernels: dict = FP8_KERNELS,
                    fp8_code_object: str = FP8_CODE_OBJECT) -> list[dict | None]:
-    """The forward kernel over the plan in `buf` (its (n_items, n_merge, n_slots) = counts, hq q heads: the grid's y),
+    """The forward kernel over the plan in `buf` (its (n_items, n_merge, n_slots) = counts, hq q heads: grid
+    n_items x hq, workgroup item * hq + head),
     then the merge kernel over its merge items, with an
     fp32 workspace of n_slots parts; per column pass (COLUMN_PASSES) for (256, 256). kernels / code_object / extra:
     the paged kernels and extra(k, v) their added arguments (serving.py). descales: fp8 K/V (the (k, v) fp32 [Hkv]
@@ -156,7 +157,7 @@ def launch_forward(op: str, buf: torch.Tensor, counts: tuple[int, int, int], hq:
     for c0 in cols:
         vc, oc = (v, out) if len(cols) == 1 else (v[..., c0:c0 + kdims[1]], out[..., c0:c0 + kdims[1]])
         more = extra(k, vc) if extra is not None else ()
-        counters.append(KERNELS.launch(op, ARCH, code_object, name, grid=(n_items, hq), block=FWD_BLOCK,
+        counters.append(KERNELS.launch(op, ARCH, code_object, name, grid=(n_items * hq, 1), block=FWD_BLOCK,
                                        args=[buf, q, k, vc, oc, lse, ws_o, ws_ml, *more, *tail]))
         if n_merge:
             counters.append(KERNELS.launch(op, ARCH, MERGE_CODE_OBJECT, MERGE_KERNELS[kdims[1]], grid=(n_merge, hq),

@@ -278,13 +278,20 @@ struct DenseTile {
     float* p = lse + it.batch * a.lse_batch + h * a.lse_head + it.q_tok0 + it.q_row0;
     return mm::make_buffer(p, rows() > 0 ? (uint32_t)rows() * 4u : 0u);
   }
-  // K / V rows [key0, key0 + 64) of the sequence, clipped to k_len: loads past the end return 0.
+  // K / V rows [key0, key0 + 64) of the sequence, clipped to k_len: loads past the end return 0. Made in every
+  // DMA phase by the scalar unit, in the issue slots of the wave's MFMAs or softmax: a whole block's extent is a
+  // select of the constant, and key0 (>= 0) times a token stride (< 2^22, kernel.py) one 32 x 32 -> 64-bit product.
   MM_DEVICE int32_t block_rows(int32_t key0) const { int32_t r = it.k_len - key0; return r < kKvBlock ? r : kKvBlock; }
+  MM_DEVICE uint32_t block_extent(int32_t key0, int64_t stride, int32_t elems) const {
+    return key0 + kKvBlock <= it.k_len ? extent_bytes(kKvBlock, stride, elems, Shape::kKvBytes)
+                                       : extent_bytes(block_rows(key0), stride, elems, Shape::kKvBytes);
+  }
+  MM_DEVICE static uint64_t rows_elems(int32_t key0, int64_t stride) { return (uint64_t)(uint32_t)key0 * (uint32_t)stride; }
   MM_DEVICE mm::buffer_rsrc k_block(int32_t key0) const {
-    return mm::make_buffer(k_head + (int64_t)key0 * a.k_token, extent_bytes(block_rows(key0), a.k_token, Shape::Dqk, Shape::kKvBytes));
+    return mm::make_buffer(k_head + rows_elems(key0, a.k_token), block_extent(key0, a.k_token, Shape::Dqk));
   }
   MM_DEVICE mm::buffer_rsrc v_block(int32_t key0) const {
-    return mm::make_buffer(v_head + (int64_t)key0 * a.v_token, extent_bytes(block_rows(key0), a.v_token, Shape::Dv, Shape::kKvBytes));
+    return mm::make_buffer(v_head + rows_elems(key0, a.v_token), block_extent(key0, a.v_token, Shape::Dv));
   }
 };
 
@@ -748,8 +755,11 @@ template <class Shape, class Tile = DenseTile<Shape>, class... TileExtra>
 MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPointers& ptr, lds_u8* lds,
                              const TileExtra&... extra) {
   const AttnFwdArgs a = *plan;
-  const AttnWorkItem it = reinterpret_cast<const AttnWorkItem*>(plan + 1)[mm::block_id_x()];
-  const int32_t h = (int32_t)mm::block_id_y();
+  // Workgroup x = item * heads_q + h: the heads of an item are dispatched together, so the launch runs the plan's
+  // items (heaviest first) in order across all heads - a longest-first list schedule over the CUs (causal balance).
+  const uint32_t wg = mm::block_id_x(), hq = (uint32_t)a.heads_q, item = wg / hq;
+  const AttnWorkItem it = reinterpret_cast<const AttnWorkItem*>(plan + 1)[item];
+  const int32_t h = (int32_t)(wg - item * hq);
   const uint32_t wave = mm::wave_id(), lane = mm::lane_id();
   const bool lead = wave < (uint32_t)kGroupWaves;   // group A; group B lags one phase
   const Tile tile(a, it, h, ptr.k, ptr.v, extra...);
@@ -818,13 +828,15 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   // written to LDS by land(n) (each group lands dma_phase(n) within block n: see block).
   Fp8K<Shape> fk;
   Fp8V<Shape> fv;
-  auto dma_phase = [&](int32_t n) MM_INLINE_LAMBDA {
+  // par = n % 2, known where it is called: the buffers' LDS addresses are then constants.
+  auto dma_phase = [&](int32_t n, auto par) MM_INLINE_LAMBDA {
+    constexpr int p = decltype(par)::value;
     if constexpr (Shape::kKvFp8) {
       if (n + 1 < nb) load_k_fp8<Shape>(tile, key_of_block(n + 1), fk, wave, lane);
       if (n < nb) load_v_fp8<Shape>(tile, key_of_block(n), fv, wave, lane);
     } else {
-      if (n + 1 < nb) dma_k<Shape>(tile, key_of_block(n + 1), kbuf(n + 1), wave, lane);
-      if (n < nb) dma_v<Shape>(tile, key_of_block(n), vbuf(n), wave, lane);
+      if (n + 1 < nb) dma_k<Shape>(tile, key_of_block(n + 1), kbuf(p ^ 1), wave, lane);
+      if (n < nb) dma_v<Shape>(tile, key_of_block(n), vbuf(p), wave, lane);
     }
   };
   // The wave's DMA of the phase in LDS (before the barrier that makes it visible): vmcnt(0); fp8: then the
@@ -851,14 +863,14 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   // One block n >= 1 with K in buffer KBuf: M(n), barrier, X(n), barrier (DMA and waits by group).
   auto block = [&](auto kb, int32_t n) MM_INLINE_LAMBDA {
     mm::set_priority<1>();
-    mfma_phase<Shape, decltype(kb)::value, true, true, kPf>(st, ad, s, [&]() MM_INLINE_LAMBDA { if (lead) dma_phase(n); });
+    mfma_phase<Shape, decltype(kb)::value, true, true, kPf>(st, ad, s, [&]() MM_INLINE_LAMBDA { if (lead) dma_phase(n, kb); });
     mm::set_priority<0>();
     if (!lead) land(n);
     phase_barrier(s, st.o, st.lb);
-    if (!lead) dma_phase(n + 1);
+    if (!lead) dma_phase(n + 1, Ic<decltype(kb)::value ^ 1>{});
     softmax_phase(n, false);
     if (lead) land(n);
-    phase_barrier(st.p, st.o, st.lb);
+    phase_barrier(st.p, st.o, st.lb, st.l);
   };
 
   if (nb > 0) {
@@ -873,19 +885,19 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
     }
     phase_barrier();                       // K(0) visible
     if (!lead) {                           // group B's phase 0: its share of the DMA of K(1), V(0)
-      dma_phase(0);
+      dma_phase(0, Ic<0>{});
       phase_barrier();
     }
     // block 0: QK only
     mm::set_priority<1>();
-    mfma_phase<Shape, 0, false, true, kPf>(st, ad, s, [&]() MM_INLINE_LAMBDA { if (lead) dma_phase(0); });
+    mfma_phase<Shape, 0, false, true, kPf>(st, ad, s, [&]() MM_INLINE_LAMBDA { if (lead) dma_phase(0, Ic<0>{}); });
     mm::set_priority<0>();
     if (!lead) land(0);
     phase_barrier(s);
-    if (!lead) dma_phase(1);
+    if (!lead) dma_phase(1, Ic<1>{});
     softmax_phase(0, true);
     if (lead) land(0);
-    phase_barrier(st.p, st.o, st.lb);
+    phase_barrier(st.p, st.o, st.lb, st.l);
     int32_t n = 1;
     for (; n + 1 < nb; n += 2) {
       block(Ic<1>{}, n);
