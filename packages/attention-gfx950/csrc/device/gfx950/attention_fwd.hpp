@@ -482,6 +482,7 @@ MM_DEVICE void load_v_fp8(const DenseTile<Shape>& tile, int32_t key0, Fp8V<Shape
 template <class Shape, bool Dense>
 constexpr int kPrefetch = Shape::Dqk == 256 ? 2
                           : Shape::Dqk == 128 && !Shape::kKvFp8 ? 6
+                          : Shape::Dqk == 192 && !Shape::kKvFp8 && Dense ? 6
                           : Shape::Dqk < 128 && !Shape::kKvFp8 && Dense ? 6
                           : Dense ? 4 : 2;
 template <class Shape, int KBuf, bool DoPv, bool DoQk, int Prefetch, class Mid>
