@@ -18,8 +18,9 @@ gap between launches, kernel_launch_us = 0, as for AITER's single launch):
   one head; causal: Sq = Skv = 2048 and 4096, the heaviest tile of 16 GQA heads sharing one kv head);
   dense rows with Skv below the fit range are simulated at their Skv. The grid is list-scheduled in
   dispatch order (workgroup item * Hq + head to the first free CU: the planner's items heaviest first, each
-  item's heads together; for equal items this is rounds x round cycles, run.py's rule). None of the seed's MI355X shapes splits (tiles x heads >= 256 CUs), so no
-  merge launch runs there (attn_shape raises if one would).
+  item's heads together; for equal items this is rounds x round cycles, run.py's rule). None of the seed's
+  MI355X shapes splits (tiles x heads >= 256 CUs), so no merge launch runs there (attn_shape raises if one
+  would).
 """
 from __future__ import annotations
 

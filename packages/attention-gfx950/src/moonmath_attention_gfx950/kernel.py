@@ -1,8 +1,9 @@
 """Launching the gfx950 attention forward kernels (csrc/device/gfx950/) through moonmath_common's runtime.
 
 Code objects: ``attention_fwd.hsaco`` (kernels ``attn_fwd_d128`` and ``attn_fwd_d192_128``: grid
-work items x q heads, workgroup item * heads + head, 512 threads; ``*_softcap``, ``*_window``, ``*_softcap_window``: the same pipelines
-with the soft-cap stage / the sliding window compiled in; ``*_sinks`` of each: with sinks),
+work items x q heads, workgroup item * heads + head, 512 threads; ``*_softcap``, ``*_window``,
+``*_softcap_window``: the same pipelines with the soft-cap stage / the sliding window compiled in; ``*_sinks`` of
+each: with sinks),
 ``attention_fwd_dims.hsaco`` (the same for head dims 64, 80 and 96; 256 is not built) and
 ``attention_merge.hsaco`` (``attn_fwd_merge`` and ``attn_fwd_merge_dv<Dv>``: the fixed-order fp32 merge of
 split-KV parts). The C++ planner
