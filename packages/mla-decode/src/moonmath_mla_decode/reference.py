@@ -236,8 +236,8 @@ def q8_mxfp4_p(x: torch.Tensor) -> torch.Tensor:
 def mla_decode_q8_mxfp4(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, kv_scales: torch.Tensor,
                         seq_lens: torch.Tensor, kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float,
                         glen: torch.Tensor | None, cp_rank: int, cp_world: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """fp8 Q x MXFP4 KV on the scaled MFMA (`v_mfma_scale_f32_16x16x128_f8f6f4`): the definition of a kernel not
-    built yet (no public op; docs/numerics.md, docs/kernels/mla_decode_formats.md "fp8-Q x MXFP4").
+    """fp8 Q x MXFP4 KV on the scaled MFMA (`v_mfma_scale_f32_16x16x128_f8f6f4`): the definition the one-part
+    kernel mla_q8_mxfp4_fwd meets (no public op; docs/numerics.md, docs/kernels/mla_decode_formats.md "fp8-Q x MXFP4").
         q8, q_scale = quantize_q_a8w8 (per tensor, as mla_decode_a8w8)
         x_j = log2(e) * scale * q_scale * (q8 . k_j)        k_j the exact MXFP4 row (QK: fp8 x fp4 with K's own
                                                             E8M0 scales as the MFMA's B scales; 576 = 4.5 x 128,
