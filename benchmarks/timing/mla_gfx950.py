@@ -199,6 +199,25 @@ def ours_shape(fmt: str, B: int, S: int, cfg: dict, f_hz: float, nparts: int | N
             "decode_where": dec["where"], "decode_slots": dec["per_cu"]}
 
 
+def q8_mxfp4_one_part(B: int, S: int, cfg: dict, f_hz: float) -> dict:
+    """Modeled seconds of the one-part fp8-Q x MXFP4 decode (`mla_q8_mxfp4_fwd`: no op, no split; one wave per
+    request) at (B, S): one CU round simulated on 2 CUs of XCD 0 over a sample of requests of S tokens. The Q
+    quantisation launches an op would add (a8w8's, 15-20 µs above) are not in it."""
+    from moonmath_mla_decode import kernel as K
+    G = min(B, 2 * cfg["xcds"])
+    x = _inputs("mxfp4", G, S)
+    q8 = torch.randn(G, pm.HEADS, 576, generator=torch.Generator().manual_seed(1)).to(torch.float8_e4m3fn)
+    o = torch.empty(G, pm.HEADS, pm.LAT, dtype=torch.bfloat16)
+    L = dict(path=K.KERNELS.path("q8_mxfp4_fwd", ARCH, "mla_q8_mxfp4_fwd"), kernel="mla_q8_mxfp4_fwd",
+             grid=(G, 1, 1), block=(64, 1, 1), dynamic_lds=0,
+             args=[q8.view(torch.uint8), torch.tensor([0.01]), x["pool"], x["aux"], x["kv_indices"], x["kv_indptr"],
+                   x["seq_lens"], o.view(torch.int16), torch.empty(G, pm.HEADS), G * S, 18, x["aux"].numel(),
+                   (pm.LAT + pm.ROPE) ** -0.5 / math.log(2.0)])
+    rep = m942._ours_round(L, B, cfg)
+    t = timing.kernel_time(B, rep["wg_cycles"], rep["per_cu"], dict(cfg, clock_mhz=f_hz / 1e6))
+    return {"seconds": t["seconds"], "per_cu": rep["per_cu"], "where": rep["where"]}
+
+
 # ---------------------------------------------------------------- report
 
 def _f950(out: Path) -> tuple[float, str]:
@@ -223,6 +242,8 @@ def main() -> None:
     ap.add_argument("--out", default="build/timing")
     ap.add_argument("--shapes", default="all", help="'all' or comma-separated indices into SHAPES")
     ap.add_argument("--formats", default=",".join(FORMATS), help="our formats to model ('' for AITER only)")
+    ap.add_argument("--q8-mxfp4", action="store_true",
+                    help="also the one-part fp8-Q x MXFP4 kernel (mla_q8_mxfp4_fwd: no op, no split)")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -245,6 +266,9 @@ def main() -> None:
         for fmt in fmts:
             o = ours_shape(fmt, B, S, cfg, f_hz)
             r[fmt] = o
+        if args.q8_mxfp4:
+            r["q8_mxfp4_one_part_us"] = q8_mxfp4_one_part(B, S, cfg, f_hz)["seconds"] * 1e6
+            print(f"  one-part fp8-Q x MXFP4 (no op): {r['q8_mxfp4_one_part_us']:.1f} us", flush=True)
         table.append(r)
         print(f"{(B, S)}: AITER modeled {r['aiter_us']:.1f} us (published {r['pub_us']}); "
               + "; ".join(f"{f} {r[f]['seconds'] * 1e6:.1f} us ({r[f]['plan']['nparts']} parts)" for f in fmts),
@@ -304,6 +328,11 @@ def write_report(out: Path, table, fmts, sem, fit, f_hz, f_src, summary, cpu_s) 
                       "the un-modeled Q quantisation, metadata launch and host time), held out: "
                       + "; ".join(f"{r['shape']} {r['err_with_overhead']:+.0%}" for r in pub_rows
                                   if r["shape"] != OVERHEAD_ROW) + ".")
+        md.append("")
+    q8 = [r for r in table if "q8_mxfp4_one_part_us" in r]
+    if q8:
+        md.append("One-part fp8-Q x MXFP4 kernel (`mla_q8_mxfp4_fwd`: no op, no split, no Q launches): "
+                  + "; ".join(f"{r['shape']} {r['q8_mxfp4_one_part_us']:.1f} µs" for r in q8) + ".")
         md.append("")
     md.append(f"CPU time of this run: {cpu_s:.0f} s.")
     (out / "mla_gfx950.md").write_text("\n".join(md) + "\n")
