@@ -1,7 +1,7 @@
 // fp8-Q x MXFP4-KV MLA decode on v_mfma_scale_f32_16x16x128_f8f6f4, gfx950 — ONE KV PART per request, 16 rows
 // (H 16, q_len 1), the window = the request's seq_len: a correctness vehicle for reference.mla_decode_q8_mxfp4,
-// not an op and no public entry point (no split, no DCP, no q_len > 1; its LDS traffic is the stages' byte-wise
-// test-vehicle layout). Tests: tests/test_q8_mxfp4_fwd.py. Design and status: docs/kernels/mla_decode_formats.md.
+// not an op and no public entry point (no split, no DCP, no q_len > 1; the codes are read twice per tile, for QK and
+// for V's re-expression). Tests: tests/test_q8_mxfp4_fwd.py. Design and status: docs/kernels/mla_decode_formats.md.
 //
 // One wave per workgroup, workgroup b = request b; lane = 16 g + x. Per 128-token tile t0:
 //  1. QK (mla_q8_mxfp4_stages.hpp qk16): 8 x 5 MFMAs; lane holds s(row 4 g + r, token t0 + 16 h + x), h < 8, r < 4.
@@ -44,9 +44,9 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64) void mla_q8_mxfp4_fwd(const uint8_t* __restrict__
                                                       float* __restrict__ lse, uint32_t slots, uint32_t scale_stride,
                                                       uint32_t scale_bytes, float c_qk_no_q) {
   using namespace q8mx;
-  MM_LDS uint8_t vt[kLat * kTile];
+  alignas(16) MM_LDS uint8_t vt[kLat * kTile];  // v' token-major [128][512]
   MM_LDS uint8_t f_lds[(kTile / kGroupTokens) * kColBlocks];
-  MM_LDS uint8_t p_lds[16 * kTile];
+  alignas(16) MM_LDS uint8_t p_lds[16 * kTile];
   MM_LDS uint8_t ps_lds[16 * (kTile / kGroupTokens)];
   const uint32_t lane = mm::lane_id(), g = lane / 16u, x = lane % 16u, req = mm::block_id_x();
   const uint32_t n = static_cast<uint32_t>(seq_lens[req]), base = static_cast<uint32_t>(kv_indptr[req]);

@@ -12,7 +12,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64) void mla_q8_mxfp4_pv(const uint8_t* __restrict__ 
                                                      uint32_t n, uint32_t n_pad, uint32_t slots, uint32_t scale_stride,
                                                      uint32_t scale_bytes) {
   using namespace q8mx;
-  MM_LDS uint8_t vt[kLat * kTile];
+  alignas(16) MM_LDS uint8_t vt[kLat * kTile];  // v' token-major [128][512]
   MM_LDS uint8_t f_lds[(kTile / kGroupTokens) * kColBlocks];
   const uint32_t lane = mm::lane_id(), g = lane / 16u, x = lane % 16u;
   const uint32_t t0 = kTile * mm::block_id_x();

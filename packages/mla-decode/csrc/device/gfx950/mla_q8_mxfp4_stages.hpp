@@ -11,11 +11,12 @@
 // V re-expression (reexpress_v): MXFP4's scales run along V's columns (per token and 32 columns), the MFMA's B
 //   scale along k = tokens (per 32 tokens and column); so lane l owns the group (32 tokens of block l / 16, 32
 //   columns of block l % 16): F = the largest of its 32 scale bytes, v' = e4m3fn_RTNE(code * 2^(e - F))
-//   (v_cvt_scalef32_pk_f32_fp4, v_cvt_pk_fp8_f32), written transposed into LDS vt[column][token] (byte-wise:
-//   simple, not fast), F into f_lds[token block][column block].
+//   (v_cvt_scalef32_pk_f32_fp4, v_cvt_pk_fp8_f32), written token-major into LDS vt[token][column] (two
+//   16-byte writes per token), F into f_lds[token block][column block].
 // PV (pv_tile): 32 MFMAs, one per 16 of the 512 output columns, reduction over 128 tokens; A = P fp8 (two
-//   passes of 16) with its E8M0 byte per row and 32 tokens, B = v' (lane 16 g + j: vt[16 ct + j][16 g + e] and
-//   [64 + 16 g + e]) with the byte F of (token block g, column block (16 ct + j) / 32).
+//   passes of 16) with its E8M0 byte per row and 32 tokens, B = v' (lane 16 g + j: column 16 ct + j of tokens
+//   16 g + e and 64 + 16 g + e, read transposed by ds_read_b64_tr_b8) with the byte F of (token block g, column
+//   block (16 ct + j) / 32).
 #pragma once
 #include "moonmath/all.hpp"
 
@@ -86,7 +87,7 @@ MM_DEVICE void reexpress_v(uint8_t* vt, uint8_t* f_lds, mm::buffer_rsrc pb, mm::
                                             : mm::u32x4{0u, 0u, 0u, 0u};
     const int shift = static_cast<int>(e[u]) - static_cast<int>(F) + 127;  // biased exponent of 2^(e - F)
     const float sc = shift >= 1 ? mm::bit_cast<float>(static_cast<uint32_t>(shift) << 23) : 0.f;
-    const uint32_t token = kGroupTokens * tb + u;
+    uint32_t w[8];  // the token's 32 columns of block cb in fp8
 #pragma unroll
     for (uint32_t d = 0; d < 4; ++d) {
       // 8 codes (the 4 bytes of dword d; the byte select must be an immediate) -> 8 fp8 in two dwords
@@ -94,24 +95,31 @@ MM_DEVICE void reexpress_v(uint8_t* vt, uint8_t* f_lds, mm::buffer_rsrc pb, mm::
       const mm::f32x2 v1 = __builtin_amdgcn_cvt_scalef32_pk_f32_fp4(codes[d], sc, 1);
       const mm::f32x2 v2 = __builtin_amdgcn_cvt_scalef32_pk_f32_fp4(codes[d], sc, 2);
       const mm::f32x2 v3 = __builtin_amdgcn_cvt_scalef32_pk_f32_fp4(codes[d], sc, 3);
-      const uint32_t w[2] = {pack_fp8x4(v0[0], v0[1], v1[0], v1[1]), pack_fp8x4(v2[0], v2[1], v3[0], v3[1])};
-      const uint32_t col = 32u * cb + 8u * d;
-#pragma unroll
-      for (uint32_t b = 0; b < 8; ++b) vt[(col + b) * kTile + token] = static_cast<uint8_t>(w[b / 4] >> (8u * (b % 4)));
+      w[2 * d] = pack_fp8x4(v0[0], v0[1], v1[0], v1[1]);
+      w[2 * d + 1] = pack_fp8x4(v2[0], v2[1], v3[0], v3[1]);
     }
+    const uint32_t off = (kGroupTokens * tb + u) * kLat + 32u * cb;
+    mm::lds_write_b128(vt, off, mm::u32x4{w[0], w[1], w[2], w[3]});
+    mm::lds_write_b128(vt, off + 16u, mm::u32x4{w[4], w[5], w[6], w[7]});
   }
 }
 
 // o[ct] += P . v' over the tile for the 32 column tiles; a = P's A operand, sa its scale byte (lane 16 kb + i).
 MM_DEVICE void pv_tile(mm::f32x4 (&o)[kColTiles], mm::u32x8 a, uint32_t sa, const uint8_t* vt,
                        const uint8_t* f_lds, uint32_t g, uint32_t x) {
+  // B by ds_read_b64_tr_b8 from the token-major v' rows: lane x of the group supplies the 8-byte segment of token
+  // T0 + x / 2 at columns 16 ct + 8 (x % 2), and receives column 16 ct + x of tokens T0 .. T0 + 7, for
+  // T0 = 16 g, 16 g + 8 (registers 0-3) and 64 + 16 g, 64 + 16 g + 8 (registers 4-7).
+  const uint32_t seg = (x / 2u) * kLat + 8u * (x % 2u);
 #pragma unroll
   for (uint32_t ct = 0; ct < kColTiles; ++ct) {
-    const uint32_t col = 16u * ct + x;
-    const mm::u32x4 b0 = mm::lds_read_b128(vt, col * kTile + 16u * g);
-    const mm::u32x4 b1 = mm::lds_read_b128(vt, col * kTile + 64u + 16u * g);
-    const mm::u32x8 b = __builtin_shufflevector(b0, b1, 0, 1, 2, 3, 4, 5, 6, 7);
-    o[ct] = Pv::run<0, 0>(a, b, o[ct], sa, f_lds[g * kColBlocks + col / 32u]);
+    const uint32_t base = seg + 16u * ct;
+    const mm::u32x2 b0 = mm::lds_read_tr8_b64(vt, base + (16u * g) * kLat);
+    const mm::u32x2 b1 = mm::lds_read_tr8_b64(vt, base + (16u * g + 8u) * kLat);
+    const mm::u32x2 b2 = mm::lds_read_tr8_b64(vt, base + (64u + 16u * g) * kLat);
+    const mm::u32x2 b3 = mm::lds_read_tr8_b64(vt, base + (64u + 16u * g + 8u) * kLat);
+    const mm::u32x8 b = {b0[0], b0[1], b1[0], b1[1], b2[0], b2[1], b3[0], b3[1]};
+    o[ct] = Pv::run<0, 0>(a, b, o[ct], sa, f_lds[g * kColBlocks + (16u * ct + x) / 32u]);
   }
 }
 
