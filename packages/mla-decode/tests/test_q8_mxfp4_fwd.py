@@ -3,7 +3,6 @@ no public op) on the emulator: against its definition (reference.mla_decode_q8_m
 exact MXFP4 KV, the GPU MODE amd-mixed-mla check, ragged and empty requests, determinism, its code object."""
 from __future__ import annotations
 
-import pytest
 import torch
 from _mla_formats import gpumode_check, gpumode_exact, gpumode_inputs, gpumode_run, quantize_mxfp4
 
@@ -12,12 +11,6 @@ from moonmath_mla_decode import kernel as mk
 from moonmath_mla_decode import reference as R
 
 SCALE = 576 ** -0.5
-
-
-@pytest.fixture
-def gfx950(monkeypatch):
-    monkeypatch.setenv("MOONMATH_EMU_ARCH", "gfx950")
-    pytest.importorskip("moonmath_emu")
 
 
 def _case(lens, seed, slots=None):

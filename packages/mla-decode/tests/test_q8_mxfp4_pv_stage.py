@@ -19,12 +19,6 @@ from moonmath_mla_decode import reference as R
 TILE = 128
 
 
-@pytest.fixture
-def gfx950(monkeypatch):
-    monkeypatch.setenv("MOONMATH_EMU_ARCH", "gfx950")
-    pytest.importorskip("moonmath_emu")
-
-
 def _pool(slots, seed, spread=False):
     g = torch.Generator().manual_seed(seed)
     kv = torch.randn(slots, 576, generator=g)

@@ -16,12 +16,6 @@ from moonmath_mla_decode import kernel as mk
 from moonmath_mla_decode import reference as R
 
 
-@pytest.fixture
-def gfx950(monkeypatch):
-    monkeypatch.setenv("MOONMATH_EMU_ARCH", "gfx950")
-    pytest.importorskip("moonmath_emu")
-
-
 def _inputs(slots, n, seed, spread=False):
     g = torch.Generator().manual_seed(seed)
     kv = torch.randn(slots, 576, generator=g)
