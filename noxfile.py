@@ -148,7 +148,8 @@ def timing(session: nox.Session) -> None:
     predicts the rest (benchmarks/timing/run.py); then models our gfx942 MHA and gfx950 attention
     forwards beside AITER v3 at the same shapes with every constant frozen (benchmarks/timing/ours.py:
     ours.md/json/png), and AITER's a16w8 MLA decode beside our mla_decode_a16w8 at the seed's MLA
-    table (benchmarks/timing/mla.py: mla.md/json). A few minutes of CPU, plus building the three
+    table (benchmarks/timing/mla.py: mla.md/json), and the gfx950 MLA formats beside AITER's a8w8 object at the
+    GPU MODE amd-mixed-mla shapes (benchmarks/timing/mla_gfx950.py). A few minutes of CPU, plus building the three
     kernel packages.
     """
     session.install(TORCH)
@@ -158,3 +159,4 @@ def timing(session: nox.Session) -> None:
     session.run("python", "-m", "benchmarks.timing.run", "--out", str(ROOT / "build" / "timing"), *session.posargs)
     session.run("python", "-m", "benchmarks.timing.ours", "--out", str(ROOT / "build" / "timing"))
     session.run("python", "-m", "benchmarks.timing.mla", "--out", str(ROOT / "build" / "timing"))
+    session.run("python", "-m", "benchmarks.timing.mla_gfx950", "--out", str(ROOT / "build" / "timing"))

@@ -181,6 +181,15 @@ def check_split_semantics(lens=(200, 333, 40), groups: int = 5) -> dict:
     ref, _ = mla.reference_mla(q[..., :mla.LAT].contiguous(), q[..., mla.LAT:].contiguous(), values["kv"],
                                torch.tensor(list(lens), dtype=torch.int32), extra["kv_indices"], extra["kv_indptr"],
                                values["scale"], 0.7)
+    out, n_split = host_merge(values, wgs, Q_LEN)
+    rel = float((out - ref).norm() / ref.norm())
+    return {"lens": list(lens), "groups": groups, "items": sum(len(x) for x in wgs),
+            "empty_parts": sum(not x for x in wgs), "split_requests": n_split, "rel_err": rel}
+
+
+def host_merge(values: dict, wgs: list[list[tuple[int, int, int]]], q_len: int) -> tuple[torch.Tensor, int]:
+    """The persistent kernel's output with its split requests' partials merged on the host in float64
+    (natural-log LSE, as mla_reduce_v1): (out [T, H, 512] float64, the number of split requests)."""
     out = values["out"].double().clone()
     so, sl = values["split_out"][:, 0].double(), values["split_lse"][:, 0, :, 0].double()
     loc = 0
@@ -190,21 +199,21 @@ def check_split_semantics(lens=(200, 333, 40), groups: int = 5) -> dict:
         for b, _, _ in items:
             if n_items[b] > 1:
                 locs.setdefault(b, []).append(loc)
-                loc += Q_LEN
+                loc += q_len
     for b, ls in locs.items():
-        for t in range(Q_LEN):
+        for t in range(q_len):
             rows = [x + t for x in ls]
             lse = sl[rows]                       # [parts, H]
             w = torch.softmax(lse, dim=0)
-            out[b * Q_LEN + t] = (w[..., None] * so[rows]).sum(0)
-    rel = float((out - ref).norm() / ref.norm())
-    return {"lens": list(lens), "groups": groups, "items": sum(len(x) for x in wgs),
-            "empty_parts": sum(not x for x in wgs), "split_requests": len(locs), "rel_err": rel}
+            out[b * q_len + t] = (w[..., None] * so[rows]).sum(0)
+    return out, len(locs)
 
 
-def _aiter_sample(rows: int, two_items: bool, cfg: dict, ncu: int = 2) -> dict:
+def _aiter_sample(rows: int, two_items: bool, cfg: dict, ncu: int = 2, *, arch: str = "gfx942",
+                  obj: str = mla.A16W8_PS, make_values=aiter_values) -> dict:
     """Simulate workgroups 0 and 8 (XCD 0) of a 9-workgroup launch whose every workgroup walks `rows` KV
-    rows: one item of one long request, or (two_items) halves of two requests."""
+    rows: one item of one long request, or (two_items) halves of two requests. `obj` is the persistent code
+    object of `arch`, `make_values(lens, wgs)` its argument values."""
     xcds = cfg["xcds"]
     G = (ncu - 1) * xcds + 1
     if two_items:
@@ -214,12 +223,12 @@ def _aiter_sample(rows: int, two_items: bool, cfg: dict, ncu: int = 2) -> dict:
     else:
         lens = [rows * G]
         wgs = [[(0, g * rows, (g + 1) * rows)] for g in range(G)]
-    values, _ = aiter_values(lens, wgs)
+    values, _ = make_values(lens, wgs)
     # the cache model sees real addresses: every tensor at a 2 MiB boundary keeps reruns identical (not the
     # metadata, which holds its own address)
     values = {n: (_aligned(t.contiguous()) if isinstance(t, torch.Tensor) and n != "work" else t)
               for n, t in values.items()}
-    mod, kernel = harness.load("gfx942", mla.A16W8_PS)
+    mod, kernel = harness.load(arch, obj)
     args = harness.pack_args(mod, kernel, mla.MLA_ARGS, values)
     cus = [[(c * xcds, 0, 0)] for c in range(ncu)]
     rep = timing.simulate(mod, kernel, (G, 1, 1), (256, 1, 1), args, cus=cus, config=cfg, slots=1)
@@ -231,20 +240,21 @@ def _aiter_sample(rows: int, two_items: bool, cfg: dict, ncu: int = 2) -> dict:
     return rep
 
 
-def aiter_fit(cfg: dict) -> dict:
-    r1, r2 = (_aiter_sample(n, False, cfg) for n in FIT_ROWS)
+def aiter_fit(cfg: dict, **sample) -> dict:
+    """a, b, c of the workgroup cycles (module docstring); `sample`: _aiter_sample's arch / obj / make_values."""
+    r1, r2 = (_aiter_sample(n, False, cfg, **sample) for n in FIT_ROWS)
     b = (r2["wg_cycles"] - r1["wg_cycles"]) / (FIT_ROWS[1] - FIT_ROWS[0])
     a = r1["wg_cycles"] - b * FIT_ROWS[0]
-    two = _aiter_sample(FIT_ROWS[1], True, cfg)
+    two = _aiter_sample(FIT_ROWS[1], True, cfg, **sample)
     c = two["wg_cycles"] - r2["wg_cycles"]
-    chk = _aiter_sample(CHECK_ROWS, False, cfg)["wg_cycles"]
+    chk = _aiter_sample(CHECK_ROWS, False, cfg, **sample)["wg_cycles"]
     return {"a": a, "b": b, "c": c, "cycles": {FIT_ROWS[0]: r1["wg_cycles"], FIT_ROWS[1]: r2["wg_cycles"]},
             "two_items": two["wg_cycles"],
             "check": {"rows": CHECK_ROWS, "simulated": chk, "extrapolated": a + b * CHECK_ROWS},
             "where": r2["where"], "pipe_util": r2["pipe_util"], "mem": r2["mem"]}
 
 
-def aiter_reduce(wgs: list[list[tuple[int, int, int]]], B: int, cfg: dict, f_hz: float) -> dict:
+def aiter_reduce(wgs: list[list[tuple[int, int, int]]], B: int, cfg: dict, f_hz: float, q_len: int = Q_LEN) -> dict:
     """mla_reduce_v1's modeled time (AITER builds it from source: no code object to simulate). Its launch,
     from the wheel's csrc/kernels/mla/reduce.cu: one 128-thread workgroup per (head, request) -- grid
     (16, B) while 16 B <= CUs x 16 -- each walking its request's pieces for each of the q_len rows: the
@@ -262,7 +272,7 @@ def aiter_reduce(wgs: list[list[tuple[int, int, int]]], B: int, cfg: dict, f_hz:
     total = 0.0
     for t in range(B):                       # workgroup (h, t) is the (h + 16 t)-th dispatched
         k = split.get(t, 0)
-        wg_bytes = Q_LEN * (k * (mla.LAT * 4 + 4) + mla.LAT * 2) if k else 0
+        wg_bytes = q_len * (k * (mla.LAT * 4 + 4) + mla.LAT * 2) if k else 0
         for h in range(H):
             per_cu[(h + H * t) % cus] += wg_bytes
             total += wg_bytes
@@ -272,13 +282,14 @@ def aiter_reduce(wgs: list[list[tuple[int, int, int]]], B: int, cfg: dict, f_hz:
             "bound": "cu" if t_cu >= t_hbm else "hbm"}
 
 
-def aiter_config(B: int, S: int, fit: dict, cfg: dict, f_hz: float, max_split_per_batch: int) -> dict:
+def aiter_config(B: int, S: int, fit: dict, cfg: dict, f_hz: float, max_split_per_batch: int,
+                 q_len: int = Q_LEN) -> dict:
     """Modeled time of stage 1 (the slowest CU part) + the reduce on AITER's fast-mode work list."""
     wgs = aiter_metadata_v1_2([S] * B, cfg["cus_per_chip"], max_split_per_batch=max_split_per_batch)
     costs = [fit["a"] + fit["b"] * sum(e - s for _, s, e in items) + fit["c"] * (len(items) - 1)
              for items in wgs if items]
     t1 = max(costs) / f_hz
-    red = aiter_reduce(wgs, B, cfg, f_hz)
+    red = aiter_reduce(wgs, B, cfg, f_hz, q_len)
     return {"seconds": t1 + red["seconds"], "stage1_s": t1, "reduce_s": red["seconds"], "reduce": red,
             "max_split_per_batch": max_split_per_batch, "workgroups": len(costs),
             "max_items": max(map(len, wgs)), "max_pieces": max(pieces_per_request(wgs).values()),

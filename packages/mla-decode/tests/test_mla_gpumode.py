@@ -24,12 +24,6 @@ def rel_fro(a, b):
     return ((a.double() - b.double()).norm() / b.double().norm()).item()
 
 
-@pytest.fixture
-def gfx950(monkeypatch):
-    monkeypatch.setenv("MOONMATH_EMU_ARCH", "gfx950")
-    pytest.importorskip("moonmath_emu")
-
-
 @pytest.mark.parametrize("B,kv_len,seed", SHAPES)
 def test_every_format_passes_the_gpumode_check(gfx950, B, kv_len, seed):
     x = gpumode_inputs(B, kv_len, seed)

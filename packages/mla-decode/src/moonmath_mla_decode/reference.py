@@ -137,30 +137,14 @@ def mla_decode_a8w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tens
     over each position's window (as mla_decode_a16w8). This is the kernel with one KV part; with a KV split each
     part starts its own running max at a tile boundary, so P is rounded against another reference there (as
     every kernel's P: the bf16 formats' too) and o moves within the fp8 P rounding (docs/numerics.md)."""
-    T, H, _ = q_lat.shape
-    B = kv_indptr.numel() - 1
-    q_len = T // B
     q8, q_scale = quantize_q_a8w8(q_lat, q_pe)
     c_qk = float(torch.tensor(scale * kv_scale * LOG2E, dtype=torch.float32)) * q_scale
-    lens = [int(x) for x in seq_lens.tolist()]
-    ip = [int(x) for x in kv_indptr.tolist()]
-    gl = [int(x) for x in glen.tolist()] if (glen is not None and cp_world > 1) else None
     pool = kv_pool.view(kv_pool.shape[0], kv_pool.shape[-1])
-    o = torch.empty(T, H, KV_LORA_RANK, dtype=torch.bfloat16, device=q_lat.device)
-    lse = torch.empty(T, H, dtype=torch.float32, device=q_lat.device)
-    for b in range(B):
-        ends = window_ends(lens[b], q_len, None if gl is None else gl[b], cp_rank, cp_world)
-        n = max(ends)
-        rows = slice(b * q_len, (b + 1) * q_len)
-        if n == 0:
-            o[rows] = 0
-            lse[rows] = float("-inf")
-            continue
-        c = e4m3fn_to_f32(pool[kv_indices[ip[b]:ip[b] + n].to(torch.int64)]).double()     # [n, 576]
-        q = q8[rows].reshape(q_len * H, -1).double()
-        x = (q @ c.T) * c_qk                                                                # [rows, n]
-        key_end = torch.tensor(ends, dtype=torch.int64).repeat_interleave(H)
-        x = x.masked_fill(torch.arange(n)[None, :] >= key_end[:, None], float("-inf"))
+    o, lse = _outputs(q_lat)
+    for rows, x, slots in _q8_scores(q8, c_qk, lambda s: e4m3fn_to_f32(pool[s]), seq_lens, kv_indices, kv_indptr,
+                                     glen, cp_rank, cp_world, o, lse):
+        c = e4m3fn_to_f32(pool[slots]).double()                                             # [n, 576]
+        n = x.shape[1]
         nt = -(-n // A8W8_TILE)
         xt = torch.nn.functional.pad(x, (0, nt * A8W8_TILE - n), value=float("-inf")).view(-1, nt, A8W8_TILE)
         mi = xt.amax(-1, keepdim=True).cummax(1).values                                    # [rows, nt, 1]
@@ -171,6 +155,112 @@ def mla_decode_a8w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tens
         den = w.sum(-1, keepdim=True)
         ob = torch.where(den > 0, (w @ c[:, :KV_LORA_RANK]) / torch.where(den > 0, den, torch.ones_like(den)),
                          torch.zeros(1, dtype=torch.float64))
-        o[rows] = round_bf16((ob * kv_scale).float(), "rtne").view(q_len, H, KV_LORA_RANK)
-        lse[rows] = torch.logsumexp(x * math.log(2.0), -1).mul(LOG2E).float().view(q_len, H)
+        o[rows] = round_bf16((ob * kv_scale).float(), "rtne").view(o[rows].shape)
+        lse[rows] = torch.logsumexp(x * math.log(2.0), -1).mul(LOG2E).float().view(lse[rows].shape)
+    return o, lse
+
+
+def _outputs(q_lat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    T, H, _ = q_lat.shape
+    return (torch.empty(T, H, KV_LORA_RANK, dtype=torch.bfloat16, device=q_lat.device),
+            torch.empty(T, H, dtype=torch.float32, device=q_lat.device))
+
+
+def _q8_scores(q8, c_qk, kv_rows, seq_lens, kv_indices, kv_indptr, glen, cp_rank, cp_world, o, lse):
+    """Per request with a non-empty window: (its output rows, the base-2 scores x = c_qk (q8 . c) [q_len * H, n] in
+    float64 with the positions' windows masked to -inf, its pool slots [n]); empty requests get o = 0, lse = -inf
+    here. kv_rows(slots) -> the fp32 rows [n, 576]."""
+    T, H, _ = q8.shape
+    B = kv_indptr.numel() - 1
+    q_len = T // B
+    lens = [int(x) for x in seq_lens.tolist()]
+    ip = [int(x) for x in kv_indptr.tolist()]
+    gl = [int(x) for x in glen.tolist()] if (glen is not None and cp_world > 1) else None
+    for b in range(B):
+        ends = window_ends(lens[b], q_len, None if gl is None else gl[b], cp_rank, cp_world)
+        n = max(ends)
+        rows = slice(b * q_len, (b + 1) * q_len)
+        if n == 0:
+            o[rows] = 0
+            lse[rows] = float("-inf")
+            continue
+        slots = kv_indices[ip[b]:ip[b] + n].to(torch.int64)
+        q = q8[rows].reshape(q_len * H, -1).double()
+        x = (q @ kv_rows(slots).double().T) * c_qk                                          # [rows, n]
+        key_end = torch.tensor(ends, dtype=torch.int64).repeat_interleave(H)
+        yield rows, x.masked_fill(torch.arange(n)[None, :] >= key_end[:, None], float("-inf")), slots
+
+
+Q8_MXFP4_BLOCK = 32    # tokens per P scale and per V requantisation group (the scaled MFMA's k-block)
+Q8_MXFP4_P_OFFSET = 8  # p~ = e4m3fn(2^(x - E + 8)): a block's largest p is in [128, 256]
+
+
+def mxfp4_v_as_fp8(kv_pool: torch.Tensor, kv_scales: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
+    """V (the first 512 columns) of the fp8-Q x MXFP4 definition, PV on the scaled fp8 MFMA: per group of 32
+    tokens (consecutive local rows, the last group padded) x 32 columns, F = the largest E8M0 exponent (e - 127)
+    of the group's MXFP4 blocks, and v' = e4m3fn_RTNE(code * 2^(e - 127 - F)) * 2^F: exact when the element's
+    own block scale is at most 2^8 below 2^F (E2M1 codes times 2^-8 are e4m3fn numbers), rounded below that
+    (to 0 under 2^-10 * 2^F). Returns float64 [n, 512]."""
+    from moonmath_common.numerics import e8m0_to_f32, unpack_e2m1
+
+    codes = kv_pool.view(torch.uint8).reshape(kv_pool.shape[0], -1)[slots]
+    sc = kv_scales.view(torch.uint8).reshape(kv_scales.shape[0], -1)[slots, :KV_LORA_RANK // 32]
+    n = codes.shape[0]
+    g = -(-n // Q8_MXFP4_BLOCK)
+    v = torch.nn.functional.pad(unpack_e2m1(codes)[:, :KV_LORA_RANK].double(), (0, 0, 0, g * Q8_MXFP4_BLOCK - n))
+    e = torch.nn.functional.pad(sc.to(torch.int32), (0, 0, 0, g * Q8_MXFP4_BLOCK - n))  # padding: scale 2^-127
+    F = e.view(g, Q8_MXFP4_BLOCK, -1).amax(1, keepdim=True)                                # [g, 1, 16]
+    shift = (e.view(g, Q8_MXFP4_BLOCK, -1) - F).double().repeat_interleave(32, dim=-1)      # <= 0
+    q = e4m3fn_to_f32((v.view(g, Q8_MXFP4_BLOCK, -1) * torch.exp2(shift)).float().to(torch.float8_e4m3fn))
+    nan = (e.view(g, Q8_MXFP4_BLOCK, -1) == 255).repeat_interleave(32, dim=-1)             # an E8M0 NaN scale
+    out = q.double() * e8m0_to_f32(F.to(torch.uint8)).double().repeat_interleave(32, dim=-1)
+    return out.masked_fill(nan, float("nan")).view(g * Q8_MXFP4_BLOCK, -1)[:n]
+
+
+def q8_mxfp4_p(x: torch.Tensor) -> torch.Tensor:
+    """The fp8-Q x MXFP4 definition's P as the PV MFMA weighs it, for base-2 scores x [rows, n] (float64, -inf
+    masked): per 32-token block b, E_b = ceil(max x), w_j = e4m3fn_RTNE(2^(x_j - E_b + 8)) * 2^(E_b - 8 - max_b E_b)
+    (0 for a block more than 2^-119 below the row's largest). Float64 [rows, n]."""
+    from moonmath_common.numerics import e4m3fn_to_f32
+
+    n = x.shape[1]
+    g = -(-n // Q8_MXFP4_BLOCK)
+    xb = torch.nn.functional.pad(x, (0, g * Q8_MXFP4_BLOCK - n), value=float("-inf")).view(-1, g, Q8_MXFP4_BLOCK)
+    E = torch.ceil(xb.amax(-1, keepdim=True))                                              # [rows, g, 1]
+    E = torch.where(torch.isneginf(E), torch.zeros_like(E), E)
+    pq = e4m3fn_to_f32(torch.exp2(xb - E + Q8_MXFP4_P_OFFSET).float().to(torch.float8_e4m3fn)).double()
+    rel = E - Q8_MXFP4_P_OFFSET - E.amax(1, keepdim=True)                                  # the E8M0 scale, relative
+    return (pq * torch.where(rel >= -127, torch.exp2(rel), torch.zeros_like(rel))).reshape(x.shape[0], -1)[:, :n]
+
+
+def mla_decode_q8_mxfp4(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, kv_scales: torch.Tensor,
+                        seq_lens: torch.Tensor, kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float,
+                        glen: torch.Tensor | None, cp_rank: int, cp_world: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """fp8 Q x MXFP4 KV on the scaled MFMA (`v_mfma_scale_f32_16x16x128_f8f6f4`): the definition the one-part
+    kernel mla_q8_mxfp4_fwd meets (no public op; docs/numerics.md, docs/kernels/mla_decode_formats.md "fp8-Q x MXFP4").
+        q8, q_scale = quantize_q_a8w8 (per tensor, as mla_decode_a8w8)
+        x_j = log2(e) * scale * q_scale * (q8 . k_j)        k_j the exact MXFP4 row (QK: fp8 x fp4 with K's own
+                                                            E8M0 scales as the MFMA's B scales; 576 = 4.5 x 128,
+                                                            the last 64 columns zero-padded, which adds nothing)
+        per 32-token block b of local rows (aligned to row 0): E_b = ceil(max_{j in b} x_j),
+        p~_j = e4m3fn_RTNE(2^(x_j - E_b + 8))               P's E8M0 scale per 32 tokens: 2^(E_b - 8)
+        w_j = p~_j 2^(E_b - 8)                              (a block 2^-119 below the row's max is dropped)
+        o = sum_j w_j v'_j / sum_j w_j                      v' = mxfp4_v_as_fp8 (fp8 V with an E8M0 scale per
+                                                            32 tokens x 32 columns), bf16 RTNE
+        lse = log2 sum_j 2^x_j                              (unrounded)
+    P's rounding depends only on its own 32-token block, so any KV split at multiples of 32 tokens rounds P alike
+    (split-independent up to fp32 accumulation order)."""
+    q8, q_scale = quantize_q_a8w8(q_lat, q_pe)
+    c_qk = float(torch.tensor(scale * LOG2E, dtype=torch.float32)) * q_scale
+    kv_rows = mxfp4_rows(kv_pool, kv_scales)
+    o, lse = _outputs(q_lat)
+    for rows, x, slots in _q8_scores(q8, c_qk, kv_rows, seq_lens, kv_indices, kv_indptr, glen, cp_rank, cp_world,
+                                     o, lse):
+        w = q8_mxfp4_p(x)
+        den = w.sum(-1, keepdim=True)
+        v = mxfp4_v_as_fp8(kv_pool, kv_scales, slots)
+        ob = torch.where(den > 0, (w @ v) / torch.where(den > 0, den, torch.ones_like(den)),
+                         torch.zeros(1, dtype=torch.float64))
+        o[rows] = round_bf16(ob.float(), "rtne").view(o[rows].shape)
+        lse[rows] = torch.logsumexp(x * math.log(2.0), -1).mul(LOG2E).float().view(lse[rows].shape)
     return o, lse
