@@ -11,7 +11,8 @@
 // live device's on hip, 304 for MI300X, small in emulator tests) so the plan is a function of shapes.
 // Window / causal (lo_shift, hi_shift as the feature kernels take them): an item runs only the kv blocks
 // of its rows' windows (config::window_kv_blocks), so nkb above is the largest such count over the tail
-// items and G <= (the smallest) / 4: no part is ever empty; a tail holding an item with no block is not split.
+// items, and G is also at most the smallest: no part is ever empty (a tail holding an item with no block is
+// not split), the longest items' parts keep >= 4 blocks.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -74,7 +75,7 @@ inline TailPlan plan_tail(int64_t sq, int64_t skv, int64_t bh, int64_t cus, bool
   p.span_unsplit = p.span = nkb + kMergeOverheadBlocks;
   if (!enabled || tail == 0 || tail * 20 > cus * 19 || nkb < min_kv_blocks) return p;
   int64_t best_g = 1, best = p.span_unsplit;
-  const int64_t g_max = std::min<int64_t>(2 * cus / tail, nkb_min / 4);
+  const int64_t g_max = std::min<int64_t>({2 * cus / tail, nkb / 4, nkb_min});
   for (int64_t g = 2; g <= g_max; ++g) {
     const int64_t span = ceil_div(tail * g, cus) * ceil_div(nkb, g) + kMergeOverheadBlocks;
     if (span < best) best = span, best_g = g;

@@ -254,16 +254,16 @@ struct GatedColSoftmax {
   // in-lane max (scaled) exceeds m, so the cross-lane max (two LDS round trips) and the exp2 of the
   // factor run only when some lane of the wave saw a new max; the result is bit for bit the eager max's.
   // scale_log2: the logit factor in the log2 domain (kScaleLog2e; cap * log2 e under a soft-cap).
-  // kEmptyRows (window / causal): a column may have seen only -inf scores (m = -inf); it then subtracts 0
-  // instead of m, so its p are exp2(-inf) = 0, not NaN (its r: exp2(-inf - m_new) = 0 once a key arrives).
+  // kEmptyRows (window / causal): a column may have seen only -inf scores (m = -inf, l = 0, O = 0); it then
+  // subtracts 0 instead of m, so its p are exp2(-inf) = 0, not NaN, and its factor is 0.
   template <bool kEmptyRows = false>
   MM_DEVICE void update(FragC (&s)[kKvSub], bool first, float scale_log2 = kScaleLog2e) {
     const float lane_max = lane_col_max(s);
     r = 1.f;
     if (first || __builtin_amdgcn_ballot_w64(lane_max * scale_log2 > m) != 0) {
       const float m_new = __builtin_fmaxf(m, mm::col_max(mm::filled<S16>(lane_max)).v * scale_log2);
-      if (!first) {
-        const float f = mm::exp2(m - m_new);
+      if (!first) {  // (kEmptyRows: a still-empty column, m = m_new = -inf, owes 0, not exp2(NaN))
+        const float f = kEmptyRows && m == -__builtin_inff() ? 0.f : mm::exp2(m - m_new);
         l *= f;
         r = f;
       }
