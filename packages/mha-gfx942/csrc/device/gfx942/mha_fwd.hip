@@ -111,16 +111,16 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
     for (uint32_t dt = 0; dt < kDTiles; ++dt) o[i][dt] = mm::zeros<S16>();
   }
 
-  // Block i of this item is kv block part + i * nparts; interval i (between barriers i and i + 1) holds
-  // K(i) in K stage i % 2 and V_t(i - 1) in V stage (i - 1) % 2, while the DMAs of K(i + 1) and V_t(i)
-  // fill the other stages. Group A runs PV(i-1) QK(i) softmax(i), group B softmax(i-1) PV(i-1) QK(i):
-  // the same sequence cut at a different place, so a SIMD's two waves alternate MFMA and VALU phases.
+  // Block i of this item is kv block kb0 + part + i * nparts (kb0 = 0 but under a window); interval i
+  // (between barriers i and i + 1) holds K(i) in K stage i % 2 and V_t(i - 1) in V stage (i - 1) % 2, while
+  // the DMAs of K(i + 1) and V_t(i) fill the other stages. Group A runs PV(i-1) QK(i) softmax(i), group B
+  // softmax(i-1) PV(i-1) QK(i): the same sequence cut at a different place, so a SIMD's two waves alternate
+  // MFMA and VALU phases.
   uint32_t kb0 = 0, cnt = (nkb - part + nparts - 1) / nparts;  // block i is kv block kb0 + part + i * nparts
   if constexpr (kFeat) {  // the window's blocks (the tail planner gives every part at least one)
-    const int first = (int)(qb * kCtaRows), last = first + (int)kCtaRows - 1 < (int)sq ? first + (int)kCtaRows - 1
-                                                                                          : (int)sq - 1;
+    const int first = (int)(qb * kCtaRows), end = first + (int)kCtaRows < (int)sq ? first + (int)kCtaRows : (int)sq;
     const moonmath::mha::config::KvRange kr =
-        moonmath::mha::config::window_kv_blocks(first, last, feat.lo_shift, feat.hi_shift, (int)skv);
+        moonmath::mha::config::window_kv_blocks(first, end - 1, feat.lo_shift, feat.hi_shift, (int)skv);
     const uint32_t n = (uint32_t)(kr.end - kr.begin);
     kb0 = (uint32_t)kr.begin;
     cnt = n > part ? (n - part + nparts - 1) / nparts : 0u;
