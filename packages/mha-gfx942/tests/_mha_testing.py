@@ -60,3 +60,15 @@ def row_ulp(ref):
 
 def bits(t):
     return t.view(torch.int16)
+
+
+def gfx942_metapackage():
+    """moonmath_amd, when installed and the emulator targets gfx942 (else the test skips)."""
+    import pytest
+
+    ma = pytest.importorskip("moonmath_amd")
+    from moonmath_common import target_arch
+
+    if target_arch() != "gfx942":
+        pytest.skip("the emulator targets another arch here")
+    return ma

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from _mha_testing import bits, oracle_fp64, qkv, row_ulp
+from _mha_testing import bits, gfx942_metapackage, oracle_fp64, qkv, row_ulp
 from test_mha_features import sinks_for
 from test_mha_kernel import check_fp64
 
@@ -168,11 +168,7 @@ def test_reference_backend_window():
 
 
 def test_metapackage_forward_window_on_gfx942(emu_backend):
-    ma = pytest.importorskip("moonmath_amd")
-    from moonmath_common import target_arch
-
-    if target_arch() != "gfx942":
-        pytest.skip("the emulator targets another arch here")
+    ma = gfx942_metapackage()
     B, H, Sq, Skv = 1, 2, 63, 130
     q, k, v = qkv(B, H, Sq, Skv, layout="bshd", seed=16, scale=2.5)
     out = ma.forward(q, k, v, layout="bshd", causal=True, window_size=(40, -1), softcap=8.0)
