@@ -89,14 +89,19 @@ def test_gfx942_dispatch(arch):
     rtz = mha.forward(q, k, v, round_mode="rtz")
     assert torch.equal(bf16_bits(ma.forward(q, k, v, round_mode="rtz")), bf16_bits(rtz))
     ma.forward(q, k, v, softmax_scale=1 / math.sqrt(128))     # the fixed scale may be spelled out
-    for kwargs, what in ((dict(causal=True), "causal"), (dict(return_lse=True), "return_lse"),
-                         (dict(softmax_scale=0.1), "softmax_scale"), (dict(window_size=(4, 0)), "window_size")):
+    for kwargs, what in ((dict(return_lse=True), "return_lse"), (dict(softmax_scale=0.1), "softmax_scale")):
         with pytest.raises(ma.ArchFeatureError, match=what):
             ma.forward(q, k, v, **kwargs)
-    sinks = torch.tensor([0.5, -1.0])   # issue 17: soft-cap and sinks are built on gfx942
+    sinks = torch.tensor([0.5, -1.0])   # issue 17: soft-cap, sinks, causal and window are built on gfx942
     got = ma.forward(q, k, v, softcap=3.0, sinks=sinks)
     assert torch.equal(bf16_bits(got), bf16_bits(mha.forward(q, k, v, softcap=3.0, sinks=sinks)))
     assert not torch.equal(bf16_bits(got), bf16_bits(out))
+    win = dict(causal=True, window_size=(4, -1))
+    got = ma.forward(q, k, v, **win)
+    assert torch.equal(bf16_bits(got), bf16_bits(mha.forward(q, k, v, **win)))
+    assert not torch.equal(bf16_bits(got), bf16_bits(out))
+    with pytest.raises(ValueError, match=r"window_size\[1\]"):
+        ma.forward(q, k, v, window_size=(4, -2))
     for kwargs, what in ((dict(softcap=-1.0), "softcap"), (dict(sinks=torch.zeros(3)), "sinks")):
         with pytest.raises(ValueError, match=what):
             ma.forward(q, k, v, **kwargs)

@@ -70,11 +70,12 @@ def _fmha_ours(op: str) -> Callable[[dict, Case], Result | None]:
         try:
             with metrics.emulated_arch(arch), metrics.capture_launches() as seen:
                 if op == "mha":
-                    if c.p["causal"] or x["q"].shape[3] != 128:
-                        return None  # our gfx942 MHA has no causal mask (its spec)
+                    if x["q"].shape[3] != 128:
+                        return None  # our gfx942 MHA is built for head dim 128
                     from moonmath_mha_gfx942 import forward
 
-                    out, lse = forward(x["q"], x["k"], x["v"], round_mode=c.p.get("round") or "rtna"), None
+                    out, lse = forward(x["q"], x["k"], x["v"], round_mode=c.p.get("round") or "rtna",
+                                       causal=c.p["causal"]), None
                 else:
                     from moonmath_attention_gfx950 import forward
 

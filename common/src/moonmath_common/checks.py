@@ -120,6 +120,18 @@ def softcap(v: object) -> float:
     return cap
 
 
+def window(window_size: object, causal: bool) -> tuple[int, int]:
+    """flash-attn's ``window_size=(left, right)``: a pair of ints >= -1 (-1 = unbounded); causal forces right = 0.
+    Returns the (left, right) the kernels apply (row i with diagonal key d sees keys d - left <= j <= d + right)."""
+    if window_size is None:
+        return (-1, 0) if causal else (-1, -1)
+    if not isinstance(window_size, (tuple, list)) or len(window_size) != 2:
+        raise ValueError(f"window_size must be a pair (left, right) of ints >= -1 (-1 = unbounded); got "
+                         f"{window_size!r}")
+    left, right = (integer(f"window_size[{i}]", w, lo=-1, hi=2**31 - 1) for i, w in enumerate(window_size))
+    return (left, 0) if causal else (left, right)
+
+
 def sinks(v: object, heads_q: int, device: torch.device) -> torch.Tensor | None:
     """The attention ``sinks`` (gpt-oss): None, or fp32 [Hq] per-head logits on `device` (returned contiguous)."""
     if v is None:

@@ -9,7 +9,7 @@ import math
 
 import pytest
 import torch
-from _mha_testing import bits, oracle_fp64, qkv, row_ulp
+from _mha_testing import bits, gfx942_metapackage, oracle_fp64, qkv, row_ulp
 from test_mha_kernel import check_fp64, forced_split
 
 import moonmath_mha_gfx942 as mha
@@ -123,11 +123,7 @@ def test_bad_sinks_are_named(sinks, err):
 
 
 def test_metapackage_forward_on_gfx942(emu_backend):
-    ma = pytest.importorskip("moonmath_amd")
-    from moonmath_common import target_arch
-
-    if target_arch() != "gfx942":
-        pytest.skip("the emulator targets another arch here")
+    ma = gfx942_metapackage()
     B, H, Sq, Skv = 1, 2, 63, 65
     q, k, v = qkv(B, H, Sq, Skv, layout="bshd", seed=10, scale=2.5)
     sk = sinks_for(q, k, "bshd", 8.0, 10)

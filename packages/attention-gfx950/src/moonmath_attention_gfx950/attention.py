@@ -114,14 +114,7 @@ _softcap = checks.softcap   # softcap (Gemma 2): None or 0 -> off; else a finite
 def _window(window_size: object, causal: bool) -> tuple[int, int]:
     """flash-attn's window_size=(left, right), -1 = unbounded; causal forces right = 0. Returns (-1, -1) when the
     window bounds nothing beyond causal (the plain kernels), else the (left, right) the window kernels apply."""
-    if window_size is None:
-        return (-1, -1)
-    if not isinstance(window_size, (tuple, list)) or len(window_size) != 2:
-        raise ValueError(f"window_size must be a pair (left, right) of ints >= -1 (-1 = unbounded); got "
-                         f"{window_size!r}")
-    left, right = (checks.integer(f"window_size[{i}]", w, lo=-1, hi=2**31 - 1) for i, w in enumerate(window_size))
-    if causal:
-        right = 0
+    left, right = checks.window(window_size, causal)
     if left < 0 and (right < 0 or causal):
         return (-1, -1)
     return (left, right)

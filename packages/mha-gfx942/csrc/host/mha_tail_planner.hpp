@@ -9,6 +9,10 @@
 // already fills >= 95 % of a round (tail * 20 > cus * 19), or when kv is short (nkb < min_kv_blocks;
 // each part then keeps >= 4 blocks since G <= nkb / 4). Every input is explicit (the CU count is the
 // live device's on hip, 304 for MI300X, small in emulator tests) so the plan is a function of shapes.
+// Window / causal (lo_shift, hi_shift as the feature kernels take them): an item runs only the kv blocks
+// of its rows' windows (config::window_kv_blocks), so nkb above is the largest such count over the tail
+// items, and G is also at most the smallest: no part is ever empty (a tail holding an item with no block is
+// not split), the longest items' parts keep >= 4 blocks.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -39,21 +43,39 @@ struct TailPlan {
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The kv blocks item (q block qb) runs under a window (all of them with the unbounded default).
+inline int64_t item_kv_blocks(int64_t qb, int64_t sq, int64_t skv, int64_t lo_shift = -config::kUnbounded,
+                              int64_t hi_shift = config::kUnbounded) {
+  const int64_t first = qb * kCtaRows, last = std::min(first + kCtaRows, sq) - 1;
+  const config::KvRange r = config::window_kv_blocks(int(first), int(last), int(lo_shift), int(hi_shift), int(skv));
+  return r.end - r.begin;
+}
+
 inline TailPlan plan_tail(int64_t sq, int64_t skv, int64_t bh, int64_t cus, bool enabled = true,
-                          int64_t min_kv_blocks = kDefaultMinKvBlocks) {
+                          int64_t min_kv_blocks = kDefaultMinKvBlocks, int64_t lo_shift = -config::kUnbounded,
+                          int64_t hi_shift = config::kUnbounded) {
   if (sq < 1) throw std::invalid_argument("sq must be >= 1");
   if (skv < 1) throw std::invalid_argument("skv must be >= 1");
   if (bh < 1) throw std::invalid_argument("bh (batch * heads) must be >= 1");
   if (cus < 1) throw std::invalid_argument("cus (compute units) must be >= 1");
+  if (lo_shift < -config::kUnbounded || lo_shift > config::kUnbounded || hi_shift < -config::kUnbounded ||
+      hi_shift > config::kUnbounded)
+    throw std::invalid_argument("lo_shift and hi_shift must be within +-2^30");
   TailPlan p;
-  const int64_t nqb = ceil_div(sq, kCtaRows), nkb = ceil_div(skv, kKvBlock);
+  const int64_t nqb = ceil_div(sq, kCtaRows);
   p.n_work = nqb * bh;
   p.n_dense = p.n_work;
-  p.span_unsplit = p.span = nkb + kMergeOverheadBlocks;
   const int64_t tail = p.n_work % cus;
+  int64_t nkb = 0, nkb_min = ceil_div(skv, kKvBlock);  // over the tail items (the last `tail` of the order)
+  for (int64_t w = p.n_work - tail, n = 0; w < p.n_work && n < nqb; ++w, ++n) {  // nqb items: every q block
+    const int64_t b = item_kv_blocks(w % nqb, sq, skv, lo_shift, hi_shift);
+    nkb = std::max(nkb, b), nkb_min = std::min(nkb_min, b);
+  }
+  if (tail == 0) nkb = ceil_div(skv, kKvBlock);
+  p.span_unsplit = p.span = nkb + kMergeOverheadBlocks;
   if (!enabled || tail == 0 || tail * 20 > cus * 19 || nkb < min_kv_blocks) return p;
   int64_t best_g = 1, best = p.span_unsplit;
-  const int64_t g_max = std::min<int64_t>(2 * cus / tail, nkb / 4);
+  const int64_t g_max = std::min<int64_t>({2 * cus / tail, nkb / 4, nkb_min});
   for (int64_t g = 2; g <= g_max; ++g) {
     const int64_t span = ceil_div(tail * g, cus) * ceil_div(nkb, g) + kMergeOverheadBlocks;
     if (span < best) best = span, best_g = g;

@@ -24,7 +24,12 @@ void register_tail_planner(py::module_& m) {
       });
   m.def("plan_tail", &plan_tail, py::arg("sq"), py::arg("skv"), py::arg("bh"), py::arg("cus"),
         py::arg("enabled") = true, py::arg("min_kv_blocks") = kDefaultMinKvBlocks,
-        "The dense tail KV-split plan for q length sq, kv length skv, bh = batch*heads on `cus` CUs.");
+        py::arg("lo_shift") = -config::kUnbounded, py::arg("hi_shift") = config::kUnbounded,
+        "The dense tail KV-split plan for q length sq, kv length skv, bh = batch*heads on `cus` CUs; lo_shift, "
+        "hi_shift: the window (row i sees keys i + lo_shift .. i + hi_shift).");
+  m.def("item_kv_blocks", &item_kv_blocks, py::arg("qb"), py::arg("sq"), py::arg("skv"),
+        py::arg("lo_shift") = -config::kUnbounded, py::arg("hi_shift") = config::kUnbounded,
+        "The kv blocks q block qb's item runs under the window.");
   m.def("split_schedule", &split_schedule, py::arg("plan"), py::arg("nqb"));
   m.def("merge_table", &merge_table, py::arg("plan"), py::arg("nqb"));
   m.attr("CTA_ROWS") = kCtaRows;
@@ -32,4 +37,5 @@ void register_tail_planner(py::module_& m) {
   m.attr("KV_BLOCK") = kKvBlock;
   m.attr("MERGE_ROWS_PER_CTA") = config::kMergeRowsPerCta;
   m.attr("DEFAULT_MIN_KV_BLOCKS") = kDefaultMinKvBlocks;
+  m.attr("UNBOUNDED") = config::kUnbounded;
 }

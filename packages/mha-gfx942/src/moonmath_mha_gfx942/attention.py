@@ -1,5 +1,5 @@
 """bf16 MHA forward for gfx942 (MI300X): head dim 128, BHSD or BSHD, RTNA / RTNE / RTZ output rounding, optional
-soft-cap and attention sinks."""
+soft-cap, attention sinks, causal mask and sliding window."""
 from __future__ import annotations
 
 import torch
@@ -16,7 +16,8 @@ OP = "moonmath_mha_gfx942.forward"
 
 def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Tensor | None = None,
             round_mode: str = "rtna", layout: str = "bhsd", softcap: float | None = 0.0,
-            sinks: torch.Tensor | None = None) -> torch.Tensor:
+            sinks: torch.Tensor | None = None, causal: bool = False,
+            window_size: tuple[int, int] = (-1, -1)) -> torch.Tensor:
     """Attention forward ``softmax(q k^T / sqrt(128)) v`` with bf16 output, on gfx942 (MI300X).
 
     Args:
@@ -33,21 +34,26 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
         sinks: gpt-oss attention sinks, fp32 ``[H]`` natural-log logits on q's device: head h's sink joins each
             row's softmax denominator as a logit with no value, ``o = sum_j e^(s_j) v_j / (e^(sink_h) + sum_j
             e^(s_j))``. None = off.
+        causal: bool; bottom-right aligned mask (row i sees keys j <= i + Skv - Sq), i.e. window right = 0.
+        window_size: flash-attn's sliding window (left, right) of ints >= -1, -1 = unbounded: row i sees keys
+            d - left <= j <= d + right, d = i + Skv - Sq (end-aligned, as on gfx950). A row seeing no key gives 0.
+            Each 256-row item runs only the 64-key blocks of its rows' windows (work proportional to the window).
 
-    Sq >= 1 and Skv >= 1 independently (cross-attention). No causal mask, no sliding window, no GQA, no varlen;
-    softmax scale fixed at 1/sqrt(128). softcap / sinks run the feature kernels ``mha_fwd_feat_<m>`` (the
-    default kernels carry neither). On emu/hip the gfx942 kernels run (docs/kernels/mha_gfx942.md),
+    Sq >= 1 and Skv >= 1 independently (cross-attention). No GQA, no varlen, no LSE; softmax scale fixed at
+    1/sqrt(128). softcap / sinks / causal / a window run the feature kernels ``mha_fwd_feat_<m>`` (the default
+    kernels carry none of them). On emu/hip the gfx942 kernels run (docs/kernels/mha_gfx942.md),
     with the tail KV-split when the planner's cost model says it pays (``MOONMATH_NO_TAIL=1``: never).
 
     Returns:
         The output, bf16, q's shape and layout (``out`` when given).
 
     Raises:
-        TypeError: q, k, v, out or sinks not a tensor or of the wrong dtype; softcap not a number.
+        TypeError: q, k, v, out or sinks not a tensor or of the wrong dtype; softcap not a number; causal not a
+            bool; a window_size entry not an int.
         ValueError: rank other than 4, head dim other than 128, k's batch / heads / head dim unlike q's, v's shape
             unlike k's, an empty sequence, batch or heads, non-contiguous tensors, out's shape or device, layout,
-            round_mode, softcap negative or not finite, sinks' shape, tensors on different devices; each message
-            names the argument.
+            round_mode, softcap negative or not finite, sinks' shape, window_size not a pair or an entry < -1,
+            tensors on different devices; each message names the argument.
         NoKernelError: the backend has no gfx942 kernel (a build without gfx942 code objects).
     """
     checks.tensor("q", q, dtype=torch.bfloat16, ndim=4)
@@ -55,6 +61,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
     checks.tensor("v", v, dtype=torch.bfloat16, ndim=4)
     checks.choice("layout", layout, LAYOUTS)
     checks.choice("round_mode", round_mode, ROUND_MODES)
+    checks.boolean("causal", causal)
     if out is not None and not isinstance(out, torch.Tensor):   # before anything reads its attributes
         raise TypeError(f"out must be a torch.Tensor or None; got {type(out).__name__}")
     dev = checks.same_device(q=q, k=k, v=v, out=out)
@@ -78,37 +85,41 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
         checks.tensor(name, t, contiguous=True)
     cap = checks.softcap(softcap)
     sk = checks.sinks(sinks, q.shape[hdim], dev)
+    wl, wr = checks.window(window_size, causal)
     if out is None:
         out = torch.empty_like(q, memory_format=torch.contiguous_format)
     else:
         checks.tensor("out", out, dtype=torch.bfloat16, shape=list(q.shape), contiguous=True, device=dev)
-    _forward_op(q, k, v, out, layout, round_mode, cap, sk)
+    _forward_op(q, k, v, out, layout, round_mode, cap, sk, wl, wr)
     return out
 
 
 @torch.library.custom_op("moonmath::mha_gfx942_forward", mutates_args=("out",))
 def _forward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, layout: str,
-                round_mode: str, softcap: float = 0.0, sinks: torch.Tensor | None = None) -> None:
+                round_mode: str, softcap: float = 0.0, sinks: torch.Tensor | None = None, window_left: int = -1,
+                window_right: int = -1) -> None:
+    window = (window_left, window_right)
     if get_backend() == "reference":
-        out.copy_(reference.forward(q, k, v, layout, round_mode, softcap, sinks))
+        out.copy_(reference.forward(q, k, v, layout, round_mode, softcap, sinks, window))
     else:
-        _run_kernel(q, k, v, out, layout, round_mode, softcap, sinks)
+        _run_kernel(q, k, v, out, layout, round_mode, softcap, sinks, window)
 
 
 @_forward_op.register_fake
-def _(q, k, v, out, layout, round_mode, softcap=0.0, sinks=None) -> None:
+def _(q, k, v, out, layout, round_mode, softcap=0.0, sinks=None, window_left=-1, window_right=-1) -> None:
     return None
 
 
 def _run_kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, layout: str,
-                round_mode: str, softcap: float = 0.0, sinks: torch.Tensor | None = None) -> None:
+                round_mode: str, softcap: float = 0.0, sinks: torch.Tensor | None = None,
+                window: tuple[int, int] = (-1, -1)) -> None:
     """The hip/emu path: the gfx942 kernels (kernel.py) write `out`. On hip, CPU tensors go to the GPU and
     the result comes back (the seed's behaviour)."""
     if get_backend() == "hip" and q.device.type == "cpu":
         dev = torch.device("cuda", torch.cuda.current_device())
         gout = torch.empty(out.shape, dtype=out.dtype, device=dev)
         kernel.run(q.to(dev), k.to(dev), v.to(dev), gout, layout, round_mode, softcap=softcap,
-                   sinks=None if sinks is None else sinks.to(dev))
+                   sinks=None if sinks is None else sinks.to(dev), window=window)
         out.copy_(gout.cpu())
         return
-    kernel.run(q, k, v, out, layout, round_mode, softcap=softcap, sinks=sinks)
+    kernel.run(q, k, v, out, layout, round_mode, softcap=softcap, sinks=sinks, window=window)

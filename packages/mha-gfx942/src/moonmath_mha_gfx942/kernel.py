@@ -33,20 +33,37 @@ KERNELS = KernelSet("moonmath_mha_gfx942")
 
 
 def kernel_names(round_mode: str, features: bool = False) -> tuple[str, str, str]:
-    """(dense, split, merge) kernel names of one rounding mode; features: the sinks / soft-cap variants."""
+    """(dense, split, merge) kernel names of one rounding mode; features: the sinks / soft-cap / window variants."""
     f = "feat_" if features else ""
     return f"mha_fwd_{f}{round_mode}", f"mha_fwd_split_{f}{round_mode}", f"mha_merge_{round_mode}"
 
 
-def feature_args(sinks: torch.Tensor | None, softcap: float) -> list:
-    """The feature kernels' last three arguments: sinks (or a null pointer), the softmax's log2-domain logit
-    factor, and the soft-cap's tanh pre-factor (0 = off). Under a soft-cap the scores become
-    tanh(s * scale / cap) and the softmax scales them by cap * log2 e."""
+def window_shifts(window: tuple[int, int], sq: int, skv: int) -> tuple[int, int]:
+    """flash-attn's (left, right) window (-1 = unbounded, causal already folded in as right = 0), end-aligned
+    (row i's diagonal key is i + Skv - Sq) -> the kernels' (lo_shift, hi_shift): row i sees keys
+    i + lo_shift <= j <= i + hi_shift. Shifts beyond +-2^30 bound nothing (rows < 2^24) and are clamped."""
+    from . import _C
+
+    big, d = _C.UNBOUNDED, skv - sq
+    left, right = window
+    lo = -big if left < 0 else max(-big, d - left)
+    hi = big if right < 0 else min(big, d + right)
+    return lo, hi
+
+
+def feature_args(sinks: torch.Tensor | None, softcap: float, shifts: tuple[int, int] | None = None) -> list:
+    """The feature kernels' last five arguments: sinks (or a null pointer), the softmax's log2-domain logit
+    factor, the soft-cap's tanh pre-factor (0 = off) and the window's (lo_shift, hi_shift) (window_shifts;
+    None = unbounded). Under a soft-cap the scores become tanh(s * scale / cap) and the softmax scales them by
+    cap * log2 e."""
+    from . import _C
+
     if softcap:
         scale_log2, pre2 = softcap * LOG2E, 2.0 * SCALE * LOG2E / softcap
     else:
         scale_log2, pre2 = SCALE * LOG2E, 0.0
-    return [sinks, float(scale_log2), float(pre2)]
+    lo, hi = (-_C.UNBOUNDED, _C.UNBOUNDED) if shifts is None else shifts
+    return [sinks, float(scale_log2), float(pre2), int(lo), int(hi)]
 
 
 def tail_enabled() -> bool:
@@ -60,11 +77,14 @@ def device_cus(device: torch.device) -> int:
     return MI300X_CUS
 
 
-def plan(sq: int, skv: int, bh: int, cus: int, enabled: bool | None = None, min_kv_blocks: int | None = None):
-    """The C++ planner's tail KV-split plan (an ``_C.TailPlan``)."""
+def plan(sq: int, skv: int, bh: int, cus: int, enabled: bool | None = None, min_kv_blocks: int | None = None,
+         shifts: tuple[int, int] | None = None):
+    """The C++ planner's tail KV-split plan (an ``_C.TailPlan``); shifts: the window (window_shifts)."""
     from . import _C
 
     kw = {} if min_kv_blocks is None else {"min_kv_blocks": int(min_kv_blocks)}
+    if shifts is not None:
+        kw["lo_shift"], kw["hi_shift"] = shifts
     return _C.plan_tail(sq, skv, bh, cus, tail_enabled() if enabled is None else bool(enabled), **kw)
 
 
@@ -76,10 +96,12 @@ def _strides(t: torch.Tensor, layout: str) -> tuple[int, int, int]:
 
 def run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, layout: str, round_mode: str, *,
         cus: int | None = None, min_kv_blocks: int | None = None, tail: bool | None = None,
-        sinks: torch.Tensor | None = None, softcap: float = 0.0) -> list[dict | None]:
+        sinks: torch.Tensor | None = None, softcap: float = 0.0,
+        window: tuple[int, int] = (-1, -1)) -> list[dict | None]:
     """Run the forward on the gfx942 kernels (emu or hip backend), writing ``out``.
 
-    ``sinks`` (fp32 [H], validated) or ``softcap`` > 0 select the feature kernels ``mha_fwd_feat_<m>`` /
+    ``sinks`` (fp32 [H], validated), ``softcap`` > 0 or a bounded ``window`` (flash-attn's (left, right),
+    validated, causal folded in as right = 0) select the feature kernels ``mha_fwd_feat_<m>`` /
     ``mha_fwd_split_feat_<m>``; without them the default kernels run.
 
     ``cus`` (CU count), ``min_kv_blocks`` and ``tail`` override the planner's inputs (tests force splits on
@@ -110,10 +132,12 @@ def run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, la
         if t.data_ptr() % 16:
             raise ValueError(f"{OP}: {name} must start on a 16-byte boundary for the gfx942 kernel's 16-byte loads "
                              f"and stores; got address {t.data_ptr():#x} (pass a fresh or .clone()d tensor)")
-    p = plan(Sq, Skv, bh, device_cus(q.device) if cus is None else int(cus), tail, min_kv_blocks)
-    featured = sinks is not None or bool(softcap)
+    windowed = window[0] >= 0 or window[1] >= 0
+    shifts = window_shifts(window, Sq, Skv) if windowed else None
+    p = plan(Sq, Skv, bh, device_cus(q.device) if cus is None else int(cus), tail, min_kv_blocks, shifts)
+    featured = sinks is not None or bool(softcap) or windowed
     dense, split, merge = kernel_names(round_mode, featured)
-    feat = feature_args(sinks, softcap) if featured else []
+    feat = feature_args(sinks, softcap, shifts) if featured else []
     dev = q.device
     vt = torch.empty(bh * nkb * KV_BLOCK * 128, dtype=torch.bfloat16, device=dev)
     counters = [KERNELS.launch(OP, arch, CODE_OBJECT, TRANSPOSE_KERNEL, grid=(nkb, bh), block=256,

@@ -17,15 +17,17 @@ SCALE = 1.0 / math.sqrt(128.0)
 
 
 def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layout: str, round_mode: str, softcap: float = 0.0,
-            sinks: torch.Tensor | None = None) -> torch.Tensor:
+            sinks: torch.Tensor | None = None, window: tuple[int, int] = (-1, -1)) -> torch.Tensor:
     """q [B,Sq,H,D] or [B,H,Sq,D] (per layout), k/v likewise with Skv; returns bf16 in q's layout. softcap > 0:
-    scores s -> softcap * tanh(s / softcap); sinks (fp32 [H]): one more logit per row with a zero value."""
+    scores s -> softcap * tanh(s / softcap); sinks (fp32 [H]): one more logit per row with a zero value;
+    window (left, right), -1 unbounded: row i sees keys d - left <= j <= d + right, d = i + Skv - Sq (a row
+    seeing no key gives 0)."""
     if layout == "bshd":
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
     B, H, Sq, D = q.shape
     Skv = k.shape[2]
-    if softcap or sinks is not None:
-        o = _featured(q.float(), k.float(), v.float(), softcap, sinks).reshape(B * H, Sq, v.shape[-1])
+    if softcap or sinks is not None or max(window) >= 0:
+        o = _featured(q.float(), k.float(), v.float(), softcap, sinks, window).reshape(B * H, Sq, v.shape[-1])
     else:
         o, _ = softmax_attention(q.reshape(B * H, Sq, D), k.reshape(B * H, Skv, D),
                                  v.reshape(B * H, Skv, v.shape[-1]), SCALE)
@@ -33,14 +35,33 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layout: str, roun
     return out.transpose(1, 2) if layout == "bshd" else out
 
 
-def _featured(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softcap: float, sinks: torch.Tensor | None
-              ) -> torch.Tensor:
-    """[B, H, Sq, D] fp32 inputs: the soft-capped scores, the sink as an extra key with a zero value row."""
+def window_mask(sq: int, skv: int, window: tuple[int, int], device: torch.device | None = None) -> torch.Tensor:
+    """bool [Sq, Skv]: True where row i sees key j (end-aligned flash-attn window, -1 = unbounded)."""
+    i = torch.arange(sq, device=device).view(-1, 1) + (skv - sq)
+    j = torch.arange(skv, device=device).view(1, -1)
+    keep = torch.ones(sq, skv, dtype=torch.bool, device=device)
+    if window[0] >= 0:
+        keep &= j >= i - window[0]
+    if window[1] >= 0:
+        keep &= j <= i + window[1]
+    return keep
+
+
+def _featured(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softcap: float, sinks: torch.Tensor | None,
+              window: tuple[int, int] = (-1, -1)) -> torch.Tensor:
+    """[B, H, Sq, D] fp32 inputs: the soft-capped scores, the window's keys only, the sink as an extra key with a
+    zero value row. A row with no key (and no sink) gives 0."""
     s = (q @ k.transpose(-1, -2)) * SCALE
     if softcap:
         s = softcap * torch.tanh(s / softcap)
+    keep = window_mask(s.shape[2], s.shape[3], window, s.device) if max(window) >= 0 else None
+    if keep is not None:
+        s = s.masked_fill(~keep, -torch.inf)
     if sinks is not None:
         B, H, Sq = s.shape[:3]
         s = torch.cat([s, sinks.float().to(s.device).view(1, H, 1, 1).expand(B, H, Sq, 1)], dim=-1)
         v = torch.cat([v, torch.zeros_like(v[..., :1, :])], dim=-2)
-    return torch.softmax(s, dim=-1) @ v
+    p = torch.softmax(s, dim=-1)
+    if keep is not None:   # a row with no key: 0 (the sink's extra column, when present, already gives that)
+        p = p.masked_fill(~keep.any(dim=-1, keepdim=True), 0.0)
+    return p @ v

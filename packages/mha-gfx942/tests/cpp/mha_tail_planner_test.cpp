@@ -69,6 +69,35 @@ int main() {
   MM_CHECK(w.tail == 2 && w.parts == 2 && w.n_dense == 4 && w.span == 11 && w.span_unsplit == 19);
   MM_CHECK(w.ws_o_floats() == 4 * 256 * 128 && w.ws_ml_floats() == 4 * 256 * 2);
 
+  // windows (row i sees keys i + lo .. i + hi): every part of every split item gets >= 1 block of the item's
+  // range, G within the longest item's blocks / 4; the range is brute-forced from the rows' windows
+  constexpr int64_t kU = config::kUnbounded;
+  for (int64_t sq : {200, 1000, 8192})
+    for (int64_t skv : {64 * 48, 5000, 8192})
+      for (int64_t left : {-1, 0, 100, 1024, 4096})
+        for (int64_t right : {-1, 0, 63, 700}) {
+          const int64_t lo = left < 0 ? -kU : skv - sq - left, hi = right < 0 ? kU : skv - sq + right;
+          const int64_t nqb = (sq + kCtaRows - 1) / kCtaRows;
+          for (int64_t qb = 0; qb < nqb; ++qb) {  // the shared formula against the rows one by one
+            int64_t kmin = skv, kmax = -1;
+            for (int64_t i = qb * kCtaRows; i < std::min(sq, (qb + 1) * kCtaRows); ++i)
+              if (std::max<int64_t>(0, i + lo) <= std::min(skv - 1, i + hi))
+                kmin = std::min(kmin, std::max<int64_t>(0, i + lo)), kmax = std::max(kmax, std::min(skv - 1, i + hi));
+            const int64_t want = kmax < 0 ? 0 : kmax / 64 - kmin / 64 + 1;
+            MM_CHECK(item_kv_blocks(qb, sq, skv, lo, hi) == want);
+          }
+          for (int64_t bh : {3, 24})
+            for (int64_t cus : {8, 304}) {
+              TailPlan p = plan_tail(sq, skv, bh, cus, true, 4, lo, hi);
+              MM_CHECK(p.n_dense + p.tail == p.n_work);
+              std::vector<int32_t> s = split_schedule(p, nqb);
+              for (int64_t i = 0; i < p.slots(); ++i)
+                MM_CHECK(item_kv_blocks(s[4 * i], sq, skv, lo, hi) > s[4 * i + 2]);
+              if (p.tail) MM_CHECK(p.parts >= 2 && p.span < p.span_unsplit && (p.span_unsplit - 3) / p.parts >= 4);
+            }
+        }
+  MM_CHECK(mm_host::throws([] { plan_tail(1, 1, 1, 1, true, 4, -config::kUnbounded - 1); }));
+
   MM_CHECK(mm_host::throws([] { plan_tail(0, 1, 1, 304); }));
   MM_CHECK(mm_host::throws([] { plan_tail(1, 0, 1, 304); }));
   MM_CHECK(mm_host::throws([] { plan_tail(1, 1, 0, 304); }));

@@ -83,6 +83,17 @@ def _forward_gfx942() -> Case:
     return Case("forward (gfx942: rtna, bhsd)", "B1 H2 S40 D128", ("gfx942",), run, _rel_check(1e-2))
 
 
+def _forward_gfx942_features() -> Case:
+    """gfx942's issue-17 features together: causal sliding window + sinks + soft-cap, Sq != Skv."""
+    q = _randn(1, 2, 37, 128, seed=40, scale=2.0)
+    k, v = _randn(1, 2, 53, 128, seed=41, scale=2.0), _randn(1, 2, 53, 128, seed=42)
+    sinks = torch.randn(2, generator=torch.Generator().manual_seed(43))
+
+    def run():
+        return (ma.forward(q, k, v, causal=True, window_size=(24, 0), sinks=sinks, softcap=30.0),)
+    return Case("forward (gfx942: window + sinks + softcap)", "B1 H2 Sq37 Skv53", ("gfx942",), run, _rel_check(1e-2))
+
+
 def _forward_gfx950() -> Case:
     q = _randn(1, 4, 33, 128, seed=1)
     k, v = _randn(1, 2, 47, 128, seed=2), _randn(1, 2, 47, 128, seed=3)
@@ -282,8 +293,8 @@ def _moe_down() -> Case:
 
 
 def cases() -> list[Case]:
-    return [_forward_gfx942(), _forward_gfx950(), _forward_features(), _forward_fp8_kv(), _forward_varlen(),
-            _varlen_plan(), _forward_paged(),
+    return [_forward_gfx942(), _forward_gfx942_features(), _forward_gfx950(), _forward_features(), _forward_fp8_kv(),
+            _forward_varlen(), _varlen_plan(), _forward_paged(),
             _mla_decode(), *(_mla_format_case(f) for f in ("a16w16", "a8w8", "mxfp4")), _merge_case(),
             _moe_gateup(), _moe_down(), _mxfp4_quantize_case(), _fused_moe_case("bf16"), _fused_moe_case("mxfp4")]
 

@@ -82,12 +82,12 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
             (gfx942: contiguous).
         round_mode: None for the arch's default; gfx942 "rtna" (default), "rtne" or "rtz"; gfx950 "rtne" only.
         layout: "bhsd" or "bshd" on both archs: which of dims 1 and 2 is the sequence.
-        causal: bool; bottom-right aligned mask (row i sees keys j <= i + Skv - Sq). gfx950 only.
+        causal: bool; bottom-right aligned mask (row i sees keys j <= i + Skv - Sq). Both archs.
         softmax_scale: None for 1/sqrt(Dqk); gfx950 any finite real, gfx942 only 1/sqrt(128).
         return_lse: bool; also return fp32 LSE ``[B, Hq, Sq]`` (natural log). gfx950 only.
         softcap: Gemma-2 logit soft-cap (None or 0: off), as moonmath_attention_gfx950.forward (both archs).
-        window_size: sliding window (left, right), -1 = unbounded, as moonmath_attention_gfx950.forward.
-            gfx950 only.
+        window_size: sliding window (left, right), -1 = unbounded, as moonmath_attention_gfx950.forward (both
+            archs).
         sinks: fp32 ``[Hq]`` attention sinks, as moonmath_attention_gfx950.forward (both archs).
         k_descale: fp8 K/V only: fp32 descale of k (per tensor or per kv head), as moonmath_attention_gfx950.forward.
             gfx950 only.
@@ -97,8 +97,8 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
         out, or (out, lse) when return_lse.
 
     Raises:
-        ArchFeatureError: a feature the arch lacks (a ValueError): on gfx942 causal, return_lse, a scale other
-            than 1/sqrt(128), GQA/MQA, window_size, head dims other than 128, fp8 k/v or descales.
+        ArchFeatureError: a feature the arch lacks (a ValueError): on gfx942 return_lse, a scale other than
+            1/sqrt(128), GQA/MQA, head dims other than 128, fp8 k/v or descales.
         TypeError: a tensor argument not a tensor or of the wrong dtype; a flag not a bool.
         ValueError: shapes, heads, head dims, strides, layout, round_mode, softmax_scale, out, devices, as the
             arch's package checks them; each message names the argument.
@@ -106,10 +106,8 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
     """
     arch = _attention_arch("forward")
     if arch == "gfx942":
-        no_window = isinstance(window_size, (tuple, list)) and list(window_size) == [-1, -1]
         fp8 = isinstance(k, torch.Tensor) and k.dtype == _gfx950.FP8_KV
-        for name, value, off in (("window_size", window_size, no_window),
-                                 ("k_descale", k_descale, k_descale is None),
+        for name, value, off in (("k_descale", k_descale, k_descale is None),
                                  ("v_descale", v_descale, v_descale is None),
                                  ("fp8 k/v", "float8_e4m3fn", not fp8)):
             if not off:
@@ -119,9 +117,6 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
             raise ArchFeatureError(f"forward: head dim {q.shape[3]} (q.shape[3]) is not supported on gfx942 (its MHA "
                                    "kernel is built for head dim 128); head dims "
                                    f"{', '.join(map(str, sorted(_GFX950_HEAD_DIMS)))} exist on gfx950")
-        if causal is not False:
-            raise ArchFeatureError(f"forward: causal={causal!r} is not supported on gfx942 (its MHA kernel has no "
-                                   "causal mask); causal attention exists on gfx950")
         if return_lse is not False:
             raise ArchFeatureError(f"forward: return_lse={return_lse!r} is not supported on gfx942 (its MHA kernel "
                                    "writes no LSE); LSE exists on gfx950")
@@ -134,7 +129,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
                 raise ArchFeatureError(f"forward: GQA/MQA ({q.shape[hd]} q heads over {k.shape[hd]} k heads) is not "
                                        "supported on gfx942; it exists on gfx950")
         return _gfx942.forward(q, k, v, out=out, round_mode="rtna" if round_mode is None else round_mode,
-                               layout=layout, softcap=softcap, sinks=sinks)
+                               layout=layout, softcap=softcap, sinks=sinks, causal=causal, window_size=window_size)
     return _gfx950.forward(q, k, v, out=out, round_mode="rtne" if round_mode is None else round_mode, layout=layout,
                            causal=causal, softmax_scale=softmax_scale, return_lse=return_lse, softcap=softcap,
                            window_size=window_size, sinks=sinks, k_descale=k_descale, v_descale=v_descale)

@@ -12,4 +12,18 @@ constexpr unsigned kCtaThreads = kWaves * 64;
 constexpr unsigned kKvBlock = 64;       // kv rows per main-loop step
 constexpr unsigned kMergeRowsPerCta = 8;  // merge kernel: 8 rows x 32 threads
 
+// Sliding window / causal (feature kernels): row i sees keys i + lo_shift <= j <= i + hi_shift (flash-attn's
+// window, end-aligned: lo_shift = Skv - Sq - left, hi_shift = Skv - Sq + right; kUnbounded for -1).
+constexpr int kUnbounded = 1 << 30;  // |shift| this large bounds nothing (rows and keys < 2^24)
+struct KvRange {
+  int begin, end;  // kv blocks [begin, end) holding a key of some row's window; begin == end: none
+};
+// The kv blocks of q rows row_first .. row_last (the item's rows below Sq): the kernel's loop range and the
+// tail planner's work per item (one formula for both).
+constexpr KvRange window_kv_blocks(int row_first, int row_last, int lo_shift, int hi_shift, int skv) {
+  const int lo = row_first + lo_shift > 0 ? row_first + lo_shift : 0;
+  const int hi = row_last + hi_shift < skv - 1 ? row_last + hi_shift : skv - 1;
+  return lo > hi ? KvRange{0, 0} : KvRange{lo / (int)kKvBlock, hi / (int)kKvBlock + 1};
+}
+
 }  // namespace moonmath::mha::config

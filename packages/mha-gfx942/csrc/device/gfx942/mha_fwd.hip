@@ -45,7 +45,9 @@
 //
 // Features (issue 17): mha_fwd_feat_* / mha_fwd_split_feat_* are attend<..., kFeat = true>: the soft-cap
 // between QK and the tail mask (a runtime-uniform branch), the sink in the epilogue (part 0 of a split item
-// only, so the merge is unchanged). The default kernels are instantiated without them: same instructions.
+// only, so the merge is unchanged), the window / causal (a kv block range per item from the rows' windows;
+// a per-row mask only on the blocks that cross a wave's row bounds). The default kernels are instantiated
+// without them: same instructions.
 #include "gfx942/mha_stages.hpp"
 
 namespace mha {
@@ -75,11 +77,15 @@ struct Features {
   const float* sinks;  // fp32 [heads] natural-log sink logits, or null
   float scale_log2;    // the softmax's logit factor: kScaleLog2e, or cap * log2 e under a soft-cap
   float softcap_pre2;  // 2 * scale * log2 e / cap, or 0 (no soft-cap)
+  int lo_shift = -moonmath::mha::config::kUnbounded;  // window / causal: row i sees keys i + lo_shift ..
+  int hi_shift = moonmath::mha::config::kUnbounded;   // .. i + hi_shift (mha_config.hpp)
 };
 
 // One work item: q block `qb` of head `bh`, kv blocks part, part + nparts, ... . kSplit: write the fp32
 // partial (slot) instead of the normalised bf16 output. lds: kLdsBytes, the two stages. kFeat: apply `feat`
-// (soft-cap between QK and the mask; the sink in the epilogue, carried by part 0 of a split item).
+// (soft-cap between QK and the mask; the sink in the epilogue, carried by part 0 of a split item; the window:
+// the item runs only the kv blocks of its rows' windows, part p of them p, p + nparts, ..., and a wave masks
+// per row only the blocks that cross one of its 32 rows' bounds).
 template <mm::Round R, bool kSplit, bool kFeat = false>
 MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, uint16_t* out, float* ws_o,
                       float* ws_ml, uint32_t sq, uint32_t skv, uint32_t heads, Strides qs, Strides ks, uint32_t qb,
@@ -105,25 +111,40 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
     for (uint32_t dt = 0; dt < kDTiles; ++dt) o[i][dt] = mm::zeros<S16>();
   }
 
-  // Block i of this item is kv block part + i * nparts; interval i (between barriers i and i + 1) holds
-  // K(i) in K stage i % 2 and V_t(i - 1) in V stage (i - 1) % 2, while the DMAs of K(i + 1) and V_t(i)
-  // fill the other stages. Group A runs PV(i-1) QK(i) softmax(i), group B softmax(i-1) PV(i-1) QK(i):
-  // the same sequence cut at a different place, so a SIMD's two waves alternate MFMA and VALU phases.
-  const uint32_t cnt = (nkb - part + nparts - 1) / nparts;
+  // Block i of this item is kv block kb0 + part + i * nparts (kb0 = 0 but under a window); interval i
+  // (between barriers i and i + 1) holds K(i) in K stage i % 2 and V_t(i - 1) in V stage (i - 1) % 2, while
+  // the DMAs of K(i + 1) and V_t(i) fill the other stages. Group A runs PV(i-1) QK(i) softmax(i), group B
+  // softmax(i-1) PV(i-1) QK(i): the same sequence cut at a different place, so a SIMD's two waves alternate
+  // MFMA and VALU phases.
+  uint32_t kb0 = 0, cnt = (nkb - part + nparts - 1) / nparts;  // block i is kv block kb0 + part + i * nparts
+  if constexpr (kFeat) {  // the window's blocks (the tail planner gives every part at least one)
+    const int first = (int)(qb * kCtaRows), end = first + (int)kCtaRows < (int)sq ? first + (int)kCtaRows : (int)sq;
+    const moonmath::mha::config::KvRange kr =
+        moonmath::mha::config::window_kv_blocks(first, end - 1, feat.lo_shift, feat.hi_shift, (int)skv);
+    const uint32_t n = (uint32_t)(kr.end - kr.begin);
+    kb0 = (uint32_t)kr.begin;
+    cnt = n > part ? (n - part + nparts - 1) / nparts : 0u;
+  }
   const uint32_t dma_wave = wave - kWaves / 2;  // group B copies the blocks: A's MFMA phase opens the interval
-  if (group_b) dma_k(lds, k_head, k_bytes, part, ks.row, 0, dma_wave);
+  if (group_b && (!kFeat || cnt != 0)) dma_k(lds, k_head, k_bytes, kb0 + part, ks.row, 0, dma_wave);
   FragC s[kQTilesPerWave][kKvSub];  // S^T of the current block, then P (fp32)
   FragB p[kQTilesPerWave][kKvSub];  // P^T packed to bf16: the B operands of PV
   auto softmax = [&](uint32_t i) {  // online softmax of block i, P packed for PV
-    const uint32_t kb = part + i * nparts;
+    const uint32_t kb = kb0 + part + i * nparts;
     const bool partial_block = (kb + 1) * kKvBlock > skv;
+    // feature kernels: does block kb hold a key outside the window of one of this wave's rows (or >= skv)?
+    const int kv0 = (int)(kb * kKvBlock), wrow0 = (int)row0, wrow1 = wrow0 + 16 * (int)kQTilesPerWave - 1;
+    const bool crosses = kv0 < wrow1 + feat.lo_shift || kv0 + (int)kKvBlock - 1 > wrow0 + feat.hi_shift ||
+                         kv0 + (int)kKvBlock > (int)skv;
 #pragma unroll
     for (uint32_t t = 0; t < kQTilesPerWave; ++t) {
       if constexpr (kFeat) {
         if (feat.softcap_pre2 != 0.f) softcap_scores(s[t], feat.softcap_pre2);
+        if (crosses) mask_window(s[t], kv0, (int)(row0 + 16u * t), feat.lo_shift, feat.hi_shift, (int)skv);
+      } else if (partial_block) {
+        mask_kv_tail(s[t], kb * kKvBlock, skv);
       }
-      if (partial_block) mask_kv_tail(s[t], kb * kKvBlock, skv);
-      if constexpr (kFeat) sm[t].update(s[t], i == 0, feat.scale_log2);
+      if constexpr (kFeat) sm[t].update<true>(s[t], i == 0, feat.scale_log2);
       else sm[t].update(s[t], i == 0);
 #pragma unroll
       for (uint32_t u = 0; u < kKvSub; ++u) p[t][u] = mm::as_b_operand(pack_p<R>(s[t][u]));
@@ -152,13 +173,14 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
     mm::wait_vmcnt<0>();  // this wave's DMAs have landed
     mm::block_sync();     // ... and every wave's; every wave is done with the stages refilled below
     if (group_b) {
-      if (i + 1 < cnt) dma_k(lds, k_head, k_bytes, part + (i + 1) * nparts, ks.row, (i + 1) & 1u, dma_wave);
-      if (i < cnt) dma_vt(lds, vr, part + i * nparts, i & 1u, dma_wave);
+      if (i + 1 < cnt) dma_k(lds, k_head, k_bytes, kb0 + part + (i + 1) * nparts, ks.row, (i + 1) & 1u, dma_wave);
+      if (i < cnt) dma_vt(lds, vr, kb0 + part + i * nparts, i & 1u, dma_wave);
     }
   };
   // One loop per group (two separate loops, so that the register allocator sees two regions, not one
-  // loop whose values must sit in the same registers on both paths).
-  if (!group_b) {
+  // loop whose values must sit in the same registers on both paths). No block (an empty window): O = 0, m = -inf.
+  if (kFeat && cnt == 0) {
+  } else if (!group_b) {
     refill(0);
     qk_first();
     softmax(0);
@@ -301,30 +323,31 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void mha_v_transpose(const uint16_t* v, uint16_t
     mha::merge<R>(ws_o, ws_ml, table, out, sq, heads, mha::Strides{q_row, q_head, q_batch}, ngroups);                  \
   }
 
-// The feature variants (sinks, soft-cap): the dense and split kernels with three more arguments.
+// The feature variants (sinks, soft-cap, window / causal): the dense and split kernels with five more arguments.
 #define MHA_FEAT_KERNELS(mode, R)                                                                                      \
   MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) void mha_fwd_feat_##mode(                                               \
       const uint16_t* q, const uint16_t* k, const uint16_t* vt, uint16_t* out, uint32_t sq, uint32_t skv,              \
       uint32_t heads, uint32_t nqb, uint32_t n_work, uint32_t q_row, uint64_t q_head, uint64_t q_batch,                \
-      uint32_t k_row, uint64_t k_head, uint64_t k_batch, const float* sinks, float scale_log2, float softcap_pre2) {   \
+      uint32_t k_row, uint64_t k_head, uint64_t k_batch, const float* sinks, float scale_log2, float softcap_pre2,     \
+      int lo_shift, int hi_shift) {                                                                                    \
     MM_LDS uint8_t lds[mha::kLdsBytes];                                                                                \
     const uint32_t w = mha::xcd_contiguous(mm::block_id_x(), n_work);                                                  \
     mha::attend<R, false, true>(q, k, vt, out, nullptr, nullptr, sq, skv, heads, mha::Strides{q_row, q_head, q_batch}, \
                                 mha::Strides{k_row, k_head, k_batch}, w % nqb, w / nqb, 0u, 1u, 0u, lds,               \
-                                mha::Features{sinks, scale_log2, softcap_pre2});                                       \
+                                mha::Features{sinks, scale_log2, softcap_pre2, lo_shift, hi_shift});                   \
   }                                                                                                                    \
   MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) void mha_fwd_split_feat_##mode(                                         \
       const uint16_t* q, const uint16_t* k, const uint16_t* vt, float* ws_o, float* ws_ml, const int32_t* sched,       \
       uint32_t n_slots, uint32_t sq, uint32_t skv, uint32_t heads, uint32_t q_row, uint64_t q_head,                    \
       uint64_t q_batch, uint32_t k_row, uint64_t k_head, uint64_t k_batch, const float* sinks, float scale_log2,       \
-      float softcap_pre2) {                                                                                            \
+      float softcap_pre2, int lo_shift, int hi_shift) {                                                                \
     MM_LDS uint8_t lds[mha::kLdsBytes];                                                                                \
     const uint32_t slot = mm::block_id_x();                                                                            \
     const mm::u32x4 e = mm::buffer_load_b128(mm::make_buffer(sched, n_slots * 16u), slot * 16u);                       \
     mha::attend<R, true, true>(q, k, vt, nullptr, ws_o, ws_ml, sq, skv, heads, mha::Strides{q_row, q_head, q_batch},   \
                                mha::Strides{k_row, k_head, k_batch}, mm::uniform(e.x), mm::uniform(e.y),               \
                                mm::uniform(e.z), mm::uniform(e.w), slot, lds,                                          \
-                               mha::Features{sinks, scale_log2, softcap_pre2});                                        \
+                               mha::Features{sinks, scale_log2, softcap_pre2, lo_shift, hi_shift});                    \
   }
 
 MHA_KERNELS(rtna, mm::Round::RTNA)

@@ -163,6 +163,21 @@ MM_DEVICE void mask_kv_tail(FragC (&s)[kKvSub], uint32_t kv0, uint32_t skv) {
   }
 }
 
+// Sliding window / causal mask of one q tile's block (feature kernels): q row i (this lane's column) keeps
+// kv j iff i + lo_shift <= j <= i + hi_shift and j < skv; every other score becomes -inf (not -FLT_MAX: a
+// row with no key of its window yet must get p = 0, which the softmax's guarded max gives; see update).
+MM_DEVICE void mask_window(FragC (&s)[kKvSub], int kv0, int q_row0, int lo_shift, int hi_shift, int skv) {
+  const int i = q_row0 + (int)col_id();
+  const int first = i + lo_shift - kv0, last = (i + hi_shift < skv - 1 ? i + hi_shift : skv - 1) - kv0;
+#pragma unroll
+  for (uint32_t t = 0; t < kKvSub; ++t) {
+    const int j0 = 16 * (int)t;
+    mm::apply(s[t], [=](float x, int row, int) {
+      return j0 + row >= first && j0 + row <= last ? x : -__builtin_inff();
+    });
+  }
+}
+
 // o *= x (one factor per column, i.e. per lane) as single-rate v_mul_f32. LLVM would pair the products
 // into v_pk_mul_f32, which cannot issue while the SIMD's other wave keeps the matrix pipe busy (a packed
 // f32 op waits passes + 2 issue slots after an XDL MFMA; the model, after the CDNA3 co-execution rules):
@@ -239,19 +254,22 @@ struct GatedColSoftmax {
   // in-lane max (scaled) exceeds m, so the cross-lane max (two LDS round trips) and the exp2 of the
   // factor run only when some lane of the wave saw a new max; the result is bit for bit the eager max's.
   // scale_log2: the logit factor in the log2 domain (kScaleLog2e; cap * log2 e under a soft-cap).
+  // kEmptyRows (window / causal): a column may have seen only -inf scores (m = -inf, l = 0, O = 0); it then
+  // subtracts 0 instead of m, so its p are exp2(-inf) = 0, not NaN, and its factor is 0.
+  template <bool kEmptyRows = false>
   MM_DEVICE void update(FragC (&s)[kKvSub], bool first, float scale_log2 = kScaleLog2e) {
     const float lane_max = lane_col_max(s);
     r = 1.f;
     if (first || __builtin_amdgcn_ballot_w64(lane_max * scale_log2 > m) != 0) {
       const float m_new = __builtin_fmaxf(m, mm::col_max(mm::filled<S16>(lane_max)).v * scale_log2);
-      if (!first) {
-        const float f = mm::exp2(m - m_new);
+      if (!first) {  // (kEmptyRows: a still-empty column, m = m_new = -inf, owes 0, not exp2(NaN))
+        const float f = kEmptyRows && m == -__builtin_inff() ? 0.f : mm::exp2(m - m_new);
         l *= f;
         r = f;
       }
       m = m_new;
     }
-    const float m_use = m;
+    const float m_use = kEmptyRows && m == -__builtin_inff() ? 0.f : m;
 #pragma unroll
     for (uint32_t t = 0; t < kKvSub; ++t) {
       mm::apply(s[t], [=](float x, int, int) { return __builtin_fmaf(x, scale_log2, -m_use); });
