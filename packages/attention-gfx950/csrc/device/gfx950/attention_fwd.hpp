@@ -167,6 +167,12 @@ struct FwdShape {
   static constexpr uint32_t kKBytes = kKvBlock * kKRow, kVBytes = kKvBlock * kVRow;
   static constexpr uint32_t kKBuf0 = 0, kVBuf0 = 2 * kKBytes;   // K buffers 0, 1 then V buffers 0, 1
   static constexpr uint32_t kLdsBytes = 2 * (kKBytes + kVBytes);
+  // Waves of the workgroup: 8 ping-pong waves, two a SIMD sharing its 512 registers, except Dv 256 (one pass, issue
+  // 17): O (128 fp32 a lane) and Q (64) do not fit a half, so 4 waves, one a SIMD with the whole file (O in AGPRs),
+  // no ping-pong, each wave's 32 rows in kRowPasses passes over the 256-row tile.
+  static constexpr int kWaves = Dv > 128 ? kGroupWaves : attn950::kWaves;
+  static constexpr bool kPingPong = kWaves == attn950::kWaves;
+  static constexpr int kRowPasses = kTileRows / (kWaveRows * kWaves);
   using KLayout = KRows<kKRow>;
   using VLayout = VRows<kVRow>;
   static_assert(Dqk % 16 == 0 && Dv % 16 == 0, "head dims");
@@ -354,6 +360,21 @@ MM_DEVICE FragC mfma_first(const FragA& a, const FragB& b) {
   return d;
 }
 
+// QK with Q in AGPRs (the 4-wave Dv 256 kernels): an MFMA reads its B operand from AGPRs, and Q kept there leaves the
+// VGPRs to O (128), S, P and the fragments in flight; left to itself clang keeps O in VGPRs but moves Q between AGPRs
+// each phase and spills. By asm: the builtin takes no register class. Early-clobber D (an MFMA's D may not overlap
+// A or B); accumulating into its own D back to back needs no wait states (a full overlap); the VALU reads of S get
+// theirs from qk_done.
+MM_DEVICE void mfma_qa(FragC& d, const FragA& a, const FragB& q, bool first) {
+  if (first) asm("v_mfma_f32_32x32x16_bf16 %0, %1, %2, 0" : "=&v"(d.v) : "v"(a.w), "a"(q.w));
+  else asm("v_mfma_f32_32x32x16_bf16 %0, %1, %2, %0" : "+&v"(d.v) : "v"(a.w), "a"(q.w));
+}
+// After the last asm MFMA of a phase: an 8-pass XDL result read by the VALU needs 11 wait states (the compiler does
+// not see the asm MFMAs to count them); 18 here, ahead of the phase barrier.
+template <class Shape> MM_DEVICE void qk_done(FragC (&s)[Shape::kKeyTiles]) {
+  asm volatile("s_nop 7\n\ts_nop 7\n\ts_nop 1" : "+v"(s[0].v), "+v"(s[Shape::kKeyTiles - 1].v));
+}
+
 // ---- stages -------------------------------------------------------------------------------------
 // Q rows of this wave: lane (h, j) holds Q[row 32w + j][16s + 8h .. +7] for step s.
 template <class Shape>
@@ -376,14 +397,14 @@ MM_DEVICE void negate_q(WaveState<Shape>& st) {
 // the last waves skip the last round, a wave-uniform branch). LDS position p = 64*load + lane is row p / chunks,
 // physical chunk p % chunks, fetched from the logical byte Layout::byte_of gives (the row permutation); logical
 // chunks past the source row (Dv 80's pad to 96) are fetched past the resource: zeros.
-template <class Layout, int SrcBytes = Layout::kRowBytes>
+template <class Layout, int SrcBytes = Layout::kRowBytes, int Waves = kWaves>
 struct DmaRows {
   static constexpr uint32_t kChunks = Layout::kRowBytes / 16;
   static constexpr uint32_t kSrcBytes = SrcBytes;
   static constexpr int kRowLoads = kKvBlock * Layout::kRowBytes / 1024;   // 64-lane loads of a 64-row block
-  static constexpr int kLoads = (kRowLoads + kWaves - 1) / kWaves;       // per wave
+  static constexpr int kLoads = (kRowLoads + Waves - 1) / Waves;         // per wave
   static constexpr uint32_t kPastEnd = 1u << 31;                          // beyond any block resource
-  MM_DEVICE static bool issued(uint32_t wave, int i) { return kRowLoads % kWaves == 0 || (int)(wave * kLoads) + i < kRowLoads; }
+  MM_DEVICE static bool issued(uint32_t wave, int i) { return kRowLoads % Waves == 0 || (int)(wave * kLoads) + i < kRowLoads; }
   MM_DEVICE static uint32_t base(uint32_t wave, int i) { return (wave * kLoads + i) * 64u; }
   MM_DEVICE static uint32_t row_of(uint32_t wave, int i, uint32_t lane) { return (base(wave, i) + lane) / kChunks; }
   // the logical byte of the row this lane fetches (>= kSrcBytes: a pad chunk)
@@ -394,9 +415,9 @@ struct DmaRows {
 };
 
 // DMA rows of one block into a buffer (DmaRows' lanes), 16-byte direct-to-LDS loads.
-template <class Layout, int SrcBytes = Layout::kRowBytes>
+template <class Layout, int SrcBytes = Layout::kRowBytes, int Waves = kWaves>
 MM_DEVICE void dma_rows(mm::buffer_rsrc src, int64_t token_stride, lds_u8* dst, uint32_t wave, uint32_t lane) {
-  using D = DmaRows<Layout, SrcBytes>;
+  using D = DmaRows<Layout, SrcBytes, Waves>;
 #pragma unroll
   for (int i = 0; i < D::kLoads; ++i) {
     if (!D::issued(wave, i)) continue;
@@ -409,24 +430,24 @@ MM_DEVICE void dma_rows(mm::buffer_rsrc src, int64_t token_stride, lds_u8* dst, 
 
 template <class Shape, class Tile>
 MM_DEVICE void dma_k(const Tile& tile, int32_t key0, lds_u8* buf, uint32_t wave, uint32_t lane) {
-  dma_rows<typename Shape::KLayout>(tile.k_block(key0), tile.a.k_token, buf, wave, lane);
+  dma_rows<typename Shape::KLayout, Shape::KLayout::kRowBytes, Shape::kWaves>(tile.k_block(key0), tile.a.k_token, buf, wave, lane);
 }
 template <class Shape, class Tile>
 MM_DEVICE void dma_v(const Tile& tile, int32_t key0, lds_u8* buf, uint32_t wave, uint32_t lane) {
-  dma_rows<typename Shape::VLayout, Shape::Dv * 2>(tile.v_block(key0), tile.a.v_token, buf, wave, lane);
+  dma_rows<typename Shape::VLayout, Shape::Dv * 2, Shape::kWaves>(tile.v_block(key0), tile.a.v_token, buf, wave, lane);
 }
 
 // fp8 K/V rows of one block in flight: each lane loads 16 fp8 (one 16-byte buffer load into VGPRs: piece c of a
 // row), land() widens them exactly to 16 bf16 (v_cvt_pk_f32_fp8, the high halves) and writes the two bf16 chunks
 // to their permuted places of the LDS row (the layout dma_rows makes from bf16 rows). Rows past k_len load 0.
 typedef __attribute__((address_space(3))) u32x4 lds_u32x4;
-template <class Layout, int Elems>
+template <class Layout, int Elems, int Waves = kWaves>
 struct Fp8Rows {
   static constexpr uint32_t kPieces = Elems / 16;                      // 16-byte fp8 pieces of a row
   static constexpr int kRowLoads = kKvBlock * (int)kPieces / 64;       // 64-lane loads of a block
-  static constexpr int kLoads = (kRowLoads + kWaves - 1) / kWaves;
+  static constexpr int kLoads = (kRowLoads + Waves - 1) / Waves;
   u32x4 w[kLoads];
-  MM_DEVICE static bool issued(uint32_t wave, int i) { return kRowLoads % kWaves == 0 || (int)(wave * kLoads) + i < kRowLoads; }
+  MM_DEVICE static bool issued(uint32_t wave, int i) { return kRowLoads % Waves == 0 || (int)(wave * kLoads) + i < kRowLoads; }
   MM_DEVICE static uint32_t row_of(uint32_t wave, int i, uint32_t lane) { return ((wave * kLoads + i) * 64u + lane) / kPieces; }
   MM_DEVICE static uint32_t piece_of(uint32_t wave, int i, uint32_t lane) { return ((wave * kLoads + i) * 64u + lane) % kPieces; }
   MM_DEVICE void load(mm::buffer_rsrc src, int64_t token_stride, uint32_t wave, uint32_t lane) {
@@ -451,8 +472,8 @@ struct Fp8Rows {
     }
   }
 };
-template <class Shape> using Fp8K = Fp8Rows<typename Shape::KLayout, Shape::Dqk>;
-template <class Shape> using Fp8V = Fp8Rows<typename Shape::VLayout, Shape::Dv>;
+template <class Shape> using Fp8K = Fp8Rows<typename Shape::KLayout, Shape::Dqk, Shape::kWaves>;
+template <class Shape> using Fp8V = Fp8Rows<typename Shape::VLayout, Shape::Dv, Shape::kWaves>;
 
 template <class Shape>
 MM_DEVICE void load_k_fp8(const DenseTile<Shape>& tile, int32_t key0, Fp8K<Shape>& r, uint32_t wave, uint32_t lane) {
@@ -473,7 +494,7 @@ MM_DEVICE void load_v_fp8(const DenseTile<Shape>& tile, int32_t key0, Fp8V<Shape
 // K/V loads across a phase (Fp8Rows) and the paged kernels of the other head dims their page indices and
 // partial-round branches: 4 and 2 (6 spilled).
 template <class Shape, bool Dense>
-constexpr int kPrefetch = Shape::Dqk == 256 ? 2
+constexpr int kPrefetch = !Shape::kPingPong ? 6 : Shape::Dqk == 256 ? 2
                           : Shape::Dqk == 128 && !Shape::kKvFp8 ? 6
                           : Shape::Dqk < 128 && !Shape::kKvFp8 && Dense ? 6
                           : Dense ? 4 : 2;
@@ -525,11 +546,13 @@ MM_DEVICE void mfma_phase(WaveState<Shape>& st, const LdsAddrs<Shape>& ad, FragC
       } else {
         constexpr int g = f - kPv, t = g / Shape::kQkSteps, ks = g % Shape::kQkSteps;
         wait_lds<pend>(kf[g]);
-        if constexpr (ks == 0) s[t] = mfma_first(FragA{kf[g]}, st.q[ks]);
+        if constexpr (!Shape::kPingPong) mfma_qa(s[t], FragA{kf[g]}, st.q[ks], ks == 0);
+        else if constexpr (ks == 0) s[t] = mfma_first(FragA{kf[g]}, st.q[ks]);
         else mm::mma(s[t], FragA{kf[g]}, st.q[ks], s[t]);
       }
     }
   });
+  if constexpr (DoQk && !Shape::kPingPong) qk_done<Shape>(s);
 }
 
 // Gemma-2 soft-cap of the raw scores: s -> tanh(|scale| s / cap) = 1 - 2 / (1 + 2^(s pre2)), pre2 =
@@ -743,20 +766,21 @@ MM_DEVICE void phase_barrier(T&... ties) {
 }
 
 // Tile: the partitioner (DenseTile; PagedTile in attention_fwd_paged.hpp), built from the item and
-// the pointers plus its own extra arguments.
-template <class Shape, class Tile = DenseTile<Shape>, class... TileExtra>
+// the pointers plus its own extra arguments. RowPass: which kWaveRows * Shape::kWaves rows of the tile (kRowPasses).
+template <class Shape, class Tile = DenseTile<Shape>, int RowPass = 0, class... TileExtra>
 MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPointers& ptr, lds_u8* lds,
                              const TileExtra&... extra) {
   const AttnFwdArgs a = *plan;
   const AttnWorkItem it = reinterpret_cast<const AttnWorkItem*>(plan + 1)[mm::block_id_x()];
   const int32_t h = (int32_t)mm::block_id_y();
   const uint32_t wave = mm::wave_id(), lane = mm::lane_id();
-  const bool lead = wave < (uint32_t)kGroupWaves;   // group A; group B lags one phase
+  const uint32_t row_wave = RowPass * Shape::kWaves + wave;   // the wave's 32 rows of the tile
+  const bool lead = !Shape::kPingPong || wave < (uint32_t)kGroupWaves;   // group A; group B lags one phase
   const Tile tile(a, it, h, ptr.k, ptr.v, extra...);
   const bool causal = (a.flags & kFlagCausal) != 0;
 
   WaveState<Shape> st;
-  load_q(st, tile.q_rsrc(ptr.q), a.q_token, wave, lane);
+  load_q(st, tile.q_rsrc(ptr.q), a.q_token, row_wave, lane);
   if (a.flags & kFlagNegScale) negate_q(st);
   st.m = kNegInf;
   st.l = 0.f;
@@ -767,7 +791,7 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   for (int n = 0; n < Shape::kDvTiles; ++n) st.o[n] = mm::zeros<Mfma>();
   // Row limit: key < limit. Causal is bottom-right aligned: row i sees keys <= i + k_len - q_len.
   const int32_t diag = it.k_len - it.q_len + 1;
-  const int32_t wave_row0 = it.q_row0 + kWaveRows * (int32_t)wave;
+  const int32_t wave_row0 = it.q_row0 + kWaveRows * (int32_t)row_wave;
   const int32_t row = wave_row0 + (int32_t)(lane & 31u);
   int32_t limit = causal && row + diag < it.k_len ? row + diag : it.k_len;
   // The wave's smallest limit decides whether a block needs the mask at all.
@@ -910,8 +934,8 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   if constexpr (Shape::kSinks) {
     add_sink(st, sink2, lane);
   }
-  if (ep.final_rows) store_final(st, ep, wave, lane);
-  else store_part(st, ep, wave, lane);
+  if (ep.final_rows) store_final(st, ep, row_wave, lane);
+  else store_part(st, ep, row_wave, lane);
 }
 
 }  // namespace attn950
