@@ -173,6 +173,9 @@ struct FwdShape {
   static constexpr int kWaves = Dv > 128 ? kGroupWaves : attn950::kWaves;
   static constexpr bool kPingPong = kWaves == attn950::kWaves;
   static constexpr int kRowPasses = kTileRows / (kWaveRows * kWaves);
+  // 4-wave kernels: Q in AGPRs (the QK MFMAs' B operand); with fp8 K/V (the next block's pieces in VGPRs across a
+  // phase) O and lb accumulate in AGPRs too.
+  static constexpr bool kOAgpr = !kPingPong && kKvFp8, kLbAgpr = !kPingPong;
   using KLayout = KRows<kKRow>;
   using VLayout = VRows<kVRow>;
   static_assert(Dqk % 16 == 0 && Dv % 16 == 0, "head dims");
@@ -328,8 +331,11 @@ struct LdsAddrs {
   // s, an immediate, so Dqk 256 keeps 8 addresses, not 16.
   static constexpr int kK = Shape::KLayout::kChunks % 16 == 0 && Shape::kQkSteps > 8 ? 8 : Shape::kQkSteps;
   static constexpr int k_imm(int step) { return 256 * (step / kK); }
+  // Likewise V rows of 32 chunks (Dv 256; VRows permutes chunk bits 2, 3): n-tile n + 4 reads 256 bytes past n.
+  static constexpr int kV = Shape::VLayout::kChunks % 16 == 0 && Shape::kDvTiles > 4 ? 4 : Shape::kDvTiles;
+  static constexpr int v_imm(int n) { return 256 * (n / kV); }
   uint32_t k[kK];                 // QK step s < kK: row i = lane % 32 of a key tile, chunk 2s + h
-  uint32_t v[Shape::kDvTiles];    // PV n-tile n: the transposing read's row 4h + (lane%16)/4, chunk and half
+  uint32_t v[kV];                 // PV n-tile n < kV: the transposing read's row 4h + (lane%16)/4, chunk and half
   MM_DEVICE LdsAddrs(const lds_u8* lds, uint32_t lane) {
     const uint32_t i = lane & 31u, h = lane >> 5, t16 = lane & 15u;
     const uint32_t base = __builtin_bit_cast(uint32_t, lds);
@@ -338,7 +344,7 @@ struct LdsAddrs {
     // Source lane (h, t16) of 16-lane group g supplies row 4h + t16/4 (of the 8-row half), columns
     // 32n + 16(g%2) + 4(t16%4) .. +3 (one 8-byte half chunk).
 #pragma unroll
-    for (int n = 0; n < Shape::kDvTiles; ++n)
+    for (int n = 0; n < kV; ++n)
       v[n] = base + Shape::kVBuf0 + Shape::VLayout::offset(4u * h + (t16 >> 2), 64u * n + 32u * ((lane >> 4) & 1u) + 8u * (t16 & 3u));
   }
 };
@@ -369,10 +375,16 @@ MM_DEVICE void mfma_qa(FragC& d, const FragA& a, const FragB& q, bool first) {
   if (first) asm("v_mfma_f32_32x32x16_bf16 %0, %1, %2, 0" : "=&v"(d.v) : "v"(a.w), "a"(q.w));
   else asm("v_mfma_f32_32x32x16_bf16 %0, %1, %2, %0" : "+&v"(d.v) : "v"(a.w), "a"(q.w));
 }
+// The row sums lb in AGPRs likewise (16 VGPRs more for the rest; lb is read once, after the loop).
+MM_DEVICE void mfma_into_a(FragC& acc, const FragA& a, const FragB& b) {
+  asm("v_mfma_f32_32x32x16_bf16 %0, %1, %2, %0" : "+a"(acc.v) : "v"(a.w), "v"(b.w));
+}
 // After the last asm MFMA of a phase: an 8-pass XDL result read by the VALU needs 11 wait states (the compiler does
 // not see the asm MFMAs to count them); 18 here, ahead of the phase barrier.
-template <class Shape> MM_DEVICE void qk_done(FragC (&s)[Shape::kKeyTiles]) {
-  asm volatile("s_nop 7\n\ts_nop 7\n\ts_nop 1" : "+v"(s[0].v), "+v"(s[Shape::kKeyTiles - 1].v));
+template <class Shape> MM_DEVICE void asm_mfma_done(FragC (&s)[Shape::kKeyTiles], FragC& lb) {
+  if constexpr (Shape::kLbAgpr)
+    asm volatile("s_nop 7\n\ts_nop 7\n\ts_nop 1" : "+v"(s[0].v), "+v"(s[Shape::kKeyTiles - 1].v), "+a"(lb.v));
+  else asm volatile("s_nop 7\n\ts_nop 7\n\ts_nop 1" : "+v"(s[0].v), "+v"(s[Shape::kKeyTiles - 1].v));
 }
 
 // ---- stages -------------------------------------------------------------------------------------
@@ -504,15 +516,21 @@ MM_DEVICE void mfma_phase(WaveState<Shape>& st, const LdsAddrs<Shape>& ad, FragC
   constexpr int kQk = DoQk ? Shape::kKeyTiles * Shape::kQkSteps : 0;     // K fragments: (key tile, step)
   constexpr int kN = kPv + kQk;
   constexpr int kVBuf = KBuf ^ 1;
+  // PV fragment f = (key step c, n-tile n): n fastest (the ping-pong kernels), or c fastest for the 4-wave kernels,
+  // whose O sits in AGPRs: tile n's rescale (AGPR -> VALU -> AGPR) then issues beside tile n - 1's MFMAs.
+  constexpr bool kTileMajor = Shape::kOAgpr;
+  auto pv_step = [](int f) MM_INLINE_LAMBDA { return kTileMajor ? f % Shape::kPvSteps : f / Shape::kDvTiles; };
+  auto pv_tile = [](int f) MM_INLINE_LAMBDA { return kTileMajor ? f / Shape::kPvSteps : f % Shape::kDvTiles; };
   u32x4 kf[kQk > 0 ? kQk : 1];                 // K fragments
   u32x2 vlo[kPv > 0 ? kPv : 1], vhi[kPv > 0 ? kPv : 1];   // V^T fragments: keys +0..3 and +8..11 of the lane
   auto issue = [&](auto F) MM_INLINE_LAMBDA {
     constexpr int f = decltype(F)::value;
     if constexpr (f < kPv) {
-      constexpr int c = f / Shape::kDvTiles, n = f % Shape::kDvTiles;
-      constexpr int off = kVBuf * (int)Shape::kVBytes + 16 * c * (int)Shape::kVRow;
-      vlo[f] = ds_read_tr16_b64<off>(ad.v[n]);
-      vhi[f] = ds_read_tr16_b64<off + 8 * (int)Shape::kVRow>(ad.v[n]);
+      constexpr int c = pv_step(f), n = pv_tile(f);
+      constexpr int off = kVBuf * (int)Shape::kVBytes + 16 * c * (int)Shape::kVRow + LdsAddrs<Shape>::v_imm(n);
+      constexpr int kV = LdsAddrs<Shape>::kV;
+      vlo[f] = ds_read_tr16_b64<off>(ad.v[n % kV]);
+      vhi[f] = ds_read_tr16_b64<off + 8 * (int)Shape::kVRow>(ad.v[n % kV]);
     } else {
       constexpr int g = f - kPv, t = g / Shape::kQkSteps, ks = g % Shape::kQkSteps;
       using Ad = LdsAddrs<Shape>;
@@ -522,13 +540,20 @@ MM_DEVICE void mfma_phase(WaveState<Shape>& st, const LdsAddrs<Shape>& ad, FragC
   static_for<kN + Prefetch>([&](auto I) MM_INLINE_LAMBDA {
     constexpr int i = decltype(I)::value;
     if constexpr (i < kN) issue(Ic<i>{});
-    if constexpr (DoPv && i == 0) rescale_pending(st);   // behind the first reads, before any MFMA
+    if constexpr (DoPv && i == 0 && !kTileMajor) rescale_pending(st);   // behind the first reads, before any MFMA
+    if constexpr (DoPv && i == 0 && kTileMajor) {   // O per tile below, without a branch (a join would move O)
+      st.r = st.rescale ? st.r : 1.f;
+      st.lb.v[0] *= st.r;
+    }
     if constexpr (DoPv && i == Prefetch - 1) {
       // lb += row sums of the bf16 P the PV MFMAs use (against ones), while the first reads land:
       // normalising by them makes each output row's weights sum to 1 exactly; l stays for the LSE.
       const FragA ones = ones_bf16<Shape::Dqk == 256>();
 #pragma unroll
-      for (int c = 0; c < Shape::kPvSteps; ++c) mm::mma(st.lb, ones, st.p[c], st.lb);
+      for (int c = 0; c < Shape::kPvSteps; ++c) {
+        if constexpr (Shape::kLbAgpr) mfma_into_a(st.lb, ones, st.p[c]);
+        else mm::mma(st.lb, ones, st.p[c], st.lb);
+      }
     }
     if constexpr (i == Prefetch - 1) mid();
     if constexpr (i >= Prefetch - 1 && i - (Prefetch - 1) < kN) {
@@ -540,9 +565,13 @@ MM_DEVICE void mfma_phase(WaveState<Shape>& st, const LdsAddrs<Shape>& ad, FragC
         return r;
       }();
       if constexpr (f < kPv) {
-        constexpr int c = f / Shape::kDvTiles, n = f % Shape::kDvTiles;
+        constexpr int c = pv_step(f), n = pv_tile(f);
+        if constexpr (kTileMajor && c == 0) mm::scale(st.o[n], st.r);
+        if constexpr (kTileMajor && f == kPv - 1) st.rescale = false;
         wait_lds<pend>(vlo[f], vhi[f]);
-        mm::mma(st.o[n], FragA{u32x4{vlo[f][0], vlo[f][1], vhi[f][0], vhi[f][1]}}, st.p[c], st.o[n]);
+        const FragA vt{u32x4{vlo[f][0], vlo[f][1], vhi[f][0], vhi[f][1]}};
+        if constexpr (Shape::kOAgpr) mfma_into_a(st.o[n], vt, st.p[c]);
+        else mm::mma(st.o[n], vt, st.p[c], st.o[n]);
       } else {
         constexpr int g = f - kPv, t = g / Shape::kQkSteps, ks = g % Shape::kQkSteps;
         wait_lds<pend>(kf[g]);
@@ -552,7 +581,7 @@ MM_DEVICE void mfma_phase(WaveState<Shape>& st, const LdsAddrs<Shape>& ad, FragC
       }
     }
   });
-  if constexpr (DoQk && !Shape::kPingPong) qk_done<Shape>(s);
+  if constexpr (!Shape::kPingPong) asm_mfma_done<Shape>(s, st.lb);
 }
 
 // Gemma-2 soft-cap of the raw scores: s -> tanh(|scale| s / cap) = 1 - 2 / (1 + 2^(s pre2)), pre2 =
@@ -756,8 +785,21 @@ template <class T, int N> MM_DEVICE void pin(T (&x)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) pin(x[i]);
 }
+// The accumulators O and lb, tied in the register file they live in (AGPRs for Shape::kOAgpr: a VGPR tie would
+// move them to VGPRs and back every phase).
+template <class Shape> struct Accumulators { WaveState<Shape>& st; };
+template <class Shape> MM_DEVICE void pin(Accumulators<Shape> a) {
+  if constexpr (Shape::kOAgpr) {
+#pragma unroll
+    for (int n = 0; n < Shape::kDvTiles; ++n) asm volatile("" : "+a"(a.st.o[n].v));
+  } else {
+    pin(a.st.o);
+  }
+  if constexpr (Shape::kLbAgpr) asm volatile("" : "+a"(a.st.lb.v));
+  else pin(a.st.lb);
+}
 template <class... T>
-MM_DEVICE void phase_barrier(T&... ties) {
+MM_DEVICE void phase_barrier(T&&... ties) {
   (pin(ties), ...);
   mm::sched_barrier();
   __builtin_amdgcn_s_barrier();
@@ -878,11 +920,11 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
     mfma_phase<Shape, decltype(kb)::value, true, true, kPf>(st, ad, s, [&]() MM_INLINE_LAMBDA { if (lead) dma_phase(n); });
     mm::set_priority<0>();
     if (!lead) land(n);
-    phase_barrier(s, st.o, st.lb);
+    phase_barrier(s, Accumulators<Shape>{st});
     if (!lead) dma_phase(n + 1);
     softmax_phase(n, false);
     if (lead) land(n);
-    phase_barrier(st.p, st.o, st.lb);
+    phase_barrier(st.p, Accumulators<Shape>{st});
   };
 
   if (nb > 0) {
@@ -909,7 +951,7 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
     if (!lead) dma_phase(1);
     softmax_phase(0, true);
     if (lead) land(0);
-    phase_barrier(st.p, st.o, st.lb);
+    phase_barrier(st.p, Accumulators<Shape>{st});
     int32_t n = 1;
     for (; n + 1 < nb; n += 2) {
       block(Ic<1>{}, n);
