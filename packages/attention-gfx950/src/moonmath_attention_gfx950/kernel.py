@@ -3,8 +3,7 @@
 Code objects: ``attention_fwd.hsaco`` (kernels ``attn_fwd_d128`` and ``attn_fwd_d192_128``: grid
 (work items, q heads), 512 threads; ``*_softcap``, ``*_window``, ``*_softcap_window``: the same pipelines
 with the soft-cap stage / the sliding window compiled in; ``*_sinks`` of each: with sinks),
-``attention_fwd_dims.hsaco`` (the same for head dims 64, 80 and 96), ``attention_fwd_d256.hsaco`` (head dims 256:
-4 waves, 256 threads, one a SIMD) and
+``attention_fwd_dims.hsaco`` (the same for head dims 64, 80 and 96; 256 is not built) and
 ``attention_merge.hsaco`` (``attn_fwd_merge`` and ``attn_fwd_merge_dv<Dv>``: the fixed-order fp32 merge of
 split-KV parts). The C++ planner
 (``_C.plan_forward_batch`` / ``_C.plan_forward_varlen``, csrc/host/attention_planner.hpp) writes the plan buffer
@@ -29,19 +28,16 @@ FWD_CODE_OBJECT = "attention_fwd"
 FWD_KERNELS = {(128, 128): "attn_fwd_d128", (192, 128): "attn_fwd_d192_128",
                # issue 17: the other head dims, in their own code objects (attention_fwd_dims.hip)
                (64, 64): "attn_fwd_d64", (80, 80): "attn_fwd_d80", (96, 96): "attn_fwd_d96",
-               (256, 256): "attn_fwd_d256"}
+               (256, 128): "attn_fwd_d256_128"}
 DIMS_SUFFIX = "_dims"          # code object of the head dims 64, 80, 96: <base>_dims.hsaco
-D256_SUFFIX = "_d256"          # and of head dims 256 (bf16 and fp8 K/V): <base>_d256.hsaco
-# fp8 K/V (issue 17): the dequantising pipeline, head dims 64, 128 (attention_fwd_fp8.hip) and 256
-# (attention_fwd_fp8_d256.hip), dense and varlen; the fp32 [Hkv] K and V descales follow the other arguments (and sinks).
+D256_SUFFIX = "_d256"          # and of (256, 128), the kernels of head dims 256 (COLUMN_PASSES): <base>_d256.hsaco
+# fp8 K/V (issue 17): the dequantising pipeline, head dims 64 and 128, dense and varlen (attention_fwd_fp8.hip);
+# the fp32 [Hkv] K and V descales follow the other arguments (and sinks).
 FP8_CODE_OBJECT = "attention_fwd_fp8"
-FP8_KERNELS = {(64, 64): "attn_fwd_fp8_d64", (128, 128): "attn_fwd_fp8_d128", (256, 256): "attn_fwd_fp8_d256"}
+FP8_KERNELS = {(64, 64): "attn_fwd_fp8_d64", (128, 128): "attn_fwd_fp8_d128"}
 MERGE_CODE_OBJECT, MERGE_KERNEL = "attention_merge", "attn_fwd_merge"
-MERGE_KERNELS = {128: MERGE_KERNEL, 64: "attn_fwd_merge_dv64", 80: "attn_fwd_merge_dv80", 96: "attn_fwd_merge_dv96",
-                 256: "attn_fwd_merge_dv256"}
-# Threads of a forward workgroup: 8 ping-pong waves; head dims 256 4 waves (one a SIMD: O and Q need the whole
-# register file, attention_fwd.hpp FwdShape::kWaves).
-FWD_BLOCK, D256_BLOCK, MERGE_BLOCK = 512, 256, 256
+MERGE_KERNELS = {128: MERGE_KERNEL, 64: "attn_fwd_merge_dv64", 80: "attn_fwd_merge_dv80", 96: "attn_fwd_merge_dv96"}
+FWD_BLOCK, MERGE_BLOCK = 512, 256
 LOG2E = 1.0 / math.log(2.0)
 
 KERNELS = KernelSet("moonmath_attention_gfx950")
@@ -104,14 +100,21 @@ def fwd_kernel(kernels: dict, dims: tuple[int, int], softcap: float, window: tup
             + ("_sinks" if sinks else ""))
 
 
+# Head dims (256, 256) (issue 17): no 32-row tile per wave holds O (128 fp32 a lane) and Q (64) beside the fragments in
+# flight, so they run as two passes of the (256, 128) kernels, each over one half of V's and out's columns: both
+# passes compute S = Q K^T and the softmax in full (the same instructions on the same inputs: the same P, lb, m, l bit
+# for bit) and PV into their half. Costs the QK MFMAs and the softmax twice.
+COLUMN_PASSES = {(256, 256): ((256, 128), (0, 128))}
+
+
+def kernel_dims(dims: tuple[int, int]) -> tuple[int, int]:
+    """The (Dqk, Dv) of the kernels that run head dims `dims` (their own but for the column passes' (256, 256))."""
+    return COLUMN_PASSES[dims][0] if dims in COLUMN_PASSES else dims
+
+
 def fwd_code_object(base: str, dims: tuple[int, int]) -> str:
-    """The code object holding the bf16 kernels of head dims `dims` (base: the dense or the paged one)."""
-    return base if dims in ((128, 128), (192, 128)) else base + (D256_SUFFIX if dims == (256, 256) else DIMS_SUFFIX)
-
-
-def fwd_block(dims: tuple[int, int]) -> int:
-    """Threads of the forward workgroup of head dims `dims`."""
-    return D256_BLOCK if dims == (256, 256) else FWD_BLOCK
+    """The code object holding the kernels of kernel head dims `dims` (base: the dense or the paged one)."""
+    return base if dims in ((128, 128), (192, 128)) else base + (D256_SUFFIX if dims == (256, 128) else DIMS_SUFFIX)
 
 
 def _launch(op: str, plan: dict, q, k, v, out, lse, dims: tuple[int, int], **kw) -> list[dict | None]:
@@ -133,27 +136,31 @@ def launch_forward(op: str, buf: torch.Tensor, counts: tuple[int, int, int], hq:
                    fp8_code_object: str = FP8_CODE_OBJECT) -> list[dict | None]:
     """The forward kernel over the plan in `buf` (its (n_items, n_merge, n_slots) = counts, hq q heads: the grid's y),
     then the merge kernel over its merge items, with an
-    fp32 workspace of n_slots parts. kernels / code_object / extra: the paged kernels and extra(k, v) their added
-    arguments (serving.py). descales: fp8 K/V (the (k, v) fp32 [Hkv] descales): the fp8 kernels (fp8_kernels in
-    fp8_code_object, head dims 256 in its _d256 twin)."""
+    fp32 workspace of n_slots parts; per column pass (COLUMN_PASSES) for (256, 256). kernels / code_object / extra:
+    the paged kernels and extra(k, v) their added arguments (serving.py). descales: fp8 K/V (the (k, v) fp32 [Hkv]
+    descales): the fp8 kernels (fp8_kernels in fp8_code_object)."""
     n_items, n_merge, n_slots = counts
     if n_items == 0:
         return []
+    kdims, cols = COLUMN_PASSES.get(dims, (dims, (0,)))
     if descales is not None:
-        kernels, code_object = fp8_kernels, fp8_code_object + (D256_SUFFIX if dims == (256, 256) else "")
+        kernels, code_object = fp8_kernels, fp8_code_object
     else:
-        code_object = fwd_code_object(code_object, dims)
-    name = fwd_kernel(kernels, dims, softcap, window, sinks is not None)
+        code_object = fwd_code_object(code_object, kdims)
+    name = fwd_kernel(kernels, kdims, softcap, window, sinks is not None)
     tile = _C().TILE_ROWS
-    ws_o = torch.empty(n_slots * hq * tile * dims[1], dtype=torch.float32, device=q.device) if n_slots else None
+    ws_o = torch.empty(n_slots * hq * tile * kdims[1], dtype=torch.float32, device=q.device) if n_slots else None
     ws_ml = torch.empty(n_slots * hq * tile * 4, dtype=torch.float32, device=q.device) if n_slots else None
     tail = ([sinks] if sinks is not None else []) + (list(descales) if descales is not None else [])
-    more = extra(k, v) if extra is not None else ()
-    counters = [KERNELS.launch(op, ARCH, code_object, name, grid=(n_items, hq), block=fwd_block(dims),
-                               args=[buf, q, k, v, out, lse, ws_o, ws_ml, *more, *tail])]
-    if n_merge:
-        counters.append(KERNELS.launch(op, ARCH, MERGE_CODE_OBJECT, MERGE_KERNELS[dims[1]], grid=(n_merge, hq),
-                                       block=MERGE_BLOCK, args=[buf, out, lse, ws_o, ws_ml]))
+    counters = []
+    for c0 in cols:
+        vc, oc = (v, out) if len(cols) == 1 else (v[..., c0:c0 + kdims[1]], out[..., c0:c0 + kdims[1]])
+        more = extra(k, vc) if extra is not None else ()
+        counters.append(KERNELS.launch(op, ARCH, code_object, name, grid=(n_items, hq), block=FWD_BLOCK,
+                                       args=[buf, q, k, vc, oc, lse, ws_o, ws_ml, *more, *tail]))
+        if n_merge:
+            counters.append(KERNELS.launch(op, ARCH, MERGE_CODE_OBJECT, MERGE_KERNELS[kdims[1]], grid=(n_merge, hq),
+                                           block=MERGE_BLOCK, args=[buf, oc, lse, ws_o, ws_ml]))
     return counters
 
 

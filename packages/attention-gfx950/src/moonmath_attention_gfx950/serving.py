@@ -21,11 +21,10 @@ from .kernel import _C, _PLANNER, ARCH, KERNELS, LOG2E, _check_alignment, _strid
 PAGED_CODE_OBJECT = "attention_fwd_paged"
 PAGED_KERNELS = {(128, 128): "attn_fwd_paged_d128", (192, 128): "attn_fwd_paged_d192_128",
                  (64, 64): "attn_fwd_paged_d64", (80, 80): "attn_fwd_paged_d80", (96, 96): "attn_fwd_paged_d96",
-                 (256, 256): "attn_fwd_paged_d256"}
-# 64, 80, 96 in attention_fwd_paged_dims.hsaco, 256 in attention_fwd_paged_d256.hsaco
-PAGED_FP8_CODE_OBJECT = "attention_fwd_paged_fp8"     # fp8 K/V caches (issue 17); 256 in its _d256 twin
-PAGED_FP8_KERNELS = {(64, 64): "attn_fwd_paged_fp8_d64", (128, 128): "attn_fwd_paged_fp8_d128",
-                     (256, 256): "attn_fwd_paged_fp8_d256"}
+                 (256, 128): "attn_fwd_paged_d256_128"}
+# 64, 80, 96 in attention_fwd_paged_dims.hsaco, (256, 128) (the column passes of head dims 256) in _d256
+PAGED_FP8_CODE_OBJECT = "attention_fwd_paged_fp8"     # fp8 K/V caches (issue 17)
+PAGED_FP8_KERNELS = {(64, 64): "attn_fwd_paged_fp8_d64", (128, 128): "attn_fwd_paged_fp8_d128"}
 PLAN_CODE_OBJECT, PLAN_KERNEL, PLAN_BLOCK = "attention_plan", "attn_fwd_plan_varlen", 256
 ARGS_BYTES = 152                     # sizeof(AttnFwdArgs) (csrc/shared/attention_fwd_plan.h; _C.ARGS_BYTES)
 N_ITEMS_OFFSET = 14 * 8 + 2 * 4      # AttnFwdArgs.n_items, then n_merge and n_slots
@@ -72,7 +71,7 @@ def run_forward_paged(q, k_cache, v_cache, cu_q: list[int], k_lens: list[int], p
     plan["heads_q"] = Hq
     shift = int(math.log2(page_size))
 
-    def extra(k, v):   # the paged kernels' arguments
+    def extra(k, v):   # the paged kernels' arguments; a column pass's v view spans less than the cache
         return pages, _span_bytes(k), _span_bytes(v), shift
 
     return kernel._launch(op, plan, q, k_cache, v_cache, out, lse, (q.shape[2], v_cache.shape[3]),

@@ -167,15 +167,6 @@ struct FwdShape {
   static constexpr uint32_t kKBytes = kKvBlock * kKRow, kVBytes = kKvBlock * kVRow;
   static constexpr uint32_t kKBuf0 = 0, kVBuf0 = 2 * kKBytes;   // K buffers 0, 1 then V buffers 0, 1
   static constexpr uint32_t kLdsBytes = 2 * (kKBytes + kVBytes);
-  // Waves of the workgroup: 8 ping-pong waves, two a SIMD sharing its 512 registers, except Dv 256 (one pass, issue
-  // 17): O (128 fp32 a lane) and Q (64) do not fit a half, so 4 waves, one a SIMD with the whole file (O in AGPRs),
-  // no ping-pong, each wave's 32 rows in kRowPasses passes over the 256-row tile.
-  static constexpr int kWaves = Dv > 128 ? kGroupWaves : attn950::kWaves;
-  static constexpr bool kPingPong = kWaves == attn950::kWaves;
-  static constexpr int kRowPasses = kTileRows / (kWaveRows * kWaves);
-  // 4-wave kernels: Q in AGPRs (the QK MFMAs' B operand); with fp8 K/V (the next block's pieces in VGPRs across a
-  // phase) O and lb accumulate in AGPRs too.
-  static constexpr bool kOAgpr = !kPingPong && kKvFp8, kLbAgpr = !kPingPong;
   using KLayout = KRows<kKRow>;
   using VLayout = VRows<kVRow>;
   static_assert(Dqk % 16 == 0 && Dv % 16 == 0, "head dims");
@@ -331,11 +322,8 @@ struct LdsAddrs {
   // s, an immediate, so Dqk 256 keeps 8 addresses, not 16.
   static constexpr int kK = Shape::KLayout::kChunks % 16 == 0 && Shape::kQkSteps > 8 ? 8 : Shape::kQkSteps;
   static constexpr int k_imm(int step) { return 256 * (step / kK); }
-  // Likewise V rows of 32 chunks (Dv 256; VRows permutes chunk bits 2, 3): n-tile n + 4 reads 256 bytes past n.
-  static constexpr int kV = Shape::VLayout::kChunks % 16 == 0 && Shape::kDvTiles > 4 ? 4 : Shape::kDvTiles;
-  static constexpr int v_imm(int n) { return 256 * (n / kV); }
   uint32_t k[kK];                 // QK step s < kK: row i = lane % 32 of a key tile, chunk 2s + h
-  uint32_t v[kV];                 // PV n-tile n < kV: the transposing read's row 4h + (lane%16)/4, chunk and half
+  uint32_t v[Shape::kDvTiles];    // PV n-tile n: the transposing read's row 4h + (lane%16)/4, chunk and half
   MM_DEVICE LdsAddrs(const lds_u8* lds, uint32_t lane) {
     const uint32_t i = lane & 31u, h = lane >> 5, t16 = lane & 15u;
     const uint32_t base = __builtin_bit_cast(uint32_t, lds);
@@ -344,7 +332,7 @@ struct LdsAddrs {
     // Source lane (h, t16) of 16-lane group g supplies row 4h + t16/4 (of the 8-row half), columns
     // 32n + 16(g%2) + 4(t16%4) .. +3 (one 8-byte half chunk).
 #pragma unroll
-    for (int n = 0; n < kV; ++n)
+    for (int n = 0; n < Shape::kDvTiles; ++n)
       v[n] = base + Shape::kVBuf0 + Shape::VLayout::offset(4u * h + (t16 >> 2), 64u * n + 32u * ((lane >> 4) & 1u) + 8u * (t16 & 3u));
   }
 };
@@ -364,27 +352,6 @@ MM_DEVICE FragC mfma_first(const FragA& a, const FragB& b) {
   d.v = __builtin_amdgcn_mfma_f32_32x32x16_bf16(__builtin_bit_cast(bf16x8, a.w), __builtin_bit_cast(bf16x8, b.w),
                                                  f32x16{}, 0, 0, 0);
   return d;
-}
-
-// QK with Q in AGPRs (the 4-wave Dv 256 kernels): an MFMA reads its B operand from AGPRs, and Q kept there leaves the
-// VGPRs to O (128), S, P and the fragments in flight; left to itself clang keeps O in VGPRs but moves Q between AGPRs
-// each phase and spills. By asm: the builtin takes no register class. Early-clobber D (an MFMA's D may not overlap
-// A or B); accumulating into its own D back to back needs no wait states (a full overlap); the VALU reads of S get
-// theirs from qk_done.
-MM_DEVICE void mfma_qa(FragC& d, const FragA& a, const FragB& q, bool first) {
-  if (first) asm("v_mfma_f32_32x32x16_bf16 %0, %1, %2, 0" : "=&v"(d.v) : "v"(a.w), "a"(q.w));
-  else asm("v_mfma_f32_32x32x16_bf16 %0, %1, %2, %0" : "+&v"(d.v) : "v"(a.w), "a"(q.w));
-}
-// The row sums lb in AGPRs likewise (16 VGPRs more for the rest; lb is read once, after the loop).
-MM_DEVICE void mfma_into_a(FragC& acc, const FragA& a, const FragB& b) {
-  asm("v_mfma_f32_32x32x16_bf16 %0, %1, %2, %0" : "+a"(acc.v) : "v"(a.w), "v"(b.w));
-}
-// After the last asm MFMA of a phase: an 8-pass XDL result read by the VALU needs 11 wait states (the compiler does
-// not see the asm MFMAs to count them); 18 here, ahead of the phase barrier.
-template <class Shape> MM_DEVICE void asm_mfma_done(FragC (&s)[Shape::kKeyTiles], FragC& lb) {
-  if constexpr (Shape::kLbAgpr)
-    asm volatile("s_nop 7\n\ts_nop 7\n\ts_nop 1" : "+v"(s[0].v), "+v"(s[Shape::kKeyTiles - 1].v), "+a"(lb.v));
-  else asm volatile("s_nop 7\n\ts_nop 7\n\ts_nop 1" : "+v"(s[0].v), "+v"(s[Shape::kKeyTiles - 1].v));
 }
 
 // ---- stages -------------------------------------------------------------------------------------
@@ -409,14 +376,14 @@ MM_DEVICE void negate_q(WaveState<Shape>& st) {
 // the last waves skip the last round, a wave-uniform branch). LDS position p = 64*load + lane is row p / chunks,
 // physical chunk p % chunks, fetched from the logical byte Layout::byte_of gives (the row permutation); logical
 // chunks past the source row (Dv 80's pad to 96) are fetched past the resource: zeros.
-template <class Layout, int SrcBytes = Layout::kRowBytes, int Waves = kWaves>
+template <class Layout, int SrcBytes = Layout::kRowBytes>
 struct DmaRows {
   static constexpr uint32_t kChunks = Layout::kRowBytes / 16;
   static constexpr uint32_t kSrcBytes = SrcBytes;
   static constexpr int kRowLoads = kKvBlock * Layout::kRowBytes / 1024;   // 64-lane loads of a 64-row block
-  static constexpr int kLoads = (kRowLoads + Waves - 1) / Waves;         // per wave
+  static constexpr int kLoads = (kRowLoads + kWaves - 1) / kWaves;       // per wave
   static constexpr uint32_t kPastEnd = 1u << 31;                          // beyond any block resource
-  MM_DEVICE static bool issued(uint32_t wave, int i) { return kRowLoads % Waves == 0 || (int)(wave * kLoads) + i < kRowLoads; }
+  MM_DEVICE static bool issued(uint32_t wave, int i) { return kRowLoads % kWaves == 0 || (int)(wave * kLoads) + i < kRowLoads; }
   MM_DEVICE static uint32_t base(uint32_t wave, int i) { return (wave * kLoads + i) * 64u; }
   MM_DEVICE static uint32_t row_of(uint32_t wave, int i, uint32_t lane) { return (base(wave, i) + lane) / kChunks; }
   // the logical byte of the row this lane fetches (>= kSrcBytes: a pad chunk)
@@ -427,9 +394,9 @@ struct DmaRows {
 };
 
 // DMA rows of one block into a buffer (DmaRows' lanes), 16-byte direct-to-LDS loads.
-template <class Layout, int SrcBytes = Layout::kRowBytes, int Waves = kWaves>
+template <class Layout, int SrcBytes = Layout::kRowBytes>
 MM_DEVICE void dma_rows(mm::buffer_rsrc src, int64_t token_stride, lds_u8* dst, uint32_t wave, uint32_t lane) {
-  using D = DmaRows<Layout, SrcBytes, Waves>;
+  using D = DmaRows<Layout, SrcBytes>;
 #pragma unroll
   for (int i = 0; i < D::kLoads; ++i) {
     if (!D::issued(wave, i)) continue;
@@ -442,24 +409,24 @@ MM_DEVICE void dma_rows(mm::buffer_rsrc src, int64_t token_stride, lds_u8* dst, 
 
 template <class Shape, class Tile>
 MM_DEVICE void dma_k(const Tile& tile, int32_t key0, lds_u8* buf, uint32_t wave, uint32_t lane) {
-  dma_rows<typename Shape::KLayout, Shape::KLayout::kRowBytes, Shape::kWaves>(tile.k_block(key0), tile.a.k_token, buf, wave, lane);
+  dma_rows<typename Shape::KLayout>(tile.k_block(key0), tile.a.k_token, buf, wave, lane);
 }
 template <class Shape, class Tile>
 MM_DEVICE void dma_v(const Tile& tile, int32_t key0, lds_u8* buf, uint32_t wave, uint32_t lane) {
-  dma_rows<typename Shape::VLayout, Shape::Dv * 2, Shape::kWaves>(tile.v_block(key0), tile.a.v_token, buf, wave, lane);
+  dma_rows<typename Shape::VLayout, Shape::Dv * 2>(tile.v_block(key0), tile.a.v_token, buf, wave, lane);
 }
 
 // fp8 K/V rows of one block in flight: each lane loads 16 fp8 (one 16-byte buffer load into VGPRs: piece c of a
 // row), land() widens them exactly to 16 bf16 (v_cvt_pk_f32_fp8, the high halves) and writes the two bf16 chunks
 // to their permuted places of the LDS row (the layout dma_rows makes from bf16 rows). Rows past k_len load 0.
 typedef __attribute__((address_space(3))) u32x4 lds_u32x4;
-template <class Layout, int Elems, int Waves = kWaves>
+template <class Layout, int Elems>
 struct Fp8Rows {
   static constexpr uint32_t kPieces = Elems / 16;                      // 16-byte fp8 pieces of a row
   static constexpr int kRowLoads = kKvBlock * (int)kPieces / 64;       // 64-lane loads of a block
-  static constexpr int kLoads = (kRowLoads + Waves - 1) / Waves;
+  static constexpr int kLoads = (kRowLoads + kWaves - 1) / kWaves;
   u32x4 w[kLoads];
-  MM_DEVICE static bool issued(uint32_t wave, int i) { return kRowLoads % Waves == 0 || (int)(wave * kLoads) + i < kRowLoads; }
+  MM_DEVICE static bool issued(uint32_t wave, int i) { return kRowLoads % kWaves == 0 || (int)(wave * kLoads) + i < kRowLoads; }
   MM_DEVICE static uint32_t row_of(uint32_t wave, int i, uint32_t lane) { return ((wave * kLoads + i) * 64u + lane) / kPieces; }
   MM_DEVICE static uint32_t piece_of(uint32_t wave, int i, uint32_t lane) { return ((wave * kLoads + i) * 64u + lane) % kPieces; }
   MM_DEVICE void load(mm::buffer_rsrc src, int64_t token_stride, uint32_t wave, uint32_t lane) {
@@ -484,8 +451,8 @@ struct Fp8Rows {
     }
   }
 };
-template <class Shape> using Fp8K = Fp8Rows<typename Shape::KLayout, Shape::Dqk, Shape::kWaves>;
-template <class Shape> using Fp8V = Fp8Rows<typename Shape::VLayout, Shape::Dv, Shape::kWaves>;
+template <class Shape> using Fp8K = Fp8Rows<typename Shape::KLayout, Shape::Dqk>;
+template <class Shape> using Fp8V = Fp8Rows<typename Shape::VLayout, Shape::Dv>;
 
 template <class Shape>
 MM_DEVICE void load_k_fp8(const DenseTile<Shape>& tile, int32_t key0, Fp8K<Shape>& r, uint32_t wave, uint32_t lane) {
@@ -506,7 +473,7 @@ MM_DEVICE void load_v_fp8(const DenseTile<Shape>& tile, int32_t key0, Fp8V<Shape
 // K/V loads across a phase (Fp8Rows) and the paged kernels of the other head dims their page indices and
 // partial-round branches: 4 and 2 (6 spilled).
 template <class Shape, bool Dense>
-constexpr int kPrefetch = !Shape::kPingPong ? 6 : Shape::Dqk == 256 ? 2
+constexpr int kPrefetch = Shape::Dqk == 256 ? 2
                           : Shape::Dqk == 128 && !Shape::kKvFp8 ? 6
                           : Shape::Dqk < 128 && !Shape::kKvFp8 && Dense ? 6
                           : Dense ? 4 : 2;
@@ -516,21 +483,15 @@ MM_DEVICE void mfma_phase(WaveState<Shape>& st, const LdsAddrs<Shape>& ad, FragC
   constexpr int kQk = DoQk ? Shape::kKeyTiles * Shape::kQkSteps : 0;     // K fragments: (key tile, step)
   constexpr int kN = kPv + kQk;
   constexpr int kVBuf = KBuf ^ 1;
-  // PV fragment f = (key step c, n-tile n): n fastest (the ping-pong kernels), or c fastest for the 4-wave kernels,
-  // whose O sits in AGPRs: tile n's rescale (AGPR -> VALU -> AGPR) then issues beside tile n - 1's MFMAs.
-  constexpr bool kTileMajor = Shape::kOAgpr;
-  auto pv_step = [](int f) MM_INLINE_LAMBDA { return kTileMajor ? f % Shape::kPvSteps : f / Shape::kDvTiles; };
-  auto pv_tile = [](int f) MM_INLINE_LAMBDA { return kTileMajor ? f / Shape::kPvSteps : f % Shape::kDvTiles; };
   u32x4 kf[kQk > 0 ? kQk : 1];                 // K fragments
   u32x2 vlo[kPv > 0 ? kPv : 1], vhi[kPv > 0 ? kPv : 1];   // V^T fragments: keys +0..3 and +8..11 of the lane
   auto issue = [&](auto F) MM_INLINE_LAMBDA {
     constexpr int f = decltype(F)::value;
     if constexpr (f < kPv) {
-      constexpr int c = pv_step(f), n = pv_tile(f);
-      constexpr int off = kVBuf * (int)Shape::kVBytes + 16 * c * (int)Shape::kVRow + LdsAddrs<Shape>::v_imm(n);
-      constexpr int kV = LdsAddrs<Shape>::kV;
-      vlo[f] = ds_read_tr16_b64<off>(ad.v[n % kV]);
-      vhi[f] = ds_read_tr16_b64<off + 8 * (int)Shape::kVRow>(ad.v[n % kV]);
+      constexpr int c = f / Shape::kDvTiles, n = f % Shape::kDvTiles;
+      constexpr int off = kVBuf * (int)Shape::kVBytes + 16 * c * (int)Shape::kVRow;
+      vlo[f] = ds_read_tr16_b64<off>(ad.v[n]);
+      vhi[f] = ds_read_tr16_b64<off + 8 * (int)Shape::kVRow>(ad.v[n]);
     } else {
       constexpr int g = f - kPv, t = g / Shape::kQkSteps, ks = g % Shape::kQkSteps;
       using Ad = LdsAddrs<Shape>;
@@ -540,20 +501,13 @@ MM_DEVICE void mfma_phase(WaveState<Shape>& st, const LdsAddrs<Shape>& ad, FragC
   static_for<kN + Prefetch>([&](auto I) MM_INLINE_LAMBDA {
     constexpr int i = decltype(I)::value;
     if constexpr (i < kN) issue(Ic<i>{});
-    if constexpr (DoPv && i == 0 && !kTileMajor) rescale_pending(st);   // behind the first reads, before any MFMA
-    if constexpr (DoPv && i == 0 && kTileMajor) {   // O per tile below, without a branch (a join would move O)
-      st.r = st.rescale ? st.r : 1.f;
-      st.lb.v[0] *= st.r;
-    }
+    if constexpr (DoPv && i == 0) rescale_pending(st);   // behind the first reads, before any MFMA
     if constexpr (DoPv && i == Prefetch - 1) {
       // lb += row sums of the bf16 P the PV MFMAs use (against ones), while the first reads land:
       // normalising by them makes each output row's weights sum to 1 exactly; l stays for the LSE.
       const FragA ones = ones_bf16<Shape::Dqk == 256>();
 #pragma unroll
-      for (int c = 0; c < Shape::kPvSteps; ++c) {
-        if constexpr (Shape::kLbAgpr) mfma_into_a(st.lb, ones, st.p[c]);
-        else mm::mma(st.lb, ones, st.p[c], st.lb);
-      }
+      for (int c = 0; c < Shape::kPvSteps; ++c) mm::mma(st.lb, ones, st.p[c], st.lb);
     }
     if constexpr (i == Prefetch - 1) mid();
     if constexpr (i >= Prefetch - 1 && i - (Prefetch - 1) < kN) {
@@ -565,23 +519,17 @@ MM_DEVICE void mfma_phase(WaveState<Shape>& st, const LdsAddrs<Shape>& ad, FragC
         return r;
       }();
       if constexpr (f < kPv) {
-        constexpr int c = pv_step(f), n = pv_tile(f);
-        if constexpr (kTileMajor && c == 0) mm::scale(st.o[n], st.r);
-        if constexpr (kTileMajor && f == kPv - 1) st.rescale = false;
+        constexpr int c = f / Shape::kDvTiles, n = f % Shape::kDvTiles;
         wait_lds<pend>(vlo[f], vhi[f]);
-        const FragA vt{u32x4{vlo[f][0], vlo[f][1], vhi[f][0], vhi[f][1]}};
-        if constexpr (Shape::kOAgpr) mfma_into_a(st.o[n], vt, st.p[c]);
-        else mm::mma(st.o[n], vt, st.p[c], st.o[n]);
+        mm::mma(st.o[n], FragA{u32x4{vlo[f][0], vlo[f][1], vhi[f][0], vhi[f][1]}}, st.p[c], st.o[n]);
       } else {
         constexpr int g = f - kPv, t = g / Shape::kQkSteps, ks = g % Shape::kQkSteps;
         wait_lds<pend>(kf[g]);
-        if constexpr (!Shape::kPingPong) mfma_qa(s[t], FragA{kf[g]}, st.q[ks], ks == 0);
-        else if constexpr (ks == 0) s[t] = mfma_first(FragA{kf[g]}, st.q[ks]);
+        if constexpr (ks == 0) s[t] = mfma_first(FragA{kf[g]}, st.q[ks]);
         else mm::mma(s[t], FragA{kf[g]}, st.q[ks], s[t]);
       }
     }
   });
-  if constexpr (!Shape::kPingPong) asm_mfma_done<Shape>(s, st.lb);
 }
 
 // Gemma-2 soft-cap of the raw scores: s -> tanh(|scale| s / cap) = 1 - 2 / (1 + 2^(s pre2)), pre2 =
@@ -785,21 +733,8 @@ template <class T, int N> MM_DEVICE void pin(T (&x)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) pin(x[i]);
 }
-// The accumulators O and lb, tied in the register file they live in (AGPRs for Shape::kOAgpr: a VGPR tie would
-// move them to VGPRs and back every phase).
-template <class Shape> struct Accumulators { WaveState<Shape>& st; };
-template <class Shape> MM_DEVICE void pin(Accumulators<Shape> a) {
-  if constexpr (Shape::kOAgpr) {
-#pragma unroll
-    for (int n = 0; n < Shape::kDvTiles; ++n) asm volatile("" : "+a"(a.st.o[n].v));
-  } else {
-    pin(a.st.o);
-  }
-  if constexpr (Shape::kLbAgpr) asm volatile("" : "+a"(a.st.lb.v));
-  else pin(a.st.lb);
-}
 template <class... T>
-MM_DEVICE void phase_barrier(T&&... ties) {
+MM_DEVICE void phase_barrier(T&... ties) {
   (pin(ties), ...);
   mm::sched_barrier();
   __builtin_amdgcn_s_barrier();
@@ -808,21 +743,20 @@ MM_DEVICE void phase_barrier(T&&... ties) {
 }
 
 // Tile: the partitioner (DenseTile; PagedTile in attention_fwd_paged.hpp), built from the item and
-// the pointers plus its own extra arguments. RowPass: which kWaveRows * Shape::kWaves rows of the tile (kRowPasses).
-template <class Shape, class Tile = DenseTile<Shape>, int RowPass = 0, class... TileExtra>
+// the pointers plus its own extra arguments.
+template <class Shape, class Tile = DenseTile<Shape>, class... TileExtra>
 MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPointers& ptr, lds_u8* lds,
                              const TileExtra&... extra) {
   const AttnFwdArgs a = *plan;
   const AttnWorkItem it = reinterpret_cast<const AttnWorkItem*>(plan + 1)[mm::block_id_x()];
   const int32_t h = (int32_t)mm::block_id_y();
   const uint32_t wave = mm::wave_id(), lane = mm::lane_id();
-  const uint32_t row_wave = RowPass * Shape::kWaves + wave;   // the wave's 32 rows of the tile
-  const bool lead = !Shape::kPingPong || wave < (uint32_t)kGroupWaves;   // group A; group B lags one phase
+  const bool lead = wave < (uint32_t)kGroupWaves;   // group A; group B lags one phase
   const Tile tile(a, it, h, ptr.k, ptr.v, extra...);
   const bool causal = (a.flags & kFlagCausal) != 0;
 
   WaveState<Shape> st;
-  load_q(st, tile.q_rsrc(ptr.q), a.q_token, row_wave, lane);
+  load_q(st, tile.q_rsrc(ptr.q), a.q_token, wave, lane);
   if (a.flags & kFlagNegScale) negate_q(st);
   st.m = kNegInf;
   st.l = 0.f;
@@ -833,7 +767,7 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   for (int n = 0; n < Shape::kDvTiles; ++n) st.o[n] = mm::zeros<Mfma>();
   // Row limit: key < limit. Causal is bottom-right aligned: row i sees keys <= i + k_len - q_len.
   const int32_t diag = it.k_len - it.q_len + 1;
-  const int32_t wave_row0 = it.q_row0 + kWaveRows * (int32_t)row_wave;
+  const int32_t wave_row0 = it.q_row0 + kWaveRows * (int32_t)wave;
   const int32_t row = wave_row0 + (int32_t)(lane & 31u);
   int32_t limit = causal && row + diag < it.k_len ? row + diag : it.k_len;
   // The wave's smallest limit decides whether a block needs the mask at all.
@@ -920,11 +854,11 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
     mfma_phase<Shape, decltype(kb)::value, true, true, kPf>(st, ad, s, [&]() MM_INLINE_LAMBDA { if (lead) dma_phase(n); });
     mm::set_priority<0>();
     if (!lead) land(n);
-    phase_barrier(s, Accumulators<Shape>{st});
+    phase_barrier(s, st.o, st.lb);
     if (!lead) dma_phase(n + 1);
     softmax_phase(n, false);
     if (lead) land(n);
-    phase_barrier(st.p, Accumulators<Shape>{st});
+    phase_barrier(st.p, st.o, st.lb);
   };
 
   if (nb > 0) {
@@ -951,7 +885,7 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
     if (!lead) dma_phase(1);
     softmax_phase(0, true);
     if (lead) land(0);
-    phase_barrier(st.p, Accumulators<Shape>{st});
+    phase_barrier(st.p, st.o, st.lb);
     int32_t n = 1;
     for (; n + 1 < nb; n += 2) {
       block(Ic<1>{}, n);
@@ -976,8 +910,8 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   if constexpr (Shape::kSinks) {
     add_sink(st, sink2, lane);
   }
-  if (ep.final_rows) store_final(st, ep, row_wave, lane);
-  else store_part(st, ep, row_wave, lane);
+  if (ep.final_rows) store_final(st, ep, wave, lane);
+  else store_part(st, ep, wave, lane);
 }
 
 }  // namespace attn950

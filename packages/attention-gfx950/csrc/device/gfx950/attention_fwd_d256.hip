@@ -1,7 +1,6 @@
-// gfx950 attention forward, head dims (Dqk, Dv) = (256, 256) (issue 17), one pass: 4 waves of 256 threads, one a
-// SIMD (FwdShape::kWaves), each wave's 32-row tile holding O (128 fp32 a lane, the MFMA accumulators in AGPRs) and Q
-// (64) in the whole 512-entry register file; the 256-row tile in two row passes. Every feature twin
-// (attention_fwd_kernels.hpp).
+// gfx950 attention forward, kernel head dims (Dqk, Dv) = (256, 128) (issue 17): head dims 256 run as two column
+// passes of these kernels, each over one half of V's and out's columns (kernel.py COLUMN_PASSES; one 32-row tile
+// per wave cannot hold O and Q of Dv = Dqk = 256). Every feature twin (attention_fwd_kernels.hpp).
 #include "attention_fwd_kernels.hpp"
 
-ATTN_FWD_KERNELS(attn_fwd_d256, 256, 256)
+ATTN_FWD_KERNELS(attn_fwd_d256_128, 256, 128)

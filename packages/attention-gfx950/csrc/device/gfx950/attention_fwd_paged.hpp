@@ -70,9 +70,9 @@ struct PagedTile : DenseTile<Shape> {
 
 // The paged counterpart of dma_rows: the same LDS positions, row permutation and partial last round (DmaRows),
 // rows addressed through pages; chunks past the source row (Dv 80's pad) read at the span: zeros.
-template <class Layout, int SrcBytes = Layout::kRowBytes, int Waves = kWaves>
+template <class Layout, int SrcBytes = Layout::kRowBytes>
 struct PagedRows {
-  using D = DmaRows<Layout, SrcBytes, Waves>;
+  using D = DmaRows<Layout, SrcBytes>;
   int32_t page[D::kLoads];
   MM_DEVICE void fetch_pages(const mm::buffer_rsrc& list, int32_t key0, int32_t shift, uint32_t wave, uint32_t lane) {
 #pragma unroll
@@ -99,13 +99,13 @@ struct PagedRows {
 // Chosen over the generic dma_k / dma_v of attention_fwd.hpp for paged tiles (more specialised overloads).
 template <class Shape>
 MM_DEVICE void dma_k(const PagedTile<Shape>& tile, int32_t key0, lds_u8* buf, uint32_t wave, uint32_t lane) {
-  PagedRows<typename Shape::KLayout, Shape::KLayout::kRowBytes, Shape::kWaves> kr;
+  PagedRows<typename Shape::KLayout> kr;
   kr.fetch_pages(tile.page_list, key0, tile.shift, wave, lane);
   kr.dma(tile, tile.k_cache, tile.k_span, tile.k_page, tile.k_tok, key0, buf, wave, lane);
 }
 template <class Shape>
 MM_DEVICE void dma_v(const PagedTile<Shape>& tile, int32_t key0, lds_u8* buf, uint32_t wave, uint32_t lane) {
-  PagedRows<typename Shape::VLayout, Shape::Dv * 2, Shape::kWaves> vr;
+  PagedRows<typename Shape::VLayout, Shape::Dv * 2> vr;
   vr.fetch_pages(tile.page_list, key0, tile.shift, wave, lane);
   vr.dma(tile, tile.v_cache, tile.v_span, tile.v_page, tile.v_tok, key0, buf, wave, lane);
 }

@@ -1,5 +1,0 @@
-// gfx950 attention forward over paged fp8 K/V caches (OCP e4m3fn, issue 17), head dims (256, 256): the kernels of
-// attention_fwd_fp8_d256.hip with the paged partitioner (attention_fwd_paged.hpp: paged_load_fp8).
-#include "attention_fwd_kernels.hpp"
-
-ATTN_FWD_PAGED_FP8_KERNELS(attn_fwd_paged_fp8_d256, 256, 256)
