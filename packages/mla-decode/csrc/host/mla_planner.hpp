@@ -27,7 +27,8 @@
 //   rounds    = ceil(waves / (cus * 4)); ws: ceil(workgroups / cus) (one workgroup of 8 waves per CU,
 //               its cycles are the workgroup's issue cycles per SIMD: total / 4)
 //   t_compute = rounds * (ceil(tiles / nparts) * tile_cycles + part_cycles) / clock + kPartLatencyNs
-//               tiles = ceil(L / 16); tile_cycles = tile + (min(n_rt, 4) - 1) * rowtile (kernel_cost)
+//               tiles = ceil(L / 16); tile_cycles = tile + (min(n_rt, 4) - 1) * rowtile (kernel_cost),
+//               part_cycles = part + (min(n_rt, 4) - 1) * part_rowtile (a part's Q and partials grow with its rows)
 //   t_memory  = (B * L * (576 + 4) + partial_bytes) / bw
 //               bw = min(kHbmBytesPerNs, busy_cus * kCuBytesPerNs), busy_cus = min(cus, workgroups);
 //               kCuBytesPerNs is a CU's share of HBM when all are busy (what the timing model serves)
@@ -97,6 +98,8 @@ struct KernelCost {
   double call_row_cycles = 0;  // those launches' issue cycles per query row (B * q_len * H rows)
   double workgroup_waves = kWavesPerBlock;  // waves per workgroup of a non-ws launch (the "_w1" kernels: 1), so
                                             // the CUs it occupies (its share of HBM) are its workgroups'
+  double part_rowtile_cycles = 0;  // each further row tile's share of a part's fixed cost (ws: its Q rows, its
+                                   // partial stores); 0: the row measured once (part_cycles at one row tile)
 };
 // The one table of decode-kernel costs: a row per (arch, kernel): the a16w8 variants (plan()) and the KV-format
 // kernels (formats.py, plan_format_parts()); a kernel without a row has no cost model (kernel_cost throws).
@@ -110,11 +113,12 @@ constexpr double kA16w16TokenBytes = 2 * kRowBytes + 4, kMxfp4TokenBytes = kRowB
 inline constexpr KernelCostRow kKernelCosts[] = {
     {"gfx942", "wave", {3060.0, 0.0, 2721.0}},
     {"gfx942", "shared", {2111.0, 0.0, 3189.0}},
-    {"gfx942", "ws", {739.0, 432.0, 625.0}},
+    // ws: part_cycles at one row tile, part_rowtile_cycles per further row tile (measured at 4: q_len 4, H 16)
+    {"gfx942", "ws", {739.0, 432.0, 625.0, kRowBytes + 4, 0, 0, kWavesPerBlock, 166.0}},
     // gfx950: the QK contraction is 18 v_mfma_f32_16x16x32_bf16 per tile instead of 36 16x16x16
     {"gfx950", "wave", {2772.0, 0.0, 2721.0}},
     {"gfx950", "shared", {1823.0, 0.0, 3189.0}},
-    {"gfx950", "ws", {667.0, 360.0, 625.0}},
+    {"gfx950", "ws", {667.0, 360.0, 625.0, kRowBytes + 4, 0, 0, kWavesPerBlock, 166.0}},
     // The KV-format kernels (formats.py), benchmarks/calibrate_mla_formats_emu.py: "<format>" the 4-wave
     // LDS-tile kernel (a wave per row tile, up to 4 sharing a KV tile: the "shared" launch shape, cycles per
     // wave at 4 row tiles), "<format>_w1" gfx950's one-wave kernel for one row tile (the "wave" shape).
@@ -250,11 +254,11 @@ inline double kernel_plan_cost(const KernelCost& kc, int64_t batch, int64_t head
   const int64_t waves = launch_waves(batch, n_rt, nparts, v);
   const bool ws = v == Variant::kWs;
   const int64_t rounds = ws ? ceil_div(launch_grid(batch, n_rt, nparts, v), cus) : ceil_div(waves, slots);
-  const double tile_cycles =
-      kc.tile_cycles + kc.rowtile_cycles * (double)(std::min<int64_t>(n_rt, kWavesPerBlock) - 1);
+  const double extra_rowtiles = (double)(std::min<int64_t>(n_rt, kWavesPerBlock) - 1);
+  const double tile_cycles = kc.tile_cycles + kc.rowtile_cycles * extra_rowtiles;
   // balanced split: every wave locates its part (a ws workgroup: wave 0 only, the others read it from LDS)
   const double balance = balance_split(batch, nparts) ? mc.balance_request_cycles * (double)batch : 0.0;
-  const double part_cycles = kc.part_cycles + balance;
+  const double part_cycles = kc.part_cycles + kc.part_rowtile_cycles * extra_rowtiles + balance;
   const double t_compute =
       (double)rounds * ((double)ceil_div(tiles, nparts) * tile_cycles + part_cycles) / mc.clock_ghz + kPartLatencyNs;
   const double partial = nparts > 1 ? (double)(batch * rows * nparts) * (kLat + 4) * 4.0 : 0.0;  // written

@@ -74,6 +74,7 @@ void register_mla_planner(py::module_& m) {
           out[k + "_tile_cycles"] = row.cost.tile_cycles;
           out[k + "_part_cycles"] = row.cost.part_cycles;
           if (row.cost.rowtile_cycles > 0) out[k + "_rowtile_cycles"] = row.cost.rowtile_cycles;
+          if (row.cost.part_rowtile_cycles > 0) out[k + "_part_rowtile_cycles"] = row.cost.part_rowtile_cycles;
         }
         return out;
       },
