@@ -75,9 +75,10 @@ def fit(variant, H, q_len, t_lo=2, t_hi=10, parts=2):
 
 
 def fit_merge(H=16, q_len=1, p_lo=4, p_hi=16):
-    """One merge wave per row (nparts <= 16): 1 and 4 iterations of four parts."""
-    _, lo = per_unit_cycles("wave", H, q_len, 1, p_lo)
-    _, hi = per_unit_cycles("wave", H, q_len, 1, p_hi)
+    """One merge wave per row (nparts <= 16): 1 and 4 iterations of four parts, of the ws kernel's partials
+    (fp16 O / ln, the planner's variant)."""
+    _, lo = per_unit_cycles("ws", H, q_len, 1, p_lo)
+    _, hi = per_unit_cycles("ws", H, q_len, 1, p_hi)
     it = (hi - lo) / ((p_hi - p_lo) // 4)
     return lo - it, it
 
