@@ -74,9 +74,10 @@ MM_DEVICE void sum_parts(MergeState& st, mm::buffer_rsrc wo, float wgt, uint32_t
                               : mm::bit_cast<float>(mm::bpermute(mm::bit_cast<uint32_t>(wgt), k));
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        if (Half) {
-          st.acc[2 * e] = __builtin_fmaf(w, mm::f16_lo(a[u][e]), st.acc[2 * e]);
-          st.acc[2 * e + 1] = __builtin_fmaf(w, mm::f16_hi(a[u][e]), st.acc[2 * e + 1]);
+        if (Half) {  // fpext feeding an fma: one v_fma_mix_f32 per value (op_sel picks the half)
+          const mm::f16x2 h = mm::bit_cast<mm::f16x2>(a[u][e]);
+          st.acc[2 * e] = __builtin_fmaf(w, (float)h[0], st.acc[2 * e]);
+          st.acc[2 * e + 1] = __builtin_fmaf(w, (float)h[1], st.acc[2 * e + 1]);
         } else {
           st.acc[e] = __builtin_fmaf(w, mm::bit_cast<float>(a[u][e]), st.acc[e]);
           st.acc[4 + e] = __builtin_fmaf(w, mm::bit_cast<float>(b[u][e]), st.acc[4 + e]);

@@ -366,9 +366,9 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
         const float inv = inv_norm(1.f, stats[t * 16u + i]);  // ln == 0 (no token): zeros
 #pragma unroll
         for (int b = 0; b < 8; b += 2) {
-          const mm::f32x4 x = acc[t][b], y = acc[t][b + 1];
-          mm::buffer_store_b128(mm::u32x4{mm::pack_f16x2(x[0] * inv, x[1] * inv), mm::pack_f16x2(x[2] * inv, x[3] * inv),
-                                          mm::pack_f16x2(y[0] * inv, y[1] * inv), mm::pack_f16x2(y[2] * inv, y[3] * inv)},
+          const mm::f32x4 x = acc[t][b] * inv, y = acc[t][b + 1] * inv;  // two v_pk_mul_f32 each, in place
+          mm::buffer_store_b128(mm::u32x4{mm::pack_f16x2(x[0], x[1]), mm::pack_f16x2(x[2], x[3]),
+                                          mm::pack_f16x2(y[0], y[1]), mm::pack_f16x2(y[2], y[3])},
                                 wo, (slot * kLat + col + 4u * b) * 2u);
         }
       } else {

@@ -122,11 +122,11 @@ inline constexpr KernelCostRow kKernelCosts[] = {
     {"gfx942", "wave", {3060.0, 0.0, 2721.0}},
     {"gfx942", "shared", {2111.0, 0.0, 3189.0}},
     // ws: part_cycles at one row tile, part_rowtile_cycles per further row tile (measured at 4: q_len 4, H 16)
-    {"gfx942", "ws", {739.0, 432.0, 1135.0, kRowBytes + 4, 0, 0, kWavesPerBlock, 671.0, 2.0}},
+    {"gfx942", "ws", {739.0, 432.0, 938.0, kRowBytes + 4, 0, 0, kWavesPerBlock, 476.0, 2.0}},
     // gfx950: the QK contraction is 18 v_mfma_f32_16x16x32_bf16 per tile instead of 36 16x16x16
     {"gfx950", "wave", {2772.0, 0.0, 2721.0}},
     {"gfx950", "shared", {1823.0, 0.0, 3189.0}},
-    {"gfx950", "ws", {667.0, 360.0, 1006.0, kRowBytes + 4, 0, 0, kWavesPerBlock, 542.0, 2.0}},
+    {"gfx950", "ws", {667.0, 360.0, 938.0, kRowBytes + 4, 0, 0, kWavesPerBlock, 476.0, 2.0}},
     // The KV-format kernels (formats.py), benchmarks/calibrate_mla_formats_emu.py: "<format>" the 4-wave
     // LDS-tile kernel (a wave per row tile, up to 4 sharing a KV tile: the "shared" launch shape, cycles per
     // wave at 4 row tiles), "<format>_w1" gfx950's one-wave kernel for one row tile (the "wave" shape).
@@ -159,10 +159,10 @@ struct Machine {
   double merge_iter_cycles;       // one merge iteration: four parts summed
   double balance_request_cycles;  // balanced split: per request, per decode and merge wave (0: lane-parallel)
 };
-constexpr Machine kGfx942{"gfx942", kDefaultCus, kClockGhz, kHbmBytesPerNs, kCuBytesPerNs, 2087.0, 276.0, 0.0};
+constexpr Machine kGfx942{"gfx942", kDefaultCus, kClockGhz, kHbmBytesPerNs, kCuBytesPerNs, 2086.0, 244.0, 0.0};
 // MI355X (assumptions): 256 CUs, a sustained clock in the same proportion to its 2.4 GHz peak as
 // gfx942's, 8 TB/s peak HBM of which ~6 TB/s achievable (the 4 / 5.3 fraction assumed on gfx942).
-constexpr Machine kGfx950{"gfx950", 256, 1.26, 6000.0, 23.4, 2087.0, 276.0, 0.0};
+constexpr Machine kGfx950{"gfx950", 256, 1.26, 6000.0, 23.4, 2086.0, 244.0, 0.0};
 
 // The machine model of `arch`; std::invalid_argument for an arch without MLA decode kernels.
 inline const Machine& machine_for(const std::string& arch) {
