@@ -54,8 +54,9 @@
 // when one of its rows moved.
 //
 // Output: direct (one part) o = kv_scale * O / ln in bf16 RTNE and lse = m + log2(l); otherwise partials
-// for mla_decode_a16w8_merge: (m, l, ln) in fp32 as the other variants, and O / ln in fp16 RTNE (half the
-// bytes of the others' fp32 O, which the merge reads under kFlagMergeHalf), its columns in the PV MFMA's
+// for mla_decode_a16w8_merge: (m, l, ln) in fp32 as the other variants, and O / ln in fp16 RTNE under
+// kFlagMergeHalf (half the bytes of fp32 O; the host sets it up to kHalfPartialsMaxParts parts), else fp32
+// O, its columns in the PV MFMA's
 // output order (mfma_column in mla_decode_common.hpp: two accumulators stored as they are, no transpose),
 // which the merge reads under kFlagMergeMfmaColumns.
 #include "mla_decode_common.hpp"
@@ -355,13 +356,19 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
     }
     // Lane (j = i, g) of PV wave f holds row j's columns 128f + 32g + 8rr + b (acc[t][b][rr]).
     const uint32_t col = kPvCols * fill_id + 32u * g;
-    const mm::buffer_rsrc wo = mm::make_buffer(w.ws_o, w.B * rows * w.nparts * kLat * 2u);  // fp16
+    const bool half = (w.flags & kFlagMergeHalf) != 0;  // fp16 O / ln (uniform); else fp32 O
+    const mm::buffer_rsrc wo = mm::make_buffer(w.ws_o, w.B * rows * w.nparts * kLat * (half ? 2u : 4u));
     const mm::buffer_rsrc ob = mm::make_buffer(w.o_lat, w.B * rows * kLat * 2u);
 #pragma unroll
     for (uint32_t t = 0; t < NRT; ++t) {
       const uint32_t rt_row = (w.grp * kMaxRowTiles + t) * 16u + i;
       if (rt_row >= rows) continue;
-      if (partial) {  // O / ln in fp16, in the MFMA output order (mfma_column): acc[t][b] at halves 4b .. 4b + 3
+      if (partial && !half) {  // fp32 O, in the MFMA output order (mfma_column): acc[t][b] at floats 4b .. 4b + 3
+        const uint32_t slot = w.unit * rows + rt_row;
+#pragma unroll
+        for (int b = 0; b < 8; ++b)
+          mm::buffer_store_b128(mm::bit_cast<mm::u32x4>(acc[t][b]), wo, (slot * kLat + col + 4u * b) * 4u);
+      } else if (partial) {  // O / ln in fp16, the same order: acc[t][b] at halves 4b .. 4b + 3
         const uint32_t slot = w.unit * rows + rt_row;
         const float inv = inv_norm(1.f, stats[t * 16u + i]);  // ln == 0 (no token): zeros
 #pragma unroll

@@ -33,7 +33,7 @@
 //               bw = min(kHbmBytesPerNs, busy_cus * kCuBytesPerNs), busy_cus = min(cus, workgroups);
 //               kCuBytesPerNs is a CU's share of HBM when all are busy (what the timing model serves)
 //               partial_bytes = B * q_len * H * nparts * (512 * o_bytes + 16)   (written; the merge reads them;
-//               o_bytes = partial_o_bytes: 4 fp32, 2 for the ws kernel's fp16 O / ln)
+//               o_bytes = partial_o_bytes: 4 fp32, 2 for the ws kernel's fp16 O / ln up to kHalfPartialsMaxParts)
 //   cost      = max(t_compute, t_memory) + (nparts > 1 ? t_merge : 0)
 //   balanced split (balance_split: 1 < B <= 64 and nparts > 1): part_cycles and the merge wave's
 //               cycles grow by balance_request_cycles * B (0 now: located lane-parallel)
@@ -192,6 +192,12 @@ struct Plan {
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The ws kernel writes its partial O as fp16 O / ln up to this many parts, fp32 beyond: at q_len 4, S 32768,
+// 121 parts the fp16 rounding put o's error 0.15% above AITER's (1.8383e-3 vs 1.8356e-3); at <= 86 parts
+// it stayed below (table_mla_kernel_emu.py's inputs).
+constexpr int64_t kHalfPartialsMaxParts = 64;
+inline bool ws_half_partials(int64_t nparts) { return nparts > 1 && nparts <= kHalfPartialsMaxParts; }
+
 enum class Variant : int { kWave = 0, kShared = 1, kWs = 2 };
 constexpr int kWsWaves = 8;  // waves of a ws workgroup
 inline const char* variant_name(Variant v) {
@@ -269,14 +275,16 @@ inline double kernel_plan_cost(const KernelCost& kc, int64_t batch, int64_t head
   const double part_cycles = kc.part_cycles + kc.part_rowtile_cycles * extra_rowtiles + balance;
   const double t_compute =
       (double)rounds * ((double)ceil_div(tiles, nparts) * tile_cycles + part_cycles) / mc.clock_ghz + kPartLatencyNs;
+  // bytes of a partial O element: the row's (ws: fp16 up to kHalfPartialsMaxParts parts, then fp32)
+  const double o_bytes = ws && !ws_half_partials(nparts) ? 4.0 : kc.partial_o_bytes;
   const double partial =  // written
-      nparts > 1 ? (double)(batch * rows * nparts) * (kLat * kc.partial_o_bytes + 16.0) : 0.0;
+      nparts > 1 ? (double)(batch * rows * nparts) * (kLat * o_bytes + 16.0) : 0.0;
   const double busy_cus = std::min<double>(
       (double)cus, (double)(ws ? launch_grid(batch, n_rt, nparts, v) : ceil_div(waves, (int64_t)kc.workgroup_waves)));
   const double bw = std::min(mc.hbm_bytes_per_ns * (double)cus / (double)mc.cus, busy_cus * mc.cu_bytes_per_ns);
   const double t_memory = ((double)batch * (double)len * kc.token_bytes + partial) / bw;
   double cost = std::max(t_compute, t_memory);
-  if (nparts > 1) cost += merge_cost(batch * rows, nparts, cus, balance, mc, kc.partial_o_bytes);
+  if (nparts > 1) cost += merge_cost(batch * rows, nparts, cus, balance, mc, o_bytes);
   // the kernel's own launches before the decode (a8w8's Q quantisation): independent of nparts, they still
   // move the split: the 5% slack is of the call's whole time
   if (kc.call_launches > 0)
@@ -383,7 +391,7 @@ inline Plan plan(int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint =
     p.merge_cs = merge_column_blocks(p.nparts);
     p.merge_grid = ceil_div(total_rows * p.merge_cs * p.merge_wpr, merge_block_waves(p.merge_wpr));
     // the ws kernel's partial O is fp16: two per float of the workspace
-    p.ws_o_floats = total_rows * p.nparts * kLat / (best_v == Variant::kWs ? 2 : 1);
+    p.ws_o_floats = total_rows * p.nparts * kLat / (best_v == Variant::kWs && ws_half_partials(p.nparts) ? 2 : 1);
     p.ws_ml_floats = total_rows * p.nparts * 4;
   }
   if (total_rows * kLat * 2 >= limit || p.grid >= (int64_t(1) << 31))

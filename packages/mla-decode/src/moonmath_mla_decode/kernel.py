@@ -99,7 +99,15 @@ class DecodePlan:
         """The merge kernel's flags for the plan (to OR into its flags argument): its column split, and the
         column order the plan's variant writes its partials in (ws: the MFMA output order, fp16 O / ln)."""
         quarters = FLAG_MERGE_QUARTERS if self.merge_cs == 4 else 0
-        return quarters | (FLAG_MERGE_MFMA_COLUMNS | FLAG_MERGE_HALF if self.variant == "ws" else 0)
+        half = FLAG_MERGE_HALF if self.variant == "ws" and self.half_partials else 0
+        return quarters | half | (FLAG_MERGE_MFMA_COLUMNS if self.variant == "ws" else 0)
+
+    @property
+    def half_partials(self) -> bool:
+        """The ws kernel's partial O is fp16 O / ln (up to _C.ws_half_partials' part count), else fp32."""
+        from . import _C
+
+        return self.variant == "ws" and bool(_C.ws_half_partials(self.nparts))
 
     @property
     def merge_lds(self) -> int:
@@ -144,7 +152,7 @@ def make_plan(batch: int, heads: int, q_len: int, len_hint: int = 0, *, nparts: 
     balanced = _C.balance_split(batch, np_) if balanced is None else bool(balanced) and split
     return DecodePlan(batch, heads, q_len, np_, variant, n_rt, grid,
                       -(-(batch * rows * cs * wpr) // max(4, wpr)) if split else 0, wpr,
-                      batch * rows * np_ * (256 if variant == "ws" else 512) if split else 0,
+                      batch * rows * np_ * (256 if variant == "ws" and _C.ws_half_partials(np_) else 512) if split else 0,
                       batch * rows * np_ * 4 if split else 0, balanced, cs)
 
 
@@ -244,6 +252,7 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
     glen_arg = glen if (cp_world > 1 and glen is not None) else seq_lens
     bal = FLAG_BALANCED if plan.balanced else 0
     flags = (FLAG_LSE if lse is not None else 0) | (FLAG_PARTIAL if partial else 0) | bal
+    flags |= FLAG_MERGE_HALF if partial and plan.half_partials else 0  # the ws kernel's partial format
     if isinstance(kv_scale, torch.Tensor):  # device-resident (decode.py checked it): the kernels read it
         kv_dev, c_qk, o_scale = kv_scale, 0, 0
     else:
