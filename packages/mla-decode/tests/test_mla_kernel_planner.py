@@ -160,3 +160,18 @@ def test_formats_plan_by_their_own_rows():
     # the a8w8 row differs from a16w8's ws row, so the parts may differ: they are the format's own choice
     with pytest.raises(ValueError, match="no cost row"):
         _C.plan_mla_format_parts("a8w8", 2, 16, 1, 1024, arch="gfx942")
+
+
+def test_ws_partials_are_fp16_up_to_64_parts():
+    """The ws kernel's partial O is fp16 (O / ln, 256 workspace floats per row and part) up to 64 parts and fp32
+    beyond (fp16 put o's error above AITER's at 121 parts); the plan's workspace and both launches' flag follow."""
+    from moonmath_mla_decode import _C
+    from moonmath_mla_decode import kernel as mk
+
+    assert [_C.ws_half_partials(n) for n in (1, 2, 64, 65, 300)] == [False, True, True, False, False]
+    for n, floats, half in ((64, 256, True), (65, 512, False)):
+        p = mk.make_plan(2, 16, 1, 8192, nparts=n, variant="ws")
+        assert p.ws_o_floats == 2 * 16 * n * floats and bool(p.merge_flags & mk.FLAG_MERGE_HALF) == half
+        assert p.half_partials == half
+    shared = mk.make_plan(2, 16, 4, 8192, nparts=8, variant="shared")  # the other kernels keep fp32
+    assert shared.ws_o_floats == 2 * 64 * 8 * 512 and not shared.merge_flags & mk.FLAG_MERGE_HALF
