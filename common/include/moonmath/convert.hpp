@@ -32,4 +32,12 @@ MM_DEVICE uint32_t pack_bf16x2_rna(float lo, float hi) {
   return perm(__builtin_bit_cast(uint32_t, hi) + 0x8000u, __builtin_bit_cast(uint32_t, lo) + 0x8000u, 0x07060302u);
 }
 
+// Two f32 -> one dword of two IEEE fp16 (lo -> bits 0..15), round to nearest even (v_cvt_f16_f32 in the
+// default round mode; NaN stays NaN, overflow gives Inf), and back (exact).
+MM_DEVICE uint32_t pack_f16x2(float lo, float hi) {
+  return (uint32_t)__builtin_bit_cast(uint16_t, (_Float16)lo) | ((uint32_t)__builtin_bit_cast(uint16_t, (_Float16)hi) << 16);
+}
+MM_DEVICE float f16_lo(uint32_t w) { return (float)__builtin_bit_cast(_Float16, (uint16_t)(w & 0xffffu)); }
+MM_DEVICE float f16_hi(uint32_t w) { return (float)__builtin_bit_cast(_Float16, (uint16_t)(w >> 16)); }
+
 }  // namespace mm

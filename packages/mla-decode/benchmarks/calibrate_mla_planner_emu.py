@@ -75,9 +75,10 @@ def fit(variant, H, q_len, t_lo=2, t_hi=10, parts=2):
 
 
 def fit_merge(H=16, q_len=1, p_lo=4, p_hi=16):
-    """One merge wave per row (nparts <= 16): 1 and 4 iterations of four parts."""
-    _, lo = per_unit_cycles("wave", H, q_len, 1, p_lo)
-    _, hi = per_unit_cycles("wave", H, q_len, 1, p_hi)
+    """One merge wave per row (nparts <= 16): 1 and 4 iterations of four parts, of the ws kernel's partials
+    (fp16 O / ln, the planner's variant)."""
+    _, lo = per_unit_cycles("ws", H, q_len, 1, p_lo)
+    _, hi = per_unit_cycles("ws", H, q_len, 1, p_hi)
     it = (hi - lo) / ((p_hi - p_lo) // 4)
     return lo - it, it
 
@@ -87,10 +88,11 @@ def measured():
     wf, wt = fit("wave", 16, 1)
     sf, st = fit("shared", 16, 4)
     xf, xt = fit("ws", 16, 1)       # one row tile per workgroup
-    _, xt4 = fit("ws", 16, 4)       # four row tiles: the per-row-tile increment
+    xf4, xt4 = fit("ws", 16, 4)     # four row tiles: the per-row-tile increments (per tile and per part)
     mr, ms = fit_merge()
     return {"wave_part_cycles": wf, "wave_tile_cycles": wt, "shared_part_cycles": sf, "shared_tile_cycles": st,
             "ws_part_cycles": xf, "ws_tile_cycles": xt, "ws_rowtile_cycles": (xt4 - xt) / 3,
+            "ws_part_rowtile_cycles": (xf4 - xf) / 3,
             "merge_wave_cycles": mr, "merge_iter_cycles": ms, "balance_request_cycles": fit_balance()}
 
 

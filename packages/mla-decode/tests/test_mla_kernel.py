@@ -538,7 +538,9 @@ def test_plan_once_run_per_layer_with_one_workspace():
     shapes): bitwise the per-call results; a plan of other shapes and a short workspace are refused."""
     B, H, q_len, lens = 2, 16, 2, [90, 61]
     p = mk.make_plan(B, H, q_len, 90, nparts=3)
-    assert p.nparts == 3 and p.merge_wpr == 1 and p.workspace_floats == B * q_len * H * 3 * 516
+    # the ws kernel's partials: fp16 O (256 floats per row and part) and fp32 (m, l, ln, 0)
+    assert p.variant == "ws" and p.nparts == 3 and p.merge_wpr == 1
+    assert p.workspace_floats == B * q_len * H * 3 * (256 + 4)
     ws = p.workspace()
     for layer in range(2):
         case = make_case(B, H, q_len, lens, seed=60 + layer)

@@ -14,7 +14,9 @@ docs/kernels/mla_decode_gfx950.md), the same on both archs:
   mla_decode_a16w8_fwd_ws VGPR+AGPR <= 256: two waves per SIMD (the 8-wave workgroup, one per CU); SGPR
                           <= 96; LDS <= 65024 (three widened KV tiles + two P/alpha buffers); scratch 0;
                           no spills; 512 threads per workgroup.
-  mla_decode_a16w8_merge  VGPR <= 160, AGPR 0, SGPR <= 80 (152 / 76 since a row may be split into 4 column
+  mla_decode_a16w8_merge  VGPR <= 192, AGPR 0, SGPR <= 80 (192 / 76 since it reads fp32 or fp16 partials
+                          (four sum paths; 152 with fp32 only; held to 168 it spilled 120 bytes): two
+                          waves per SIMD; a row may be split into 4 column
                           blocks of up to 8 waves each: up to 512 threads per workgroup, so 256 VGPRs are
                           allowed and no spill; at 1024 threads it spilled 25 VGPRs); LDS 0 static (the
                           waves' running state is dynamic LDS, sized per launch); scratch 0; no spills.
@@ -45,7 +47,7 @@ BUDGETS = {
     (FWD_CODE_OBJECT, FWD_KERNEL): dict(vgpr=416, agpr=160, sgpr=88, lds=0, scratch=0, block=256),
     (SHARED_CODE_OBJECT, SHARED_KERNEL): dict(vgpr=384, agpr=128, sgpr=88, lds=36096, scratch=0, block=256),
     (WS_CODE_OBJECT, WS_KERNEL): dict(vgpr=256, agpr=256, sgpr=96, lds=65024, scratch=0, block=512),
-    (MERGE_CODE_OBJECT, MERGE_KERNEL): dict(vgpr=160, agpr=0, sgpr=80, lds=0, scratch=0, block=512),
+    (MERGE_CODE_OBJECT, MERGE_KERNEL): dict(vgpr=192, agpr=0, sgpr=80, lds=0, scratch=0, block=512),
 }
 # Static MFMA counts per decode kernel (two tiles of the unrolled loop): {opcode: count}.
 MFMA_MIX = {

@@ -19,6 +19,8 @@
 // wpr > 1 wave 0 of the unit then folds the others' (M, L, Ln, sums) in wave order through LDS. The
 // result equals the formula above up to fp32
 // rounding. Fixed order for a given nparts everywhere: deterministic, no atomics.
+// Half partials (kFlagMergeHalf: the ws kernel's): O_p is stored as fp16 O_p / ln_p, so a lane's 8 columns
+// are one 16-byte load and part p's weight in the sum is w_p * ln_p (the same formula).
 #include "mla_decode_common.hpp"
 
 namespace {
@@ -45,8 +47,9 @@ struct MergeState {
   }
 };
 // st.acc += sum over parts k < n of w_k * O_k (w_k in lane k of wgt; at_k: the byte offset of this lane's
-// 8 columns of part k), lane group g = lane / (64 / CS) taking k = g (mod CS), four steps' loads in flight.
-template <uint32_t CS, class At>
+// 8 columns of part k: 8 fp32, or 8 fp16 if Half), lane group g = lane / (64 / CS) taking k = g (mod CS),
+// four steps' loads in flight.
+template <uint32_t CS, bool Half, class At>
 MM_DEVICE void sum_parts(MergeState& st, mm::buffer_rsrc wo, float wgt, uint32_t n, At at_k) {
   const uint32_t grp = CS == 1 ? 0u : mm::lane_id() / (64u / CS);
   for (uint32_t j0 = 0; j0 * CS < n; j0 += kUnroll) {
@@ -58,7 +61,7 @@ MM_DEVICE void sum_parts(MergeState& st, mm::buffer_rsrc wo, float wgt, uint32_t
       if (CS == 1 || k < n) {  // CS > 1: the last step's missing parts read zeros (weight 0)
         const uint32_t off = at_k(k);
         a[u] = mm::buffer_load_b128(wo, off);
-        b[u] = mm::buffer_load_b128(wo, off + 16u);
+        if (!Half) b[u] = mm::buffer_load_b128(wo, off + 16u);
       } else {
         a[u] = b[u] = mm::u32x4{0u, 0u, 0u, 0u};
       }
@@ -71,8 +74,14 @@ MM_DEVICE void sum_parts(MergeState& st, mm::buffer_rsrc wo, float wgt, uint32_t
                               : mm::bit_cast<float>(mm::bpermute(mm::bit_cast<uint32_t>(wgt), k));
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        st.acc[e] = __builtin_fmaf(w, mm::bit_cast<float>(a[u][e]), st.acc[e]);
-        st.acc[4 + e] = __builtin_fmaf(w, mm::bit_cast<float>(b[u][e]), st.acc[4 + e]);
+        if (Half) {  // fpext feeding an fma: one v_fma_mix_f32 per value (op_sel picks the half)
+          const mm::f16x2 h = mm::bit_cast<mm::f16x2>(a[u][e]);
+          st.acc[2 * e] = __builtin_fmaf(w, (float)h[0], st.acc[2 * e]);
+          st.acc[2 * e + 1] = __builtin_fmaf(w, (float)h[1], st.acc[2 * e + 1]);
+        } else {
+          st.acc[e] = __builtin_fmaf(w, mm::bit_cast<float>(a[u][e]), st.acc[e]);
+          st.acc[4 + e] = __builtin_fmaf(w, mm::bit_cast<float>(b[u][e]), st.acc[4 + e]);
+        }
       }
     }
   }
@@ -106,7 +115,9 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
   const uint32_t col = (cblk << (9u - cs_log2)) + 8u * (lane & ((64u >> cs_log2) - 1u));  // this lane's 8 columns
   const float o_scale = kv_scale_dev != nullptr ? *kv_scale_dev : mm::bit_cast<float>(o_scale_bits);
   const mm::buffer_rsrc ml = mm::make_buffer(ws_ml, rows * nparts * 16u);
-  const mm::buffer_rsrc wo = mm::make_buffer(ws_o, rows * nparts * kLat * 4u);
+  const bool half = (flags & mla::kFlagMergeHalf) != 0;
+  const uint32_t o_bytes = half ? 2u : 4u;  // per partial O element
+  const mm::buffer_rsrc wo = mm::make_buffer(ws_o, rows * nparts * kLat * o_bytes);
   const uint32_t rows_req = rows / B;
   const uint32_t req = valid ? row / rows_req : 0u, r_in = row % rows_req;
   const mla::Units units =
@@ -144,8 +155,16 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
     st.l += mm::wave_sum(wgt * l);
     st.ln += mm::wave_sum(wgt * mm::bit_cast<float>(mt[2]));
     const uint32_t n_here = n_mine - k0 < 64u ? n_mine - k0 : 64u;
-    if (cs == 1) sum_parts<1>(st, wo, wgt, n_here, [&](uint32_t k) { return part_slot(k0 + k) * (kLat * 4u) + col * 4u; });
-    else sum_parts<4>(st, wo, wgt, n_here, [&](uint32_t k) { return part_slot(k0 + k) * (kLat * 4u) + col * 4u; });
+    auto at = [&](uint32_t k) __attribute__((always_inline)) { return (part_slot(k0 + k) * kLat + col) * o_bytes; };
+    // half partials hold O_p / ln_p: weight w_p * ln_p (l == 0 parts keep weight 0; NaN stays NaN)
+    const float wo_w = half ? wgt * mm::bit_cast<float>(mt[2]) : wgt;
+    if (cs == 1) {
+      if (half) sum_parts<1, true>(st, wo, wo_w, n_here, at);
+      else sum_parts<1, false>(st, wo, wo_w, n_here, at);
+    } else {
+      if (half) sum_parts<4, true>(st, wo, wo_w, n_here, at);
+      else sum_parts<4, false>(st, wo, wo_w, n_here, at);
+    }
   }
   if (cs > 1) {  // uniform over the launch: lane groups 0..3 hold the same columns of different parts
 #pragma unroll

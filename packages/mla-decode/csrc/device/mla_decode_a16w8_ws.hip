@@ -53,10 +53,12 @@
 // max exceeds it by more than kLazyMax (log2 units), and a PV wave rescales a row tile's accumulator only
 // when one of its rows moved.
 //
-// Output: direct (one part) o = kv_scale * O / ln in bf16 RTNE and lse = m + log2(l); otherwise fp32
-// partials (O, m, l, ln) for mla_decode_a16w8_merge as the other variants, except that O's columns are in
-// the PV MFMA's output order (mfma_column in mla_decode_common.hpp: each accumulator stored as it is, no
-// transpose), which the merge reads under kFlagMergeMfmaColumns.
+// Output: direct (one part) o = kv_scale * O / ln in bf16 RTNE and lse = m + log2(l); otherwise partials
+// for mla_decode_a16w8_merge: (m, l, ln) in fp32 as the other variants, and O / ln in fp16 RTNE under
+// kFlagMergeHalf (half the bytes of fp32 O; the host sets it up to kHalfPartialsMaxParts parts), else fp32
+// O, its columns in the PV MFMA's
+// output order (mfma_column in mla_decode_common.hpp: two accumulators stored as they are, no transpose),
+// which the merge reads under kFlagMergeMfmaColumns.
 #include "mla_decode_common.hpp"
 #include "moonmath/convert.hpp"
 
@@ -354,17 +356,28 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
     }
     // Lane (j = i, g) of PV wave f holds row j's columns 128f + 32g + 8rr + b (acc[t][b][rr]).
     const uint32_t col = kPvCols * fill_id + 32u * g;
-    const mm::buffer_rsrc wo = mm::make_buffer(w.ws_o, w.B * rows * w.nparts * kLat * 4u);
+    const bool half = (w.flags & kFlagMergeHalf) != 0;  // fp16 O / ln (uniform); else fp32 O
+    const mm::buffer_rsrc wo = mm::make_buffer(w.ws_o, w.B * rows * w.nparts * kLat * (half ? 2u : 4u));
     const mm::buffer_rsrc ob = mm::make_buffer(w.o_lat, w.B * rows * kLat * 2u);
 #pragma unroll
     for (uint32_t t = 0; t < NRT; ++t) {
       const uint32_t rt_row = (w.grp * kMaxRowTiles + t) * 16u + i;
       if (rt_row >= rows) continue;
-      if (partial) {  // in the MFMA output order (mfma_column): acc[t][b] as it is, at floats 4b .. 4b + 3
+      if (partial && !half) {  // fp32 O, in the MFMA output order (mfma_column): acc[t][b] at floats 4b .. 4b + 3
         const uint32_t slot = w.unit * rows + rt_row;
 #pragma unroll
         for (int b = 0; b < 8; ++b)
           mm::buffer_store_b128(mm::bit_cast<mm::u32x4>(acc[t][b]), wo, (slot * kLat + col + 4u * b) * 4u);
+      } else if (partial) {  // O / ln in fp16, the same order: acc[t][b] at halves 4b .. 4b + 3
+        const uint32_t slot = w.unit * rows + rt_row;
+        const float inv = inv_norm(1.f, stats[t * 16u + i]);  // ln == 0 (no token): zeros
+#pragma unroll
+        for (int b = 0; b < 8; b += 2) {
+          const mm::f32x4 x = acc[t][b] * inv, y = acc[t][b + 1] * inv;  // two v_pk_mul_f32 each, in place
+          mm::buffer_store_b128(mm::u32x4{mm::pack_f16x2(x[0], x[1]), mm::pack_f16x2(x[2], x[3]),
+                                          mm::pack_f16x2(y[0], y[1]), mm::pack_f16x2(y[2], y[3])},
+                                wo, (slot * kLat + col + 4u * b) * 2u);
+        }
       } else {
         const float inv = inv_norm(w.o_scale, stats[t * 16u + i]);
         const uint32_t R = w.b * rows + rt_row;

@@ -66,6 +66,9 @@ constexpr uint32_t kFlagBalanced = 4u;    // parts per request by length (Reques
 constexpr uint32_t kFlagMergeQuarters = 8u;  // merge: each row's 512 columns in 4 blocks of their own waves
 // merge: the partials' columns are in the ws kernel's MFMA output order (mfma_column), not natural order
 constexpr uint32_t kFlagMergeMfmaColumns = 16u;
+// merge: the partial O is fp16 and normalised by its part's ln (the ws kernel's: half the bytes of fp32; the
+// rounding adds 0.2-0.5% to o's error where bf16 added 16-23%); the merge weights part p by w_p * ln_p
+constexpr uint32_t kFlagMergeHalf = 32u;
 
 // The ws kernel's partial O layout: within each 32-column block, float 4b + rr holds column 8rr + b
 // (b = 0..7, rr = 0..3), so a PV lane stores each accumulator (one b, four rr) as one 16-byte chunk without

@@ -27,11 +27,13 @@
 //   rounds    = ceil(waves / (cus * 4)); ws: ceil(workgroups / cus) (one workgroup of 8 waves per CU,
 //               its cycles are the workgroup's issue cycles per SIMD: total / 4)
 //   t_compute = rounds * (ceil(tiles / nparts) * tile_cycles + part_cycles) / clock + kPartLatencyNs
-//               tiles = ceil(L / 16); tile_cycles = tile + (min(n_rt, 4) - 1) * rowtile (kernel_cost)
+//               tiles = ceil(L / 16); tile_cycles = tile + (min(n_rt, 4) - 1) * rowtile (kernel_cost),
+//               part_cycles = part + (min(n_rt, 4) - 1) * part_rowtile (a part's Q and partials grow with its rows)
 //   t_memory  = (B * L * (576 + 4) + partial_bytes) / bw
 //               bw = min(kHbmBytesPerNs, busy_cus * kCuBytesPerNs), busy_cus = min(cus, workgroups);
 //               kCuBytesPerNs is a CU's share of HBM when all are busy (what the timing model serves)
-//               partial_bytes = B * q_len * H * nparts * (512 + 4) * 4   (written; the merge reads them)
+//               partial_bytes = B * q_len * H * nparts * (512 * o_bytes + 16)   (written; the merge reads them;
+//               o_bytes = partial_o_bytes: 4 fp32, 2 for the ws kernel's fp16 O / ln up to kHalfPartialsMaxParts)
 //   cost      = max(t_compute, t_memory) + (nparts > 1 ? t_merge : 0)
 //   balanced split (balance_split: 1 < B <= 64 and nparts > 1): part_cycles and the merge wave's
 //               cycles grow by balance_request_cycles * B (0 now: located lane-parallel)
@@ -43,7 +45,7 @@
 // kPartLatencyNs, kHbmLatencyNs and the bandwidths are assumptions about the hardware (the emulator
 // has no timing); the cycle constants are measurements.
 // (variant, nparts): the fewest parts (shared, if n_rt >= 2, before wave) whose cost is within
-// kSplitSlack (10%) of the minimum over nparts in 1..kMaxParts with no empty part: gains below the
+// kSplitSlack (5%) of the minimum over nparts in 1..kMaxParts with no empty part: gains below the
 // model's accuracy do not buy more work.
 // L is the length hint (tokens per request) or kDefaultLen when none is given.
 #pragma once
@@ -76,12 +78,18 @@ constexpr int64_t kDefaultLen = 16384;
 // part's work to a merge's latency is the one the timing model sees.
 constexpr double kClockGhz = 1.1;
 constexpr double kHbmBytesPerNs = 4000.0;  // ~4 TB/s achievable of the 5.3 TB/s peak
-constexpr double kCuBytesPerNs = 13.2;     // one CU's share of HBM when all are busy (4000 / 304), as the timing
-                                           // model serves a CU: what a launch on fewer CUs gets per CU
+// One CU's share of HBM as the timing model serves it: 5.3 TB/s / 304 CUs per cycle of its 2.1 GHz clock, in
+// time at its calibrated 1041 MHz (docs/performance.md) = 8.6 B/ns -- what a launch on fewer CUs gets per CU.
+// (13.2 = 4000 / 304 before: 1.5x what the model serves, so the planner saw a merge on few CUs, one row
+// per wave, as 1.5x faster than the timing model did and split B = 2, q_len 4, S = 1024 into 64 one-tile parts.)
+constexpr double kCuBytesPerNs = 8.6;
 constexpr double kHbmLatencyNs = 1000.0;   // one dependent HBM round trip
 constexpr double kPartLatencyNs = 2000.0;  // a part's first MFMA waits for its slots, then its KV
 constexpr double kMergeLaunchNs = 4000.0;  // a second kernel on the stream
-constexpr double kSplitSlack = 1.10;       // a split must beat the fewer-part plans by more than 10%
+// A split must beat the fewer-part plans by more than 5%. (10% before: on the timing model at the seed's MLA
+// table the parts it refused were real gains of 5-11% -- (32, 8192): 9 parts 149 us, 8 parts 161 us -- CUs
+// left idle, not the model's uncertainty; benchmarks/timing/mla.py geomean 0.970 -> 1.018.)
+constexpr double kSplitSlack = 1.05;
 // The length-balanced split (device side) is used up to this batch (one wave's lanes hold the lengths).
 constexpr int64_t kBalanceMaxBatch = 64;
 
@@ -97,6 +105,9 @@ struct KernelCost {
   double call_row_cycles = 0;  // those launches' issue cycles per query row (B * q_len * H rows)
   double workgroup_waves = kWavesPerBlock;  // waves per workgroup of a non-ws launch (the "_w1" kernels: 1), so
                                             // the CUs it occupies (its share of HBM) are its workgroups'
+  double part_rowtile_cycles = 0;  // each further row tile's share of a part's fixed cost (ws: its Q rows, its
+                                   // partial stores); 0: the row measured once (part_cycles at one row tile)
+  double partial_o_bytes = 4;      // bytes of one partial O element: fp32, or 2 (ws: fp16 O / ln)
 };
 // The one table of decode-kernel costs: a row per (arch, kernel): the a16w8 variants (plan()) and the KV-format
 // kernels (formats.py, plan_format_parts()); a kernel without a row has no cost model (kernel_cost throws).
@@ -110,11 +121,12 @@ constexpr double kA16w16TokenBytes = 2 * kRowBytes + 4, kMxfp4TokenBytes = kRowB
 inline constexpr KernelCostRow kKernelCosts[] = {
     {"gfx942", "wave", {3060.0, 0.0, 2721.0}},
     {"gfx942", "shared", {2111.0, 0.0, 3189.0}},
-    {"gfx942", "ws", {739.0, 432.0, 625.0}},
+    // ws: part_cycles at one row tile, part_rowtile_cycles per further row tile (measured at 4: q_len 4, H 16)
+    {"gfx942", "ws", {739.0, 432.0, 938.0, kRowBytes + 4, 0, 0, kWavesPerBlock, 476.0, 2.0}},
     // gfx950: the QK contraction is 18 v_mfma_f32_16x16x32_bf16 per tile instead of 36 16x16x16
     {"gfx950", "wave", {2772.0, 0.0, 2721.0}},
     {"gfx950", "shared", {1823.0, 0.0, 3189.0}},
-    {"gfx950", "ws", {667.0, 360.0, 625.0}},
+    {"gfx950", "ws", {667.0, 360.0, 938.0, kRowBytes + 4, 0, 0, kWavesPerBlock, 476.0, 2.0}},
     // The KV-format kernels (formats.py), benchmarks/calibrate_mla_formats_emu.py: "<format>" the 4-wave
     // LDS-tile kernel (a wave per row tile, up to 4 sharing a KV tile: the "shared" launch shape, cycles per
     // wave at 4 row tiles), "<format>_w1" gfx950's one-wave kernel for one row tile (the "wave" shape).
@@ -147,10 +159,10 @@ struct Machine {
   double merge_iter_cycles;       // one merge iteration: four parts summed
   double balance_request_cycles;  // balanced split: per request, per decode and merge wave (0: lane-parallel)
 };
-constexpr Machine kGfx942{"gfx942", kDefaultCus, kClockGhz, kHbmBytesPerNs, kCuBytesPerNs, 1716.0, 300.0, 0.0};
+constexpr Machine kGfx942{"gfx942", kDefaultCus, kClockGhz, kHbmBytesPerNs, kCuBytesPerNs, 2086.0, 244.0, 0.0};
 // MI355X (assumptions): 256 CUs, a sustained clock in the same proportion to its 2.4 GHz peak as
 // gfx942's, 8 TB/s peak HBM of which ~6 TB/s achievable (the 4 / 5.3 fraction assumed on gfx942).
-constexpr Machine kGfx950{"gfx950", 256, 1.26, 6000.0, 23.4, 1716.0, 300.0, 0.0};
+constexpr Machine kGfx950{"gfx950", 256, 1.26, 6000.0, 23.4, 2086.0, 244.0, 0.0};
 
 // The machine model of `arch`; std::invalid_argument for an arch without MLA decode kernels.
 inline const Machine& machine_for(const std::string& arch) {
@@ -172,13 +184,19 @@ struct Plan {
   int64_t merge_wpr = 0;      // merge waves per row (merge_waves_per_row(nparts); 0: no merge)
   int64_t merge_cs = 0;       // merge column blocks per row (merge_column_blocks(nparts); 0: no merge)
   bool balanced = false;      // parts shared out by request length on the device (balance_split)
-  int64_t ws_o_floats = 0;    // workspace: partial O, [B*rows, nparts, 512] fp32
+  int64_t ws_o_floats = 0;    // workspace: partial O, [B*rows, nparts, 512] fp32 (ws: fp16, half the floats)
   int64_t ws_ml_floats = 0;   // workspace: partial (m, l, ln, 0), [B*rows, nparts, 4] fp32
   int64_t len_used = 0;       // the length the cost model assumed
   double cost_ns = 0;         // the model's estimate for the chosen plan
 };
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The ws kernel writes its partial O as fp16 O / ln up to this many parts, fp32 beyond: at q_len 4, S 32768,
+// 121 parts the fp16 rounding put o's error 0.15% above AITER's (1.8383e-3 vs 1.8356e-3); at <= 86 parts
+// it stayed below (table_mla_kernel_emu.py's inputs).
+constexpr int64_t kHalfPartialsMaxParts = 64;
+inline bool ws_half_partials(int64_t nparts) { return nparts > 1 && nparts <= kHalfPartialsMaxParts; }
 
 enum class Variant : int { kWave = 0, kShared = 1, kWs = 2 };
 constexpr int kWsWaves = 8;  // waves of a ws workgroup
@@ -227,7 +245,7 @@ inline bool parts_all_busy(int64_t tiles, int64_t nparts) {
 inline bool balance_split(int64_t batch, int64_t nparts) { return nparts > 1 && batch > 1 && batch <= kBalanceMaxBatch; }
 
 inline double merge_cost(int64_t total_rows, int64_t nparts, int64_t cus, double extra_wave_cycles = 0.0,
-                         const Machine& mc = kGfx942) {
+                         const Machine& mc = kGfx942, double partial_o_bytes = 4.0) {
   const int64_t cs = merge_column_blocks(nparts), wpr = merge_waves_per_row(nparts);
   const double rounds = (double)ceil_div(total_rows * cs * wpr, cus * kSimdsPerCu);
   const double iters = (double)ceil_div(nparts, 4 * cs * wpr);
@@ -235,7 +253,7 @@ inline double merge_cost(int64_t total_rows, int64_t nparts, int64_t cus, double
                                    (mc.merge_wave_cycles + extra_wave_cycles) / mc.clock_ghz);
   // its bytes (every part's O and (m, l, ln) read, o written) through the CUs its workgroups occupy
   const int64_t wgs = ceil_div(total_rows * cs * wpr, merge_block_waves(wpr));
-  const double bytes = (double)total_rows * ((double)nparts * (kLat + 4) * 4.0 + kLat * 2.0);
+  const double bytes = (double)total_rows * ((double)nparts * (kLat * partial_o_bytes + 16.0) + kLat * 2.0);
   const double bw = std::min(mc.hbm_bytes_per_ns * (double)cus / (double)mc.cus,
                              (double)std::min<int64_t>(cus, wgs) * mc.cu_bytes_per_ns);
   return kMergeLaunchNs + std::max(t_issue, bytes / bw);
@@ -250,22 +268,25 @@ inline double kernel_plan_cost(const KernelCost& kc, int64_t batch, int64_t head
   const int64_t waves = launch_waves(batch, n_rt, nparts, v);
   const bool ws = v == Variant::kWs;
   const int64_t rounds = ws ? ceil_div(launch_grid(batch, n_rt, nparts, v), cus) : ceil_div(waves, slots);
-  const double tile_cycles =
-      kc.tile_cycles + kc.rowtile_cycles * (double)(std::min<int64_t>(n_rt, kWavesPerBlock) - 1);
+  const double extra_rowtiles = (double)(std::min<int64_t>(n_rt, kWavesPerBlock) - 1);
+  const double tile_cycles = kc.tile_cycles + kc.rowtile_cycles * extra_rowtiles;
   // balanced split: every wave locates its part (a ws workgroup: wave 0 only, the others read it from LDS)
   const double balance = balance_split(batch, nparts) ? mc.balance_request_cycles * (double)batch : 0.0;
-  const double part_cycles = kc.part_cycles + balance;
+  const double part_cycles = kc.part_cycles + kc.part_rowtile_cycles * extra_rowtiles + balance;
   const double t_compute =
       (double)rounds * ((double)ceil_div(tiles, nparts) * tile_cycles + part_cycles) / mc.clock_ghz + kPartLatencyNs;
-  const double partial = nparts > 1 ? (double)(batch * rows * nparts) * (kLat + 4) * 4.0 : 0.0;  // written
+  // bytes of a partial O element: the row's (ws: fp16 up to kHalfPartialsMaxParts parts, then fp32)
+  const double o_bytes = ws && !ws_half_partials(nparts) ? 4.0 : kc.partial_o_bytes;
+  const double partial =  // written
+      nparts > 1 ? (double)(batch * rows * nparts) * (kLat * o_bytes + 16.0) : 0.0;
   const double busy_cus = std::min<double>(
       (double)cus, (double)(ws ? launch_grid(batch, n_rt, nparts, v) : ceil_div(waves, (int64_t)kc.workgroup_waves)));
   const double bw = std::min(mc.hbm_bytes_per_ns * (double)cus / (double)mc.cus, busy_cus * mc.cu_bytes_per_ns);
   const double t_memory = ((double)batch * (double)len * kc.token_bytes + partial) / bw;
   double cost = std::max(t_compute, t_memory);
-  if (nparts > 1) cost += merge_cost(batch * rows, nparts, cus, balance, mc);
+  if (nparts > 1) cost += merge_cost(batch * rows, nparts, cus, balance, mc, o_bytes);
   // the kernel's own launches before the decode (a8w8's Q quantisation): independent of nparts, they still
-  // move the split: the 10% slack is of the call's whole time
+  // move the split: the 5% slack is of the call's whole time
   if (kc.call_launches > 0)
     cost += kc.call_launches * kMergeLaunchNs +
             (double)ceil_div((int64_t)(kc.call_row_cycles * (double)(batch * rows)), slots) / mc.clock_ghz;
@@ -369,7 +390,8 @@ inline Plan plan(int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint =
     p.balanced = balance_split(batch, p.nparts);
     p.merge_cs = merge_column_blocks(p.nparts);
     p.merge_grid = ceil_div(total_rows * p.merge_cs * p.merge_wpr, merge_block_waves(p.merge_wpr));
-    p.ws_o_floats = total_rows * p.nparts * kLat;
+    // the ws kernel's partial O is fp16: two per float of the workspace
+    p.ws_o_floats = total_rows * p.nparts * kLat / (best_v == Variant::kWs && ws_half_partials(p.nparts) ? 2 : 1);
     p.ws_ml_floats = total_rows * p.nparts * 4;
   }
   if (total_rows * kLat * 2 >= limit || p.grid >= (int64_t(1) << 31))

@@ -53,6 +53,8 @@ void register_mla_planner(py::module_& m) {
         "Whether a launch shares its parts out by request length on the device.");
   m.def("merge_column_blocks", &moonmath::mla::merge_column_blocks, py::arg("nparts"),
         "Column blocks (1 or 4) of a merge row, each with its own waves, for a given number of parts.");
+  m.def("ws_half_partials", &moonmath::mla::ws_half_partials, py::arg("nparts"),
+        "Whether the ws kernel writes fp16 partials (O / ln) for this many parts (else fp32).");
   m.def("merge_waves_per_row", &moonmath::mla::merge_waves_per_row, py::arg("nparts"),
         "Waves of the split-KV merge kernel per row for a given number of parts.");
   m.def(
@@ -74,6 +76,7 @@ void register_mla_planner(py::module_& m) {
           out[k + "_tile_cycles"] = row.cost.tile_cycles;
           out[k + "_part_cycles"] = row.cost.part_cycles;
           if (row.cost.rowtile_cycles > 0) out[k + "_rowtile_cycles"] = row.cost.rowtile_cycles;
+          if (row.cost.part_rowtile_cycles > 0) out[k + "_part_rowtile_cycles"] = row.cost.part_rowtile_cycles;
         }
         return out;
       },

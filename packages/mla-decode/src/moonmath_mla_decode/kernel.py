@@ -48,6 +48,7 @@ FLAG_PARTIAL = 2
 FLAG_BALANCED = 4  # parts per request by length (device-side, mla_decode_common.hpp: locate)
 FLAG_MERGE_QUARTERS = 8  # merge: 4 column blocks per row, each with its own waves
 FLAG_MERGE_MFMA_COLUMNS = 16  # merge: partials in the ws kernel's MFMA column order (mla_decode_common.hpp)
+FLAG_MERGE_HALF = 32  # merge: partial O in fp16, normalised by its part's ln (the ws kernel's)
 _U32 = 1 << 32
 
 KERNELS = KernelSet("moonmath_mla_decode")
@@ -83,7 +84,7 @@ class DecodePlan:
     grid: int             # workgroups of the decode kernel (256 threads each; ws: 512)
     merge_grid: int       # workgroups of the merge kernel (0: no merge)
     merge_wpr: int        # merge waves per (row, column block) (0: no merge)
-    ws_o_floats: int      # partial O: [B * q_len * H, nparts, 512] fp32
+    ws_o_floats: int      # partial O: [B * q_len * H, nparts, 512] fp32 (ws: fp16 O / ln, half the floats)
     ws_ml_floats: int     # partial (m, l, ln, 0): [B * q_len * H, nparts, 4] fp32
     balanced: bool = False  # the B * nparts parts are shared out by request length on the device
     merge_cs: int = 1       # merge column blocks per row (4: a quarter of the columns per block of waves)
@@ -96,9 +97,17 @@ class DecodePlan:
     @property
     def merge_flags(self) -> int:
         """The merge kernel's flags for the plan (to OR into its flags argument): its column split, and the
-        column order the plan's variant writes its partials in (ws: the MFMA output order)."""
+        column order the plan's variant writes its partials in (ws: the MFMA output order, fp16 O / ln)."""
         quarters = FLAG_MERGE_QUARTERS if self.merge_cs == 4 else 0
-        return quarters | (FLAG_MERGE_MFMA_COLUMNS if self.variant == "ws" else 0)
+        half = FLAG_MERGE_HALF if self.variant == "ws" and self.half_partials else 0
+        return quarters | half | (FLAG_MERGE_MFMA_COLUMNS if self.variant == "ws" else 0)
+
+    @property
+    def half_partials(self) -> bool:
+        """The ws kernel's partial O is fp16 O / ln (up to _C.ws_half_partials' part count), else fp32."""
+        from . import _C
+
+        return self.variant == "ws" and bool(_C.ws_half_partials(self.nparts))
 
     @property
     def merge_lds(self) -> int:
@@ -143,7 +152,8 @@ def make_plan(batch: int, heads: int, q_len: int, len_hint: int = 0, *, nparts: 
     balanced = _C.balance_split(batch, np_) if balanced is None else bool(balanced) and split
     return DecodePlan(batch, heads, q_len, np_, variant, n_rt, grid,
                       -(-(batch * rows * cs * wpr) // max(4, wpr)) if split else 0, wpr,
-                      batch * rows * np_ * 512 if split else 0, batch * rows * np_ * 4 if split else 0, balanced, cs)
+                      batch * rows * np_ * (256 if variant == "ws" and _C.ws_half_partials(np_) else 512) if split else 0,
+                      batch * rows * np_ * 4 if split else 0, balanced, cs)
 
 
 def _address(t: torch.Tensor | None) -> int:
@@ -242,6 +252,7 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
     glen_arg = glen if (cp_world > 1 and glen is not None) else seq_lens
     bal = FLAG_BALANCED if plan.balanced else 0
     flags = (FLAG_LSE if lse is not None else 0) | (FLAG_PARTIAL if partial else 0) | bal
+    flags |= FLAG_MERGE_HALF if partial and plan.half_partials else 0  # the ws kernel's partial format
     if isinstance(kv_scale, torch.Tensor):  # device-resident (decode.py checked it): the kernels read it
         kv_dev, c_qk, o_scale = kv_scale, 0, 0
     else:
