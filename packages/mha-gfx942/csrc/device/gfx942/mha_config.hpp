@@ -11,5 +11,6 @@ constexpr unsigned kCtaRows = kWaves * kQTilesPerWave * 16;  // q rows per workg
 constexpr unsigned kCtaThreads = kWaves * 64;
 constexpr unsigned kKvBlock = 64;       // kv rows per main-loop step
 constexpr unsigned kMergeRowsPerCta = 8;  // merge kernel: 8 rows x 32 threads
+constexpr unsigned merge_rows_per_cta(unsigned head_dim) { return 256 * 4 / head_dim; }  // 4 columns a thread
 
 }  // namespace moonmath::mha::config

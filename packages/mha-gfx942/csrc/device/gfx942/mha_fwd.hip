@@ -62,10 +62,11 @@ struct Strides {
   uint64_t batch;  // bytes between batches
 };
 
-MM_DEVICE mm::buffer_rsrc head_buffer(const void* base, Strides st, uint32_t bh, uint32_t heads, uint32_t rows) {
+MM_DEVICE mm::buffer_rsrc head_buffer(const void* base, Strides st, uint32_t bh, uint32_t heads, uint32_t rows,
+                                      uint32_t row_bytes = kRowBytes) {
   const uint32_t b = bh / heads, h = bh - b * heads;
   const char* p = (const char*)base + b * st.batch + h * st.head;
-  return mm::make_buffer(p, (rows - 1u) * st.row + kRowBytes);
+  return mm::make_buffer(p, (rows - 1u) * st.row + row_bytes);
 }
 
 
@@ -79,30 +80,33 @@ struct Features {
 
 // One work item: q block `qb` of head `bh`, kv blocks part, part + nparts, ... . kSplit: write the fp32
 // partial (slot) instead of the normalised bf16 output. lds: kLdsBytes, the two stages. kFeat: apply `feat`
-// (soft-cap between QK and the mask; the sink in the epilogue, carried by part 0 of a split item).
-template <mm::Round R, bool kSplit, bool kFeat = false>
+// (soft-cap between QK and the mask; the sink in the epilogue, carried by part 0 of a split item). D: the
+// head dim (HeadDim<D>; 128 for the default kernels).
+template <mm::Round R, bool kSplit, bool kFeat = false, uint32_t D = 128>
 MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, uint16_t* out, float* ws_o,
                       float* ws_ml, uint32_t sq, uint32_t skv, uint32_t heads, Strides qs, Strides ks, uint32_t qb,
                       uint32_t bh, uint32_t part, uint32_t nparts, uint32_t slot, uint8_t* lds,
-                      Features feat = Features{nullptr, kScaleLog2e, 0.f}) {
+                      Features feat = Features{nullptr, HeadDim<D>::kScaleLog2e, 0.f}) {
+  typedef HeadDim<D> HD;
   const uint32_t wave = mm::wave_id();
   const bool group_b = wave >= kWaves / 2;  // waves 4..7: the second wave of each SIMD
   const uint32_t row0 = qb * kCtaRows + wave * (kQTilesPerWave * 16);
   const uint32_t nkb = (skv + kKvBlock - 1) / kKvBlock;
-  const mm::buffer_rsrc qr = head_buffer(q, qs, bh, heads, sq);
+  const mm::buffer_rsrc qr = head_buffer(q, qs, bh, heads, sq, HD::kRowBytes);
   const uint32_t b = bh / heads, h = bh - b * heads;
   const char* k_head = (const char*)k + b * ks.batch + h * ks.head;
-  const uint32_t k_bytes = (skv - 1u) * ks.row + kRowBytes;
-  const mm::buffer_rsrc vr = mm::make_buffer((const char*)vt + (uint64_t)bh * nkb * kVtBlockBytes, nkb * kVtBlockBytes);
+  const uint32_t k_bytes = (skv - 1u) * ks.row + HD::kRowBytes;
+  const mm::buffer_rsrc vr =
+      mm::make_buffer((const char*)vt + (uint64_t)bh * nkb * HD::kVtBlockBytes, nkb * HD::kVtBlockBytes);
 
-  FragB qf[kQTilesPerWave][kKSteps];
-  FragC o[kQTilesPerWave][kDTiles];
+  FragB qf[kQTilesPerWave][HD::kKSteps];
+  FragC o[kQTilesPerWave][HD::kDTiles];
   GatedColSoftmax sm[kQTilesPerWave];
 #pragma unroll
   for (uint32_t i = 0; i < kQTilesPerWave; ++i) {
     load_rows16_kpair(qf[i], qr, row0 + 16u * i, qs.row);
 #pragma unroll
-    for (uint32_t dt = 0; dt < kDTiles; ++dt) o[i][dt] = mm::zeros<S16>();
+    for (uint32_t dt = 0; dt < HD::kDTiles; ++dt) o[i][dt] = mm::zeros<S16>();
   }
 
   // Block i of this item is kv block part + i * nparts; interval i (between barriers i and i + 1) holds
@@ -111,7 +115,7 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
   // the same sequence cut at a different place, so a SIMD's two waves alternate MFMA and VALU phases.
   const uint32_t cnt = (nkb - part + nparts - 1) / nparts;
   const uint32_t dma_wave = wave - kWaves / 2;  // group B copies the blocks: A's MFMA phase opens the interval
-  if (group_b) dma_k(lds, k_head, k_bytes, part, ks.row, 0, dma_wave);
+  if (group_b) dma_k<D>(lds, k_head, k_bytes, part, ks.row, 0, dma_wave);
   FragC s[kQTilesPerWave][kKvSub];  // S^T of the current block, then P (fp32)
   FragB p[kQTilesPerWave][kKvSub];  // P^T packed to bf16: the B operands of PV
   auto softmax = [&](uint32_t i) {  // online softmax of block i, P packed for PV
@@ -124,13 +128,13 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
       }
       if (partial_block) mask_kv_tail(s[t], kb * kKvBlock, skv);
       if constexpr (kFeat) sm[t].update(s[t], i == 0, feat.scale_log2);
-      else sm[t].update(s[t], i == 0);
+      else sm[t].update(s[t], i == 0, HD::kScaleLog2e);
 #pragma unroll
       for (uint32_t u = 0; u < kKvSub; ++u) p[t][u] = mm::as_b_operand(pack_p<R>(s[t][u]));
     }
   };
-  FragA kf[2][kKSteps];  // K operands of QK: two subtiles (the one in use, the next one being read)
-  auto k_stage = [&](uint32_t i) { return lds + (i & 1u) * kKBlockBytes; };
+  FragA kf[2][HD::kKSteps];  // K operands of QK: two subtiles (the one in use, the next one being read)
+  auto k_stage = [&](uint32_t i) { return lds + (i & 1u) * HD::kKBlockBytes; };
   auto qk_first = [&]() {  // the item's first QK: no PV before it to read K subtile 0 during
     mm::set_priority<3>();
     lds_load_k_subtile(kf[0], k_stage(0), 0);
@@ -144,7 +148,7 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
 #pragma unroll
     for (uint32_t t = 0; t < kQTilesPerWave; ++t) r[t] = sm[t].r;
     mm::set_priority<3>();
-    pv_lds(o, lds + kLdsV + ((i - 1) & 1u) * kVtBlockBytes, p, k_stage(i), kf[0], r);
+    pv_lds(o, lds + HD::kLdsV + ((i - 1) & 1u) * HD::kVtBlockBytes, p, k_stage(i), kf[0], r);
     if (i < cnt) qk_lds(s, k_stage(i), qf, kf);
     mm::set_priority<0>();
   };
@@ -152,8 +156,8 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
     mm::wait_vmcnt<0>();  // this wave's DMAs have landed
     mm::block_sync();     // ... and every wave's; every wave is done with the stages refilled below
     if (group_b) {
-      if (i + 1 < cnt) dma_k(lds, k_head, k_bytes, part + (i + 1) * nparts, ks.row, (i + 1) & 1u, dma_wave);
-      if (i < cnt) dma_vt(lds, vr, part + i * nparts, i & 1u, dma_wave);
+      if (i + 1 < cnt) dma_k<D>(lds, k_head, k_bytes, part + (i + 1) * nparts, ks.row, (i + 1) & 1u, dma_wave);
+      if (i < cnt) dma_vt<D>(lds, vr, part + i * nparts, i & 1u, dma_wave);
     }
   };
   // One loop per group (two separate loops, so that the register allocator sees two regions, not one
@@ -192,30 +196,33 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
     if constexpr (kSplit) {
       // Partial: O unnormalised (fp32) and the row's (m, l); rows of the CTA, not of the sequence.
       const uint32_t cta_row = r - qb * kCtaRows;
-      store_o_partial(o[i], mm::make_buffer(ws_o + (uint64_t)slot * kCtaRows * kHeadDim, kCtaRows * kHeadDim * 4u),
-                      cta_row);
+      store_o_partial(o[i], mm::make_buffer(ws_o + (uint64_t)slot * kCtaRows * D, kCtaRows * D * 4u), cta_row);
       if (quad_id() == 0) {
         const mm::buffer_rsrc wm = mm::make_buffer(ws_ml + (uint64_t)slot * kCtaRows * 2u, kCtaRows * 8u);
         mm::buffer_store_b64(mm::u32x2{__builtin_bit_cast(uint32_t, sm[i].m), __builtin_bit_cast(uint32_t, lsum)},
                              wm, (cta_row + col_id()) * 8u);
       }
     } else {
-      store_o_tile<R>(o[i], lsum, head_buffer(out, qs, bh, heads, sq), r, qs.row);
+      store_o_tile<R>(o[i], lsum, head_buffer(out, qs, bh, heads, sq, HD::kRowBytes), r, qs.row);
     }
   }
 }
 
 // Merge of G fp32 partials of one q block: M = max m_p, w_p = exp2(m_p - M) (0 for a part that saw
 // no finite max), out = sum w_p O_p / sum w_p l_p, packed like the unsplit output. 256 threads: 8 rows
-// x 32 threads of 4 head-dim columns each; kCtaRows / 8 workgroups per q block.
-template <mm::Round R>
+// x 32 threads of 4 head-dim columns each (head dim 64: 16 rows x 16 threads); kCtaRows / 8 (16) workgroups
+// per q block.
+template <mm::Round R, uint32_t D = 128>
 MM_DEVICE void merge(const float* ws_o, const float* ws_ml, const int32_t* table, uint16_t* out, uint32_t sq,
                      uint32_t heads, Strides qs, uint32_t ngroups) {
-  constexpr uint32_t kPerGroup = kCtaRows / moonmath::mha::config::kMergeRowsPerCta;
+  constexpr uint32_t kThreadsPerRow = D / 4, kRows = 256 / kThreadsPerRow;
+  static_assert(kRows == moonmath::mha::config::merge_rows_per_cta(D), "the host's merge grid");
+  constexpr uint32_t kPerGroup = kCtaRows / kRows;
   const uint32_t g = mm::block_id_x() / kPerGroup;
   if (g >= ngroups) return;
   const uint32_t tid = mm::thread_id_x();
-  const uint32_t cta_row = (mm::block_id_x() % kPerGroup) * 8u + tid / 32u, col = (tid % 32u) * 4u;
+  const uint32_t cta_row = (mm::block_id_x() % kPerGroup) * kRows + tid / kThreadsPerRow;
+  const uint32_t col = (tid % kThreadsPerRow) * 4u;
   const mm::buffer_rsrc tr = mm::make_buffer(table, ngroups * 16u);
   const mm::u32x4 e = mm::buffer_load_b128(tr, g * 16u);
   const uint32_t qb = mm::uniform(e.x), bh = mm::uniform(e.y), slot0 = mm::uniform(e.z), parts = mm::uniform(e.w);
@@ -229,7 +236,7 @@ MM_DEVICE void merge(const float* ws_o, const float* ws_ml, const int32_t* table
     const uint64_t base = (uint64_t)(slot0 + p) * kCtaRows + cta_row;
     const float mp = ws_ml[base * 2u], lp = ws_ml[base * 2u + 1u];
     const float w = mp == -__builtin_inff() ? 0.f : mm::exp2(mp - big_m);
-    const mm::f32x4 op = *(const mm::f32x4*)(ws_o + base * kHeadDim + col);
+    const mm::f32x4 op = *(const mm::f32x4*)(ws_o + base * D + col);
     big_l += w * lp;
 #pragma unroll
     for (int i = 0; i < 4; ++i) acc[i] += w * op[i];
@@ -237,29 +244,32 @@ MM_DEVICE void merge(const float* ws_o, const float* ws_ml, const int32_t* table
   if (row >= sq) return;
   const float inv = big_l == 0.f ? 0.f : mm::rcp(big_l);
   const mm::u32x2 w = {pack_o<R>(acc[0] * inv, acc[1] * inv), pack_o<R>(acc[2] * inv, acc[3] * inv)};
-  mm::buffer_store_b64(w, head_buffer(out, qs, bh, heads, sq), row * qs.row + col * 2u);
+  mm::buffer_store_b64(w, head_buffer(out, qs, bh, heads, sq, D * 2u), row * qs.row + col * 2u);
 }
 
 }  // namespace mha
 
-// V [rows, 128] of one (batch, head) -> V_t blocks (see mha_stages.hpp lds_load_vt_dtile), one 64-row block
-// per workgroup: 16 KB staged in LDS, then gathered per output lane. Rows >= Skv read as 0.
-MM_KERNEL MM_LAUNCH_BOUNDS(256) void mha_v_transpose(const uint16_t* v, uint16_t* vt, uint32_t skv, uint32_t heads,
-                                                     uint32_t row_stride, uint64_t head_stride, uint64_t batch_stride) {
-  MM_LDS uint16_t tile[mha::kKvBlock * mha::kHeadDim];
+namespace mha {
+
+// V [rows, D] of one (batch, head) -> V_t blocks (see mha_stages.hpp lds_load_vt_dtile), one 64-row block
+// per workgroup: staged in LDS (`tile`, 64 x D bf16), then gathered per output lane. Rows >= Skv read as 0.
+template <uint32_t D>
+MM_DEVICE void v_transpose(uint16_t* tile, const uint16_t* v, uint16_t* vt, uint32_t skv, uint32_t heads,
+                           Strides vs) {
+  typedef HeadDim<D> HD;
+  constexpr uint32_t kChunks = D / 8;  // 16-byte pieces of a row; 1 KB chunks of a V_t block
   const uint32_t n = mm::block_id_x(), bh = mm::block_id_y(), tid = mm::thread_id_x();
-  const uint32_t nkb = (skv + mha::kKvBlock - 1) / mha::kKvBlock;
-  const mm::buffer_rsrc vr = mha::head_buffer(v, mha::Strides{row_stride, head_stride, batch_stride}, bh, heads, skv);
+  const uint32_t nkb = (skv + kKvBlock - 1) / kKvBlock;
+  const mm::buffer_rsrc vr = head_buffer(v, vs, bh, heads, skv, HD::kRowBytes);
 #pragma unroll
-  for (uint32_t i = 0; i < 4; ++i) {
-    const uint32_t idx = tid + 256u * i, row = idx / 16u, c16 = idx % 16u;
-    *(mm::u32x4*)&tile[row * mha::kHeadDim + c16 * 8u] =
-        mm::buffer_load_b128(vr, (n * mha::kKvBlock + row) * row_stride + c16 * 16u);
+  for (uint32_t i = 0; i < kKvBlock * kChunks / 256; ++i) {
+    const uint32_t idx = tid + 256u * i, row = idx / kChunks, c16 = idx % kChunks;
+    *(mm::u32x4*)&tile[row * D + c16 * 8u] = mm::buffer_load_b128(vr, (n * kKvBlock + row) * vs.row + c16 * 16u);
   }
   mm::block_sync();
-  const mm::buffer_rsrc out = mm::make_buffer(vt + (uint64_t)bh * nkb * (mha::kVtBlockBytes / 2), nkb * mha::kVtBlockBytes);
+  const mm::buffer_rsrc out = mm::make_buffer(vt + (uint64_t)bh * nkb * (HD::kVtBlockBytes / 2), nkb * HD::kVtBlockBytes);
 #pragma unroll
-  for (uint32_t i = 0; i < 4; ++i) {
+  for (uint32_t i = 0; i < kChunks * 64 / 256; ++i) {
     const uint32_t idx = tid + 256u * i, c = idx / 64u, lane = idx % 64u;
     const uint32_t dt = c / 2u, pair = c % 2u, quad = lane / 16u, col = lane % 16u;
     uint32_t w[4];
@@ -268,48 +278,62 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void mha_v_transpose(const uint16_t* v, uint16_t
 #pragma unroll
       for (uint32_t e = 0; e < 4; e += 2) {
         const uint32_t kv = 16u * (2u * pair + h) + 4u * quad + e, hd = 16u * dt + col;
-        w[2 * h + e / 2] = (uint32_t)tile[kv * mha::kHeadDim + hd] | ((uint32_t)tile[(kv + 1) * mha::kHeadDim + hd] << 16);
+        w[2 * h + e / 2] = (uint32_t)tile[kv * D + hd] | ((uint32_t)tile[(kv + 1) * D + hd] << 16);
       }
-    mm::buffer_store_b128(mm::u32x4{w[0], w[1], w[2], w[3]}, out, n * mha::kVtBlockBytes + c * 1024u + lane * 16u);
+    mm::buffer_store_b128(mm::u32x4{w[0], w[1], w[2], w[3]}, out, n * HD::kVtBlockBytes + c * 1024u + lane * 16u);
   }
 }
 
-#define MHA_KERNELS(mode, R)                                                                                           \
+}  // namespace mha
+
+#define MHA_V_TRANSPOSE(name, D)                                                                                       \
+  MM_KERNEL MM_LAUNCH_BOUNDS(256) void name(const uint16_t* v, uint16_t* vt, uint32_t skv, uint32_t heads,             \
+                                            uint32_t row_stride, uint64_t head_stride, uint64_t batch_stride) {        \
+    MM_LDS uint16_t tile[mha::kKvBlock * D];                                                                           \
+    mha::v_transpose<D>(tile, v, vt, skv, heads, mha::Strides{row_stride, head_stride, batch_stride});                 \
+  }
+MHA_V_TRANSPOSE(mha_v_transpose, 128)
+MHA_V_TRANSPOSE(mha_v_transpose_d64, 64)
+
+#define MHA_KERNELS(mode, R, D)                                                                                        \
   MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) void mha_fwd_##mode(                                                    \
       const uint16_t* q, const uint16_t* k, const uint16_t* vt, uint16_t* out, uint32_t sq, uint32_t skv,              \
       uint32_t heads, uint32_t nqb, uint32_t n_work, uint32_t q_row, uint64_t q_head, uint64_t q_batch,                \
       uint32_t k_row, uint64_t k_head, uint64_t k_batch) {                                                             \
-    MM_LDS uint8_t lds[mha::kLdsBytes];                                                                                \
+    MM_LDS uint8_t lds[mha::HeadDim<D>::kLdsBytes];                                                                    \
     const uint32_t w = mha::xcd_contiguous(mm::block_id_x(), n_work);                                                  \
-    mha::attend<R, false>(q, k, vt, out, nullptr, nullptr, sq, skv, heads, mha::Strides{q_row, q_head, q_batch},       \
+    mha::attend<R, false, false, D>(q, k, vt, out, nullptr, nullptr, sq, skv, heads,                                   \
+                                    mha::Strides{q_row, q_head, q_batch},                                              \
                           mha::Strides{k_row, k_head, k_batch}, w % nqb, w / nqb, 0u, 1u, 0u, lds);                    \
   }                                                                                                                    \
   MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) void mha_fwd_split_##mode(                                              \
       const uint16_t* q, const uint16_t* k, const uint16_t* vt, float* ws_o, float* ws_ml, const int32_t* sched,       \
       uint32_t n_slots, uint32_t sq, uint32_t skv, uint32_t heads, uint32_t q_row, uint64_t q_head,                    \
       uint64_t q_batch, uint32_t k_row, uint64_t k_head, uint64_t k_batch) {                                           \
-    MM_LDS uint8_t lds[mha::kLdsBytes];                                                                                \
+    MM_LDS uint8_t lds[mha::HeadDim<D>::kLdsBytes];                                                                    \
     const uint32_t slot = mm::block_id_x();                                                                            \
     const mm::u32x4 e = mm::buffer_load_b128(mm::make_buffer(sched, n_slots * 16u), slot * 16u);                       \
-    mha::attend<R, true>(q, k, vt, nullptr, ws_o, ws_ml, sq, skv, heads, mha::Strides{q_row, q_head, q_batch},         \
+    mha::attend<R, true, false, D>(q, k, vt, nullptr, ws_o, ws_ml, sq, skv, heads,                                     \
+                                   mha::Strides{q_row, q_head, q_batch},                                               \
                          mha::Strides{k_row, k_head, k_batch}, mm::uniform(e.x), mm::uniform(e.y), mm::uniform(e.z),   \
                          mm::uniform(e.w), slot, lds);                                                                 \
   }                                                                                                                    \
   MM_KERNEL MM_LAUNCH_BOUNDS(256) void mha_merge_##mode(const float* ws_o, const float* ws_ml, const int32_t* table,   \
                                                         uint16_t* out, uint32_t sq, uint32_t heads, uint32_t q_row,    \
                                                         uint64_t q_head, uint64_t q_batch, uint32_t ngroups) {         \
-    mha::merge<R>(ws_o, ws_ml, table, out, sq, heads, mha::Strides{q_row, q_head, q_batch}, ngroups);                  \
+    mha::merge<R, D>(ws_o, ws_ml, table, out, sq, heads, mha::Strides{q_row, q_head, q_batch}, ngroups);               \
   }
 
 // The feature variants (sinks, soft-cap): the dense and split kernels with three more arguments.
-#define MHA_FEAT_KERNELS(mode, R)                                                                                      \
+#define MHA_FEAT_KERNELS(mode, R, D)                                                                                   \
   MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) void mha_fwd_feat_##mode(                                               \
       const uint16_t* q, const uint16_t* k, const uint16_t* vt, uint16_t* out, uint32_t sq, uint32_t skv,              \
       uint32_t heads, uint32_t nqb, uint32_t n_work, uint32_t q_row, uint64_t q_head, uint64_t q_batch,                \
       uint32_t k_row, uint64_t k_head, uint64_t k_batch, const float* sinks, float scale_log2, float softcap_pre2) {   \
-    MM_LDS uint8_t lds[mha::kLdsBytes];                                                                                \
+    MM_LDS uint8_t lds[mha::HeadDim<D>::kLdsBytes];                                                                    \
     const uint32_t w = mha::xcd_contiguous(mm::block_id_x(), n_work);                                                  \
-    mha::attend<R, false, true>(q, k, vt, out, nullptr, nullptr, sq, skv, heads, mha::Strides{q_row, q_head, q_batch}, \
+    mha::attend<R, false, true, D>(q, k, vt, out, nullptr, nullptr, sq, skv, heads,                                    \
+                                   mha::Strides{q_row, q_head, q_batch},                                               \
                                 mha::Strides{k_row, k_head, k_batch}, w % nqb, w / nqb, 0u, 1u, 0u, lds,               \
                                 mha::Features{sinks, scale_log2, softcap_pre2});                                       \
   }                                                                                                                    \
@@ -318,18 +342,27 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void mha_v_transpose(const uint16_t* v, uint16_t
       uint32_t n_slots, uint32_t sq, uint32_t skv, uint32_t heads, uint32_t q_row, uint64_t q_head,                    \
       uint64_t q_batch, uint32_t k_row, uint64_t k_head, uint64_t k_batch, const float* sinks, float scale_log2,       \
       float softcap_pre2) {                                                                                            \
-    MM_LDS uint8_t lds[mha::kLdsBytes];                                                                                \
+    MM_LDS uint8_t lds[mha::HeadDim<D>::kLdsBytes];                                                                    \
     const uint32_t slot = mm::block_id_x();                                                                            \
     const mm::u32x4 e = mm::buffer_load_b128(mm::make_buffer(sched, n_slots * 16u), slot * 16u);                       \
-    mha::attend<R, true, true>(q, k, vt, nullptr, ws_o, ws_ml, sq, skv, heads, mha::Strides{q_row, q_head, q_batch},   \
+    mha::attend<R, true, true, D>(q, k, vt, nullptr, ws_o, ws_ml, sq, skv, heads,                                      \
+                                  mha::Strides{q_row, q_head, q_batch},                                                \
                                mha::Strides{k_row, k_head, k_batch}, mm::uniform(e.x), mm::uniform(e.y),               \
                                mm::uniform(e.z), mm::uniform(e.w), slot, lds,                                          \
                                mha::Features{sinks, scale_log2, softcap_pre2});                                        \
   }
 
-MHA_KERNELS(rtna, mm::Round::RTNA)
-MHA_KERNELS(rtne, mm::Round::RTNE)
-MHA_KERNELS(rtz, mm::Round::RTZ)
-MHA_FEAT_KERNELS(rtna, mm::Round::RTNA)
-MHA_FEAT_KERNELS(rtne, mm::Round::RTNE)
-MHA_FEAT_KERNELS(rtz, mm::Round::RTZ)
+MHA_KERNELS(rtna, mm::Round::RTNA, 128)
+MHA_KERNELS(rtne, mm::Round::RTNE, 128)
+MHA_KERNELS(rtz, mm::Round::RTZ, 128)
+MHA_FEAT_KERNELS(rtna, mm::Round::RTNA, 128)
+MHA_FEAT_KERNELS(rtne, mm::Round::RTNE, 128)
+MHA_FEAT_KERNELS(rtz, mm::Round::RTZ, 128)
+// Head dim 64 (HeadDim<64>): mha_fwd_d64_<m>, mha_fwd_split_d64_<m>, mha_merge_d64_<m>, mha_fwd_feat_d64_<m>,
+// mha_fwd_split_feat_d64_<m>.
+MHA_KERNELS(d64_rtna, mm::Round::RTNA, 64)
+MHA_KERNELS(d64_rtne, mm::Round::RTNE, 64)
+MHA_KERNELS(d64_rtz, mm::Round::RTZ, 64)
+MHA_FEAT_KERNELS(d64_rtna, mm::Round::RTNA, 64)
+MHA_FEAT_KERNELS(d64_rtne, mm::Round::RTNE, 64)
+MHA_FEAT_KERNELS(d64_rtz, mm::Round::RTZ, 64)
