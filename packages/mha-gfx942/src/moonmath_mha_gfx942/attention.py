@@ -1,4 +1,4 @@
-"""bf16 MHA forward for gfx942 (MI300X): head dim 128, BHSD or BSHD, RTNA / RTNE / RTZ output rounding, optional
+"""bf16 MHA forward for gfx942 (MI300X): head dim 64 or 128, BHSD or BSHD, RTNA / RTNE / RTZ output rounding, optional
 soft-cap and attention sinks."""
 from __future__ import annotations
 
@@ -10,17 +10,18 @@ from . import kernel, reference
 
 LAYOUTS = ("bhsd", "bshd")
 ROUND_MODES = ("rtna", "rtne", "rtz")
-HEAD_DIM = 128
+HEAD_DIMS = (64, 128)
 OP = "moonmath_mha_gfx942.forward"
 
 
 def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Tensor | None = None,
             round_mode: str = "rtna", layout: str = "bhsd", softcap: float | None = 0.0,
             sinks: torch.Tensor | None = None) -> torch.Tensor:
-    """Attention forward ``softmax(q k^T / sqrt(128)) v`` with bf16 output, on gfx942 (MI300X).
+    """Attention forward ``softmax(q k^T / sqrt(D)) v`` with bf16 output, on gfx942 (MI300X).
 
     Args:
-        q: bf16, contiguous, ``[B, H, Sq, 128]`` (layout "bhsd", the default) or ``[B, Sq, H, 128]`` ("bshd").
+        q: bf16, contiguous, ``[B, H, Sq, D]`` (layout "bhsd", the default) or ``[B, Sq, H, D]`` ("bshd"); head dim
+            D = 64 or 128.
         k: bf16, contiguous, same layout, ``Skv`` rows; batch, heads and head dim equal q's (no GQA).
         v: bf16, contiguous, exactly k's shape.
         out: optional bf16 contiguous tensor of q's shape, filled in place and returned.
@@ -35,7 +36,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
             e^(s_j))``. None = off.
 
     Sq >= 1 and Skv >= 1 independently (cross-attention). No causal mask, no sliding window, no GQA, no varlen;
-    softmax scale fixed at 1/sqrt(128). softcap / sinks run the feature kernels ``mha_fwd_feat_<m>`` (the
+    softmax scale fixed at 1/sqrt(D). softcap / sinks run the feature kernels ``mha_fwd_feat_<m>`` (the
     default kernels carry neither). On emu/hip the gfx942 kernels run (docs/kernels/mha_gfx942.md),
     with the tail KV-split when the planner's cost model says it pays (``MOONMATH_NO_TAIL=1``: never).
 
@@ -44,7 +45,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
 
     Raises:
         TypeError: q, k, v, out or sinks not a tensor or of the wrong dtype; softcap not a number.
-        ValueError: rank other than 4, head dim other than 128, k's batch / heads / head dim unlike q's, v's shape
+        ValueError: rank other than 4, head dim other than 64 or 128, k's batch / heads / head dim unlike q's, v's shape
             unlike k's, an empty sequence, batch or heads, non-contiguous tensors, out's shape or device, layout,
             round_mode, softcap negative or not finite, sinks' shape, tensors on different devices; each message
             names the argument.
@@ -61,8 +62,8 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
     sdim = 1 if layout == "bshd" else 2
     hdim = 3 - sdim
     names = "[B, Sq, H, D]" if layout == "bshd" else "[B, H, Sq, D]"
-    if q.shape[3] != HEAD_DIM:
-        raise ValueError(f"q head dim (q.shape[3] of {names}) must be {HEAD_DIM} on gfx942; got {q.shape[3]}")
+    if q.shape[3] not in HEAD_DIMS:
+        raise ValueError(f"q head dim (q.shape[3] of {names}) must be one of {HEAD_DIMS} on gfx942; got {q.shape[3]}")
     if k.shape[0] != q.shape[0] or k.shape[hdim] != q.shape[hdim] or k.shape[3] != q.shape[3]:
         raise ValueError(f"k must have q's batch, heads and head dim (gfx942 has no GQA/MQA: heads must be "
                          f"equal) in layout {layout} {names}; got q {list(q.shape)}, k {list(k.shape)}")

@@ -3,7 +3,8 @@
 One code object ``mha_fwd.hsaco`` holds, per rounding mode ``<m>`` in rtna/rtne/rtz:
 ``mha_fwd_<m>`` (the dense launch: one 8-wave workgroup per 256-row q block of one head),
 ``mha_fwd_split_<m>`` (the tail KV-split parts: fp32 partials) and ``mha_merge_<m>`` (their fp32 merge),
-plus ``mha_v_transpose`` (V -> V_t, run first). The tail split is planned by the pure C++ planner
+plus ``mha_v_transpose`` (V -> V_t, run first); head dim 64 has the same set with ``d64_`` before the mode
+(``mha_fwd_d64_<m>``, ...) and ``mha_v_transpose_d64``. The tail split is planned by the pure C++ planner
 ``_C.plan_tail`` from shapes and the CU count only; ``MOONMATH_NO_TAIL=1`` turns it off.
 
 The caller (attention.py) has validated every tensor; this module checks the 32-bit buffer ranges the
@@ -25,27 +26,33 @@ ARCH = "gfx942"
 CODE_OBJECT = "mha_fwd"
 TRANSPOSE_KERNEL = "mha_v_transpose"
 MI300X_CUS = 304
-SCALE = 1.0 / math.sqrt(128.0)
+HEAD_DIMS = (64, 128)   # the head dims with kernels (csrc/device/gfx942/mha_fwd.hip: HeadDim<D>)
 LOG2E = 1.0 / math.log(2.0)
 _U32 = 1 << 32
 
 KERNELS = KernelSet("moonmath_mha_gfx942")
 
 
-def kernel_names(round_mode: str, features: bool = False) -> tuple[str, str, str]:
+def kernel_names(round_mode: str, features: bool = False, head_dim: int = 128) -> tuple[str, str, str]:
     """(dense, split, merge) kernel names of one rounding mode; features: the sinks / soft-cap variants."""
     f = "feat_" if features else ""
-    return f"mha_fwd_{f}{round_mode}", f"mha_fwd_split_{f}{round_mode}", f"mha_merge_{round_mode}"
+    d = "" if head_dim == 128 else f"d{head_dim}_"
+    return f"mha_fwd_{f}{d}{round_mode}", f"mha_fwd_split_{f}{d}{round_mode}", f"mha_merge_{d}{round_mode}"
 
 
-def feature_args(sinks: torch.Tensor | None, softcap: float) -> list:
+def transpose_kernel(head_dim: int = 128) -> str:
+    return TRANSPOSE_KERNEL if head_dim == 128 else f"{TRANSPOSE_KERNEL}_d{head_dim}"
+
+
+def feature_args(sinks: torch.Tensor | None, softcap: float, head_dim: int = 128) -> list:
     """The feature kernels' last three arguments: sinks (or a null pointer), the softmax's log2-domain logit
     factor, and the soft-cap's tanh pre-factor (0 = off). Under a soft-cap the scores become
-    tanh(s * scale / cap) and the softmax scales them by cap * log2 e."""
+    tanh(s * scale / cap) and the softmax scales them by cap * log2 e. scale = 1/sqrt(head_dim)."""
+    scale = 1.0 / math.sqrt(head_dim)
     if softcap:
-        scale_log2, pre2 = softcap * LOG2E, 2.0 * SCALE * LOG2E / softcap
+        scale_log2, pre2 = softcap * LOG2E, 2.0 * scale * LOG2E / softcap
     else:
-        scale_log2, pre2 = SCALE * LOG2E, 0.0
+        scale_log2, pre2 = scale * LOG2E, 0.0
     return [sinks, float(scale_log2), float(pre2)]
 
 
@@ -93,17 +100,17 @@ def run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, la
     # the tile constants of csrc/device/gfx942/mha_config.hpp
     CTA_ROWS, CTA_THREADS, KV_BLOCK = _C.CTA_ROWS, _C.CTA_THREADS, _C.KV_BLOCK
     sdim, hdim = (1, 2) if layout == "bshd" else (2, 1)
-    B, H, Sq, Skv = q.shape[0], q.shape[hdim], q.shape[sdim], k.shape[sdim]
+    B, H, Sq, Skv, D = q.shape[0], q.shape[hdim], q.shape[sdim], k.shape[sdim], q.shape[3]
     bh = B * H
     nqb, nkb = -(-Sq // CTA_ROWS), -(-Skv // KV_BLOCK)
     qs, ks = _strides(q, layout), _strides(k, layout)
     for name, rows, row in (("q", Sq, qs[0]), ("k", Skv, ks[0]), ("v", Skv, ks[0])):
-        if (rows - 1) * row + 256 >= _U32:
+        if (rows - 1) * row + 2 * D >= _U32:
             raise ValueError(f"{OP}: one head of {name} spans more than 4 GiB ({rows} rows {row} bytes apart); the "
                              f"gfx942 kernel addresses a head's rows with 32-bit buffer offsets")
-    if nkb * KV_BLOCK * 256 >= _U32:
+    if nkb * KV_BLOCK * 2 * D >= _U32:
         raise ValueError(f"{OP}: k/v sequence length {Skv} is too long for the gfx942 kernel's 32-bit V_t offsets "
-                         f"(at most {(_U32 - 1) // 256 // KV_BLOCK * KV_BLOCK - 1} rows)")
+                         f"(at most {(_U32 - 1) // (2 * D) // KV_BLOCK * KV_BLOCK - 1} rows)")
     if bh >= 1 << 31 or nqb * bh >= 1 << 31:
         raise ValueError(f"{OP}: too many (batch * heads, q blocks) work items for a 1-D grid: {bh} x {nqb}")
     for name, t in (("q", q), ("k", k), ("v", v), ("out", out)):
@@ -112,11 +119,11 @@ def run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, la
                              f"and stores; got address {t.data_ptr():#x} (pass a fresh or .clone()d tensor)")
     p = plan(Sq, Skv, bh, device_cus(q.device) if cus is None else int(cus), tail, min_kv_blocks)
     featured = sinks is not None or bool(softcap)
-    dense, split, merge = kernel_names(round_mode, featured)
-    feat = feature_args(sinks, softcap) if featured else []
+    dense, split, merge = kernel_names(round_mode, featured, D)
+    feat = feature_args(sinks, softcap, D) if featured else []
     dev = q.device
-    vt = torch.empty(bh * nkb * KV_BLOCK * 128, dtype=torch.bfloat16, device=dev)
-    counters = [KERNELS.launch(OP, arch, CODE_OBJECT, TRANSPOSE_KERNEL, grid=(nkb, bh), block=256,
+    vt = torch.empty(bh * nkb * KV_BLOCK * D, dtype=torch.bfloat16, device=dev)
+    counters = [KERNELS.launch(OP, arch, CODE_OBJECT, transpose_kernel(D), grid=(nkb, bh), block=256,
                                args=[v, vt, Skv, H, *ks])]
     if p.n_dense:
         counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, dense, grid=p.n_dense, block=CTA_THREADS,
@@ -124,11 +131,11 @@ def run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, la
     if p.tail:
         sched = torch.tensor(_C.split_schedule(p, nqb), dtype=torch.int32).to(dev)
         table = torch.tensor(_C.merge_table(p, nqb), dtype=torch.int32).to(dev)
-        ws_o = torch.empty(p.ws_o_floats, dtype=torch.float32, device=dev)
+        ws_o = torch.empty(p.ws_o_floats * D // 128, dtype=torch.float32, device=dev)  # planned for D = 128
         ws_ml = torch.empty(p.ws_ml_floats, dtype=torch.float32, device=dev)
         counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, split, grid=p.slots, block=CTA_THREADS,
                                        args=[q, k, vt, ws_o, ws_ml, sched, p.slots, Sq, Skv, H, *qs, *ks, *feat]))
-        merge_grid = p.tail * (CTA_ROWS // _C.MERGE_ROWS_PER_CTA)
+        merge_grid = p.tail * (CTA_ROWS // (_C.MERGE_ROWS_PER_CTA * 128 // D))  # merge_rows_per_cta(D)
         counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, merge, grid=merge_grid, block=256,
                                        args=[ws_o, ws_ml, table, out, Sq, H, *qs, p.tail]))
     return counters

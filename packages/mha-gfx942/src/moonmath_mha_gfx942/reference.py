@@ -1,6 +1,6 @@
 """Reference backend of the gfx942 MHA forward: plain torch, fp32 accumulation.
 
-out = round_mode( softmax(q k^T / sqrt(128)) v )  computed in fp32 from the exact bf16 inputs, then
+out = round_mode( softmax(q k^T / sqrt(D)) v )  computed in fp32 from the exact bf16 inputs, then
 rounded once to bf16 by the requested rule (NaN -> canonical 0x7FFF). The kernel additionally rounds
 the probabilities to bf16 before the PV product; that is an implementation error term, not part of
 the specification (see docs/ops/forward.md for the tolerance).
@@ -13,7 +13,6 @@ import torch
 
 from moonmath_common.numerics import round_bf16, softmax_attention
 
-SCALE = 1.0 / math.sqrt(128.0)
 
 
 def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layout: str, round_mode: str, softcap: float = 0.0,
@@ -24,19 +23,20 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layout: str, roun
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
     B, H, Sq, D = q.shape
     Skv = k.shape[2]
+    scale = 1.0 / math.sqrt(D)
     if softcap or sinks is not None:
-        o = _featured(q.float(), k.float(), v.float(), softcap, sinks).reshape(B * H, Sq, v.shape[-1])
+        o = _featured(q.float(), k.float(), v.float(), scale, softcap, sinks).reshape(B * H, Sq, v.shape[-1])
     else:
         o, _ = softmax_attention(q.reshape(B * H, Sq, D), k.reshape(B * H, Skv, D),
-                                 v.reshape(B * H, Skv, v.shape[-1]), SCALE)
+                                 v.reshape(B * H, Skv, v.shape[-1]), scale)
     out = round_bf16(o, round_mode).view(B, H, Sq, v.shape[-1])
     return out.transpose(1, 2) if layout == "bshd" else out
 
 
-def _featured(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softcap: float, sinks: torch.Tensor | None
-              ) -> torch.Tensor:
+def _featured(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, softcap: float,
+              sinks: torch.Tensor | None) -> torch.Tensor:
     """[B, H, Sq, D] fp32 inputs: the soft-capped scores, the sink as an extra key with a zero value row."""
-    s = (q @ k.transpose(-1, -2)) * SCALE
+    s = (q @ k.transpose(-1, -2)) * scale
     if softcap:
         s = softcap * torch.tanh(s / softcap)
     if sinks is not None:

@@ -1,0 +1,103 @@
+"""Head dim 64 on the gfx942 kernels (HeadDim<64>: mha_fwd_d64_<m>, the split / merge / feature variants and
+mha_v_transpose_d64): vs float64 at the bounds of test_mha_kernel.py in every rounding mode, BHSD == BSHD bit for
+bit, the tail KV-split forced, with sinks and soft-cap; the d64 kernels are the ones that ran."""
+from __future__ import annotations
+
+import pytest
+import torch
+from _mha_testing import bits, oracle_fp64, qkv, row_ulp
+from test_mha_features import FEATURES, sinks_for
+from test_mha_kernel import LENGTHS, MODES, check_fp64, forced_split
+
+import moonmath_mha_gfx942 as mha
+from moonmath_mha_gfx942 import kernel
+
+D = 64
+
+
+@pytest.fixture
+def launched(monkeypatch):
+    """The names of the kernels kernel.run launches, in order."""
+    names, launch = [], kernel.KERNELS.launch
+
+    def record(op, arch, code_object, name, **kw):
+        names.append(name)
+        return launch(op, arch, code_object, name, **kw)
+
+    monkeypatch.setattr(kernel.KERNELS, "launch", record)
+    return names
+SHAPES = [(1, 1, 1, 1), (1, 2, 63, 65), (2, 1, 257, 383), (1, 3, 385, 1000)]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("mode", MODES)
+def test_d64_against_fp64(emu_backend, shape, mode):
+    B, H, Sq, Skv = shape
+    layout = "bshd" if Sq % 2 else "bhsd"
+    q, k, v = qkv(B, H, Sq, Skv, layout=layout, seed=sum(shape), scale=1.5, D=D)
+    out = mha.forward(q, k, v, round_mode=mode, layout=layout)
+    assert out.shape == q.shape
+    check_fp64(out, oracle_fp64(q, k, v, layout), mode)
+
+
+def test_d64_kernels_run_and_layouts_agree(emu_backend, launched):
+    B, H, Sq, Skv = 1, 2, 65, 130
+    q, k, v = qkv(B, H, Sq, Skv, seed=3, D=D)
+    out = torch.empty_like(q)
+    kernel.run(q, k, v, out, "bhsd", "rtne")
+    assert launched == ["mha_v_transpose_d64", "mha_fwd_d64_rtne"]
+    qs, ks, vs = (t.transpose(1, 2).contiguous() for t in (q, k, v))
+    s = mha.forward(qs, ks, vs, layout="bshd", round_mode="rtne")
+    assert torch.equal(bits(s.transpose(1, 2)), bits(out))
+
+
+@pytest.mark.parametrize("mode,layout", [("rtna", "bhsd"), ("rtne", "bshd"), ("rtz", "bhsd")])
+def test_d64_tail_split(emu_backend, launched, mode, layout):
+    B, H, Sq, Skv, cus = 1, 3, 385, 1000, 4
+    p = forced_split(B, H, Sq, Skv, cus)
+    q, k, v = qkv(B, H, Sq, Skv, layout=layout, seed=4, D=D)
+    out = torch.empty_like(q)
+    launches = kernel.run(q, k, v, out, layout, mode, cus=cus, min_kv_blocks=4)
+    assert launched[2:] == [f"mha_fwd_split_d64_{mode}", f"mha_merge_d64_{mode}"]
+    assert launches[2]["workgroups"] == p.slots
+    check_fp64(out, oracle_fp64(q, k, v, layout), mode)
+    unsplit = mha.forward(q, k, v, layout=layout, round_mode=mode)
+    assert float(((out.double() - unsplit.double()).abs() / row_ulp(unsplit)).max()) <= 1.0
+
+
+@pytest.mark.parametrize("feature,mode,split", [("sinks", "rtna", False), ("softcap", "rtz", True),
+                                                ("softcap+sinks", "rtne", False), ("softcap+sinks", "rtna", True)])
+def test_d64_features(emu_backend, launched, feature, mode, split):
+    cap, with_sinks = FEATURES[feature]
+    B, H, Sq, Skv, cus = 1, 3, 385, 1000, 4
+    layout = "bshd" if split else "bhsd"
+    q, k, v = qkv(B, H, Sq, Skv, layout=layout, seed=6, scale=3.0, D=D)  # scores up to ~25: the cap binds
+    sk = sinks_for(q, k, layout, cap, 6) if with_sinks else None
+    out = torch.empty_like(q)
+    kernel.run(q, k, v, out, layout, mode, cus=cus if split else None, min_kv_blocks=4, tail=split, sinks=sk,
+               softcap=cap)
+    assert launched[1] == f"mha_fwd_feat_d64_{mode}"
+    assert (launched[2] == f"mha_fwd_split_feat_d64_{mode}") if split else len(launched) == 2
+    ref = oracle_fp64(q, k, v, layout, cap, sk)
+    check_fp64(out, ref, mode)
+    plain = oracle_fp64(q, k, v, layout)
+    assert float(((plain - ref).abs() / row_ulp(ref)).max()) > 4 * 2.5
+
+
+def test_d64_reference_backend():
+    from moonmath_common import use_backend
+
+    q, k, v = qkv(2, 3, 40, 70, layout="bshd", seed=8, scale=2.5, D=D)
+    with use_backend("reference"):
+        out = mha.forward(q, k, v, layout="bshd", round_mode="rtne", softcap=6.0)
+    check_fp64(out, oracle_fp64(q, k, v, "bshd", 6.0), "rtne")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sq", LENGTHS)
+@pytest.mark.parametrize("skv", LENGTHS)
+def test_d64_sweep_all_length_pairs(emu_backend, sq, skv):
+    mode = MODES[(sq + skv) % 3]
+    layout = ("bhsd", "bshd")[(sq * 7 + skv) % 2]
+    q, k, v = qkv(2, 3, sq, skv, layout=layout, seed=sq * 1000 + skv, scale=1.5, D=D)
+    check_fp64(mha.forward(q, k, v, round_mode=mode, layout=layout), oracle_fp64(q, k, v, layout), mode)
