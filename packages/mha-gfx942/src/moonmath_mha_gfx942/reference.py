@@ -3,7 +3,8 @@
 out = round_mode( softmax(q k^T / sqrt(D)) v )  computed in fp32 from the exact bf16 inputs, then
 rounded once to bf16 by the requested rule (NaN -> canonical 0x7FFF). The kernel additionally rounds
 the probabilities to bf16 before the PV product; that is an implementation error term, not part of
-the specification (see docs/ops/forward.md for the tolerance).
+the specification (see docs/ops/forward.md for the tolerance). fp8 K/V (e4m3fnuz) enter as their exact
+values times the head's descale: K = k_descale[h] * k, V = v_descale[h] * v.
 """
 from __future__ import annotations
 
@@ -11,16 +12,20 @@ import math
 
 import torch
 
-from moonmath_common.numerics import round_bf16, softmax_attention
+from moonmath_common.numerics import e4m3fnuz_to_f32, round_bf16, softmax_attention
 
 
 
 def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layout: str, round_mode: str, softcap: float = 0.0,
-            sinks: torch.Tensor | None = None) -> torch.Tensor:
+            sinks: torch.Tensor | None = None, k_descale: torch.Tensor | None = None,
+            v_descale: torch.Tensor | None = None) -> torch.Tensor:
     """q [B,Sq,H,D] or [B,H,Sq,D] (per layout), k/v likewise with Skv; returns bf16 in q's layout. softcap > 0:
-    scores s -> softcap * tanh(s / softcap); sinks (fp32 [H]): one more logit per row with a zero value."""
+    scores s -> softcap * tanh(s / softcap); sinks (fp32 [H]): one more logit per row with a zero value; fp8 k/v:
+    dequantised by the fp32 [H] descales."""
     if layout == "bshd":
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+    if k_descale is not None:
+        k, v = _dequant(k, k_descale), _dequant(v, v_descale)
     B, H, Sq, D = q.shape
     Skv = k.shape[2]
     scale = 1.0 / math.sqrt(D)
@@ -31,6 +36,11 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layout: str, roun
                                  v.reshape(B * H, Skv, v.shape[-1]), scale)
     out = round_bf16(o, round_mode).view(B, H, Sq, v.shape[-1])
     return out.transpose(1, 2) if layout == "bshd" else out
+
+
+def _dequant(t: torch.Tensor, descale: torch.Tensor) -> torch.Tensor:
+    """[B, H, S, D] e4m3fnuz -> fp32 exact values times descale[h]."""
+    return e4m3fnuz_to_f32(t) * descale.float().view(1, -1, 1, 1)
 
 
 def _featured(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, softcap: float,

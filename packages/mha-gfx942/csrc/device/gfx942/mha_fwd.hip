@@ -47,6 +47,7 @@
 // between QK and the tail mask (a runtime-uniform branch), the sink in the epilogue (part 0 of a split item
 // only, so the merge is unchanged). The default kernels are instantiated without them: same instructions.
 #include "gfx942/mha_stages.hpp"
+#include "moonmath/convert.hpp"
 
 namespace mha {
 
@@ -76,6 +77,16 @@ struct Features {
   const float* sinks;  // fp32 [heads] natural-log sink logits, or null
   float scale_log2;    // the softmax's logit factor: kScaleLog2e, or cap * log2 e under a soft-cap
   float softcap_pre2;  // 2 * scale * log2 e / cap, or 0 (no soft-cap)
+  // fp8 K/V (widened exactly to bf16 by mha_kv_fp8_*): fp32 [heads] descales, or null (= 1). k_descale folds
+  // into the logit factor (into the soft-cap's pre-factor under a cap), v_descale multiplies O once.
+  const float* k_descale = nullptr;
+  const float* v_descale = nullptr;
+  // The factors of head h: S = (q . k8) * (scale * k_descale[h]).
+  MM_DEVICE void fold_k_descale(uint32_t h) {
+    if (k_descale == nullptr) return;
+    if (softcap_pre2 != 0.f) softcap_pre2 *= k_descale[h];
+    else scale_log2 *= k_descale[h];
+  }
 };
 
 // One work item: q block `qb` of head `bh`, kv blocks part, part + nparts, ... . kSplit: write the fp32
@@ -98,6 +109,7 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
   const uint32_t k_bytes = (skv - 1u) * ks.row + HD::kRowBytes;
   const mm::buffer_rsrc vr =
       mm::make_buffer((const char*)vt + (uint64_t)bh * nkb * HD::kVtBlockBytes, nkb * HD::kVtBlockBytes);
+  if constexpr (kFeat) feat.fold_k_descale(h);
 
   FragB qf[kQTilesPerWave][HD::kKSteps];
   FragC o[kQTilesPerWave][HD::kDTiles];
@@ -192,6 +204,11 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
     const uint32_t r = row0 + 16u * i;
     if constexpr (kFeat) {
       if (feat.sinks != nullptr && part == 0) add_sink(o[i], sm[i].m, lsum, feat.sinks[h] * 1.4426950408889634f);
+      if (feat.v_descale != nullptr) {
+        const ColVec vd = {feat.v_descale[h]};
+#pragma unroll
+        for (uint32_t dt = 0; dt < HD::kDTiles; ++dt) mm::mul_cols(o[i][dt], vd);
+      }
     }
     if constexpr (kSplit) {
       // Partial: O unnormalised (fp32) and the row's (m, l); rows of the CTA, not of the sequence.
@@ -251,20 +268,38 @@ MM_DEVICE void merge(const float* ws_o, const float* ws_ml, const int32_t* table
 
 namespace mha {
 
+// fp8 (e4m3fnuz, gfx942's native fp8) -> bf16, exact: every e4m3fnuz value (3 mantissa bits, 2^-10 .. 240)
+// is a bf16 value, so the high half of v_cvt_pk_f32_fp8's f32 is it (the NaN 0x80 -> a bf16 NaN).
+MM_DEVICE mm::u32x2 widen_fp8x4(uint32_t w) {
+  const mm::f32x2 lo = mm::cvt_pk_f32_fp8<false>(w), hi = mm::cvt_pk_f32_fp8<true>(w);
+  return mm::u32x2{mm::pack_bf16x2_hi(lo.x, lo.y), mm::pack_bf16x2_hi(hi.x, hi.y)};
+}
+
 // V [rows, D] of one (batch, head) -> V_t blocks (see mha_stages.hpp lds_load_vt_dtile), one 64-row block
 // per workgroup: staged in LDS (`tile`, 64 x D bf16), then gathered per output lane. Rows >= Skv read as 0.
-template <uint32_t D>
-MM_DEVICE void v_transpose(uint16_t* tile, const uint16_t* v, uint16_t* vt, uint32_t skv, uint32_t heads,
-                           Strides vs) {
+// kFp8: V is e4m3fnuz [rows, D] (vs in bytes), widened exactly on its way into the tile.
+template <uint32_t D, bool kFp8 = false>
+MM_DEVICE void v_transpose(uint16_t* tile, const void* v, uint16_t* vt, uint32_t skv, uint32_t heads, Strides vs) {
   typedef HeadDim<D> HD;
-  constexpr uint32_t kChunks = D / 8;  // 16-byte pieces of a row; 1 KB chunks of a V_t block
+  constexpr uint32_t kChunks = D / 8;  // 16-byte pieces of a bf16 row; 1 KB chunks of a V_t block
   const uint32_t n = mm::block_id_x(), bh = mm::block_id_y(), tid = mm::thread_id_x();
   const uint32_t nkb = (skv + kKvBlock - 1) / kKvBlock;
-  const mm::buffer_rsrc vr = head_buffer(v, vs, bh, heads, skv, HD::kRowBytes);
+  const mm::buffer_rsrc vr = head_buffer(v, vs, bh, heads, skv, kFp8 ? D : HD::kRowBytes);
+  if constexpr (kFp8) {
 #pragma unroll
-  for (uint32_t i = 0; i < kKvBlock * kChunks / 256; ++i) {
-    const uint32_t idx = tid + 256u * i, row = idx / kChunks, c16 = idx % kChunks;
-    *(mm::u32x4*)&tile[row * D + c16 * 8u] = mm::buffer_load_b128(vr, (n * kKvBlock + row) * vs.row + c16 * 16u);
+    for (uint32_t i = 0; i < kKvBlock * kChunks / 512; ++i) {  // 16 fp8 per load, two 16-byte tile pieces
+      const uint32_t idx = tid + 256u * i, row = idx / (kChunks / 2), c32 = idx % (kChunks / 2);
+      const mm::u32x4 w = mm::buffer_load_b128(vr, (n * kKvBlock + row) * vs.row + c32 * 16u);
+      const mm::u32x2 a = widen_fp8x4(w.x), b = widen_fp8x4(w.y), c = widen_fp8x4(w.z), d = widen_fp8x4(w.w);
+      *(mm::u32x4*)&tile[row * D + c32 * 16u] = mm::u32x4{a.x, a.y, b.x, b.y};
+      *(mm::u32x4*)&tile[row * D + c32 * 16u + 8u] = mm::u32x4{c.x, c.y, d.x, d.y};
+    }
+  } else {
+#pragma unroll
+    for (uint32_t i = 0; i < kKvBlock * kChunks / 256; ++i) {
+      const uint32_t idx = tid + 256u * i, row = idx / kChunks, c16 = idx % kChunks;
+      *(mm::u32x4*)&tile[row * D + c16 * 8u] = mm::buffer_load_b128(vr, (n * kKvBlock + row) * vs.row + c16 * 16u);
+    }
   }
   mm::block_sync();
   const mm::buffer_rsrc out = mm::make_buffer(vt + (uint64_t)bh * nkb * (HD::kVtBlockBytes / 2), nkb * HD::kVtBlockBytes);
@@ -284,6 +319,22 @@ MM_DEVICE void v_transpose(uint16_t* tile, const uint16_t* v, uint16_t* vt, uint
   }
 }
 
+// fp8 K of one (batch, head) and 64-row block -> bf16 rows of `kw` ([batch * heads][skv][D], contiguous), exact
+// (the attention kernels then read it as a bf16 K): 8 fp8 per thread and step. Rows >= Skv are not written.
+template <uint32_t D>
+MM_DEVICE void k_widen(const void* k, uint16_t* kw, uint32_t skv, uint32_t heads, Strides ks) {
+  const uint32_t n = mm::block_id_x(), bh = mm::block_id_y(), tid = mm::thread_id_x();
+  const mm::buffer_rsrc kr = head_buffer(k, ks, bh, heads, skv, D);
+  const mm::buffer_rsrc out = mm::make_buffer(kw + (uint64_t)bh * skv * D, skv * D * 2u);
+#pragma unroll
+  for (uint32_t i = 0; i < kKvBlock * D / 8 / 256; ++i) {
+    const uint32_t idx = tid + 256u * i, row = n * kKvBlock + idx / (D / 8), c8 = idx % (D / 8);
+    const mm::u32x2 w = mm::buffer_load_b64(kr, row * ks.row + c8 * 8u);
+    const mm::u32x2 a = widen_fp8x4(w.x), b = widen_fp8x4(w.y);
+    mm::buffer_store_b128(mm::u32x4{a.x, a.y, b.x, b.y}, out, (row * D + c8 * 8u) * 2u);
+  }
+}
+
 }  // namespace mha
 
 #define MHA_V_TRANSPOSE(name, D)                                                                                       \
@@ -294,6 +345,20 @@ MM_DEVICE void v_transpose(uint16_t* tile, const uint16_t* v, uint16_t* vt, uint
   }
 MHA_V_TRANSPOSE(mha_v_transpose, 128)
 MHA_V_TRANSPOSE(mha_v_transpose_d64, 64)
+
+// fp8 K/V (e4m3fnuz): one pass per (64-row block, batch * head) widens K to bf16 rows and V to bf16 V_t, both
+// exact; the feature kernels then run on them with the descales (Features::k_descale, v_descale).
+#define MHA_KV_FP8(name, D)                                                                                            \
+  MM_KERNEL MM_LAUNCH_BOUNDS(256) void name(const uint8_t* k, const uint8_t* v, uint16_t* kw, uint16_t* vt,            \
+                                            uint32_t skv, uint32_t heads, uint32_t row_stride, uint64_t head_stride,   \
+                                            uint64_t batch_stride) {                                                   \
+    MM_LDS uint16_t tile[mha::kKvBlock * D];                                                                           \
+    const mha::Strides st{row_stride, head_stride, batch_stride};                                                      \
+    mha::k_widen<D>(k, kw, skv, heads, st);                                                                            \
+    mha::v_transpose<D, true>(tile, v, vt, skv, heads, st);                                                            \
+  }
+MHA_KV_FP8(mha_kv_fp8, 128)
+MHA_KV_FP8(mha_kv_fp8_d64, 64)
 
 #define MHA_KERNELS(mode, R, D)                                                                                        \
   MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) void mha_fwd_##mode(                                                    \
@@ -329,19 +394,20 @@ MHA_V_TRANSPOSE(mha_v_transpose_d64, 64)
   MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) void mha_fwd_feat_##mode(                                               \
       const uint16_t* q, const uint16_t* k, const uint16_t* vt, uint16_t* out, uint32_t sq, uint32_t skv,              \
       uint32_t heads, uint32_t nqb, uint32_t n_work, uint32_t q_row, uint64_t q_head, uint64_t q_batch,                \
-      uint32_t k_row, uint64_t k_head, uint64_t k_batch, const float* sinks, float scale_log2, float softcap_pre2) {   \
+      uint32_t k_row, uint64_t k_head, uint64_t k_batch, const float* sinks, float scale_log2, float softcap_pre2,     \
+      const float* k_descale, const float* v_descale) {                                                                \
     MM_LDS uint8_t lds[mha::HeadDim<D>::kLdsBytes];                                                                    \
     const uint32_t w = mha::xcd_contiguous(mm::block_id_x(), n_work);                                                  \
     mha::attend<R, false, true, D>(q, k, vt, out, nullptr, nullptr, sq, skv, heads,                                    \
                                    mha::Strides{q_row, q_head, q_batch},                                               \
                                 mha::Strides{k_row, k_head, k_batch}, w % nqb, w / nqb, 0u, 1u, 0u, lds,               \
-                                mha::Features{sinks, scale_log2, softcap_pre2});                                       \
+                                mha::Features{sinks, scale_log2, softcap_pre2, k_descale, v_descale});                                       \
   }                                                                                                                    \
   MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) void mha_fwd_split_feat_##mode(                                         \
       const uint16_t* q, const uint16_t* k, const uint16_t* vt, float* ws_o, float* ws_ml, const int32_t* sched,       \
       uint32_t n_slots, uint32_t sq, uint32_t skv, uint32_t heads, uint32_t q_row, uint64_t q_head,                    \
       uint64_t q_batch, uint32_t k_row, uint64_t k_head, uint64_t k_batch, const float* sinks, float scale_log2,       \
-      float softcap_pre2) {                                                                                            \
+      float softcap_pre2, const float* k_descale, const float* v_descale) {                                            \
     MM_LDS uint8_t lds[mha::HeadDim<D>::kLdsBytes];                                                                    \
     const uint32_t slot = mm::block_id_x();                                                                            \
     const mm::u32x4 e = mm::buffer_load_b128(mm::make_buffer(sched, n_slots * 16u), slot * 16u);                       \
@@ -349,7 +415,7 @@ MHA_V_TRANSPOSE(mha_v_transpose_d64, 64)
                                   mha::Strides{q_row, q_head, q_batch},                                                \
                                mha::Strides{k_row, k_head, k_batch}, mm::uniform(e.x), mm::uniform(e.y),               \
                                mm::uniform(e.z), mm::uniform(e.w), slot, lds,                                          \
-                               mha::Features{sinks, scale_log2, softcap_pre2});                                        \
+                               mha::Features{sinks, scale_log2, softcap_pre2, k_descale, v_descale});                                        \
   }
 
 MHA_KERNELS(rtna, mm::Round::RTNA, 128)
