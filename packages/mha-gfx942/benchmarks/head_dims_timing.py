@@ -13,7 +13,6 @@ wave-instruction counts per kv block come from the same runs' counters. No AITER
 from __future__ import annotations
 
 import argparse
-import math
 import pathlib
 import sys
 
@@ -32,7 +31,8 @@ from moonmath_mha_gfx942 import kernel as K  # noqa: E402
 # (label, head dim, fp8 K/V, softcap, sinks): the sinks rows are the feature kernels fp8 runs on, whose only other
 # work is the epilogue's sink
 VARIANTS = [("d128", 128, False, 0.0, False), ("d64", 64, False, 0.0, False),
-            ("d128 sinks (feature kernel)", 128, False, 0.0, True), ("d64 sinks (feature kernel)", 64, False, 0.0, True),
+            ("d128 sinks (feature kernel)", 128, False, 0.0, True),
+            ("d64 sinks (feature kernel)", 64, False, 0.0, True),
             ("d128 softcap", 128, False, 30.0, False), ("d64 softcap", 64, False, 30.0, False),
             ("fp8 d128", 128, True, 0.0, False), ("fp8 d64", 64, True, 0.0, False)]
 

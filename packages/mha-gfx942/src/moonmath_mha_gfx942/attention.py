@@ -119,7 +119,9 @@ def _run_kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Te
     if get_backend() == "hip" and q.device.type == "cpu":
         dev = torch.device("cuda", torch.cuda.current_device())
         gout = torch.empty(out.shape, dtype=out.dtype, device=dev)
-        on = (lambda t: None if t is None else t.to(dev))
+        def on(t):
+            return None if t is None else t.to(dev)
+
         kernel.run(q.to(dev), k.to(dev), v.to(dev), gout, layout, round_mode, softcap=softcap, sinks=on(sinks),
                    k_descale=on(k_descale), v_descale=on(v_descale))
         out.copy_(gout.cpu())

@@ -15,7 +15,6 @@ import torch
 from moonmath_common.numerics import e4m3fnuz_to_f32, round_bf16, softmax_attention
 
 
-
 def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layout: str, round_mode: str, softcap: float = 0.0,
             sinks: torch.Tensor | None = None, k_descale: torch.Tensor | None = None,
             v_descale: torch.Tensor | None = None) -> torch.Tensor:
