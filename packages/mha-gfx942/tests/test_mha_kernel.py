@@ -182,7 +182,7 @@ LENGTHS = (1, 63, 64, 65, 383, 384, 385, 1000)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("D", (128, 64))
+@pytest.mark.parametrize("D", (128, 64, 96))
 @pytest.mark.parametrize("sq", LENGTHS)
 @pytest.mark.parametrize("skv", LENGTHS)
 def test_sweep_all_length_pairs(emu_backend, sq, skv, D):

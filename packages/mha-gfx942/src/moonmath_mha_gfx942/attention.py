@@ -1,4 +1,4 @@
-"""bf16 MHA forward for gfx942 (MI300X): head dim 64 or 128, BHSD or BSHD, RTNA / RTNE / RTZ output rounding, optional
+"""bf16 MHA forward for gfx942 (MI300X): head dim 64, 96 or 128, BHSD or BSHD, RTNA / RTNE / RTZ output rounding, optional
 soft-cap, attention sinks and fp8 (e4m3fnuz) K/V with descales."""
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from . import kernel, reference
 
 LAYOUTS = ("bhsd", "bshd")
 ROUND_MODES = ("rtna", "rtne", "rtz")
-HEAD_DIMS = (64, 128)
+HEAD_DIMS = kernel.HEAD_DIMS           # 64, 96, 128
+FP8_HEAD_DIMS = kernel.FP8_HEAD_DIMS   # 64, 128
 FP8_KV = torch.float8_e4m3fnuz   # fp8 K/V on gfx942: e4m3fnuz, the arch's native fp8
 OP = "moonmath_mha_gfx942.forward"
 
@@ -23,9 +24,9 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
 
     Args:
         q: bf16, contiguous, ``[B, H, Sq, D]`` (layout "bhsd", the default) or ``[B, Sq, H, D]`` ("bshd"); head dim
-            D = 64 or 128.
+            D = 64, 96 or 128.
         k: bf16, contiguous, same layout, ``Skv`` rows; batch, heads and head dim equal q's (no GQA). Or fp8
-            (``torch.float8_e4m3fnuz``, with v): K = k_descale * k.
+            (``torch.float8_e4m3fnuz``, with v; head dims 64 and 128): K = k_descale * k.
         v: bf16 (or fp8 e4m3fnuz with k), contiguous, exactly k's shape; V = v_descale * v.
         out: optional bf16 contiguous tensor of q's shape, filled in place and returned.
         round_mode: rounding of the bf16 probabilities (kernels) and output: "rtna" (default), "rtne" or
@@ -53,7 +54,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
     Raises:
         TypeError: q, k, v, out, sinks or a descale not a tensor or of the wrong dtype (v's must be k's);
             softcap not a number.
-        ValueError: rank other than 4, head dim other than 64 or 128, k's batch / heads / head dim unlike q's, v's shape
+        ValueError: rank other than 4, head dim other than 64, 96 or 128 (fp8 k/v: 64 or 128), k's batch / heads / head dim unlike q's, v's shape
             unlike k's, an empty sequence, batch or heads, non-contiguous tensors, out's shape or device, layout,
             round_mode, softcap negative or not finite, sinks' shape, a descale's shape or value, a descale with
             bf16 k/v, tensors on different devices; each message names the argument.
@@ -87,6 +88,8 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
         checks.tensor(name, t, contiguous=True)
     cap = checks.softcap(softcap)
     sk = checks.sinks(sinks, q.shape[hdim], dev)
+    if k.dtype == FP8_KV and q.shape[3] not in FP8_HEAD_DIMS:
+        raise ValueError(f"fp8 k/v are supported for head dims {FP8_HEAD_DIMS} on gfx942; got q.shape[3] {q.shape[3]}")
     kd, vd = checks.kv_descales(k, k_descale, v_descale, q.shape[hdim], dev, FP8_KV)
     if out is None:
         out = torch.empty_like(q, memory_format=torch.contiguous_format)

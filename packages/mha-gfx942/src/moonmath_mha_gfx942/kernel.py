@@ -3,8 +3,8 @@
 One code object ``mha_fwd.hsaco`` holds, per rounding mode ``<m>`` in rtna/rtne/rtz:
 ``mha_fwd_<m>`` (the dense launch: one 8-wave workgroup per 256-row q block of one head),
 ``mha_fwd_split_<m>`` (the tail KV-split parts: fp32 partials) and ``mha_merge_<m>`` (their fp32 merge),
-plus ``mha_v_transpose`` (V -> V_t, run first); head dim 64 has the same set with ``d64_`` before the mode
-(``mha_fwd_d64_<m>``, ...) and ``mha_v_transpose_d64``. fp8 K/V (e4m3fnuz): ``mha_kv_fp8`` / ``mha_kv_fp8_d64``
+plus ``mha_v_transpose`` (V -> V_t, run first); head dims 64 and 96 have the same set with ``d64_`` / ``d96_``
+before the mode (``mha_fwd_d64_<m>``, ...) and ``mha_v_transpose_d64`` / ``_d96``. fp8 K/V (e4m3fnuz): ``mha_kv_fp8`` / ``mha_kv_fp8_d64``
 widen K to bf16 rows and V to bf16 V_t (exact) in place of the V transpose, then the feature kernels run
 with the descales. The tail split is planned by the pure C++ planner
 ``_C.plan_tail`` from shapes and the CU count only; ``MOONMATH_NO_TAIL=1`` turns it off.
@@ -29,7 +29,8 @@ CODE_OBJECT = "mha_fwd"
 TRANSPOSE_KERNEL = "mha_v_transpose"
 FP8_KV_KERNEL = "mha_kv_fp8"
 MI300X_CUS = 304
-HEAD_DIMS = (64, 128)   # the head dims with kernels (csrc/device/gfx942/mha_fwd.hip: HeadDim<D>)
+HEAD_DIMS = (64, 96, 128)   # the head dims with kernels (csrc/device/gfx942/mha_fwd.hip: HeadDim<D>)
+FP8_HEAD_DIMS = (64, 128)   # the head dims with an fp8 K/V widening pass (mha_kv_fp8[_d64])
 LOG2E = 1.0 / math.log(2.0)
 _U32 = 1 << 32
 
@@ -153,7 +154,7 @@ def run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, la
         ws_ml = torch.empty(p.ws_ml_floats, dtype=torch.float32, device=dev)
         counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, split, grid=p.slots, block=CTA_THREADS,
                                        args=[q, k, vt, ws_o, ws_ml, sched, p.slots, Sq, Skv, H, *qs, *ks, *feat]))
-        merge_grid = p.tail * (CTA_ROWS // (_C.MERGE_ROWS_PER_CTA * 128 // D))  # merge_rows_per_cta(D)
+        merge_grid = p.tail * (CTA_ROWS // _C.merge_rows_per_cta(D))
         counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, merge, grid=merge_grid, block=256,
                                        args=[ws_o, ws_ml, table, out, Sq, H, *qs, p.tail]))
     return counters

@@ -227,17 +227,20 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
 
 // Merge of G fp32 partials of one q block: M = max m_p, w_p = exp2(m_p - M) (0 for a part that saw
 // no finite max), out = sum w_p O_p / sum w_p l_p, packed like the unsplit output. 256 threads: 8 rows
-// x 32 threads of 4 head-dim columns each (head dim 64: 16 rows x 16 threads); kCtaRows / 8 (16) workgroups
-// per q block.
+// x 32 threads of 4 head-dim columns each (head dim 64: 16 rows x 16 threads; 96: 8 rows x 24 threads);
+// kCtaRows / 8 (16) workgroups per q block.
 template <mm::Round R, uint32_t D = 128>
 MM_DEVICE void merge(const float* ws_o, const float* ws_ml, const int32_t* table, uint16_t* out, uint32_t sq,
                      uint32_t heads, Strides qs, uint32_t ngroups) {
-  constexpr uint32_t kThreadsPerRow = D / 4, kRows = 256 / kThreadsPerRow;
-  static_assert(kRows == moonmath::mha::config::merge_rows_per_cta(D), "the host's merge grid");
+  constexpr uint32_t kThreadsPerRow = D / 4, kRows = moonmath::mha::config::merge_rows_per_cta(D);
+  static_assert(kRows * kThreadsPerRow <= 256 && kCtaRows % kRows == 0, "the host's merge grid");
   constexpr uint32_t kPerGroup = kCtaRows / kRows;
   const uint32_t g = mm::block_id_x() / kPerGroup;
   if (g >= ngroups) return;
   const uint32_t tid = mm::thread_id_x();
+  if constexpr (kRows * kThreadsPerRow < 256) {
+    if (tid >= kRows * kThreadsPerRow) return;
+  }
   const uint32_t cta_row = (mm::block_id_x() % kPerGroup) * kRows + tid / kThreadsPerRow;
   const uint32_t col = (tid % kThreadsPerRow) * 4u;
   const mm::buffer_rsrc tr = mm::make_buffer(table, ngroups * 16u);
@@ -345,6 +348,7 @@ MM_DEVICE void k_widen(const void* k, uint16_t* kw, uint32_t skv, uint32_t heads
   }
 MHA_V_TRANSPOSE(mha_v_transpose, 128)
 MHA_V_TRANSPOSE(mha_v_transpose_d64, 64)
+MHA_V_TRANSPOSE(mha_v_transpose_d96, 96)
 
 // fp8 K/V (e4m3fnuz): one pass per (64-row block, batch * head) widens K to bf16 rows and V to bf16 V_t, both
 // exact; the feature kernels then run on them with the descales (Features::k_descale, v_descale).
@@ -432,3 +436,10 @@ MHA_KERNELS(d64_rtz, mm::Round::RTZ, 64)
 MHA_FEAT_KERNELS(d64_rtna, mm::Round::RTNA, 64)
 MHA_FEAT_KERNELS(d64_rtne, mm::Round::RTNE, 64)
 MHA_FEAT_KERNELS(d64_rtz, mm::Round::RTZ, 64)
+// Head dim 96 (HeadDim<96>: K rows padded to 256 bytes in LDS): the same set with d96_.
+MHA_KERNELS(d96_rtna, mm::Round::RTNA, 96)
+MHA_KERNELS(d96_rtne, mm::Round::RTNE, 96)
+MHA_KERNELS(d96_rtz, mm::Round::RTZ, 96)
+MHA_FEAT_KERNELS(d96_rtna, mm::Round::RTNA, 96)
+MHA_FEAT_KERNELS(d96_rtne, mm::Round::RTNE, 96)
+MHA_FEAT_KERNELS(d96_rtz, mm::Round::RTZ, 96)

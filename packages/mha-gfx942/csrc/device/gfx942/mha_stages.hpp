@@ -44,19 +44,23 @@ constexpr uint32_t kVtBlockBytes = kKvBlock * kRowBytes;          // one V_t blo
 // log2(e) / sqrt(128): scores go to the log2 domain with one fma.
 constexpr float kScaleLog2e = 1.4426950408889634f * 0.088388347648318440f;
 
-// The sizes of head dim D (128: the constants above; 64: Q, O, K rows and V_t blocks halve). The k-permuted
-// loads work in 64-dim groups (d = 64 j + 8 quad + 0..7) and V_t in 16-column chunks, so D is a multiple of 64.
+// The sizes of head dim D (128: the constants above; 64: Q, O, K rows and V_t blocks halve; 96: three quarters).
+// The k-permuted loads work in 32-dim groups (one b128 per lane: d = 32 j + 8 quad + 0..7) and V_t in 16-column
+// chunks. The K stage's XOR swizzle needs rows of a multiple of 8 chunks: a 192-byte row of D = 96 sits in a
+// 256-byte LDS row (the 4 pad chunks take the DMA's spill-over into the next row and are never read).
 template <uint32_t D>
 struct HeadDim {
-  static_assert(D == 64 || D == 128, "head dims 64 and 128");
+  static_assert(D == 64 || D == 96 || D == 128, "head dims 64, 96 and 128");
   static constexpr uint32_t kRowBytes = D * 2;
+  static constexpr uint32_t kKRowBytes = D == 96 ? 256 : kRowBytes;  // one K row in an LDS stage
   static constexpr uint32_t kDTiles = D / 16;  // 16-wide head-dim tiles of O
   static constexpr uint32_t kKSteps = D / 16;  // k-steps of QK
   static constexpr uint32_t kVtBlockBytes = kKvBlock * kRowBytes;  // D / 8 chunks of 1 KB
-  static constexpr uint32_t kKBlockBytes = kKvBlock * kRowBytes;
+  static constexpr uint32_t kKBlockBytes = kKvBlock * kKRowBytes;
   static constexpr uint32_t kLdsV = 2 * kKBlockBytes;  // V_t stages start after the two K stages
   static constexpr uint32_t kLdsBytes = 2 * (kKBlockBytes + kVtBlockBytes);
-  static constexpr float kScaleLog2e = D == 128 ? mha::kScaleLog2e : 1.4426950408889634f * 0.125f;  // log2 e / sqrt(D)
+  static constexpr float kScaleLog2e = D == 128 ? mha::kScaleLog2e  // log2 e / sqrt(D)
+                                      : 1.4426950408889634f * (D == 64 ? 0.125f : 0.10206207261596575f);
 };
 constexpr float kMaskedScore = -3.4028234663852886e38f;  // -FLT_MAX: exp2 of it is 0, never NaN
 
@@ -99,7 +103,7 @@ MM_DEVICE void order_point() {
 // (16 KB, byte for byte as mha_v_transpose wrote it: chunk-major, lane-minor, read conflict-free).
 typedef mm::XorLds<kRowBytes> KLayout;
 template <uint32_t D>
-using KLayoutOf = mm::XorLds<HeadDim<D>::kRowBytes>;  // head dim 64: rows of 8 chunks, the same XOR
+using KLayoutOf = mm::XorLds<HeadDim<D>::kKRowBytes>;  // head dim 64: rows of 8 chunks, the same XOR
 constexpr uint32_t kKBlockBytes = kKvBlock * kRowBytes;  // 16 KB
 constexpr uint32_t kLdsV = 2 * kKBlockBytes;             // V_t stages start after the two K stages
 constexpr uint32_t kLdsBytes = 2 * (kKBlockBytes + kVtBlockBytes);
@@ -112,22 +116,23 @@ constexpr uint32_t kDmaRowsPerWave = kKvBlock / kDmaWaves;          // K rows ea
 // the logical bytes of its physical LDS position (KLayout::byte_of): a lane offset that depends on r % 8
 // only; the row offset goes in soffset (scalar), so the loop costs no vector arithmetic.
 // Head dim 64: one load moves two 128-byte rows (lanes 32..63 the second, one row_stride further: a lane
-// offset computed once).
+// offset computed once). Head dim 96: 256 bytes per load as for 128, into the padded LDS row (lanes 48..63 read
+// the next row's first bytes, or 0 past the head, into the pad).
 template <uint32_t D = 128>
 MM_DEVICE void dma_k(uint8_t* lds, const char* k_head, uint32_t k_bytes, uint32_t kb, uint32_t row_stride,
                      uint32_t st, uint32_t wave) {
   typedef HeadDim<D> HD;
-  constexpr uint32_t kRowsPerLoad = 256 / HD::kRowBytes;
+  constexpr uint32_t kRowsPerLoad = 256 / HD::kKRowBytes;
   const uint32_t start = kb * kKvBlock * row_stride, row0 = wave * kDmaRowsPerWave;
   const mm::buffer_rsrc r = mm::make_buffer(k_head + start, k_bytes - start);
-  uint8_t* dst = lds + st * HD::kKBlockBytes + row0 * HD::kRowBytes;
+  uint8_t* dst = lds + st * HD::kKBlockBytes + row0 * HD::kKRowBytes;
   const uint32_t lane_row = kRowsPerLoad == 1 ? 0u : mm::lane_id() / 32u;
-  const uint32_t lane_byte = kRowsPerLoad == 1 ? mm::lane_id() * 4u : mm::lane_id() % 32u * 4u;
+  const uint32_t lane_byte = kRowsPerLoad == 1 ? mm::lane_id() * 4u : mm::lane_id() % 32u * 4u;  // LDS bytes
   const uint32_t lane_off = lane_row * row_stride;
 #pragma unroll
   for (uint32_t t = 0; t < kDmaRowsPerWave; t += kRowsPerLoad) {
     const uint32_t byte = KLayoutOf<D>::byte_of(row0 + t + lane_row, lane_byte);
-    mm::buffer_load_to_lds<4>(r, dst + t * HD::kRowBytes, kRowsPerLoad == 1 ? byte : byte + lane_off,
+    mm::buffer_load_to_lds<4>(r, dst + t * HD::kKRowBytes, kRowsPerLoad == 1 ? byte : byte + lane_off,
                               (row0 + t) * row_stride);
   }
 }
