@@ -1,8 +1,8 @@
-"""Issue 17 on gfx942: head dim 64 and fp8 K/V under the frozen timing model, beside d128 (MODELED, no hardware).
+"""Issue 17 on gfx942: head dims 64, 96 and fp8 K/V under the frozen timing model, beside d128 (MODELED, no hardware).
 
     MOONMATH_EMU_THREADS=1 python packages/mha-gfx942/benchmarks/head_dims_timing.py [--skv 1024,2048] [--mode rtne]
 
-For each variant (d128 and d64, bf16 K/V: the default kernels; the same with a soft-cap: the feature kernels that fp8
+For each variant (d128, d64 and d96, bf16 K/V: the default kernels; the same with a soft-cap: the feature kernels that fp8
 runs on; fp8 K/V at d128 and d64) one dense work item (256 q rows of one head, unsplit) is simulated on 2 CUs of XCD
 0 at two Skv (benchmarks/timing/ours.py's method: round cycles = a + b * kv_blocks, one workgroup per CU; with
 `timing.occupancy` > 1 also that many co-resident workgroups per CU, whose per-workgroup cost is round / slots).
@@ -30,7 +30,7 @@ from moonmath_mha_gfx942 import kernel as K  # noqa: E402
 
 # (label, head dim, fp8 K/V, softcap, sinks): the sinks rows are the feature kernels fp8 runs on, whose only other
 # work is the epilogue's sink
-VARIANTS = [("d128", 128, False, 0.0, False), ("d64", 64, False, 0.0, False),
+VARIANTS = [("d128", 128, False, 0.0, False), ("d64", 64, False, 0.0, False), ("d96", 96, False, 0.0, False),
             ("d128 sinks (feature kernel)", 128, False, 0.0, True),
             ("d64 sinks (feature kernel)", 64, False, 0.0, True),
             ("d128 softcap", 128, False, 30.0, False), ("d64 softcap", 64, False, 30.0, False),

@@ -71,7 +71,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
     moonmath_mha_gfx942.forward (gfx942) or moonmath_attention_gfx950.forward (gfx950).
 
     Args:
-        q: bf16 ``[B, Hq, Sq, Dqk]`` (layout "bhsd", default) or ``[B, Sq, Hq, Dqk]`` ("bshd"). gfx942: Dqk 64 or 128,
+        q: bf16 ``[B, Hq, Sq, Dqk]`` (layout "bhsd", default) or ``[B, Sq, Hq, Dqk]`` ("bshd"). gfx942: Dqk 64, 96 or 128,
             contiguous, Sq >= 1. gfx950: Dqk 64, 80, 96, 128 or 192, any strides with a contiguous head dim,
             Sq >= 0.
         k: bf16 ``[B, Hkv, Skv, Dqk]`` / ``[B, Skv, Hkv, Dqk]``. gfx942: Hkv = Hq, contiguous, Skv >= 1. gfx950: Hq a
@@ -99,7 +99,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
 
     Raises:
         ArchFeatureError: a feature the arch lacks (a ValueError): on gfx942 causal, return_lse, a scale other
-            than 1/sqrt(Dqk), GQA/MQA, window_size, head dims other than 64 and 128.
+            than 1/sqrt(Dqk), GQA/MQA, window_size, head dims other than 64, 96 and 128.
         TypeError: a tensor argument not a tensor or of the wrong dtype; a flag not a bool.
         ValueError: shapes, heads, head dims, strides, layout, round_mode, softmax_scale, out, devices, as the
             arch's package checks them; each message names the argument.
