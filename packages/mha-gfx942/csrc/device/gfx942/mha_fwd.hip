@@ -1,4 +1,4 @@
-// bf16 MHA forward for gfx942 (MI300X): O = softmax(Q K^T / sqrt(128)) V, head dim 128, fp32 online
+// bf16 MHA forward for gfx942 (MI300X): O = softmax(Q K^T / sqrt(D)) V, head dim D = 128 (64, 96), fp32 online
 // softmax in the log2 domain, bf16 output rounded RTNA / RTNE / RTZ (one kernel per mode; P and O are
 // rounded by the same rule; NaN output canonical 0x7FFF for RTNE/RTNA, RTZ truncates NaN like AITER's).
 //
@@ -45,7 +45,15 @@
 //
 // Features (issue 17): mha_fwd_feat_* / mha_fwd_split_feat_* are attend<..., kFeat = true>: the soft-cap
 // between QK and the tail mask (a runtime-uniform branch), the sink in the epilogue (part 0 of a split item
-// only, so the merge is unchanged). The default kernels are instantiated without them: same instructions.
+// only, so the merge is unchanged), the fp8 descales (k_descale in the logit factor, v_descale on O). The default
+// kernels are instantiated without them: same instructions. fp8 K/V (e4m3fnuz) reach these kernels as bf16:
+// mha_kv_fp8_* widens K to bf16 rows and V to V_t exactly, in place of mha_v_transpose (K reaches LDS by
+// direct-to-LDS DMA, which cannot convert, and every wave reads every K row, so the attention kernel cannot
+// widen it once).
+//
+// Head dims: every kernel is instantiated per D (HeadDim<D>: 128 the default names, 64 and 96 with d64_ / d96_
+// before the mode); the tiling, roles, LDS stages and pipeline above are the same, with D / 16 k-steps and
+// head-dim tiles and K / V_t blocks of 64 rows x D (a d96 K row padded to 256 bytes in LDS for the swizzle).
 #include "gfx942/mha_stages.hpp"
 #include "moonmath/convert.hpp"
 
