@@ -147,6 +147,9 @@ def _f8(*shape):
     (dict(k=_f8(1, 2, 8, 128), v=_f8(1, 2, 8, 128), k_descale=torch.tensor(float("inf"))), ValueError,
      "k_descale must be finite and > 0"),
     (dict(k=_f8(1, 2, 8, 128), v=_f8(1, 2, 9, 128)), ValueError, "v must have k's shape"),
+    (dict(k=_f8(1, 2, 8, 128), v=_f8(1, 2, 8, 128), k_descale=0.5), TypeError, "k_descale must be a torch.Tensor"),
+    (dict(k=_f8(1, 2, 8, 128), v=_f8(1, 2, 8, 128), v_descale=torch.ones(2, device="meta")), ValueError,
+     "v_descale must be on cpu"),
 ])
 def test_bad_fp8_arguments_are_named(args, err, match):
     from moonmath_common import use_backend

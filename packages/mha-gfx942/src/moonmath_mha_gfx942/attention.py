@@ -67,7 +67,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
     checks.choice("round_mode", round_mode, ROUND_MODES)
     if out is not None and not isinstance(out, torch.Tensor):   # before anything reads its attributes
         raise TypeError(f"out must be a torch.Tensor or None; got {type(out).__name__}")
-    dev = checks.same_device(q=q, k=k, v=v, out=out, k_descale=k_descale, v_descale=v_descale)
+    dev = checks.same_device(q=q, k=k, v=v, out=out)
     sdim = 1 if layout == "bshd" else 2
     hdim = 3 - sdim
     names = "[B, Sq, H, D]" if layout == "bshd" else "[B, H, Sq, D]"
