@@ -1,5 +1,5 @@
-"""bf16 MHA forward for gfx942 (MI300X): head dim 64, 96 or 128, BHSD or BSHD, RTNA / RTNE / RTZ output rounding, optional
-soft-cap, attention sinks and fp8 (e4m3fnuz) K/V with descales."""
+"""bf16 MHA forward for gfx942 (MI300X): head dim 64, 96 or 128, BHSD or BSHD, RTNA / RTNE / RTZ output rounding,
+optional soft-cap, attention sinks and fp8 (e4m3fnuz) K/V with descales."""
 from __future__ import annotations
 
 import torch
@@ -54,10 +54,11 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
     Raises:
         TypeError: q, k, v, out, sinks or a descale not a tensor or of the wrong dtype (v's must be k's);
             softcap not a number.
-        ValueError: rank other than 4, head dim other than 64, 96 or 128 (fp8 k/v: 64 or 128), k's batch / heads / head dim unlike q's, v's shape
-            unlike k's, an empty sequence, batch or heads, non-contiguous tensors, out's shape or device, layout,
-            round_mode, softcap negative or not finite, sinks' shape, a descale's shape or value, a descale with
-            bf16 k/v, tensors on different devices; each message names the argument.
+        ValueError: rank other than 4, head dim other than 64, 96 or 128 (fp8 k/v: 64 or 128), k's batch / heads /
+            head dim unlike q's, v's shape unlike k's, an empty sequence, batch or heads, non-contiguous tensors,
+            out's shape or device, layout, round_mode, softcap negative or not finite, sinks' shape, a descale's
+            shape, device or value, a descale with bf16 k/v, tensors on different devices; each message names the
+            argument.
         NoKernelError: the backend has no gfx942 kernel (a build without gfx942 code objects).
     """
     checks.tensor("q", q, dtype=torch.bfloat16, ndim=4)
