@@ -4,9 +4,9 @@ One code object ``mha_fwd.hsaco`` holds, per rounding mode ``<m>`` in rtna/rtne/
 ``mha_fwd_<m>`` (the dense launch: one 8-wave workgroup per 256-row q block of one head),
 ``mha_fwd_split_<m>`` (the tail KV-split parts: fp32 partials) and ``mha_merge_<m>`` (their fp32 merge),
 plus ``mha_v_transpose`` (V -> V_t, run first); head dims 64 and 96 have the same set with ``d64_`` / ``d96_``
-before the mode (``mha_fwd_d64_<m>``, ...) and ``mha_v_transpose_d64`` / ``_d96``. fp8 K/V (e4m3fnuz): ``mha_kv_fp8`` /
-``mha_kv_fp8_d64`` widen K to bf16 rows and V to bf16 V_t (exact) in place of the V transpose, then the feature kernels run
-with the descales. The tail split is planned by the pure C++ planner
+before the mode (``mha_fwd_d64_<m>``, ...) and ``mha_v_transpose_d64`` / ``_d96``. fp8 K/V (e4m3fnuz):
+``mha_kv_fp8`` / ``mha_kv_fp8_d64`` widen K to bf16 rows and V to bf16 V_t (exact) in place of the V transpose,
+then the feature kernels run with the descales. The tail split is planned by the pure C++ planner
 ``_C.plan_tail`` from shapes and the CU count only; ``MOONMATH_NO_TAIL=1`` turns it off.
 
 The caller (attention.py) has validated every tensor; this module checks the 32-bit buffer ranges the

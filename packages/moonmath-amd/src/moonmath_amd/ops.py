@@ -71,8 +71,8 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
     moonmath_mha_gfx942.forward (gfx942) or moonmath_attention_gfx950.forward (gfx950).
 
     Args:
-        q: bf16 ``[B, Hq, Sq, Dqk]`` (layout "bhsd", default) or ``[B, Sq, Hq, Dqk]`` ("bshd"). gfx942: Dqk 64, 96 or 128,
-            contiguous, Sq >= 1. gfx950: Dqk 64, 80, 96, 128 or 192, any strides with a contiguous head dim,
+        q: bf16 ``[B, Hq, Sq, Dqk]`` (layout "bhsd", default) or ``[B, Sq, Hq, Dqk]`` ("bshd"). gfx942: Dqk 64, 96
+            or 128, contiguous, Sq >= 1. gfx950: Dqk 64, 80, 96, 128 or 192, any strides with a contiguous head dim,
             Sq >= 0.
         k: bf16 ``[B, Hkv, Skv, Dqk]`` / ``[B, Skv, Hkv, Dqk]``. gfx942: Hkv = Hq, contiguous, Skv >= 1. gfx950: Hq a
             multiple of Hkv (MHA, GQA, MQA), Skv >= 0.
