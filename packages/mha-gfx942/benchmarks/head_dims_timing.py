@@ -4,8 +4,9 @@
 
 For each variant (d128, d64 and d96, bf16 K/V: the default kernels; with sinks: the feature kernels that fp8 runs
 on; with a soft-cap; fp8 K/V at d128 and d64) one dense work item (256 q rows of one head, unsplit) is simulated
-on 2 CUs of XCD 0 at two Skv (benchmarks/timing/ours.py's method: round cycles = a + b * kv_blocks, one workgroup per CU; with
-`timing.occupancy` > 1 also that many co-resident workgroups per CU, whose per-workgroup cost is round / slots).
+on 2 CUs of XCD 0 at two Skv (benchmarks/timing/ours.py's method: round cycles = a + b * kv_blocks, one workgroup
+per CU; with `timing.occupancy` > 1 also that many co-resident workgroups per CU, whose per-workgroup cost is
+round / slots).
 The pass before them (the V transpose; for fp8 the K and V widening) is simulated as one CU round and reported per
 (head, 64-row kv block) with its HBM bytes: it runs once per head, the attention once per 256 q rows. Emulator
 wave-instruction counts per kv block come from the same runs' counters. No AITER peer exists (docs/peers.md).
