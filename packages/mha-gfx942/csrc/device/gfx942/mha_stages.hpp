@@ -9,7 +9,7 @@
 //   Both read their A operands from the CTA's LDS stages (qk_lds, pv_lds), filled by direct-to-LDS DMA
 //   (dma_k, dma_vt); each fragment read feeds the wave's two q tiles.
 //   The head dim is the reduction of QK; any permutation of it is fine if Q and K use the same one, so a
-//   lane loads 16 contiguous bytes of its row (d = 64*j + 8*quad + 0..7, j = 0..3) and feeds them as two
+//   lane loads 16 contiguous bytes of its row (d = 32*j + 8*quad + 0..7, j < D / 32) and feeds them as two
 //   k-steps: 4 b128 loads per 16-row tile instead of the 8 b64 loads of the natural k order (load_a).
 //
 // Local additions to the tile layer (candidates for common/include/moonmath/tile.hpp):
