@@ -394,13 +394,18 @@ MHA_KV_FP8(mha_kv_fp8, 128)
 MHA_KV_FP8(mha_kv_fp8_d64, 64)
 
 // Head dim 64 fits two workgroups per CU (32 KB of LDS each) when a wave holds <= 128 registers: ask the
-// compiler for four waves per SIMD there (the feature kernels would otherwise take 130). Other head dims: none.
+// compiler for four waves per SIMD there (the default kernels; the feature kernels: below). Other head dims: none.
 #define MHA_OCCUPANCY_64 __attribute__((amdgpu_waves_per_eu(4)))
 #define MHA_OCCUPANCY_96
 #define MHA_OCCUPANCY_128
+// The feature kernels: the window stage and the fp8 descales take the d64 ones past 128 registers (32-40 bytes
+// of scratch under waves_per_eu(4)), so they run one workgroup per CU, like d96 and d128.
+#define MHA_FEAT_OCCUPANCY_64
+#define MHA_FEAT_OCCUPANCY_96
+#define MHA_FEAT_OCCUPANCY_128
 
 #define MHA_KERNELS(mode, R, D)                                                                                        \
-  MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) MHA_OCCUPANCY_##D void mha_fwd_##mode(                                                    \
+  MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) MHA_OCCUPANCY_##D void mha_fwd_##mode(                             \
       const uint16_t* q, const uint16_t* k, const uint16_t* vt, uint16_t* out, uint32_t sq, uint32_t skv,              \
       uint32_t heads, uint32_t nqb, uint32_t n_work, uint32_t q_row, uint64_t q_head, uint64_t q_batch,                \
       uint32_t k_row, uint64_t k_head, uint64_t k_batch) {                                                             \
@@ -410,7 +415,7 @@ MHA_KV_FP8(mha_kv_fp8_d64, 64)
                                     mha::Strides{q_row, q_head, q_batch},                                              \
                           mha::Strides{k_row, k_head, k_batch}, w % nqb, w / nqb, 0u, 1u, 0u, lds);                    \
   }                                                                                                                    \
-  MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) MHA_OCCUPANCY_##D void mha_fwd_split_##mode(                                              \
+  MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) MHA_OCCUPANCY_##D void mha_fwd_split_##mode(                       \
       const uint16_t* q, const uint16_t* k, const uint16_t* vt, float* ws_o, float* ws_ml, const int32_t* sched,       \
       uint32_t n_slots, uint32_t sq, uint32_t skv, uint32_t heads, uint32_t q_row, uint64_t q_head,                    \
       uint64_t q_batch, uint32_t k_row, uint64_t k_head, uint64_t k_batch) {                                           \
@@ -431,7 +436,7 @@ MHA_KV_FP8(mha_kv_fp8_d64, 64)
 // The feature variants (sinks, soft-cap, window / causal, fp8 descales): the dense and split kernels with seven
 // more arguments.
 #define MHA_FEAT_KERNELS(mode, R, D)                                                                                   \
-  MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) MHA_OCCUPANCY_##D void mha_fwd_feat_##mode(                             \
+  MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) MHA_FEAT_OCCUPANCY_##D void mha_fwd_feat_##mode(                        \
       const uint16_t* q, const uint16_t* k, const uint16_t* vt, uint16_t* out, uint32_t sq, uint32_t skv,              \
       uint32_t heads, uint32_t nqb, uint32_t n_work, uint32_t q_row, uint64_t q_head, uint64_t q_batch,                \
       uint32_t k_row, uint64_t k_head, uint64_t k_batch, const float* sinks, float scale_log2, float softcap_pre2,     \
@@ -444,7 +449,7 @@ MHA_KV_FP8(mha_kv_fp8_d64, 64)
                                 mha::Features{sinks, scale_log2, softcap_pre2, lo_shift, hi_shift, k_descale,          \
                                               v_descale});                                                             \
   }                                                                                                                    \
-  MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) MHA_OCCUPANCY_##D void mha_fwd_split_feat_##mode(                       \
+  MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) MHA_FEAT_OCCUPANCY_##D void mha_fwd_split_feat_##mode(                  \
       const uint16_t* q, const uint16_t* k, const uint16_t* vt, float* ws_o, float* ws_ml, const int32_t* sched,       \
       uint32_t n_slots, uint32_t sq, uint32_t skv, uint32_t heads, uint32_t q_row, uint64_t q_head,                    \
       uint64_t q_batch, uint32_t k_row, uint64_t k_head, uint64_t k_batch, const float* sinks, float scale_log2,       \
