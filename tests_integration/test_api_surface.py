@@ -107,17 +107,29 @@ def test_gfx942_dispatch(arch):
             ma.forward(q, k, v, **kwargs)
     with pytest.raises(ma.ArchFeatureError, match="GQA"):
         ma.forward(q, k[:, :1], v[:, :1])
-    for d in (64, 80, 96, 256):        # issue 17: head dims of gfx950
+    for d in (80, 256):        # issue 17: head dims of gfx950 only
         with pytest.raises(ma.ArchFeatureError, match=f"head dim {d} .*exist on gfx950"):
             ma.forward(rand(1, 2, 5, d), rand(1, 2, 7, d), rand(1, 2, 7, d))
+    q64, k64, v64 = rand(1, 2, 5, 64, seed=4), rand(1, 2, 7, 64, seed=5), rand(1, 2, 7, 64, seed=6)  # built on gfx942
+    assert torch.equal(bf16_bits(ma.forward(q64, k64, v64, softmax_scale=1 / 8)), bf16_bits(mha.forward(q64, k64, v64)))
+    with pytest.raises(ma.ArchFeatureError, match="softmax_scale"):
+        ma.forward(q64, k64, v64, softmax_scale=1 / math.sqrt(128))
+    q96, k96, v96 = rand(1, 2, 5, 96, seed=7), rand(1, 2, 7, 96, seed=8), rand(1, 2, 7, 96, seed=9)
+    assert torch.equal(bf16_bits(ma.forward(q96, k96, v96)), bf16_bits(mha.forward(q96, k96, v96)))
+    with pytest.raises(ValueError, match="fp8 k/v are supported for head dims"):
+        ma.forward(q96, k96.to(torch.float8_e4m3fnuz), v96.to(torch.float8_e4m3fnuz))
     for d in (32, 512):        # no arch has these: the package's own check
         with pytest.raises(ValueError, match="head dim"):
             ma.forward(rand(1, 2, 5, d), rand(1, 2, 7, d), rand(1, 2, 7, d))
-    f8 = torch.zeros(1, 2, 7, 128, dtype=torch.float8_e4m3fn)   # issue 17: fp8 K/V exist on gfx950
-    with pytest.raises(ma.ArchFeatureError, match="fp8 k/v"):
+    f8 = torch.zeros(1, 2, 7, 128, dtype=torch.float8_e4m3fn)   # issue 17: gfx942's fp8 K/V is e4m3fnuz
+    with pytest.raises(TypeError, match="k must have dtype bfloat16 or float8_e4m3fnuz"):
         ma.forward(q, f8, f8)
-    with pytest.raises(ma.ArchFeatureError, match="k_descale"):
+    with pytest.raises(ValueError, match="k_descale applies to fp8"):
         ma.forward(q, k, v, k_descale=torch.ones(1))
+    k8, v8 = (k.float() * 4).to(torch.float8_e4m3fnuz), (v.float() * 4).to(torch.float8_e4m3fnuz)
+    kd = torch.tensor([0.25, 0.5])
+    assert torch.equal(bf16_bits(ma.forward(q, k8, v8, k_descale=kd, v_descale=kd[:1])),
+                       bf16_bits(mha.forward(q, k8, v8, k_descale=kd, v_descale=kd[:1])))
     cu = torch.tensor([0, 5], dtype=torch.int32)
     with pytest.raises(ma.ArchFeatureError, match="forward_varlen: varlen batching exists on gfx950"):
         ma.forward_varlen(q[0, 0][:, None], k[0, 0][:, None], v[0, 0][:, None], cu, cu, 5, 5)

@@ -142,6 +142,36 @@ def sinks(v: object, heads_q: int, device: torch.device) -> torch.Tensor | None:
     return v.contiguous()
 
 
+def kv_descales(k: torch.Tensor, k_descale: object, v_descale: object, heads_kv: int, device: torch.device,
+                fp8: torch.dtype, kname: str = "k", vname: str = "v"):
+    """fp8 K/V's fp32 descales (flash-attn 3's ``k_descale`` / ``v_descale``; None = 1), per tensor (one element)
+    or per kv head (``[heads_kv]``), finite and > 0 (checked where the values are on the host), returned as
+    contiguous ``[heads_kv]`` tensors on `device`; (None, None) when k is not of dtype `fp8` (a descale is then
+    an error: it would be silently meaningless)."""
+    from .emu_device import device_resident
+
+    if k.dtype != fp8:
+        for name, d in (("k_descale", k_descale), ("v_descale", v_descale)):
+            if d is not None:
+                raise ValueError(f"{name} applies to fp8 ({str(fp8).replace('torch.', '')}) {kname}/{vname} only; "
+                                 f"got {kname} of dtype {str(k.dtype).replace('torch.', '')}")
+        return None, None
+    out = []
+    for name, d in (("k_descale", k_descale), ("v_descale", v_descale)):
+        if d is None:
+            out.append(torch.ones(heads_kv, dtype=torch.float32, device=device))
+            continue
+        tensor(name, d, dtype=torch.float32, device=device)
+        if d.numel() not in (1, heads_kv) or d.dim() > 1:
+            raise ValueError(f"{name} must be one fp32 scale per tensor ([] or [1]) or per kv head ([{heads_kv}]); "
+                             f"got shape {list(d.shape)}")
+        if on_host(d) and not device_resident(d):
+            if not bool(torch.isfinite(d).all()) or not bool((d > 0).all()):
+                raise ValueError(f"{name} must be finite and > 0; got {d.tolist()}")
+        out.append(d.reshape(-1).expand(heads_kv).contiguous())
+    return out[0], out[1]
+
+
 def byte_span(t: torch.Tensor) -> tuple[int, int]:
     """[start, end) of the bytes a tensor's elements can occupy (from its sizes and strides)."""
     p = t.data_ptr()

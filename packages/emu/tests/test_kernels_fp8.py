@@ -64,9 +64,10 @@ def test_encode(corpus, arch, kind):
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("kind", ["fp8", "bf8"])
+@pytest.mark.parametrize("kind", ["fp8", "bf8", "fp8_pk"])
 def test_decode(corpus, arch, kind):
-    name = FMT[(arch, kind)]
+    """Every byte decoded (fp8_pk: the packed v_cvt_pk_f32_fp8, both words: gfx942's fnuz widening path)."""
+    name = FMT[(arch, kind.removesuffix("_pk"))]
     codes = np.arange(256, dtype=np.uint8)
     words = torch.from_numpy(codes.view(np.int32).copy())
     out = torch.zeros(256)

@@ -11,19 +11,19 @@ def rand(shape, seed, scale=1.0):
     return (torch.randn(shape, generator=g) * scale).to(torch.bfloat16)
 
 
-def qkv(B, H, Sq, Skv, layout="bhsd", seed=0, scale=1.0):
-    sq = (B, H, Sq, 128) if layout == "bhsd" else (B, Sq, H, 128)
-    sk = (B, H, Skv, 128) if layout == "bhsd" else (B, Skv, H, 128)
+def qkv(B, H, Sq, Skv, layout="bhsd", seed=0, scale=1.0, D=128):
+    sq = (B, H, Sq, D) if layout == "bhsd" else (B, Sq, H, D)
+    sk = (B, H, Skv, D) if layout == "bhsd" else (B, Skv, H, D)
     return rand(sq, seed, scale), rand(sk, seed + 1, scale), rand(sk, seed + 2)
 
 
 def oracle_fp64(q, k, v, layout="bhsd", softcap=0.0, sinks=None, window=(-1, -1)):
-    """softmax(q k^T / sqrt(128)) v in float64, in q's layout; softcap > 0: s -> cap tanh(s / cap); sinks [H]:
+    """softmax(q k^T / sqrt(D)) v in float64, in q's layout; softcap > 0: s -> cap tanh(s / cap); sinks [H]:
     one more logit per row of head h whose value row is zero (gpt-oss); window (left, right), -1 unbounded:
     row i keeps keys max(0, d - left) .. min(Skv - 1, d + right), d = i + Skv - Sq (a row with none: 0)."""
     if layout == "bshd":
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
-    s = (q.double() @ k.double().transpose(-1, -2)) / math.sqrt(128.0)
+    s = (q.double() @ k.double().transpose(-1, -2)) / math.sqrt(q.shape[-1])
     if softcap:
         s = softcap * torch.tanh(s / softcap)
     Sq, Skv = s.shape[2], s.shape[3]

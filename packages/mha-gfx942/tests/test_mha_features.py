@@ -24,7 +24,7 @@ def sinks_for(q, k, layout, cap, seed):
     share of most rows' denominator."""
     if layout == "bshd":
         q, k = q.transpose(1, 2), k.transpose(1, 2)
-    s = (q.double() @ k.double().transpose(-1, -2)) / math.sqrt(128.0)
+    s = (q.double() @ k.double().transpose(-1, -2)) / math.sqrt(q.shape[-1])
     if cap:
         s = cap * torch.tanh(s / cap)
     lse = torch.logsumexp(s, dim=-1).transpose(0, 1).reshape(q.shape[1], -1)

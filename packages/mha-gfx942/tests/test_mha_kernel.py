@@ -182,13 +182,15 @@ LENGTHS = (1, 63, 64, 65, 383, 384, 385, 1000)
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("D", (128, 64, 96))
 @pytest.mark.parametrize("sq", LENGTHS)
 @pytest.mark.parametrize("skv", LENGTHS)
-def test_sweep_all_length_pairs(emu_backend, sq, skv):
-    """Every (Sq, Skv) pair of the issue's lengths, B*H = 2 x 3, the three modes rotating, both layouts."""
-    mode = MODES[(sq + skv) % 3]
+def test_sweep_all_length_pairs(emu_backend, sq, skv, D):
+    """Every (Sq, Skv) pair of the issue's lengths, B*H = 2 x 3, the three modes rotating, both layouts; both
+    head dims."""
+    mode = MODES[(sq + skv + D) % 3]
     layout = ("bhsd", "bshd")[(sq * 7 + skv) % 2]
-    q, k, v = qkv(2, 3, sq, skv, layout=layout, seed=sq * 1000 + skv, scale=1.5)
+    q, k, v = qkv(2, 3, sq, skv, layout=layout, seed=sq * 1000 + skv, scale=1.5, D=D)
     check_fp64(mha.forward(q, k, v, round_mode=mode, layout=layout), oracle_fp64(q, k, v, layout), mode)
 
 

@@ -7,14 +7,24 @@ Declared budgets (docs/kernels/mha_gfx942.md):
   mha_fwd_split_<mode>  the same, SGPR <= 96 (the schedule entry).
   mha_merge_<mode>      VGPR <= 32, AGPR 0, SGPR <= 40; LDS 0; scratch 0.
   mha_v_transpose       VGPR <= 48, AGPR 0, SGPR <= 32; LDS 16384 (one 64 x 128 bf16 block); scratch 0.
+  head dim 64 (the same kernels with d64_ before the mode, mha_v_transpose_d64): VGPR+AGPR <= 128 (Q and O
+                        halve; amdgpu_waves_per_eu(4): 118-128 used, so two 8-wave workgroups share a CU), LDS 32768
+                        (stages of 8 KB), V transpose LDS 8192; SGPR budgets as above.
+  head dim 96 (d96_, mha_v_transpose_d96): VGPR+AGPR <= 176 (154-158 used), dense SGPR <= 88 (70-82), LDS 57344
+                        (K rows padded to 256 bytes: 16 KB + a 12 KB V_t block per stage), V transpose LDS 12288.
+  mha_kv_fp8[_d64]      (fp8 K/V widening) VGPR <= 64 (32), AGPR 0, SGPR <= 40; LDS 16384 (8192); scratch 0.
 """
 from __future__ import annotations
 
 import pytest
 
-from moonmath_mha_gfx942.kernel import ARCH, CODE_OBJECT, KERNELS, TRANSPOSE_KERNEL, kernel_names
+from moonmath_mha_gfx942.kernel import ARCH, CODE_OBJECT, KERNELS, TRANSPOSE_KERNEL, kernel_names, transpose_kernel
 
-BUDGETS = {TRANSPOSE_KERNEL: dict(vgpr=48, agpr=0, sgpr=32, lds=16384)}
+BUDGETS = {TRANSPOSE_KERNEL: dict(vgpr=48, agpr=0, sgpr=32, lds=16384),
+           transpose_kernel(64): dict(vgpr=32, agpr=0, sgpr=32, lds=8192),
+           transpose_kernel(96): dict(vgpr=48, agpr=0, sgpr=32, lds=12288),
+           transpose_kernel(128, fp8=True): dict(vgpr=64, agpr=0, sgpr=40, lds=16384),
+           transpose_kernel(64, fp8=True): dict(vgpr=32, agpr=0, sgpr=40, lds=8192)}
 for _mode in ("rtna", "rtne", "rtz"):
     _dense, _split, _merge = kernel_names(_mode)
     BUDGETS[_dense] = dict(vgpr=256, agpr=64, sgpr=80, lds=65536, threads=512)
@@ -23,6 +33,13 @@ for _mode in ("rtna", "rtne", "rtz"):
     _fdense, _fsplit, _ = kernel_names(_mode, features=True)   # sinks / soft-cap variants: the same budgets
     BUDGETS[_fdense] = BUDGETS[_dense]
     BUDGETS[_fsplit] = BUDGETS[_split]
+    for _d, _vgpr, _lds, _sgpr in ((64, 128, 32768, 80), (96, 176, 57344, 88)):  # d64: two workgroups per CU
+        _names = kernel_names(_mode, head_dim=_d) + kernel_names(_mode, features=True, head_dim=_d)[:2]
+        _dense_b = dict(BUDGETS[_dense], sgpr=_sgpr)
+        _bs = (_dense_b, BUDGETS[_split], BUDGETS[_merge], _dense_b, BUDGETS[_split])
+        for _i, (_name, _b) in enumerate(zip(_names, _bs)):   # the d64 feature kernels: one workgroup per CU
+            _cap = _b["vgpr"] if _d == 64 and _i >= 3 else min(_b["vgpr"], _vgpr)
+            BUDGETS[_name] = dict(_b, vgpr=_cap, lds=min(_b["lds"], _lds))
 
 
 @pytest.mark.parametrize("kernel", list(BUDGETS))

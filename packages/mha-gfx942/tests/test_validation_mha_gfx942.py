@@ -18,7 +18,7 @@ CASES = [
     ("q not a tensor", lambda q, k, v: dict(q=[1.0]), TypeError, "q must be a torch.Tensor"),
     ("q dtype", lambda q, k, v: dict(q=q.float()), TypeError, "q must have dtype bfloat16"),
     ("q rank", lambda q, k, v: dict(q=q[0]), ValueError, "q must be 4-D"),
-    ("q head dim", lambda q, k, v: dict(q=q[..., :64]), ValueError, "q head dim"),
+    ("q head dim", lambda q, k, v: dict(q=q[..., :80].contiguous()), ValueError, "q head dim"),
     ("q not contiguous", lambda q, k, v: dict(q=q.transpose(1, 2).contiguous().transpose(1, 2)), ValueError,
      "q must be contiguous"),
     ("q empty seq", lambda q, k, v: dict(q=q[:, :, :0]), ValueError, "q sequence length"),

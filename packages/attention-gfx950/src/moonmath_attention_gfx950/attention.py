@@ -38,28 +38,9 @@ def _descales(k, v, k_descale, v_descale, heads_kv: int, dims: tuple[int, int], 
     """fp8 K/V: the fp32 descales of K and V (flash-attn 3's k_descale / v_descale; None = 1), per tensor (one
     element) or per kv head ([Hkv]), returned as [Hkv] tensors on q's device; (None, None) for bf16 K/V (where
     a descale is an error: it would be silently meaningless)."""
-    if k.dtype != FP8_KV:
-        for name, d in (("k_descale", k_descale), ("v_descale", v_descale)):
-            if d is not None:
-                raise ValueError(f"{name} applies to fp8 (float8_e4m3fn) {kname}/{vname} only; got {kname} of dtype "
-                                 f"{str(k.dtype).replace('torch.', '')}")
-        return None, None
-    if dims not in FP8_HEAD_DIMS:
+    if k.dtype == FP8_KV and dims not in FP8_HEAD_DIMS:
         raise ValueError(f"fp8 {kname}/{vname} are supported for head dims {FP8_HEAD_DIMS}; got {dims}")
-    out = []
-    for name, d in (("k_descale", k_descale), ("v_descale", v_descale)):
-        if d is None:
-            out.append(torch.ones(heads_kv, dtype=torch.float32, device=dev))
-            continue
-        checks.tensor(name, d, dtype=torch.float32, device=dev)
-        if d.numel() not in (1, heads_kv) or d.dim() > 1:
-            raise ValueError(f"{name} must be one fp32 scale per tensor ([] or [1]) or per kv head ([{heads_kv}]); "
-                             f"got shape {list(d.shape)}")
-        if checks.on_host(d) and not device_resident(d):
-            if not bool(torch.isfinite(d).all()) or not bool((d > 0).all()):
-                raise ValueError(f"{name} must be finite and > 0; got {d.tolist()}")
-        out.append(d.reshape(-1).expand(heads_kv).contiguous())
-    return out[0], out[1]
+    return checks.kv_descales(k, k_descale, v_descale, heads_kv, dev, FP8_KV, kname, vname)
 
 
 def _dequant(t: torch.Tensor, descale: torch.Tensor | None, head_dim: int) -> torch.Tensor:

@@ -30,6 +30,18 @@ KERNEL void from_fp8(const u32* in, float* out, int n4) {
   out[4 * i + 3] = __builtin_amdgcn_cvt_f32_fp8(w, 3);
 }
 
+// the packed decode: v_cvt_pk_f32_fp8 of word 0 (bytes 0, 1) and word 1 (bytes 2, 3)
+KERNEL void from_fp8_pk(const u32* in, float* out, int n4) {
+  const int i = (int)(bid() * bdim() + tid());
+  if (i >= n4) return;
+  const int w = (int)in[i];
+  const auto lo = __builtin_amdgcn_cvt_pk_f32_fp8(w, false), hi = __builtin_amdgcn_cvt_pk_f32_fp8(w, true);
+  out[4 * i + 0] = lo[0];
+  out[4 * i + 1] = lo[1];
+  out[4 * i + 2] = hi[0];
+  out[4 * i + 3] = hi[1];
+}
+
 KERNEL void from_bf8(const u32* in, float* out, int n4) {
   const int i = (int)(bid() * bdim() + tid());
   if (i >= n4) return;

@@ -36,6 +36,8 @@ void register_tail_planner(py::module_& m) {
   m.attr("CTA_THREADS") = config::kCtaThreads;
   m.attr("KV_BLOCK") = kKvBlock;
   m.attr("MERGE_ROWS_PER_CTA") = config::kMergeRowsPerCta;
+  m.def("merge_rows_per_cta", &config::merge_rows_per_cta, py::arg("head_dim"),
+        "q rows per merge workgroup of head dim head_dim (the merge grid: CTA_ROWS / this per tail item).");
   m.attr("DEFAULT_MIN_KV_BLOCKS") = kDefaultMinKvBlocks;
   m.attr("UNBOUNDED") = config::kUnbounded;
 }

@@ -3,7 +3,10 @@
 One code object ``mha_fwd.hsaco`` holds, per rounding mode ``<m>`` in rtna/rtne/rtz:
 ``mha_fwd_<m>`` (the dense launch: one 8-wave workgroup per 256-row q block of one head),
 ``mha_fwd_split_<m>`` (the tail KV-split parts: fp32 partials) and ``mha_merge_<m>`` (their fp32 merge),
-plus ``mha_v_transpose`` (V -> V_t, run first). The tail split is planned by the pure C++ planner
+plus ``mha_v_transpose`` (V -> V_t, run first); head dims 64 and 96 have the same set with ``d64_`` / ``d96_``
+before the mode (``mha_fwd_d64_<m>``, ...) and ``mha_v_transpose_d64`` / ``_d96``. fp8 K/V (e4m3fnuz):
+``mha_kv_fp8`` / ``mha_kv_fp8_d64`` widen K to bf16 rows and V to bf16 V_t (exact) in place of the V transpose,
+then the feature kernels run with the descales. The tail split is planned by the pure C++ planner
 ``_C.plan_tail`` from shapes and the CU count only; ``MOONMATH_NO_TAIL=1`` turns it off.
 
 The caller (attention.py) has validated every tensor; this module checks the 32-bit buffer ranges the
@@ -24,18 +27,22 @@ OP = "moonmath_mha_gfx942.forward"
 ARCH = "gfx942"
 CODE_OBJECT = "mha_fwd"
 TRANSPOSE_KERNEL = "mha_v_transpose"
+FP8_KV_KERNEL = "mha_kv_fp8"
 MI300X_CUS = 304
-SCALE = 1.0 / math.sqrt(128.0)
+HEAD_DIMS = (64, 96, 128)   # the head dims with kernels (csrc/device/gfx942/mha_fwd.hip: HeadDim<D>)
+FP8_HEAD_DIMS = (64, 128)   # the head dims with an fp8 K/V widening pass (mha_kv_fp8[_d64])
 LOG2E = 1.0 / math.log(2.0)
 _U32 = 1 << 32
 
 KERNELS = KernelSet("moonmath_mha_gfx942")
 
 
-def kernel_names(round_mode: str, features: bool = False) -> tuple[str, str, str]:
-    """(dense, split, merge) kernel names of one rounding mode; features: the sinks / soft-cap / window variants."""
+def kernel_names(round_mode: str, features: bool = False, head_dim: int = 128) -> tuple[str, str, str]:
+    """(dense, split, merge) kernel names of one rounding mode; features: the sinks / soft-cap / window / fp8
+    variants."""
     f = "feat_" if features else ""
-    return f"mha_fwd_{f}{round_mode}", f"mha_fwd_split_{f}{round_mode}", f"mha_merge_{round_mode}"
+    d = "" if head_dim == 128 else f"d{head_dim}_"
+    return f"mha_fwd_{f}{d}{round_mode}", f"mha_fwd_split_{f}{d}{round_mode}", f"mha_merge_{d}{round_mode}"
 
 
 def window_shifts(window: tuple[int, int], sq: int, skv: int) -> tuple[int, int]:
@@ -51,19 +58,29 @@ def window_shifts(window: tuple[int, int], sq: int, skv: int) -> tuple[int, int]
     return lo, hi
 
 
-def feature_args(sinks: torch.Tensor | None, softcap: float, shifts: tuple[int, int] | None = None) -> list:
-    """The feature kernels' last five arguments: sinks (or a null pointer), the softmax's log2-domain logit
-    factor, the soft-cap's tanh pre-factor (0 = off) and the window's (lo_shift, hi_shift) (window_shifts;
-    None = unbounded). Under a soft-cap the scores become tanh(s * scale / cap) and the softmax scales them by
-    cap * log2 e."""
+def transpose_kernel(head_dim: int = 128, fp8: bool = False) -> str:
+    """The pass before the attention kernels: V -> V_t (bf16), or fp8 K/V -> bf16 K rows and V_t (fp8)."""
+    name = FP8_KV_KERNEL if fp8 else TRANSPOSE_KERNEL
+    return name if head_dim == 128 else f"{name}_d{head_dim}"
+
+
+def feature_args(sinks: torch.Tensor | None, softcap: float, head_dim: int = 128,
+                 k_descale: torch.Tensor | None = None, v_descale: torch.Tensor | None = None,
+                 shifts: tuple[int, int] | None = None) -> list:
+    """The feature kernels' last seven arguments: sinks (or a null pointer), the softmax's log2-domain logit
+    factor, the soft-cap's tanh pre-factor (0 = off), the window's (lo_shift, hi_shift) (window_shifts; None =
+    unbounded) and the fp8 descales (fp32 [H] or null pointers). Under a soft-cap the scores become
+    tanh(s * scale / cap) and the softmax scales them by cap * log2 e. scale = 1/sqrt(head_dim); the kernel
+    multiplies the factor that holds it by k_descale[h]."""
     from . import _C
 
+    scale = 1.0 / math.sqrt(head_dim)
     if softcap:
-        scale_log2, pre2 = softcap * LOG2E, 2.0 * SCALE * LOG2E / softcap
+        scale_log2, pre2 = softcap * LOG2E, 2.0 * scale * LOG2E / softcap
     else:
-        scale_log2, pre2 = SCALE * LOG2E, 0.0
+        scale_log2, pre2 = scale * LOG2E, 0.0
     lo, hi = (-_C.UNBOUNDED, _C.UNBOUNDED) if shifts is None else shifts
-    return [sinks, float(scale_log2), float(pre2), int(lo), int(hi)]
+    return [sinks, float(scale_log2), float(pre2), int(lo), int(hi), k_descale, v_descale]
 
 
 def tail_enabled() -> bool:
@@ -91,18 +108,19 @@ def plan(sq: int, skv: int, bh: int, cus: int, enabled: bool | None = None, min_
 def _strides(t: torch.Tensor, layout: str) -> tuple[int, int, int]:
     """(row, head, batch) strides in bytes; layout only says which of dims 1, 2 is the sequence."""
     sdim, hdim = (1, 2) if layout == "bshd" else (2, 1)
-    return t.stride(sdim) * 2, t.stride(hdim) * 2, t.stride(0) * 2
+    e = t.element_size()
+    return t.stride(sdim) * e, t.stride(hdim) * e, t.stride(0) * e
 
 
 def run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, layout: str, round_mode: str, *,
         cus: int | None = None, min_kv_blocks: int | None = None, tail: bool | None = None,
-        sinks: torch.Tensor | None = None, softcap: float = 0.0,
-        window: tuple[int, int] = (-1, -1)) -> list[dict | None]:
+        sinks: torch.Tensor | None = None, softcap: float = 0.0, k_descale: torch.Tensor | None = None,
+        v_descale: torch.Tensor | None = None, window: tuple[int, int] = (-1, -1)) -> list[dict | None]:
     """Run the forward on the gfx942 kernels (emu or hip backend), writing ``out``.
 
-    ``sinks`` (fp32 [H], validated), ``softcap`` > 0 or a bounded ``window`` (flash-attn's (left, right),
-    validated, causal folded in as right = 0) select the feature kernels ``mha_fwd_feat_<m>`` /
-    ``mha_fwd_split_feat_<m>``; without them the default kernels run.
+    ``sinks`` (fp32 [H], validated), ``softcap`` > 0, a bounded ``window`` (flash-attn's (left, right),
+    validated, causal folded in as right = 0) or fp8 k/v (with their fp32 [H] descales, validated) select the
+    feature kernels ``mha_fwd_feat_<m>`` / ``mha_fwd_split_feat_<m>``; without them the default kernels run.
 
     ``cus`` (CU count), ``min_kv_blocks`` and ``tail`` override the planner's inputs (tests force splits on
     small grids with them). Returns the launches' emulator counters (emu) or Nones (hip).
@@ -115,17 +133,18 @@ def run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, la
     # the tile constants of csrc/device/gfx942/mha_config.hpp
     CTA_ROWS, CTA_THREADS, KV_BLOCK = _C.CTA_ROWS, _C.CTA_THREADS, _C.KV_BLOCK
     sdim, hdim = (1, 2) if layout == "bshd" else (2, 1)
-    B, H, Sq, Skv = q.shape[0], q.shape[hdim], q.shape[sdim], k.shape[sdim]
+    B, H, Sq, Skv, D = q.shape[0], q.shape[hdim], q.shape[sdim], k.shape[sdim], q.shape[3]
     bh = B * H
     nqb, nkb = -(-Sq // CTA_ROWS), -(-Skv // KV_BLOCK)
+    fp8 = k.dtype != torch.bfloat16
     qs, ks = _strides(q, layout), _strides(k, layout)
     for name, rows, row in (("q", Sq, qs[0]), ("k", Skv, ks[0]), ("v", Skv, ks[0])):
-        if (rows - 1) * row + 256 >= _U32:
+        if (rows - 1) * row + 2 * D >= _U32:
             raise ValueError(f"{OP}: one head of {name} spans more than 4 GiB ({rows} rows {row} bytes apart); the "
                              f"gfx942 kernel addresses a head's rows with 32-bit buffer offsets")
-    if nkb * KV_BLOCK * 256 >= _U32:
+    if nkb * KV_BLOCK * 2 * D >= _U32:
         raise ValueError(f"{OP}: k/v sequence length {Skv} is too long for the gfx942 kernel's 32-bit V_t offsets "
-                         f"(at most {(_U32 - 1) // 256 // KV_BLOCK * KV_BLOCK - 1} rows)")
+                         f"(at most {(_U32 - 1) // (2 * D) // KV_BLOCK * KV_BLOCK - 1} rows)")
     if bh >= 1 << 31 or nqb * bh >= 1 << 31:
         raise ValueError(f"{OP}: too many (batch * heads, q blocks) work items for a 1-D grid: {bh} x {nqb}")
     for name, t in (("q", q), ("k", k), ("v", v), ("out", out)):
@@ -135,24 +154,32 @@ def run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, la
     windowed = window[0] >= 0 or window[1] >= 0
     shifts = window_shifts(window, Sq, Skv) if windowed else None
     p = plan(Sq, Skv, bh, device_cus(q.device) if cus is None else int(cus), tail, min_kv_blocks, shifts)
-    featured = sinks is not None or bool(softcap) or windowed
-    dense, split, merge = kernel_names(round_mode, featured)
-    feat = feature_args(sinks, softcap, shifts) if featured else []
+    featured = sinks is not None or bool(softcap) or windowed or fp8
+    dense, split, merge = kernel_names(round_mode, featured, D)
+    if fp8 and (k_descale is None or v_descale is None):
+        raise ValueError(f"{OP}: fp8 k/v need k_descale and v_descale (fp32 [H]; forward() fills in ones)")
+    feat = feature_args(sinks, softcap, D, k_descale, v_descale, shifts) if featured else []
     dev = q.device
-    vt = torch.empty(bh * nkb * KV_BLOCK * 128, dtype=torch.bfloat16, device=dev)
-    counters = [KERNELS.launch(OP, arch, CODE_OBJECT, TRANSPOSE_KERNEL, grid=(nkb, bh), block=256,
-                               args=[v, vt, Skv, H, *ks])]
+    vt = torch.empty(bh * nkb * KV_BLOCK * D, dtype=torch.bfloat16, device=dev)
+    if fp8:  # K widened to bf16 rows [B * H][Skv][D] (read by the attention kernels as a bf16 K), V to V_t
+        kw = torch.empty(bh * Skv * D, dtype=torch.bfloat16, device=dev)
+        counters = [KERNELS.launch(OP, arch, CODE_OBJECT, transpose_kernel(D, fp8=True), grid=(nkb, bh), block=256,
+                                   args=[k, v, kw, vt, Skv, H, *ks])]
+        k, ks = kw, (2 * D, Skv * 2 * D, H * Skv * 2 * D)
+    else:
+        counters = [KERNELS.launch(OP, arch, CODE_OBJECT, transpose_kernel(D), grid=(nkb, bh), block=256,
+                                   args=[v, vt, Skv, H, *ks])]
     if p.n_dense:
         counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, dense, grid=p.n_dense, block=CTA_THREADS,
                                        args=[q, k, vt, out, Sq, Skv, H, nqb, p.n_dense, *qs, *ks, *feat]))
     if p.tail:
         sched = torch.tensor(_C.split_schedule(p, nqb), dtype=torch.int32).to(dev)
         table = torch.tensor(_C.merge_table(p, nqb), dtype=torch.int32).to(dev)
-        ws_o = torch.empty(p.ws_o_floats, dtype=torch.float32, device=dev)
+        ws_o = torch.empty(p.ws_o_floats * D // 128, dtype=torch.float32, device=dev)  # planned for D = 128
         ws_ml = torch.empty(p.ws_ml_floats, dtype=torch.float32, device=dev)
         counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, split, grid=p.slots, block=CTA_THREADS,
                                        args=[q, k, vt, ws_o, ws_ml, sched, p.slots, Sq, Skv, H, *qs, *ks, *feat]))
-        merge_grid = p.tail * (CTA_ROWS // _C.MERGE_ROWS_PER_CTA)
+        merge_grid = p.tail * (CTA_ROWS // _C.merge_rows_per_cta(D))
         counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, merge, grid=merge_grid, block=256,
                                        args=[ws_o, ws_ml, table, out, Sq, H, *qs, p.tail]))
     return counters

@@ -71,34 +71,35 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
     moonmath_mha_gfx942.forward (gfx942) or moonmath_attention_gfx950.forward (gfx950).
 
     Args:
-        q: bf16 ``[B, Hq, Sq, Dqk]`` (layout "bhsd", default) or ``[B, Sq, Hq, Dqk]`` ("bshd"). gfx942: Dqk = 128,
-            contiguous, Sq >= 1. gfx950: Dqk 64, 80, 96, 128 or 192, any strides with a contiguous head dim,
+        q: bf16 ``[B, Hq, Sq, Dqk]`` (layout "bhsd", default) or ``[B, Sq, Hq, Dqk]`` ("bshd"). gfx942: Dqk 64, 96
+            or 128, contiguous, Sq >= 1. gfx950: Dqk 64, 80, 96, 128 or 192, any strides with a contiguous head dim,
             Sq >= 0.
         k: bf16 ``[B, Hkv, Skv, Dqk]`` / ``[B, Skv, Hkv, Dqk]``. gfx942: Hkv = Hq, contiguous, Skv >= 1. gfx950: Hq a
             multiple of Hkv (MHA, GQA, MQA), Skv >= 0.
-        v: bf16 ``[B, Hkv, Skv, Dv]`` / ``[B, Skv, Hkv, Dv]``: Dv = Dqk, or 128 with Dqk 192 (MLA prefill). gfx950:
-            k and v may both be fp8 (float8_e4m3fn; head dims 64 and 128) with k_descale / v_descale.
+        v: bf16 ``[B, Hkv, Skv, Dv]`` / ``[B, Skv, Hkv, Dv]``: Dv = Dqk, or 128 with Dqk 192 (MLA prefill). k and v
+            may both be fp8 with k_descale / v_descale, head dims 64 and 128: gfx950 float8_e4m3fn (OCP), gfx942
+            float8_e4m3fnuz (the arch's native fp8).
         out: optional bf16 tensor of the output's shape (q's with Dv) on q's device, filled in place and returned
             (gfx942: contiguous).
         round_mode: None for the arch's default; gfx942 "rtna" (default), "rtne" or "rtz"; gfx950 "rtne" only.
         layout: "bhsd" or "bshd" on both archs: which of dims 1 and 2 is the sequence.
         causal: bool; bottom-right aligned mask (row i sees keys j <= i + Skv - Sq). Both archs.
-        softmax_scale: None for 1/sqrt(Dqk); gfx950 any finite real, gfx942 only 1/sqrt(128).
+        softmax_scale: None for 1/sqrt(Dqk); gfx950 any finite real, gfx942 only 1/sqrt(Dqk).
         return_lse: bool; also return fp32 LSE ``[B, Hq, Sq]`` (natural log). gfx950 only.
         softcap: Gemma-2 logit soft-cap (None or 0: off), as moonmath_attention_gfx950.forward (both archs).
         window_size: sliding window (left, right), -1 = unbounded, as moonmath_attention_gfx950.forward (both
             archs).
         sinks: fp32 ``[Hq]`` attention sinks, as moonmath_attention_gfx950.forward (both archs).
-        k_descale: fp8 K/V only: fp32 descale of k (per tensor or per kv head), as moonmath_attention_gfx950.forward.
-            gfx950 only.
-        v_descale: fp8 K/V only: fp32 descale of v, as k_descale. gfx950 only.
+        k_descale: fp8 K/V only: fp32 descale of k (per tensor or per kv head), as moonmath_attention_gfx950.forward
+            (both archs).
+        v_descale: fp8 K/V only: fp32 descale of v, as k_descale (both archs).
 
     Returns:
         out, or (out, lse) when return_lse.
 
     Raises:
         ArchFeatureError: a feature the arch lacks (a ValueError): on gfx942 return_lse, a scale other than
-            1/sqrt(128), GQA/MQA, head dims other than 128, fp8 k/v or descales.
+            1/sqrt(Dqk), GQA/MQA, head dims other than 64, 96 and 128.
         TypeError: a tensor argument not a tensor or of the wrong dtype; a flag not a bool.
         ValueError: shapes, heads, head dims, strides, layout, round_mode, softmax_scale, out, devices, as the
             arch's package checks them; each message names the argument.
@@ -106,22 +107,18 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
     """
     arch = _attention_arch("forward")
     if arch == "gfx942":
-        fp8 = isinstance(k, torch.Tensor) and k.dtype == _gfx950.FP8_KV
-        for name, value, off in (("k_descale", k_descale, k_descale is None),
-                                 ("v_descale", v_descale, v_descale is None),
-                                 ("fp8 k/v", "float8_e4m3fn", not fp8)):
-            if not off:
-                raise ArchFeatureError(f"forward: {name}={value!r} is not supported on gfx942 yet (its MHA kernel "
-                                       f"has no {name}); it exists on gfx950")
-        if isinstance(q, torch.Tensor) and q.dim() == 4 and q.shape[3] != 128 and q.shape[3] in _GFX950_HEAD_DIMS:
+        if (isinstance(q, torch.Tensor) and q.dim() == 4 and q.shape[3] not in _gfx942.HEAD_DIMS
+                and q.shape[3] in _GFX950_HEAD_DIMS):
             raise ArchFeatureError(f"forward: head dim {q.shape[3]} (q.shape[3]) is not supported on gfx942 (its MHA "
-                                   "kernel is built for head dim 128); head dims "
+                                   f"kernels are built for head dims {_gfx942.HEAD_DIMS}); head dims "
                                    f"{', '.join(map(str, sorted(_GFX950_HEAD_DIMS)))} exist on gfx950")
         if return_lse is not False:
             raise ArchFeatureError(f"forward: return_lse={return_lse!r} is not supported on gfx942 (its MHA kernel "
                                    "writes no LSE); LSE exists on gfx950")
-        if softmax_scale is not None and softmax_scale != 1.0 / math.sqrt(128.0):
-            raise ArchFeatureError(f"forward: softmax_scale is fixed at 1/sqrt(128) on gfx942; got {softmax_scale!r}")
+        d = q.shape[3] if isinstance(q, torch.Tensor) and q.dim() == 4 else 128
+        if softmax_scale is not None and softmax_scale != 1.0 / math.sqrt(d):
+            raise ArchFeatureError(f"forward: softmax_scale is fixed at 1/sqrt(head dim) = 1/sqrt({d}) on gfx942; got "
+                                   f"{softmax_scale!r}")
         if (isinstance(q, torch.Tensor) and isinstance(k, torch.Tensor) and q.dim() == 4 and k.dim() == 4
                 and layout in ("bhsd", "bshd")):
             hd = 2 if layout == "bshd" else 1
@@ -129,7 +126,8 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
                 raise ArchFeatureError(f"forward: GQA/MQA ({q.shape[hd]} q heads over {k.shape[hd]} k heads) is not "
                                        "supported on gfx942; it exists on gfx950")
         return _gfx942.forward(q, k, v, out=out, round_mode="rtna" if round_mode is None else round_mode,
-                               layout=layout, softcap=softcap, sinks=sinks, causal=causal, window_size=window_size)
+                               layout=layout, softcap=softcap, sinks=sinks, causal=causal, window_size=window_size,
+                               k_descale=k_descale, v_descale=v_descale)
     return _gfx950.forward(q, k, v, out=out, round_mode="rtne" if round_mode is None else round_mode, layout=layout,
                            causal=causal, softmax_scale=softmax_scale, return_lse=return_lse, softcap=softcap,
                            window_size=window_size, sinks=sinks, k_descale=k_descale, v_descale=v_descale)

@@ -11,6 +11,8 @@ constexpr unsigned kCtaRows = kWaves * kQTilesPerWave * 16;  // q rows per workg
 constexpr unsigned kCtaThreads = kWaves * 64;
 constexpr unsigned kKvBlock = 64;       // kv rows per main-loop step
 constexpr unsigned kMergeRowsPerCta = 8;  // merge kernel: 8 rows x 32 threads
+// merge kernel: D / 4 threads a row (4 columns each); 96: 8 rows of 24 threads (64 threads idle)
+constexpr unsigned merge_rows_per_cta(unsigned head_dim) { return head_dim == 96 ? 8 : 256 * 4 / head_dim; }
 
 // Sliding window / causal (feature kernels): row i sees keys i + lo_shift <= j <= i + hi_shift (flash-attn's
 // window, end-aligned: lo_shift = Skv - Sq - left, hi_shift = Skv - Sq + right; kUnbounded for -1).

@@ -1,4 +1,4 @@
-// bf16 MHA forward for gfx942 (MI300X): O = softmax(Q K^T / sqrt(128)) V, head dim 128, fp32 online
+// bf16 MHA forward for gfx942 (MI300X): O = softmax(Q K^T / sqrt(D)) V, head dim D = 128 (64, 96), fp32 online
 // softmax in the log2 domain, bf16 output rounded RTNA / RTNE / RTZ (one kernel per mode; P and O are
 // rounded by the same rule; NaN output canonical 0x7FFF for RTNE/RTNA, RTZ truncates NaN like AITER's).
 //
@@ -46,9 +46,17 @@
 // Features (issue 17): mha_fwd_feat_* / mha_fwd_split_feat_* are attend<..., kFeat = true>: the soft-cap
 // between QK and the tail mask (a runtime-uniform branch), the sink in the epilogue (part 0 of a split item
 // only, so the merge is unchanged), the window / causal (a kv block range per item from the rows' windows;
-// a per-row mask only on the blocks that cross a wave's row bounds). The default kernels are instantiated
-// without them: same instructions.
+// a per-row mask only on the blocks that cross a wave's row bounds), the fp8 descales (k_descale in the logit
+// factor, v_descale on O). The default kernels are instantiated without them: same instructions. fp8 K/V
+// (e4m3fnuz) reach these kernels as bf16: mha_kv_fp8_* widens K to bf16 rows and V to V_t exactly, in place of
+// mha_v_transpose (K reaches LDS by direct-to-LDS DMA, which cannot convert, and every wave reads every K row,
+// so the attention kernel cannot widen it once).
+//
+// Head dims: every kernel is instantiated per D (HeadDim<D>: 128 the default names, 64 and 96 with d64_ / d96_
+// before the mode); the tiling, roles, LDS stages and pipeline above are the same, with D / 16 k-steps and
+// head-dim tiles and K / V_t blocks of 64 rows x D (a d96 K row padded to 256 bytes in LDS for the swizzle).
 #include "gfx942/mha_stages.hpp"
+#include "moonmath/convert.hpp"
 
 namespace mha {
 
@@ -64,10 +72,11 @@ struct Strides {
   uint64_t batch;  // bytes between batches
 };
 
-MM_DEVICE mm::buffer_rsrc head_buffer(const void* base, Strides st, uint32_t bh, uint32_t heads, uint32_t rows) {
+MM_DEVICE mm::buffer_rsrc head_buffer(const void* base, Strides st, uint32_t bh, uint32_t heads, uint32_t rows,
+                                      uint32_t row_bytes = kRowBytes) {
   const uint32_t b = bh / heads, h = bh - b * heads;
   const char* p = (const char*)base + b * st.batch + h * st.head;
-  return mm::make_buffer(p, (rows - 1u) * st.row + kRowBytes);
+  return mm::make_buffer(p, (rows - 1u) * st.row + row_bytes);
 }
 
 
@@ -79,36 +88,50 @@ struct Features {
   float softcap_pre2;  // 2 * scale * log2 e / cap, or 0 (no soft-cap)
   int lo_shift = -moonmath::mha::config::kUnbounded;  // window / causal: row i sees keys i + lo_shift ..
   int hi_shift = moonmath::mha::config::kUnbounded;   // .. i + hi_shift (mha_config.hpp)
+  // fp8 K/V (widened exactly to bf16 by mha_kv_fp8_*): fp32 [heads] descales, or null (= 1). k_descale folds
+  // into the logit factor (into the soft-cap's pre-factor under a cap), v_descale multiplies O once.
+  const float* k_descale = nullptr;
+  const float* v_descale = nullptr;
+  // The factors of head h: S = (q . k8) * (scale * k_descale[h]).
+  MM_DEVICE void fold_k_descale(uint32_t h) {
+    if (k_descale == nullptr) return;
+    if (softcap_pre2 != 0.f) softcap_pre2 *= k_descale[h];
+    else scale_log2 *= k_descale[h];
+  }
 };
 
 // One work item: q block `qb` of head `bh`, kv blocks part, part + nparts, ... . kSplit: write the fp32
 // partial (slot) instead of the normalised bf16 output. lds: kLdsBytes, the two stages. kFeat: apply `feat`
 // (soft-cap between QK and the mask; the sink in the epilogue, carried by part 0 of a split item; the window:
 // the item runs only the kv blocks of its rows' windows, part p of them p, p + nparts, ..., and a wave masks
-// per row only the blocks that cross one of its 32 rows' bounds).
-template <mm::Round R, bool kSplit, bool kFeat = false>
+// per row only the blocks that cross one of its 32 rows' bounds). D: the head dim (HeadDim<D>; 128 for the
+// default kernels).
+template <mm::Round R, bool kSplit, bool kFeat = false, uint32_t D = 128>
 MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, uint16_t* out, float* ws_o,
                       float* ws_ml, uint32_t sq, uint32_t skv, uint32_t heads, Strides qs, Strides ks, uint32_t qb,
                       uint32_t bh, uint32_t part, uint32_t nparts, uint32_t slot, uint8_t* lds,
-                      Features feat = Features{nullptr, kScaleLog2e, 0.f}) {
+                      Features feat = Features{nullptr, HeadDim<D>::kScaleLog2e, 0.f}) {
+  typedef HeadDim<D> HD;
   const uint32_t wave = mm::wave_id();
   const bool group_b = wave >= kWaves / 2;  // waves 4..7: the second wave of each SIMD
   const uint32_t row0 = qb * kCtaRows + wave * (kQTilesPerWave * 16);
   const uint32_t nkb = (skv + kKvBlock - 1) / kKvBlock;
-  const mm::buffer_rsrc qr = head_buffer(q, qs, bh, heads, sq);
+  const mm::buffer_rsrc qr = head_buffer(q, qs, bh, heads, sq, HD::kRowBytes);
   const uint32_t b = bh / heads, h = bh - b * heads;
   const char* k_head = (const char*)k + b * ks.batch + h * ks.head;
-  const uint32_t k_bytes = (skv - 1u) * ks.row + kRowBytes;
-  const mm::buffer_rsrc vr = mm::make_buffer((const char*)vt + (uint64_t)bh * nkb * kVtBlockBytes, nkb * kVtBlockBytes);
+  const uint32_t k_bytes = (skv - 1u) * ks.row + HD::kRowBytes;
+  const mm::buffer_rsrc vr =
+      mm::make_buffer((const char*)vt + (uint64_t)bh * nkb * HD::kVtBlockBytes, nkb * HD::kVtBlockBytes);
+  if constexpr (kFeat) feat.fold_k_descale(h);
 
-  FragB qf[kQTilesPerWave][kKSteps];
-  FragC o[kQTilesPerWave][kDTiles];
+  FragB qf[kQTilesPerWave][HD::kKSteps];
+  FragC o[kQTilesPerWave][HD::kDTiles];
   GatedColSoftmax sm[kQTilesPerWave];
 #pragma unroll
   for (uint32_t i = 0; i < kQTilesPerWave; ++i) {
     load_rows16_kpair(qf[i], qr, row0 + 16u * i, qs.row);
 #pragma unroll
-    for (uint32_t dt = 0; dt < kDTiles; ++dt) o[i][dt] = mm::zeros<S16>();
+    for (uint32_t dt = 0; dt < HD::kDTiles; ++dt) o[i][dt] = mm::zeros<S16>();
   }
 
   // Block i of this item is kv block kb0 + part + i * nparts (kb0 = 0 but under a window); interval i
@@ -126,7 +149,7 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
     cnt = n > part ? (n - part + nparts - 1) / nparts : 0u;
   }
   const uint32_t dma_wave = wave - kWaves / 2;  // group B copies the blocks: A's MFMA phase opens the interval
-  if (group_b && (!kFeat || cnt != 0)) dma_k(lds, k_head, k_bytes, kb0 + part, ks.row, 0, dma_wave);
+  if (group_b && (!kFeat || cnt != 0)) dma_k<D>(lds, k_head, k_bytes, kb0 + part, ks.row, 0, dma_wave);
   FragC s[kQTilesPerWave][kKvSub];  // S^T of the current block, then P (fp32)
   FragB p[kQTilesPerWave][kKvSub];  // P^T packed to bf16: the B operands of PV
   auto softmax = [&](uint32_t i) {  // online softmax of block i, P packed for PV
@@ -145,13 +168,13 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
         mask_kv_tail(s[t], kb * kKvBlock, skv);
       }
       if constexpr (kFeat) sm[t].update<true>(s[t], i == 0, feat.scale_log2);
-      else sm[t].update(s[t], i == 0);
+      else sm[t].update(s[t], i == 0, HD::kScaleLog2e);
 #pragma unroll
       for (uint32_t u = 0; u < kKvSub; ++u) p[t][u] = mm::as_b_operand(pack_p<R>(s[t][u]));
     }
   };
-  FragA kf[2][kKSteps];  // K operands of QK: two subtiles (the one in use, the next one being read)
-  auto k_stage = [&](uint32_t i) { return lds + (i & 1u) * kKBlockBytes; };
+  FragA kf[2][HD::kKSteps];  // K operands of QK: two subtiles (the one in use, the next one being read)
+  auto k_stage = [&](uint32_t i) { return lds + (i & 1u) * HD::kKBlockBytes; };
   auto qk_first = [&]() {  // the item's first QK: no PV before it to read K subtile 0 during
     mm::set_priority<3>();
     lds_load_k_subtile(kf[0], k_stage(0), 0);
@@ -165,7 +188,7 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
 #pragma unroll
     for (uint32_t t = 0; t < kQTilesPerWave; ++t) r[t] = sm[t].r;
     mm::set_priority<3>();
-    pv_lds(o, lds + kLdsV + ((i - 1) & 1u) * kVtBlockBytes, p, k_stage(i), kf[0], r);
+    pv_lds(o, lds + HD::kLdsV + ((i - 1) & 1u) * HD::kVtBlockBytes, p, k_stage(i), kf[0], r);
     if (i < cnt) qk_lds(s, k_stage(i), qf, kf);
     mm::set_priority<0>();
   };
@@ -173,8 +196,8 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
     mm::wait_vmcnt<0>();  // this wave's DMAs have landed
     mm::block_sync();     // ... and every wave's; every wave is done with the stages refilled below
     if (group_b) {
-      if (i + 1 < cnt) dma_k(lds, k_head, k_bytes, kb0 + part + (i + 1) * nparts, ks.row, (i + 1) & 1u, dma_wave);
-      if (i < cnt) dma_vt(lds, vr, kb0 + part + i * nparts, i & 1u, dma_wave);
+      if (i + 1 < cnt) dma_k<D>(lds, k_head, k_bytes, kb0 + part + (i + 1) * nparts, ks.row, (i + 1) & 1u, dma_wave);
+      if (i < cnt) dma_vt<D>(lds, vr, kb0 + part + i * nparts, i & 1u, dma_wave);
     }
   };
   // One loop per group (two separate loops, so that the register allocator sees two regions, not one
@@ -210,34 +233,45 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
     const uint32_t r = row0 + 16u * i;
     if constexpr (kFeat) {
       if (feat.sinks != nullptr && part == 0) add_sink(o[i], sm[i].m, lsum, feat.sinks[h] * 1.4426950408889634f);
+      if (feat.v_descale != nullptr) {
+        const ColVec vd = {feat.v_descale[h]};
+#pragma unroll
+        for (uint32_t dt = 0; dt < HD::kDTiles; ++dt) mm::mul_cols(o[i][dt], vd);
+      }
     }
     if constexpr (kSplit) {
       // Partial: O unnormalised (fp32) and the row's (m, l); rows of the CTA, not of the sequence.
       const uint32_t cta_row = r - qb * kCtaRows;
-      store_o_partial(o[i], mm::make_buffer(ws_o + (uint64_t)slot * kCtaRows * kHeadDim, kCtaRows * kHeadDim * 4u),
-                      cta_row);
+      store_o_partial(o[i], mm::make_buffer(ws_o + (uint64_t)slot * kCtaRows * D, kCtaRows * D * 4u), cta_row);
       if (quad_id() == 0) {
         const mm::buffer_rsrc wm = mm::make_buffer(ws_ml + (uint64_t)slot * kCtaRows * 2u, kCtaRows * 8u);
         mm::buffer_store_b64(mm::u32x2{__builtin_bit_cast(uint32_t, sm[i].m), __builtin_bit_cast(uint32_t, lsum)},
                              wm, (cta_row + col_id()) * 8u);
       }
     } else {
-      store_o_tile<R>(o[i], lsum, head_buffer(out, qs, bh, heads, sq), r, qs.row);
+      store_o_tile<R>(o[i], lsum, head_buffer(out, qs, bh, heads, sq, HD::kRowBytes), r, qs.row);
     }
   }
 }
 
 // Merge of G fp32 partials of one q block: M = max m_p, w_p = exp2(m_p - M) (0 for a part that saw
 // no finite max), out = sum w_p O_p / sum w_p l_p, packed like the unsplit output. 256 threads: 8 rows
-// x 32 threads of 4 head-dim columns each; kCtaRows / 8 workgroups per q block.
-template <mm::Round R>
+// x 32 threads of 4 head-dim columns each (head dim 64: 16 rows x 16 threads; 96: 8 rows x 24 threads);
+// kCtaRows / 8 (16) workgroups per q block.
+template <mm::Round R, uint32_t D = 128>
 MM_DEVICE void merge(const float* ws_o, const float* ws_ml, const int32_t* table, uint16_t* out, uint32_t sq,
                      uint32_t heads, Strides qs, uint32_t ngroups) {
-  constexpr uint32_t kPerGroup = kCtaRows / moonmath::mha::config::kMergeRowsPerCta;
+  constexpr uint32_t kThreadsPerRow = D / 4, kRows = moonmath::mha::config::merge_rows_per_cta(D);
+  static_assert(kRows * kThreadsPerRow <= 256 && kCtaRows % kRows == 0, "the host's merge grid");
+  constexpr uint32_t kPerGroup = kCtaRows / kRows;
   const uint32_t g = mm::block_id_x() / kPerGroup;
   if (g >= ngroups) return;
   const uint32_t tid = mm::thread_id_x();
-  const uint32_t cta_row = (mm::block_id_x() % kPerGroup) * 8u + tid / 32u, col = (tid % 32u) * 4u;
+  if constexpr (kRows * kThreadsPerRow < 256) {
+    if (tid >= kRows * kThreadsPerRow) return;
+  }
+  const uint32_t cta_row = (mm::block_id_x() % kPerGroup) * kRows + tid / kThreadsPerRow;
+  const uint32_t col = (tid % kThreadsPerRow) * 4u;
   const mm::buffer_rsrc tr = mm::make_buffer(table, ngroups * 16u);
   const mm::u32x4 e = mm::buffer_load_b128(tr, g * 16u);
   const uint32_t qb = mm::uniform(e.x), bh = mm::uniform(e.y), slot0 = mm::uniform(e.z), parts = mm::uniform(e.w);
@@ -251,7 +285,7 @@ MM_DEVICE void merge(const float* ws_o, const float* ws_ml, const int32_t* table
     const uint64_t base = (uint64_t)(slot0 + p) * kCtaRows + cta_row;
     const float mp = ws_ml[base * 2u], lp = ws_ml[base * 2u + 1u];
     const float w = mp == -__builtin_inff() ? 0.f : mm::exp2(mp - big_m);
-    const mm::f32x4 op = *(const mm::f32x4*)(ws_o + base * kHeadDim + col);
+    const mm::f32x4 op = *(const mm::f32x4*)(ws_o + base * D + col);
     big_l += w * lp;
 #pragma unroll
     for (int i = 0; i < 4; ++i) acc[i] += w * op[i];
@@ -259,29 +293,50 @@ MM_DEVICE void merge(const float* ws_o, const float* ws_ml, const int32_t* table
   if (row >= sq) return;
   const float inv = big_l == 0.f ? 0.f : mm::rcp(big_l);
   const mm::u32x2 w = {pack_o<R>(acc[0] * inv, acc[1] * inv), pack_o<R>(acc[2] * inv, acc[3] * inv)};
-  mm::buffer_store_b64(w, head_buffer(out, qs, bh, heads, sq), row * qs.row + col * 2u);
+  mm::buffer_store_b64(w, head_buffer(out, qs, bh, heads, sq, D * 2u), row * qs.row + col * 2u);
 }
 
 }  // namespace mha
 
-// V [rows, 128] of one (batch, head) -> V_t blocks (see mha_stages.hpp lds_load_vt_dtile), one 64-row block
-// per workgroup: 16 KB staged in LDS, then gathered per output lane. Rows >= Skv read as 0.
-MM_KERNEL MM_LAUNCH_BOUNDS(256) void mha_v_transpose(const uint16_t* v, uint16_t* vt, uint32_t skv, uint32_t heads,
-                                                     uint32_t row_stride, uint64_t head_stride, uint64_t batch_stride) {
-  MM_LDS uint16_t tile[mha::kKvBlock * mha::kHeadDim];
+namespace mha {
+
+// fp8 (e4m3fnuz, gfx942's native fp8) -> bf16, exact: every e4m3fnuz value (3 mantissa bits, 2^-10 .. 240)
+// is a bf16 value, so the high half of v_cvt_pk_f32_fp8's f32 is it (the NaN 0x80 -> a bf16 NaN).
+MM_DEVICE mm::u32x2 widen_fp8x4(uint32_t w) {
+  const mm::f32x2 lo = mm::cvt_pk_f32_fp8<false>(w), hi = mm::cvt_pk_f32_fp8<true>(w);
+  return mm::u32x2{mm::pack_bf16x2_hi(lo.x, lo.y), mm::pack_bf16x2_hi(hi.x, hi.y)};
+}
+
+// V [rows, D] of one (batch, head) -> V_t blocks (see mha_stages.hpp lds_load_vt_dtile), one 64-row block
+// per workgroup: staged in LDS (`tile`, 64 x D bf16), then gathered per output lane. Rows >= Skv read as 0.
+// kFp8: V is e4m3fnuz [rows, D] (vs in bytes), widened exactly on its way into the tile.
+template <uint32_t D, bool kFp8 = false>
+MM_DEVICE void v_transpose(uint16_t* tile, const void* v, uint16_t* vt, uint32_t skv, uint32_t heads, Strides vs) {
+  typedef HeadDim<D> HD;
+  constexpr uint32_t kChunks = D / 8;  // 16-byte pieces of a bf16 row; 1 KB chunks of a V_t block
   const uint32_t n = mm::block_id_x(), bh = mm::block_id_y(), tid = mm::thread_id_x();
-  const uint32_t nkb = (skv + mha::kKvBlock - 1) / mha::kKvBlock;
-  const mm::buffer_rsrc vr = mha::head_buffer(v, mha::Strides{row_stride, head_stride, batch_stride}, bh, heads, skv);
+  const uint32_t nkb = (skv + kKvBlock - 1) / kKvBlock;
+  const mm::buffer_rsrc vr = head_buffer(v, vs, bh, heads, skv, kFp8 ? D : HD::kRowBytes);
+  if constexpr (kFp8) {
 #pragma unroll
-  for (uint32_t i = 0; i < 4; ++i) {
-    const uint32_t idx = tid + 256u * i, row = idx / 16u, c16 = idx % 16u;
-    *(mm::u32x4*)&tile[row * mha::kHeadDim + c16 * 8u] =
-        mm::buffer_load_b128(vr, (n * mha::kKvBlock + row) * row_stride + c16 * 16u);
+    for (uint32_t i = 0; i < kKvBlock * kChunks / 512; ++i) {  // 16 fp8 per load, two 16-byte tile pieces
+      const uint32_t idx = tid + 256u * i, row = idx / (kChunks / 2), c32 = idx % (kChunks / 2);
+      const mm::u32x4 w = mm::buffer_load_b128(vr, (n * kKvBlock + row) * vs.row + c32 * 16u);
+      const mm::u32x2 a = widen_fp8x4(w.x), b = widen_fp8x4(w.y), c = widen_fp8x4(w.z), d = widen_fp8x4(w.w);
+      *(mm::u32x4*)&tile[row * D + c32 * 16u] = mm::u32x4{a.x, a.y, b.x, b.y};
+      *(mm::u32x4*)&tile[row * D + c32 * 16u + 8u] = mm::u32x4{c.x, c.y, d.x, d.y};
+    }
+  } else {
+#pragma unroll
+    for (uint32_t i = 0; i < kKvBlock * kChunks / 256; ++i) {
+      const uint32_t idx = tid + 256u * i, row = idx / kChunks, c16 = idx % kChunks;
+      *(mm::u32x4*)&tile[row * D + c16 * 8u] = mm::buffer_load_b128(vr, (n * kKvBlock + row) * vs.row + c16 * 16u);
+    }
   }
   mm::block_sync();
-  const mm::buffer_rsrc out = mm::make_buffer(vt + (uint64_t)bh * nkb * (mha::kVtBlockBytes / 2), nkb * mha::kVtBlockBytes);
+  const mm::buffer_rsrc out = mm::make_buffer(vt + (uint64_t)bh * nkb * (HD::kVtBlockBytes / 2), nkb * HD::kVtBlockBytes);
 #pragma unroll
-  for (uint32_t i = 0; i < 4; ++i) {
+  for (uint32_t i = 0; i < kChunks * 64 / 256; ++i) {
     const uint32_t idx = tid + 256u * i, c = idx / 64u, lane = idx % 64u;
     const uint32_t dt = c / 2u, pair = c % 2u, quad = lane / 16u, col = lane % 16u;
     uint32_t w[4];
@@ -290,69 +345,144 @@ MM_KERNEL MM_LAUNCH_BOUNDS(256) void mha_v_transpose(const uint16_t* v, uint16_t
 #pragma unroll
       for (uint32_t e = 0; e < 4; e += 2) {
         const uint32_t kv = 16u * (2u * pair + h) + 4u * quad + e, hd = 16u * dt + col;
-        w[2 * h + e / 2] = (uint32_t)tile[kv * mha::kHeadDim + hd] | ((uint32_t)tile[(kv + 1) * mha::kHeadDim + hd] << 16);
+        w[2 * h + e / 2] = (uint32_t)tile[kv * D + hd] | ((uint32_t)tile[(kv + 1) * D + hd] << 16);
       }
-    mm::buffer_store_b128(mm::u32x4{w[0], w[1], w[2], w[3]}, out, n * mha::kVtBlockBytes + c * 1024u + lane * 16u);
+    mm::buffer_store_b128(mm::u32x4{w[0], w[1], w[2], w[3]}, out, n * HD::kVtBlockBytes + c * 1024u + lane * 16u);
   }
 }
 
-#define MHA_KERNELS(mode, R)                                                                                           \
-  MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) void mha_fwd_##mode(                                                    \
+// fp8 K of one (batch, head) and 64-row block -> bf16 rows of `kw` ([batch * heads][skv][D], contiguous), exact
+// (the attention kernels then read it as a bf16 K): 8 fp8 per thread and step. Rows >= Skv are not written.
+template <uint32_t D>
+MM_DEVICE void k_widen(const void* k, uint16_t* kw, uint32_t skv, uint32_t heads, Strides ks) {
+  const uint32_t n = mm::block_id_x(), bh = mm::block_id_y(), tid = mm::thread_id_x();
+  const mm::buffer_rsrc kr = head_buffer(k, ks, bh, heads, skv, D);
+  const mm::buffer_rsrc out = mm::make_buffer(kw + (uint64_t)bh * skv * D, skv * D * 2u);
+#pragma unroll
+  for (uint32_t i = 0; i < kKvBlock * D / 8 / 256; ++i) {
+    const uint32_t idx = tid + 256u * i, row = n * kKvBlock + idx / (D / 8), c8 = idx % (D / 8);
+    const mm::u32x2 w = mm::buffer_load_b64(kr, row * ks.row + c8 * 8u);
+    const mm::u32x2 a = widen_fp8x4(w.x), b = widen_fp8x4(w.y);
+    mm::buffer_store_b128(mm::u32x4{a.x, a.y, b.x, b.y}, out, (row * D + c8 * 8u) * 2u);
+  }
+}
+
+}  // namespace mha
+
+#define MHA_V_TRANSPOSE(name, D)                                                                                       \
+  MM_KERNEL MM_LAUNCH_BOUNDS(256) void name(const uint16_t* v, uint16_t* vt, uint32_t skv, uint32_t heads,             \
+                                            uint32_t row_stride, uint64_t head_stride, uint64_t batch_stride) {        \
+    MM_LDS uint16_t tile[mha::kKvBlock * D];                                                                           \
+    mha::v_transpose<D>(tile, v, vt, skv, heads, mha::Strides{row_stride, head_stride, batch_stride});                 \
+  }
+MHA_V_TRANSPOSE(mha_v_transpose, 128)
+MHA_V_TRANSPOSE(mha_v_transpose_d64, 64)
+MHA_V_TRANSPOSE(mha_v_transpose_d96, 96)
+
+// fp8 K/V (e4m3fnuz): one pass per (64-row block, batch * head) widens K to bf16 rows and V to bf16 V_t, both
+// exact; the feature kernels then run on them with the descales (Features::k_descale, v_descale).
+#define MHA_KV_FP8(name, D)                                                                                            \
+  MM_KERNEL MM_LAUNCH_BOUNDS(256) void name(const uint8_t* k, const uint8_t* v, uint16_t* kw, uint16_t* vt,            \
+                                            uint32_t skv, uint32_t heads, uint32_t row_stride, uint64_t head_stride,   \
+                                            uint64_t batch_stride) {                                                   \
+    MM_LDS uint16_t tile[mha::kKvBlock * D];                                                                           \
+    const mha::Strides st{row_stride, head_stride, batch_stride};                                                      \
+    mha::k_widen<D>(k, kw, skv, heads, st);                                                                            \
+    mha::v_transpose<D, true>(tile, v, vt, skv, heads, st);                                                            \
+  }
+MHA_KV_FP8(mha_kv_fp8, 128)
+MHA_KV_FP8(mha_kv_fp8_d64, 64)
+
+// Head dim 64 fits two workgroups per CU (32 KB of LDS each) when a wave holds <= 128 registers: ask the
+// compiler for four waves per SIMD there (the default kernels; the feature kernels: below). Other head dims: none.
+#define MHA_OCCUPANCY_64 __attribute__((amdgpu_waves_per_eu(4)))
+#define MHA_OCCUPANCY_96
+#define MHA_OCCUPANCY_128
+// The feature kernels: the window stage and the fp8 descales take the d64 ones past 128 registers (32-40 bytes
+// of scratch under waves_per_eu(4)), so they run one workgroup per CU, like d96 and d128.
+#define MHA_FEAT_OCCUPANCY_64
+#define MHA_FEAT_OCCUPANCY_96
+#define MHA_FEAT_OCCUPANCY_128
+
+#define MHA_KERNELS(mode, R, D)                                                                                        \
+  MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) MHA_OCCUPANCY_##D void mha_fwd_##mode(                             \
       const uint16_t* q, const uint16_t* k, const uint16_t* vt, uint16_t* out, uint32_t sq, uint32_t skv,              \
       uint32_t heads, uint32_t nqb, uint32_t n_work, uint32_t q_row, uint64_t q_head, uint64_t q_batch,                \
       uint32_t k_row, uint64_t k_head, uint64_t k_batch) {                                                             \
-    MM_LDS uint8_t lds[mha::kLdsBytes];                                                                                \
+    MM_LDS uint8_t lds[mha::HeadDim<D>::kLdsBytes];                                                                    \
     const uint32_t w = mha::xcd_contiguous(mm::block_id_x(), n_work);                                                  \
-    mha::attend<R, false>(q, k, vt, out, nullptr, nullptr, sq, skv, heads, mha::Strides{q_row, q_head, q_batch},       \
+    mha::attend<R, false, false, D>(q, k, vt, out, nullptr, nullptr, sq, skv, heads,                                   \
+                                    mha::Strides{q_row, q_head, q_batch},                                              \
                           mha::Strides{k_row, k_head, k_batch}, w % nqb, w / nqb, 0u, 1u, 0u, lds);                    \
   }                                                                                                                    \
-  MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) void mha_fwd_split_##mode(                                              \
+  MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) MHA_OCCUPANCY_##D void mha_fwd_split_##mode(                       \
       const uint16_t* q, const uint16_t* k, const uint16_t* vt, float* ws_o, float* ws_ml, const int32_t* sched,       \
       uint32_t n_slots, uint32_t sq, uint32_t skv, uint32_t heads, uint32_t q_row, uint64_t q_head,                    \
       uint64_t q_batch, uint32_t k_row, uint64_t k_head, uint64_t k_batch) {                                           \
-    MM_LDS uint8_t lds[mha::kLdsBytes];                                                                                \
+    MM_LDS uint8_t lds[mha::HeadDim<D>::kLdsBytes];                                                                    \
     const uint32_t slot = mm::block_id_x();                                                                            \
     const mm::u32x4 e = mm::buffer_load_b128(mm::make_buffer(sched, n_slots * 16u), slot * 16u);                       \
-    mha::attend<R, true>(q, k, vt, nullptr, ws_o, ws_ml, sq, skv, heads, mha::Strides{q_row, q_head, q_batch},         \
+    mha::attend<R, true, false, D>(q, k, vt, nullptr, ws_o, ws_ml, sq, skv, heads,                                     \
+                                   mha::Strides{q_row, q_head, q_batch},                                               \
                          mha::Strides{k_row, k_head, k_batch}, mm::uniform(e.x), mm::uniform(e.y), mm::uniform(e.z),   \
                          mm::uniform(e.w), slot, lds);                                                                 \
   }                                                                                                                    \
   MM_KERNEL MM_LAUNCH_BOUNDS(256) void mha_merge_##mode(const float* ws_o, const float* ws_ml, const int32_t* table,   \
                                                         uint16_t* out, uint32_t sq, uint32_t heads, uint32_t q_row,    \
                                                         uint64_t q_head, uint64_t q_batch, uint32_t ngroups) {         \
-    mha::merge<R>(ws_o, ws_ml, table, out, sq, heads, mha::Strides{q_row, q_head, q_batch}, ngroups);                  \
+    mha::merge<R, D>(ws_o, ws_ml, table, out, sq, heads, mha::Strides{q_row, q_head, q_batch}, ngroups);               \
   }
 
-// The feature variants (sinks, soft-cap, window / causal): the dense and split kernels with five more arguments.
-#define MHA_FEAT_KERNELS(mode, R)                                                                                      \
-  MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) void mha_fwd_feat_##mode(                                               \
+// The feature variants (sinks, soft-cap, window / causal, fp8 descales): the dense and split kernels with seven
+// more arguments.
+#define MHA_FEAT_KERNELS(mode, R, D)                                                                                   \
+  MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) MHA_FEAT_OCCUPANCY_##D void mha_fwd_feat_##mode(                        \
       const uint16_t* q, const uint16_t* k, const uint16_t* vt, uint16_t* out, uint32_t sq, uint32_t skv,              \
       uint32_t heads, uint32_t nqb, uint32_t n_work, uint32_t q_row, uint64_t q_head, uint64_t q_batch,                \
       uint32_t k_row, uint64_t k_head, uint64_t k_batch, const float* sinks, float scale_log2, float softcap_pre2,     \
-      int lo_shift, int hi_shift) {                                                                                    \
-    MM_LDS uint8_t lds[mha::kLdsBytes];                                                                                \
+      int lo_shift, int hi_shift, const float* k_descale, const float* v_descale) {                                    \
+    MM_LDS uint8_t lds[mha::HeadDim<D>::kLdsBytes];                                                                    \
     const uint32_t w = mha::xcd_contiguous(mm::block_id_x(), n_work);                                                  \
-    mha::attend<R, false, true>(q, k, vt, out, nullptr, nullptr, sq, skv, heads, mha::Strides{q_row, q_head, q_batch}, \
+    mha::attend<R, false, true, D>(q, k, vt, out, nullptr, nullptr, sq, skv, heads,                                    \
+                                   mha::Strides{q_row, q_head, q_batch},                                               \
                                 mha::Strides{k_row, k_head, k_batch}, w % nqb, w / nqb, 0u, 1u, 0u, lds,               \
-                                mha::Features{sinks, scale_log2, softcap_pre2, lo_shift, hi_shift});                   \
+                                mha::Features{sinks, scale_log2, softcap_pre2, lo_shift, hi_shift, k_descale,          \
+                                              v_descale});                                                             \
   }                                                                                                                    \
-  MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) void mha_fwd_split_feat_##mode(                                         \
+  MM_KERNEL MM_LAUNCH_BOUNDS(mha::kCtaThreads) MHA_FEAT_OCCUPANCY_##D void mha_fwd_split_feat_##mode(                  \
       const uint16_t* q, const uint16_t* k, const uint16_t* vt, float* ws_o, float* ws_ml, const int32_t* sched,       \
       uint32_t n_slots, uint32_t sq, uint32_t skv, uint32_t heads, uint32_t q_row, uint64_t q_head,                    \
       uint64_t q_batch, uint32_t k_row, uint64_t k_head, uint64_t k_batch, const float* sinks, float scale_log2,       \
-      float softcap_pre2, int lo_shift, int hi_shift) {                                                                \
-    MM_LDS uint8_t lds[mha::kLdsBytes];                                                                                \
+      float softcap_pre2, int lo_shift, int hi_shift, const float* k_descale, const float* v_descale) {                \
+    MM_LDS uint8_t lds[mha::HeadDim<D>::kLdsBytes];                                                                    \
     const uint32_t slot = mm::block_id_x();                                                                            \
     const mm::u32x4 e = mm::buffer_load_b128(mm::make_buffer(sched, n_slots * 16u), slot * 16u);                       \
-    mha::attend<R, true, true>(q, k, vt, nullptr, ws_o, ws_ml, sq, skv, heads, mha::Strides{q_row, q_head, q_batch},   \
+    mha::attend<R, true, true, D>(q, k, vt, nullptr, ws_o, ws_ml, sq, skv, heads,                                      \
+                                  mha::Strides{q_row, q_head, q_batch},                                                \
                                mha::Strides{k_row, k_head, k_batch}, mm::uniform(e.x), mm::uniform(e.y),               \
                                mm::uniform(e.z), mm::uniform(e.w), slot, lds,                                          \
-                               mha::Features{sinks, scale_log2, softcap_pre2, lo_shift, hi_shift});                    \
+                               mha::Features{sinks, scale_log2, softcap_pre2, lo_shift, hi_shift, k_descale,           \
+                                             v_descale});                                                              \
   }
 
-MHA_KERNELS(rtna, mm::Round::RTNA)
-MHA_KERNELS(rtne, mm::Round::RTNE)
-MHA_KERNELS(rtz, mm::Round::RTZ)
-MHA_FEAT_KERNELS(rtna, mm::Round::RTNA)
-MHA_FEAT_KERNELS(rtne, mm::Round::RTNE)
-MHA_FEAT_KERNELS(rtz, mm::Round::RTZ)
+MHA_KERNELS(rtna, mm::Round::RTNA, 128)
+MHA_KERNELS(rtne, mm::Round::RTNE, 128)
+MHA_KERNELS(rtz, mm::Round::RTZ, 128)
+MHA_FEAT_KERNELS(rtna, mm::Round::RTNA, 128)
+MHA_FEAT_KERNELS(rtne, mm::Round::RTNE, 128)
+MHA_FEAT_KERNELS(rtz, mm::Round::RTZ, 128)
+// Head dim 64 (HeadDim<64>): mha_fwd_d64_<m>, mha_fwd_split_d64_<m>, mha_merge_d64_<m>, mha_fwd_feat_d64_<m>,
+// mha_fwd_split_feat_d64_<m>.
+MHA_KERNELS(d64_rtna, mm::Round::RTNA, 64)
+MHA_KERNELS(d64_rtne, mm::Round::RTNE, 64)
+MHA_KERNELS(d64_rtz, mm::Round::RTZ, 64)
+MHA_FEAT_KERNELS(d64_rtna, mm::Round::RTNA, 64)
+MHA_FEAT_KERNELS(d64_rtne, mm::Round::RTNE, 64)
+MHA_FEAT_KERNELS(d64_rtz, mm::Round::RTZ, 64)
+// Head dim 96 (HeadDim<96>: K rows padded to 256 bytes in LDS): the same set with d96_.
+MHA_KERNELS(d96_rtna, mm::Round::RTNA, 96)
+MHA_KERNELS(d96_rtne, mm::Round::RTNE, 96)
+MHA_KERNELS(d96_rtz, mm::Round::RTZ, 96)
+MHA_FEAT_KERNELS(d96_rtna, mm::Round::RTNA, 96)
+MHA_FEAT_KERNELS(d96_rtne, mm::Round::RTNE, 96)
+MHA_FEAT_KERNELS(d96_rtz, mm::Round::RTZ, 96)

@@ -1,4 +1,5 @@
-// Stages of the gfx942 MHA forward (bf16, head dim 128) over the tile layer (moonmath/tile.hpp).
+// Stages of the gfx942 MHA forward (bf16, head dim D = 128 or 64) over the tile layer (moonmath/tile.hpp).
+// The sizes that depend on D are HeadDim<D>'s; stages that take fragment arrays read D from their extents.
 //
 // Products (Mfma16x16x16Bf16; lane = 16*quad + col):
 //   QK: S^T (16 kv x 16 q) = K Q^T, A = K rows, B = Q^T. A column of S^T is one q row: the softmax state
@@ -8,7 +9,7 @@
 //   Both read their A operands from the CTA's LDS stages (qk_lds, pv_lds), filled by direct-to-LDS DMA
 //   (dma_k, dma_vt); each fragment read feeds the wave's two q tiles.
 //   The head dim is the reduction of QK; any permutation of it is fine if Q and K use the same one, so a
-//   lane loads 16 contiguous bytes of its row (d = 64*j + 8*quad + 0..7, j = 0..3) and feeds them as two
+//   lane loads 16 contiguous bytes of its row (d = 32*j + 8*quad + 0..7, j < D / 32) and feeds them as two
 //   k-steps: 4 b128 loads per 16-row tile instead of the 8 b64 loads of the natural k order (load_a).
 //
 // Local additions to the tile layer (candidates for common/include/moonmath/tile.hpp):
@@ -42,6 +43,25 @@ constexpr uint32_t kKSteps = kHeadDim / 16;                       // k-steps of 
 constexpr uint32_t kVtBlockBytes = kKvBlock * kRowBytes;          // one V_t block: 16 chunks of 1 KB
 // log2(e) / sqrt(128): scores go to the log2 domain with one fma.
 constexpr float kScaleLog2e = 1.4426950408889634f * 0.088388347648318440f;
+
+// The sizes of head dim D (128: the constants above; 64: Q, O, K rows and V_t blocks halve; 96: three quarters).
+// The k-permuted loads work in 32-dim groups (one b128 per lane: d = 32 j + 8 quad + 0..7) and V_t in 16-column
+// chunks. The K stage's XOR swizzle needs rows of a multiple of 8 chunks: a 192-byte row of D = 96 sits in a
+// 256-byte LDS row (the 4 pad chunks take the DMA's spill-over into the next row and are never read).
+template <uint32_t D>
+struct HeadDim {
+  static_assert(D == 64 || D == 96 || D == 128, "head dims 64, 96 and 128");
+  static constexpr uint32_t kRowBytes = D * 2;
+  static constexpr uint32_t kKRowBytes = D == 96 ? 256 : kRowBytes;  // one K row in an LDS stage
+  static constexpr uint32_t kDTiles = D / 16;  // 16-wide head-dim tiles of O
+  static constexpr uint32_t kKSteps = D / 16;  // k-steps of QK
+  static constexpr uint32_t kVtBlockBytes = kKvBlock * kRowBytes;  // D / 8 chunks of 1 KB
+  static constexpr uint32_t kKBlockBytes = kKvBlock * kKRowBytes;
+  static constexpr uint32_t kLdsV = 2 * kKBlockBytes;  // V_t stages start after the two K stages
+  static constexpr uint32_t kLdsBytes = 2 * (kKBlockBytes + kVtBlockBytes);
+  static constexpr float kScaleLog2e = D == 128 ? mha::kScaleLog2e  // log2 e / sqrt(D)
+                                      : 1.4426950408889634f * (D == 64 ? 0.125f : 0.10206207261596575f);
+};
 constexpr float kMaskedScore = -3.4028234663852886e38f;  // -FLT_MAX: exp2 of it is 0, never NaN
 
 MM_DEVICE uint32_t quad_id() { return mm::lane_id() >> 4; }
@@ -49,22 +69,23 @@ MM_DEVICE uint32_t col_id() { return mm::lane_id() & 15u; }
 
 // The k-permuted operand load: rows row0 + (lane & 15), 4 b128 per lane -> 8 k-steps (see the header).
 // Rows beyond the buffer's num_records read as 0.
-template <class Frag>
-MM_DEVICE void load_rows16_kpair(Frag (&f)[kKSteps], mm::buffer_rsrc r, uint32_t row0, uint32_t row_stride) {
+template <class Frag, uint32_t N>
+MM_DEVICE void load_rows16_kpair(Frag (&f)[N], mm::buffer_rsrc r, uint32_t row0, uint32_t row_stride) {
   const uint32_t off = (row0 + col_id()) * row_stride + quad_id() * 16u;
 #pragma unroll
-  for (uint32_t j = 0; j < kKSteps / 2; ++j) {
+  for (uint32_t j = 0; j < N / 2; ++j) {
     const mm::u32x4 w = mm::buffer_load_b128(r, off + 64u * j);
     f[2 * j].w = mm::u32x2{w.x, w.y};
     f[2 * j + 1].w = mm::u32x2{w.z, w.w};
   }
 }
 
-// S^T (16 kv x 16 q) = K Q^T over the full head dim: 8 MFMAs.
-MM_DEVICE FragC qk_tile(const FragA (&k)[kKSteps], const FragB (&q)[kKSteps]) {
+// S^T (16 kv x 16 q) = K Q^T over the full head dim: N = D / 16 MFMAs.
+template <uint32_t N>
+MM_DEVICE FragC qk_tile(const FragA (&k)[N], const FragB (&q)[N]) {
   FragC s = mm::zeros<S16>();
 #pragma unroll
-  for (uint32_t j = 0; j < kKSteps; ++j) mm::mma(s, k[j], q[j], s);
+  for (uint32_t j = 0; j < N; ++j) mm::mma(s, k[j], q[j], s);
   return s;
 }
 
@@ -81,6 +102,8 @@ MM_DEVICE void order_point() {
 // rows x one chunk of a fragment read hit 8 distinct 16-byte bank groups per 8 lanes) and one V_t block
 // (16 KB, byte for byte as mha_v_transpose wrote it: chunk-major, lane-minor, read conflict-free).
 typedef mm::XorLds<kRowBytes> KLayout;
+template <uint32_t D>
+using KLayoutOf = mm::XorLds<HeadDim<D>::kKRowBytes>;  // head dim 64: rows of 8 chunks, the same XOR
 constexpr uint32_t kKBlockBytes = kKvBlock * kRowBytes;  // 16 KB
 constexpr uint32_t kLdsV = 2 * kKBlockBytes;             // V_t stages start after the two K stages
 constexpr uint32_t kLdsBytes = 2 * (kKBlockBytes + kVtBlockBytes);
@@ -92,15 +115,25 @@ constexpr uint32_t kDmaRowsPerWave = kKvBlock / kDmaWaves;          // K rows ea
 // descriptor starts at the block, so rows >= Skv are out of range and read 0. Lane L of row r fetches
 // the logical bytes of its physical LDS position (KLayout::byte_of): a lane offset that depends on r % 8
 // only; the row offset goes in soffset (scalar), so the loop costs no vector arithmetic.
+// Head dim 64: one load moves two 128-byte rows (lanes 32..63 the second, one row_stride further: a lane
+// offset computed once). Head dim 96: 256 bytes per load as for 128, into the padded LDS row (lanes 48..63 read
+// the next row's first bytes, or 0 past the head, into the pad).
+template <uint32_t D = 128>
 MM_DEVICE void dma_k(uint8_t* lds, const char* k_head, uint32_t k_bytes, uint32_t kb, uint32_t row_stride,
                      uint32_t st, uint32_t wave) {
+  typedef HeadDim<D> HD;
+  constexpr uint32_t kRowsPerLoad = 256 / HD::kKRowBytes;
   const uint32_t start = kb * kKvBlock * row_stride, row0 = wave * kDmaRowsPerWave;
   const mm::buffer_rsrc r = mm::make_buffer(k_head + start, k_bytes - start);
-  uint8_t* dst = lds + st * kKBlockBytes + row0 * kRowBytes;
+  uint8_t* dst = lds + st * HD::kKBlockBytes + row0 * HD::kKRowBytes;
+  const uint32_t lane_row = kRowsPerLoad == 1 ? 0u : mm::lane_id() / 32u;
+  const uint32_t lane_byte = kRowsPerLoad == 1 ? mm::lane_id() * 4u : mm::lane_id() % 32u * 4u;  // LDS bytes
+  const uint32_t lane_off = lane_row * row_stride;
 #pragma unroll
-  for (uint32_t t = 0; t < kDmaRowsPerWave; ++t) {
-    const uint32_t byte = KLayout::byte_of(row0 + t, mm::lane_id() * 4u);
-    mm::buffer_load_to_lds<4>(r, dst + t * kRowBytes, byte, (row0 + t) * row_stride);
+  for (uint32_t t = 0; t < kDmaRowsPerWave; t += kRowsPerLoad) {
+    const uint32_t byte = KLayoutOf<D>::byte_of(row0 + t + lane_row, lane_byte);
+    mm::buffer_load_to_lds<4>(r, dst + t * HD::kKRowBytes, kRowsPerLoad == 1 ? byte : byte + lane_off,
+                              (row0 + t) * row_stride);
   }
 }
 
@@ -115,24 +148,28 @@ MM_DEVICE void dma_linear_pieces(mm::buffer_rsrc r, uint8_t* dst, uint32_t lane_
 
 // Copying wave `wave`'s 4 KB of V_t block kb into stage st (linear: one lane offset, one M0, the piece
 // in the instruction offset; V_t rows >= Skv are already 0).
+template <uint32_t D = 128>
 MM_DEVICE void dma_vt(uint8_t* lds, mm::buffer_rsrc vr, uint32_t kb, uint32_t st, uint32_t wave) {
-  constexpr uint32_t kPerWave = kVtBlockBytes / kDmaWaves;
-  static_assert(kPerWave % 4096 == 0, "whole 4 KB instruction-offset ranges");
+  typedef HeadDim<D> HD;
+  constexpr uint32_t kPerWave = HD::kVtBlockBytes / kDmaWaves;
+  constexpr uint32_t kRange = kPerWave < 4096 ? kPerWave : 4096;  // bytes under one M0 (12-bit offsets)
+  static_assert(kPerWave % kRange == 0 && kRange % 256 == 0, "whole instruction-offset ranges");
   const uint32_t lane_off = mm::lane_id() * 4u;
 #pragma unroll
-  for (uint32_t c = 0; c < kPerWave / 4096; ++c) {
-    uint8_t* dst = lds + kLdsV + st * kVtBlockBytes + wave * kPerWave + c * 4096u;
-    const uint32_t soff = kb * kVtBlockBytes + wave * kPerWave + c * 4096u;
-    dma_linear_pieces<16>(vr, dst, lane_off, soff);
+  for (uint32_t c = 0; c < kPerWave / kRange; ++c) {
+    uint8_t* dst = lds + HD::kLdsV + st * HD::kVtBlockBytes + wave * kPerWave + c * kRange;
+    const uint32_t soff = kb * HD::kVtBlockBytes + wave * kPerWave + c * kRange;
+    dma_linear_pieces<kRange / 256>(vr, dst, lane_off, soff);
   }
 }
 
 // One 16-row kv subtile of K from an LDS stage as the A operands of the 8 k-steps: the k-permuted rows
 // of load_rows16_kpair, 4 ds_read_b128.
-MM_DEVICE void lds_load_k_subtile(FragA (&kf)[kKSteps], const uint8_t* kst, uint32_t t) {
+template <uint32_t N>
+MM_DEVICE void lds_load_k_subtile(FragA (&kf)[N], const uint8_t* kst, uint32_t t) {
 #pragma unroll
-  for (uint32_t j = 0; j < kKSteps / 2; ++j) {
-    const mm::u32x4 w = mm::lds_read_b128(kst, KLayout::offset(16u * t + col_id(), 64u * j + 16u * quad_id()));
+  for (uint32_t j = 0; j < N / 2; ++j) {
+    const mm::u32x4 w = mm::lds_read_b128(kst, KLayoutOf<16 * N>::offset(16u * t + col_id(), 64u * j + 16u * quad_id()));
     kf[2 * j].w = mm::u32x2{w.x, w.y};
     kf[2 * j + 1].w = mm::u32x2{w.z, w.w};
   }
@@ -142,9 +179,8 @@ MM_DEVICE void lds_load_k_subtile(FragA (&kf)[kKSteps], const uint8_t* kst, uint
 // kf[0] (read by pv_lds during PV's last tile, or by the caller): per 16-row kv subtile t, 4
 // ds_read_b128 feed 8 MFMAs of every q tile; subtile t + 1 is read while subtile t's MFMAs run (two
 // register sets, pinned by order_point: LLVM would otherwise sink the reads to their use).
-template <uint32_t T>
-MM_DEVICE void qk_lds(FragC (&s)[T][kKvSub], const uint8_t* kst, const FragB (&q)[T][kKSteps],
-                      FragA (&kf)[2][kKSteps]) {
+template <uint32_t T, uint32_t N>
+MM_DEVICE void qk_lds(FragC (&s)[T][kKvSub], const uint8_t* kst, const FragB (&q)[T][N], FragA (&kf)[2][N]) {
 #pragma unroll
   for (uint32_t t = 0; t < kKvSub; ++t) {
     if (t + 1 < kKvSub) lds_load_k_subtile(kf[(t + 1) & 1], kst, t + 1);
@@ -215,13 +251,14 @@ MM_DEVICE void softcap_scores(FragC (&s)[kKvSub], float pre2) {
 
 // Attention sink (gpt-oss) of one q tile, log2 domain: sink2 joins the row's denominator as a logit with no
 // value. M = max(m, sink2), O and l rescaled by exp2(m - M), l += exp2(sink2 - M); (m, l) become M and the new l.
-MM_DEVICE void add_sink(FragC (&o)[kDTiles], float& m, float& l, float sink2) {
+template <uint32_t N>
+MM_DEVICE void add_sink(FragC (&o)[N], float& m, float& l, float sink2) {
   const float big_m = __builtin_fmaxf(m, sink2), f = mm::exp2(m - big_m);
   l = __builtin_fmaf(l, f, mm::exp2(sink2 - big_m));
   m = big_m;
   const ColVec fc = {f};
 #pragma unroll
-  for (uint32_t dt = 0; dt < kDTiles; ++dt) mm::mul_cols(o[dt], fc);
+  for (uint32_t dt = 0; dt < N; ++dt) mm::mul_cols(o[dt], fc);
 }
 
 // bf16 bits of P in the kernel's rounding mode, no NaN test (see the header).
@@ -306,9 +343,9 @@ MM_DEVICE void lds_load_vt_dtile(FragA (&v)[kKvSub], const uint8_t* vst, uint32_
 // head-dim tile ahead of its MFMAs, in the VALU slots between this wave's own MFMAs: the rescale then
 // costs every wave the same 64 v_mul_f32 per block instead of a burst in the softmax of some waves,
 // which delayed the barrier for all (modeled, RTNE: 75.0 -> 70.4 cycles per key).
-template <uint32_t T>
+template <uint32_t T, uint32_t kDTiles, uint32_t N>
 MM_DEVICE void pv_lds(FragC (&o)[T][kDTiles], const uint8_t* vst, const FragB (&pb)[T][kKvSub],
-                      const uint8_t* kst, FragA (&k0)[kKSteps], const float (&r)[T]) {
+                      const uint8_t* kst, FragA (&k0)[N], const float (&r)[T]) {
   FragA v[2][kKvSub];
   lds_load_vt_dtile(v[0], vst, 0);
 #pragma unroll
@@ -341,7 +378,7 @@ MM_DEVICE uint32_t pack_o(float lo, float hi) {
 
 // Normalise and store one q tile's O rows (bf16 packed by pack_o, one b64 per lane and d-tile). Rows
 // beyond the buffer are dropped by the descriptor. inv = 0 for an all-zero row sum.
-template <mm::Round R>
+template <mm::Round R, uint32_t kDTiles>
 MM_DEVICE void store_o_tile(FragC (&o)[kDTiles], float l, mm::buffer_rsrc r, uint32_t row0, uint32_t row_stride) {
   const ColVec inv = {l == 0.f ? 0.f : mm::rcp(l)};
 #pragma unroll
@@ -356,12 +393,13 @@ MM_DEVICE void store_o_tile(FragC (&o)[kDTiles], float l, mm::buffer_rsrc r, uin
   }
 }
 
-// The unnormalised fp32 O^T of one q tile into a [rows][128] partial (rows of the CTA).
+// The unnormalised fp32 O^T of one q tile into a [rows][D] partial (rows of the CTA; D = 16 kDTiles).
+template <uint32_t kDTiles>
 MM_DEVICE void store_o_partial(const FragC (&o)[kDTiles], mm::buffer_rsrc r, uint32_t cta_row0) {
 #pragma unroll
   for (uint32_t dt = 0; dt < kDTiles; ++dt)
     mm::buffer_store_b128(__builtin_bit_cast(mm::u32x4, o[dt].v), r,
-                          ((cta_row0 + col_id()) * kHeadDim + 16u * dt + 4u * quad_id()) * 4u);
+                          ((cta_row0 + col_id()) * 16u * kDTiles + 16u * dt + 4u * quad_id()) * 4u);
 }
 
 // Chiplet swizzle: CTA c runs on XCD c % 8; give each XCD a contiguous range of the head-first work
