@@ -150,9 +150,10 @@ def make_plan(batch: int, heads: int, q_len: int, len_hint: int = 0, *, nparts: 
     cs = _C.merge_column_blocks(np_) if np_ > 1 else 1
     split = np_ > 1
     balanced = _C.balance_split(batch, np_) if balanced is None else bool(balanced) and split
+    o_words = 256 if variant == "ws" and _C.ws_half_partials(np_) else 512   # fp16 partials: half the words
     return DecodePlan(batch, heads, q_len, np_, variant, n_rt, grid,
                       -(-(batch * rows * cs * wpr) // max(4, wpr)) if split else 0, wpr,
-                      batch * rows * np_ * (256 if variant == "ws" and _C.ws_half_partials(np_) else 512) if split else 0,
+                      batch * rows * np_ * o_words if split else 0,
                       batch * rows * np_ * 4 if split else 0, balanced, cs)
 
 
