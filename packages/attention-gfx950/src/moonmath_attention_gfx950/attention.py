@@ -23,7 +23,7 @@ MAX_TOKEN_STRIDE = 1 << 22  # elements between consecutive tokens of one tensor
 # ---------------------------------------------------------------------------------------------
 
 FP8_KV = torch.float8_e4m3fn          # fp8 K/V on gfx950: OCP e4m3fn
-FP8_HEAD_DIMS = ((64, 64), (128, 128))   # the head dims with fp8 K/V kernels
+FP8_HEAD_DIMS = ((64, 64), (128, 128), (256, 256))   # the head dims with fp8 K/V kernels (256: two column passes)
 
 
 def _qkv_dtypes(q, k, v, kname: str = "k", vname: str = "v") -> None:
