@@ -202,7 +202,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
         v: bf16 ``[B, Hkv, Skv, Dv]`` / ``[B, Skv, Hkv, Dv]``. (Dqk, Dv) is one of HEAD_DIMS: (64, 64), (80, 80),
             (96, 96), (128, 128), (192, 128) (MLA prefill), (256, 256) (two column passes of a (256, 128) kernel on
             gfx950: the QK and softmax computed twice). k and v may instead both be fp8
-            (``torch.float8_e4m3fn``, head dims 64 and 128; rows on 16 bytes: strides multiples of 16).
+            (``torch.float8_e4m3fn``, head dims 64, 128 and 256; rows on 16 bytes: strides multiples of 16).
         out: optional bf16 ``[B, Hq, Sq, Dv]`` / ``[B, Sq, Hq, Dv]`` on q's device, strides as q, not overlapping
             itself; filled in place and returned. A new output is contiguous in the call's layout.
         round_mode: "rtne", the only mode on gfx950.

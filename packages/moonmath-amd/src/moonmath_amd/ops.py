@@ -77,7 +77,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
         k: bf16 ``[B, Hkv, Skv, Dqk]`` / ``[B, Skv, Hkv, Dqk]``. gfx942: Hkv = Hq, contiguous, Skv >= 1. gfx950: Hq a
             multiple of Hkv (MHA, GQA, MQA), Skv >= 0.
         v: bf16 ``[B, Hkv, Skv, Dv]`` / ``[B, Skv, Hkv, Dv]``: Dv = Dqk, or 128 with Dqk 192 (MLA prefill). gfx950:
-            k and v may both be fp8 (float8_e4m3fn; head dims 64 and 128) with k_descale / v_descale.
+            k and v may both be fp8 (float8_e4m3fn; head dims 64, 128 and 256) with k_descale / v_descale.
         out: optional bf16 tensor of the output's shape (q's with Dv) on q's device, filled in place and returned
             (gfx942: contiguous).
         round_mode: None for the arch's default; gfx942 "rtna" (default), "rtne" or "rtz"; gfx950 "rtne" only.

@@ -65,7 +65,9 @@
 // e4m3fn value is a bf16 value). The DMA slot of a phase issues 16-byte buffer loads into VGPRs instead of the
 // direct-to-LDS loads, the wait slot (where the bf16 kernel waits vmcnt(0)) widens them into the same permuted bf16
 // LDS rows (ds_write_b128) and waits for the writes before the phase barrier; K's descale joins the logit factor,
-// V's scales O once after the key loop. Every later stage is the bf16 kernel's.
+// V's scales O once after the key loop. Every later stage is the bf16 kernel's. The (256, 128) kernels (kFp8Staged)
+// have no VGPRs to hold the loads across a phase: their 16-byte loads go direct to an LDS staging area after the bf16
+// buffers (one block of fp8 K and V rows) and the wait slot widens from there (Fp8Rows).
 //
 // Where rows and keys live is the partitioner's business (DenseTile: batch strides + token offsets of
 // a work item); the pipeline sees buffer resources and per-block row counts only.
