@@ -434,17 +434,24 @@ MM_DEVICE void dma_v(const Tile& tile, int32_t key0, lds_u8* buf, uint32_t wave,
 // to their permuted places of the LDS row (the layout dma_rows makes from bf16 rows). Rows past k_len load 0.
 // Staged (FwdShape::kFp8Staged): nothing in flight in VGPRs. The 16-byte loads go straight to an LDS staging area
 // (direct-to-LDS, lane p of load i at stage + 16 (64 i' + p) as in dma_rows), and land() reads each lane's own 16
-// bytes back into transient VGPRs (the wave's own DMA, complete at vmcnt(0): no barrier) before widening them.
+// bytes back into transient VGPRs (the wave's own DMA, complete at vmcnt(0): no barrier) before widening them; only
+// group A's waves load (issued() is false for group B, whose land() then only waits).
 typedef __attribute__((address_space(3))) u32x4 lds_u32x4;
 template <class Layout, int Elems, bool Staged = false>
 struct Fp8Rows {
   static constexpr uint32_t kPieces = Elems / 16;                      // 16-byte fp8 pieces of a row
   static constexpr int kRowLoads = kKvBlock * (int)kPieces / 64;       // 64-lane loads of a block
-  static constexpr int kLoads = (kRowLoads + kWaves - 1) / kWaves;
+  // Staged: group A's waves alone load and widen (6 pieces each at d256; modeled cycles per KV block: 10219, where
+  // all 8 waves sharing it took 11217 and group B alone 11834).
+  static constexpr int kLoaders = Staged ? kGroupWaves : kWaves;
+  static constexpr int kLoads = (kRowLoads + kLoaders - 1) / kLoaders;
   u32x4 w[Staged ? 1 : kLoads];
   lds_u8* stage;                                                       // Staged: the staging area
   MM_DEVICE explicit Fp8Rows(lds_u8* stage_ = nullptr) : stage(stage_) {}
-  MM_DEVICE static bool issued(uint32_t wave, int i) { return kRowLoads % kWaves == 0 || (int)(wave * kLoads) + i < kRowLoads; }
+  MM_DEVICE static bool issued(uint32_t wave, int i) {
+    if (Staged && wave >= (uint32_t)kGroupWaves) return false;
+    return kRowLoads % kLoaders == 0 || (int)(wave * kLoads) + i < kRowLoads;
+  }
   MM_DEVICE static uint32_t row_of(uint32_t wave, int i, uint32_t lane) { return ((wave * kLoads + i) * 64u + lane) / kPieces; }
   MM_DEVICE static uint32_t piece_of(uint32_t wave, int i, uint32_t lane) { return ((wave * kLoads + i) * 64u + lane) % kPieces; }
   // Load i of the wave: 16 bytes at byte offset off of src, into w[i] or the staging area.
