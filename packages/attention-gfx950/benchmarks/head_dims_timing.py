@@ -2,7 +2,7 @@
 
     MOONMATH_EMU_THREADS=1 python packages/attention-gfx950/benchmarks/head_dims_timing.py [--skv 1024,2048]
 
-For each kernel (head dims 64, 80, 96, 128, 256 = two column passes of the (256, 128) kernel, fp8 K/V d64 / d128)
+For each kernel (head dims 64, 80, 96, 128, 256 = two column passes of the (256, 128) kernel, fp8 K/V d64 / d128 / d256)
 one dense work item (a 256-row tile of one head, unsplit) is simulated on 2 CUs of XCD 0 at two Skv
 (benchmarks/timing/ours.py's method: round cycles = a + b * kv_blocks, one workgroup per CU), with the LDS bank
 cycles the model charged (lds_cycles) beside the conflict-free ideal (lds_ideal_cycles). Then the modeled time of
@@ -30,7 +30,8 @@ from moonmath_common import use_arch, use_backend  # noqa: E402
 
 F950_HZ = 0.496 * 2400e6          # docs/performance.md: the calibrated effective clock, gfx950
 KERNELS = [("d64", 64, 64, False), ("d80", 80, 80, False), ("d96", 96, 96, False), ("d128", 128, 128, False),
-           ("d256 (2 passes)", 256, 256, False), ("fp8 d64", 64, 64, True), ("fp8 d128", 128, 128, True)]
+           ("d256 (2 passes)", 256, 256, False), ("fp8 d64", 64, 64, True), ("fp8 d128", 128, 128, True),
+           ("fp8 d256 (2 passes)", 256, 256, True)]
 # seed-like MI355X shapes (B, Hq, Hkv, Sq = Skv), dense
 SHAPES = [(2, 24, 24, 4096), (1, 32, 8, 16384)]
 

@@ -46,6 +46,7 @@ def test_fp8_kv_values_cover_the_format():
     (128, 1, 4, 2, 129, 300, False, True),
     (128, 2, 2, 1, 300, 130, True, False),    # Sq > Skv causal, per-tensor
     (64, 1, 8, 2, 200, 333, True, True),      # gpt-oss head dim, GQA 4:1
+    (256, 1, 4, 2, 129, 200, True, True),     # two column passes of the staged (256, 128) kernel, GQA 2:1
 ])
 def test_fp8_forward_matches_float64(emu_gfx950, D, B, Hq, Hkv, Sq, Skv, causal, per_head):
     q = rnd(B, Hq, Sq, D, seed=D)
@@ -63,10 +64,11 @@ def test_fp8_forward_matches_float64(emu_gfx950, D, B, Hq, Hkv, Sq, Skv, causal,
 
 
 @needs_kernels
-def test_fp8_split_features_varlen_and_plans(emu_gfx950):
+@pytest.mark.parametrize("D", (128, 256))
+def test_fp8_split_features_varlen_and_plans(emu_gfx950, D):
     """Split KV, softcap + window + sinks, forward_varlen and VarlenPlan (host and device plan) with fp8 K/V."""
     lens_q, lens_k = [5, 0, 150, 40], [30, 7, 400, 40]
-    hq, hk, D = 4, 2, 128
+    hq, hk = 4, 2
     cq, ck = cu(lens_q), cu(lens_k)
     q = rnd(int(cq[-1]), hq, D, seed=3, scale=2)
     k, v = fp8(int(ck[-1]), hk, D, seed=4), fp8(int(ck[-1]), hk, D, seed=5)
@@ -123,7 +125,7 @@ def test_fp8_bad_input_names_it(what, kw, exc, match):
 
 
 @needs_kernels
-@pytest.mark.parametrize("D,page_size,causal", [(128, 16, True), (64, 8, False)])
+@pytest.mark.parametrize("D,page_size,causal", [(128, 16, True), (64, 8, False), (256, 8, True)])
 def test_fp8_paged_equals_varlen(emu_gfx950, D, page_size, causal):
     """fp8 caches: shuffled pages of a cache whose other bytes are fp8 NaN (0x7F), page lists and block tables,
     per-head descales: == forward_varlen on the packed fp8 K/V bit for bit, and float64 within tolerance."""

@@ -20,6 +20,8 @@ Declared budgets (docs/kernels/attention_gfx950.md):
                      attn_fwd_paged_fp8_*: SGPR <= 106 (the most the wave is granted), no spill.
   attn_fwd[_paged]_d256_128 and their feature twins  (issue 17: the kernels of head dims 256's two column passes)
                      VGPR+AGPR <= 256, SGPR <= 96 (paged 102; twins 106 as above), LDS = 98304.
+  attn_fwd[_paged]_fp8_d256_128 and their feature twins  (fp8 K/V at head dims 256) VGPR+AGPR <= 256, SGPR <= 104
+                     (paged 106), LDS = 122880 (98304 + one block's fp8 K/V rows staged: 24576).
 No spills anywhere (SGPR or VGPR; the paged window+sinks twins spilled SGPRs before the epilogue's resources were
 resolved ahead of the key loop).
 """
@@ -68,6 +70,12 @@ for _d, _lds in ((64, 32768), (128, 65536)):
 BUDGETS[("attention_fwd_d256", "attn_fwd_d256_128")] = dict(vgpr=256, agpr=256, sgpr=96, lds=98304, block=FWD_BLOCK)
 BUDGETS[("attention_fwd_paged_d256", "attn_fwd_paged_d256_128")] = dict(vgpr=256, agpr=256, sgpr=102, lds=98304,
                                                                         block=FWD_BLOCK)
+# fp8 K/V at head dims 256 (attention_fwd[_paged]_fp8_d256.hsaco): the bf16 buffers plus one block's fp8 K and V rows
+# staged in LDS (64 x (256 + 128) bytes), so that no fp8 load is held in VGPRs.
+BUDGETS[("attention_fwd_fp8_d256", "attn_fwd_fp8_d256_128")] = dict(vgpr=256, agpr=256, sgpr=104, lds=122880,
+                                                                    block=FWD_BLOCK)
+BUDGETS[("attention_fwd_paged_fp8_d256", "attn_fwd_paged_fp8_d256_128")] = dict(vgpr=256, agpr=256, sgpr=106,
+                                                                                lds=122880, block=FWD_BLOCK)
 # issue 17: the compile-time feature instantiations keep their plain twin's budget, but SGPR <= 106 (the features'
 # scalars on the ping-pong pipeline; the paged window kernels report 103 .. 106): at 2 waves per SIMD any count the
 # metadata can report (102 addressable + VCC + XNACK) costs nothing, and no spill is allowed (below).
@@ -101,7 +109,11 @@ def test_fwd_kernels_use_the_gfx950_instructions():
         pytest.skip("this build has no gfx950 code objects")
     for co, kernels in ((FWD_CODE_OBJECT, ("attn_fwd_d128", "attn_fwd_d192_128")),
                         ("attention_fwd_dims", ("attn_fwd_d64", "attn_fwd_d80", "attn_fwd_d96")),
-                        ("attention_fwd_d256", ("attn_fwd_d256_128",))):
+                        ("attention_fwd_d256", ("attn_fwd_d256_128",)),
+                        # fp8 K/V at 256: the fp8 rows staged by direct-to-LDS loads (no VGPRs in flight)
+                        ("attention_fwd_fp8_d256",
+                         ("attn_fwd_fp8_d256_128", "attn_fwd_fp8_d256_128_softcap_window_sinks")),
+                        ("attention_fwd_paged_fp8_d256", ("attn_fwd_paged_fp8_d256_128",))):
         code = KERNELS.path("isa", ARCH, co).read_bytes()
         ops = emu.opcodes_in(code)
         assert {"v_mfma_f32_32x32x16_bf16", "ds_read_b64_tr_b16"} <= ops

@@ -23,7 +23,7 @@ MAX_TOKEN_STRIDE = 1 << 22  # elements between consecutive tokens of one tensor
 # ---------------------------------------------------------------------------------------------
 
 FP8_KV = torch.float8_e4m3fn          # fp8 K/V on gfx950: OCP e4m3fn
-FP8_HEAD_DIMS = ((64, 64), (128, 128))   # the head dims with fp8 K/V kernels
+FP8_HEAD_DIMS = ((64, 64), (128, 128), (256, 256))   # the head dims with fp8 K/V kernels (256: two column passes)
 
 
 def _qkv_dtypes(q, k, v, kname: str = "k", vname: str = "v") -> None:
@@ -183,7 +183,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
         v: bf16 ``[B, Hkv, Skv, Dv]`` / ``[B, Skv, Hkv, Dv]``. (Dqk, Dv) is one of HEAD_DIMS: (64, 64), (80, 80),
             (96, 96), (128, 128), (192, 128) (MLA prefill), (256, 256) (two column passes of a (256, 128) kernel on
             gfx950: the QK and softmax computed twice). k and v may instead both be fp8
-            (``torch.float8_e4m3fn``, head dims 64 and 128; rows on 16 bytes: strides multiples of 16).
+            (``torch.float8_e4m3fn``, head dims 64, 128 and 256; rows on 16 bytes: strides multiples of 16).
         out: optional bf16 ``[B, Hq, Sq, Dv]`` / ``[B, Sq, Hq, Dv]`` on q's device, strides as q, not overlapping
             itself; filled in place and returned. A new output is contiguous in the call's layout.
         round_mode: "rtne", the only mode on gfx950.

@@ -32,10 +32,11 @@ FWD_KERNELS = {(128, 128): "attn_fwd_d128", (192, 128): "attn_fwd_d192_128",
                (256, 128): "attn_fwd_d256_128"}
 DIMS_SUFFIX = "_dims"          # code object of the head dims 64, 80, 96: <base>_dims.hsaco
 D256_SUFFIX = "_d256"          # and of (256, 128), the kernels of head dims 256 (COLUMN_PASSES): <base>_d256.hsaco
-# fp8 K/V (issue 17): the dequantising pipeline, head dims 64 and 128, dense and varlen (attention_fwd_fp8.hip);
-# the fp32 [Hkv] K and V descales follow the other arguments (and sinks).
+# fp8 K/V (issue 17): the dequantising pipeline, head dims 64 and 128, dense and varlen (attention_fwd_fp8.hip), and
+# (256, 128) for head dims 256's column passes (attention_fwd_fp8_d256.hip: <base>_d256.hsaco); the fp32 [Hkv] K and
+# V descales follow the other arguments (and sinks).
 FP8_CODE_OBJECT = "attention_fwd_fp8"
-FP8_KERNELS = {(64, 64): "attn_fwd_fp8_d64", (128, 128): "attn_fwd_fp8_d128"}
+FP8_KERNELS = {(64, 64): "attn_fwd_fp8_d64", (128, 128): "attn_fwd_fp8_d128", (256, 128): "attn_fwd_fp8_d256_128"}
 MERGE_CODE_OBJECT, MERGE_KERNEL = "attention_merge", "attn_fwd_merge"
 MERGE_KERNELS = {128: MERGE_KERNEL, 64: "attn_fwd_merge_dv64", 80: "attn_fwd_merge_dv80", 96: "attn_fwd_merge_dv96"}
 FWD_BLOCK, MERGE_BLOCK = 512, 256
@@ -146,7 +147,7 @@ def launch_forward(op: str, buf: torch.Tensor, counts: tuple[int, int, int], hq:
         return []
     kdims, cols = COLUMN_PASSES.get(dims, (dims, (0,)))
     if descales is not None:
-        kernels, code_object = fp8_kernels, fp8_code_object
+        kernels, code_object = fp8_kernels, fp8_code_object + (D256_SUFFIX if kdims == (256, 128) else "")
     else:
         code_object = fwd_code_object(code_object, kdims)
     name = fwd_kernel(kernels, kdims, softcap, window, sinks is not None)

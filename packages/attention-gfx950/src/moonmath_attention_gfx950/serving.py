@@ -24,7 +24,8 @@ PAGED_KERNELS = {(128, 128): "attn_fwd_paged_d128", (192, 128): "attn_fwd_paged_
                  (256, 128): "attn_fwd_paged_d256_128"}
 # 64, 80, 96 in attention_fwd_paged_dims.hsaco, (256, 128) (the column passes of head dims 256) in _d256
 PAGED_FP8_CODE_OBJECT = "attention_fwd_paged_fp8"     # fp8 K/V caches (issue 17)
-PAGED_FP8_KERNELS = {(64, 64): "attn_fwd_paged_fp8_d64", (128, 128): "attn_fwd_paged_fp8_d128"}
+PAGED_FP8_KERNELS = {(64, 64): "attn_fwd_paged_fp8_d64", (128, 128): "attn_fwd_paged_fp8_d128",
+                     (256, 128): "attn_fwd_paged_fp8_d256_128"}
 PLAN_CODE_OBJECT, PLAN_KERNEL, PLAN_BLOCK = "attention_plan", "attn_fwd_plan_varlen", 256
 ARGS_BYTES = 152                     # sizeof(AttnFwdArgs) (csrc/shared/attention_fwd_plan.h; _C.ARGS_BYTES)
 N_ITEMS_OFFSET = 14 * 8 + 2 * 4      # AttnFwdArgs.n_items, then n_merge and n_slots

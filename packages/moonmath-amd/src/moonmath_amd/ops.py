@@ -77,8 +77,8 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, out: torch.Ten
         k: bf16 ``[B, Hkv, Skv, Dqk]`` / ``[B, Skv, Hkv, Dqk]``. gfx942: Hkv = Hq, contiguous, Skv >= 1. gfx950: Hq a
             multiple of Hkv (MHA, GQA, MQA), Skv >= 0.
         v: bf16 ``[B, Hkv, Skv, Dv]`` / ``[B, Skv, Hkv, Dv]``: Dv = Dqk, or 128 with Dqk 192 (MLA prefill). k and v
-            may both be fp8 with k_descale / v_descale, head dims 64 and 128: gfx950 float8_e4m3fn (OCP), gfx942
-            float8_e4m3fnuz (the arch's native fp8).
+            may both be fp8 with k_descale / v_descale: gfx950 float8_e4m3fn (OCP; head dims 64, 128 and 256),
+            gfx942 float8_e4m3fnuz (the arch's native fp8; head dims 64 and 128).
         out: optional bf16 tensor of the output's shape (q's with Dv) on q's device, filled in place and returned
             (gfx942: contiguous).
         round_mode: None for the arch's default; gfx942 "rtna" (default), "rtne" or "rtz"; gfx950 "rtne" only.

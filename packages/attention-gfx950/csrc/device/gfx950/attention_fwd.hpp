@@ -65,7 +65,9 @@
 // e4m3fn value is a bf16 value). The DMA slot of a phase issues 16-byte buffer loads into VGPRs instead of the
 // direct-to-LDS loads, the wait slot (where the bf16 kernel waits vmcnt(0)) widens them into the same permuted bf16
 // LDS rows (ds_write_b128) and waits for the writes before the phase barrier; K's descale joins the logit factor,
-// V's scales O once after the key loop. Every later stage is the bf16 kernel's.
+// V's scales O once after the key loop. Every later stage is the bf16 kernel's. The (256, 128) kernels (kFp8Staged)
+// have no VGPRs to hold the loads across a phase: their 16-byte loads go direct to an LDS staging area after the bf16
+// buffers (one block of fp8 K and V rows) and the wait slot widens from there (Fp8Rows).
 //
 // Where rows and keys live is the partitioner's business (DenseTile: batch strides + token offsets of
 // a work item); the pipeline sees buffer resources and per-block row counts only.
@@ -166,7 +168,11 @@ struct FwdShape {
   static constexpr uint32_t kKRow = Dqk * 2, kVRow = kDvPad * 2;  // LDS row bytes
   static constexpr uint32_t kKBytes = kKvBlock * kKRow, kVBytes = kKvBlock * kVRow;
   static constexpr uint32_t kKBuf0 = 0, kVBuf0 = 2 * kKBytes;   // K buffers 0, 1 then V buffers 0, 1
-  static constexpr uint32_t kLdsBytes = 2 * (kKBytes + kVBytes);
+  // fp8 K/V of the (256, 128) kernels: staged in LDS (Fp8Rows' Staged form: their registers are all taken), one
+  // block's fp8 K then V rows after the bf16 buffers (each block is staged and widened within two phases).
+  static constexpr bool kFp8Staged = KvFp8_ && Dqk == 256;
+  static constexpr uint32_t kStageK = 2 * (kKBytes + kVBytes), kStageV = kStageK + kKvBlock * Dqk;
+  static constexpr uint32_t kLdsBytes = kStageK + (kFp8Staged ? kKvBlock * (Dqk + Dv) : 0);
   using KLayout = KRows<kKRow>;
   using VLayout = VRows<kVRow>;
   static_assert(Dqk % 16 == 0 && Dv % 16 == 0, "head dims");
@@ -426,30 +432,52 @@ MM_DEVICE void dma_v(const Tile& tile, int32_t key0, lds_u8* buf, uint32_t wave,
 // fp8 K/V rows of one block in flight: each lane loads 16 fp8 (one 16-byte buffer load into VGPRs: piece c of a
 // row), land() widens them exactly to 16 bf16 (v_cvt_pk_f32_fp8, the high halves) and writes the two bf16 chunks
 // to their permuted places of the LDS row (the layout dma_rows makes from bf16 rows). Rows past k_len load 0.
+// Staged (FwdShape::kFp8Staged): nothing in flight in VGPRs. The 16-byte loads go straight to an LDS staging area
+// (direct-to-LDS, lane p of load i at stage + 16 (64 i' + p) as in dma_rows), and land() reads each lane's own 16
+// bytes back into transient VGPRs (the wave's own DMA, complete at vmcnt(0): no barrier) before widening them; only
+// group A's waves load (issued() is false for group B, whose land() then only waits).
 typedef __attribute__((address_space(3))) u32x4 lds_u32x4;
-template <class Layout, int Elems>
+template <class Layout, int Elems, bool Staged = false>
 struct Fp8Rows {
   static constexpr uint32_t kPieces = Elems / 16;                      // 16-byte fp8 pieces of a row
   static constexpr int kRowLoads = kKvBlock * (int)kPieces / 64;       // 64-lane loads of a block
-  static constexpr int kLoads = (kRowLoads + kWaves - 1) / kWaves;
-  u32x4 w[kLoads];
-  MM_DEVICE static bool issued(uint32_t wave, int i) { return kRowLoads % kWaves == 0 || (int)(wave * kLoads) + i < kRowLoads; }
+  // Staged: group A's waves alone load and widen (6 pieces each at d256; modeled cycles per KV block: 10219, where
+  // all 8 waves sharing it took 11217 and group B alone 11834).
+  static constexpr int kLoaders = Staged ? kGroupWaves : kWaves;
+  static constexpr int kLoads = (kRowLoads + kLoaders - 1) / kLoaders;
+  u32x4 w[Staged ? 1 : kLoads];
+  lds_u8* stage;                                                       // Staged: the staging area
+  MM_DEVICE explicit Fp8Rows(lds_u8* stage_ = nullptr) : stage(stage_) {}
+  MM_DEVICE static bool issued(uint32_t wave, int i) {
+    if (Staged && wave >= (uint32_t)kGroupWaves) return false;
+    return kRowLoads % kLoaders == 0 || (int)(wave * kLoads) + i < kRowLoads;
+  }
   MM_DEVICE static uint32_t row_of(uint32_t wave, int i, uint32_t lane) { return ((wave * kLoads + i) * 64u + lane) / kPieces; }
   MM_DEVICE static uint32_t piece_of(uint32_t wave, int i, uint32_t lane) { return ((wave * kLoads + i) * 64u + lane) % kPieces; }
+  // Load i of the wave: 16 bytes at byte offset off of src, into w[i] or the staging area.
+  MM_DEVICE void put(int i, mm::buffer_rsrc src, uint32_t off, uint32_t wave) {
+    if constexpr (Staged) mm::buffer_load_to_lds<16>(src, (void*)(stage + (wave * kLoads + i) * 1024u), off);
+    else w[i] = mm::buffer_load_b128(src, off);
+  }
+  MM_DEVICE u32x4 piece(int i, uint32_t wave, uint32_t lane) const {
+    if constexpr (Staged) return *(const lds_u32x4*)(stage + ((wave * kLoads + i) * 64u + lane) * 16u);
+    else return w[i];
+  }
   MM_DEVICE void load(mm::buffer_rsrc src, int64_t token_stride, uint32_t wave, uint32_t lane) {
 #pragma unroll
     for (int i = 0; i < kLoads; ++i)
-      if (issued(wave, i)) w[i] = mm::buffer_load_b128(src, row_of(wave, i, lane) * (uint32_t)token_stride + piece_of(wave, i, lane) * 16u);
+      if (issued(wave, i)) put(i, src, row_of(wave, i, lane) * (uint32_t)token_stride + piece_of(wave, i, lane) * 16u, wave);
   }
   MM_DEVICE void land(lds_u8* dst, uint32_t wave, uint32_t lane) const {
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
       if (!issued(wave, i)) continue;
       const uint32_t row = row_of(wave, i, lane), c = piece_of(wave, i, lane);
+      const u32x4 x = piece(i, wave, lane);
       u32x4 lo, hi;
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        const mm::f32x2 a = mm::cvt_pk_f32_fp8<false>(w[i][j]), b = mm::cvt_pk_f32_fp8<true>(w[i][j]);
+        const mm::f32x2 a = mm::cvt_pk_f32_fp8<false>(x[j]), b = mm::cvt_pk_f32_fp8<true>(x[j]);
         const uint32_t x0 = mm::pack_bf16x2_hi(a[0], a[1]), x1 = mm::pack_bf16x2_hi(b[0], b[1]);
         if (j < 2) { lo[2 * j] = x0; lo[2 * j + 1] = x1; } else { hi[2 * j - 4] = x0; hi[2 * j - 3] = x1; }
       }
@@ -458,8 +486,8 @@ struct Fp8Rows {
     }
   }
 };
-template <class Shape> using Fp8K = Fp8Rows<typename Shape::KLayout, Shape::Dqk>;
-template <class Shape> using Fp8V = Fp8Rows<typename Shape::VLayout, Shape::Dv>;
+template <class Shape> using Fp8K = Fp8Rows<typename Shape::KLayout, Shape::Dqk, Shape::kFp8Staged>;
+template <class Shape> using Fp8V = Fp8Rows<typename Shape::VLayout, Shape::Dv, Shape::kFp8Staged>;
 
 template <class Shape>
 MM_DEVICE void load_k_fp8(const DenseTile<Shape>& tile, int32_t key0, Fp8K<Shape>& r, uint32_t wave, uint32_t lane) {
@@ -827,8 +855,8 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   auto key_of_block = [&](int32_t n) MM_INLINE_LAMBDA { return kv_begin + n * kKvBlock; };
   // The DMA of global phase 2n: K(n+1) and V(n), each if it exists. fp8: their loads into VGPRs (fk, fv),
   // written to LDS by land(n) (each group lands dma_phase(n) within block n: see block).
-  Fp8K<Shape> fk;
-  Fp8V<Shape> fv;
+  Fp8K<Shape> fk(lds + Shape::kStageK);
+  Fp8V<Shape> fv(lds + Shape::kStageV);
   // par = n % 2, known where it is called: the buffers' LDS addresses are then constants.
   auto dma_phase = [&](int32_t n, auto par) MM_INLINE_LAMBDA {
     constexpr int p = decltype(par)::value;

@@ -125,7 +125,7 @@ MM_DEVICE void paged_load_fp8(const Tile& t, Rows& r, mm::buffer_rsrc cache, uin
     if (!Rows::issued(wave, i)) continue;
     const uint32_t row = Rows::row_of(wave, i, lane), c = Rows::piece_of(wave, i, lane);
     const uint32_t off = t.row_offset(key0 + (int32_t)row, page[i], page_stride, token_stride, span, Rows::kPieces * 16);
-    r.w[i] = mm::buffer_load_b128(cache, off == span ? span : off + c * 16u);
+    r.put(i, cache, off == span ? span : off + c * 16u, wave);
   }
 }
 template <class Shape>
