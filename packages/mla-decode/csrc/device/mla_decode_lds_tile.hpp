@@ -125,9 +125,16 @@ struct TileArgs {
   float c_qk, o_scale;
 };
 
-// The kernel body. make_kv(t) builds the format's stage for fetch role t (`Kv::Raw`,
-// `fetch(raw, pool, aux, slots, slot_of)` where slot_of(t) gives token t's slot (kNoSlot past the part;
-// every lane must call it: a bpermute), `store(raw, ks, vs)`: the conversion, then the LDS stores).
+// The slots of a fetch role's tokens (every format fetches tokens 4 vtg + e, e = 0..3, and rtok): kNoSlot past
+// the part.
+struct FetchSlots {
+  uint32_t lat[4], rope;
+};
+
+// The kernel body. make_kv(t) builds the format's stage for fetch role t (`Kv::Raw`, its role's `vtg` and
+// `rtok`, `fetch(raw, pool, aux, slots, FetchSlots)`, `store(raw, ks, vs)`: the conversion, then the LDS
+// stores). The body bpermutes every role's slots before any load is issued (one LDS round trip per tile
+// rather than one per load, as a bpermute per load interleaved with the loads cost).
 // Kv::kFp8Qk picks the numerics: false: 16-token tiles, bf16 operands (TileRoles); true (a8w8): 32-token
 // tiles (kTokens8), K kept fp8 in LDS at stride kKStride8, Q's bf16 pieces quantised to fp8 by quantize_q,
 // QK and PV on v_mfma_f32_16x16x32_fp8_fp8, P rounded to e4m3fn by round_p8 (see the a8w8 file). The tile's
@@ -222,9 +229,16 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
   using Raws = typename Kv::Raw[kPasses];
   auto fetch = [&](Raws& raw, uint32_t slot_raw, uint32_t k) __attribute__((always_inline)) {
     const uint32_t slot_l = (k + tok_lane) < k1 ? slot_raw : kNoSlot;  // past the part: zeros
+    FetchSlots fs[kPasses];  // every bpermute first, then the loads
 #pragma unroll
-    for (int p = 0; p < kPasses; ++p)
-      kvs.k[p].fetch(raw[p], a.pool, a.pool_aux, a.pool_slots, [&](uint32_t t) { return mm::bpermute(slot_l, t); });
+    for (int p = 0; p < kPasses; ++p) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) fs[p].lat[e] = mm::bpermute(slot_l, 4u * kvs.k[p].vtg + e);
+      fs[p].rope = mm::bpermute(slot_l, kvs.k[p].rtok);
+    }
+    mm::sched_barrier();
+#pragma unroll
+    for (int p = 0; p < kPasses; ++p) kvs.k[p].fetch(raw[p], a.pool, a.pool_aux, a.pool_slots, fs[p]);
   };
 
   mm::f32x4 acc[32];

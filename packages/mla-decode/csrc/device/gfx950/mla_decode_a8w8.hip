@@ -61,13 +61,11 @@ struct Fp8Kv {
     return mm::u32x2{to_fp8x4(f[0], f[1], f[2], f[3]), to_fp8x4(f[4], f[5], f[6], f[7])};
   }
 
-  template <class SlotOf>
-  MM_DEVICE void fetch(Raw& raw, const void* pool, const void*, uint32_t slots, SlotOf slot_of) const {
+  MM_DEVICE void fetch(Raw& raw, const void* pool, const void*, uint32_t slots, const FetchSlots& s) const {
     const mm::buffer_rsrc pb = make_pool_rows(pool, kRow, slots);
 #pragma unroll
-    for (int e = 0; e < 4; ++e) raw.lat[e] = pool_load_b128(pb, slot_of(4u * vtg + e), 16u * vcg);
-    const uint32_t s = slot_of(rtok);
-    if (rope_role) raw.rope = pool_load_b128(pb, s, kLat + 16u * rcg);
+    for (int e = 0; e < 4; ++e) raw.lat[e] = pool_load_b128(pb, s.lat[e], 16u * vcg);
+    if (rope_role) raw.rope = pool_load_b128(pb, s.rope, kLat + 16u * rcg);
   }
 
   MM_DEVICE void store(const Raw& raw, uint8_t* ks, uint8_t*) const {
