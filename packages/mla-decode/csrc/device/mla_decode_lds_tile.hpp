@@ -249,7 +249,7 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
 
   // Q tile: lane (j=i, g) holds columns [144g, 144g+144) of row j, loaded as bf16; the fp8 QK stage
   // (Kv::kFp8Qk) quantises each 8-column piece in registers (kv.quantize_q: the per-tensor scale).
-  QTile<Kv::kFp8Qk> q;
+  QTile<false> q_raw;  // bf16
   {
     const mm::buffer_rsrc qlat_buf = mm::make_buffer(a.q_lat, B * rows * kLat * 2u);
     const mm::buffer_rsrc qpe_buf = mm::make_buffer(a.q_pe, B * rows * 64u * 2u);
@@ -261,8 +261,7 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
         if (col < kLat) v = mm::buffer_load_b128(qlat_buf, R * kLat * 2u + col * 2u);
         else v = mm::buffer_load_b128(qpe_buf, R * 64u * 2u + (col - kLat) * 2u);
       }
-      if constexpr (Kv::kFp8Qk) q.w[m] = kv.quantize_q(v);
-      else q.w[m] = v;
+      q_raw.w[m] = v;
     }
   }
 
@@ -276,6 +275,13 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
     slot_next = load_tile_slot(k0 + kT);
     mm::wait_vmcnt<0>();
     fetch(raw_a, s0, k0);
+  }
+  // the fp8 QK quantises Q here, after the first tile's loads are issued (its Q and amax loads have landed)
+  QTile<Kv::kFp8Qk> q;
+#pragma unroll
+  for (int m = 0; m < 18; ++m) {
+    if constexpr (Kv::kFp8Qk) q.w[m] = kv.quantize_q(q_raw.w[m]);
+    else q.w[m] = q_raw.w[m];
   }
 
   auto step = [&](Raws& cur, Raws& nxt, uint32_t it) __attribute__((always_inline)) {

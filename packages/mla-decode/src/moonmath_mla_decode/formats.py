@@ -35,6 +35,7 @@ FORMATS = {
     "mxfp4": (("gfx950",), "mla_decode_mxfp4", "mla_decode_mxfp4_fwd", MXFP4_ROW_BYTES),
     "a8w8": (("gfx950",), "mla_decode_a8w8", "mla_decode_a8w8_fwd", ROW),
 }
+# AMAX_MAX_BLOCKS: the a8w8 decode reduces at most this many maxima (its kMaxAmaxParts)
 AMAX_CODE_OBJECT, AMAX_KERNEL, AMAX_MAX_BLOCKS = "mla_q_amax", "mla_q_amax", 256
 AMAX_CHUNKS_PER_THREAD = 8
 

@@ -26,7 +26,8 @@ namespace {
 
 using namespace mla;
 
-constexpr float kFp8Max = 448.f;  // e4m3fn's largest finite value
+constexpr float kFp8Max = 448.f;          // e4m3fn's largest finite value
+constexpr uint32_t kMaxAmaxParts = 256;  // mla_q_amax's workgroups at most (formats.py's AMAX_MAX_BLOCKS)
 
 // Four f32 -> four fp8 (RTNE, v_cvt_pk_fp8_f32), one dword.
 MM_DEVICE uint32_t to_fp8x4(float a, float b, float c, float d) {
@@ -121,16 +122,13 @@ struct Fp8Kv {
 template <uint32_t Waves>
 MM_DEVICE void mla_decode_a8w8_fwd_body(MLA_DECODE_A8W8_FWD_PARAMS) {
   MM_LDS __attribute__((aligned(16))) uint8_t lds[kKStride8 * kTokens8];
-  // amax over mla_q_amax's partial maxima, 4 loads in flight per lane (zeros past n_amax_parts)
+  // amax over mla_q_amax's partial maxima (n_amax_parts <= kMaxAmaxParts, formats.py's AMAX_MAX_BLOCKS): 4
+  // loads per lane, no loop, so they issue beside the Q and slot loads (zeros past n_amax_parts)
   const mm::buffer_rsrc pb = mm::make_buffer(amax_parts, n_amax_parts * 4u);
   float amax = 0.f;
-  for (uint32_t j0 = 0; j0 < n_amax_parts; j0 += 4u * 64u) {
-    float pv[4];
 #pragma unroll
-    for (uint32_t u = 0; u < 4; ++u) pv[u] = mm::buffer_load_f32(pb, 4u * (j0 + 64u * u + mm::lane_id()));
-#pragma unroll
-    for (uint32_t u = 0; u < 4; ++u) amax = __builtin_fmaxf(amax, pv[u]);
-  }
+  for (uint32_t u = 0; u < kMaxAmaxParts / 64u; ++u)
+    amax = __builtin_fmaxf(amax, mm::buffer_load_f32(pb, 4u * (64u * u + mm::lane_id())));
   amax = mm::uniform(mm::wave_max(amax));
   const float qs = amax > 0.f ? amax / kFp8Max : 1.f, q_inv = amax > 0.f ? kFp8Max / amax : 1.f;
   const TileArgs a{q_lat, q_pe, pool, nullptr, o_lat, seq_lens, kv_indices, kv_indptr, glen, lse, ws_o, ws_ml,
