@@ -287,7 +287,7 @@ def make_plan(fmt: str, batch: int, heads: int, q_len: int, len_hint: int = 0, *
               balanced: bool | None = None, arch: str | None = None):
     """The launch configuration of format ``fmt``'s kernel (a ``kernel.DecodePlan``, variant "shared"): its parts
     chosen by the planner over the kernel's own cost row (``_C.plan_mla_format_parts``: its cycles per tile and
-    part, its bytes per token, a8w8's Q launches); ``nparts`` overrides them (tests, benchmarks)."""
+    part, its bytes per token, a8w8's Q amax launch); ``nparts`` overrides them (tests, benchmarks)."""
     from . import _C
     from . import kernel as mk
 
