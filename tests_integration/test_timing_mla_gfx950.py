@@ -68,7 +68,7 @@ def test_ours_a8w8_launches_at_a_small_shape():
     cfg = timing.config("gfx950")
     o = mla_gfx950.ours_shape("a8w8", 2, 256, cfg, 1.19e9)
     names = list(o["launches_s"])
-    assert names[:3] == ["mla_q_amax", "mla_q_quant", "decode"]
+    assert names[:2] == ["mla_q_amax", "decode"]  # the decode quantises its own Q tile
     assert ("merge" in names) == (o["plan"]["nparts"] > 1)
     assert o["seconds"] == pytest.approx(sum(o["launches_s"].values()))
     assert all(v > 0 for v in o["launches_s"].values())

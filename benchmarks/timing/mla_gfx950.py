@@ -19,11 +19,11 @@ host against the float64 reference. Not modeled: the reference's torch Q quantis
 cast: several elementwise launches), its get_mla_metadata_v1 launch, and every host-side cost (the
 published figure is the reference function's whole call).
 
-Ours (`moonmath_mla_decode`, gfx950): mla_decode_a8w8 (its two Q launches, the decode, the merge),
+Ours (`moonmath_mla_decode`, gfx950): mla_decode_a8w8 (its Q amax launch, the decode, the merge),
 mla_decode_a16w16, mla_decode_a16w8 and mla_decode_mxfp4, each at its planner's split
 (formats.make_plan / kernel.make_plan). The decode launch's workgroups are equal (each part ceil(S / nparts)
 rows), so one CU round is simulated at the real part length on 2 CUs of XCD 0 (as mla.py's `ours_shape`);
-the merge likewise at the plan's nparts; a8w8's Q launches at the real batch.
+the merge likewise at the plan's nparts; a8w8's Q launch at the real batch.
 
 The published column: the problem README's AITER a8w8 latencies on MI355X (hardware, whole reference call).
 """
@@ -177,7 +177,7 @@ def ours_shape(fmt: str, B: int, S: int, cfg: dict, f_hz: float, nparts: int | N
     seen_real = _capture(fmt, B, GRAN, real)  # the launch list at the real batch (Q launches, grids)
     decode_i = len(seen_real) - (2 if real.nparts > 1 else 1)
     parts = {}
-    for i in range(decode_i):  # a8w8's mla_q_amax / mla_q_quant: real batch, KV length irrelevant
+    for i in range(decode_i):  # a8w8's mla_q_amax: real batch, KV length irrelevant
         L = seen_real[i]
         rep = m942._ours_round(L, L["grid"][0], cfg)
         parts[L["kernel"]] = timing.kernel_time(L["grid"][0], rep["wg_cycles"], rep["per_cu"], ccfg)
@@ -299,7 +299,7 @@ def write_report(out: Path, table, fmts, sem, fit, f_hz, f_src, summary, cpu_s) 
           "",
           f"AITER workgroup cycles = {fit['a']:.0f} + {fit['b']:.2f} x rows + {fit['c']:.0f} x (items - 1) "
           f"(at {chk['rows']} rows: simulated {chk['simulated']:.0f}, extrapolated {chk['extrapolated']:.0f}).", "",
-          "Ours: total µs = decode (+ merge) (+ a8w8's two Q launches), and (parts); AITER's Q quantisation is "
+          "Ours: total µs = decode (+ merge) (+ a8w8's Q amax launch), and (parts); AITER's Q quantisation is "
           "not in its column.", "",
           "| (B, KV) | published AITER µs | modeled AITER µs (stage 1 + reduce) | pieces / request | "
           "best cap µs (cap) | "

@@ -7,8 +7,8 @@ one request, every KV part the same length, at two part lengths, so the per-wave
 separate into a fixed term per part (Q load, prologue, the partials' epilogue) and a term per 16-token tile
 (a8w8 runs 32-token tiles: its figure is half of one). Two kernels per format on gfx950: `<format>_w1`, the
 one-wave kernel for one row tile (measured at H 16), and `<format>`, the 4-wave kernel (measured at H 64, four
-row tiles: cycles per wave); gfx942 has the 4-wave kernel only. a8w8 also quantises Q once per call (mla_q_amax,
-then mla_q_quant): those launches' cycles per query row are its row's call_row_cycles (measured at H 64).
+row tiles: cycles per wave); gfx942 has the 4-wave kernel only. a8w8 also launches mla_q_amax once per call (the
+decode quantises its own Q tile): that launch's cycles per query row are its row's call_row_cycles (at H 64).
 
     python benchmarks/calibrate_mla_formats_emu.py [--arch gfx950]   # the rows, the table's, and the rows to paste
 """
@@ -41,10 +41,10 @@ def kernels(arch: str) -> list[tuple[str, int]]:
 
 
 def decode_cycles(fmt: str, H: int, tiles: int) -> tuple[float, float]:
-    """(issue cycles per wave of the decode launch, cycles per query row of a8w8's two Q launches or 0)."""
+    """(issue cycles per wave of the decode launch, cycles per query row of a8w8's Q launch or 0)."""
     x = inputs(1, 16 * tiles * PARTS, H=H)
     cs = run(fmt, x, PARTS)
-    n_q = 2 if fmt == "a8w8" else 0  # a8w8 first launches mla_q_amax and mla_q_quant
+    n_q = 1 if fmt == "a8w8" else 0  # a8w8 first launches mla_q_amax (the decode quantises its own Q tile)
     q_rows = sum(issue_cycles(c) for c in cs[:n_q]) / H
     dec = cs[n_q]
     return issue_cycles(dec) / dec["waves"], q_rows

@@ -27,7 +27,7 @@ def _case(lens, seed, slots=None):
 
 
 def _run(x):
-    """The kernel with the definition's Q quantisation (reference.quantize_q_a8w8: mla_q_quant's rule)."""
+    """The kernel with the definition's Q quantisation (reference.quantize_q_a8w8: the a8w8 decode's rule)."""
     q8, q_scale = R.quantize_q_a8w8(x["q_lat"], x["q_pe"])
     B = x["seq_lens"].numel()
     o = torch.full((B, 16, 512), float("nan"), dtype=torch.bfloat16)

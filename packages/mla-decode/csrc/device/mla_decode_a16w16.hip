@@ -21,13 +21,11 @@ struct Bf16Kv : TileRoles {
   };
   MM_DEVICE explicit Bf16Kv(uint32_t tid) : TileRoles(tid) {}
 
-  template <class SlotOf>
-  MM_DEVICE void fetch(Raw& raw, const void* pool, const void*, uint32_t slots, SlotOf slot_of) const {
+  MM_DEVICE void fetch(Raw& raw, const void* pool, const void*, uint32_t slots, const FetchSlots& s) const {
     const mm::buffer_rsrc pb = make_pool_rows(pool, kRowBytes, slots);
 #pragma unroll
-    for (int e = 0; e < 4; ++e) raw.lat[e] = pool_load_b128(pb, slot_of(4u * vtg + e), 16u * vcg);
-    const uint32_t s = slot_of(rtok);
-    if (rope_role) raw.rope = pool_load_b128(pb, s, 2u * kLat + 16u * rcg);
+    for (int e = 0; e < 4; ++e) raw.lat[e] = pool_load_b128(pb, s.lat[e], 16u * vcg);
+    if (rope_role) raw.rope = pool_load_b128(pb, s.rope, 2u * kLat + 16u * rcg);
   }
 
   MM_DEVICE void store(const Raw& raw, uint8_t* ks, uint8_t* vs) const { TileRoles::store(raw.lat, raw.rope, ks, vs); }

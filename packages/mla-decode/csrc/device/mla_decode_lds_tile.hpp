@@ -22,7 +22,8 @@
 //             (4 bf16), a transposed copy; D reg rr of lane (j, g) then holds
 //             O[row j][32 (4g + rr) + c] (gfx950: O[row j][16c + 4g + rr]).
 // Pipeline: two barriers per tile (previous tile read -> write; written -> read); the raw bytes of tile
-// n+1 are fetched into registers while tile n is converted and computed.
+// n+1 are fetched into registers (unconditionally: the last tile's prefetch reads zeros) while tile n is
+// converted and computed.
 //
 // Softmax, masking, NaN rules, outputs (direct bf16 o + lse, or fp32 partials for the shared merge
 // kernel mla_decode_a16w8_merge) are the a16w8 kernels'; o_scale multiplies o (1 for bf16 KV).
@@ -122,16 +123,22 @@ struct TileArgs {
   float* ws_ml;              // [units, rows, 4] (partial mode)
   uint32_t B, H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world, flags;
   float c_qk, o_scale;
-  const uint8_t* q8 = nullptr;  // fp8 QK (Kv::kFp8Qk): [T, H, 576] e4m3fn, the fused quantised Q rows (q_lat, q_pe unused)
 };
 
-// The kernel body. make_kv(t) builds the format's stage for fetch role t (`Kv::Raw`,
-// `fetch(raw, pool, aux, slots, slot_of)` where slot_of(t) gives token t's slot (kNoSlot past the part;
-// every lane must call it: a bpermute), `store(raw, ks, vs)`: the conversion, then the LDS stores).
+// The slots of a fetch role's tokens (every format fetches tokens 4 vtg + e, e = 0..3, and rtok): kNoSlot past
+// the part.
+struct FetchSlots {
+  uint32_t lat[4], rope;
+};
+
+// The kernel body. make_kv(t) builds the format's stage for fetch role t (`Kv::Raw`, its role's `vtg` and
+// `rtok`, `fetch(raw, pool, aux, slots, FetchSlots)`, `store(raw, ks, vs)`: the conversion, then the LDS
+// stores). The body bpermutes every role's slots before any load is issued (one LDS round trip per tile
+// rather than one per load, as a bpermute per load interleaved with the loads cost).
 // Kv::kFp8Qk picks the numerics: false: 16-token tiles, bf16 operands (TileRoles); true (a8w8): 32-token
-// tiles (kTokens8), K kept fp8 in LDS at stride kKStride8, Q read as fp8 rows (TileArgs::q8), QK and PV on
-// v_mfma_f32_16x16x32_fp8_fp8, P rounded to e4m3fn by round_p8 (see the a8w8 file). The tile's fetch roles
-// are those of 256 threads; a one-wave workgroup (Waves = 1, for H * q_len <= 16, where a 4-wave group would
+// tiles (kTokens8), K kept fp8 in LDS at stride kKStride8, Q's bf16 pieces quantised to fp8 by quantize_q,
+// QK and PV on v_mfma_f32_16x16x32_fp8_fp8, P rounded to e4m3fn by round_p8 (see the a8w8 file). The tile's
+// fetch roles are those of 256 threads; a one-wave workgroup (Waves = 1, for H * q_len <= 16, where a 4-wave group would
 // have one wave computing) takes four roles per lane: make_kv(64 p + lane), p = 0..3.
 // N LDS reads, each consumed by one step, in double-buffered groups of G with one s_waitcnt per group (the
 // next group's reads in flight while this group's MFMAs run): read(u) issues read u (one LDS instruction),
@@ -222,9 +229,16 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
   using Raws = typename Kv::Raw[kPasses];
   auto fetch = [&](Raws& raw, uint32_t slot_raw, uint32_t k) __attribute__((always_inline)) {
     const uint32_t slot_l = (k + tok_lane) < k1 ? slot_raw : kNoSlot;  // past the part: zeros
+    FetchSlots fs[kPasses];  // every bpermute first, then the loads
 #pragma unroll
-    for (int p = 0; p < kPasses; ++p)
-      kvs.k[p].fetch(raw[p], a.pool, a.pool_aux, a.pool_slots, [&](uint32_t t) { return mm::bpermute(slot_l, t); });
+    for (int p = 0; p < kPasses; ++p) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) fs[p].lat[e] = mm::bpermute(slot_l, 4u * kvs.k[p].vtg + e);
+      fs[p].rope = mm::bpermute(slot_l, kvs.k[p].rtok);
+    }
+    mm::sched_barrier();
+#pragma unroll
+    for (int p = 0; p < kPasses; ++p) kvs.k[p].fetch(raw[p], a.pool, a.pool_aux, a.pool_slots, fs[p]);
   };
 
   mm::f32x4 acc[32];
@@ -233,21 +247,10 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
   float m_run = -__builtin_inff();
   float l_run = 0.f, ln_run = 0.f;
 
-  // Q tile: lane (j=i, g) holds columns [144g, 144g+144) of row j.
-  QTile<Kv::kFp8Qk> q;
-  if constexpr (Kv::kFp8Qk) {
-    // fp8 Q rows: lane (j=i, g) loads bytes [144g, 144g+144) of row R (9 x 16); a dead lane reads past the
-    // buffer (zeros), so no branch.
-    const uint32_t qbytes = B * rows * kRow;
-    const mm::buffer_rsrc q8_buf = mm::make_buffer(a.q8, qbytes);
-    const uint32_t qoff = live ? R * kRow + 144u * g : qbytes;
-#pragma unroll
-    for (int u = 0; u < 9; ++u) {
-      const mm::u32x4 v = mm::buffer_load_b128(q8_buf, qoff + 16u * u);
-      q.w[2 * u] = mm::u32x2{v[0], v[1]};
-      q.w[2 * u + 1] = mm::u32x2{v[2], v[3]};
-    }
-  } else {
+  // Q tile: lane (j=i, g) holds columns [144g, 144g+144) of row j, loaded as bf16; the fp8 QK stage
+  // (Kv::kFp8Qk) quantises each 8-column piece in registers (kv.quantize_q: the per-tensor scale).
+  QTile<false> q_raw;  // bf16
+  {
     const mm::buffer_rsrc qlat_buf = mm::make_buffer(a.q_lat, B * rows * kLat * 2u);
     const mm::buffer_rsrc qpe_buf = mm::make_buffer(a.q_pe, B * rows * 64u * 2u);
 #pragma unroll
@@ -258,7 +261,7 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
         if (col < kLat) v = mm::buffer_load_b128(qlat_buf, R * kLat * 2u + col * 2u);
         else v = mm::buffer_load_b128(qpe_buf, R * 64u * 2u + (col - kLat) * 2u);
       }
-      q.w[m] = v;
+      q_raw.w[m] = v;
     }
   }
 
@@ -273,10 +276,21 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
     mm::wait_vmcnt<0>();
     fetch(raw_a, s0, k0);
   }
+  // the fp8 QK quantises Q here, after the first tile's loads are issued (its Q and amax loads have landed)
+  QTile<Kv::kFp8Qk> q;
+#pragma unroll
+  for (int m = 0; m < 18; ++m) {
+    if constexpr (Kv::kFp8Qk) q.w[m] = kv.quantize_q(q_raw.w[m]);
+    else q.w[m] = q_raw.w[m];
+  }
 
   auto step = [&](Raws& cur, Raws& nxt, uint32_t it) __attribute__((always_inline)) {
     const uint32_t k = k0 + kT * it;
-    if (it + 1 < nt) {  // prefetch the next tile's raw bytes and the slots of the one after
+    // Prefetch the next tile's raw bytes and the slots of the one after, unconditionally: past the last tile
+    // every token is past k1, so the fetch reads zeros (kNoSlot). Under `if (it + 1 < nt)` the compiler's
+    // s_waitcnt before this tile's LDS stores merged the paths with and without the prefetch and waited for
+    // the prefetch too (vmcnt counting down to 0), exposing a whole HBM round trip every tile.
+    {
       const uint32_t s = slot_next;
       slot_next = load_tile_slot(k + 2u * kT);
       fetch(nxt, s, k + kT);

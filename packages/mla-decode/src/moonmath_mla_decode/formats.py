@@ -35,7 +35,8 @@ FORMATS = {
     "mxfp4": (("gfx950",), "mla_decode_mxfp4", "mla_decode_mxfp4_fwd", MXFP4_ROW_BYTES),
     "a8w8": (("gfx950",), "mla_decode_a8w8", "mla_decode_a8w8_fwd", ROW),
 }
-AMAX_CODE_OBJECT, AMAX_KERNEL, QUANT_KERNEL, AMAX_MAX_BLOCKS = "mla_q_amax", "mla_q_amax", "mla_q_quant", 256
+# AMAX_MAX_BLOCKS: the a8w8 decode reduces at most this many maxima (its kMaxAmaxParts)
+AMAX_CODE_OBJECT, AMAX_KERNEL, AMAX_MAX_BLOCKS = "mla_q_amax", "mla_q_amax", 256
 AMAX_CHUNKS_PER_THREAD = 8
 
 
@@ -261,24 +262,19 @@ def _format_args(fmt: str, pool_aux) -> tuple[list, list]:
     return [], []
 
 
-def _quantize_q(op: str, arch: str, q_lat, q_pe) -> tuple[torch.Tensor, torch.Tensor, list]:
-    """a8w8's first two launches (mla_q_amax.hip), on the device: per-workgroup maxima of |q|, then the fused
-    fp8 rows q8 [T, H, 576] and q_scale [1]. Returns (q8, q_scale, their counters)."""
+def _q_amax(op: str, arch: str, q_lat, q_pe) -> tuple[torch.Tensor, int, list]:
+    """a8w8's first launch (mla_q_amax.hip), on the device: per-workgroup maxima of |q| over q_lat and q_pe, which
+    every decode workgroup reduces before quantising its own Q tile. Returns (the maxima, their count, the
+    launch's counters)."""
     from . import kernel as mk
 
-    T, H, _ = q_lat.shape
     lat_chunks, pe_chunks = q_lat.numel() // 8, q_pe.numel() // 8
     # at least AMAX_CHUNKS_PER_THREAD 16-byte chunks per thread: a small Q takes one or two workgroups
     blocks = max(1, min(AMAX_MAX_BLOCKS, -(-(lat_chunks + pe_chunks) // (256 * AMAX_CHUNKS_PER_THREAD))))
-    dev = q_lat.device
-    parts = torch.empty(blocks, dtype=torch.float32, device=dev)
-    q8 = torch.empty(T, H, ROW, dtype=torch.uint8, device=dev)
-    q_scale = torch.empty(1, dtype=torch.float32, device=dev)
+    parts = torch.empty(blocks, dtype=torch.float32, device=q_lat.device)
     counters = [mk.KERNELS.launch(op, arch, AMAX_CODE_OBJECT, AMAX_KERNEL, grid=blocks, block=256,
-                                  args=[q_lat, q_pe, parts, lat_chunks, pe_chunks, blocks]),
-                mk.KERNELS.launch(op, arch, AMAX_CODE_OBJECT, QUANT_KERNEL, grid=blocks, block=256,
-                                  args=[q_lat, q_pe, parts, blocks, q8, q_scale, T * H, blocks])]
-    return q8, q_scale, counters
+                                  args=[q_lat, q_pe, parts, lat_chunks, pe_chunks, blocks])]
+    return parts, blocks, counters
 
 
 def cost_kernel(fmt: str, heads: int, q_len: int, arch: str) -> str:
@@ -291,7 +287,7 @@ def make_plan(fmt: str, batch: int, heads: int, q_len: int, len_hint: int = 0, *
               balanced: bool | None = None, arch: str | None = None):
     """The launch configuration of format ``fmt``'s kernel (a ``kernel.DecodePlan``, variant "shared"): its parts
     chosen by the planner over the kernel's own cost row (``_C.plan_mla_format_parts``: its cycles per tile and
-    part, its bytes per token, a8w8's Q launches); ``nparts`` overrides them (tests, benchmarks)."""
+    part, its bytes per token, a8w8's Q amax launch); ``nparts`` overrides them (tests, benchmarks)."""
     from . import _C
     from . import kernel as mk
 
@@ -351,9 +347,9 @@ def run(fmt: str, q_lat, q_pe, kv_pool, pool_aux, o_lat, seq_lens, kv_indices, k
     flags = (FLAG_LSE if lse is not None else 0) | (FLAG_PARTIAL if partial else 0) | bal
     n_idx = mk._usable_indices(kv_indices.numel())
     counters, q_args = [], [q_lat, q_pe]
-    if fmt == "a8w8":  # the kernel reads Q as fused fp8 rows and their scale
-        q8, q_scale, counters = _quantize_q(op, arch, q_lat, q_pe)
-        q_args = [q8, q_scale]
+    if fmt == "a8w8":  # the kernel reduces mla_q_amax's maxima and quantises its Q tile itself
+        parts, n_parts, counters = _q_amax(op, arch, q_lat, q_pe)
+        q_args = [q_lat, q_pe, parts, n_parts]
     after_pool, tail = _format_args(fmt, pool_aux)
     # gfx950, one 16-row tile per request (H * q_len <= 16): the one-wave kernel, every wave computing (the
     # 4-wave one would run three fetch-only waves); the same units, a workgroup of 64 threads each.

@@ -2,10 +2,12 @@
 // the numerics of the GPU MODE amd-mixed-mla reference (AITER's a8w8 kernel): Q quantised per tensor, fp8
 // QK and PV MFMAs, P rounded to fp8.
 //
-// Three launches, no host sync: mla_q_amax (mla_q_amax.hip) writes per-workgroup maxima of |q| (q_lat and
-// q_pe); mla_q_quant reduces them, sets q_scale = amax / 448 and writes the quantised rows
-// q8 = e4m3fn_RTNE(clamp(q * (448 / amax), +-448)) once, fused [T, H, 576]; this kernel loads its Q tile from
-// them (9 x 16 bytes per lane) and q_scale into the score factor.
+// Two launches, no host sync: mla_q_amax (mla_q_amax.hip) writes per-workgroup maxima of |q| (q_lat and
+// q_pe); every workgroup of this kernel reduces them (amax = max |q|, q_scale = amax / 448 into the score
+// factor; a NaN |q| is ignored by the max), loads its bf16 Q tile (18 x 16 bytes per lane) and quantises it in
+// registers, q8 = e4m3fn_RTNE(clamp(q * (448 / amax), +-448)) (quantize_q). The reduction's loads are issued
+// beside the Q and slot loads, so the quantisation adds VALU work per part but no launch and no round trip
+// (a separate quantising launch cost the call a launch's dependent HBM round trips, 8.7 us modeled).
 //
 // The body is the LDS-tile kernel of mla_decode_lds_tile.hpp (waves, pipeline) on 32-token tiles, with these
 // stages:
@@ -23,6 +25,9 @@
 namespace {
 
 using namespace mla;
+
+constexpr float kFp8Max = 448.f;          // e4m3fn's largest finite value
+constexpr uint32_t kMaxAmaxParts = 256;  // mla_q_amax's workgroups at most (formats.py's AMAX_MAX_BLOCKS)
 
 // Four f32 -> four fp8 (RTNE, v_cvt_pk_fp8_f32), one dword.
 MM_DEVICE uint32_t to_fp8x4(float a, float b, float c, float d) {
@@ -42,16 +47,26 @@ struct Fp8Kv {
   };
   uint32_t vtg, vcg, rtok, rcg;
   bool rope_role;
-  MM_DEVICE explicit Fp8Kv(uint32_t tid)
-      : vtg(tid >> 5), vcg(tid & 31u), rtok((tid >> 2) & 31u), rcg(tid & 3u), rope_role(tid < 128u) {}
+  float q_inv;  // 448 / amax (1 for amax 0): Q's per-tensor quantisation factor
+  MM_DEVICE Fp8Kv(uint32_t tid, float q_inv)
+      : vtg(tid >> 5), vcg(tid & 31u), rtok((tid >> 2) & 31u), rcg(tid & 3u), rope_role(tid < 128u), q_inv(q_inv) {}
 
-  template <class SlotOf>
-  MM_DEVICE void fetch(Raw& raw, const void* pool, const void*, uint32_t slots, SlotOf slot_of) const {
+  // 8 bf16 of Q -> 8 e4m3fn bytes, e4m3fn_RTNE(clamp(q * q_inv, +-448)) (reference.quantize_q_a8w8).
+  MM_DEVICE mm::u32x2 quantize_q(const mm::u32x4& v) const {
+    float f[8];
+#pragma unroll
+    for (int d = 0; d < 4; ++d) {
+      f[2 * d] = __builtin_fminf(__builtin_fmaxf(mm::bf16_lo(v[d]) * q_inv, -kFp8Max), kFp8Max);
+      f[2 * d + 1] = __builtin_fminf(__builtin_fmaxf(mm::bf16_hi(v[d]) * q_inv, -kFp8Max), kFp8Max);
+    }
+    return mm::u32x2{to_fp8x4(f[0], f[1], f[2], f[3]), to_fp8x4(f[4], f[5], f[6], f[7])};
+  }
+
+  MM_DEVICE void fetch(Raw& raw, const void* pool, const void*, uint32_t slots, const FetchSlots& s) const {
     const mm::buffer_rsrc pb = make_pool_rows(pool, kRow, slots);
 #pragma unroll
-    for (int e = 0; e < 4; ++e) raw.lat[e] = pool_load_b128(pb, slot_of(4u * vtg + e), 16u * vcg);
-    const uint32_t s = slot_of(rtok);
-    if (rope_role) raw.rope = pool_load_b128(pb, s, kLat + 16u * rcg);
+    for (int e = 0; e < 4; ++e) raw.lat[e] = pool_load_b128(pb, s.lat[e], 16u * vcg);
+    if (rope_role) raw.rope = pool_load_b128(pb, s.rope, kLat + 16u * rcg);
   }
 
   MM_DEVICE void store(const Raw& raw, uint8_t* ks, uint8_t*) const {
@@ -78,8 +93,10 @@ struct Fp8Kv {
 }  // namespace
 
 #define MLA_DECODE_A8W8_FWD_PARAMS \
-    const uint8_t* __restrict__ q8, \
-    const float* __restrict__ q_scale, \
+    const uint16_t* __restrict__ q_lat, \
+    const uint16_t* __restrict__ q_pe, \
+    const float* __restrict__ amax_parts, \
+    uint32_t n_amax_parts, \
     const uint8_t* __restrict__ pool, \
     uint16_t* __restrict__ o_lat, \
     const int32_t* __restrict__ seq_lens, \
@@ -105,27 +122,34 @@ struct Fp8Kv {
 template <uint32_t Waves>
 MM_DEVICE void mla_decode_a8w8_fwd_body(MLA_DECODE_A8W8_FWD_PARAMS) {
   MM_LDS __attribute__((aligned(16))) uint8_t lds[kKStride8 * kTokens8];
-  const float qs = mm::uniform(mm::buffer_load_f32(mm::make_buffer(q_scale, 4u), 0u));  // mla_q_quant's amax / 448
-  TileArgs a{nullptr, nullptr, pool, nullptr, o_lat, seq_lens, kv_indices, kv_indptr, glen, lse, ws_o, ws_ml,
-             B, H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world, flags,
-             mm::bit_cast<float>(c_qk_bits) * qs, mm::bit_cast<float>(o_scale_bits)};
-  a.q8 = q8;
-  decode_lds_tile<Waves>(a, lds, [](uint32_t t) { return Fp8Kv(t); });
+  // amax over mla_q_amax's partial maxima (n_amax_parts <= kMaxAmaxParts, formats.py's AMAX_MAX_BLOCKS): 4
+  // loads per lane, no loop, so they issue beside the Q and slot loads (zeros past n_amax_parts)
+  const mm::buffer_rsrc pb = mm::make_buffer(amax_parts, n_amax_parts * 4u);
+  float amax = 0.f;
+#pragma unroll
+  for (uint32_t u = 0; u < kMaxAmaxParts / 64u; ++u)
+    amax = __builtin_fmaxf(amax, mm::buffer_load_f32(pb, 4u * (64u * u + mm::lane_id())));
+  amax = mm::uniform(mm::wave_max(amax));
+  const float qs = amax > 0.f ? amax / kFp8Max : 1.f, q_inv = amax > 0.f ? kFp8Max / amax : 1.f;
+  const TileArgs a{q_lat, q_pe, pool, nullptr, o_lat, seq_lens, kv_indices, kv_indptr, glen, lse, ws_o, ws_ml,
+                   B, H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world, flags,
+                   mm::bit_cast<float>(c_qk_bits) * qs, mm::bit_cast<float>(o_scale_bits)};
+  decode_lds_tile<Waves>(a, lds, [q_inv](uint32_t t) { return Fp8Kv(t, q_inv); });
 }
 
 MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1)))
 void mla_decode_a8w8_fwd(MLA_DECODE_A8W8_FWD_PARAMS) {
-  mla_decode_a8w8_fwd_body<4>(q8, q_scale, pool, o_lat, seq_lens, kv_indices, kv_indptr, glen, lse, ws_o, ws_ml, B,
-                              H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world, flags, c_qk_bits,
-                              o_scale_bits);
+  mla_decode_a8w8_fwd_body<4>(q_lat, q_pe, amax_parts, n_amax_parts, pool, o_lat, seq_lens, kv_indices, kv_indptr,
+                              glen, lse, ws_o, ws_ml, B, H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world,
+                              flags, c_qk_bits, o_scale_bits);
 }
 
 #if defined(__gfx950__)
 // One wave per workgroup, four fetch roles per lane: every wave computes (no helper waves).
 MM_KERNEL MM_LAUNCH_BOUNDS(64) __attribute__((amdgpu_waves_per_eu(1, 1)))
 void mla_decode_a8w8_fwd_w1(MLA_DECODE_A8W8_FWD_PARAMS) {
-  mla_decode_a8w8_fwd_body<1>(q8, q_scale, pool, o_lat, seq_lens, kv_indices, kv_indptr, glen, lse, ws_o, ws_ml, B,
-                              H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world, flags, c_qk_bits,
-                              o_scale_bits);
+  mla_decode_a8w8_fwd_body<1>(q_lat, q_pe, amax_parts, n_amax_parts, pool, o_lat, seq_lens, kv_indices, kv_indptr,
+                              glen, lse, ws_o, ws_ml, B, H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world,
+                              flags, c_qk_bits, o_scale_bits);
 }
 #endif

@@ -45,19 +45,18 @@ struct Mxfp4Kv : TileRoles {
   MM_DEVICE Mxfp4Kv(uint32_t tid, uint32_t stride, uint32_t bytes)
       : TileRoles(tid), scale_stride(stride), scale_bytes(bytes) {}
 
-  template <class SlotOf>
-  MM_DEVICE void fetch(Raw& raw, const void* pool, const void* scales, uint32_t slots, SlotOf slot_of) const {
+  MM_DEVICE void fetch(Raw& raw, const void* pool, const void* scales, uint32_t slots, const FetchSlots& fs) const {
     const mm::buffer_rsrc pb = make_pool_rows(pool, kRowBytes, slots);
     const mm::buffer_rsrc sb = mm::make_buffer(scales, scale_bytes);
     // A slot past the pool reads zero codes; its scale offset is pushed past the buffer (zero, not a wrap).
     auto soff = [&](uint32_t s, uint32_t blk) { return s < slots ? s * scale_stride + blk : 0xFFFFFFFFu; };
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const uint32_t s = slot_of(4u * vtg + e);
+      const uint32_t s = fs.lat[e];
       raw.lat[e] = struct_load_b32(pb, s, 4u * vcg);
       raw.lat_s[e] = mm::buffer_load_u8(sb, soff(s, vcg >> 2));
     }
-    const uint32_t s = slot_of(rtok);
+    const uint32_t s = fs.rope;
     raw.rope = 0u;
     raw.rope_s = 127u;  // a unit scale for the threads without the rope role (their result is not stored)
     if (rope_role) {
