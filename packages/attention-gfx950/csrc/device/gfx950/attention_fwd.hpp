@@ -17,7 +17,8 @@
 //       KOfPackedC order; A uses the same one), so P moves no data. A = V^T: lane (h, i) needs
 //       V[16c + 8(e/4) + 4h + e%4][32n + i], e = 0..7: two ds_read_b64_tr_b16 from V key-major in LDS.
 //       D: lane (h, j) holds O[row j][32n + 8(r/4) + 4h + r%4], n = 0..Dv/32-1 (64 fp32 per lane).
-//   Row sums of the bf16 P (the normaliser): one more MFMA per step against a fragment of ones.
+//   Row sums of the bf16 P (the normaliser): one more MFMA per step, a 16x16x32 (4 passes) against lane-selected
+//   ones that reads the step's P^T registers as its B operand (row_sum_ones; Dqk 256: a 32x32x16 against ones).
 //
 // LDS (160 KiB on gfx950; 64 KiB for Dqk 128, 80 KiB for 192): two K buffers [64][Dqk] and two V
 // buffers [64][Dv] bf16, key-major, rows unpadded, 16-byte chunks permuted within a row so that the
