@@ -4,7 +4,7 @@
 // 256 query rows of one q head against a key range, walked in blocks of kKvBlock = 64 keys. Wave w
 // owns rows 32w .. 32w+31 as one 32-row MFMA tile; every wave reads every K/V block.
 //
-// MFMA: v_mfma_f32_32x32x16_bf16 everywhere (8 passes: a 32-cycle MFMA leaves the VALU of the other
+// MFMA: v_mfma_f32_32x32x16_bf16 for QK and PV (8 passes: a 32-cycle MFMA leaves the VALU of the other
 // wave of its SIMD 6 of 8 issue slots, where a 16-cycle 16x16x32 left it 1 of 4). Lane = 32h + i
 // (h = lane half 0..1, i = 0..31). Layout (emulator mfma.cpp, AMD calculator): A[i][k] in lane
 // 32*(k/8)+i element k%8, B[k][j] in lane 32*(k/8)+j element k%8, D[i][j] in register
