@@ -102,22 +102,25 @@ def test_isa_budget(co, kernel):
 
 
 def test_fwd_kernels_use_the_gfx950_instructions():
-    """The kernels are what the design says: 32x32x16 bf16 MFMAs, 16-byte direct-to-LDS loads, transposing
-    LDS reads for V; no other MFMA shape."""
+    """The kernels are what the design says: 32x32x16 bf16 MFMAs for QK and PV (and the row sums of Dqk 256),
+    16x16x32 bf16 ones for the row sums of the others, 16-byte direct-to-LDS loads, transposing LDS reads for V;
+    no other MFMA shape."""
     emu = pytest.importorskip("moonmath_emu")
     if ARCH not in KERNELS.archs_built():
         pytest.skip("this build has no gfx950 code objects")
-    for co, kernels in ((FWD_CODE_OBJECT, ("attn_fwd_d128", "attn_fwd_d192_128")),
-                        ("attention_fwd_dims", ("attn_fwd_d64", "attn_fwd_d80", "attn_fwd_d96")),
-                        ("attention_fwd_d256", ("attn_fwd_d256_128",)),
-                        # fp8 K/V at 256: the fp8 rows staged by direct-to-LDS loads (no VGPRs in flight)
-                        ("attention_fwd_fp8_d256",
-                         ("attn_fwd_fp8_d256_128", "attn_fwd_fp8_d256_128_softcap_window_sinks")),
-                        ("attention_fwd_paged_fp8_d256", ("attn_fwd_paged_fp8_d256_128",))):
+    row_sums = {"v_mfma_f32_32x32x16_bf16", "v_mfma_f32_16x16x32_bf16"}
+    only_32 = {"v_mfma_f32_32x32x16_bf16"}   # Dqk 256: its row sums stay 32x32x16
+    for co, kernels, mfmas in ((FWD_CODE_OBJECT, ("attn_fwd_d128", "attn_fwd_d192_128"), row_sums),
+                               ("attention_fwd_dims", ("attn_fwd_d64", "attn_fwd_d80", "attn_fwd_d96"), row_sums),
+                               ("attention_fwd_d256", ("attn_fwd_d256_128",), only_32),
+                               # fp8 K/V at 256: the fp8 rows staged by direct-to-LDS loads (no VGPRs in flight)
+                               ("attention_fwd_fp8_d256",
+                                ("attn_fwd_fp8_d256_128", "attn_fwd_fp8_d256_128_softcap_window_sinks"), only_32),
+                               ("attention_fwd_paged_fp8_d256", ("attn_fwd_paged_fp8_d256_128",), only_32)):
         code = KERNELS.path("isa", ARCH, co).read_bytes()
         ops = emu.opcodes_in(code)
         assert {"v_mfma_f32_32x32x16_bf16", "ds_read_b64_tr_b16"} <= ops
-        assert {o for o in ops if o.startswith("v_mfma")} == {"v_mfma_f32_32x32x16_bf16"}
+        assert {o for o in ops if o.startswith("v_mfma")} == mfmas
         for kernel in kernels:
             text = [t for k, _, t in emu.disassemble(code) if k == kernel]
             assert any(t.startswith("buffer_load_dwordx4") and t.endswith(" lds") for t in text), kernel

@@ -4,7 +4,7 @@
 // 256 query rows of one q head against a key range, walked in blocks of kKvBlock = 64 keys. Wave w
 // owns rows 32w .. 32w+31 as one 32-row MFMA tile; every wave reads every K/V block.
 //
-// MFMA: v_mfma_f32_32x32x16_bf16 everywhere (8 passes: a 32-cycle MFMA leaves the VALU of the other
+// MFMA: v_mfma_f32_32x32x16_bf16 for QK and PV (8 passes: a 32-cycle MFMA leaves the VALU of the other
 // wave of its SIMD 6 of 8 issue slots, where a 16-cycle 16x16x32 left it 1 of 4). Lane = 32h + i
 // (h = lane half 0..1, i = 0..31). Layout (emulator mfma.cpp, AMD calculator): A[i][k] in lane
 // 32*(k/8)+i element k%8, B[k][j] in lane 32*(k/8)+j element k%8, D[i][j] in register
@@ -17,7 +17,8 @@
 //       KOfPackedC order; A uses the same one), so P moves no data. A = V^T: lane (h, i) needs
 //       V[16c + 8(e/4) + 4h + e%4][32n + i], e = 0..7: two ds_read_b64_tr_b16 from V key-major in LDS.
 //       D: lane (h, j) holds O[row j][32n + 8(r/4) + 4h + r%4], n = 0..Dv/32-1 (64 fp32 per lane).
-//   Row sums of the bf16 P (the normaliser): one more MFMA per step against a fragment of ones.
+//   Row sums of the bf16 P (the normaliser): one more MFMA per step, a 16x16x32 (4 passes) against lane-selected
+//   ones that reads the step's P^T registers as its B operand (row_sum_ones; Dqk 256: a 32x32x16 against ones).
 //
 // LDS (160 KiB on gfx950; 64 KiB for Dqk 128, 80 KiB for 192): two K buffers [64][Dqk] and two V
 // buffers [64][Dv] bf16, key-major, rows unpadded, 16-byte chunks permuted within a row so that the
@@ -151,6 +152,8 @@ struct VRows {
 // key bound per row in the mask and the tile's key loop clipped to the window. Sinks_: per-head sink logits
 // joining each row's denominator (add_sink before the epilogue).
 // KvFp8_: K and V are OCP e4m3fn in memory (see the header); LDS holds bf16 either way.
+template <bool C, class T, class F> struct Pick { typedef T type; };
+template <class T, class F> struct Pick<false, T, F> { typedef F type; };
 template <bool Fp8> struct KvElem { typedef uint16_t type; };
 template <> struct KvElem<true> { typedef uint8_t type; };
 
@@ -175,6 +178,9 @@ struct FwdShape {
   static constexpr uint32_t kLdsBytes = kStageK + (kFp8Staged ? kKvBlock * (Dqk + Dv) : 0);
   using KLayout = KRows<kKRow>;
   using VLayout = VRows<kVRow>;
+  // The row sums of the bf16 P (lb): one 16x16x32 MFMA per 16-key step (4 passes, half a 32x32x16's 8) against the
+  // lane-selected ones of row_sum_ones; Dqk 256 keeps the 32x32x16 against ones (its register budget: row_sum_ones).
+  using RowSumMfma = typename Pick<Dqk == 256, mm::Mfma32x32x16Bf16, mm::Mfma16x16x32Bf16>::type;
   static_assert(Dqk % 16 == 0 && Dv % 16 == 0, "head dims");
   static_assert(kKBytes % 1024 == 0 && kVBytes % 1024 == 0, "whole 64-lane DMA rows");
   static_assert(!kKvFp8 || (Dqk % 16 == 0 && kDvPad == Dv), "fp8 K/V: rows of whole 16-byte pieces, Dv unpadded");
@@ -309,7 +315,7 @@ struct WaveState {
   FragB p[Shape::kPvSteps];       // P^T of the last softmax phase (bf16), consumed by the next PV
   float m;                        // running max of the lane's row (log2 units)
   float l;                        // this lane's share of the running sum (fp32 p: the LSE)
-  FragC lb;                       // running sum of the bf16 P (every register = the row's)
+  mm::FragC<typename Shape::RowSumMfma> lb;   // running sum of the bf16 P (every register = the lane's row's)
   float r;                        // the last softmax phase's rescale factor of O and lb ...
   bool rescale;                   // ... still to apply (wave-uniform), by the next MFMA phase
 };
@@ -350,13 +356,23 @@ struct LdsAddrs {
   }
 };
 
-// The A operand of bf16 ones (the row sums of P). Remat: made by asm in each MFMA phase, so the compiler cannot keep
-// its 4 VGPRs live through the key loop (Dqk 256, the register-bound kernels; the others keep the constant).
-template <bool Remat>
-MM_DEVICE FragA ones_bf16() {
+// The A operand of the row sums of P (lb += A P^T; B = P^T of a 16-key step, the registers the PV MFMAs use).
+// 32x32x16 (Dqk 256): A = bf16 ones, every output row the sum of a query column; made by asm in each MFMA phase so
+// that the compiler cannot keep its 4 VGPRs live through the key loop (the register-bound kernel).
+// 16x16x32: the same B registers read as a 16x16x32 operand put query row 16(g%2) + j's keys in lane group g (lane
+// 16g + j), so A[i][k] = 1 only where k's lane group g = k/8 has g%2 = (i/4)%2: output D[i][j], held by lane
+// 16(i/4) + j, is then the sum of row 16((i/4)%2) + j - for lane 32h + j32 that is row j32, the lane's own. Lane
+// 16g + i of A holds A[i][8g .. 8g+7]: ones when bit 4 of the lane equals bit 2, else zeros (loop-invariant).
+template <class S>
+MM_DEVICE mm::FragA<S> row_sum_ones() {
   uint32_t x = 0x3F803F80u;
-  if constexpr (Remat) asm volatile("v_mov_b32 %0, 0x3f803f80" : "=v"(x));
-  return FragA{u32x4{x, x, x, x}};
+  if constexpr (S::M == 32) {
+    asm volatile("v_mov_b32 %0, 0x3f803f80" : "=v"(x));
+  } else {
+    const uint32_t lane = mm::lane_id();
+    x = ((lane >> 4) ^ (lane >> 2)) & 1u ? 0u : x;
+  }
+  return mm::FragA<S>{u32x4{x, x, x, x}};
 }
 
 // The first MFMA of an accumulation: C = 0 as the inline constant (no zeroing moves).
@@ -541,9 +557,10 @@ MM_DEVICE void mfma_phase(WaveState<Shape>& st, const LdsAddrs<Shape>& ad, FragC
     if constexpr (DoPv && i == Prefetch - 1) {
       // lb += row sums of the bf16 P the PV MFMAs use (against ones), while the first reads land:
       // normalising by them makes each output row's weights sum to 1 exactly; l stays for the LSE.
-      const FragA ones = ones_bf16<Shape::Dqk == 256>();
+      using RS = typename Shape::RowSumMfma;
+      const mm::FragA<RS> ones = row_sum_ones<RS>();
 #pragma unroll
-      for (int c = 0; c < Shape::kPvSteps; ++c) mm::mma(st.lb, ones, st.p[c], st.lb);
+      for (int c = 0; c < Shape::kPvSteps; ++c) mm::mma(st.lb, ones, mm::FragB<RS>{st.p[c].w}, st.lb);
     }
     if constexpr (i == Prefetch - 1) mid();
     if constexpr (i >= Prefetch - 1 && i - (Prefetch - 1) < kN) {
@@ -672,7 +689,7 @@ MM_DEVICE void add_sink(WaveState<Shape>& st, float sink2, uint32_t lane) {
   st.m = M;
   st.l = st.l * r + (first_half ? e : 0.f);
 #pragma unroll
-  for (int i = 0; i < 16; ++i) st.lb.v[i] = st.lb.v[i] * r + e;
+  for (int i = 0; i < Shape::RowSumMfma::kCRegs; ++i) st.lb.v[i] = st.lb.v[i] * r + e;
 #pragma unroll
   for (int n = 0; n < Shape::kDvTiles; ++n) mm::scale(st.o[n], r);
 }
@@ -763,7 +780,7 @@ MM_DEVICE Epilogue epilogue(const Tile& tile, const FwdPointers& ptr, int32_t h)
 // their producers nor their consumers can be moved across it (sched_barrier alone does not stop the IR
 // passes from sinking the softmax arithmetic into the next MFMA phase).
 template <class T> MM_DEVICE void pin(T& x) { asm volatile("" : "+v"(x)); }
-MM_DEVICE void pin(FragC& x) { pin(x.v); }
+template <class S> MM_DEVICE void pin(mm::FragC<S>& x) { pin(x.v); }
 MM_DEVICE void pin(FragB& x) { pin(x.w); }
 template <class T, int N> MM_DEVICE void pin(T (&x)[N]) {
 #pragma unroll
@@ -801,7 +818,7 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   st.l = 0.f;
   st.r = 1.f;
   st.rescale = false;
-  st.lb = mm::zeros<Mfma>();
+  st.lb = mm::zeros<typename Shape::RowSumMfma>();
 #pragma unroll
   for (int n = 0; n < Shape::kDvTiles; ++n) st.o[n] = mm::zeros<Mfma>();
   // Row limit: key < limit. Causal is bottom-right aligned: row i sees keys <= i + k_len - q_len.
