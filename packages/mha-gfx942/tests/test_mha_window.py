@@ -141,6 +141,35 @@ def test_work_is_proportional_to_the_window(emu_backend):
     assert 1.4 * long_ < wider < 1.8 * long_, (long_, wider)
 
 
+def test_dense_items_start_heaviest_first_and_change_no_bit(emu_backend, monkeypatch):
+    """The feature dense launch takes its items from _C.dense_order: a permutation of the dense items, the most
+    kv blocks first across all heads (each head's causal last q block starts in the first round, not last);
+    without a window it is the default kernels' xcd swizzle. The order changes no bit: the swizzle's order
+    gives the same output."""
+    B, H, S = 1, 3, 1024  # 4 q blocks per head: 4, 8, 12 and 16 causal kv blocks
+    q, k, v = qkv(B, H, S, S, seed=21)
+    orders, launch = [], kernel.KERNELS.launch
+
+    def record(op, arch, code_object, name, **kw):
+        if name.startswith("mha_fwd_feat_"):
+            orders.append(kw["args"][-1].cpu().tolist())
+        return launch(op, arch, code_object, name, **kw)
+
+    monkeypatch.setattr(kernel.KERNELS, "launch", record)
+    heaviest = torch.empty_like(q)
+    kernel.run(q, k, v, heaviest, "bhsd", "rtne", tail=False, window=(-1, 0))
+    shifts = kernel.window_shifts((-1, 0), S, S)
+    blocks = [_C.item_kv_blocks(w % 4, S, S, *shifts) for w in orders[0]]
+    assert sorted(orders[0]) == list(range(12)) and blocks == [16] * 3 + [12] * 3 + [8] * 3 + [4] * 3
+    swizzle = _C.dense_order(_C.plan_tail(S, S, 3, 304, False), 4, S, S)  # no window: every item 16 blocks
+    assert swizzle == [0, 2, 4, 6, 8, 9, 10, 11, 1, 3, 5, 7]  # mha_config.hpp's xcd_contiguous over 12 items
+    monkeypatch.setattr(kernel, "dense_order", lambda p, nqb, sq, skv, shifts=None: _C.dense_order(p, nqb, sq, skv))
+    head_first = torch.empty_like(q)
+    kernel.run(q, k, v, head_first, "bhsd", "rtne", tail=False, window=(-1, 0))
+    assert orders[1] == swizzle
+    assert torch.equal(bits(heaviest), bits(head_first))
+
+
 @pytest.mark.parametrize("window,err,match", [
     ((-2, 0), ValueError, r"window_size\[0\]"), ((0, -5), ValueError, r"window_size\[1\]"),
     ((1.5, 0), TypeError, r"window_size\[0\]"), ((0, "x"), TypeError, r"window_size\[1\]"),

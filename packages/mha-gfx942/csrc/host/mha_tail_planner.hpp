@@ -106,4 +106,18 @@ inline std::vector<int32_t> merge_table(const TailPlan& p, int64_t nqb) {
   return t;
 }
 
+// The feature dense launch's item table, one int32 per workgroup id: the xcd_contiguous order of the dense
+// items (those below n_dense), stably sorted by descending kv blocks under the window. The dispatcher hands
+// ids out in order to the first free CU, so the heaviest causal / window items start first across all heads
+// (a longest-first list schedule); with equal counts (no window) it is the default kernels' swizzle.
+inline std::vector<int32_t> dense_order(const TailPlan& p, int64_t nqb, int64_t sq, int64_t skv,
+                                        int64_t lo_shift = -config::kUnbounded, int64_t hi_shift = config::kUnbounded) {
+  std::vector<int64_t> blocks(nqb);
+  for (int64_t qb = 0; qb < nqb; ++qb) blocks[qb] = item_kv_blocks(qb, sq, skv, lo_shift, hi_shift);
+  std::vector<int32_t> t(p.n_dense);
+  for (int64_t c = 0; c < p.n_dense; ++c) t[c] = int32_t(config::xcd_contiguous(unsigned(c), unsigned(p.n_dense)));
+  std::stable_sort(t.begin(), t.end(), [&](int32_t a, int32_t b) { return blocks[a % nqb] > blocks[b % nqb]; });
+  return t;
+}
+
 }  // namespace moonmath::mha

@@ -32,6 +32,9 @@ void register_tail_planner(py::module_& m) {
         "The kv blocks q block qb's item runs under the window.");
   m.def("split_schedule", &split_schedule, py::arg("plan"), py::arg("nqb"));
   m.def("merge_table", &merge_table, py::arg("plan"), py::arg("nqb"));
+  m.def("dense_order", &dense_order, py::arg("plan"), py::arg("nqb"), py::arg("sq"), py::arg("skv"),
+        py::arg("lo_shift") = -config::kUnbounded, py::arg("hi_shift") = config::kUnbounded,
+        "The feature dense launch's item per workgroup id: the most kv blocks first (stable over the swizzle).");
   m.attr("CTA_ROWS") = kCtaRows;
   m.attr("CTA_THREADS") = config::kCtaThreads;
   m.attr("KV_BLOCK") = kKvBlock;

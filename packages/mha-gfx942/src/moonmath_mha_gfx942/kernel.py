@@ -105,6 +105,14 @@ def plan(sq: int, skv: int, bh: int, cus: int, enabled: bool | None = None, min_
     return _C.plan_tail(sq, skv, bh, cus, tail_enabled() if enabled is None else bool(enabled), **kw)
 
 
+def dense_order(p, nqb: int, sq: int, skv: int, shifts: tuple[int, int] | None = None) -> list[int]:
+    """The feature dense launch's item (w: q block w % nqb of head w // nqb) per workgroup id, heaviest first
+    (the C++ planner's ``_C.dense_order``; shifts: the window, None = unbounded)."""
+    from . import _C
+
+    return _C.dense_order(p, nqb, sq, skv, *(shifts or (-_C.UNBOUNDED, _C.UNBOUNDED)))
+
+
 def _strides(t: torch.Tensor, layout: str) -> tuple[int, int, int]:
     """(row, head, batch) strides in bytes; layout only says which of dims 1, 2 is the sequence."""
     sdim, hdim = (1, 2) if layout == "bshd" else (2, 1)
@@ -170,8 +178,10 @@ def run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, la
         counters = [KERNELS.launch(OP, arch, CODE_OBJECT, transpose_kernel(D), grid=(nkb, bh), block=256,
                                    args=[v, vt, Skv, H, *ks])]
     if p.n_dense:
+        # the feature kernels take their items from a table: the most kv blocks first across all heads
+        order = [torch.tensor(dense_order(p, nqb, Sq, Skv, shifts), dtype=torch.int32).to(dev)] if featured else []
         counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, dense, grid=p.n_dense, block=CTA_THREADS,
-                                       args=[q, k, vt, out, Sq, Skv, H, nqb, p.n_dense, *qs, *ks, *feat]))
+                                       args=[q, k, vt, out, Sq, Skv, H, nqb, p.n_dense, *qs, *ks, *feat, *order]))
     if p.tail:
         sched = torch.tensor(_C.split_schedule(p, nqb), dtype=torch.int32).to(dev)
         table = torch.tensor(_C.merge_table(p, nqb), dtype=torch.int32).to(dev)

@@ -28,4 +28,12 @@ constexpr KvRange window_kv_blocks(int row_first, int row_last, int lo_shift, in
   return lo > hi ? KvRange{0, 0} : KvRange{lo / (int)kKvBlock, hi / (int)kKvBlock + 1};
 }
 
+// Chiplet swizzle: CTA c runs on XCD c % 8; give each XCD a contiguous range of the head-first work
+// order so the q blocks of one head share one L2. A bijection on [0, n). The default dense kernels apply it
+// on the device; the feature kernels read it, reordered heaviest first, from the host's dense_order table.
+constexpr unsigned xcd_contiguous(unsigned c, unsigned n) {
+  const unsigned x = c & 7u, slot = c >> 3, per = n >> 3, rem = n & 7u;
+  return x * per + (x < rem ? x : rem) + slot;
+}
+
 }  // namespace moonmath::mha::config

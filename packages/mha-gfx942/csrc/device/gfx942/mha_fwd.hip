@@ -440,9 +440,11 @@ MHA_KV_FP8(mha_kv_fp8_d64, 64)
       const uint16_t* q, const uint16_t* k, const uint16_t* vt, uint16_t* out, uint32_t sq, uint32_t skv,              \
       uint32_t heads, uint32_t nqb, uint32_t n_work, uint32_t q_row, uint64_t q_head, uint64_t q_batch,                \
       uint32_t k_row, uint64_t k_head, uint64_t k_batch, const float* sinks, float scale_log2, float softcap_pre2,     \
-      int lo_shift, int hi_shift, const float* k_descale, const float* v_descale) {                                    \
+      int lo_shift, int hi_shift, const float* k_descale, const float* v_descale, const int32_t* order) {              \
     MM_LDS uint8_t lds[mha::HeadDim<D>::kLdsBytes];                                                                    \
-    const uint32_t w = mha::xcd_contiguous(mm::block_id_x(), n_work);                                                  \
+    /* the item of this workgroup: the host's dense_order, the most kv blocks first across all heads */                \
+    const uint32_t w = mm::uniform(                                                                                    \
+        mm::buffer_load_b32(mm::make_buffer(order, n_work * 4u), mm::block_id_x() * 4u));                              \
     mha::attend<R, false, true, D>(q, k, vt, out, nullptr, nullptr, sq, skv, heads,                                    \
                                    mha::Strides{q_row, q_head, q_batch},                                               \
                                 mha::Strides{k_row, k_head, k_batch}, w % nqb, w / nqb, 0u, 1u, 0u, lds,               \

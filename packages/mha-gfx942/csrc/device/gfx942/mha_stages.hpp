@@ -402,11 +402,6 @@ MM_DEVICE void store_o_partial(const FragC (&o)[kDTiles], mm::buffer_rsrc r, uin
                           ((cta_row0 + col_id()) * 16u * kDTiles + 16u * dt + 4u * quad_id()) * 4u);
 }
 
-// Chiplet swizzle: CTA c runs on XCD c % 8; give each XCD a contiguous range of the head-first work
-// order so the q blocks of one head share one L2. A bijection on [0, n).
-MM_DEVICE uint32_t xcd_contiguous(uint32_t c, uint32_t n) {
-  const uint32_t x = c & 7u, slot = c >> 3, per = n >> 3, rem = n & 7u;
-  return x * per + (x < rem ? x : rem) + slot;
-}
+using moonmath::mha::config::xcd_contiguous;  // the chiplet swizzle (mha_config.hpp, shared with the host's dense_order)
 
 }  // namespace mha
