@@ -39,9 +39,11 @@
 // compute (they take part in the DMA and the barriers); their stores are dropped.
 //
 // Grid. Dense: 1-D over the work items (q block, batch*head) in head-first order, remapped so each XCD
-// gets a contiguous range (one head's q blocks share an L2). Tail KV-split (host planner, _C): the last
-// items of the order run as G parts each (mha_fwd_split_*: part p takes kv blocks p, p+G, ...) writing
-// fp32 partials (O unnormalised, m, l), folded by mha_merge_* in fp32 with the NaN-safe pack.
+// gets a contiguous range (one head's q blocks share an L2); the feature dense kernels read their item from
+// the host's table (_C.dense_order: most kv blocks first across all heads, the swizzle without a window).
+// Tail KV-split (host planner, _C): the last items of the head-first order run as G parts each
+// (mha_fwd_split_*: part p takes kv blocks p, p+G, ...) writing fp32 partials (O unnormalised, m, l), folded
+// by mha_merge_* in fp32 with the NaN-safe pack.
 //
 // Features (issue 17): mha_fwd_feat_* / mha_fwd_split_feat_* are attend<..., kFeat = true>: the soft-cap
 // between QK and the tail mask (a runtime-uniform branch), the sink in the epilogue (part 0 of a split item
