@@ -66,7 +66,7 @@ def dense_cycles(B: int, H: int, S: int, window: tuple[int, int], fit: dict, cus
     nqb = -(-S // _C.CTA_ROWS)
     p = K.plan(S, S, B * H, cus, True, None, shifts)
     cost = [fit["a"] + fit["b"] * _C.item_kv_blocks(qb, S, S, *shifts) for qb in range(nqb)]
-    xcd = [_xcd_contiguous(c, p.n_dense) for c in range(p.n_dense)]
+    xcd = _C.dense_order(p, nqb, S, S)  # no window: the default kernels' xcd swizzle of the head-first order
     heaviest = K.dense_order(p, nqb, S, S, shifts)
     # the tail's split parts (the same either way): part g of an item of b blocks runs ceil((b - g) / G)
     parts = [fit["a"] + fit["b"] * -(-(_C.item_kv_blocks(w % nqb, S, S, *shifts) - g) // p.parts)
@@ -77,15 +77,9 @@ def dense_cycles(B: int, H: int, S: int, window: tuple[int, int], fit: dict, cus
             "heaviest_first": list_schedule([cost[w % nqb] for w in heaviest], cus),
             "ideal": sum(cost[w % nqb] for w in heaviest) / cus,
             "split": list_schedule(parts, cus) if parts else 0.0,
-            "no_tail_head_first": list_schedule([cost[_xcd_contiguous(c, nt.n_dense) % nqb]
-                                                 for c in range(nt.n_dense)], cus),
+            "no_tail_head_first": list_schedule([cost[w % nqb] for w in _C.dense_order(nt, nqb, S, S)], cus),
             "no_tail_heaviest_first": list_schedule([cost[w % nqb] for w in K.dense_order(nt, nqb, S, S, shifts)],
                                                     cus)}
-
-
-def _xcd_contiguous(c: int, n: int) -> int:  # mha_config.hpp's swizzle: the default kernels' order
-    x, slot, per, rem = c & 7, c >> 3, n >> 3, n & 7
-    return x * per + min(x, rem) + slot
 
 
 def aiter_causal_cycles(B: int, H: int, S: int, mode: str, cfg: dict) -> float:
