@@ -175,3 +175,32 @@ def test_ws_partials_are_fp16_up_to_64_parts():
         assert p.half_partials == half
     shared = mk.make_plan(2, 16, 4, 8192, nparts=8, variant="shared")  # the other kernels keep fp32
     assert shared.ws_o_floats == 2 * 64 * 8 * 512 and not shared.merge_flags & mk.FLAG_MERGE_HALF
+
+
+def test_format_workgroups_run_in_whole_rounds():
+    """The planner counts a launch's workgroups in whole rounds of CUs * cu_workgroups (a8w8's one-wave kernel:
+    2 per CU, its waves share the CU's LDS and VMEM): at (64, 8192) on gfx950's 256 CUs a8w8 takes the 8 parts
+    whose 512 workgroups fill one round, not 9 or 10 (576, 640: a second round); no row counts more workgroups
+    per round than the timing model keeps resident on a CU (its VGPRs and LDS)."""
+    pytest.importorskip("moonmath_emu")
+    import moonmath_emu
+    import moonmath_emu.timing as timing
+    from moonmath_mla_decode import _C, formats
+    from moonmath_mla_decode import kernel as mk
+
+    cus = mk.cu_count("gfx950")
+    p = formats.make_plan("a8w8", 64, 16, 1, 8192, arch="gfx950")
+    assert p.nparts == 8 and (64 * p.nparts) % (2 * cus) == 0
+    one, _ = _C.plan_mla_format_parts("a8w8_w1", 64, 16, 1, 8192, cus=cus, arch="gfx950")
+    assert one == 8
+    rows = _C.mla_format_cost_rows("gfx950")
+    assert rows["a8w8_w1"]["cu_workgroups"] == 2 and rows["a8w8"]["cu_workgroups"] == 1
+    cfg = timing.config("gfx950")
+    for fmt, (archs, code_object, kernel_name, _) in formats.FORMATS.items():
+        if "gfx950" not in archs:
+            continue
+        mod = moonmath_emu.Module(mk.KERNELS.path(formats._op(fmt), "gfx950", code_object).read_bytes())
+        for kernel, name, threads in ((fmt, kernel_name, 256), (fmt + "_w1", kernel_name + "_w1", 64)):
+            resident = timing.occupancy(mod.kernel_info(name), threads, cfg)
+            assert 1 <= rows[kernel]["cu_workgroups"] <= resident, (kernel, resident)
+            assert rows[kernel]["workgroup_waves"] == threads // 64

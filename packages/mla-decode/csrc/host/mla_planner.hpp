@@ -22,10 +22,11 @@
 // test_mla_kernel_planner.py::test_cost_constants_match_the_emulator keeps them within 10% of it), so
 // the planner sees what a part costs beyond its tiles (Q load, prologue, epilogue of partials) and
 // what the merge costs, and stops splitting where a part's fixed cost and the merge outweigh the gain:
-//   waves run one per SIMD (the kernels need > 256 registers), so a round holds cus * 4 waves;
+//   workgroups run in whole rounds of cus * cu_workgroups (kernel_cost: 1 for the 4-wave and ws kernels,
+//   which fill a CU; 4 or 2 (a8w8: its waves share the CU's LDS and VMEM) for the one-wave _w1 kernels):
 //   waves     = B * nparts * n_rt (wave), B * nparts * ceil(n_rt / 4) * 4 (shared), * 8 (ws)
-//   rounds    = ceil(waves / (cus * 4)); ws: ceil(workgroups / cus) (one workgroup of 8 waves per CU,
-//               its cycles are the workgroup's issue cycles per SIMD: total / 4)
+//   rounds    = ceil(workgroups / (cus * cu_workgroups)), workgroups = waves / workgroup_waves (ws: one of
+//               8 waves per 4 row tiles, its cycles the workgroup's issue cycles per SIMD: total / 4)
 //   t_compute = rounds * (ceil(tiles / nparts) * tile_cycles + part_cycles) / clock + kPartLatencyNs
 //               tiles = ceil(L / 16); tile_cycles = tile + (min(n_rt, 4) - 1) * rowtile (kernel_cost),
 //               part_cycles = part + (min(n_rt, 4) - 1) * part_rowtile (a part's Q and partials grow with its rows)
@@ -108,6 +109,13 @@ struct KernelCost {
   double part_rowtile_cycles = 0;  // each further row tile's share of a part's fixed cost (ws: its Q rows, its
                                    // partial stores); 0: the row measured once (part_cycles at one row tile)
   double partial_o_bytes = 4;      // bytes of one partial O element: fp32, or 2 (ws: fp16 O / ln)
+  // Workgroups one CU runs at once at the rate tile_cycles measures: a round is cus * cu_workgroups workgroups.
+  // 1 for the 4-wave and ws kernels (they fill a CU: occupancy 1). The one-wave "_w1" kernels are resident 4 per
+  // CU; on the timing model (gfx950, benchmarks/timing/mla_gfx950.py) mxfp4's and a16w16's overlap at 4 (their
+  // SIMDs' dequant/MFMA issue), a8w8's only at 2 (its waves share the CU's LDS and VMEM addresser: at (64, 8192) a
+  // CU's decode is 168.2 us for one workgroup of 128 tiles, 121.6 for two of 64, 136.5 for three of 52).
+  // Counted as 4 per round, a8w8's 640 workgroups (10 parts) looked faster than 512 (8): modeled 149.6 vs 133.8 us.
+  double cu_workgroups = 1;
 };
 // The one table of decode-kernel costs: a row per (arch, kernel): the a16w8 variants (plan()) and the KV-format
 // kernels (formats.py, plan_format_parts()); a kernel without a row has no cost model (kernel_cost throws).
@@ -132,11 +140,11 @@ inline constexpr KernelCostRow kKernelCosts[] = {
     // wave at 4 row tiles), "<format>_w1" gfx950's one-wave kernel for one row tile (the "wave" shape).
     // Tiles of 16 tokens (a8w8 fetches 32-token tiles: half of one).
     {"gfx942", "a16w16", {1929.0, 0.0, 3317.0, kA16w16TokenBytes}},
-    {"gfx950", "a16w16_w1", {1812.0, 0.0, 3268.0, kA16w16TokenBytes, 0, 0, 1}},
+    {"gfx950", "a16w16_w1", {1812.0, 0.0, 3268.0, kA16w16TokenBytes, 0, 0, 1, 0, 4, 4}},
     {"gfx950", "a16w16", {1560.0, 0.0, 2817.0, kA16w16TokenBytes}},
-    {"gfx950", "a8w8_w1", {1149.0, 0.0, 5549.0, kRowBytes + 4, 1, 314.0, 1}},
+    {"gfx950", "a8w8_w1", {1149.0, 0.0, 5549.0, kRowBytes + 4, 1, 314.0, 1, 0, 4, 2}},
     {"gfx950", "a8w8", {1020.0, 0.0, 5058.0, kRowBytes + 4, 1, 235.0}},
-    {"gfx950", "mxfp4_w1", {2666.0, 0.0, 3854.0, kMxfp4TokenBytes, 0, 0, 1}},
+    {"gfx950", "mxfp4_w1", {2666.0, 0.0, 3854.0, kMxfp4TokenBytes, 0, 0, 1, 0, 4, 4}},
     {"gfx950", "mxfp4", {1755.0, 0.0, 2895.0, kMxfp4TokenBytes}},
 };
 
@@ -267,7 +275,10 @@ inline double kernel_plan_cost(const KernelCost& kc, int64_t batch, int64_t head
   const int64_t slots = cus * kSimdsPerCu;
   const int64_t waves = launch_waves(batch, n_rt, nparts, v);
   const bool ws = v == Variant::kWs;
-  const int64_t rounds = ws ? ceil_div(launch_grid(batch, n_rt, nparts, v), cus) : ceil_div(waves, slots);
+  // workgroups of the launch (ws: one per 4 row tiles; else waves / workgroup_waves), whole rounds of them
+  const int64_t workgroups =
+      ws ? launch_grid(batch, n_rt, nparts, v) : ceil_div(waves, (int64_t)kc.workgroup_waves);
+  const int64_t rounds = ceil_div(workgroups, cus * (int64_t)kc.cu_workgroups);
   const double extra_rowtiles = (double)(std::min<int64_t>(n_rt, kWavesPerBlock) - 1);
   const double tile_cycles = kc.tile_cycles + kc.rowtile_cycles * extra_rowtiles;
   // balanced split: every wave locates its part (a ws workgroup: wave 0 only, the others read it from LDS)
@@ -279,8 +290,7 @@ inline double kernel_plan_cost(const KernelCost& kc, int64_t batch, int64_t head
   const double o_bytes = ws && !ws_half_partials(nparts) ? 4.0 : kc.partial_o_bytes;
   const double partial =  // written
       nparts > 1 ? (double)(batch * rows * nparts) * (kLat * o_bytes + 16.0) : 0.0;
-  const double busy_cus = std::min<double>(
-      (double)cus, (double)(ws ? launch_grid(batch, n_rt, nparts, v) : ceil_div(waves, (int64_t)kc.workgroup_waves)));
+  const double busy_cus = std::min<double>((double)cus, (double)workgroups);
   const double bw = std::min(mc.hbm_bytes_per_ns * (double)cus / (double)mc.cus, busy_cus * mc.cu_bytes_per_ns);
   const double t_memory = ((double)batch * (double)len * kc.token_bytes + partial) / bw;
   double cost = std::max(t_compute, t_memory);

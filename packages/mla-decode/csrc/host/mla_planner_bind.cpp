@@ -93,7 +93,9 @@ void register_mla_planner(py::module_& m) {
                     {"part_cycles", row.cost.part_cycles},
                     {"token_bytes", row.cost.token_bytes},
                     {"call_launches", row.cost.call_launches},
-                    {"call_row_cycles", row.cost.call_row_cycles}};
+                    {"call_row_cycles", row.cost.call_row_cycles},
+                    {"workgroup_waves", row.cost.workgroup_waves},
+                    {"cu_workgroups", row.cost.cu_workgroups}};
         }
         return out;
       },

@@ -145,6 +145,20 @@ int main() {
     MM_CHECK(kernel_plan_cost(bf16_bytes, 4096, 16, 1, 8192, 1, 256, Variant::kShared, kGfx950) >
              3 * kernel_plan_cost(fp4_bytes, 4096, 16, 1, 8192, 1, 256, Variant::kShared, kGfx950));
   }
+  // Whole rounds: a8w8's one-wave kernel runs 2 workgroups per CU at its measured rate, so at (64, 8192) on 256
+  // CUs its parts fill whole rounds of 512 (8 parts, not the 9 or 10 that counted 4 per CU would pick), and
+  // a workgroup past a round costs a whole round more.
+  {
+    const KernelCost& a8 = kernel_cost("gfx950", "a8w8_w1");
+    MM_CHECK(a8.cu_workgroups == 2 && kernel_cost("gfx950", "mxfp4_w1").cu_workgroups == 4 &&
+             kernel_cost("gfx950", "ws").cu_workgroups == 1);
+    const auto [np, ns] = plan_format_parts(64, 16, 1, 8192, 0, kGfx950, "a8w8_w1");
+    MM_CHECK(np == 8 && (64 * np) % (256 * 2) == 0 && ns == kernel_plan_cost(a8, 64, 16, 1, 8192, 8, 256, Variant::kWave, kGfx950));
+    KernelCost four = a8;
+    four.cu_workgroups = 4;  // the resident count: 576 workgroups in one round
+    auto c = [&](const KernelCost& kc, int64_t n) { return kernel_plan_cost(kc, 64, 16, 1, 8192, n, 256, Variant::kWave, kGfx950); };
+    MM_CHECK(c(a8, 9) > c(a8, 8) && c(four, 9) < c(four, 8));
+  }
   // A short hint never splits below one tile per part.
   MM_CHECK(plan(1, 16, 1, 16).nparts == 1);
   MM_CHECK(plan(1, 16, 1, 40).nparts <= 3);
