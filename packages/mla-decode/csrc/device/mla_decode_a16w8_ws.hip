@@ -46,6 +46,8 @@
 //   contract waves      QK + softmax of tile s - 1 (slot (s-1) % 3) -> p[(s-1) % 2]
 //   PV waves            PV of tile s - 2 (slot (s-2) % 3, p[(s-2) % 2])
 // so one wave's widening VALU overlaps the others' MFMAs; the MFMA phases run at s_setprio 1.
+// Before step 0 the fill waves issue their first tiles' slot and KV loads, and the contract waves most of
+// their Q only after them (one issue-order barrier): Q is needed a step later than tile 0.
 // Each hazard is one step apart: slot s % 3 was last read by PV(s - 3) at step s - 1; p[s % 2] by
 // PV(s - 2) at step s - 1.
 //
@@ -61,6 +63,7 @@
 // which the merge reads under kFlagMergeMfmaColumns.
 #include "mla_decode_common.hpp"
 #include "moonmath/convert.hpp"
+#include <type_traits>
 
 namespace {
 
@@ -82,6 +85,10 @@ constexpr uint32_t kLdsBytes = kPOff + 2 * kMaxRowTiles * kPBytes;
 constexpr uint32_t kPartOff = kLdsBytes - 64;
 static_assert(kLdsBytes <= 65536, "gfx942 LDS");
 constexpr float kLazyMax = 0.0f;  // log2 units; see the header
+// Q chunks (of 18 per lane) a contract wave loads before the issue-order barrier, the rest after it (see there).
+// On the timing model (B 1, H 16, one part per CU): 6 cut a one-tile part by 2086 cycles at q_len 4 and 370 at
+// q_len 1, and left 17- and 31-tile parts at q_len 4 unchanged; 0 (all of Q after) cost 200 cycles there.
+constexpr int kQEarly = 6;
 
 // The LDS tile's 16-byte chunk swizzle: chunk c of token t sits at chunk c ^ (t & 1) of its row (byte offset
 // XOR 16 for odd tokens). With the 74-chunk stride (2 mod 8 bank groups) every access to the tile is
@@ -147,26 +154,14 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
   // before it needs no mask.
   const uint32_t e_live = mm::uniform((uint32_t)(e_lane > 0 ? e_lane : 0));
 
+  float m_run = -__builtin_inff();
+  float l_run = 0.f, ln_run = 0.f;
+
   // One register array for two roles (never the same wave): a contract wave's Q tile, chunk m = columns
   // 32m + 8g .. +7 (m < 16: latent, else rope: uniform over the wave, so no divergent loads), and a fill
   // wave's fetched fp8 tile (the first 9 entries).
   mm::u32x4 q[18];
   mm::u32x4* const raw = q;
-  if constexpr (contract) {
-    const mm::buffer_rsrc qlat_buf = mm::make_buffer(w.q_lat, w.B * rows * kLat * 2u);
-    const mm::buffer_rsrc qpe_buf = mm::make_buffer(w.q_pe, w.B * rows * 64u * 2u);
-    const uint32_t R = w.b * rows + r;
-    // dead rows read past the buffers: zeros
-    const uint32_t lat_off = live ? R * kLat * 2u + 16u * g : 0x80000000u;
-    const uint32_t pe_off = live ? R * 64u * 2u + 16u * g : 0x80000000u;
-#pragma unroll
-    for (int m = 0; m < 16; ++m) q[m] = mm::buffer_load_b128(qlat_buf, lat_off + 64u * m);
-#pragma unroll
-    for (int m = 0; m < 2; ++m) q[16 + m] = mm::buffer_load_b128(qpe_buf, pe_off + 64u * m);
-  }
-  float m_run = -__builtin_inff();
-  float l_run = 0.f, ln_run = 0.f;
-
   // ---- fill role: lane l fetches token l/4, bytes [144 (l%4), +144) ----------------------------------
   const uint32_t f_tok = lane >> 2, f_col = 144u * (lane & 3u);
   uint32_t slot_next = 0;
@@ -187,6 +182,29 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
     if (fill_id + kFillWaves < nt) slot_next = load_slots(fill_id + kFillWaves);
     fetch(s0);
   }
+
+  // Issue order: the fill waves' first slot and KV loads go to the memory queue before most of the contract
+  // waves' Q (q_len * H * 1152 bytes: at q_len 4 eight tiles' worth). Q is needed one step after the first
+  // tile; issued first, it held the first tile behind it. An issue-order barrier only (nothing is shared
+  // through it), met once by every running wave.
+  // Q (contract waves): the first kQEarly chunks now, the rest after the issue-order barrier below.
+  // Dead rows read past the buffers: zeros.
+  const mm::buffer_rsrc qlat_buf = mm::make_buffer(w.q_lat, w.B * rows * kLat * 2u);
+  const mm::buffer_rsrc qpe_buf = mm::make_buffer(w.q_pe, w.B * rows * 64u * 2u);
+  const uint32_t R = w.b * rows + r;
+  const uint32_t lat_off = live ? R * kLat * 2u + 16u * g : 0x80000000u;
+  const uint32_t pe_off = live ? R * 64u * 2u + 16u * g : 0x80000000u;
+  auto load_q = [&](auto lo_c, auto hi_c) __attribute__((always_inline)) {
+    constexpr int lo = decltype(lo_c)::value, hi = decltype(hi_c)::value;
+#pragma unroll
+    for (int m = lo; m < hi; ++m)
+      q[m] = m < 16 ? mm::buffer_load_b128(qlat_buf, lat_off + 64u * m) : mm::buffer_load_b128(qpe_buf, pe_off + 64u * (m - 16));
+  };
+  if constexpr (contract) load_q(std::integral_constant<int, 0>{}, std::integral_constant<int, kQEarly>{});
+  mm::sched_barrier();
+  __builtin_amdgcn_s_barrier();
+  mm::sched_barrier();
+  if constexpr (contract) load_q(std::integral_constant<int, kQEarly>{}, std::integral_constant<int, 18>{});
 
   // ---- PV role: the wave's 128 output columns of every row tile ---------------------------------------
   // Not zeroed here: the first PV step's MFMAs take a zero C operand (an inline constant), so no wave
