@@ -62,7 +62,7 @@ int main() {
             MM_CHECK(p.ws_ml_floats == B * q * H * p.nparts * 4);
             MM_CHECK(p.ws_o_floats * 4 < (int64_t(1) << 32));
           }
-          // The chosen split is the fewest parts within kSplitSlack of the model's minimum.
+          // The chosen split is the fewest parts within the machine's split_slack of the model's minimum.
           double min_cost = 1e300;
           for (int64_t np = 1; np <= std::min<int64_t>(kMaxParts, (len + 15) / 16); ++np) {
             if (np > 1 && B * q * H * np * 512 * 4 >= (int64_t(1) << 32)) break;
@@ -72,13 +72,13 @@ int main() {
             const double cx = plan_cost(B, H, q, len, np, mc->cus, Variant::kWs, *mc);
             min_cost = std::min(min_cost, std::min(cx, std::min(cw, cs)));
           }
-          MM_CHECK(p.cost_ns <= min_cost * kSplitSlack);
+          MM_CHECK(p.cost_ns <= min_cost * mc->split_slack);
           MM_CHECK(parts_all_busy((len + 15) / 16, p.nparts));
           for (int64_t np = 1; np < p.nparts; ++np) {
             if (!parts_all_busy((len + 15) / 16, np)) continue;
-            MM_CHECK(plan_cost(B, H, q, len, np, mc->cus, Variant::kWave, *mc) > min_cost * kSplitSlack);
-            if (p.n_rt >= 2) MM_CHECK(plan_cost(B, H, q, len, np, mc->cus, Variant::kShared, *mc) > min_cost * kSplitSlack);
-            MM_CHECK(plan_cost(B, H, q, len, np, mc->cus, Variant::kWs, *mc) > min_cost * kSplitSlack);
+            MM_CHECK(plan_cost(B, H, q, len, np, mc->cus, Variant::kWave, *mc) > min_cost * mc->split_slack);
+            if (p.n_rt >= 2) MM_CHECK(plan_cost(B, H, q, len, np, mc->cus, Variant::kShared, *mc) > min_cost * mc->split_slack);
+            MM_CHECK(plan_cost(B, H, q, len, np, mc->cus, Variant::kWs, *mc) > min_cost * mc->split_slack);
           }
           MM_CHECK(plan_cost(B, H, q, len, p.nparts, mc->cus, pv, *mc) == p.cost_ns);
           // Pure function of its inputs.
