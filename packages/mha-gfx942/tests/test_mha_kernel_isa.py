@@ -18,8 +18,15 @@ from __future__ import annotations
 
 import pytest
 
-from moonmath_mha_gfx942.kernel import (ARCH, HEAD_DIMS, KERNELS, TRANSPOSE_KERNEL, code_object, kernel_names,
-                                        transpose_kernel)
+from moonmath_mha_gfx942.kernel import (
+    ARCH,
+    HEAD_DIMS,
+    KERNELS,
+    TRANSPOSE_KERNEL,
+    code_object,
+    kernel_names,
+    transpose_kernel,
+)
 
 BUDGETS = {TRANSPOSE_KERNEL: dict(vgpr=48, agpr=0, sgpr=32, lds=16384),
            transpose_kernel(64): dict(vgpr=32, agpr=0, sgpr=32, lds=8192),
@@ -45,7 +52,8 @@ for _mode in ("rtna", "rtne", "rtz"):
 
 # The code object of each kernel (kernel.code_object: one per head dim and family; transposes and merges in the
 # default one).
-OBJECTS = {TRANSPOSE_KERNEL: code_object(), transpose_kernel(64): code_object(64), transpose_kernel(96): code_object(96),
+OBJECTS = {TRANSPOSE_KERNEL: code_object(), transpose_kernel(64): code_object(64),
+           transpose_kernel(96): code_object(96),
            transpose_kernel(128, fp8=True): code_object(), transpose_kernel(64, fp8=True): code_object(64)}
 for _mode in ("rtna", "rtne", "rtz"):
     for _d in HEAD_DIMS:
