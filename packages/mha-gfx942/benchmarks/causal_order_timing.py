@@ -16,7 +16,13 @@ AITER's gfx942 causal FMHA object (fwd_hd128_bf16_causal_<mode>.co, each workgro
 benchmarks/timing/ours.py composes gfx950's: dispatch rounds x one sampled workgroup's cycles (the whole
 forward; causal shapes only: AITER's gfx942 objects have no window). Modeled cycles, not hardware times.
 
-    python packages/mha-gfx942/benchmarks/causal_order_timing.py [--mode rtne] [--aiter]
+--per-item replaces the fit by the timing model itself: every distinct item of the shape (each q block of one
+head: the heads are alike) is simulated as its own workgroup on its own CU of XCD 0, and the dense launch is the
+list schedule of those cycles in dense_order over the chip's CUs; the V transpose launch is added as the longer of
+dispatch rounds x one sampled CU round and its HBM traffic at the model's clock. Shapes the planner splits are
+skipped there (none of the three now).
+
+    python packages/mha-gfx942/benchmarks/causal_order_timing.py [--mode rtne] [--aiter] [--per-item]
 """
 from __future__ import annotations
 
@@ -82,6 +88,36 @@ def dense_cycles(B: int, H: int, S: int, window: tuple[int, int], fit: dict, cus
                                                     cus)}
 
 
+def per_item_cycles(B: int, H: int, S: int, window: tuple[int, int], mode: str, cfg: dict) -> dict:
+    """The dense launch from every distinct item's simulated cycles (no fit), plus the V transpose launch."""
+    from benchmarks.timing.ours import captured, list_schedule, mha_small_launch, simulate
+    from moonmath_common import use_arch, use_backend
+    from moonmath_mha_gfx942 import _C
+    from moonmath_mha_gfx942 import kernel as K
+
+    cus, shifts, nqb = cfg["cus_per_chip"], K.window_shifts(window, S, S), -(-S // _C.CTA_ROWS)
+    p = K.plan(S, S, B * H, cus, True, None, shifts)
+    if p.tail:
+        return {"tail": p.tail}
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 1, S, 128, generator=g).bfloat16() for _ in range(3))
+    out = torch.empty_like(q)
+    with use_backend("emu"), use_arch("gfx942"), captured(K.KERNELS, run_first=(K.TRANSPOSE_KERNEL,)) as seen:
+        K.run(q, k, v, out, "bhsd", mode, tail=False, window=window)
+    L = next(s for s in seen if s["kernel"].startswith("mha_fwd_feat_"))
+    one_head = K.dense_order(_C.plan_tail(S, S, 1, cus, False), nqb, S, S, shifts)
+    rep = simulate(L, [[(i, 0, 0)] for i in range(nqb)], cfg)  # workgroup i runs item one_head[i]
+    item = {one_head[i]: c for i, c in enumerate(rep["cu_cycles"])}
+    dense = list_schedule([item[w % nqb] for w in K.dense_order(p, nqb, S, S, shifts)], cus)
+    tr = mha_small_launch("transpose", mode, S, 0, cfg)
+    ntr = -(-S // _C.KV_BLOCK) * B * H
+    # the transpose's time: its dispatch rounds or its HBM traffic at the model's clock, whichever is longer
+    rounds = math.ceil(ntr / (cus * tr["slots"])) * tr["round_cycles"]
+    hbm = ntr * tr["hbm_per_wg"] / cfg["hbm_bytes_per_s"] * cfg["clock_mhz"] * 1e6
+    return {"tail": 0, "dense": dense, "transpose": max(rounds, hbm), "transpose_rounds": rounds, "transpose_hbm": hbm,
+            "item_cycles": [item[qb] for qb in range(nqb)]}
+
+
 def aiter_causal_cycles(B: int, H: int, S: int, mode: str, cfg: dict) -> float:
     from benchmarks.timing.fmha import grid_workgroups, model_wg
 
@@ -96,6 +132,7 @@ def main() -> None:
     ap.add_argument("--mode", default="rtne", choices=("rtna", "rtne", "rtz"))
     ap.add_argument("--fit-s", type=int, default=4096, help="the causal launch whose two items give the fit")
     ap.add_argument("--aiter", action="store_true", help="also AITER's causal object (causal shapes)")
+    ap.add_argument("--per-item", action="store_true", help="simulate every distinct item instead of the fit")
     a = ap.parse_args()
     sys.path.insert(0, str(REPO))
     import moonmath_emu.timing as timing
@@ -116,6 +153,19 @@ def main() -> None:
         if a.aiter and window == (-1, 0):
             line += f"; AITER causal {aiter_causal_cycles(B, H, S, a.mode, cfg) / 1e3:.0f}k cycles (whole forward)"
         print(line)
+        if a.per_item:
+            r = per_item_cycles(B, H, S, window, a.mode, cfg)
+            if r["tail"]:
+                print("  per item: the planner splits this shape; not simulated")
+                continue
+            line = (f"  per item (timing model, {len(r['item_cycles'])} items simulated): "
+                    f"dense {r['dense'] / 1e3:.0f}k "
+                    f"cycles + V transpose {r['transpose'] / 1e3:.0f}k (rounds {r['transpose_rounds'] / 1e3:.0f}k, HBM "
+                    f"{r['transpose_hbm'] / 1e3:.0f}k) = {(r['dense'] + r['transpose']) / 1e3:.0f}k")
+            if a.aiter and window == (-1, 0):
+                ai = aiter_causal_cycles(B, H, S, a.mode, cfg)
+                line += f"; AITER {ai / 1e3:.0f}k: ours {(r['dense'] + r['transpose']) / ai:.3f}x its time"
+            print(line, flush=True)
 
 
 if __name__ == "__main__":

@@ -70,7 +70,7 @@ def test_fp8_widening_is_exact_for_every_code(emu_backend, D):
     kw = torch.empty(bh * Skv * D, dtype=torch.bfloat16)
     vt = torch.empty(bh * nkb * 64 * D, dtype=torch.bfloat16)
     st = (D, Skv * D, H * Skv * D)
-    kernel.KERNELS.launch(kernel.OP, kernel.ARCH, kernel.CODE_OBJECT, kernel.transpose_kernel(D, fp8=True),
+    kernel.KERNELS.launch(kernel.OP, kernel.ARCH, kernel.code_object(D), kernel.transpose_kernel(D, fp8=True),
                           grid=(nkb, bh), block=256, args=[k8, v8, kw, vt, Skv, H, *st])
     want = e4m3fnuz_to_f32(k8).reshape(-1)
     nan = torch.isnan(want)
@@ -78,7 +78,7 @@ def test_fp8_widening_is_exact_for_every_code(emu_backend, D):
     assert torch.equal(kw.float()[~nan], want[~nan])
     vw = e4m3fnuz_to_f32(v8).to(torch.bfloat16)   # exact
     vt_ref = torch.empty_like(vt)
-    kernel.KERNELS.launch(kernel.OP, kernel.ARCH, kernel.CODE_OBJECT, kernel.transpose_kernel(D), grid=(nkb, bh),
+    kernel.KERNELS.launch(kernel.OP, kernel.ARCH, kernel.code_object(D), kernel.transpose_kernel(D), grid=(nkb, bh),
                           block=256, args=[vw, vt_ref, Skv, H, 2 * D, 2 * Skv * D, 2 * H * Skv * D])
     same = (bits(vt) == bits(vt_ref)) | (torch.isnan(vt.float()) & torch.isnan(vt_ref.float()))
     assert bool(same.all())

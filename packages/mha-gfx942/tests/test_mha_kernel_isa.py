@@ -18,7 +18,15 @@ from __future__ import annotations
 
 import pytest
 
-from moonmath_mha_gfx942.kernel import ARCH, CODE_OBJECT, KERNELS, TRANSPOSE_KERNEL, kernel_names, transpose_kernel
+from moonmath_mha_gfx942.kernel import (
+    ARCH,
+    HEAD_DIMS,
+    KERNELS,
+    TRANSPOSE_KERNEL,
+    code_object,
+    kernel_names,
+    transpose_kernel,
+)
 
 BUDGETS = {TRANSPOSE_KERNEL: dict(vgpr=48, agpr=0, sgpr=32, lds=16384),
            transpose_kernel(64): dict(vgpr=32, agpr=0, sgpr=32, lds=8192),
@@ -42,11 +50,23 @@ for _mode in ("rtna", "rtne", "rtz"):
             BUDGETS[_name] = dict(_b, vgpr=_cap, lds=min(_b["lds"], _lds))
 
 
+# The code object of each kernel (kernel.code_object: one per head dim and family; transposes and merges in the
+# default one).
+OBJECTS = {TRANSPOSE_KERNEL: code_object(), transpose_kernel(64): code_object(64),
+           transpose_kernel(96): code_object(96),
+           transpose_kernel(128, fp8=True): code_object(), transpose_kernel(64, fp8=True): code_object(64)}
+for _mode in ("rtna", "rtne", "rtz"):
+    for _d in HEAD_DIMS:
+        OBJECTS.update(dict.fromkeys(kernel_names(_mode, head_dim=_d), code_object(_d)))
+        OBJECTS.update(dict.fromkeys(kernel_names(_mode, features=True, head_dim=_d)[:2], code_object(_d, True)))
+assert set(OBJECTS) == set(BUDGETS)
+
+
 @pytest.mark.parametrize("kernel", list(BUDGETS))
 def test_isa_budget(kernel):
     if ARCH not in KERNELS.archs_built():
         pytest.skip("this build has no gfx942 code objects")
-    m = KERNELS.kernel_meta("isa budget", ARCH, CODE_OBJECT, kernel)
+    m = KERNELS.kernel_meta("isa budget", ARCH, OBJECTS[kernel], kernel)
     b = BUDGETS[kernel]
     assert m.vgpr <= b["vgpr"], f"{kernel}: {m.vgpr} VGPR+AGPR > {b['vgpr']}"
     assert m.agpr <= b["agpr"], f"{kernel}: {m.agpr} AGPR > {b['agpr']}"
@@ -65,9 +85,23 @@ def test_no_agpr_used_as_spill_space():
     if ARCH not in KERNELS.archs_built():
         pytest.skip("this build has no gfx942 code objects")
     emu = pytest.importorskip("moonmath_emu")
-    code = KERNELS.path("isa", ARCH, CODE_OBJECT).read_bytes()
+    code = KERNELS.path("isa", ARCH, code_object()).read_bytes()
     for mode in ("rtna", "rtne", "rtz"):
         dense = kernel_names(mode)[0]
         text = [t for k, _, t in emu.disassemble(code) if k == dense]
         moves = sum(t.startswith("v_accvgpr_") for t in text)
         assert moves <= 64, f"{dense}: {moves} AGPR moves (registers are running out)"
+
+
+def test_code_objects_hold_exactly_their_kernels():
+    """Each (head dim, family) code object holds its kernels and no other: a kernel instantiated twice (two
+    objects, two copies) or in the wrong object (run() would not find it) fails here."""
+    if ARCH not in KERNELS.archs_built():
+        pytest.skip("this build has no gfx942 code objects")
+    emu = pytest.importorskip("moonmath_emu")
+    held = {}
+    for path in KERNELS.code_objects(ARCH):
+        for k in {k for k, _, _ in emu.disassemble(path.read_bytes())}:
+            held.setdefault(k, []).append(path.stem)
+    assert {k: v for k, v in held.items() if len(v) > 1} == {}
+    assert {k: v[0] for k, v in held.items()} == OBJECTS

@@ -80,7 +80,7 @@ def test_window_equal_to_everything_is_the_unwindowed_result(emu_backend):
 
 
 @pytest.mark.parametrize("mode,layout,window,causal", [
-    ("rtna", "bhsd", (300, -1), True), ("rtne", "bshd", (200, 100), False), ("rtz", "bhsd", (-1, 64), False)])
+    ("rtna", "bhsd", (600, -1), True), ("rtne", "bshd", (700, 100), False), ("rtz", "bhsd", (-1, 64), False)])
 def test_window_tail_split(emu_backend, mode, layout, window, causal):
     """Forced tail splits planned over the items' window ranges: no part without a block, fp64 bounds, within a
     row ulp of the unsplit result, deterministic."""
@@ -104,6 +104,27 @@ def test_window_tail_split(emu_backend, mode, layout, window, causal):
     assert float(((out.double() - unsplit.double()).abs() / row_ulp(unsplit)).max()) <= 1.0
 
 
+def _list_schedule(costs, cus):
+    free = [0] * min(cus, len(costs))
+    for c in costs:
+        free[free.index(min(free))] += c
+    return max(free, default=0)
+
+
+def _window_spans(sq, skv, bh, cus, lo, hi):
+    """The windowed planner's cost, recomputed: (unsplit makespan, {G: split makespan}) in kv blocks, each
+    workgroup ITEM_OVERHEAD_BLOCKS more; dense items heaviest first, the tail's parts in slot order, then the merge."""
+    nqb, k = -(-sq // 256), _C.ITEM_OVERHEAD_BLOCKS
+    blocks = [_C.item_kv_blocks(w % nqb, sq, skv, lo, hi) for w in range(nqb * bh)]
+    n, tail = len(blocks), len(blocks) % cus
+    unsplit = _list_schedule(sorted((b + k for b in blocks), reverse=True), cus)
+    dense = _list_schedule(sorted((b + k for b in blocks[:n - tail]), reverse=True), cus)
+    tb = blocks[n - tail:]
+    spans = {g: dense + _list_schedule([-(-(b - p) // g) + k for b in tb for p in range(g)], cus)
+             + _C.MERGE_OVERHEAD_BLOCKS for g in range(2, min(2 * cus // tail, max(tb) // 4, min(tb)) + 1)}
+    return unsplit, spans
+
+
 def test_planner_over_window_ranges():
     big = _C.UNBOUNDED
     # no window: the plan is the unwindowed one
@@ -111,11 +132,22 @@ def test_planner_over_window_ranges():
     assert (a.tail, a.parts, a.span) == (b.tail, b.parts, b.span)
     # causal, Sq = Skv = 8192: q block 0 runs 4 kv blocks, the last 128; the tail holds every q block
     assert _C.item_kv_blocks(0, 8192, 8192, -big, 0) == 4 and _C.item_kv_blocks(31, 8192, 8192, -big, 0) == 128
-    c = _C.plan_tail(8192, 8192, 24, 304, lo_shift=-big, hi_shift=0)
-    assert c.span_unsplit == 128 + 3 and c.tail == 160 and c.parts == 3   # G <= 4: q block 0 has 4 blocks
-    # a 1024-key window: 4 + 16 blocks per item, parts never below 4 blocks
+    # the plans are compared by the launches' list-schedule makespans: heaviest first, the light items fill the
+    # CUs the heavy ones leave, so a split's extra launch loses (B1 H32 S8192: the split the old tail-round cost
+    # chose, 112 x 2, is modeled 1.19x the unsplit launch in benchmarks/causal_order_timing.py)
+    for bh in (24, 32):
+        c = _C.plan_tail(8192, 8192, bh, 304, lo_shift=-big, hi_shift=0)
+        assert c.tail == 0 and c.span == c.span_unsplit == _window_spans(8192, 8192, bh, 304, -big, 0)[0], c
     w = _C.plan_tail(8192, 8192, 24, 304, min_kv_blocks=4, lo_shift=-1024, hi_shift=0)
-    assert w.span_unsplit == 20 + 3 and w.tail == 160 and w.parts == 3
+    assert w.tail == 0 and w.span_unsplit == _window_spans(8192, 8192, 24, 304, -1024, 0)[0]
+    # long items on few CUs: the split wins, and the planner takes the G of the smallest makespan
+    for sq, skv, bh, cus, lo, hi in ((385, 1000, 3, 4, -big, 615), (385, 1000, 3, 4, -85, 715),
+                                     (385, 1000, 3, 5, -big, 679), (4096, 4096, 1, 6, -big, 0)):
+        p = _C.plan_tail(sq, skv, bh, cus, min_kv_blocks=4, lo_shift=lo, hi_shift=hi)
+        unsplit, spans = _window_spans(sq, skv, bh, cus, lo, hi)
+        g = min(spans, key=lambda g: (spans[g], g))
+        assert p.span_unsplit == unsplit and spans[g] < unsplit and (p.parts, p.span) == (g, spans[g]), (p, spans)
+        assert p.tail == p.n_work % cus
     # an item with no block in the tail: no split
     assert _C.item_kv_blocks(0, 600, 1000, -big, -600) == 0
     assert _C.plan_tail(600, 1000, 3, 4, min_kv_blocks=1, lo_shift=-big, hi_shift=-600).tail == 0

@@ -12,10 +12,18 @@
 // Window / causal (lo_shift, hi_shift as the feature kernels take them): an item runs only the kv blocks
 // of its rows' windows (config::window_kv_blocks), so nkb above is the largest such count over the tail
 // items, and G is also at most the smallest: no part is ever empty (a tail holding an item with no block is
-// not split), the longest items' parts keep >= 4 blocks.
+// not split), the longest items' parts keep >= 4 blocks. The items then differ in length and the dense launch
+// is no longer a sequence of equal rounds: the feature kernels take them heaviest first (dense_order) and the
+// dispatcher hands each to the first free CU. So with a bounded window the plans are compared by the makespan of
+// that list schedule, in kv-block units with kItemOverheadBlocks per workgroup: unsplit, every item in one
+// dense launch; split, the dense launch of the other items, then the split launch's parts in slot order, then
+// the merge (kMergeOverheadBlocks). A split that lengthens the whole (B1 H32 S8192 causal: the parts' launch
+// costs more than the tail it shortens) is not taken. span / span_unsplit are those makespans there.
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <queue>
 #include <stdexcept>
 #include <vector>
 
@@ -28,13 +36,16 @@ constexpr int64_t kKvBlock = config::kKvBlock;
 constexpr int64_t kHeadDim = config::kHeadDim;
 constexpr int64_t kDefaultMinKvBlocks = 48;
 constexpr int64_t kMergeOverheadBlocks = 3;
+// A feature workgroup's fixed cost in kv blocks: the causal item fit's intercept over its per-block slope,
+// 20.3k / 5.0k modeled cycles (benchmarks/causal_order_timing.py, RTNE).
+constexpr int64_t kItemOverheadBlocks = 4;
 
 struct TailPlan {
   int64_t n_work = 0;   // q-block work items in total (nqb * bh)
   int64_t n_dense = 0;  // items run by the dense launch (the first n_dense of the head-first order)
   int64_t tail = 0;     // items split (the last `tail`), 0 = no split
   int64_t parts = 1;    // G: kv parts per split item
-  int64_t span = 0;     // the tail round's modeled span in kv-block units (chosen plan)
+  int64_t span = 0;     // the modeled span in kv-block units (chosen plan): the tail round; windowed: the launches
   int64_t span_unsplit = 0;
   int64_t slots() const { return tail * parts; }
   int64_t ws_o_floats() const { return slots() * kCtaRows * kHeadDim; }
@@ -49,6 +60,39 @@ inline int64_t item_kv_blocks(int64_t qb, int64_t sq, int64_t skv, int64_t lo_sh
   const int64_t first = qb * kCtaRows, last = std::min(first + kCtaRows, sq) - 1;
   const config::KvRange r = config::window_kv_blocks(int(first), int(last), int(lo_shift), int(hi_shift), int(skv));
   return r.end - r.begin;
+}
+
+// Makespan of `costs` handed out in order, each to the first free of `cus` CUs (the dispatcher's list schedule).
+inline int64_t list_schedule(const std::vector<int64_t>& costs, int64_t cus) {
+  std::priority_queue<int64_t, std::vector<int64_t>, std::greater<int64_t>> free_at;
+  for (int64_t i = 0; i < std::min<int64_t>(cus, int64_t(costs.size())); ++i) free_at.push(0);
+  int64_t end = 0;
+  for (const int64_t c : costs) {
+    const int64_t t = free_at.top() + c;
+    free_at.pop();
+    free_at.push(t);
+    end = std::max(end, t);
+  }
+  return end;
+}
+
+// Under a bounded window: the makespan of a dense launch of items [0, n) of the head-first order, heaviest
+// first (dense_order), and of the split launch of items [n, n_work) in g parts each (slot order), in kv blocks.
+inline int64_t window_dense_span(const std::vector<int64_t>& blocks, int64_t n, int64_t cus) {
+  const int64_t nqb = int64_t(blocks.size());
+  std::vector<int64_t> c(n);
+  for (int64_t w = 0; w < n; ++w) c[w] = blocks[w % nqb] + kItemOverheadBlocks;
+  std::stable_sort(c.begin(), c.end(), std::greater<int64_t>());
+  return list_schedule(c, cus);
+}
+inline int64_t window_split_span(const std::vector<int64_t>& blocks, int64_t first, int64_t n_work, int64_t g,
+                                 int64_t cus) {
+  const int64_t nqb = int64_t(blocks.size());
+  std::vector<int64_t> c;
+  c.reserve((n_work - first) * g);
+  for (int64_t w = first; w < n_work; ++w)
+    for (int64_t part = 0; part < g; ++part) c.push_back(ceil_div(blocks[w % nqb] - part, g) + kItemOverheadBlocks);
+  return list_schedule(c, cus);
 }
 
 inline TailPlan plan_tail(int64_t sq, int64_t skv, int64_t bh, int64_t cus, bool enabled = true,
@@ -73,11 +117,22 @@ inline TailPlan plan_tail(int64_t sq, int64_t skv, int64_t bh, int64_t cus, bool
   }
   if (tail == 0) nkb = ceil_div(skv, kKvBlock);
   p.span_unsplit = p.span = nkb + kMergeOverheadBlocks;
+  const bool windowed = lo_shift > -config::kUnbounded || hi_shift < config::kUnbounded;
+  std::vector<int64_t> blocks;  // windowed: the kv blocks of each q block's item
+  if (windowed) {
+    blocks.resize(nqb);
+    for (int64_t qb = 0; qb < nqb; ++qb) blocks[qb] = item_kv_blocks(qb, sq, skv, lo_shift, hi_shift);
+    p.span_unsplit = p.span = window_dense_span(blocks, p.n_work, cus);
+  }
   if (!enabled || tail == 0 || tail * 20 > cus * 19 || nkb < min_kv_blocks) return p;
+  // windowed: the makespan of the dense launch without the tail
+  const int64_t dense_rest = windowed ? window_dense_span(blocks, p.n_work - tail, cus) : 0;
   int64_t best_g = 1, best = p.span_unsplit;
   const int64_t g_max = std::min<int64_t>({2 * cus / tail, nkb / 4, nkb_min});
   for (int64_t g = 2; g <= g_max; ++g) {
-    const int64_t span = ceil_div(tail * g, cus) * ceil_div(nkb, g) + kMergeOverheadBlocks;
+    const int64_t span =
+        windowed ? dense_rest + window_split_span(blocks, p.n_work - tail, p.n_work, g, cus) + kMergeOverheadBlocks
+                 : ceil_div(tail * g, cus) * ceil_div(nkb, g) + kMergeOverheadBlocks;
     if (span < best) best = span, best_g = g;
   }
   if (best_g == 1) return p;

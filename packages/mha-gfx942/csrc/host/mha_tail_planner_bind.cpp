@@ -42,5 +42,7 @@ void register_tail_planner(py::module_& m) {
   m.def("merge_rows_per_cta", &config::merge_rows_per_cta, py::arg("head_dim"),
         "q rows per merge workgroup of head dim head_dim (the merge grid: CTA_ROWS / this per tail item).");
   m.attr("DEFAULT_MIN_KV_BLOCKS") = kDefaultMinKvBlocks;
+  m.attr("ITEM_OVERHEAD_BLOCKS") = kItemOverheadBlocks;
+  m.attr("MERGE_OVERHEAD_BLOCKS") = kMergeOverheadBlocks;
   m.attr("UNBOUNDED") = config::kUnbounded;
 }

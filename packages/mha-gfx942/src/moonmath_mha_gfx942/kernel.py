@@ -1,12 +1,14 @@
 """Launching the gfx942 MHA forward kernels (csrc/device/gfx942/mha_fwd.hip) through moonmath_common.
 
-One code object ``mha_fwd.hsaco`` holds, per rounding mode ``<m>`` in rtna/rtne/rtz:
+The head dim 128 default code object ``mha_fwd.hsaco`` holds, per rounding mode ``<m>`` in rtna/rtne/rtz:
 ``mha_fwd_<m>`` (the dense launch: one 8-wave workgroup per 256-row q block of one head),
 ``mha_fwd_split_<m>`` (the tail KV-split parts: fp32 partials) and ``mha_merge_<m>`` (their fp32 merge),
 plus ``mha_v_transpose`` (V -> V_t, run first); head dims 64 and 96 have the same set with ``d64_`` / ``d96_``
 before the mode (``mha_fwd_d64_<m>``, ...) and ``mha_v_transpose_d64`` / ``_d96``. fp8 K/V (e4m3fnuz):
 ``mha_kv_fp8`` / ``mha_kv_fp8_d64`` widen K to bf16 rows and V to bf16 V_t (exact) in place of the V transpose,
-then the feature kernels run with the descales. The tail split is planned by the pure C++ planner
+then the feature kernels run with the descales. Each (head dim, family) is its own code object (``code_object``:
+``mha_fwd[_feat][_d64|_d96]``, one translation unit each so the build runs them in parallel); the transposes and the
+merges live in their head dim's default object. The tail split is planned by the pure C++ planner
 ``_C.plan_tail`` from shapes and the CU count only; ``MOONMATH_NO_TAIL=1`` turns it off.
 
 The caller (attention.py) has validated every tensor; this module checks the 32-bit buffer ranges the
@@ -43,6 +45,12 @@ def kernel_names(round_mode: str, features: bool = False, head_dim: int = 128) -
     f = "feat_" if features else ""
     d = "" if head_dim == 128 else f"d{head_dim}_"
     return f"mha_fwd_{f}{d}{round_mode}", f"mha_fwd_split_{f}{d}{round_mode}", f"mha_merge_{d}{round_mode}"
+
+
+def code_object(head_dim: int = 128, features: bool = False) -> str:
+    """The code object holding head dim `head_dim`'s default kernels (dense, split, merge, the V transpose and the
+    fp8 K/V pass) or, with `features`, its feature dense and split kernels (csrc/device/gfx942/mha_fwd*.hip)."""
+    return CODE_OBJECT + ("_feat" if features else "") + ("" if head_dim == 128 else f"_d{head_dim}")
 
 
 def window_shifts(window: tuple[int, int], sq: int, skv: int) -> tuple[int, int]:
@@ -171,25 +179,25 @@ def run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, la
     vt = torch.empty(bh * nkb * KV_BLOCK * D, dtype=torch.bfloat16, device=dev)
     if fp8:  # K widened to bf16 rows [B * H][Skv][D] (read by the attention kernels as a bf16 K), V to V_t
         kw = torch.empty(bh * Skv * D, dtype=torch.bfloat16, device=dev)
-        counters = [KERNELS.launch(OP, arch, CODE_OBJECT, transpose_kernel(D, fp8=True), grid=(nkb, bh), block=256,
+        counters = [KERNELS.launch(OP, arch, code_object(D), transpose_kernel(D, fp8=True), grid=(nkb, bh), block=256,
                                    args=[k, v, kw, vt, Skv, H, *ks])]
         k, ks = kw, (2 * D, Skv * 2 * D, H * Skv * 2 * D)
     else:
-        counters = [KERNELS.launch(OP, arch, CODE_OBJECT, transpose_kernel(D), grid=(nkb, bh), block=256,
+        counters = [KERNELS.launch(OP, arch, code_object(D), transpose_kernel(D), grid=(nkb, bh), block=256,
                                    args=[v, vt, Skv, H, *ks])]
     if p.n_dense:
         # the feature kernels take their items from a table: the most kv blocks first across all heads
         order = [torch.tensor(dense_order(p, nqb, Sq, Skv, shifts), dtype=torch.int32).to(dev)] if featured else []
-        counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, dense, grid=p.n_dense, block=CTA_THREADS,
+        counters.append(KERNELS.launch(OP, arch, code_object(D, featured), dense, grid=p.n_dense, block=CTA_THREADS,
                                        args=[q, k, vt, out, Sq, Skv, H, nqb, p.n_dense, *qs, *ks, *feat, *order]))
     if p.tail:
         sched = torch.tensor(_C.split_schedule(p, nqb), dtype=torch.int32).to(dev)
         table = torch.tensor(_C.merge_table(p, nqb), dtype=torch.int32).to(dev)
         ws_o = torch.empty(p.ws_o_floats * D // 128, dtype=torch.float32, device=dev)  # planned for D = 128
         ws_ml = torch.empty(p.ws_ml_floats, dtype=torch.float32, device=dev)
-        counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, split, grid=p.slots, block=CTA_THREADS,
+        counters.append(KERNELS.launch(OP, arch, code_object(D, featured), split, grid=p.slots, block=CTA_THREADS,
                                        args=[q, k, vt, ws_o, ws_ml, sched, p.slots, Sq, Skv, H, *qs, *ks, *feat]))
         merge_grid = p.tail * (CTA_ROWS // _C.merge_rows_per_cta(D))
-        counters.append(KERNELS.launch(OP, arch, CODE_OBJECT, merge, grid=merge_grid, block=256,
+        counters.append(KERNELS.launch(OP, arch, code_object(D), merge, grid=merge_grid, block=256,
                                        args=[ws_o, ws_ml, table, out, Sq, H, *qs, p.tail]))
     return counters
