@@ -1,9 +1,9 @@
 """AITER's gfx942 1-stage MoE assembly kernels on the emulator: the int4-weight x fp8-activation object
 `fmoe_int4fp8_g1u1_subGU_{128,256,512}_gelu.co` (the 4-bit-weight MoE AITER ships for gfx942: gfx942 has no
 fp4 MFMA, so no MXFP4 object exists) and the fp8 per-token object
-`fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_silu_1tg_32x{128,...}.co` (the object AITER
-runs under AITER_ENABLE_VSKIP=0; its default `_vs_` twin uses `s_setvskip`, which the emulator lacks). Both fuse gate/up, the gated activation
-and down (times the routing weight, summed into a bf16 output) in one launch.
+`fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_silu_1tg_32x{128,...}.co`
+(the object AITER runs under AITER_ENABLE_VSKIP=0; its default `_vs_` twin uses `s_setvskip`, which the
+emulator lacks). Both fuse gate/up, the gated activation and down (times the routing weight, summed into a bf16 output) in one launch.
 
 Argument struct and layouts: our restatement of AITER's host code (`aiter_meta/csrc/py_itfs_cu/asm_fmoe.cu`
 `FMoeKernel::launch_kernel` / `fmoe_g1u1`, `aiter/fused_moe_bf16_asm.py` `asm_moe`, `aiter/int4_utils.py`,

@@ -99,7 +99,8 @@ def _ours(x: dict, c: Case) -> Result | None:
     except NoKernelError:
         return None
     out = y.view(T, top_k, dim).float().sum(1).to(torch.bfloat16)
-    return Result(out, None, metrics.sum_counters(seen), f"moonmath a16w4 ({len(seen)} launches, block_m {bm}/{dbm or bm})")
+    note = f"moonmath a16w4 ({len(seen)} launches, block_m {bm}/{dbm or bm})"
+    return Result(out, None, metrics.sum_counters(seen), note)
 
 
 def _decode_mx(codes: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
@@ -140,8 +141,8 @@ def _reference(x: dict, c: Case) -> dict[str, torch.Tensor]:
                              ("fp8", _silu, (128, 192, 256, 320, 384, 448, 512))):
         q13, s13, q2, s2 = x[kind]
         refs[f"fp64 AITER {kind}"] = _layer(
-            x, a8, lambda e: q13[e].double() * s13[e].double()[:, None],
-            lambda e: q2[e].double() * s2[e].double()[:, None], act,
+            x, a8, lambda e, q=q13, s=s13: q[e].double() * s[e].double()[:, None],
+            lambda e, q=q2, s=s2: q[e].double() * s[e].double()[:, None], act,
             _fp8_blocks(aiter942.heuristic_tile(inter, tiles)))
     q13, s13, q2, s2 = x["mx"]
     refs["fp64 a16w4"] = _layer(x, x["x"].double(), lambda e: _decode_mx(q13[e], s13[e]),

@@ -84,7 +84,8 @@ def markdown(f: families.Family, rows: list[dict]) -> str:
             out.append(f"| {r['case']} | {r['who']}: no kernel yet (NoKernelError) |" + " |" * (len(head) - 2))
             continue
         pu = r["per_unit"]
-        cells = [r["case"], f"{r['who']}" + (f" ({r['note']})" if r["note"] and (r["who"] == "ours" or f.more_aiter) else "")]
+        named = r["note"] and (r["who"] == "ours" or f.more_aiter)  # several AITER rows: name their objects
+        cells = [r["case"], f"{r['who']}" + (f" ({r['note']})" if named else "")]
         cells += [f"{r['errors'][n]:.2e}" if n in r["errors"] else "" for n in ref_names]
         cells += [_fmt(pu[k]) for k in metrics.COUNTER_KEYS]
         cells += [_fmt(pu["vmem_load_bytes"]), _fmt(pu["vmem_store_bytes"]), _fmt(pu["lds_read_bytes"]),
