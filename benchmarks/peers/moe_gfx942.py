@@ -3,7 +3,8 @@
 fp4 MFMA, so no MXFP4 object exists) and the fp8 per-token object
 `fmoe/silu/fmoe_bf16_pertokenFp8_g1u1_silu_1tg_32x{128,...}.co`
 (the object AITER runs under AITER_ENABLE_VSKIP=0; its default `_vs_` twin uses `s_setvskip`, which the
-emulator lacks). Both fuse gate/up, the gated activation and down (times the routing weight, summed into a bf16 output) in one launch.
+emulator lacks). Both fuse gate/up, the gated activation and down (times the routing weight, summed into a
+bf16 output) in one launch.
 
 Argument struct and layouts: our restatement of AITER's host code (`aiter_meta/csrc/py_itfs_cu/asm_fmoe.cu`
 `FMoeKernel::launch_kernel` / `fmoe_g1u1`, `aiter/fused_moe_bf16_asm.py` `asm_moe`, `aiter/int4_utils.py`,
