@@ -44,6 +44,8 @@ class Family:
     units: Callable[[Case], float]
     kv_tokens: Callable[[Case], int] | None = None
     notes: list[str] = field(default_factory=list)
+    # further AITER kernels run on the same inputs, (row label, run): rows after "AITER", before "ours"
+    more_aiter: list[tuple[str, Callable[[dict, Case], Result]]] = field(default_factory=list)
 
 
 # ------------------------------------------------------------------------------------------- FMHA
@@ -232,6 +234,15 @@ def _moe_gfx950(quick: bool = False) -> Family:
 
 
 FAMILIES["moe_gfx950"] = _moe_gfx950
+
+
+def _moe_gfx942(quick: bool = False) -> Family:
+    from .moe_gfx942_family import moe_gfx942
+
+    return moe_gfx942(quick)
+
+
+FAMILIES["moe_gfx942"] = _moe_gfx942
 
 
 def unit_count(f: Family, c: Case) -> float:

@@ -26,7 +26,7 @@ def run_family(f: families.Family) -> list[dict]:
         x = f.inputs(c)
         refs = f.reference(x, c)
         units = families.unit_count(f, c)
-        for who, fn in (("AITER", f.aiter), ("ours", f.ours)):
+        for who, fn in (("AITER", f.aiter), *f.more_aiter, ("ours", f.ours)):
             r = fn(x, c)
             if r is None:
                 rows.append({"case": c.label, "who": who, "missing": True})
@@ -44,7 +44,7 @@ def run_family(f: families.Family) -> list[dict]:
                 row["bytes_per_token"] = cnt.get("vmem_load_bytes", 0) / tok
                 row["lines_bytes_per_token"] = 64.0 * cnt.get("global_lines", 0) / tok
             rows.append(row)
-        a, o = rows[-2], rows[-1]
+        a, o = rows[-2 - len(f.more_aiter)], rows[-1]  # ours vs the first AITER kernel
         if not a.get("missing") and not o.get("missing"):
             o["vs_aiter"] = {"ulp": metrics.ulp_histogram(o["out"], a["out"]),
                              "same_nonfinite": metrics.same_nonfinite(o["out"], a["out"]),
@@ -84,7 +84,8 @@ def markdown(f: families.Family, rows: list[dict]) -> str:
             out.append(f"| {r['case']} | {r['who']}: no kernel yet (NoKernelError) |" + " |" * (len(head) - 2))
             continue
         pu = r["per_unit"]
-        cells = [r["case"], f"{r['who']}" + (f" ({r['note']})" if r["who"] == "ours" and r["note"] else "")]
+        named = r["note"] and (r["who"] == "ours" or f.more_aiter)  # several AITER rows: name their objects
+        cells = [r["case"], f"{r['who']}" + (f" ({r['note']})" if named else "")]
         cells += [f"{r['errors'][n]:.2e}" if n in r["errors"] else "" for n in ref_names]
         cells += [_fmt(pu[k]) for k in metrics.COUNTER_KEYS]
         cells += [_fmt(pu["vmem_load_bytes"]), _fmt(pu["vmem_store_bytes"]), _fmt(pu["lds_read_bytes"]),

@@ -1483,6 +1483,8 @@ void Ctx::exec_valu(Wave& w, const Inst& in, const XInst& x) {
     case 331: lanes(m, [&](int l) { d[l] = B(h2f(s0[l])); }); break;
     case 332: lanes(m, [&](int l) { d[l] = (uint32_t)cvt_i32(std::floor(F(s0[l]) + 0.5f)); }); break;
     case 333: lanes(m, [&](int l) { d[l] = (uint32_t)cvt_i32(std::floor(F(s0[l]))); }); break;
+    // v_cvt_off_f32_i4: the signed low nibble in sixteenths (ISA lookup table: 1000b -> -0.5, 0111b -> 0.4375)
+    case 334: lanes(m, [&](int l) { d[l] = B((float)((int32_t)(s0[l] << 28) >> 28) * 0.0625f); }); break;
     case 335: { SR a1 = hi64(0); lanes(m, [&](int l) { d[l] = B((float)D(mk64(s0[l], a1[l]))); }); break; }
     case 336: lanes(m, [&](int l) { uint64_t r = BD((double)F(s0[l])); d[l] = (uint32_t)r; d1[l] = (uint32_t)(r >> 32); }); break;
     case 337: case 338: case 339: case 340: { int sh = (op - 337) * 8; lanes(m, [&](int l) { d[l] = B((float)((s0[l] >> sh) & 0xff)); }); break; }

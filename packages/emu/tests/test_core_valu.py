@@ -204,6 +204,9 @@ CASES = [
     ("cvt_i32_f32", "v_cvt_i32_f32 %0, %1", [FVALS], cvt_i32),
     ("cvt_u32_f32", "v_cvt_u32_f32 %0, %1", [FVALS], cvt_u32),
     ("cvt_f32_i32", "v_cvt_f32_i32 %0, %1", [IVALS], lambda a: u(a.view(np.int32).astype(np.float32))),
+    # the ISA's table: the signed low nibble in sixteenths, the upper 28 bits ignored (0x8 -> -0.5, 0x7 -> 0.4375)
+    ("cvt_off_f32_i4", "v_cvt_off_f32_i4 %0, %1", [IVALS + list(range(16))],
+     lambda a: u((((a.astype(np.int64) & 0xF) ^ 8) - 8).astype(np.float32) / np.float32(16))),
     ("cvt_f16_f32", "v_cvt_f16_f32 %0, %1", [FVALS], f2h),
     ("cvt_f32_f16", "v_cvt_f32_f16 %0, %1", [[0x3C00, 0x7BFF, 0xFC00, 0x0001, 0x8000, 0x7E00, 0x3555, 0xC900]],
      lambda a: u(np.frombuffer((a & 0xFFFF).astype(np.uint16).tobytes(), dtype=np.float16).astype(np.float32))),

@@ -133,7 +133,9 @@ def main():
     ap.add_argument("--hsaco-gateup", default=None)
     ap.add_argument("--hsaco-down", default=None)
     ap.add_argument("--gateup-nt", type=int, default=None, help="gate/up column tiles per wave (default: planner)")
+    ap.add_argument("--inter", type=int, default=INTER, help="expert width I (benchmarks.timing.moe_gfx942 uses 512)")
     a = ap.parse_args()
+    globals()["INTER"] = a.inter
     os.environ["MOONMATH_EMU_ARCH"] = a.arch
     print("| T | kernel | VGPR | WGs/CU (occupancy) | cycles, 1 WG | cycles, N WGs | launch WGs (busiest CU) | "
           "whole kernel µs (bound) | waitcnt_vm windows / wave | waitcnt/MFMA | VALU/MFMA | VMEM / wave |")
