@@ -46,36 +46,26 @@ struct MergeState {
     for (int e = 0; e < 8; ++e) acc[e] = acc[e] * s_old + s_new * a2[e];
   }
 };
-// One step's loads: parts (j0 + u) * CS + g, u < kUnroll, of the n a wave sums (at_k(k): the byte offset of this
-// lane's 8 columns of part k: 8 fp32, or 8 fp16 if Half), lane group g = lane / (64 / CS).
-struct PartLoads {
-  mm::u32x4 a[kUnroll], b[kUnroll];
-};
+// st.acc += sum over parts k < n of w_k * O_k (w_k in lane k of wgt; at_k: the byte offset of this lane's
+// 8 columns of part k: 8 fp32, or 8 fp16 if Half), lane group g = lane / (64 / CS) taking k = g (mod CS),
+// four steps' loads in flight.
 template <uint32_t CS, bool Half, class At>
-MM_DEVICE PartLoads load_parts(mm::buffer_rsrc wo, uint32_t j0, uint32_t n, At at_k) {
-  const uint32_t grp = CS == 1 ? 0u : mm::lane_id() / (64u / CS);
-  PartLoads ld;
-#pragma unroll
-  for (uint32_t u = 0; u < kUnroll; ++u) {
-    if ((j0 + u) * CS >= n) break;  // wave-uniform: no loads past the wave's parts
-    const uint32_t k = (j0 + u) * CS + grp;
-    if (CS == 1 || k < n) {  // CS > 1: the last step's missing parts read zeros (weight 0)
-      const uint32_t off = at_k(k);
-      ld.a[u] = mm::buffer_load_b128(wo, off);
-      if (!Half) ld.b[u] = mm::buffer_load_b128(wo, off + 16u);
-    } else {
-      ld.a[u] = ld.b[u] = mm::u32x4{0u, 0u, 0u, 0u};
-    }
-  }
-  return ld;
-}
-// st.acc += sum over parts k < n of w_k * O_k (w_k in lane k of wgt), four steps' loads in flight; the first
-// step's loads are `first` (issued by the caller before the parts' (m, l, ln) were waited for).
-template <uint32_t CS, bool Half, class At>
-MM_DEVICE void sum_parts(MergeState& st, mm::buffer_rsrc wo, float wgt, uint32_t n, At at_k, const PartLoads& first) {
+MM_DEVICE void sum_parts(MergeState& st, mm::buffer_rsrc wo, float wgt, uint32_t n, At at_k) {
   const uint32_t grp = CS == 1 ? 0u : mm::lane_id() / (64u / CS);
   for (uint32_t j0 = 0; j0 * CS < n; j0 += kUnroll) {
-    const PartLoads ld = j0 == 0 ? first : load_parts<CS, Half>(wo, j0, n, at_k);
+    mm::u32x4 a[kUnroll], b[kUnroll];
+#pragma unroll
+    for (uint32_t u = 0; u < kUnroll; ++u) {
+      if ((j0 + u) * CS >= n) break;  // wave-uniform: no loads past the wave's parts
+      const uint32_t k = (j0 + u) * CS + grp;
+      if (CS == 1 || k < n) {  // CS > 1: the last step's missing parts read zeros (weight 0)
+        const uint32_t off = at_k(k);
+        a[u] = mm::buffer_load_b128(wo, off);
+        if (!Half) b[u] = mm::buffer_load_b128(wo, off + 16u);
+      } else {
+        a[u] = b[u] = mm::u32x4{0u, 0u, 0u, 0u};
+      }
+    }
 #pragma unroll
     for (uint32_t u = 0; u < kUnroll; ++u) {
       if ((j0 + u) * CS >= n) break;  // wave-uniform
@@ -85,57 +75,15 @@ MM_DEVICE void sum_parts(MergeState& st, mm::buffer_rsrc wo, float wgt, uint32_t
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         if (Half) {  // fpext feeding an fma: one v_fma_mix_f32 per value (op_sel picks the half)
-          const mm::f16x2 h = mm::bit_cast<mm::f16x2>(ld.a[u][e]);
+          const mm::f16x2 h = mm::bit_cast<mm::f16x2>(a[u][e]);
           st.acc[2 * e] = __builtin_fmaf(w, (float)h[0], st.acc[2 * e]);
           st.acc[2 * e + 1] = __builtin_fmaf(w, (float)h[1], st.acc[2 * e + 1]);
         } else {
-          st.acc[e] = __builtin_fmaf(w, mm::bit_cast<float>(ld.a[u][e]), st.acc[e]);
-          st.acc[4 + e] = __builtin_fmaf(w, mm::bit_cast<float>(ld.b[u][e]), st.acc[4 + e]);
+          st.acc[e] = __builtin_fmaf(w, mm::bit_cast<float>(a[u][e]), st.acc[e]);
+          st.acc[4 + e] = __builtin_fmaf(w, mm::bit_cast<float>(b[u][e]), st.acc[4 + e]);
         }
       }
     }
-  }
-}
-
-// The wave's (max, weights, weighted sums) over its n_mine parts of one row (slot(k): the workspace slot of its
-// part k; col: this lane's 8 columns): per chunk of 64 parts, their (m, l, ln) one part per lane, then
-// O = sum_k w_k O_k (sum_parts). The first chunk's first step of O loads is issued before its (m, l, ln) loads,
-// so the two HBM round trips overlap (they are independent: only the weights need the maxima).
-template <uint32_t CS, bool Half, class Slot>
-MM_DEVICE void merge_parts(MergeState& st, mm::buffer_rsrc ml, mm::buffer_rsrc wo, uint32_t n_mine, uint32_t col,
-                           Slot part_slot) {
-  const uint32_t lane = mm::lane_id();
-  constexpr uint32_t o_bytes = Half ? 2u : 4u;  // per partial O element
-  auto meta_of = [&](uint32_t k0) __attribute__((always_inline)) {
-    const uint32_t k = k0 + lane;
-    return k < n_mine ? mm::buffer_load_b128(ml, part_slot(k) * 16u) : mm::u32x4{0u, 0u, 0u, 0u};
-  };
-  auto at_of = [&](uint32_t k0) __attribute__((always_inline)) {
-    return [&, k0](uint32_t k) __attribute__((always_inline)) { return (part_slot(k0 + k) * kLat + col) * o_bytes; };
-  };
-  PartLoads first = load_parts<CS, Half>(wo, 0u, n_mine < 64u ? n_mine : 64u, at_of(0u));
-  const mm::u32x4 meta0 = meta_of(0);
-  float m_max = -__builtin_inff();
-  for (uint32_t k0 = 0; k0 < n_mine; k0 += 64u) {
-    const mm::u32x4 mt = k0 == 0 ? meta0 : meta_of(k0);
-    const float l = mm::bit_cast<float>(mt[1]);
-    m_max = __builtin_fmaxf(m_max, l != 0.f ? mm::bit_cast<float>(mt[0]) : -__builtin_inff());
-  }
-  m_max = mm::uniform(mm::wave_max(m_max));
-  st.m = m_max;
-  for (uint32_t k0 = 0; k0 < n_mine; k0 += 64u) {
-    const mm::u32x4 mt = k0 == 0 ? meta0 : meta_of(k0);
-    const float l = mm::bit_cast<float>(mt[1]);
-    // l == 0: empty (no weight); l NaN (NaN/Inf inputs) keeps its weight, so the row's L, lse and o are NaN
-    const float wgt = l != 0.f ? mm::exp2(mm::bit_cast<float>(mt[0]) - m_max) : 0.f;
-    st.l += mm::wave_sum(wgt * l);
-    st.ln += mm::wave_sum(wgt * mm::bit_cast<float>(mt[2]));
-    const uint32_t n_here = n_mine - k0 < 64u ? n_mine - k0 : 64u;
-    // half partials hold O_p / ln_p: weight w_p * ln_p (l == 0 parts keep weight 0; NaN stays NaN)
-    const float wo_w = Half ? wgt * mm::bit_cast<float>(mt[2]) : wgt;
-    const auto at = at_of(k0);
-    if (k0 != 0) first = load_parts<CS, Half>(wo, 0u, n_here, at);
-    sum_parts<CS, Half>(st, wo, wo_w, n_here, at, first);
   }
 }
 }  // namespace
@@ -186,12 +134,37 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
   MergeState st;
   const uint32_t n_mine = valid && n_own > sub ? (n_own - sub + wpr - 1u) / wpr : 0u;
   auto part_slot = [&](uint32_t k) __attribute__((always_inline)) { return (units.first + sub + wpr * k) * rows_req + r_in; };
-  if (cs == 1) {
-    if (half) merge_parts<1, true>(st, ml, wo, n_mine, col, part_slot);
-    else merge_parts<1, false>(st, ml, wo, n_mine, col, part_slot);
-  } else {
-    if (half) merge_parts<4, true>(st, ml, wo, n_mine, col, part_slot);
-    else merge_parts<4, false>(st, ml, wo, n_mine, col, part_slot);
+  auto meta_of = [&](uint32_t k0) __attribute__((always_inline)) {
+    const uint32_t k = k0 + lane;
+    return k < n_mine ? mm::buffer_load_b128(ml, part_slot(k) * 16u) : mm::u32x4{0u, 0u, 0u, 0u};
+  };
+  const mm::u32x4 meta0 = meta_of(0);
+  float m_max = -__builtin_inff();
+  for (uint32_t k0 = 0; k0 < n_mine; k0 += 64u) {
+    const mm::u32x4 mt = k0 == 0 ? meta0 : meta_of(k0);
+    const float l = mm::bit_cast<float>(mt[1]);
+    m_max = __builtin_fmaxf(m_max, l != 0.f ? mm::bit_cast<float>(mt[0]) : -__builtin_inff());
+  }
+  m_max = mm::uniform(mm::wave_max(m_max));
+  st.m = m_max;
+  for (uint32_t k0 = 0; k0 < n_mine; k0 += 64u) {
+    const mm::u32x4 mt = k0 == 0 ? meta0 : meta_of(k0);
+    const float l = mm::bit_cast<float>(mt[1]);
+    // l == 0: empty (no weight); l NaN (NaN/Inf inputs) keeps its weight, so the row's L, lse and o are NaN
+    const float wgt = l != 0.f ? mm::exp2(mm::bit_cast<float>(mt[0]) - m_max) : 0.f;
+    st.l += mm::wave_sum(wgt * l);
+    st.ln += mm::wave_sum(wgt * mm::bit_cast<float>(mt[2]));
+    const uint32_t n_here = n_mine - k0 < 64u ? n_mine - k0 : 64u;
+    auto at = [&](uint32_t k) __attribute__((always_inline)) { return (part_slot(k0 + k) * kLat + col) * o_bytes; };
+    // half partials hold O_p / ln_p: weight w_p * ln_p (l == 0 parts keep weight 0; NaN stays NaN)
+    const float wo_w = half ? wgt * mm::bit_cast<float>(mt[2]) : wgt;
+    if (cs == 1) {
+      if (half) sum_parts<1, true>(st, wo, wo_w, n_here, at);
+      else sum_parts<1, false>(st, wo, wo_w, n_here, at);
+    } else {
+      if (half) sum_parts<4, true>(st, wo, wo_w, n_here, at);
+      else sum_parts<4, false>(st, wo, wo_w, n_here, at);
+    }
   }
   if (cs > 1) {  // uniform over the launch: lane groups 0..3 hold the same columns of different parts
 #pragma unroll
