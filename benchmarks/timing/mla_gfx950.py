@@ -192,8 +192,9 @@ def ours_shape(fmt: str, B: int, S: int, cfg: dict, f_hz: float, nparts: int | N
         mplan = _plan(fmt, 1, real.nparts * GRAN * 4, real.nparts, real.variant)
         if fmt != "a16w8":  # the sample's merge in the real plan's shape (formats.spread_merge depends on B)
             mrows = mplan.q_len * mplan.heads
-            mplan = dataclasses.replace(mplan, merge_cs=real.merge_cs, merge_wpr=real.merge_wpr,
-                                        merge_grid=-(-(mrows * real.merge_cs * real.merge_wpr) // max(4, real.merge_wpr)))
+            cs, wpr = real.merge_cs, real.merge_wpr
+            mplan = dataclasses.replace(mplan, merge_cs=cs, merge_wpr=wpr,
+                                        merge_grid=-(-(mrows * cs * wpr) // max(4, wpr)))
         mseen = _capture(fmt, 1, real.nparts * GRAN * 4, mplan)
         mer = m942._ours_round(mseen[-1], real.merge_grid, cfg)
         parts["merge"] = timing.kernel_time(real.merge_grid, mer["wg_cycles"], mer["per_cu"], ccfg)
