@@ -180,8 +180,9 @@ def test_ws_partials_are_fp16_up_to_64_parts():
 def test_format_workgroups_run_in_whole_rounds():
     """The planner counts a launch's workgroups in whole rounds of CUs * cu_workgroups (a8w8's one-wave kernel:
     2 per CU: past 2 its waves wait on the CU's share of HBM on the timing model): at (64, 8192) on gfx950's
-    256 CUs a8w8 takes the 8 parts whose 512 workgroups fill one round, not 9 or 10 (576, 640: a second round); no row counts more workgroups
-    per round than the timing model keeps resident on a CU (its VGPRs and LDS)."""
+    256 CUs a8w8 takes the 8 parts whose 512 workgroups fill one round, not 9 or 10 (576, 640: a second
+    round); no row counts more workgroups per round than the timing model keeps resident on a CU (its VGPRs
+    and LDS)."""
     pytest.importorskip("moonmath_emu")
     import moonmath_emu
     import moonmath_emu.timing as timing
