@@ -30,6 +30,7 @@ The published column: the problem README's AITER a8w8 latencies on MI355X (hardw
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import time
@@ -188,8 +189,13 @@ def ours_shape(fmt: str, B: int, S: int, cfg: dict, f_hz: float, nparts: int | N
     dec = m942._ours_round(seen[decode_i], dec_real["grid"][0], cfg)
     parts["decode"] = timing.kernel_time(dec_real["grid"][0], dec["wg_cycles"], dec["per_cu"], ccfg)
     if real.nparts > 1:
-        mseen = _capture(fmt, 1, real.nparts * GRAN * 4, _plan(fmt, 1, real.nparts * GRAN * 4, real.nparts,
-                                                                    real.variant))
+        mplan = _plan(fmt, 1, real.nparts * GRAN * 4, real.nparts, real.variant)
+        if fmt != "a16w8":  # the sample's merge in the real plan's shape (formats.spread_merge depends on B)
+            mrows = mplan.q_len * mplan.heads
+            cs, wpr = real.merge_cs, real.merge_wpr
+            mplan = dataclasses.replace(mplan, merge_cs=cs, merge_wpr=wpr,
+                                        merge_grid=-(-(mrows * cs * wpr) // max(4, wpr)))
+        mseen = _capture(fmt, 1, real.nparts * GRAN * 4, mplan)
         mer = m942._ours_round(mseen[-1], real.merge_grid, cfg)
         parts["merge"] = timing.kernel_time(real.merge_grid, mer["wg_cycles"], mer["per_cu"], ccfg)
     return {"seconds": sum(p["seconds"] for p in parts.values()),

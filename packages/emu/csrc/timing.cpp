@@ -351,7 +351,14 @@ TimingReport simulate(const Tracer& tr, const TimingConfig& cfg, const std::vect
       if (gi < 0) { C.res.push_back(g); gi = (int)C.res.size() - 1; } else C.res[gi] = g;
       for (size_t w = 0; w < tw.waves.size(); w++) {
         SimWave sw;
-        sw.tw = &tw.waves[w]; sw.simd = (int)(w % S); sw.wg = gi; sw.age = age++;
+        // The SIMD with the fewest waves of resident workgroups (lowest index on a tie): a workgroup's waves go
+        // round-robin, and co-resident one-wave workgroups spread over the SIMDs as occupancy() counts them
+        // (with w % S every one-wave workgroup shared SIMD 0). Workgroups of 4k waves place as w % S.
+        int load[8] = {0};
+        for (const SimWave& o : C.waves) if (o.wg >= 0) load[o.simd]++;
+        int pick = 0;
+        for (int s2 = 1; s2 < S; s2++) if (load[s2] < load[pick]) pick = s2;
+        sw.tw = &tw.waves[w]; sw.simd = pick; sw.wg = gi; sw.age = age++;
         sw.ready = t + cfg.wg_launch_cycles;
         sw.reg.assign(NREG, 0); sw.chain.assign(NREG, 0);
         if (sw.tw->recs.empty()) { sw.done = true; C.res[gi].alive--; }

@@ -77,6 +77,20 @@ def test_mfma_pipe_and_dependent_chain(tk):
     assert rep["cu_cycles"][0] < n * 32 + 3000
 
 
+def test_one_wave_workgroups_spread_over_the_simds(tk):
+    """Co-resident one-wave workgroups go to different SIMDs (as occupancy() counts them): four on one CU
+    run their MFMA chains in parallel, so the CU takes about one chain's time, not four back to back on
+    SIMD 0. Five: the fifth shares a SIMD and waits for a slot (slots 4)."""
+    n = 40
+    out = torch.zeros(8 * 256 * 16, dtype=torch.float32)
+    one = timing.simulate(tk, "mfma_chain", 1, 64, [out, n], cus=[[(0, 0, 0)]], slots=1)
+    four = timing.simulate(tk, "mfma_chain", 4, 64, [out, n], cus=[[(w, 0, 0) for w in range(4)]], slots=4)
+    assert four["pipe_busy"]["mfma"] == 4 * n * 32
+    assert four["cu_cycles"][0] < one["cu_cycles"][0] + 500  # on one SIMD: at least 4 * n * 32
+    five = timing.simulate(tk, "mfma_chain", 5, 64, [out, n], cus=[[(w, 0, 0) for w in range(5)]], slots=4)
+    assert five["cu_cycles"][0] >= 2 * n * 32
+
+
 def test_waitcnt_stalls_on_modeled_memory_latency(tk):
     src = torch.arange(64, dtype=torch.int32)
     out = torch.zeros(64, dtype=torch.int32)

@@ -181,9 +181,10 @@ def test_ws_partials_are_fp16_up_to_64_parts():
 
 def test_format_workgroups_run_in_whole_rounds():
     """The planner counts a launch's workgroups in whole rounds of CUs * cu_workgroups (a8w8's one-wave kernel:
-    2 per CU, its waves share the CU's LDS and VMEM): at (64, 8192) on gfx950's 256 CUs a8w8 takes the 8 parts
-    whose 512 workgroups fill one round, not 9 or 10 (576, 640: a second round); no row counts more workgroups
-    per round than the timing model keeps resident on a CU (its VGPRs and LDS)."""
+    2 per CU: past 2 its waves wait on the CU's share of HBM on the timing model): at (64, 8192) on gfx950's
+    256 CUs a8w8 takes the 8 parts whose 512 workgroups fill one round, not 9 or 10 (576, 640: a second
+    round); no row counts more workgroups per round than the timing model keeps resident on a CU (its VGPRs
+    and LDS)."""
     pytest.importorskip("moonmath_emu")
     import moonmath_emu
     import moonmath_emu.timing as timing
@@ -206,3 +207,23 @@ def test_format_workgroups_run_in_whole_rounds():
             resident = timing.occupancy(mod.kernel_info(name), threads, cfg)
             assert 1 <= rows[kernel]["cu_workgroups"] <= resident, (kernel, resident)
             assert rows[kernel]["workgroup_waves"] == threads // 64
+
+
+def test_format_merge_spreads_over_the_cus():
+    """formats.make_plan spreads a split's merge until its workgroups fill the CUs where the a16w8 rule leaves
+    them idle (B 4, H 16, 22 parts: 32 workgroups of 2 rows -> one per (row, quarter of the columns), 4 waves
+    each); a merge that already fills them keeps the a16w8 shape."""
+    from moonmath_mla_decode import formats
+    from moonmath_mla_decode import kernel as mk
+
+    cus = mk.cu_count("gfx950")
+    base = mk.make_plan(4, 16, 1, 1024, nparts=22, variant="shared", arch="gfx950")
+    p = formats.make_plan("a8w8", 4, 16, 1, 1024, nparts=22, arch="gfx950")
+    assert base.merge_grid < cus and (base.merge_cs, base.merge_wpr) == (1, 2)
+    assert (p.merge_cs, p.merge_wpr, p.merge_grid) == (4, 4, 64 * 4)
+    assert p.merge_block == 256 and p.merge_lds == 3 * (512 + 4) * 4
+    assert (p.nparts, p.grid, p.ws_o_floats) == (base.nparts, base.grid, base.ws_o_floats)
+    big = formats.make_plan("a8w8", 256, 16, 1, 8192, nparts=2, arch="gfx950")
+    ref = mk.make_plan(256, 16, 1, 8192, nparts=2, variant="shared", arch="gfx950")
+    assert big == ref
+    assert formats.make_plan("a8w8", 4, 16, 1, 1024, nparts=1, arch="gfx950").merge_grid == 0

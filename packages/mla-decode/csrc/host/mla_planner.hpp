@@ -112,10 +112,12 @@ struct KernelCost {
   double partial_o_bytes = 4;      // bytes of one partial O element: fp32, or 2 (ws: fp16 O / ln)
   // Workgroups one CU runs at once at the rate tile_cycles measures: a round is cus * cu_workgroups workgroups.
   // 1 for the 4-wave and ws kernels (they fill a CU: occupancy 1). The one-wave "_w1" kernels are resident 4 per
-  // CU; on the timing model (gfx950, benchmarks/timing/mla_gfx950.py) mxfp4's and a16w16's overlap at 4 (their
-  // SIMDs' dequant/MFMA issue), a8w8's only at 2 (its waves share the CU's LDS and VMEM addresser: at (64, 8192) a
-  // CU's decode is 168.2 us for one workgroup of 128 tiles, 121.6 for two of 64, 136.5 for three of 52).
-  // Counted as 4 per round, a8w8's 640 workgroups (10 parts) looked faster than 512 (8): modeled 149.6 vs 133.8 us.
+  // CU, one per SIMD; mxfp4's and a16w16's overlap at 4 on the timing model (gfx950,
+  // benchmarks/timing/mla_gfx950.py). a8w8's gain nothing past 2: at (64, 8192) 8 parts (2 per CU) and 16 (4 per
+  // CU) model 95.3 and 95.7 us of decode, the 4 waves waiting on the CU's HBM share (waitcnt_vm 18 -> 55 %), which
+  // this model's bandwidth (busy CUs x cu_bytes_per_ns) does not see; counted as 4, the planner took 10 parts
+  // there (127.2 us modeled against 107.4 for its 8).
+  // (Session 4 set 2 for another reason, since fixed: the timing model put every one-wave workgroup on SIMD 0.)
   double cu_workgroups = 1;
 };
 // The one table of decode-kernel costs: a row per (arch, kernel): the a16w8 variants (plan()) and the KV-format

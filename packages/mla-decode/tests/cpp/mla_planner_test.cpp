@@ -145,7 +145,8 @@ int main() {
     MM_CHECK(kernel_plan_cost(bf16_bytes, 4096, 16, 1, 8192, 1, 256, Variant::kShared, kGfx950) >
              3 * kernel_plan_cost(fp4_bytes, 4096, 16, 1, 8192, 1, 256, Variant::kShared, kGfx950));
   }
-  // Whole rounds: a8w8's one-wave kernel runs 2 workgroups per CU at its measured rate, so at (64, 8192) on 256
+  // Whole rounds: a8w8's one-wave kernel runs 2 workgroups per CU at its measured rate (past 2 its waves wait on
+  // the CU's HBM share on the timing model), so at (64, 8192) on 256
   // CUs its parts fill whole rounds of 512 (8 parts, not the 9 or 10 that counted 4 per CU would pick), and
   // a workgroup past a round costs a whole round more.
   {
