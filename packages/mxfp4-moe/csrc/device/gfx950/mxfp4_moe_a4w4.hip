@@ -110,12 +110,26 @@ typedef Act<kFp4>::Lds A4Lds;
 
 // One lane's weight granule and scale byte of slab `slab`: the slab's offset is uniform, so it rides in
 // soffset (SALU) and the per-lane offsets are computed once (w_off = 16 * granule index, s_off = index).
-// The scale is widened at the load (buffer_load_ubyte zero-extends; kept as a byte across the loop, each
-// use would pay a v_and 0xff).
+// The scale stays a byte until its MFMA: widened at the load, LLVM zero-extends the loaded byte with a
+// v_and 0xffff placed right after the load, which waits for it (vmcnt) before the next slab's loads issue:
+// the weight stream then drained every slab (stage 1 of the layer: 182k modeled cycles for 153k of HBM
+// time at bs 16; 153k with the byte kept). The v_and now sits at the MFMA, which waits for the load anyway.
 struct W4Slab {
   u32x4 nib;
-  uint32_t scale;
+  uint8_t scale;
 };
+
+// Ties values to this point of the program (an empty asm volatile reading and writing them; volatile asm
+// keeps its order): the MFMAs producing them cannot be sunk past the next barrier (the IR passes do sink
+// them, MFMAs having no side effects: then three weight sets are live and the register allocator copies the
+// one just loaded, waiting for it right after the loads).
+template <class T> MM_DEVICE void pin(T& x) { asm volatile("" : "+v"(x)); }
+template <class MX, int SUBS, int TILES> MM_DEVICE void pin(FragC<MX> (&acc)[SUBS][TILES]) {
+#pragma unroll
+  for (int r = 0; r < SUBS; ++r)
+#pragma unroll
+    for (int t = 0; t < TILES; ++t) pin(acc[r][t].v);
+}
 // readfirstlane: the slab offset is uniform, but LLVM may carry it as a VGPR induction variable and then
 // wrap each load in a waterfall loop (it did in the resident down kernel: +15 % instructions).
 MM_DEVICE W4Slab load_weights(const ExpertWeights& ew, uint32_t w_off, uint32_t s_off, uint32_t slab) {
@@ -247,14 +261,19 @@ MM_DEVICE void a4w4_mainloop(FragC<MxOf<AF>> (&acc)[BM / 16][gated(EPI) ? 2 * NT
 #pragma unroll
     for (int t = 0; t < TILES; ++t) ahead[t] = load_weights(ew, 16u * widx[t], widx[t], s + DEPTH);
     slab_mma4<AF, SUBS, TILES>(acc, cur, lds[s & 1], (const uint8_t*)lds_scales[s & 1]);
+    pin(acc);  // this slab's MFMAs before the barrier
     if (s + 1 < slabs) stage((s + 1) & 1, a);
     block_sync();
   };
-  for (uint32_t s = 0; s < slabs; s += SETS) {
+  // Whole rotations of the SETS register sets, then the remaining slabs (uniform branches outside the loop).
+  uint32_t s = 0;
+  for (; s + SETS <= slabs; s += SETS) {
 #pragma unroll
-    for (int d = 0; d < SETS; ++d)
-      if (s + d < slabs) slab_step(s + d, w[d], w[(d + DEPTH) % SETS]);
+    for (int d = 0; d < SETS; ++d) slab_step(s + d, w[d], w[(d + DEPTH) % SETS]);
   }
+#pragma unroll
+  for (int d = 0; d + 1 < SETS; ++d)
+    if (s + d < slabs) slab_step(s + d, w[d], w[(d + DEPTH) % SETS]);
 }
 
 // Two f32 -> two bf16 (RTNE) by v_cvt_pk_bf16_f32, NaN made the canonical 0x7FFF first (the f32 NaN 0x7FFF0000
@@ -527,7 +546,8 @@ MM_DEVICE void a4w4_down(const uint8_t* A, const uint8_t* As, const uint8_t* W, 
 //
 // LDS: stage-1 slab buffers 2 x BM x (64 + 4) bytes; the intermediate BM x I/2 code bytes in the standard
 // order and BM x I/32 scale dwords, then I/128 slabs of BM x 64 in A4Lds layout + BM x 4 scale bytes each.
-// Grid (1, num_m_blocks).
+// Grid (splits, num_m_blocks): the down columns split over `splits` workgroups of one block, each computing
+// stage 1 in full (mxfp4_moe_layer_a4w4_down_splits: only when the blocks leave CUs idle).
 template <int BM, int NT, int EPI, int NTD, int WAVES>
 MM_DEVICE void a4w4_layer(const uint8_t* A, const uint8_t* As, const uint8_t* W1, const uint8_t* S1,
                           const uint8_t* W2, const uint8_t* S2, uint16_t* C, const float* topk_w,
@@ -597,7 +617,12 @@ MM_DEVICE void a4w4_layer(const uint8_t* A, const uint8_t* As, const uint8_t* W1
   const buffer_rsrc cbuf = make_buffer(C, num_valid * N * 2u);
   const uint32_t c_mis = misalignment8(C);
   block_sync();
-  down_sweep<BM, NTD, true, WAVES>(h_codes[0], h_scales[0], ew2, rows, rw, cbuf, c_mis, N, H_SLABS, 0, (N + BND - 1u) / BND);
+  // Down-column split: workgroup x of grid_dim_x() sweeps its share of the column chunks (each computes the
+  // whole stage 1; at small batches the CUs are idle otherwise, and each one's share of HBM bounds it).
+  const uint32_t chunks = (N + BND - 1u) / BND, splits = grid_dim_x();
+  const uint32_t per = (chunks + splits - 1u) / splits, c0 = block_id_x() * per;
+  down_sweep<BM, NTD, true, WAVES>(h_codes[0], h_scales[0], ew2, rows, rw, cbuf, c_mis, N, H_SLABS, c0,
+                                   c0 + per < chunks ? c0 + per : chunks);
 }
 
 }  // namespace
