@@ -132,9 +132,11 @@ template <class MX, int SUBS, int TILES> MM_DEVICE void pin(FragC<MX> (&acc)[SUB
 }
 // readfirstlane: the slab offset is uniform, but LLVM may carry it as a VGPR induction variable and then
 // wrap each load in a waterfall loop (it did in the resident down kernel: +15 % instructions).
-MM_DEVICE W4Slab load_weights(const ExpertWeights& ew, uint32_t w_off, uint32_t s_off, uint32_t slab) {
+// col0: a uniform column offset (the down sweep's chunk), added to the slab's in soffset.
+MM_DEVICE W4Slab load_weights(const ExpertWeights& ew, uint32_t w_off, uint32_t s_off, uint32_t slab,
+                              uint32_t col0 = 0) {
   W4Slab ws;
-  const uint32_t sn = __builtin_amdgcn_readfirstlane(slab * 4u * ew.n);
+  const uint32_t sn = __builtin_amdgcn_readfirstlane(slab * 4u * ew.n + col0);
   ws.nib = buffer_load_b128(ew.w, w_off, sn * 16u);
   ws.scale = buffer_load_u8(ew.s, s_off, sn);
   return ws;
@@ -405,50 +407,64 @@ MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const Ex
   const uint32_t j = lane_id() & 15u, q = lane_id() >> 4, wave = wave_id();
   auto slab_codes = [&](uint32_t s) { return codes + s * (BM * kA4RowBytes); };
   auto slab_scales = [&](uint32_t s) { return (const uint8_t*)(scales + s * BM); };
-  for (uint32_t chunk = chunk0; chunk < chunk_end; ++chunk) {
-    const uint32_t wave_col = chunk * BN + wave * (16 * NT);
-    uint32_t widx[NT];
+  if (chunk0 >= chunk_end) return;
+  // The (chunk, slab) steps in one sequence, weights one step ahead across chunk boundaries too (a chunk's
+  // first slab no longer waits a whole memory latency). The chunk's columns ride in soffset (uniform), so
+  // the lane offsets are chunk 0's; the step past the last reads slab `slabs` (past the buffers: 0, no fetch).
+  uint32_t widx[NT];
 #pragma unroll
-    for (int t = 0; t < NT; ++t) widx[t] = weight_index(ew, wave_col + 16u * t + j);
-    FragC<Mx> acc[SUBS][NT];
+  for (int t = 0; t < NT; ++t) widx[t] = weight_index(ew, wave * (16u * NT) + 16u * t + j);
+  auto load = [&](W4Slab(&dst)[NT], uint32_t chunk, uint32_t slab) {
+    const bool past = chunk >= chunk_end;  // uniform
 #pragma unroll
-    for (int r = 0; r < SUBS; ++r)
+    for (int t = 0; t < NT; ++t)
+      dst[t] = load_weights(ew, 16u * widx[t], widx[t], past ? slabs : slab, past ? 0u : chunk * BN);
+  };
+  FragC<Mx> acc[SUBS][NT];
+  uint32_t chunk = chunk0, slab = 0, next_chunk = chunk0 + (slabs == 1u), next_slab = slabs == 1u ? 0u : 1u;
+  auto step = [&](const W4Slab(&cur)[NT], W4Slab(&ahead)[NT]) {
+    load(ahead, next_chunk, next_slab);
+    if (++next_slab == slabs) next_slab = 0, ++next_chunk;
+    if (slab == 0) {
 #pragma unroll
-      for (int t = 0; t < NT; ++t) acc[r][t] = zeros<Mx>();
-
-    W4Slab wa[NT], wb[NT];
+      for (int r = 0; r < SUBS; ++r)
 #pragma unroll
-    for (int t = 0; t < NT; ++t) wa[t] = load_weights(ew, 16u * widx[t], widx[t], 0);
-    // No prefetch past the last slab (uniform branches): at K = 256 a clamped reload would read half
-    // the weights twice.
-    for (uint32_t s = 0; s < slabs; s += 2) {
-      if (s + 1u < slabs) {
-#pragma unroll
-        for (int t = 0; t < NT; ++t) wb[t] = load_weights(ew, 16u * widx[t], widx[t], s + 1u);
-      }
-      slab_mma4<kFp4, SUBS, NT>(acc, wa, slab_codes(s), slab_scales(s));
-      if (s + 1u >= slabs) break;
-      if (s + 2u < slabs) {
-#pragma unroll
-        for (int t = 0; t < NT; ++t) wa[t] = load_weights(ew, 16u * widx[t], widx[t], s + 2u);
-      }
-      slab_mma4<kFp4, SUBS, NT>(acc, wb, slab_codes(s + 1), slab_scales(s + 1));
+        for (int t = 0; t < NT; ++t) acc[r][t] = zeros<Mx>();
     }
-
+    slab_mma4<kFp4, SUBS, NT>(acc, cur, slab_codes(slab), slab_scales(slab));
+    if (slab + 1u == slabs) {  // the chunk's epilogue
+      const uint32_t wave_col = chunk * BN + wave * (16 * NT);
 #pragma unroll
-    for (int r = 0; r < SUBS; ++r) {
-      if (!rows[r].live) continue;
+      for (int r = 0; r < SUBS; ++r) {
+        if (!rows[r].live) continue;
 #pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        const uint32_t col0 = wave_col + 16u * t + 4u * q;
-        if (col0 >= N) continue;
-        const f32x4 v = acc[r][t].v * rw[r];
-        if constexpr (ALIGNED)
-          buffer_store_b64(u32x2{pack_bf16x2_hw(v.x, v.y), pack_bf16x2_hw(v.z, v.w)}, cbuf, (rows[r].slot * N + col0) * 2u);
-        else
-          store_out4(cbuf, c_mis, rows[r].slot, N, col0, N, v);
+        for (int t = 0; t < NT; ++t) {
+          const uint32_t col0 = wave_col + 16u * t + 4u * q;
+          if (col0 >= N) continue;
+          const f32x4 v = acc[r][t].v * rw[r];
+          if constexpr (ALIGNED)
+            buffer_store_b64(u32x2{pack_bf16x2_hw(v.x, v.y), pack_bf16x2_hw(v.z, v.w)}, cbuf,
+                             (rows[r].slot * N + col0) * 2u);
+          else
+            store_out4(cbuf, c_mis, rows[r].slot, N, col0, N, v);
+        }
       }
+      slab = 0, ++chunk;
+    } else {
+      ++slab;
     }
+  };
+  W4Slab wa[NT], wb[NT];
+  const uint32_t steps = (chunk_end - chunk0) * slabs;
+  if (steps & 1u) {  // an odd count: one step first, the rest in pairs (uniform)
+    load(wb, chunk0, 0);
+    step(wb, wa);
+  } else {
+    load(wa, chunk0, 0);
+  }
+  for (uint32_t i = steps & 1u; i < steps; i += 2u) {
+    step(wa, wb);
+    step(wb, wa);
   }
 }
 
