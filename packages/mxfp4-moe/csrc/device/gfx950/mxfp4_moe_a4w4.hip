@@ -393,8 +393,8 @@ MM_DEVICE void a4w4(const uint8_t* A, const uint8_t* As, const uint8_t* W, const
 }
 
 // The down projection of one block against its A tile resident in LDS (slab s: codes at codes + s * BM * 64
-// in A4Lds layout, scale bytes at scales + s * BM), column chunks [chunk0, chunk_end) of 128 * NT swept
-// without barriers, weights one slab ahead. Each output's chain is slabs ascending, one MFMA each (the
+// in A4Lds layout, scale bytes at scales + s * BM), column chunks [chunk0, chunk_end) of 16 * NT * WAVES swept
+// without barriers, weights one (chunk, slab) step ahead. Each output's chain is slabs ascending, one MFMA each (the
 // streaming kernel's with EPI_NONE). rows / rw: the lane's rows 16r + j and their routed weights.
 // ALIGNED (the host checked N % 4 == 0 and C 8-byte aligned): one 8-byte store per 4 columns, bf16 by
 // pack_bf16x2_hw; else store_out4.
