@@ -46,17 +46,18 @@ def _hbm_bytes(ids: torch.Tensor, T: int) -> float:
     return hit * per_expert + T * (DIM // 2 + DIM // 32) + T * ids.shape[1] * DIM * 2  # weights, A, C
 
 
-def _round(mod, kernel, grid, block, args, cfg, rows_y: int) -> tuple[float, int]:
-    """Cycles of one round of `slots` co-resident workgroups (grid rows from the middle of the live blocks)."""
+def _round(mod, kernel, grid, block, args, cfg, rows_y: int, per_row: int = 1) -> tuple[float, int]:
+    """Cycles of one round of `slots` co-resident workgroups (grid rows from the middle of the live blocks;
+    per_row workgroups per row, x = 0 .. per_row - 1)."""
     # co-resident workgroups: the kernel's occupancy, but no more than the launch puts on one CU
-    slots = min(timing.occupancy(mod.kernel_info(kernel), block, cfg), -(-rows_y // cfg["cus_per_chip"]))
-    y0 = max(0, rows_y // 2 - slots // 2)
-    wgs = [(0, min(y0 + i, rows_y - 1), 0) for i in range(slots)]
+    slots = min(timing.occupancy(mod.kernel_info(kernel), block, cfg), -(-(rows_y * per_row) // cfg["cus_per_chip"]))
+    y0 = max(0, rows_y // 2 - slots // (2 * per_row))
+    wgs = [(i % per_row, min(y0 + i // per_row, rows_y - 1), 0) for i in range(slots)]
     rep = timing.simulate(mod, kernel, grid, block, args, cus=[wgs], config=cfg, slots=slots)
     return float(rep["cu_cycles"][0]), slots
 
 
-def ours(T: int, ids, tw, w13, s13, w2, s2, cfg, block_m: int | None = None) -> dict:
+def ours(T: int, ids, tw, w13, s13, w2, s2, cfg, block_m: int | None = None, splits: int | None = None) -> dict:
     import moonmath_mxfp4_moe as mm
     from moonmath_mxfp4_moe import a4w4, kernel
 
@@ -66,6 +67,7 @@ def ours(T: int, ids, tw, w13, s13, w2, s2, cfg, block_m: int | None = None) -> 
     B13, Bs13 = mm.repack_mxfp4(w13), mm.repack_mxfp4_scales(s13)
     B2, Bs2 = mm.repack_mxfp4(w2), mm.repack_mxfp4_scales(s2)
     bm = mm.mxfp4_moe_layer_a4w4_block_m(ids, E, cfg["cus_per_chip"]) if block_m is None else block_m
+    sp = mm.mxfp4_moe_layer_a4w4_down_splits(ids, E, bm, cfg["cus_per_chip"]) if splits is None else splits
     sid, eid, ntpp, nblk = mm.moe_align_block_size(ids, bm, E)
     live = -(-int(ntpp[0]) // bm)
     aq, as_ = mm.mxfp4_quantize_reference(x)
@@ -75,19 +77,21 @@ def ours(T: int, ids, tw, w13, s13, w2, s2, cfg, block_m: int | None = None) -> 
     A, a_stride = a4w4._a_operand(aq)
     args = [A, as_, B13, Bs13, B2, Bs2, y, tw.reshape(-1).float().contiguous(), sid, eid, ntpp, sid.numel(), nvt, T,
             ids.shape[1], DIM, DIM, E, 1, 1.0, 1.0, a_stride]
-    cyc, slots = _round(mod, name, (1, nblk, 1), INTER, args, cfg, live)
-    t = timing.kernel_time(live, cyc, slots, cfg, hbm_bytes=_hbm_bytes(ids, T))
+    cyc, slots = _round(mod, name, (sp, nblk, 1), INTER, args, cfg, live, sp)
+    t = timing.kernel_time(live * sp, cyc, slots, cfg, hbm_bytes=_hbm_bytes(ids, T))
     # the quantiser: groups of 32 over 256-thread workgroups, memory-light
     qmod = moonmath_emu.Module(kernel.KERNELS.path("bench", "gfx950", "mxfp4_quant").read_bytes())
     qs, qb = torch.empty_like(as_), torch.empty_like(aq)
     groups = T * DIM // 32
     qgrid = (-(-groups // 256), 1, 1)
-    qslots = timing.occupancy(qmod.kernel_info("mxfp4_quant_bf16"), 256, cfg)
+    # co-resident on one CU: its occupancy, but no more than the launch puts there (as _round)
+    qslots = min(timing.occupancy(qmod.kernel_info("mxfp4_quant_bf16"), 256, cfg), -(-qgrid[0] // cfg["cus_per_chip"]))
     qrep = timing.simulate(qmod, "mxfp4_quant_bf16", qgrid, 256, [x, qb, qs, T, DIM, DIM],
                            cus=[[(i, 0, 0) for i in range(min(qslots, qgrid[0]))]], config=cfg)
     tq = timing.kernel_time(qgrid[0], float(qrep["cu_cycles"][0]), qslots, cfg, hbm_bytes=T * DIM * 2.5)
     return {"us": 1e6 * (t["seconds"] + tq["seconds"]), "layer": t, "quant_us": 1e6 * tq["seconds"],
-            "workgroups": live, "slots": slots, "round_cycles": cyc, "block_m": bm, "kernel": name}
+            "workgroups": live * sp, "slots": slots, "round_cycles": cyc, "block_m": bm, "kernel": name,
+            "down_splits": sp}
 
 
 def aiter(T: int, ids, tw, w13, s13, w2, s2, cfg) -> dict:
@@ -121,6 +125,8 @@ def main() -> None:
     ap.add_argument("--bs", type=int, nargs="+", default=[16, 128, 512])
     ap.add_argument("--block-m", type=int, choices=(16, 32, 48), default=None,
                     help="force our layer's M tile (default: mxfp4_moe_layer_a4w4_block_m's plan)")
+    ap.add_argument("--down-splits", type=int, default=None,
+                    help="force our layer's workgroups per M block (default: mxfp4_moe_layer_a4w4_down_splits's plan)")
     ap.add_argument("--ours-only", action="store_true", help="skip AITER's row")
     a = ap.parse_args()
     os.environ["MOONMATH_EMU_ARCH"] = "gfx950"
@@ -137,14 +143,15 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     for T in a.bs:
         ids, tw = _routing(T, seed=T)
-        runs = [("ours", lambda *x: ours(*x, block_m=a.block_m))]
+        runs = [("ours", lambda *x: ours(*x, block_m=a.block_m, splits=a.down_splits))]
         if not a.ours_only:
             runs.insert(0, ("AITER", aiter))
         for who, f in runs:
             r = f(T, ids, tw, w13, s13, w2, s2, cfg)
             L = r["layer"]
-            extra = f" (+ quantise {r['quant_us']:.2f})" if "quant_us" in r else ""
-            print(f"| {T} | {who}: {r['kernel']} | {r['workgroups']} | {r['slots']} | {r['round_cycles']:.0f} | "
+            extra = f" (incl. quantise {r['quant_us']:.2f})" if "quant_us" in r else ""
+            kname = r["kernel"] + (f" x{r['down_splits']}" if r.get("down_splits", 1) > 1 else "")
+            print(f"| {T} | {who}: {kname} | {r['workgroups']} | {r['slots']} | {r['round_cycles']:.0f} | "
                   f"{L['rounds']} | {L['bound']} | {r['us']:.1f}{extra} | {AITER_REF_US[T]} |", flush=True)
 
 

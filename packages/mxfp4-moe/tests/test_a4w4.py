@@ -353,11 +353,11 @@ class MoeLayer(Layer):
                                mul_routed_weight=True)
         return C
 
-    def layer(self, bm, epilogue):
+    def layer(self, bm, epilogue, down_splits=1):
         sid, eid, ntpp, nblk = self.align(bm)
         C = torch.full((self.nvt, self.N), float("nan"), dtype=torch.bfloat16)
         mm.mxfp4_moe_layer_a4w4(self.aq, self.as_, self.B, self.Bs, self.B2, self.Bs2, C, self.tw, sid, eid, ntpp,
-                                nblk, bm, self.nvt, self.top_k, epilogue)
+                                nblk, bm, self.nvt, self.top_k, epilogue, down_splits=down_splits)
         return C
 
     def fp64(self):
@@ -393,6 +393,30 @@ def test_layer_prefetch_depths_equal_two_launches(gfx950, bm, K, N):
     got = L.layer(bm, mm.EPI_SILU)
     assert torch.equal(got, want), f"{int((got != want).sum())} of {got.numel()} outputs differ"
     assert _rel(got, L.fp64()) < 1e-2  # both paths share the down sweep: the float64 layer checks it too
+
+
+@pytest.mark.parametrize("inter,splits", [(256, 2), (256, 4), (512, 3)])
+def test_layer_down_splits_equal_two_launches(gfx950, inter, splits):
+    """The down columns split over `splits` workgroups per block: N = 640 is 3 column chunks at I = 256 (split
+    2: 2 + 1; split 4: one workgroup has none) and 2 at I = 512 (split 3: one has none); every output written once,
+    bit for bit the two launches (NaN-filled C: a column no workgroup wrote would fail)."""
+    L = MoeLayer(T=7, top_k=3, E=3, K=256, inter=inter, N=640, seed=inter + splits)
+    want = L.two_launches(16, mm.EPI_SILU)
+    got = L.layer(16, mm.EPI_SILU, down_splits=splits)
+    assert torch.equal(got, want), f"{int((got != want).sum())} of {got.numel()} outputs differ"
+
+
+def test_layer_down_splits_plan():
+    """mxfp4_moe_layer_a4w4_down_splits: CUs // live blocks, clamped to [1, MAX_DOWN_SPLITS]."""
+    ids = torch.tensor([[0, 1], [0, 2], [3, 1]], dtype=torch.int32)  # rows per expert 2, 2, 1, 1: 4 blocks at 16
+    assert mm.mxfp4_moe_layer_a4w4_down_splits(ids, 4, 16, num_cus=256) == a4w4.MAX_DOWN_SPLITS
+    assert mm.mxfp4_moe_layer_a4w4_down_splits(ids, 4, 16, num_cus=9) == 2
+    assert mm.mxfp4_moe_layer_a4w4_down_splits(ids, 4, 16, num_cus=7) == 1
+    assert mm.mxfp4_moe_layer_a4w4_down_splits(ids, 4, 16, num_cus=3) == 1
+    many = torch.arange(40, dtype=torch.int32).reshape(20, 2) % 40  # 40 experts of 1 row: 40 blocks
+    assert mm.mxfp4_moe_layer_a4w4_down_splits(many, 40, 32, num_cus=100) == 2
+    with pytest.raises(ValueError, match="block_m"):
+        mm.mxfp4_moe_layer_a4w4_down_splits(ids, 4, 24)
 
 
 def test_layer_nan_scale_gives_canonical_nan(gfx950):
@@ -435,6 +459,10 @@ def test_layer_rejections():
         mm.mxfp4_moe_layer_a4w4(M.aq, M.as_, M.B, M.Bs, M.B2[:, :4], M.Bs2, *args, mul_routed_weight=False)
     with pytest.raises(ValueError, match="epilogue"):
         mm.mxfp4_moe_layer_a4w4(M.aq, M.as_, M.B, M.Bs, M.B2, M.Bs2, *args, mm.EPI_NONE, mul_routed_weight=False)
+    for bad in (0, a4w4.MAX_DOWN_SPLITS + 1):
+        with pytest.raises(ValueError, match="down_splits"):
+            mm.mxfp4_moe_layer_a4w4(M.aq, M.as_, M.B, M.Bs, M.B2, M.Bs2, *args, mul_routed_weight=False,
+                                    down_splits=bad)
     off = torch.zeros(L.nvt * L.N + 1, dtype=torch.bfloat16)[1:].view(L.nvt, L.N)  # 2 bytes past an 8-byte boundary
     with pytest.raises(ValueError, match="8-byte"):
         mm.mxfp4_moe_layer_a4w4(M.aq, M.as_, M.B, M.Bs, M.B2, M.Bs2, off, None, sid, eid, ntpp, nblk, 16, L.nvt, 1,

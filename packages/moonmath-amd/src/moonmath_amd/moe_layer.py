@@ -18,6 +18,7 @@ from moonmath_mxfp4_moe import (
     mxfp4_moe_gateup_block_m,
     mxfp4_moe_layer_a4w4,
     mxfp4_moe_layer_a4w4_block_m,
+    mxfp4_moe_layer_a4w4_down_splits,
     mxfp4_quantize,
 )
 from moonmath_mxfp4_moe.a4w4 import LAYER_INTERS
@@ -88,8 +89,10 @@ def fused_moe(hidden_states: torch.Tensor, w13: torch.Tensor, w13_scales: torch.
     if activations == "mxfp4":
         aq, as_ = mxfp4_quantize(hidden_states)
         if one_launch:  # one launch, the MXFP4 intermediate stays in LDS (bit-equal to the two ops)
+            splits = mxfp4_moe_layer_a4w4_down_splits(topk_ids, E, bm)  # more workgroups when CUs stay idle
             mxfp4_moe_layer_a4w4(aq, as_, w13, w13_scales, w2, w2_scales, y, topk_weights, sid, eid, ntpp, nblk, bm,
-                                 nvt, top_k, epilogue, situ_beta=situ_beta, situ_linear_beta=situ_linear_beta)
+                                 nvt, top_k, epilogue, situ_beta=situ_beta, situ_linear_beta=situ_linear_beta,
+                                 down_splits=splits)
             result.copy_(y.view(T, top_k, H).float().sum(1))
             return result
         iq = torch.empty(nvt, inter // 2, dtype=torch.uint8, device=dev)

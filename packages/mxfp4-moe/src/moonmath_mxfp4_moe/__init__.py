@@ -8,6 +8,7 @@ from .a4w4 import (
     mxfp4_moe_gateup_a8w4,
     mxfp4_moe_layer_a4w4,
     mxfp4_moe_layer_a4w4_block_m,
+    mxfp4_moe_layer_a4w4_down_splits,
 )
 from .align import moe_align_block_size
 from .ops import EPI_NONE, EPI_SILU, EPI_SITU, mxfp4_moe_down, mxfp4_moe_gateup
@@ -31,6 +32,6 @@ __all__ = [
     "mxfp8_quantize", "mxfp8_quantize_reference", "mxfp4_moe_gateup_a8w4", "mxfp4_moe_down_a8w4",
     "mxfp4_moe_down_n_steps", "mxfp4_moe_down_nt", "mxfp4_moe_down_plan", "mxfp4_moe_gateup",
     "mxfp4_moe_gateup_block_m", "mxfp4_moe_gateup_supports_k", "mxfp4_moe_layer_a4w4",
-    "mxfp4_moe_layer_a4w4_block_m", "repack_mxfp4", "repack_mxfp4_scales",
+    "mxfp4_moe_layer_a4w4_block_m", "mxfp4_moe_layer_a4w4_down_splits", "repack_mxfp4", "repack_mxfp4_scales",
     "unrepack_mxfp4", "unrepack_mxfp4_scales",
 ]

@@ -348,12 +348,44 @@ def mxfp4_moe_layer_a4w4_block_m(topk_ids: torch.Tensor, num_experts: int, num_c
     return _c().gfx950_mxfp4_moe_layer_block_m(rows, _cus(num_cus))
 
 
+MAX_DOWN_SPLITS = 4
+
+
+def mxfp4_moe_layer_a4w4_down_splits(topk_ids: torch.Tensor, num_experts: int, block_m: int, num_cus: int = 0) -> int:
+    """Workgroups per M block of mxfp4_moe_layer_a4w4 (its ``down_splits``) for this routing: the down columns
+    are split over s workgroups, each computing the block's stage 1 in full, when s x the live blocks still fit
+    one per CU (s = CUs // blocks, at most MAX_DOWN_SPLITS; 1 when the blocks fill the CUs). A small batch leaves
+    CUs idle, and a workgroup's time is its bytes over its CU's share of HBM: split, each reads the gate/up
+    weights and 1/s of the down weights. Never changes results.
+
+    Args:
+        topk_ids: int32 or int64 ``[T, top_k]`` expert of each slot; ids outside [0, num_experts) are routed
+            nowhere.
+        num_experts: int in [1, 2^31).
+        block_m: the layer's M tile (16, 32 or 48).
+        num_cus: int in [0, 65535]; 0 asks the live device (hip) or the target arch (256 on gfx950).
+
+    Returns:
+        An int in [1, MAX_DOWN_SPLITS].
+    """
+    from .planners import MAX_I32, _cus
+
+    checks.tensor("topk_ids", topk_ids, dtype=(torch.int32, torch.int64), ndim=2)
+    checks.integer("num_experts", num_experts, lo=1, hi=MAX_I32)
+    checks.choice("block_m", block_m, A4W4_BLOCK_MS)
+    ids = topk_ids.reshape(-1).to("cpu", torch.int64)
+    ids = ids[(ids >= 0) & (ids < num_experts)]
+    rows = torch.bincount(ids, minlength=num_experts)
+    blocks = int(((rows + block_m - 1) // block_m).sum())
+    return max(1, min(MAX_DOWN_SPLITS, _cus(num_cus) // max(blocks, 1)))
+
+
 def mxfp4_moe_layer_a4w4(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor,
                          B2: torch.Tensor, Bs2: torch.Tensor, C: torch.Tensor, topk_weights: torch.Tensor | None,
                          sorted_token_ids: torch.Tensor, expert_ids: torch.Tensor,
                          num_tokens_post_padded: torch.Tensor, num_m_blocks: int, block_m: int,
                          num_valid_tokens: int, top_k: int, epilogue: int = EPI_SILU, mul_routed_weight: bool = True,
-                         situ_beta: float = 1.0, situ_linear_beta: float = 1.0) -> None:
+                         situ_beta: float = 1.0, situ_linear_beta: float = 1.0, down_splits: int = 1) -> None:
     """The a4w4 MoE layer of every routed slot in one launch (gfx950): gate/up, the gated epilogue quantised to
     MXFP4, the down projection times the routed weight; writes C in place. Bit-equal to mxfp4_moe_gateup_a4w4
     (with C_scales) followed by mxfp4_moe_down_a4w4 (top_k = 1) on the same inputs; the MXFP4 intermediate stays
@@ -379,9 +411,12 @@ def mxfp4_moe_layer_a4w4(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tenso
         epilogue: EPI_SILU (SwiGLU, default) or EPI_SITU (SituGLU).
         mul_routed_weight: bool; multiply each slot's output row by its topk_weights entry (default True).
         situ_beta, situ_linear_beta: b and L of EPI_SITU; finite, > 0.
+        down_splits: int in [1, MAX_DOWN_SPLITS]: workgroups per M block, the down columns split between them
+            (each computes the block's stage 1); mxfp4_moe_layer_a4w4_down_splits plans it. Never changes results.
     """
     checks.integer("epilogue", epilogue)
     checks.choice("epilogue", epilogue, (EPI_SITU, EPI_SILU))
+    checks.integer("down_splits", down_splits, lo=1, hi=MAX_DOWN_SPLITS)
     situ_beta = checks.real("situ_beta", situ_beta, positive=True, fp32=True)
     situ_linear_beta = checks.real("situ_linear_beta", situ_linear_beta, positive=True, fp32=True)
     E, K, ncols = _common(A, B, Bs, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
@@ -406,14 +441,16 @@ def mxfp4_moe_layer_a4w4(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tenso
                       sorted_token_ids=sorted_token_ids, expert_ids=expert_ids,
                       num_tokens_post_padded=num_tokens_post_padded)
     _layer_op(A, A_scales, B, Bs, B2, Bs2, C, topk_weights, sorted_token_ids, expert_ids, num_tokens_post_padded,
-              num_m_blocks, block_m, num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta)
+              num_m_blocks, block_m, num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta,
+              down_splits)
 
 
 @torch.library.custom_op("moonmath::mxfp4_moe_layer_a4w4", mutates_args=("C",))
 def _layer_op(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tensor, Bs: torch.Tensor, B2: torch.Tensor,
               Bs2: torch.Tensor, C: torch.Tensor, topk_weights: torch.Tensor | None, sorted_ids: torch.Tensor,
               expert_ids: torch.Tensor, ntpp: torch.Tensor, num_m_blocks: int, block_m: int, num_valid_tokens: int,
-              top_k: int, epilogue: int, mul_routed_weight: bool, situ_beta: float, situ_linear_beta: float) -> None:
+              top_k: int, epilogue: int, mul_routed_weight: bool, situ_beta: float, situ_linear_beta: float,
+              down_splits: int) -> None:
     if get_backend() == "reference":
         inter = B.shape[2] // 2
         hq = torch.zeros(num_valid_tokens, inter // 2, dtype=torch.uint8, device=C.device)
@@ -424,19 +461,22 @@ def _layer_op(A: torch.Tensor, A_scales: torch.Tensor, B: torch.Tensor, Bs: torc
                    num_valid_tokens, 1, EPI_NONE, mul_routed_weight, situ_beta, situ_linear_beta)
     else:
         launch_a4w4_layer(A, A_scales, B, Bs, B2, Bs2, C, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks,
-                          block_m, num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta)
+                          block_m, num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta,
+                          down_splits=down_splits)
 
 
 @_layer_op.register_fake
 def _(A, A_scales, B, Bs, B2, Bs2, C, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks, block_m,
-      num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta) -> None:
+      num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta, situ_linear_beta, down_splits) -> None:
     return None
 
 
 def launch_a4w4_layer(A, A_scales, B, Bs, B2, Bs2, C, topk_weights, sorted_ids, expert_ids, ntpp, num_m_blocks,
                       block_m, num_valid_tokens, top_k, epilogue, mul_routed_weight, situ_beta=1.0,
-                      situ_linear_beta=1.0, op: str = "moonmath_mxfp4_moe.mxfp4_moe_layer_a4w4") -> dict | None:
-    """Run mxfp4_moe_a4w4_layer_bm<BM>_i<I>_<epi>; returns the emulator's counters (emu) or None (hip)."""
+                      situ_linear_beta=1.0, down_splits: int = 1,
+                      op: str = "moonmath_mxfp4_moe.mxfp4_moe_layer_a4w4") -> dict | None:
+    """Run mxfp4_moe_a4w4_layer_bm<BM>_i<I>_<epi> on grid (down_splits, num_m_blocks); returns the emulator's
+    counters (emu) or None (hip)."""
     from .kernel import KERNELS, _check_b, _topk, _weight_reach
 
     E, G, ncols, _ = B.shape
@@ -456,4 +496,4 @@ def launch_a4w4_layer(A, A_scales, B, Bs, B2, Bs2, C, topk_weights, sorted_ids, 
             sorted_ids.numel(), num_valid_tokens, T, top_k, K, n, E, int(bool(mul_routed_weight)), float(situ_beta),
             float(situ_linear_beta), a_stride]
     # I / 64 waves (4 gate + 4 up tiles each): 256 threads at I = 256, 512 at I = 512
-    return KERNELS.launch(op, target_arch(), "mxfp4_moe_a4w4", name, (1, num_m_blocks, 1), inter, args)
+    return KERNELS.launch(op, target_arch(), "mxfp4_moe_a4w4", name, (down_splits, num_m_blocks, 1), inter, args)

@@ -110,17 +110,33 @@ typedef Act<kFp4>::Lds A4Lds;
 
 // One lane's weight granule and scale byte of slab `slab`: the slab's offset is uniform, so it rides in
 // soffset (SALU) and the per-lane offsets are computed once (w_off = 16 * granule index, s_off = index).
-// The scale is widened at the load (buffer_load_ubyte zero-extends; kept as a byte across the loop, each
-// use would pay a v_and 0xff).
+// The scale stays a byte until its MFMA: widened at the load, LLVM zero-extends the loaded byte with a
+// v_and 0xffff placed right after the load, which waits for it (vmcnt) before the next slab's loads issue:
+// the weight stream then drained every slab (stage 1 of the layer: 182k modeled cycles for 153k of HBM
+// time at bs 16; 153k with the byte kept). The v_and now sits at the MFMA, which waits for the load anyway.
 struct W4Slab {
   u32x4 nib;
-  uint32_t scale;
+  uint8_t scale;
 };
+
+// Ties values to this point of the program (an empty asm volatile reading and writing them; volatile asm
+// keeps its order): the MFMAs producing them cannot be sunk past the next barrier (the IR passes do sink
+// them, MFMAs having no side effects: then three weight sets are live and the register allocator copies the
+// one just loaded, waiting for it right after the loads).
+template <class T> MM_DEVICE void pin(T& x) { asm volatile("" : "+v"(x)); }
+template <class MX, int SUBS, int TILES> MM_DEVICE void pin(FragC<MX> (&acc)[SUBS][TILES]) {
+#pragma unroll
+  for (int r = 0; r < SUBS; ++r)
+#pragma unroll
+    for (int t = 0; t < TILES; ++t) pin(acc[r][t].v);
+}
 // readfirstlane: the slab offset is uniform, but LLVM may carry it as a VGPR induction variable and then
 // wrap each load in a waterfall loop (it did in the resident down kernel: +15 % instructions).
-MM_DEVICE W4Slab load_weights(const ExpertWeights& ew, uint32_t w_off, uint32_t s_off, uint32_t slab) {
+// col0: a uniform column offset (the down sweep's chunk), added to the slab's in soffset.
+MM_DEVICE W4Slab load_weights(const ExpertWeights& ew, uint32_t w_off, uint32_t s_off, uint32_t slab,
+                              uint32_t col0 = 0) {
   W4Slab ws;
-  const uint32_t sn = __builtin_amdgcn_readfirstlane(slab * 4u * ew.n);
+  const uint32_t sn = __builtin_amdgcn_readfirstlane(slab * 4u * ew.n + col0);
   ws.nib = buffer_load_b128(ew.w, w_off, sn * 16u);
   ws.scale = buffer_load_u8(ew.s, s_off, sn);
   return ws;
@@ -247,14 +263,19 @@ MM_DEVICE void a4w4_mainloop(FragC<MxOf<AF>> (&acc)[BM / 16][gated(EPI) ? 2 * NT
 #pragma unroll
     for (int t = 0; t < TILES; ++t) ahead[t] = load_weights(ew, 16u * widx[t], widx[t], s + DEPTH);
     slab_mma4<AF, SUBS, TILES>(acc, cur, lds[s & 1], (const uint8_t*)lds_scales[s & 1]);
+    pin(acc);  // this slab's MFMAs before the barrier
     if (s + 1 < slabs) stage((s + 1) & 1, a);
     block_sync();
   };
-  for (uint32_t s = 0; s < slabs; s += SETS) {
+  // Whole rotations of the SETS register sets, then the remaining slabs (uniform branches outside the loop).
+  uint32_t s = 0;
+  for (; s + SETS <= slabs; s += SETS) {
 #pragma unroll
-    for (int d = 0; d < SETS; ++d)
-      if (s + d < slabs) slab_step(s + d, w[d], w[(d + DEPTH) % SETS]);
+    for (int d = 0; d < SETS; ++d) slab_step(s + d, w[d], w[(d + DEPTH) % SETS]);
   }
+#pragma unroll
+  for (int d = 0; d + 1 < SETS; ++d)
+    if (s + d < slabs) slab_step(s + d, w[d], w[(d + DEPTH) % SETS]);
 }
 
 // Two f32 -> two bf16 (RTNE) by v_cvt_pk_bf16_f32, NaN made the canonical 0x7FFF first (the f32 NaN 0x7FFF0000
@@ -372,8 +393,8 @@ MM_DEVICE void a4w4(const uint8_t* A, const uint8_t* As, const uint8_t* W, const
 }
 
 // The down projection of one block against its A tile resident in LDS (slab s: codes at codes + s * BM * 64
-// in A4Lds layout, scale bytes at scales + s * BM), column chunks [chunk0, chunk_end) of 128 * NT swept
-// without barriers, weights one slab ahead. Each output's chain is slabs ascending, one MFMA each (the
+// in A4Lds layout, scale bytes at scales + s * BM), column chunks [chunk0, chunk_end) of 16 * NT * WAVES swept
+// without barriers, weights one (chunk, slab) step ahead. Each output's chain is slabs ascending, one MFMA each (the
 // streaming kernel's with EPI_NONE). rows / rw: the lane's rows 16r + j and their routed weights.
 // ALIGNED (the host checked N % 4 == 0 and C 8-byte aligned): one 8-byte store per 4 columns, bf16 by
 // pack_bf16x2_hw; else store_out4.
@@ -386,50 +407,64 @@ MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const Ex
   const uint32_t j = lane_id() & 15u, q = lane_id() >> 4, wave = wave_id();
   auto slab_codes = [&](uint32_t s) { return codes + s * (BM * kA4RowBytes); };
   auto slab_scales = [&](uint32_t s) { return (const uint8_t*)(scales + s * BM); };
-  for (uint32_t chunk = chunk0; chunk < chunk_end; ++chunk) {
-    const uint32_t wave_col = chunk * BN + wave * (16 * NT);
-    uint32_t widx[NT];
+  if (chunk0 >= chunk_end) return;
+  // The (chunk, slab) steps in one sequence, weights one step ahead across chunk boundaries too (a chunk's
+  // first slab no longer waits a whole memory latency). The chunk's columns ride in soffset (uniform), so
+  // the lane offsets are chunk 0's; the step past the last reads slab `slabs` (past the buffers: 0, no fetch).
+  uint32_t widx[NT];
 #pragma unroll
-    for (int t = 0; t < NT; ++t) widx[t] = weight_index(ew, wave_col + 16u * t + j);
-    FragC<Mx> acc[SUBS][NT];
+  for (int t = 0; t < NT; ++t) widx[t] = weight_index(ew, wave * (16u * NT) + 16u * t + j);
+  auto load = [&](W4Slab(&dst)[NT], uint32_t chunk, uint32_t slab) {
+    const bool past = chunk >= chunk_end;  // uniform
 #pragma unroll
-    for (int r = 0; r < SUBS; ++r)
+    for (int t = 0; t < NT; ++t)
+      dst[t] = load_weights(ew, 16u * widx[t], widx[t], past ? slabs : slab, past ? 0u : chunk * BN);
+  };
+  FragC<Mx> acc[SUBS][NT];
+  uint32_t chunk = chunk0, slab = 0, next_chunk = chunk0 + (slabs == 1u), next_slab = slabs == 1u ? 0u : 1u;
+  auto step = [&](const W4Slab(&cur)[NT], W4Slab(&ahead)[NT]) {
+    load(ahead, next_chunk, next_slab);
+    if (++next_slab == slabs) next_slab = 0, ++next_chunk;
+    if (slab == 0) {
 #pragma unroll
-      for (int t = 0; t < NT; ++t) acc[r][t] = zeros<Mx>();
-
-    W4Slab wa[NT], wb[NT];
+      for (int r = 0; r < SUBS; ++r)
 #pragma unroll
-    for (int t = 0; t < NT; ++t) wa[t] = load_weights(ew, 16u * widx[t], widx[t], 0);
-    // No prefetch past the last slab (uniform branches): at K = 256 a clamped reload would read half
-    // the weights twice.
-    for (uint32_t s = 0; s < slabs; s += 2) {
-      if (s + 1u < slabs) {
-#pragma unroll
-        for (int t = 0; t < NT; ++t) wb[t] = load_weights(ew, 16u * widx[t], widx[t], s + 1u);
-      }
-      slab_mma4<kFp4, SUBS, NT>(acc, wa, slab_codes(s), slab_scales(s));
-      if (s + 1u >= slabs) break;
-      if (s + 2u < slabs) {
-#pragma unroll
-        for (int t = 0; t < NT; ++t) wa[t] = load_weights(ew, 16u * widx[t], widx[t], s + 2u);
-      }
-      slab_mma4<kFp4, SUBS, NT>(acc, wb, slab_codes(s + 1), slab_scales(s + 1));
+        for (int t = 0; t < NT; ++t) acc[r][t] = zeros<Mx>();
     }
-
+    slab_mma4<kFp4, SUBS, NT>(acc, cur, slab_codes(slab), slab_scales(slab));
+    if (slab + 1u == slabs) {  // the chunk's epilogue
+      const uint32_t wave_col = chunk * BN + wave * (16 * NT);
 #pragma unroll
-    for (int r = 0; r < SUBS; ++r) {
-      if (!rows[r].live) continue;
+      for (int r = 0; r < SUBS; ++r) {
+        if (!rows[r].live) continue;
 #pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        const uint32_t col0 = wave_col + 16u * t + 4u * q;
-        if (col0 >= N) continue;
-        const f32x4 v = acc[r][t].v * rw[r];
-        if constexpr (ALIGNED)
-          buffer_store_b64(u32x2{pack_bf16x2_hw(v.x, v.y), pack_bf16x2_hw(v.z, v.w)}, cbuf, (rows[r].slot * N + col0) * 2u);
-        else
-          store_out4(cbuf, c_mis, rows[r].slot, N, col0, N, v);
+        for (int t = 0; t < NT; ++t) {
+          const uint32_t col0 = wave_col + 16u * t + 4u * q;
+          if (col0 >= N) continue;
+          const f32x4 v = acc[r][t].v * rw[r];
+          if constexpr (ALIGNED)
+            buffer_store_b64(u32x2{pack_bf16x2_hw(v.x, v.y), pack_bf16x2_hw(v.z, v.w)}, cbuf,
+                             (rows[r].slot * N + col0) * 2u);
+          else
+            store_out4(cbuf, c_mis, rows[r].slot, N, col0, N, v);
+        }
       }
+      slab = 0, ++chunk;
+    } else {
+      ++slab;
     }
+  };
+  W4Slab wa[NT], wb[NT];
+  const uint32_t steps = (chunk_end - chunk0) * slabs;
+  if (steps & 1u) {  // an odd count: one step first, the rest in pairs (uniform)
+    load(wb, chunk0, 0);
+    step(wb, wa);
+  } else {
+    load(wa, chunk0, 0);
+  }
+  for (uint32_t i = steps & 1u; i < steps; i += 2u) {
+    step(wa, wb);
+    step(wb, wa);
   }
 }
 
@@ -527,7 +562,8 @@ MM_DEVICE void a4w4_down(const uint8_t* A, const uint8_t* As, const uint8_t* W, 
 //
 // LDS: stage-1 slab buffers 2 x BM x (64 + 4) bytes; the intermediate BM x I/2 code bytes in the standard
 // order and BM x I/32 scale dwords, then I/128 slabs of BM x 64 in A4Lds layout + BM x 4 scale bytes each.
-// Grid (1, num_m_blocks).
+// Grid (splits, num_m_blocks): the down columns split over `splits` workgroups of one block, each computing
+// stage 1 in full (mxfp4_moe_layer_a4w4_down_splits: only when the blocks leave CUs idle).
 template <int BM, int NT, int EPI, int NTD, int WAVES>
 MM_DEVICE void a4w4_layer(const uint8_t* A, const uint8_t* As, const uint8_t* W1, const uint8_t* S1,
                           const uint8_t* W2, const uint8_t* S2, uint16_t* C, const float* topk_w,
@@ -597,7 +633,12 @@ MM_DEVICE void a4w4_layer(const uint8_t* A, const uint8_t* As, const uint8_t* W1
   const buffer_rsrc cbuf = make_buffer(C, num_valid * N * 2u);
   const uint32_t c_mis = misalignment8(C);
   block_sync();
-  down_sweep<BM, NTD, true, WAVES>(h_codes[0], h_scales[0], ew2, rows, rw, cbuf, c_mis, N, H_SLABS, 0, (N + BND - 1u) / BND);
+  // Down-column split: workgroup x of grid_dim_x() sweeps its share of the column chunks (each computes the
+  // whole stage 1; at small batches the CUs are idle otherwise, and each one's share of HBM bounds it).
+  const uint32_t chunks = (N + BND - 1u) / BND, splits = grid_dim_x();
+  const uint32_t per = (chunks + splits - 1u) / splits, c0 = block_id_x() * per;
+  down_sweep<BM, NTD, true, WAVES>(h_codes[0], h_scales[0], ew2, rows, rw, cbuf, c_mis, N, H_SLABS, c0,
+                                   c0 + per < chunks ? c0 + per : chunks);
 }
 
 }  // namespace
