@@ -656,16 +656,21 @@ MM_DEVICE void softmax_step(WaveState<Shape>& st, FragC (&s)[Shape::kKeyTiles], 
   }
   // A row that has seen no key yet keeps m = -inf: use 0 as its reference so exp2 gives 0, not NaN.
   const float m_ref = st.m == kNegInf ? 0.f : st.m;
-  float sum = 0.f;
+  // The lane's share of l in kSumChains independent partial sums, combined once per block, instead of one
+  // serial chain of 16 kKeyTiles dependent adds (the same adds; modeled d128 cycles per block 2998 -> 2905,
+  // 2941 with 2 chains, 2915 with 8: docs/kernels/attention_gfx950.md).
+  constexpr int kSumChains = 4;
+  static_assert(kSumChains == 4, "the combine below adds four partial sums");
+  float sum[kSumChains] = {};
 #pragma unroll
   for (int t = 0; t < Shape::kKeyTiles; ++t)
 #pragma unroll
     for (int r = 0; r < 16; ++r) {
       const float p = mm::exp2(__builtin_fmaf(s[t].v[r], c, -m_ref));
       s[t].v[r] = p;
-      sum += p;
+      sum[r % kSumChains] += p;
     }
-  st.l += sum;
+  st.l += (sum[0] + sum[1]) + (sum[2] + sum[3]);
   // P^T for PV step c: registers 8(c%2) .. +7 of key tile c/2 (KOfPackedC order, see the header).
 #pragma unroll
   for (int cs = 0; cs < Shape::kPvSteps; ++cs) {
