@@ -456,7 +456,10 @@ MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const Ex
   };
   W4Slab wa[NT], wb[NT];
   const uint32_t steps = (chunk_end - chunk0) * slabs;
-  if (steps & 1u) {  // an odd count: one step first, the rest in pairs (uniform)
+  // An odd count: one step first, the rest in pairs (uniform). Not as a tail after the loop: there the last
+  // MFMA feeds only the epilogue, and clang sinks it (and its scale operand) under the epilogue's partial
+  // EXEC (docs/kernels/mxfp4_moe_gfx950.md, compiler pitfall).
+  if (steps & 1u) {
     load(wb, chunk0, 0);
     step(wb, wa);
   } else {
