@@ -4,8 +4,9 @@ csrc/device/<arch>/mla_decode_stages.hpp) through moonmath_common's runtime.
 Code objects: ``mla_decode_a16w8_ws.hsaco`` (kernel ``mla_decode_a16w8_fwd_ws``, the one decode kernel: an
 8-wave warp-specialised workgroup per (request, KV part, group of up to 4 row tiles) that fetches each KV
 row once at fp8 width) and ``mla_decode_a16w8_merge.hsaco`` (``mla_decode_a16w8_merge``: the fixed-order
-merge of the parts). The decode kernel takes one by-value ``MlaDecodeArgs`` (csrc/device/mla_decode_args.hpp), whose bytes the
-host module packs (``_C.pack_mla_decode_args``) and the launcher passes as a ``StructArg``. The launch
+merge of the parts). The decode kernel takes one by-value ``MlaDecodeArgs``
+(csrc/device/mla_decode_args.hpp), whose bytes the host module packs (``_C.pack_mla_decode_args``) and the
+launcher passes as a ``StructArg``. The launch
 configuration comes from the C++ planner (``_C.plan_mla_decode``) and depends on shapes only (plus
 ``kv_indices.numel() / B`` as a length hint), so a captured graph replays correctly with new lengths and
 page tables.
