@@ -1,10 +1,10 @@
 """Calibrate the MLA planner's cost constants (per arch: gfx942, gfx950) against the emulator (no timing claims).
 
-The planner (csrc/host/mla_planner.hpp) models one wave's (or one shared workgroup's) time on its SIMD
+The planner (csrc/host/mla_planner.hpp) models one ws workgroup's time per SIMD
 as  issue_cycles(part) = kPartCycles + tiles * kTileCycles  and one merge wave's as
 merge_cycles(wave) = kMergeWaveCycles + iterations * kMergeIterCycles (four parts per iteration). The cycles are the
 emulator's instruction mix weighted by perfmodel's issue costs (MFMA 16, VALU 4, transcendental 16,
-DS/VMEM 4, SALU/SMEM/waitcnt/barrier/branch 1). This script measures them: for each variant it runs
+DS/VMEM 4, SALU/SMEM/waitcnt/barrier/branch 1). This script measures them: it runs
 one request with every wave doing the same work at two tile counts per part (so the per-wave cycles
 separate into a fixed and a per-tile term), and the merge at two part counts with one wave per row.
 
@@ -47,21 +47,21 @@ def run(B, S, H, q_len, nparts, variant, balanced=None):
 
 
 def fit_balance(b_lo=4, b_hi=16):
-    """Balanced split: the extra cycles per request of one decode wave (each wave reads all B lengths)."""
+    """Balanced split: the extra cycles per request, per SIMD of a decode workgroup (each locates its part
+    from all B lengths)."""
     per = []
     for B in (b_lo, b_hi):
-        c = run(B, 64, 16, 1, 2, "wave", balanced=True)
-        per.append(issue_cycles(c[0]) / (B * 2))
+        c = run(B, 64, 16, 1, 2, "ws", balanced=True)
+        per.append(issue_cycles(c[0]) / (B * 2 * 4))  # B * 2 workgroups of 4 SIMDs
     return (per[1] - per[0]) / (b_hi - b_lo)
 
 
 def per_unit_cycles(variant, H, q_len, tiles, nparts):
-    """Issue cycles per wave (wave variant) or per workgroup-wave (shared) of the main launch, every
-    unit with `tiles` tiles, and (if split) the merge's cycles per merge wave."""
+    """Issue cycles per SIMD of the main launch's workgroups, every part with `tiles` tiles, and (if split)
+    the merge's cycles per merge wave."""
     c = run(1, 16 * tiles * nparts, H, q_len, nparts, variant)
     n_rt = -(-q_len * H // 16)
-    # ws: per SIMD of its 8-wave workgroups (4 SIMDs each)
-    waves = nparts * (n_rt if variant == "wave" else -(-n_rt // 4) * 4)
+    waves = nparts * -(-n_rt // 4) * 4  # per SIMD of the 8-wave workgroups (4 SIMDs each)
     main = issue_cycles(c[0]) / waves
     merge = issue_cycles(c[1]) / (q_len * H * _C.merge_waves_per_row(nparts)) if len(c) > 1 else 0.0
     return main, merge
@@ -85,13 +85,10 @@ def fit_merge(H=16, q_len=1, p_lo=4, p_hi=16):
 
 def measured():
     """{name: value} of every constant the planner's model uses, as the emulator gives them now."""
-    wf, wt = fit("wave", 16, 1)
-    sf, st = fit("shared", 16, 4)
     xf, xt = fit("ws", 16, 1)       # one row tile per workgroup
     xf4, xt4 = fit("ws", 16, 4)     # four row tiles: the per-row-tile increments (per tile and per part)
     mr, ms = fit_merge()
-    return {"wave_part_cycles": wf, "wave_tile_cycles": wt, "shared_part_cycles": sf, "shared_tile_cycles": st,
-            "ws_part_cycles": xf, "ws_tile_cycles": xt, "ws_rowtile_cycles": (xt4 - xt) / 3,
+    return {"ws_part_cycles": xf, "ws_tile_cycles": xt, "ws_rowtile_cycles": (xt4 - xt) / 3,
             "ws_part_rowtile_cycles": (xf4 - xf) / 3,
             "merge_wave_cycles": mr, "merge_iter_cycles": ms, "balance_request_cycles": fit_balance()}
 

@@ -1,4 +1,4 @@
-"""Emulator counts of the MLA decode KV-format kernels (a16w16, a8w8, mxfp4; a16w8 beside them), gfx950.
+"""Emulator counts of the MLA decode KV-format kernels (a16w16, a8w8, mxfp4; a16w8's ws kernel beside them), gfx950.
 
 For each format on the same inputs (B requests of S tokens, H 16, q_len 1; the a8w8 / a16w8 pools the fp8
 quantisation of the bf16 one, mxfp4 its 32-block quantisation):
@@ -52,8 +52,7 @@ def run(fmt, x, nparts):
     tail = (x["seq_lens"], x["kv_indices"], x["kv_indptr"])
     with use_backend("emu"):
         if fmt == "a16w8":
-            return mk.run(x["q_lat"], x["q_pe"], x["fp8"], o, *tail, SCALE, x["kv_scale"], nparts=nparts,
-                          variant="shared")
+            return mk.run(x["q_lat"], x["q_pe"], x["fp8"], o, *tail, SCALE, x["kv_scale"], nparts=nparts)  # ws
         pool, aux, c_qk, o_scale = {
             "a16w16": (x["bf16"], None, SCALE * LOG2E, 1.0),
             "a8w8": (x["fp8"], None, SCALE * x["kv_scale"] * LOG2E, x["kv_scale"]),

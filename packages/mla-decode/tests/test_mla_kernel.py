@@ -101,12 +101,11 @@ def test_matches_reference(q_len, H):
     check_close(o, lse, ro, rlse)
 
 
-@pytest.mark.parametrize("variant", ["wave", "shared", "ws"])
+@pytest.mark.parametrize("variant", ["ws"])
 @pytest.mark.parametrize("nparts", [1, 2, 3, 7])
 def test_split_counts_agree(nparts, variant):
-    """Any forced KV split and either kernel variant give the reference's answer (nparts 1 = direct
-    write, > 1 = partials + merge; H 12 x q_len 2 = 24 rows: the shared variant's second row tile is
-    half dead and its other two waves only fetch)."""
+    """Any forced KV split gives the reference's answer (nparts 1 = direct write, > 1 = partials + merge;
+    H 12 x q_len 2 = 24 rows: the second row tile is half dead)."""
     case = make_case(3, 12, 2, [90, 17, 64], seed=5)
     o, lse = call("emu", case, nparts=nparts, variant=variant)
     ro, rlse = call("reference", case)
@@ -127,7 +126,7 @@ def test_wide_merge(nparts, cs, wpr):
     check_close(o, lse, ro, rlse)
 
 
-@pytest.mark.parametrize("variant", ["wave", "shared", "ws"])
+@pytest.mark.parametrize("variant", ["ws"])
 @pytest.mark.parametrize("H,q_len", [(1, 1), (16, 4), (128, 1), (64, 2)])
 def test_variants_match_reference(H, q_len, variant):
     case = make_case(2, H, q_len, [45, 29], seed=H + q_len)
@@ -176,7 +175,7 @@ def test_beyond_original_cu_cap():
 
 # ---- semantics -------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("variant", ["wave", "shared", "ws"])
+@pytest.mark.parametrize("variant", ["ws"])
 def test_causal_poisoning(variant):
     """KV beyond a position's window never changes its output (bit-identical)."""
     B, H, q_len = 2, 12, 4
@@ -233,7 +232,7 @@ def test_empty_windows():
     assert bool(torch.isfinite(l4[1, 2:]).all())
 
 
-@pytest.mark.parametrize("variant", ["wave", "shared", "ws"])
+@pytest.mark.parametrize("variant", ["ws"])
 @pytest.mark.parametrize("nparts", [None, 1])
 def test_deterministic(nparts, variant):
     case = make_case(2, 16, 4, [200, 57], seed=17)
@@ -339,7 +338,7 @@ def test_32bit_range_check():
 
 # ---- sizes beyond 32-bit offsets, hostile device metadata, NaN/Inf -----------------------------------
 
-@pytest.mark.parametrize("variant", ["wave", "shared", "ws"])
+@pytest.mark.parametrize("variant", ["ws"])
 def test_pool_beyond_4gib(variant):
     """Slots whose rows lie past byte 2^32 of the pool are read correctly: the pool is a structured
     buffer (576-byte records), so base + slot * 576 is formed in 48 bits, not 32."""
@@ -372,7 +371,7 @@ def test_kv_indices_beyond_4gib():
     check_close(o, lse, ro, rlse)
 
 
-@pytest.mark.parametrize("variant", ["wave", "shared", "ws"])
+@pytest.mark.parametrize("variant", ["ws"])
 def test_huge_device_seq_lens_are_clamped(variant):
     """Device-resident seq_lens are not checked on the host; a length of 2^31 - 1 (or one past its
     kv_indptr span, or negative) must neither hang nor read past the request's run: the kernel clamps
@@ -397,7 +396,7 @@ def _nan_pattern_case(seed, q_len=2):
 
 
 @pytest.mark.parametrize("variant,nparts",
-                         [("wave", 1), ("wave", 3), ("shared", 1), ("shared", 3), ("ws", 1), ("ws", 3)])
+                         [("ws", 1), ("ws", 3)])
 def test_nan_inputs_give_nan_lse(variant, nparts):
     """NaN/Inf in a row's inputs gives lse NaN (not -inf, which a merge reads as an empty rank), direct
     and through the split-KV merge, with the reference's NaN pattern in o and lse:
@@ -424,7 +423,7 @@ def test_nan_inputs_give_nan_lse(variant, nparts):
     assert (lse[fin] - rlse[fin]).abs().max().item() < LSE_TOL
 
 
-@pytest.mark.parametrize("variant", ["wave", "shared", "ws"])
+@pytest.mark.parametrize("variant", ["ws"])
 def test_nan_kv_outside_a_window_reaches_it_through_pv(variant):
     """Documented behaviour: a NaN in a KV row that position 0 does not attend (it lies in position 1's
     window only) still reaches position 0's o through the shared P V product (p = 0 times NaN), as in
@@ -564,14 +563,14 @@ def test_plan_once_run_per_layer_with_one_workspace():
             mk.run(*args, nparts=2, plan=p)
 
 
-@pytest.mark.parametrize("variant", ["wave", "shared", "ws"])
+@pytest.mark.parametrize("variant", ["ws"])
 def test_length_balanced_split(variant):
     """One long request beside seven short ones: the device-side balanced split gives the long one most
     of the B * nparts parts, so its busiest part carries 32 tokens instead of 112 (uniform: nparts each),
     and both splits match the reference. The parts' token counts are read from the workspace: with
     Q = 0 every attended token has p = 1, so a part's l is its token count."""
     B, H, nparts = 8, 16, 8
-    q_len = 1 if variant == "wave" else 2
+    q_len = 2
     lens = [800] + [24] * 7
     case = make_case(B, H, q_len, lens, seed=71)
     ro, rlse = call("reference", case)
@@ -600,7 +599,7 @@ def test_length_balanced_split(variant):
     assert busiest[True] <= 2 * 16   # 64 tiles, 56 spare parts: 44 parts for the long request
 
 
-@pytest.mark.parametrize("variant", ["wave", "ws"])
+@pytest.mark.parametrize("variant", ["ws"])
 def test_the_arch_runs_its_own_code_object(arch, variant):
     """The launch ran the arch's code object (no fallback): its counters show the arch's QK MFMA
     (gfx950: v_mfma_f32_16x16x32_bf16, 18 per 16-token tile per row tile; gfx942: none of it)."""
@@ -631,7 +630,7 @@ def test_ws_reads_each_kv_row_once(H, q_len):
     assert counters[0]["vmem_load_bytes"] == S * (576 + 4) + rows * 576 * 2
 
 
-@pytest.mark.parametrize("variant,nparts", [("ws", 1), ("ws", 3), ("wave", 3), ("shared", 1)])
+@pytest.mark.parametrize("variant,nparts", [("ws", 1), ("ws", 3)])
 def test_device_kv_scale_is_read_on_the_device(variant, nparts):
     """kv_scale as a device tensor (on the emu backend an EmuDeviceTensor, which raises HostReadError on any
     host read) reaches the kernels by pointer: the call succeeds, so nothing read it on the host; o and lse

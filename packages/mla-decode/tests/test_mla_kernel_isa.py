@@ -1,16 +1,8 @@
 """ISA budgets of the MLA decode kernels on gfx942 and gfx950, read from the built code objects.
 
-One kernel source serves both archs (csrc/device/mla_decode_a16w8*.hip); only the QK MFMA stage differs
+One kernel source serves both archs (csrc/device/mla_decode_a16w8_ws.hip); only the QK MFMA stage differs
 (csrc/device/<arch>/mla_decode_stages.hpp). Declared budgets (docs/kernels/mla_decode_gfx942.md,
 docs/kernels/mla_decode_gfx950.md), the same on both archs:
-  mla_decode_a16w8_fwd    VGPR+AGPR <= 416 (AGPR <= 160): one wave per SIMD (512 available), 256 threads
-                          per workgroup; SGPR <= 88 (82 since the balanced split is located lane-parallel;
-                          at one wave per SIMD SGPRs do not bound occupancy); LDS 0; scratch 0;
-                          no spills. (Was 384 / 128 before the pool became a structured buffer: each idxen load takes
-                          a (slot, column) VGPR pair,
-                          +28 AGPR measured, 380 -> 408; the price of pools beyond 4 GiB with no 64-bit VALU.)
-  mla_decode_a16w8_fwd_shared  VGPR+AGPR <= 384 (AGPR <= 128), SGPR <= 88; LDS <= 36096 (one widened
-                          KV tile: K rows + V operand blocks); scratch 0; no spills.
   mla_decode_a16w8_fwd_ws VGPR+AGPR <= 256: two waves per SIMD (the 8-wave workgroup, one per CU); SGPR
                           <= 96; LDS <= 65024 (three widened KV tiles + two P/alpha buffers); scratch 0;
                           no spills; 512 threads per workgroup.
@@ -20,8 +12,8 @@ docs/kernels/mla_decode_gfx950.md), the same on both archs:
                           blocks of up to 8 waves each: up to 512 threads per workgroup, so 256 VGPRs are
                           allowed and no spill; at 1024 threads it spilled 25 VGPRs); LDS 0 static (the
                           waves' running state is dynamic LDS, sized per launch); scratch 0; no spills.
-MFMA mix (static, the decode loop unrolled by two tiles): per tile 36 QK + 32 PV v_mfma_f32_16x16x16_bf16
-on gfx942; on gfx950 the QK contraction is 18 v_mfma_f32_16x16x32_bf16 and PV stays 32 16x16x16.
+MFMA mix (static, the ws kernel's stage instances): 144 QK + 160 PV v_mfma_f32_16x16x16_bf16 on gfx942; on
+gfx950 the QK contraction is 72 v_mfma_f32_16x16x32_bf16 and PV stays 160 16x16x16.
 """
 from __future__ import annotations
 
@@ -31,28 +23,23 @@ import pytest
 
 from moonmath_mla_decode.kernel import (
     ARCHS,
-    FWD_CODE_OBJECT,
-    FWD_KERNEL,
     KERNELS,
     MERGE_CODE_OBJECT,
     MERGE_KERNEL,
     OP,
-    SHARED_CODE_OBJECT,
-    SHARED_KERNEL,
     WS_CODE_OBJECT,
     WS_KERNEL,
 )
 
 BUDGETS = {
-    (FWD_CODE_OBJECT, FWD_KERNEL): dict(vgpr=416, agpr=160, sgpr=88, lds=0, scratch=0, block=256),
-    (SHARED_CODE_OBJECT, SHARED_KERNEL): dict(vgpr=384, agpr=128, sgpr=88, lds=36096, scratch=0, block=256),
     (WS_CODE_OBJECT, WS_KERNEL): dict(vgpr=256, agpr=256, sgpr=96, lds=65024, scratch=0, block=512),
     (MERGE_CODE_OBJECT, MERGE_KERNEL): dict(vgpr=192, agpr=0, sgpr=80, lds=0, scratch=0, block=512),
 }
-# Static MFMA counts per decode kernel (two tiles of the unrolled loop): {opcode: count}.
+# Static MFMA counts of the ws kernel (all its QK and PV stage instances): {opcode: count}. gfx950 contracts
+# QK with half as many 16x16x32 MFMAs (72 for gfx942's 144 16x16x16); PV (160) is the same on both.
 MFMA_MIX = {
-    "gfx942": {"v_mfma_f32_16x16x16_bf16": 2 * (36 + 32)},
-    "gfx950": {"v_mfma_f32_16x16x32_bf16": 2 * 18, "v_mfma_f32_16x16x16_bf16": 2 * 32},
+    "gfx942": {"v_mfma_f32_16x16x16_bf16": 144 + 160},
+    "gfx950": {"v_mfma_f32_16x16x32_bf16": 72, "v_mfma_f32_16x16x16_bf16": 160},
 }
 
 
@@ -77,7 +64,7 @@ def test_isa_budget(co, kernel, arch):
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("co,kernel", [(FWD_CODE_OBJECT, FWD_KERNEL), (SHARED_CODE_OBJECT, SHARED_KERNEL)])
+@pytest.mark.parametrize("co,kernel", [(WS_CODE_OBJECT, WS_KERNEL)])
 def test_mfma_mix(co, kernel, arch):
     """The arch's QK stage is what the code object runs: gfx950 contracts QK with 16x16x32 bf16 MFMAs."""
     _need(arch)
@@ -89,8 +76,7 @@ def test_mfma_mix(co, kernel, arch):
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("co,kernel", [(FWD_CODE_OBJECT, FWD_KERNEL), (SHARED_CODE_OBJECT, SHARED_KERNEL),
-                                       (WS_CODE_OBJECT, WS_KERNEL)])
+@pytest.mark.parametrize("co,kernel", [(WS_CODE_OBJECT, WS_KERNEL)])
 def test_decode_kernels_take_one_args_struct(co, kernel, arch):
     """The decode kernels take one by-value MlaDecodeArgs (csrc/device/mla_decode_args.hpp), of the size the
     host module packs (_C.pack_mla_decode_args): one layout for host and device."""

@@ -46,7 +46,7 @@ def test_binding_per_arch_machine():
     assert _C.mla_plan_cost(2, 16, 1, 8192, b.nparts, variant=b.variant, arch="gfx950") == pytest.approx(b.cost_ns)
     assert _C.mla_plan_cost(2, 16, 1, 8192, 4, cus=256, arch="gfx950") == _C.mla_plan_cost(2, 16, 1, 8192, 4,
                                                                                          arch="gfx950")
-    assert _C.mla_cost_constants("gfx950")["wave_tile_cycles"] < _C.mla_cost_constants("gfx942")["wave_tile_cycles"]
+    assert _C.mla_cost_constants("gfx950")["ws_tile_cycles"] < _C.mla_cost_constants("gfx942")["ws_tile_cycles"]
     # a full batch (one part each) fills 256 CUs with 1024 waves: B = 1024 at H 16, q_len 1
     assert _C.plan_mla_decode(1024, 16, 1, 4096, arch="gfx950").nparts == 1
     for bad in ("gfx90a", ""):
@@ -94,8 +94,7 @@ def test_split_stops_where_the_fixed_cost_outweighs_it():
     for q_len in (1, 2, 4):
         for S in (1024, 8192):
             p = _C.plan_mla_decode(2, 16, q_len, S)
-            costs = {(v, n): _C.mla_plan_cost(2, 16, q_len, S, n, variant=v)
-                     for v in (("ws", "shared", "wave") if q_len > 1 else ("ws", "wave"))
+            costs = {("ws", n): _C.mla_plan_cost(2, 16, q_len, S, n)
                      for n in range(1, S // 16 + 1)
                      if -(-(S // 16) // -(-(S // 16) // n)) == n}  # no empty part
             best = min(costs.values())

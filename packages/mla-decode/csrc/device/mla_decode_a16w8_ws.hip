@@ -1,7 +1,21 @@
 // MLA absorbed decode, gfx942 (and gfx950 through its stage file): the warp-specialised 8-wave kernel.
 //
-// Same math, row packing, masking, split and outputs as mla_decode_a16w8.hip (read that file's header
-// first). What this kernel changes is how the KV reaches the MFMAs:
+// The math (the one a16w8 decode kernel; the fourth session's one-wave and shared-tile kernels are retired):
+//   rows   r = t*H + h (position t, head h) of request b, packed 16 to a tile, so any H and q_len fill
+//          tiles; global row R = b*q_len*H + r indexes q_lat/q_pe/o_lat/lse directly.
+//   parts  the grid holds U = B * nparts units; request b owns count_b of them (nparts each, or by length
+//          with kFlagBalanced: mla_decode_common.hpp, locate) and its window [0, E_b) is cut into count_b
+//          runs of whole 16-token tiles.
+//   softmax in the exp2 domain (x = s * scale * kv_scale * log2(e)), running max per row; a row's
+//          arithmetic depends on its own scores only, so KV outside its window cannot change it.
+//   output with one part o = kv_scale * O / ln (bf16 RTNE; ln the sum of the bf16 p the MFMA used) and
+//          lse = m + log2(l); otherwise partials (O / ln fp16 up to 64 parts, else fp32 O; m, l, ln fp32)
+//          that mla_decode_a16w8_merge combines in a fixed order (deterministic, no atomics).
+//   safety the pool is a structured buffer of 576-byte records (a bad slot reads zeros; pools beyond
+//          4 GiB need no 64-bit math); each request's kv_indices run is its own buffer. A NaN score makes
+//          l and lse NaN; a NaN in a KV row a row does not attend still reaches it through the shared PV
+//          MFMA (p = 0 times NaN), as in the reference's dense P V product.
+// How the KV reaches the MFMAs:
 //   each KV row is fetched ONCE, at fp8 width (576 bytes), widened once to bf16 into LDS, and both MFMA
 //   operands, K (for S = K Q^T) and V^T (for O += P V), are read from that one copy.
 //

@@ -1,4 +1,4 @@
-// The arguments of the MLA decode kernels (mla_decode_a16w8.hip, _shared.hip, _ws.hip): one struct for the
+// The arguments of the MLA decode kernels (mla_decode_a16w8_ws.hip): one struct for the
 // host, which packs it (csrc/host/mla_args_bind.cpp: _C.pack_mla_decode_args, called by kernel.py), and the
 // device, which takes it by value in the kernarg segment. Plain C++ (no HIP types): pointers travel as
 // 64-bit device addresses; the kernels cast them back (mla_decode_common.hpp: args_ptr).

@@ -1,5 +1,5 @@
-// Shared stages of the MLA decode kernels, gfx942 and gfx950 (mla_decode_a16w8.hip: a wave per row tile;
-// mla_decode_a16w8_shared.hip: a workgroup shares each KV tile through LDS; mla_decode_a16w8_merge.hip).
+// Shared stages of the MLA decode kernels, gfx942 and gfx950 (mla_decode_a16w8_ws.hip, the KV-format kernels
+// over mla_decode_lds_tile.hpp, mla_decode_a16w8_merge.hip).
 // The kernels are one source for both archs; the arch-specific stage (the QK MFMA step, qk_step8) is in
 // gfx942/mla_decode_stages.hpp and gfx950/mla_decode_stages.hpp, picked here by the target.
 //

@@ -3,7 +3,7 @@
 // gfx950/mla_decode_a8w8.hip) supplies a `Kv` stage — who fetches which bytes of a KV tile, and how they
 // become the LDS operand layouts below — and instantiates `decode_lds_tile<Kv>` as its kernel.
 //
-// Work unit (as mla_decode_a16w8_shared.hip, whose header has the math): a workgroup = 4 waves = one
+// Work unit (rows and parts as mla_decode_a16w8_ws.hip, whose header has the math): a workgroup = 4 waves = one
 // (request, KV part, group of up to 4 16-row tiles). Per KV tile (16 tokens for the bf16 operands, 32 for
 // fp8) the 256 threads fetch the tile ONCE (every byte of the tile by exactly one thread), convert it once,
 // store it in LDS, and each wave with a row tile runs its QK and PV MFMAs reading LDS:

@@ -2,16 +2,14 @@
 // (plus an optional host length hint), so a captured graph replays correctly with new lengths and
 // page tables: the kernel reads lengths, kv_indptr and kv_indices on the device.
 //
-// Work decomposition (see csrc/device/mla_decode_a16w8*.hip, one source for both archs):
+// Work decomposition (see csrc/device/mla_decode_a16w8_ws.hip, one source for both archs):
 //   rows      q_len * H per request, packed into n_rt = ceil(q_len * H / 16) MFMA row tiles;
 //   parts     each request's window is cut into `nparts` runs of whole 16-token KV tiles;
-//   variant   "wave":   one wave per (request, part, row tile), KV straight to registers,
-//                       B * nparts * n_rt waves, 4 per workgroup;
-//             "shared": one 4-wave workgroup per (request, part, group of 4 row tiles) that fetches
-//                       and widens each KV tile once into LDS (n_rt >= 2 only);
-//             "ws":     one 8-wave warp-specialised workgroup per (request, part, group of up to 4 row
-//                       tiles): each KV row fetched once at fp8 width, widened once into LDS, K and V^T
-//                       served from that copy (mla_decode_a16w8_ws.hip); any n_rt. One per CU (62 KB LDS).
+//   kernel    one 8-wave warp-specialised workgroup per (request, part, group of up to 4 row tiles): each
+//             KV row fetched once at fp8 width, widened once into LDS, K and V^T served from that copy
+//             (mla_decode_a16w8_ws.hip); any n_rt. One per CU (62 KB LDS). (The fourth session's "wave" and
+//             "shared" a16w8 kernels are retired; Variant::kWave / kShared remain the KV-format kernels'
+//             launch shapes, formats.py.)
 // With nparts == 1 the kernel writes o/lse itself; otherwise it writes fp32 partials (O, m, l, ln) to a
 // workspace and a merge kernel (cs column blocks of wpr waves per row) combines them in part order.
 //
@@ -45,7 +43,7 @@
 //               O and (m, l, ln) read and o written, merge_bw as bw over the merge's workgroups
 // kPartLatencyNs, kHbmLatencyNs and the bandwidths are assumptions about the hardware (the emulator
 // has no timing); the cycle constants are measurements.
-// (variant, nparts): the fewest parts (shared, if n_rt >= 2, before wave) whose cost is within
+// nparts: the fewest parts whose cost is within
 // the machine's split_slack (gfx942: 3%; gfx950: kSplitSlack, 5%) of the minimum over nparts in
 // 1..kMaxParts with no empty part: gains below the
 // model's accuracy do not buy more work.
@@ -120,23 +118,19 @@ struct KernelCost {
   // (Session 4 set 2 for another reason, since fixed: the timing model put every one-wave workgroup on SIMD 0.)
   double cu_workgroups = 1;
 };
-// The one table of decode-kernel costs: a row per (arch, kernel): the a16w8 variants (plan()) and the KV-format
+// The one table of decode-kernel costs: a row per (arch, kernel): the a16w8 ws kernel (plan()) and the KV-format
 // kernels (formats.py, plan_format_parts()); a kernel without a row has no cost model (kernel_cost throws).
 struct KernelCostRow {
   const char* arch;
-  const char* kernel;  // "wave", "shared", "ws": the a16w8 variants; "<format>", "<format>_w1": formats.py's
+  const char* kernel;  // "ws": the a16w8 kernel; "<format>", "<format>_w1": formats.py's
   KernelCost cost;
 };
 // Bytes per KV token of the format kernels: the pool record, MXFP4's 18 E8M0 scales, the kv_indices entry.
 constexpr double kA16w16TokenBytes = 2 * kRowBytes + 4, kMxfp4TokenBytes = kRowBytes / 2 + kRowBytes / 32 + 4;
 inline constexpr KernelCostRow kKernelCosts[] = {
-    {"gfx942", "wave", {3060.0, 0.0, 2721.0}},
-    {"gfx942", "shared", {2111.0, 0.0, 3189.0}},
     // ws: part_cycles at one row tile, part_rowtile_cycles per further row tile (measured at 4: q_len 4, H 16)
     {"gfx942", "ws", {739.0, 432.0, 938.0, kRowBytes + 4, 0, 0, kWavesPerBlock, 476.0, 2.0}},
     // gfx950: the QK contraction is 18 v_mfma_f32_16x16x32_bf16 per tile instead of 36 16x16x16
-    {"gfx950", "wave", {2772.0, 0.0, 2721.0}},
-    {"gfx950", "shared", {1823.0, 0.0, 3189.0}},
     {"gfx950", "ws", {667.0, 360.0, 938.0, kRowBytes + 4, 0, 0, kWavesPerBlock, 476.0, 2.0}},
     // The KV-format kernels (formats.py), benchmarks/calibrate_mla_formats_emu.py: "<format>" the 4-wave
     // LDS-tile kernel (a wave per row tile, up to 4 sharing a KV tile: the "shared" launch shape, cycles per
@@ -194,8 +188,8 @@ struct Plan {
   int64_t rows = 0;           // q_len * heads per request
   int64_t n_rt = 0;           // 16-row tiles per request
   int64_t nparts = 1;         // KV parts per request
-  const char* variant = "wave";  // "wave": a wave per row tile; "shared": up to 4 row tiles share a KV tile in LDS
-  int64_t waves = 0;          // wave: B * nparts * n_rt; shared: B * nparts * ceil(n_rt / 4) * 4
+  const char* variant = "ws";  // the a16w8 decode kernel (the one variant)
+  int64_t waves = 0;          // B * nparts * ceil(n_rt / 4) * 8
   int64_t grid = 0;           // workgroups of the main kernel (kBlockThreads each) = waves / 4
   int64_t block = kBlockThreads;
   int64_t merge_grid = 0;     // workgroups of the merge kernel: ceil(rows * merge_wpr / 4) (0: no merge)
@@ -313,10 +307,10 @@ inline double kernel_plan_cost(const KernelCost& kc, int64_t batch, int64_t head
   return cost;
 }
 
-// Modelled time (ns) of an a16w8 launch with `nparts` parts and kernel variant `v`.
+// Modelled time (ns) of an a16w8 (ws kernel) launch with `nparts` parts.
 inline double plan_cost(int64_t batch, int64_t heads, int64_t q_len, int64_t len, int64_t nparts,
-                        int64_t cus = kDefaultCus, Variant v = Variant::kWave, const Machine& mc = kGfx942) {
-  return kernel_plan_cost(kernel_cost(mc.arch, variant_name(v)), batch, heads, q_len, len, nparts, cus, v, mc);
+                        int64_t cus = kDefaultCus, const Machine& mc = kGfx942) {
+  return kernel_plan_cost(kernel_cost(mc.arch, "ws"), batch, heads, q_len, len, nparts, cus, Variant::kWs, mc);
 }
 
 // A KV-format kernel's launch shape: "<format>_w1" is a wave per (request, part), else a 4-wave workgroup
@@ -352,9 +346,6 @@ inline std::pair<int64_t, double> plan_format_parts(int64_t batch, int64_t heads
 
 // The launch configuration. Throws std::invalid_argument on shapes outside the kernel's domain.
 // len_hint <= 0: no hint (kDefaultLen). Any batch size is served (more waves, more rounds).
-// The ws variant is considered first (it fetches each KV row once per workgroup at fp8 width), then the
-// shared variant when there are two or more row tiles (with one, three of its four waves would idle),
-// then the wave variant.
 // cus <= 0: the machine's full part.
 inline Plan plan(int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint = 0, int64_t cus = kDefaultCus,
                  const Machine& mc = kGfx942) {
@@ -374,31 +365,23 @@ inline Plan plan(int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint =
   const int64_t max_parts = std::min<int64_t>(kMaxParts, tiles);
   const int64_t total_rows = batch * p.rows;
   const int64_t limit = int64_t(1) << 32;  // 32-bit device offsets into every buffer
-  // ws first, then shared when it applies: they issue a fraction of the wave variant's VMEM requests and
-  // widening VALU per row tile, which the HBM-only memory term does not see, so on a tie they win.
-  // Pass 1: the modelled minimum. Pass 2: the fewest parts (shared before wave at equal parts) whose
-  // cost is within the machine's split_slack of it (a split must buy more than the model's own uncertainty,
-  // else it only adds work; gfx942's 3%: see kGfx942).
+  // Pass 1: the modelled minimum. Pass 2: the fewest parts whose cost is within the machine's split_slack
+  // of it (a split must buy more than the model's own uncertainty, else it only adds work; gfx942's 3%:
+  // see kGfx942).
   auto addressable = [&](int64_t np) { return np == 1 || total_rows * np * kLat * 4 < limit; };
   auto candidate = [&](int64_t np) { return parts_all_busy(tiles, np); };
-  const Variant order[3] = {Variant::kWs, p.n_rt >= 2 ? Variant::kShared : Variant::kWave, Variant::kWave};
-  const int n_variants = p.n_rt >= 2 ? 3 : 2;
-  const Variant first = order[0];
-  double min_cost = plan_cost(batch, heads, q_len, p.len_used, 1, cus, first, mc);
-  for (int64_t np = 1; np <= max_parts && addressable(np); ++np)
-    for (int k = 0; k < n_variants && candidate(np); ++k) min_cost = std::min(min_cost, plan_cost(batch, heads, q_len, p.len_used, np, cus, order[k], mc));
-  Variant best_v = first;
+  auto cost = [&](int64_t np) { return plan_cost(batch, heads, q_len, p.len_used, np, cus, mc); };
+  double min_cost = cost(1);
+  for (int64_t np = 2; np <= max_parts && addressable(np); ++np)
+    if (candidate(np)) min_cost = std::min(min_cost, cost(np));
   int64_t best = 0;
   double best_cost = 0;
   for (int64_t np = 1; np <= max_parts && addressable(np) && best == 0; ++np)
-    for (int k = 0; k < n_variants && best == 0 && candidate(np); ++k) {
-      const double c = plan_cost(batch, heads, q_len, p.len_used, np, cus, order[k], mc);
-      if (c <= min_cost * mc.split_slack) {
-        best = np;
-        best_v = order[k];
-        best_cost = c;
-      }
+    if (candidate(np) && cost(np) <= min_cost * mc.split_slack) {
+      best = np;
+      best_cost = cost(np);
     }
+  const Variant best_v = Variant::kWs;
   p.nparts = best;
   p.variant = variant_name(best_v);
   p.cost_ns = best_cost;

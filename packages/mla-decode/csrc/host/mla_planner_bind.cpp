@@ -72,7 +72,7 @@ void register_mla_planner(py::module_& m) {
                                           {"balance_request_cycles", m->balance_request_cycles}};
         for (const auto& row : moonmath::mla::kKernelCosts) {
           const std::string k = row.kernel;
-          if (arch != row.arch || (k != "wave" && k != "shared" && k != "ws")) continue;  // a16w8's rows
+          if (arch != row.arch || k != "ws") continue;  // a16w8's row
           out[k + "_tile_cycles"] = row.cost.tile_cycles;
           out[k + "_part_cycles"] = row.cost.part_cycles;
           if (row.cost.rowtile_cycles > 0) out[k + "_rowtile_cycles"] = row.cost.rowtile_cycles;
@@ -88,7 +88,7 @@ void register_mla_planner(py::module_& m) {
         std::map<std::string, std::map<std::string, double>> out;
         for (const auto& row : moonmath::mla::kKernelCosts) {
           const std::string k = row.kernel;
-          if (arch != row.arch || k == "wave" || k == "shared" || k == "ws") continue;
+          if (arch != row.arch || k == "ws") continue;
           out[k] = {{"tile_cycles", row.cost.tile_cycles},
                     {"part_cycles", row.cost.part_cycles},
                     {"token_bytes", row.cost.token_bytes},
@@ -135,21 +135,17 @@ void register_mla_planner(py::module_& m) {
       "mla_plan_cost",
       [](int64_t batch, int64_t heads, int64_t q_len, int64_t len, int64_t nparts, int64_t cus,
          const std::string& variant, const std::string& arch) {
-        if (variant != "wave" && variant != "shared" && variant != "ws")
-          throw py::value_error("mla_plan_cost: variant must be 'wave', 'shared' or 'ws', got '" + variant + "'");
+        if (variant != "ws")
+          throw py::value_error("mla_plan_cost: variant must be 'ws' (the a16w8 decode kernel), got '" + variant + "'");
         const moonmath::mla::Machine* m = nullptr;
         try {
           m = &moonmath::mla::machine_for(arch);
         } catch (const std::invalid_argument& e) {
           throw py::value_error(e.what());
         }
-        return moonmath::mla::plan_cost(batch, heads, q_len, len, nparts, cus > 0 ? cus : m->cus,
-                                        variant == "ws"       ? moonmath::mla::Variant::kWs
-                                        : variant == "shared" ? moonmath::mla::Variant::kShared
-                                                              : moonmath::mla::Variant::kWave,
-                                        *m);
+        return moonmath::mla::plan_cost(batch, heads, q_len, len, nparts, cus > 0 ? cus : m->cus, *m);
       },
       py::arg("batch"), py::arg("heads"), py::arg("q_len"), py::arg("len"), py::arg("nparts"),
-      py::arg("cus") = 0, py::arg("variant") = "wave", py::arg("arch") = "gfx942",
-      "The planner's modelled time (ns) for a given number of KV parts and kernel variant.");
+      py::arg("cus") = 0, py::arg("variant") = "ws", py::arg("arch") = "gfx942",
+      "The planner's modelled time (ns) of the ws kernel for a given number of KV parts.");
 }

@@ -1,13 +1,12 @@
 """Launching the MLA decode kernels (csrc/device/: one source for gfx942 and gfx950, the arch's QK MFMA stage in
 csrc/device/<arch>/mla_decode_stages.hpp) through moonmath_common's runtime.
 
-Code objects: ``mla_decode_a16w8_ws.hsaco`` (kernel ``mla_decode_a16w8_fwd_ws``, the planner's choice: an
+Code objects: ``mla_decode_a16w8_ws.hsaco`` (kernel ``mla_decode_a16w8_fwd_ws``, the one decode kernel: an
 8-wave warp-specialised workgroup per (request, KV part, group of up to 4 row tiles) that fetches each KV
-row once at fp8 width), ``mla_decode_a16w8.hsaco`` (``mla_decode_a16w8_fwd``: one wave per 16-row tile of
-(position, head) rows per KV part), ``mla_decode_a16w8_shared.hsaco`` (``mla_decode_a16w8_fwd_shared``) and
-``mla_decode_a16w8_merge.hsaco`` (``mla_decode_a16w8_merge``: the fixed-order fp32 merge of the parts). The
-three decode kernels take one by-value ``MlaDecodeArgs`` (csrc/device/mla_decode_args.hpp), whose bytes the
-host module packs (``_C.pack_mla_decode_args``) and the launcher passes as a ``StructArg``. The launch
+row once at fp8 width) and ``mla_decode_a16w8_merge.hsaco`` (``mla_decode_a16w8_merge``: the fixed-order
+merge of the parts). The decode kernel takes one by-value ``MlaDecodeArgs``
+(csrc/device/mla_decode_args.hpp), whose bytes the host module packs (``_C.pack_mla_decode_args``) and the
+launcher passes as a ``StructArg``. The launch
 configuration comes from the C++ planner (``_C.plan_mla_decode``) and depends on shapes only (plus
 ``kv_indices.numel() / B`` as a length hint), so a captured graph replays correctly with new lengths and
 page tables.
@@ -34,13 +33,11 @@ from moonmath_common.kernels import KernelSet
 
 OP = "moonmath_mla_decode.mla_decode_a16w8"
 ARCHS = ("gfx942", "gfx950")  # archs with decode kernels (the planner has a machine model for each)
-FWD_CODE_OBJECT, FWD_KERNEL = "mla_decode_a16w8", "mla_decode_a16w8_fwd"
-SHARED_CODE_OBJECT, SHARED_KERNEL = "mla_decode_a16w8_shared", "mla_decode_a16w8_fwd_shared"
 WS_CODE_OBJECT, WS_KERNEL = "mla_decode_a16w8_ws", "mla_decode_a16w8_fwd_ws"
-VARIANTS = ("wave", "shared", "ws")
-_CODE = {"wave": (FWD_CODE_OBJECT, FWD_KERNEL), "shared": (SHARED_CODE_OBJECT, SHARED_KERNEL),
-         "ws": (WS_CODE_OBJECT, WS_KERNEL)}
-_BLOCK = {"wave": 256, "shared": 256, "ws": 512}  # threads per workgroup
+WS_BLOCK = 512  # threads per ws workgroup (8 waves)
+# Plan layouts: "ws" (the a16w8 decode kernel) and "shared" (the KV-format kernels' 4-wave launch shape,
+# formats.py: a workgroup per (request, part, group of up to 4 row tiles), fp32 partials in natural order).
+VARIANTS = ("ws", "shared")
 MERGE_CODE_OBJECT, MERGE_KERNEL = "mla_decode_a16w8_merge", "mla_decode_a16w8_merge"
 LOG2E = 1.0 / math.log(2.0)
 FLAG_LSE = 1
@@ -79,9 +76,9 @@ class DecodePlan:
     heads: int
     q_len: int
     nparts: int
-    variant: str          # "ws", "wave" or "shared"
+    variant: str          # "ws" (kernel.run), or "shared": the KV-format kernels' launch shape (formats.py)
     n_rt: int             # 16-row tiles per request
-    grid: int             # workgroups of the decode kernel (256 threads each; ws: 512)
+    grid: int             # workgroups of the decode kernel (ws: 512 threads each; shared: 256)
     merge_grid: int       # workgroups of the merge kernel (0: no merge)
     merge_wpr: int        # merge waves per (row, column block) (0: no merge)
     ws_o_floats: int      # partial O: [B * q_len * H, nparts, 512] fp32 (ws: fp16 O / ln, half the floats)
@@ -142,10 +139,7 @@ def make_plan(batch: int, heads: int, q_len: int, len_hint: int = 0, *, nparts: 
     if variant not in VARIANTS:
         raise ValueError(f"{OP}: variant must be one of {VARIANTS}; got {variant!r}")
     n_rt, rows = p.n_rt, q_len * heads
-    if variant in ("shared", "ws"):  # a workgroup per (request, part, group of up to 4 row tiles)
-        grid = batch * np_ * -(-n_rt // 4)
-    else:
-        grid = -(-(batch * np_ * n_rt) // 4)
+    grid = batch * np_ * -(-n_rt // 4)  # a workgroup per (request, part, group of up to 4 row tiles)
     wpr = _C.merge_waves_per_row(np_) if np_ > 1 else 0
     cs = _C.merge_column_blocks(np_) if np_ > 1 else 1
     split = np_ > 1
@@ -202,10 +196,9 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
 
     Tensors as in decode.mla_decode_a16w8 (already validated); ``kv_scale`` a float, or a one-element fp32
     device tensor that the kernels read on the device (no host read). ``nparts`` overrides the planner's KV split
-    (tests and benchmarks); the result does not depend on it beyond fp32 rounding. ``variant`` overrides the
-    planner's kernel choice: "ws" (8 specialised waves per up to 4 row tiles, each KV row fetched once at
-    fp8 width and widened once into LDS), "wave" (one wave per row tile, KV straight to registers) or
-    "shared" (a workgroup of up to 4 row tiles fetches and widens each KV tile once into LDS, V twice). ``plan`` (from
+    (tests and benchmarks); the result does not depend on it beyond fp32 rounding. ``variant`` must be
+    None or "ws" (the one decode kernel: 8 specialised waves per up to 4 row tiles, each KV row fetched once
+    at fp8 width and widened once into LDS; "shared" plans are the KV-format kernels', formats.py). ``plan`` (from
     ``make_plan``, for these B, H, q_len) replaces planning on every call; ``workspace`` (fp32, contiguous,
     on the device, at least ``plan.workspace_floats``) replaces the per-call allocation. Returns the
     launches' emulator counters (emu) or Nones (hip).
@@ -228,9 +221,10 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
                          f"B={B}, H={H}, q_len={q_len}")
     elif nparts is not None or variant is not None or balanced is not None:
         raise ValueError(f"{OP}: pass nparts / variant / balanced to make_plan, not with a plan")
+    if plan.variant != "ws":
+        raise ValueError(f"{OP}: variant must be 'ws' (the a16w8 decode kernel); got {plan.variant!r}")
     rows = q_len * H
     partial = plan.nparts > 1
-    code_object, kernel_name = _CODE[plan.variant]
     _check_ranges(q_lat=q_lat.numel() * 2, workspace=plan.ws_o_floats * 4)
     _check_pool_slots(kv_pool.shape[0])
     _check_alignment(q_lat=q_lat, q_pe=q_pe, kv_pool=kv_pool, o_lat=o_lat)
@@ -265,7 +259,7 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
     args = StructArg(_C.pack_mla_decode_args(*(_address(t) for t in buffers), B, H, q_len, plan.nparts,
                                              kv_pool.shape[0], _usable_indices(kv_indices.numel()), cp_rank,
                                              cp_world, flags, c_qk, o_scale, scale_log2e), buffers)
-    counters = [KERNELS.launch(OP, arch, code_object, kernel_name, grid=plan.grid, block=_BLOCK[plan.variant],
+    counters = [KERNELS.launch(OP, arch, WS_CODE_OBJECT, WS_KERNEL, grid=plan.grid, block=WS_BLOCK,
                                args=[args])]
     if partial:
         counters.append(KERNELS.launch(OP, arch, MERGE_CODE_OBJECT, MERGE_KERNEL, grid=plan.merge_grid,

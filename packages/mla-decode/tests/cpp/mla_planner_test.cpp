@@ -37,18 +37,8 @@ int main() {
           const int64_t len = L > 0 ? L : kDefaultLen;
           MM_CHECK(p.len_used == len);
           MM_CHECK(p.nparts <= (len + 15) / 16 || p.nparts == 1);  // never more parts than tiles
-          const bool shared = std::string(p.variant) == "shared";
-          const bool ws = std::string(p.variant) == "ws";
-          MM_CHECK(shared || ws || std::string(p.variant) == "wave");
-          MM_CHECK(!shared || p.n_rt >= 2);
-          const Variant pv = ws ? Variant::kWs : (shared ? Variant::kShared : Variant::kWave);
-          if (ws) {
-            MM_CHECK(p.grid == B * p.nparts * ((p.n_rt + 3) / 4) && p.waves == p.grid * kWsWaves && p.block == 512);
-          } else {
-            MM_CHECK(p.waves == (shared ? B * p.nparts * ((p.n_rt + 3) / 4) * 4 : B * p.nparts * p.n_rt));
-            MM_CHECK(p.grid * kWavesPerBlock >= p.waves && (p.grid - 1) * kWavesPerBlock < p.waves);
-            MM_CHECK(p.block == 256);
-          }
+          MM_CHECK(std::string(p.variant) == "ws");  // the one a16w8 decode kernel
+          MM_CHECK(p.grid == B * p.nparts * ((p.n_rt + 3) / 4) && p.waves == p.grid * kWsWaves && p.block == 512);
           if (p.nparts == 1) {
             MM_CHECK(p.merge_grid == 0 && p.ws_o_floats == 0 && p.ws_ml_floats == 0);
           } else {
@@ -58,7 +48,7 @@ int main() {
             const int64_t units = B * q * H * p.merge_cs * p.merge_wpr;  // merge waves
             MM_CHECK(p.merge_cs == merge_column_blocks(p.nparts));
             MM_CHECK(p.merge_grid * mw >= units && (p.merge_grid - 1) * mw < units);
-            MM_CHECK(p.ws_o_floats == B * q * H * p.nparts * (ws && ws_half_partials(p.nparts) ? 256 : 512));  // ws: fp16 O, two per float
+            MM_CHECK(p.ws_o_floats == B * q * H * p.nparts * (ws_half_partials(p.nparts) ? 256 : 512));  // ws: fp16 O, two per float
             MM_CHECK(p.ws_ml_floats == B * q * H * p.nparts * 4);
             MM_CHECK(p.ws_o_floats * 4 < (int64_t(1) << 32));
           }
@@ -67,20 +57,15 @@ int main() {
           for (int64_t np = 1; np <= std::min<int64_t>(kMaxParts, (len + 15) / 16); ++np) {
             if (np > 1 && B * q * H * np * 512 * 4 >= (int64_t(1) << 32)) break;
             if (!parts_all_busy((len + 15) / 16, np)) continue;
-            const double cw = plan_cost(B, H, q, len, np, mc->cus, Variant::kWave, *mc);
-            const double cs = p.n_rt >= 2 ? plan_cost(B, H, q, len, np, mc->cus, Variant::kShared, *mc) : 1e300;
-            const double cx = plan_cost(B, H, q, len, np, mc->cus, Variant::kWs, *mc);
-            min_cost = std::min(min_cost, std::min(cx, std::min(cw, cs)));
+            min_cost = std::min(min_cost, plan_cost(B, H, q, len, np, mc->cus, *mc));
           }
           MM_CHECK(p.cost_ns <= min_cost * mc->split_slack);
           MM_CHECK(parts_all_busy((len + 15) / 16, p.nparts));
           for (int64_t np = 1; np < p.nparts; ++np) {
             if (!parts_all_busy((len + 15) / 16, np)) continue;
-            MM_CHECK(plan_cost(B, H, q, len, np, mc->cus, Variant::kWave, *mc) > min_cost * mc->split_slack);
-            if (p.n_rt >= 2) MM_CHECK(plan_cost(B, H, q, len, np, mc->cus, Variant::kShared, *mc) > min_cost * mc->split_slack);
-            MM_CHECK(plan_cost(B, H, q, len, np, mc->cus, Variant::kWs, *mc) > min_cost * mc->split_slack);
+            MM_CHECK(plan_cost(B, H, q, len, np, mc->cus, *mc) > min_cost * mc->split_slack);
           }
-          MM_CHECK(plan_cost(B, H, q, len, p.nparts, mc->cus, pv, *mc) == p.cost_ns);
+          MM_CHECK(plan_cost(B, H, q, len, p.nparts, mc->cus, *mc) == p.cost_ns);
           // Pure function of its inputs.
           const Plan p2 = plan(B, H, q, L, mc->cus, *mc);
           MM_CHECK(p2.nparts == p.nparts && p2.grid == p.grid);
@@ -89,7 +74,7 @@ int main() {
   // Shapes the issue measures: a long single request splits widely, a full batch much less.
   {
     const Plan a = plan(2, 16, 1, 150000);
-    MM_CHECK(a.nparts >= 64 && std::string(a.variant) == "ws");  // one row tile: ws (never shared)
+    MM_CHECK(a.nparts >= 64 && std::string(a.variant) == "ws");
     const Plan b = plan(8, 16, 4, 8192);
     MM_CHECK(b.nparts > 1 && b.nparts < 64);
     // Very large batches need (almost) no split.
@@ -107,7 +92,8 @@ int main() {
     MM_CHECK(plan(2, 16, 1, 8192, 0).cost_ns == plan(2, 16, 1, 8192, kDefaultCus).cost_ns);
     MM_CHECK(&machine_for("gfx942") == &kGfx942 && &machine_for("gfx950") == &kGfx950);
     MM_CHECK(mm_host::throws([] { machine_for("gfx90a"); }));
-    MM_CHECK(kernel_cost("gfx950", "wave").tile_cycles < kernel_cost("gfx942", "wave").tile_cycles && kGfx950.cus == 256);
+    MM_CHECK(kernel_cost("gfx950", "ws").tile_cycles < kernel_cost("gfx942", "ws").tile_cycles && kGfx950.cus == 256);
+    MM_CHECK(mm_host::throws([] { kernel_cost("gfx942", "wave"); }));  // retired a16w8 kernels: no cost row
     MM_CHECK(mm_host::throws([] { kernel_cost("gfx942", "a8w8"); }));  // no gfx942 a8w8 kernel: no cost model
   }
   // The KV-format kernels: their own rows (bytes per token of their pools), their launch shape, and their
