@@ -145,8 +145,8 @@ inline constexpr KernelCostRow kKernelCosts[] = {
     {"gfx942", "a16w16", {1929.0, 0.0, 3317.0, kA16w16TokenBytes}},
     {"gfx950", "a16w16_w1", {1812.0, 0.0, 3268.0, kA16w16TokenBytes, 0, 0, 1, 0, 4, 4}},
     {"gfx950", "a16w16", {1560.0, 0.0, 2817.0, kA16w16TokenBytes}},
-    {"gfx950", "a8w8_w1", {1149.0, 0.0, 5549.0, kRowBytes + 4, 1, 314.0, 1, 0, 4, 2}},
-    {"gfx950", "a8w8", {1020.0, 0.0, 5058.0, kRowBytes + 4, 1, 235.0}},
+    {"gfx950", "a8w8_w1", {1149.0, 0.0, 4684.0, kRowBytes + 4, 1, 314.0, 1, 0, 4, 2}},
+    {"gfx950", "a8w8", {1020.0, 0.0, 4193.0, kRowBytes + 4, 1, 235.0}},
     {"gfx950", "mxfp4_w1", {2666.0, 0.0, 3854.0, kMxfp4TokenBytes, 0, 0, 1, 0, 4, 4}},
     {"gfx950", "mxfp4", {1755.0, 0.0, 2895.0, kMxfp4TokenBytes}},
 };
