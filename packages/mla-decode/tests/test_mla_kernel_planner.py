@@ -226,3 +226,9 @@ def test_format_merge_spreads_over_the_cus():
     ref = mk.make_plan(256, 16, 1, 8192, nparts=2, variant="shared", arch="gfx950")
     assert big == ref
     assert formats.make_plan("a8w8", 4, 16, 1, 1024, nparts=1, arch="gfx950").merge_grid == 0
+    # the planner prices the same shape it launches (_C.mla_spread_merge_shape, merge_cost's spread branch)
+    from moonmath_mla_decode import _C
+
+    for B, S, n in [(4, 1024, 22), (4, 8192, 86), (32, 1024, 11), (256, 8192, 2)]:
+        q = formats.make_plan("a8w8", B, 16, 1, S, nparts=n, arch="gfx950")
+        assert (q.merge_cs, q.merge_wpr, q.merge_grid) == _C.mla_spread_merge_shape(B * 16, n, cus)

@@ -139,8 +139,8 @@ inline constexpr KernelCostRow kKernelCosts[] = {
     {"gfx942", "a16w16", {1929.0, 0.0, 3317.0, kA16w16TokenBytes}},
     {"gfx950", "a16w16_w1", {1812.0, 0.0, 3268.0, kA16w16TokenBytes, 0, 0, 1, 0, 4, 4}},
     {"gfx950", "a16w16", {1560.0, 0.0, 2817.0, kA16w16TokenBytes}},
-    {"gfx950", "a8w8_w1", {1149.0, 0.0, 5549.0, kRowBytes + 4, 1, 314.0, 1, 0, 4, 2}},
-    {"gfx950", "a8w8", {1020.0, 0.0, 5058.0, kRowBytes + 4, 1, 235.0}},
+    {"gfx950", "a8w8_w1", {1149.0, 0.0, 4684.0, kRowBytes + 4, 1, 314.0, 1, 0, 4, 2}},
+    {"gfx950", "a8w8", {1020.0, 0.0, 4193.0, kRowBytes + 4, 1, 235.0}},
     {"gfx950", "mxfp4_w1", {2666.0, 0.0, 3854.0, kMxfp4TokenBytes, 0, 0, 1, 0, 4, 4}},
     {"gfx950", "mxfp4", {1755.0, 0.0, 2895.0, kMxfp4TokenBytes}},
 };
@@ -256,24 +256,49 @@ inline bool parts_all_busy(int64_t tiles, int64_t nparts) {
 // whenever a batch splits, up to kBalanceMaxBatch requests (each wave then reads all B lengths).
 inline bool balance_split(int64_t batch, int64_t nparts) { return nparts > 1 && batch > 1 && batch <= kBalanceMaxBatch; }
 
-inline double merge_cost(int64_t total_rows, int64_t nparts, int64_t cus, double extra_wave_cycles = 0.0,
-                         const Machine& mc = kGfx942, double partial_o_bytes = 4.0) {
+// The merge of a KV-format kernel's split (formats.spread_merge): where the a16w8 shape above (by nparts alone)
+// gives fewer workgroups than CUs, a quarter of the columns per block of waves (cs 4), then twice the waves per
+// (row, quarter) until the workgroups fill the CUs, at most 8 and one wave per 4 parts. On the timing model a
+// CU's merge time is its workgroups' bytes over its HBM share: fewer bytes per workgroup, shorter merge.
+struct MergeShape {
+  int64_t cs, wpr, grid;
+};
+inline int64_t merge_grid(int64_t total_rows, int64_t cs, int64_t wpr) {
+  return ceil_div(total_rows * cs * wpr, merge_block_waves(wpr));
+}
+inline MergeShape merge_shape(int64_t total_rows, int64_t nparts) {
   const int64_t cs = merge_column_blocks(nparts), wpr = merge_waves_per_row(nparts);
+  return {cs, wpr, merge_grid(total_rows, cs, wpr)};
+}
+inline MergeShape spread_merge_shape(int64_t total_rows, int64_t nparts, int64_t cus) {
+  const MergeShape a = merge_shape(total_rows, nparts);
+  if (nparts <= 1 || a.grid >= cus) return a;
+  int64_t wpr = a.cs == 1 ? 1 : a.wpr;
+  while (merge_grid(total_rows, 4, wpr) < cus && wpr < 8 && 4 * wpr < nparts) wpr *= 2;
+  const int64_t grid = merge_grid(total_rows, 4, wpr);
+  return grid <= a.grid ? a : MergeShape{4, wpr, grid};
+}
+
+inline double merge_cost(int64_t total_rows, int64_t nparts, int64_t cus, double extra_wave_cycles = 0.0,
+                         const Machine& mc = kGfx942, double partial_o_bytes = 4.0, bool spread = false) {
+  const MergeShape ms = spread ? spread_merge_shape(total_rows, nparts, cus) : merge_shape(total_rows, nparts);
+  const int64_t cs = ms.cs, wpr = ms.wpr;
   const double rounds = (double)ceil_div(total_rows * cs * wpr, cus * kSimdsPerCu);
   const double iters = (double)ceil_div(nparts, 4 * cs * wpr);
   const double t_issue = rounds * (iters * (kHbmLatencyNs + mc.merge_iter_cycles / mc.clock_ghz) +
                                    (mc.merge_wave_cycles + extra_wave_cycles) / mc.clock_ghz);
   // its bytes (every part's O and (m, l, ln) read, o written) through the CUs its workgroups occupy
-  const int64_t wgs = ceil_div(total_rows * cs * wpr, merge_block_waves(wpr));
+  const int64_t wgs = ms.grid;
   const double bytes = (double)total_rows * ((double)nparts * (kLat * partial_o_bytes + 16.0) + kLat * 2.0);
   const double bw = std::min(mc.hbm_bytes_per_ns * (double)cus / (double)mc.cus,
                              (double)std::min<int64_t>(cus, wgs) * mc.cu_bytes_per_ns);
   return kMergeLaunchNs + std::max(t_issue, bytes / bw);
 }
 
-// Modelled time (ns) of a launch of the kernel costed by `kc`, in launch shape `v`, with `nparts` parts.
+// Modelled time (ns) of a launch of the kernel costed by `kc`, in launch shape `v`, with `nparts` parts;
+// `spread_merge`: its merge in spread_merge_shape (the KV-format kernels'), else merge_shape (a16w8's).
 inline double kernel_plan_cost(const KernelCost& kc, int64_t batch, int64_t heads, int64_t q_len, int64_t len,
-                               int64_t nparts, int64_t cus, Variant v, const Machine& mc) {
+                               int64_t nparts, int64_t cus, Variant v, const Machine& mc, bool spread_merge = false) {
   const int64_t rows = q_len * heads, n_rt = ceil_div(rows, kRowsPerTile);
   const int64_t tiles = std::max<int64_t>(1, ceil_div(len, kTileTokens));
   const int64_t slots = cus * kSimdsPerCu;
@@ -298,7 +323,7 @@ inline double kernel_plan_cost(const KernelCost& kc, int64_t batch, int64_t head
   const double bw = std::min(mc.hbm_bytes_per_ns * (double)cus / (double)mc.cus, busy_cus * mc.cu_bytes_per_ns);
   const double t_memory = ((double)batch * (double)len * kc.token_bytes + partial) / bw;
   double cost = std::max(t_compute, t_memory);
-  if (nparts > 1) cost += merge_cost(batch * rows, nparts, cus, balance, mc, o_bytes);
+  if (nparts > 1) cost += merge_cost(batch * rows, nparts, cus, balance, mc, o_bytes, spread_merge);
   // the kernel's own launches before the decode (a8w8's Q quantisation): independent of nparts, they still
   // move the split: the 5% slack is of the call's whole time
   if (kc.call_launches > 0)
@@ -335,7 +360,7 @@ inline std::pair<int64_t, double> plan_format_parts(int64_t batch, int64_t heads
   auto usable = [&](int64_t np) {
     return parts_all_busy(tiles, np) && (np == 1 || total_rows * np * kLat * 4 < (int64_t(1) << 32));
   };
-  auto cost = [&](int64_t np) { return kernel_plan_cost(kc, batch, heads, q_len, len, np, cus, v, mc); };
+  auto cost = [&](int64_t np) { return kernel_plan_cost(kc, batch, heads, q_len, len, np, cus, v, mc, true); };
   double min_cost = cost(1);
   for (int64_t np = 2; np <= max_parts; ++np)
     if (usable(np)) min_cost = std::min(min_cost, cost(np));

@@ -116,6 +116,14 @@ void register_mla_planner(py::module_& m) {
       py::arg("cus") = 0, py::arg("arch") = "gfx942",
       "(nparts, modelled ns) of a KV-format kernel's launch ('a16w16', 'a8w8_w1', ...) by its own cost row.");
   m.def(
+      "mla_spread_merge_shape",
+      [](int64_t total_rows, int64_t nparts, int64_t cus) {
+        const auto ms = moonmath::mla::spread_merge_shape(total_rows, nparts, cus);
+        return py::make_tuple(ms.cs, ms.wpr, ms.grid);
+      },
+      py::arg("total_rows"), py::arg("nparts"), py::arg("cus"),
+      "(column blocks, waves per (row, block), workgroups) of a KV-format kernel's spread merge.");
+  m.def(
       "mla_format_plan_cost",
       [](const std::string& kernel, int64_t batch, int64_t heads, int64_t q_len, int64_t len, int64_t nparts,
          int64_t cus, const std::string& arch) {
@@ -123,7 +131,7 @@ void register_mla_planner(py::module_& m) {
           const auto& mc = moonmath::mla::machine_for(arch);
           return moonmath::mla::kernel_plan_cost(moonmath::mla::kernel_cost(arch, kernel), batch, heads, q_len, len,
                                                  nparts, cus > 0 ? cus : mc.cus,
-                                                 moonmath::mla::format_launch_shape(kernel), mc);
+                                                 moonmath::mla::format_launch_shape(kernel), mc, true);
         } catch (const std::invalid_argument& e) {
           throw py::value_error(e.what());
         }

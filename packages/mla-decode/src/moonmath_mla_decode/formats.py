@@ -302,22 +302,18 @@ def make_plan(fmt: str, batch: int, heads: int, q_len: int, len_hint: int = 0, *
 def spread_merge(plan, cus: int):
     """``plan`` with its merge spread until its workgroups fill ``cus`` CUs, where the a16w8 rule (by nparts
     alone) leaves CUs idle: a quarter of the columns per block of waves (cs 4), then twice the waves per (row,
-    quarter) up to 8 and to one wave per 4 parts (a wave's four 16-lane groups take 4 parts at a time). On the
-    timing model a CU's merge time is its workgroups' bytes over its share of HBM, so fewer bytes per workgroup
-    is shorter: at (4, 1024) a8w8 (22 parts, 64 rows) 32 workgroups of 2 rows become 256 of a (row, quarter).
-    The planner's merge_cost still prices the a16w8 shape when it picks nparts (it overestimates this merge)."""
+    quarter) up to 8 and to one wave per 4 parts (the planner's spread_merge_shape, which also prices it when it
+    picks nparts). At (4, 1024) a8w8 (22 parts, 64 rows) 32 workgroups of 2 rows become 256 of a (row, quarter)."""
     import dataclasses
 
-    if plan.nparts <= 1 or plan.merge_grid >= cus:
+    from . import _C
+
+    if plan.nparts <= 1:
         return plan
-    rows = plan.batch * plan.q_len * plan.heads
-    cs, wpr = 4, 1 if plan.merge_cs == 1 else plan.merge_wpr
-    grid = lambda w: -(-(rows * cs * w) // max(4, w))  # noqa: E731
-    while grid(wpr) < cus and wpr < 8 and 4 * wpr < plan.nparts:
-        wpr *= 2
-    if grid(wpr) <= plan.merge_grid:
+    cs, wpr, grid = _C.mla_spread_merge_shape(plan.batch * plan.q_len * plan.heads, plan.nparts, cus)
+    if (cs, wpr, grid) == (plan.merge_cs, plan.merge_wpr, plan.merge_grid):
         return plan
-    return dataclasses.replace(plan, merge_cs=cs, merge_wpr=wpr, merge_grid=grid(wpr))
+    return dataclasses.replace(plan, merge_cs=cs, merge_wpr=wpr, merge_grid=grid)
 
 
 def run(fmt: str, q_lat, q_pe, kv_pool, pool_aux, o_lat, seq_lens, kv_indices, kv_indptr, c_qk: float,

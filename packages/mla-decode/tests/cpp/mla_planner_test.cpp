@@ -110,22 +110,37 @@ int main() {
         const KernelCost& kc = kernel_cost("gfx950", k);
         double best = 1e300;
         for (int64_t n = 1; n <= S / 16; ++n)
-          if (parts_all_busy(S / 16, n)) best = std::min(best, kernel_plan_cost(kc, 2, 16, 1, S, n, 256, Variant::kWave, kGfx950));
-        MM_CHECK(ns <= kSplitSlack * best && ns == kernel_plan_cost(kc, 2, 16, 1, S, np, 256, Variant::kWave, kGfx950));
+          if (parts_all_busy(S / 16, n)) best = std::min(best, kernel_plan_cost(kc, 2, 16, 1, S, n, 256, Variant::kWave, kGfx950, true));
+        MM_CHECK(ns <= kSplitSlack * best && ns == kernel_plan_cost(kc, 2, 16, 1, S, np, 256, Variant::kWave, kGfx950, true));
         for (int64_t n = 1; n < np; ++n)
           if (parts_all_busy(S / 16, n))
-            MM_CHECK(kernel_plan_cost(kc, 2, 16, 1, S, n, 256, Variant::kWave, kGfx950) > kSplitSlack * best);
+            MM_CHECK(kernel_plan_cost(kc, 2, 16, 1, S, n, 256, Variant::kWave, kGfx950, true) > kSplitSlack * best);
       }
+    // the format kernels' merge is priced in its spread shape (formats.spread_merge): at B 4, H 16, 22 parts the
+    // a16w8 shape (cs 1, 2 waves per row: 32 workgroups, 3 iterations of loads) becomes a (row, quarter) per
+    // 4-wave workgroup (256, one iteration), which the planner prices below the a16w8 shape; a merge that fills
+    // the CUs already (B 256) keeps its shape and its price
+    {
+      const MergeShape a = merge_shape(64, 22), sp = spread_merge_shape(64, 22, 256);
+      MM_CHECK(a.cs == 1 && a.wpr == 2 && a.grid == 32 && sp.cs == 4 && sp.wpr == 4 && sp.grid == 256);
+      MM_CHECK(merge_cost(64, 22, 256, 0.0, kGfx950, 4.0, true) < merge_cost(64, 22, 256, 0.0, kGfx950, 4.0, false));
+      const MergeShape b = merge_shape(4096, 2), bs = spread_merge_shape(4096, 2, 256);
+      MM_CHECK(b.grid >= 256 && bs.cs == b.cs && bs.wpr == b.wpr && bs.grid == b.grid);
+      MM_CHECK(merge_cost(4096, 2, 256, 0.0, kGfx950, 4.0, true) == merge_cost(4096, 2, 256, 0.0, kGfx950, 4.0, false));
+      const KernelCost& kc = kernel_cost("gfx950", "a8w8_w1");
+      MM_CHECK(kernel_plan_cost(kc, 4, 16, 1, 1024, 22, 256, Variant::kWave, kGfx950, true) <
+               kernel_plan_cost(kc, 4, 16, 1, 1024, 22, 256, Variant::kWave, kGfx950, false));
+    }
     // the Q launch is in a8w8's time and independent of the split; the memory term reads its pool's bytes
     KernelCost no_q = kernel_cost("gfx950", "a8w8_w1");
     no_q.call_launches = no_q.call_row_cycles = 0;
-    MM_CHECK(kernel_plan_cost(kernel_cost("gfx950", "a8w8_w1"), 2, 16, 1, 1024, 4, 256, Variant::kWave, kGfx950) -
-                 kernel_plan_cost(no_q, 2, 16, 1, 1024, 4, 256, Variant::kWave, kGfx950) >= kMergeLaunchNs);
+    MM_CHECK(kernel_plan_cost(kernel_cost("gfx950", "a8w8_w1"), 2, 16, 1, 1024, 4, 256, Variant::kWave, kGfx950, true) -
+                 kernel_plan_cost(no_q, 2, 16, 1, 1024, 4, 256, Variant::kWave, kGfx950, true) >= kMergeLaunchNs);
     // a one-wave workgroup occupies a CU of its own: 16 of them get 16 CUs' share of HBM, not 4
     KernelCost packed = kernel_cost("gfx950", "a16w16_w1");
     packed.workgroup_waves = kWavesPerBlock;
-    MM_CHECK(kernel_plan_cost(kernel_cost("gfx950", "a16w16_w1"), 2, 16, 1, 8192, 8, 256, Variant::kWave, kGfx950) <
-             kernel_plan_cost(packed, 2, 16, 1, 8192, 8, 256, Variant::kWave, kGfx950));
+    MM_CHECK(kernel_plan_cost(kernel_cost("gfx950", "a16w16_w1"), 2, 16, 1, 8192, 8, 256, Variant::kWave, kGfx950, true) <
+             kernel_plan_cost(packed, 2, 16, 1, 8192, 8, 256, Variant::kWave, kGfx950, true));
     const KernelCost bf16_bytes{1.0, 0.0, 1.0, kernel_cost("gfx950", "a16w16").token_bytes};
     const KernelCost fp4_bytes{1.0, 0.0, 1.0, kernel_cost("gfx950", "mxfp4").token_bytes};
     MM_CHECK(kernel_plan_cost(bf16_bytes, 4096, 16, 1, 8192, 1, 256, Variant::kShared, kGfx950) >
@@ -140,10 +155,10 @@ int main() {
     MM_CHECK(a8.cu_workgroups == 2 && kernel_cost("gfx950", "mxfp4_w1").cu_workgroups == 4 &&
              kernel_cost("gfx950", "ws").cu_workgroups == 1);
     const auto [np, ns] = plan_format_parts(64, 16, 1, 8192, 0, kGfx950, "a8w8_w1");
-    MM_CHECK(np == 8 && (64 * np) % (256 * 2) == 0 && ns == kernel_plan_cost(a8, 64, 16, 1, 8192, 8, 256, Variant::kWave, kGfx950));
+    MM_CHECK(np == 8 && (64 * np) % (256 * 2) == 0 && ns == kernel_plan_cost(a8, 64, 16, 1, 8192, 8, 256, Variant::kWave, kGfx950, true));
     KernelCost four = a8;
     four.cu_workgroups = 4;  // the resident count: 576 workgroups in one round
-    auto c = [&](const KernelCost& kc, int64_t n) { return kernel_plan_cost(kc, 64, 16, 1, 8192, n, 256, Variant::kWave, kGfx950); };
+    auto c = [&](const KernelCost& kc, int64_t n) { return kernel_plan_cost(kc, 64, 16, 1, 8192, n, 256, Variant::kWave, kGfx950, true); };
     MM_CHECK(c(a8, 9) > c(a8, 8) && c(four, 9) < c(four, 8));
   }
   // A short hint never splits below one tile per part.

@@ -51,15 +51,17 @@ struct Fp8Kv {
   MM_DEVICE Fp8Kv(uint32_t tid, float q_inv)
       : vtg(tid >> 5), vcg(tid & 31u), rtok((tid >> 2) & 31u), rcg(tid & 3u), rope_role(tid < 128u), q_inv(q_inv) {}
 
-  // 8 bf16 of Q -> 8 e4m3fn bytes, e4m3fn_RTNE(clamp(q * q_inv, +-448)) (reference.quantize_q_a8w8).
+  // 8 bf16 of Q -> 8 e4m3fn bytes, e4m3fn_RTNE(clamp(q * q_inv, +-448)) (reference.quantize_q_a8w8), in 4
+  // packed multiplies and 4 conversions. No clamp instruction: |q| <= amax, so |fp32(q * fp32(448 / amax))| <=
+  // 448 (1 + 2^-24)^2 < 464, which RTNE takes to at most 448 (the non-saturating conversion overflows only
+  // past 464); a NaN q stays NaN, as the reference's clamp leaves it. (448 / amax overflowing fp32, amax <
+  // 2^-119, gives NaN here, and in the reference wherever q = 0.)
   MM_DEVICE mm::u32x2 quantize_q(const mm::u32x4& v) const {
-    float f[8];
+    const mm::f32x2 inv = {q_inv, q_inv};
+    mm::f32x2 f[4];
 #pragma unroll
-    for (int d = 0; d < 4; ++d) {
-      f[2 * d] = __builtin_fminf(__builtin_fmaxf(mm::bf16_lo(v[d]) * q_inv, -kFp8Max), kFp8Max);
-      f[2 * d + 1] = __builtin_fminf(__builtin_fmaxf(mm::bf16_hi(v[d]) * q_inv, -kFp8Max), kFp8Max);
-    }
-    return mm::u32x2{to_fp8x4(f[0], f[1], f[2], f[3]), to_fp8x4(f[4], f[5], f[6], f[7])};
+    for (int d = 0; d < 4; ++d) f[d] = mm::f32x2{mm::bf16_lo(v[d]), mm::bf16_hi(v[d])} * inv;
+    return mm::u32x2{to_fp8x4(f[0].x, f[0].y, f[1].x, f[1].y), to_fp8x4(f[2].x, f[2].y, f[3].x, f[3].y)};
   }
 
   MM_DEVICE void fetch(Raw& raw, const void* pool, const void*, uint32_t slots, const FetchSlots& s) const {
