@@ -141,12 +141,13 @@ def _inputs(fmt: str, B: int, S: int, seed: int = 0) -> dict:
     return x
 
 
-def _plan(fmt: str, B: int, S: int, nparts: int | None = None, variant: str | None = None):
+def _plan(fmt: str, B: int, S: int, nparts: int | None = None, variant: str | None = None,
+          kv_waves: int | None = None):
     from moonmath_mla_decode import formats
     from moonmath_mla_decode import kernel as K
     if fmt == "a16w8":
         return K.make_plan(B, pm.HEADS, Q_LEN, S, nparts=nparts, variant=variant, arch=ARCH)
-    return formats.make_plan(fmt, B, pm.HEADS, Q_LEN, S, nparts=nparts, arch=ARCH)
+    return formats.make_plan(fmt, B, pm.HEADS, Q_LEN, S, nparts=nparts, arch=ARCH, kv_waves=kv_waves)
 
 
 def _capture(fmt: str, B: int, S: int, plan) -> list[dict]:
@@ -169,10 +170,13 @@ def _capture(fmt: str, B: int, S: int, plan) -> list[dict]:
     return seen
 
 
-def ours_shape(fmt: str, B: int, S: int, cfg: dict, f_hz: float, nparts: int | None = None) -> dict:
-    """Modeled seconds of our `fmt` op at (B, S): every launch of its planner's plan (or of `nparts` parts),
-    summed."""
-    real = _plan(fmt, B, S) if nparts is None else _plan(fmt, B, S, nparts, "shared")
+def ours_shape(fmt: str, B: int, S: int, cfg: dict, f_hz: float, nparts: int | None = None,
+               kv_waves: int | None = None) -> dict:
+    """Modeled seconds of our `fmt` op at (B, S): every launch of its planner's plan (or of `nparts` parts and
+    the kernel of `kv_waves`), summed."""
+    real = (_plan(fmt, B, S, kv_waves=kv_waves) if nparts is None
+            else _plan(fmt, B, S, nparts, "shared", kv_waves=kv_waves))
+    kvw = None if fmt == "a16w8" else real.kv_waves
     part = math.ceil(S / real.nparts)
     ccfg = dict(cfg, clock_mhz=f_hz / 1e6)
     seen_real = _capture(fmt, B, GRAN, real)  # the launch list at the real batch (Q launches, grids)
@@ -185,11 +189,11 @@ def ours_shape(fmt: str, B: int, S: int, cfg: dict, f_hz: float, nparts: int | N
     # decode: one request cut into enough parts of the real part length for workgroups 0, 8, 16, ...
     n_sample = cfg["xcds"] * 2 * 4
     dec_real = seen_real[decode_i]
-    seen = _capture(fmt, 1, part * n_sample, _plan(fmt, 1, part * n_sample, n_sample, real.variant))
+    seen = _capture(fmt, 1, part * n_sample, _plan(fmt, 1, part * n_sample, n_sample, real.variant, kvw))
     dec = m942._ours_round(seen[decode_i], dec_real["grid"][0], cfg)
     parts["decode"] = timing.kernel_time(dec_real["grid"][0], dec["wg_cycles"], dec["per_cu"], ccfg)
     if real.nparts > 1:
-        mplan = _plan(fmt, 1, real.nparts * GRAN * 4, real.nparts, real.variant)
+        mplan = _plan(fmt, 1, real.nparts * GRAN * 4, real.nparts, real.variant, kvw)
         if fmt != "a16w8":  # the sample's merge in the real plan's shape (formats.spread_merge depends on B)
             mrows = mplan.q_len * mplan.heads
             cs, wpr = real.merge_cs, real.merge_wpr
@@ -200,7 +204,8 @@ def ours_shape(fmt: str, B: int, S: int, cfg: dict, f_hz: float, nparts: int | N
         parts["merge"] = timing.kernel_time(real.merge_grid, mer["wg_cycles"], mer["per_cu"], ccfg)
     return {"seconds": sum(p["seconds"] for p in parts.values()),
             "launches_s": {k: v["seconds"] for k, v in parts.items()},
-            "plan": {"nparts": real.nparts, "variant": real.variant, "decode_grid": dec_real["grid"][0],
+            "plan": {"nparts": real.nparts, "variant": real.variant, "kv_waves": getattr(real, "kv_waves", 1),
+                     "decode_grid": dec_real["grid"][0],
                      "decode_block": dec_real["block"][0], "part_rows": part},
             "decode_where": dec["where"], "decode_slots": dec["per_cu"]}
 
@@ -236,7 +241,8 @@ def _ours_cell(o: dict) -> str:
     ls = {k: v * 1e6 for k, v in o["launches_s"].items()}
     parts = f"{ls['decode']:.1f}" + (f" + {ls['merge']:.1f}" if "merge" in ls else "")
     q = sum(v for k, v in ls.items() if k not in ("decode", "merge"))
-    return f"{o['seconds'] * 1e6:.1f} = {parts}" + (f" + Q {q:.1f}" if q else "") + f" ({o['plan']['nparts']})"
+    kv4 = ", kv4" if o["plan"].get("kv_waves", 1) != 1 else ""
+    return f"{o['seconds'] * 1e6:.1f} = {parts}" + (f" + Q {q:.1f}" if q else "") + f" ({o['plan']['nparts']}{kv4})"
 
 
 def _geomean(xs: list[float]) -> float:

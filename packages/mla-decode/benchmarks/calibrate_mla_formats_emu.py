@@ -28,6 +28,7 @@ from moonmath_mla_decode import formats  # noqa: E402
 
 T_LO, T_HI, PARTS = 4, 12, 2  # 16-token tiles per part (whole 32-token tiles too), parts per request
 KERNEL_HEADS = {"_w1": 16, "": 64}  # the kernel's suffix -> H it is measured at (one row tile, four)
+KV_SPLIT_TILES = 4  # the _kv4 kernels' parts are 4x as long (each wave a quarter: whole 32-token tiles per wave)
 
 
 def kernels(arch: str) -> list[tuple[str, int]]:
@@ -37,13 +38,19 @@ def kernels(arch: str) -> list[tuple[str, int]]:
         if arch in archs:
             out += [(fmt + sfx, H) for sfx, H in KERNEL_HEADS.items()
                     if formats.cost_kernel(fmt, H, 1, arch) == fmt + sfx]
+            out += [(k, 16) for w, k in formats.cost_kernels(fmt, 16, 1, arch).items() if w != 1]
     return out
 
 
-def decode_cycles(fmt: str, H: int, tiles: int) -> tuple[float, float]:
+def kv_waves(kernel: str) -> int:
+    """The kernel's waves per part (formats.make_plan's kv_waves): 4 for `<format>_kv4`, else 1."""
+    return formats.KV_SPLIT_WAVES if kernel.endswith(f"_kv{formats.KV_SPLIT_WAVES}") else 1
+
+
+def decode_cycles(fmt: str, H: int, tiles: int, waves: int = 1) -> tuple[float, float]:
     """(issue cycles per wave of the decode launch, cycles per query row of a8w8's Q launch or 0)."""
     x = inputs(1, 16 * tiles * PARTS, H=H)
-    cs = run(fmt, x, PARTS)
+    cs = run(fmt, x, PARTS, kv_waves=waves)
     n_q = 1 if fmt == "a8w8" else 0  # a8w8 first launches mla_q_amax (the decode quantises its own Q tile)
     q_rows = sum(issue_cycles(c) for c in cs[:n_q]) / H
     dec = cs[n_q]
@@ -57,11 +64,12 @@ def measured(arch: str | None = None) -> dict[str, dict[str, float]]:
     arch = os.environ["MOONMATH_EMU_ARCH"]
     out = {}
     for kernel, H in kernels(arch):
-        fmt = kernel.removesuffix("_w1")
-        lo, q_rows = decode_cycles(fmt, H, T_LO)
-        hi, _ = decode_cycles(fmt, H, T_HI)
-        tile = (hi - lo) / (T_HI - T_LO)
-        out[kernel] = {"tile_cycles": tile, "part_cycles": lo - T_LO * tile, "call_row_cycles": q_rows}
+        fmt, w = kernel.split("_")[0], kv_waves(kernel)
+        t_lo, t_hi = (T_LO * KV_SPLIT_TILES, T_HI * KV_SPLIT_TILES) if w != 1 else (T_LO, T_HI)
+        lo, q_rows = decode_cycles(fmt, H, t_lo, w)
+        hi, _ = decode_cycles(fmt, H, t_hi, w)
+        tile = (hi - lo) / (t_hi - t_lo)  # per 16 tokens of the part (a _kv4 wave decodes a quarter of them)
+        out[kernel] = {"tile_cycles": tile, "part_cycles": lo - t_lo * tile, "call_row_cycles": q_rows}
     return out
 
 

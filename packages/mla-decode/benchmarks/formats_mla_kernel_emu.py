@@ -47,7 +47,7 @@ def inputs(B, S, H=16, seed=0):
                 kv_indptr=torch.arange(B + 1, dtype=torch.int32) * S)
 
 
-def run(fmt, x, nparts):
+def run(fmt, x, nparts, kv_waves=None):
     o = torch.empty(x["q_lat"].shape, dtype=torch.bfloat16)
     tail = (x["seq_lens"], x["kv_indices"], x["kv_indptr"])
     with use_backend("emu"):
@@ -57,7 +57,8 @@ def run(fmt, x, nparts):
             "a16w16": (x["bf16"], None, SCALE * LOG2E, 1.0),
             "a8w8": (x["fp8"], None, SCALE * x["kv_scale"] * LOG2E, x["kv_scale"]),
             "mxfp4": (x["mxfp4"], x["mxfp4_scales"], SCALE * LOG2E, 1.0)}[fmt]
-        return formats.run(fmt, x["q_lat"], x["q_pe"], pool, aux, o, *tail, c_qk, o_scale, nparts=nparts)
+        return formats.run(fmt, x["q_lat"], x["q_pe"], pool, aux, o, *tail, c_qk, o_scale, nparts=nparts,
+                           kv_waves=kv_waves)
 
 
 def main() -> None:

@@ -166,20 +166,146 @@ MM_DEVICE void grouped_reads(Read read, Use use) {
   }
 }
 
+// o's two bf16 in one dword, RTNE with any NaN the canonical 0x7FFF (numerics.hpp's pack_bf16x2<RTNE>): on
+// gfx950 by v_cvt_pk_bf16_f32 after a NaN select (it keeps a NaN's payload), the same bits in fewer VALU.
+MM_DEVICE uint32_t pack_o_bf16x2(float lo, float hi) {
+#if defined(__gfx950__)
+  typedef float f32x2_t __attribute__((ext_vector_type(2)));
+  typedef __bf16 bf16x2_t __attribute__((ext_vector_type(2)));
+  const float qnan = __builtin_bit_cast(float, 0x7FFF0000u);
+  lo = __builtin_isnan(lo) ? qnan : lo;
+  hi = __builtin_isnan(hi) ? qnan : hi;
+  return __builtin_bit_cast(uint32_t, __builtin_convertvector((f32x2_t{lo, hi}), bf16x2_t));
+#else
+  return mm::pack_bf16x2<mm::Round::RTNE>(lo, hi);
+#endif
+}
+
+// ---- KvSplit: four one-wave decoders in one workgroup, merged in LDS --------------------------------------
+// A workgroup of kSplitWaves waves per (request, KV part) with one row tile (H * q_len <= 16): wave w decodes the
+// w-th run of ceil(tiles / 4) of the part's tiles as the one-wave kernel does (its four fetch roles per lane,
+// its own LDS tile at kSplitTileBytes * w, a wave-local sync instead of the workgroup barrier: the waves' trip
+// counts differ), then the four (O, m, l, ln) are merged in LDS -- the merge kernel's formula, waves in order --
+// and wave w writes output column blocks [8w, 8w + 8) (the part's partials, or o and lse). So one part per
+// request runs four waves on the CU with no partials and no merge launch. Each wave's run starts its own
+// running max (the fp8 P rounding of a8w8 is against it: docs/numerics.md).
+constexpr uint32_t kSplitWaves = 4;
+constexpr uint32_t kSplitBlocks = 32 / kSplitWaves;  // output column blocks (16 columns) per wave
+template <bool Fp8> constexpr uint32_t kSplitTileBytes = Fp8 ? kKStride8 * kTokens8 : kKBytes;
+constexpr uint32_t kSplitAccBytes = kSplitWaves * 32u * 64u * 16u;  // every wave's 32 accumulators per lane
+constexpr uint32_t kSplitLdsBytes = kSplitAccBytes + kSplitWaves * 16u * 16u;  // + (m, l, ln) per (wave, row)
+constexpr uint32_t kSplitQ8Offset = kSplitWaves * kSplitTileBytes<true>;  // the shared fp8 Q tile: [18][64 lanes] x 8 B
+static_assert(kSplitQ8Offset + 18u * 64u * 8u <= kSplitLdsBytes, "the shared Q tile fits in the merge's LDS");
+static_assert(kSplitWaves * kSplitTileBytes<true> <= kSplitLdsBytes && kSplitWaves * kSplitTileBytes<false> <= kSplitLdsBytes,
+              "the decode tiles fit in the merge's LDS");
+
+// Between a tile's LDS stores and reads: the workgroup barrier, or (KvSplit: each wave owns its tile) only the
+// wave's LDS traffic retired.
+template <bool KvSplit> MM_DEVICE void tile_sync() {
+  if constexpr (KvSplit) {
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+    __builtin_amdgcn_wave_barrier();
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+  } else {
+    mm::block_sync();
+  }
+}
+
+// The four waves' states -> this wave's blocks of O = sum_w s_w O_w, s_w = 2^(m_w - M) (0 for an empty run, l_w
+// = 0), M = max over non-empty runs; m, l, ln become the row's merged (M, L, Ln). Lane (i, g) is row i as in
+// the decode; a NaN l_w is not empty (it is folded, so the row stays NaN). Fixed order: deterministic.
+MM_DEVICE void merge_split_waves(uint8_t* lds, const mm::f32x4 acc[32], float& m, float& l, float& ln,
+                                 mm::f32x4 mo[kSplitBlocks]) {
+  const uint32_t w = mm::wave_id(), lane = mm::lane_id(), i = lane & 15u;
+  mm::block_sync();  // every wave is done with its decode tile (the merge reuses that LDS)
+#pragma unroll
+  for (int c = 0; c < 32; ++c)
+    mm::lds_write_b128(lds, ((w * 32u + c) * 64u + lane) * 16u, mm::bit_cast<mm::u32x4>(acc[c]));
+  if (lane < 16u)
+    mm::lds_write_b128(lds, kSplitAccBytes + (w * 16u + i) * 16u,
+                       mm::u32x4{mm::bit_cast<uint32_t>(m), mm::bit_cast<uint32_t>(l), mm::bit_cast<uint32_t>(ln), 0u});
+  mm::block_sync();
+  float mw[kSplitWaves], lw[kSplitWaves], lnw[kSplitWaves];
+  float M = -__builtin_inff();
+#pragma unroll
+  for (uint32_t v = 0; v < kSplitWaves; ++v) {
+    const mm::u32x4 st = mm::lds_read_b128(lds, kSplitAccBytes + (v * 16u + i) * 16u);
+    mw[v] = mm::bit_cast<float>(st[0]);
+    lw[v] = mm::bit_cast<float>(st[1]);
+    lnw[v] = mm::bit_cast<float>(st[2]);
+    if (lw[v] != 0.f) M = __builtin_fmaxf(M, mw[v]);
+  }
+  float s[kSplitWaves];
+  l = 0.f;
+  ln = 0.f;
+#pragma unroll
+  for (uint32_t v = 0; v < kSplitWaves; ++v) {
+    s[v] = lw[v] != 0.f ? mm::exp2(mw[v] - M) : 0.f;
+    l += s[v] * lw[v];
+    ln += s[v] * lnw[v];
+  }
+  m = M;
+#pragma unroll
+  for (uint32_t c = 0; c < kSplitBlocks; ++c) {
+    mm::f32x4 o = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (uint32_t v = 0; v < kSplitWaves; ++v) {
+      const mm::f32x4 x = mm::bit_cast<mm::f32x4>(mm::lds_read_b128(lds, ((v * 32u + w * kSplitBlocks + c) * 64u + lane) * 16u));
+      if (lw[v] != 0.f) o += s[v] * x;
+    }
+    mo[c] = o;
+  }
+}
+
+// This wave's output columns 16 (8w + c) + 4g .. +3 (c < 8) of row r (the kTrV accumulator layout): the part's
+// fp32 partials at workspace slot `slot` (kFlagPartial; wave 0 writes (m, l, ln)), else o in bf16 and lse.
+MM_DEVICE void write_split_outputs(const TileArgs& a, const mm::f32x4 mo[kSplitBlocks], float m_out, float l_row,
+                                   float ln_row, uint32_t slot, uint32_t R, uint32_t total_rows) {
+  const uint32_t w = mm::wave_id(), g = mm::lane_id() >> 4;
+  const uint32_t col0 = 16u * kSplitBlocks * w + 4u * g;
+  if (a.flags & kFlagPartial) {
+    const mm::buffer_rsrc wo = mm::make_buffer(a.ws_o, total_rows * a.nparts * kLat * 4u);
+#pragma unroll
+    for (uint32_t c = 0; c < kSplitBlocks; ++c)
+      mm::buffer_store_b128(mm::bit_cast<mm::u32x4>(mo[c]), wo, (slot * kLat + col0 + 16u * c) * 4u);
+    if (w == 0 && g == 0) {
+      const mm::buffer_rsrc wml = mm::make_buffer(a.ws_ml, total_rows * a.nparts * 16u);
+      mm::buffer_store_b128(mm::u32x4{mm::bit_cast<uint32_t>(m_out), mm::bit_cast<uint32_t>(l_row),
+                                      mm::bit_cast<uint32_t>(ln_row), 0u},
+                            wml, slot * 16u);
+    }
+    return;
+  }
+  const float inv = inv_norm(a.o_scale, ln_row);
+  const mm::buffer_rsrc ob = mm::make_buffer(a.o_lat, total_rows * kLat * 2u);
+#pragma unroll
+  for (uint32_t c = 0; c < kSplitBlocks; ++c) {
+    const mm::f32x4 v = mo[c];
+    mm::buffer_store_b64(mm::u32x2{pack_o_bf16x2(v[0] * inv, v[1] * inv),
+                                   pack_o_bf16x2(v[2] * inv, v[3] * inv)},
+                         ob, (R * kLat + col0 + 16u * c) * 2u);
+  }
+  if ((a.flags & kFlagLse) && w == 0 && g == 0)
+    mm::buffer_store_f32(finish_lse(m_out, l_row), mm::make_buffer(a.lse, total_rows * 4u), R * 4u);
+}
+
 template <class Kv, int N> struct KvSet { Kv k[N]; };
 template <class Kv, int N, class MakeKv> MM_DEVICE KvSet<Kv, N> make_kv_set(MakeKv make_kv, uint32_t base) {
   if constexpr (N == 1) return KvSet<Kv, 1>{{make_kv(base)}};
   else return KvSet<Kv, 4>{{make_kv(base), make_kv(base + 64u), make_kv(base + 128u), make_kv(base + 192u)}};
 }
 
-template <uint32_t Waves = kTileWaves, class MakeKv>
+template <uint32_t Waves = kTileWaves, bool KvSplit = false, class MakeKv>
 MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) {
   using Kv = decltype(make_kv(0u));
   constexpr int kPasses = (int)(kTileWaves / Waves);
   constexpr bool kFp8 = Kv::kFp8Qk;                 // fp8 QK and PV, 32-token tiles
   constexpr uint32_t kT = kFp8 ? kTokens8 : 16u;    // KV tokens per tile
   static_assert(!kFp8 || kTrV, "the fp8 PV reads V^T with ds_read_b64_tr_b8 (gfx950)");
-  uint8_t* const ks = lds;
+  static_assert(!KvSplit || (Waves == 1 && kTrV), "KvSplit: one-wave decoders (gfx950: no Vs copy)");
+  // KvSplit: kSplitWaves one-wave decoders per workgroup, each over its own LDS tile and quarter of the part
+  const uint32_t kv_wave = KvSplit ? mm::wave_id() : 0u;
+  uint8_t* const ks = lds + kv_wave * kSplitTileBytes<kFp8>;
   uint8_t* const vs = lds + kKBytes;
   const uint32_t B = a.B, H = a.H, q_len = a.q_len, nparts = a.nparts;
   const uint32_t rows = q_len * H;
@@ -211,8 +337,14 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
   const int32_t e_req = window_end(gl, slen, (int32_t)q_len, (int32_t)q_len - 1, cpr, cpw);
   const uint32_t n_tiles = e_req > 0 ? ((uint32_t)e_req + kT - 1u) / kT : 0u;
   const uint32_t tpp = (n_tiles + units.count - 1u) / units.count;
-  const uint32_t tile0 = p * tpp;
-  const uint32_t tile1 = tile0 + tpp < n_tiles ? tile0 + tpp : n_tiles;
+  uint32_t tile0 = p * tpp;
+  uint32_t tile1 = tile0 + tpp < n_tiles ? tile0 + tpp : n_tiles;
+  if constexpr (KvSplit) {  // wave w: the w-th run of ceil(tiles / 4) tiles of the part
+    const uint32_t n = tile1 > tile0 ? tile1 - tile0 : 0u, tpw = (n + kSplitWaves - 1u) / kSplitWaves;
+    const uint32_t s0 = tile0 + kv_wave * tpw;
+    tile0 = s0 < tile1 ? s0 : tile1;
+    tile1 = s0 + tpw < tile1 ? s0 + tpw : tile1;
+  }
   const uint32_t k0 = tile0 * kT;
   const uint32_t k1 = tile1 * kT < (uint32_t)e_req ? tile1 * kT : (uint32_t)(e_req > 0 ? e_req : 0);
   const int32_t e_lane = e_row < (int32_t)k1 ? e_row : (int32_t)k1;
@@ -224,7 +356,7 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
   // lane l holds the slot of the tile's token l % kT (the fetch roles bpermute it)
   const uint32_t tok_lane = lane & (kT - 1u);
   auto load_tile_slot = [&](uint32_t k) __attribute__((always_inline)) { return load_slot(idx_buf, k + tok_lane); };
-  const KvSet<Kv, kPasses> kvs = make_kv_set<Kv, kPasses>(make_kv, tid);
+  const KvSet<Kv, kPasses> kvs = make_kv_set<Kv, kPasses>(make_kv, KvSplit ? lane : tid);
   const Kv& kv = kvs.k[0];  // its Q and P stages (role-independent)
   using Raws = typename Kv::Raw[kPasses];
   auto fetch = [&](Raws& raw, uint32_t slot_raw, uint32_t k) __attribute__((always_inline)) {
@@ -249,17 +381,26 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
 
   // Q tile: lane (j=i, g) holds columns [144g, 144g+144) of row j, loaded as bf16; the fp8 QK stage
   // (Kv::kFp8Qk) quantises each 8-column piece in registers (kv.quantize_q: the per-tensor scale).
+  // No branches: a piece a lane does not own (a dead row; q_pe's columns in q_lat and back) is loaded from its
+  // buffer's end, which the range check reads as zeros. Pieces m < 10 are latent for every lane group (col <=
+  // 504); from m = 10 group 3 holds rope columns, so those pieces are the OR of a q_lat and a q_pe load.
+  // KvSplit with the fp8 QK: the waves' Q tiles are the same, so wave w loads and quantises the pieces m = w
+  // (mod 4) and every wave reads the 18 from LDS (kSplitQ8Offset, beside the decode tiles) after a barrier.
+  constexpr bool kSharedQ8 = KvSplit && kFp8;
   QTile<false> q_raw;  // bf16
   {
-    const mm::buffer_rsrc qlat_buf = mm::make_buffer(a.q_lat, B * rows * kLat * 2u);
-    const mm::buffer_rsrc qpe_buf = mm::make_buffer(a.q_pe, B * rows * 64u * 2u);
+    const uint32_t lat_bytes = B * rows * kLat * 2u, pe_bytes = B * rows * 64u * 2u;
+    const mm::buffer_rsrc qlat_buf = mm::make_buffer(a.q_lat, lat_bytes);
+    const mm::buffer_rsrc qpe_buf = mm::make_buffer(a.q_pe, pe_bytes);
 #pragma unroll
     for (int m = 0; m < 18; ++m) {
+      if (kSharedQ8 && (uint32_t)m % kSplitWaves != kv_wave) continue;  // another wave's piece (wave-uniform)
       const uint32_t col = 144u * g + 8u * m;
-      mm::u32x4 v = {0u, 0u, 0u, 0u};
-      if (live) {
-        if (col < kLat) v = mm::buffer_load_b128(qlat_buf, R * kLat * 2u + col * 2u);
-        else v = mm::buffer_load_b128(qpe_buf, R * 64u * 2u + (col - kLat) * 2u);
+      const uint32_t lat_off = live && col < kLat ? R * kLat * 2u + col * 2u : lat_bytes;
+      mm::u32x4 v = mm::buffer_load_b128(qlat_buf, lat_off);
+      if (m >= 10) {
+        const uint32_t pe_off = live && col >= kLat ? R * 64u * 2u + (col - kLat) * 2u : pe_bytes;
+        v |= mm::buffer_load_b128(qpe_buf, pe_off);
       }
       q_raw.w[m] = v;
     }
@@ -280,8 +421,19 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
   QTile<Kv::kFp8Qk> q;
 #pragma unroll
   for (int m = 0; m < 18; ++m) {
-    if constexpr (Kv::kFp8Qk) q.w[m] = kv.quantize_q(q_raw.w[m]);
-    else q.w[m] = q_raw.w[m];
+    if constexpr (kSharedQ8) {
+      if ((uint32_t)m % kSplitWaves == kv_wave)
+        mm::lds_write_b64(lds, kSplitQ8Offset + (64u * m + lane) * 8u, kv.quantize_q(q_raw.w[m]));
+    } else if constexpr (Kv::kFp8Qk) {
+      q.w[m] = kv.quantize_q(q_raw.w[m]);
+    } else {
+      q.w[m] = q_raw.w[m];
+    }
+  }
+  if constexpr (kSharedQ8) {
+    mm::block_sync();  // every wave's pieces are in LDS
+#pragma unroll
+    for (int m = 0; m < 18; ++m) q.w[m] = mm::lds_read_b64(lds, kSplitQ8Offset + (64u * m + lane) * 8u);
   }
 
   auto step = [&](Raws& cur, Raws& nxt, uint32_t it) __attribute__((always_inline)) {
@@ -295,10 +447,10 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
       slot_next = load_tile_slot(k + 2u * kT);
       fetch(nxt, s, k + kT);
     }
-    mm::block_sync();  // every wave is done reading the previous tile from LDS
+    tile_sync<KvSplit>();  // every wave is done reading the previous tile from LDS
 #pragma unroll
     for (int p = 0; p < kPasses; ++p) kvs.k[p].store(cur[p], ks, vs);
-    mm::block_sync();  // the tile is in LDS
+    tile_sync<KvSplit>();  // the tile is in LDS
     if (!has_tile) return;
     // m_run: the row's running max (log2 units); alpha rescales o and l when it grows.
     bool upd;
@@ -451,12 +603,20 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
     step(raw_b, raw_a, it + 1);
   }
 
-  if (!live) return;
-  const float m_out = kFp8 ? m_run - kP8Offset : m_run;  // the fp8 path keeps o and l in units of 2^(m_run - 8)
   float l_row = l_run + mm::xor_lane(l_run, 16);
   l_row += mm::xor_lane(l_row, 32);
   float ln_row = ln_run + mm::xor_lane(ln_run, 16);
   ln_row += mm::xor_lane(ln_row, 32);
+  if constexpr (KvSplit) {
+    mm::f32x4 mo[kSplitBlocks];  // this wave's columns of the merged O
+    merge_split_waves(lds, acc, m_run, l_row, ln_row, mo);
+    if (!live) return;
+    const float m_out = kFp8 ? m_run - kP8Offset : m_run;
+    write_split_outputs(a, mo, m_out, l_row, ln_row, unit * rows + r, R, B * rows);
+    return;
+  }
+  if (!live) return;
+  const float m_out = kFp8 ? m_run - kP8Offset : m_run;  // the fp8 path keeps o and l in units of 2^(m_run - 8)
   // Output columns of acc[c][rr] at lane (j, g): kTrV: 16c + 4g + rr (4 consecutive per block); otherwise
   // 32 (4g + rr) + c (32 consecutive per rr).
   if (a.flags & kFlagPartial) {
@@ -494,8 +654,8 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const mm::f32x4 v = acc[c + h];
-          mm::buffer_store_b64(mm::u32x2{mm::pack_bf16x2<mm::Round::RTNE>(v[0] * inv, v[1] * inv),
-                                         mm::pack_bf16x2<mm::Round::RTNE>(v[2] * inv, v[3] * inv)},
+          mm::buffer_store_b64(mm::u32x2{pack_o_bf16x2(v[0] * inv, v[1] * inv),
+                                         pack_o_bf16x2(v[2] * inv, v[3] * inv)},
                                ob, (R * kLat + 16u * (c + h) + 4u * g) * 2u);
         }
       }
@@ -509,7 +669,7 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             const int c = 8 * q8 + 2 * e;
-            v[e] = mm::pack_bf16x2<mm::Round::RTNE>(acc[c][rr] * inv, acc[c + 1][rr] * inv);
+            v[e] = pack_o_bf16x2(acc[c][rr] * inv, acc[c + 1][rr] * inv);
           }
           mm::buffer_store_b128(v, ob, (R * kLat + col + 8u * q8) * 2u);
         }

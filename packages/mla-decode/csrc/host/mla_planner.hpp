@@ -137,12 +137,15 @@ inline constexpr KernelCostRow kKernelCosts[] = {
     // wave at 4 row tiles), "<format>_w1" gfx950's one-wave kernel for one row tile (the "wave" shape).
     // Tiles of 16 tokens (a8w8 fetches 32-token tiles: half of one).
     {"gfx942", "a16w16", {1929.0, 0.0, 3317.0, kA16w16TokenBytes}},
-    {"gfx950", "a16w16_w1", {1812.0, 0.0, 3268.0, kA16w16TokenBytes, 0, 0, 1, 0, 4, 4}},
-    {"gfx950", "a16w16", {1560.0, 0.0, 2817.0, kA16w16TokenBytes}},
-    {"gfx950", "a8w8_w1", {1149.0, 0.0, 4684.0, kRowBytes + 4, 1, 314.0, 1, 0, 4, 2}},
-    {"gfx950", "a8w8", {1020.0, 0.0, 4193.0, kRowBytes + 4, 1, 235.0}},
-    {"gfx950", "mxfp4_w1", {2666.0, 0.0, 3854.0, kMxfp4TokenBytes, 0, 0, 1, 0, 4, 4}},
-    {"gfx950", "mxfp4", {1755.0, 0.0, 2895.0, kMxfp4TokenBytes}},
+    {"gfx950", "a16w16_w1", {1812.0, 0.0, 2496.0, kA16w16TokenBytes, 0, 0, 1, 0, 4, 4}},
+    {"gfx950", "a16w16", {1560.0, 0.0, 2311.0, kA16w16TokenBytes}},
+    {"gfx950", "a8w8_w1", {1150.0, 0.0, 4345.0, kRowBytes + 4, 1, 314.0, 1, 0, 4, 2}},
+    {"gfx950", "a8w8", {1020.0, 0.0, 3848.0, kRowBytes + 4, 1, 235.0}},
+    // "_kv4": a 4-wave workgroup per (request, part) whose one-wave decoders split the part and merge in LDS (132
+    // KiB: one per CU); cycles per wave, the tile term per 16 tokens of the part (a wave decodes a quarter of them)
+    {"gfx950", "a8w8_kv4", {287.0, 0.0, 4687.0, kRowBytes + 4, 1, 314.0, 4, 0, 4, 1}},
+    {"gfx950", "mxfp4_w1", {2770.0, 0.0, 3211.0, kMxfp4TokenBytes, 0, 0, 1, 0, 4, 4}},
+    {"gfx950", "mxfp4", {1754.0, 0.0, 2418.0, kMxfp4TokenBytes}},
 };
 
 inline const KernelCost& kernel_cost(const std::string& arch, const std::string& kernel) {

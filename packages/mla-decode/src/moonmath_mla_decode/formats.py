@@ -38,6 +38,10 @@ FORMATS = {
 # AMAX_MAX_BLOCKS: the a8w8 decode reduces at most this many maxima (its kMaxAmaxParts)
 AMAX_CODE_OBJECT, AMAX_KERNEL, AMAX_MAX_BLOCKS = "mla_q_amax", "mla_q_amax", 256
 AMAX_CHUNKS_PER_THREAD = 8
+# formats with a gfx950 `_kv4` kernel: one row tile, a workgroup of 4 one-wave decoders per (request, part), each
+# over a quarter of the part, merged in LDS (mla_decode_lds_tile.hpp, KvSplit)
+KV_SPLIT_FORMATS = ("a8w8",)
+KV_SPLIT_WAVES = 4
 
 
 def _op(fmt: str) -> str:
@@ -283,20 +287,47 @@ def cost_kernel(fmt: str, heads: int, q_len: int, arch: str) -> str:
     return fmt + ("_w1" if arch == "gfx950" and q_len * heads <= 16 else "")
 
 
+def cost_kernels(fmt: str, heads: int, q_len: int, arch: str) -> dict[int, str]:
+    """The launches the planner chooses between for format ``fmt``: {kv_waves: cost-table row}: cost_kernel's,
+    and on gfx950 with one row tile the ``_kv4`` kernel's (``<fmt>_kv4``) for the KV_SPLIT_FORMATS."""
+    rows = {1: cost_kernel(fmt, heads, q_len, arch)}
+    if fmt in KV_SPLIT_FORMATS and arch == "gfx950" and q_len * heads <= 16:
+        rows[KV_SPLIT_WAVES] = f"{fmt}_kv{KV_SPLIT_WAVES}"
+    return rows
+
+
 def make_plan(fmt: str, batch: int, heads: int, q_len: int, len_hint: int = 0, *, nparts: int | None = None,
-              balanced: bool | None = None, arch: str | None = None):
-    """The launch configuration of format ``fmt``'s kernel (a ``kernel.DecodePlan``, variant "shared"): its parts
-    chosen by the planner over the kernel's own cost row (``_C.plan_mla_format_parts``: its cycles per tile and
-    part, its bytes per token, a8w8's Q amax launch); ``nparts`` overrides them (tests, benchmarks)."""
+              balanced: bool | None = None, arch: str | None = None, kv_waves: int | None = None):
+    """The launch configuration of format ``fmt``'s kernel (a ``kernel.DecodePlan``, variant "shared"): its kernel
+    (``kv_waves``: 1, or 4 for the ``_kv4`` kernel where the format has one) and parts chosen by the planner over
+    each kernel's own cost row (``_C.plan_mla_format_parts``: its cycles per tile and part, its bytes per token,
+    a8w8's Q amax launch; the cheaper modelled launch wins); ``nparts`` / ``kv_waves`` override them (tests,
+    benchmarks)."""
     from . import _C
     from . import kernel as mk
 
     arch = target_arch() if arch is None else arch
-    if nparts is None:
-        nparts, _ = _C.plan_mla_format_parts(cost_kernel(fmt, heads, q_len, arch), batch, heads, q_len, len_hint,
-                                             cus=mk.cu_count(arch), arch=arch)
-    plan = mk.make_plan(batch, heads, q_len, len_hint, nparts=nparts, variant="shared", balanced=balanced, arch=arch)
-    return spread_merge(plan, mk.cu_count(arch))
+    rows = cost_kernels(fmt, heads, q_len, arch)
+    if kv_waves is not None and kv_waves not in rows:
+        raise ValueError(f"kv_waves must be one of {sorted(rows)} for mla_decode_{fmt} at H={heads}, q_len={q_len} on "
+                         f"{arch}; got {kv_waves!r}")
+    cus = mk.cu_count(arch)
+    choices = {}
+    for w, row in rows.items():
+        if kv_waves is not None and w != kv_waves:
+            continue
+        if nparts is None:
+            choices[w] = _C.plan_mla_format_parts(row, batch, heads, q_len, len_hint, cus=cus, arch=arch)
+        else:
+            choices[w] = (nparts, _C.mla_format_plan_cost(row, batch, heads, q_len, max(len_hint, 1), nparts, cus=cus,
+                                                          arch=arch))
+    w = min(choices, key=lambda k: (choices[k][1], k))
+    plan = mk.make_plan(batch, heads, q_len, len_hint, nparts=choices[w][0], variant="shared", balanced=balanced,
+                        arch=arch)
+    if w != 1:
+        import dataclasses
+        plan = dataclasses.replace(plan, kv_waves=w)
+    return spread_merge(plan, cus)
 
 
 def spread_merge(plan, cus: int):
@@ -318,12 +349,13 @@ def spread_merge(plan, cus: int):
 
 def run(fmt: str, q_lat, q_pe, kv_pool, pool_aux, o_lat, seq_lens, kv_indices, kv_indptr, c_qk: float,
         o_scale: float, lse=None, glen=None, cp_rank: int = 0, cp_world: int = 1, *, nparts: int | None = None,
-        plan=None, workspace: torch.Tensor | None = None, balanced: bool | None = None) -> list[dict | None]:
+        plan=None, workspace: torch.Tensor | None = None, balanced: bool | None = None,
+        kv_waves: int | None = None) -> list[dict | None]:
     """Launch format ``fmt``'s decode kernel and, when the plan splits KV, the a16w8 split merge.
 
     Tensors validated by the op. ``c_qk``: the factor from q . c to the exp2-domain score (scale * log2 e, times
-    the pool's per-tensor scale); ``o_scale``: the factor of o. ``nparts`` / ``balanced`` override the planner
-    (tests); ``plan`` (make_plan(fmt, ...)) and ``workspace`` as kernel.run's.
+    the pool's per-tensor scale); ``o_scale``: the factor of o. ``nparts`` / ``balanced`` / ``kv_waves`` override
+    the planner (tests); ``plan`` (make_plan(fmt, ...)) and ``workspace`` as kernel.run's.
     Returns the launches' emulator counters (emu) or Nones (hip).
     """
     from . import kernel as mk
@@ -337,7 +369,8 @@ def run(fmt: str, q_lat, q_pe, kv_pool, pool_aux, o_lat, seq_lens, kv_indices, k
     B = kv_indptr.numel() - 1
     q_len = T // B
     if plan is None:
-        plan = make_plan(fmt, B, H, q_len, kv_indices.numel() // B, nparts=nparts, balanced=balanced, arch=arch)
+        plan = make_plan(fmt, B, H, q_len, kv_indices.numel() // B, nparts=nparts, balanced=balanced, arch=arch,
+                         kv_waves=kv_waves)
     elif (plan.batch, plan.heads, plan.q_len, plan.variant) != (B, H, q_len, "shared"):
         raise ValueError(f"{op}: plan must be a 'shared' plan for B={B}, H={H}, q_len={q_len}; got B={plan.batch}, "
                          f"H={plan.heads}, q_len={plan.q_len}, variant={plan.variant!r}")
@@ -371,9 +404,17 @@ def run(fmt: str, q_lat, q_pe, kv_pool, pool_aux, o_lat, seq_lens, kv_indices, k
     after_pool, tail = _format_args(fmt, pool_aux)
     # gfx950, one 16-row tile per request (H * q_len <= 16): the one-wave kernel, every wave computing (the
     # 4-wave one would run three fetch-only waves); the same units, a workgroup of 64 threads each.
+    # kv_waves 4: the _kv4 kernel, a 256-thread workgroup per unit whose waves split the part (merged in LDS).
     one_wave = arch == "gfx950" and plan.n_rt == 1
-    grid, block = (B * plan.nparts, 64) if one_wave else (plan.grid, 256)
-    counters.append(mk.KERNELS.launch(op, arch, code_object, kernel_name + ("_w1" if one_wave else ""), grid=grid,
+    if plan.kv_waves != 1:
+        if fmt not in KV_SPLIT_FORMATS or not one_wave:
+            raise ValueError(f"{op}: plan.kv_waves {plan.kv_waves} needs a format with a _kv4 kernel "
+                             f"({', '.join(KV_SPLIT_FORMATS)}) on gfx950 and one 16-row tile")
+        grid, block, suffix = B * plan.nparts, 64 * plan.kv_waves, f"_kv{plan.kv_waves}"
+    else:
+        grid, block = (B * plan.nparts, 64) if one_wave else (plan.grid, 256)
+        suffix = "_w1" if one_wave else ""
+    counters.append(mk.KERNELS.launch(op, arch, code_object, kernel_name + suffix, grid=grid,
                                       block=block,
                                       args=[*q_args, kv_pool, *after_pool, o_lat, seq_lens, kv_indices, kv_indptr,
                                             glen_arg, lse, ws_o, ws_ml, B, H, q_len, plan.nparts, kv_pool.shape[0],

@@ -85,6 +85,7 @@ class DecodePlan:
     ws_ml_floats: int     # partial (m, l, ln, 0): [B * q_len * H, nparts, 4] fp32
     balanced: bool = False  # the B * nparts parts are shared out by request length on the device
     merge_cs: int = 1       # merge column blocks per row (4: a quarter of the columns per block of waves)
+    kv_waves: int = 1       # KV-format kernels (formats.py): 4 = the _kv4 kernel, whose 4 waves split each part
 
     @property
     def merge_block(self) -> int:

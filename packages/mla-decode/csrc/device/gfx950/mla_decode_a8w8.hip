@@ -120,10 +120,11 @@ struct Fp8Kv {
     uint32_t c_qk_bits, \
     uint32_t o_scale_bits
 
-// The body for Waves = 4 (the 256-thread kernel) or 1 (the one-wave kernel, gfx950, for H * q_len <= 16).
-template <uint32_t Waves>
+// The body for Waves = 4 (the 256-thread kernel) or 1 (the one-wave kernel, gfx950, for H * q_len <= 16);
+// KvSplit: four one-wave decoders per workgroup over quarters of the part, merged in LDS (the _kv4 kernel).
+template <uint32_t Waves, bool KvSplit = false>
 MM_DEVICE void mla_decode_a8w8_fwd_body(MLA_DECODE_A8W8_FWD_PARAMS) {
-  MM_LDS __attribute__((aligned(16))) uint8_t lds[kKStride8 * kTokens8];
+  MM_LDS __attribute__((aligned(16))) uint8_t lds[KvSplit ? kSplitLdsBytes : kKStride8 * kTokens8];
   // amax over mla_q_amax's partial maxima (n_amax_parts <= kMaxAmaxParts, formats.py's AMAX_MAX_BLOCKS): 4
   // loads per lane, no loop, so they issue beside the Q and slot loads (zeros past n_amax_parts)
   const mm::buffer_rsrc pb = mm::make_buffer(amax_parts, n_amax_parts * 4u);
@@ -136,7 +137,7 @@ MM_DEVICE void mla_decode_a8w8_fwd_body(MLA_DECODE_A8W8_FWD_PARAMS) {
   const TileArgs a{q_lat, q_pe, pool, nullptr, o_lat, seq_lens, kv_indices, kv_indptr, glen, lse, ws_o, ws_ml,
                    B, H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world, flags,
                    mm::bit_cast<float>(c_qk_bits) * qs, mm::bit_cast<float>(o_scale_bits)};
-  decode_lds_tile<Waves>(a, lds, [q_inv](uint32_t t) { return Fp8Kv(t, q_inv); });
+  decode_lds_tile<Waves, KvSplit>(a, lds, [q_inv](uint32_t t) { return Fp8Kv(t, q_inv); });
 }
 
 MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1)))
@@ -153,5 +154,14 @@ void mla_decode_a8w8_fwd_w1(MLA_DECODE_A8W8_FWD_PARAMS) {
   mla_decode_a8w8_fwd_body<1>(q_lat, q_pe, amax_parts, n_amax_parts, pool, o_lat, seq_lens, kv_indices, kv_indptr,
                               glen, lse, ws_o, ws_ml, B, H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world,
                               flags, c_qk_bits, o_scale_bits);
+}
+
+// Four one-wave decoders per (request, part), each over a quarter of the part's tiles, merged in LDS (132 KiB:
+// one workgroup per CU, a wave per SIMD): one part per request fills the CU without partials or a merge.
+MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1)))
+void mla_decode_a8w8_fwd_kv4(MLA_DECODE_A8W8_FWD_PARAMS) {
+  mla_decode_a8w8_fwd_body<1, true>(q_lat, q_pe, amax_parts, n_amax_parts, pool, o_lat, seq_lens, kv_indices,
+                                    kv_indptr, glen, lse, ws_o, ws_ml, B, H, q_len, nparts, pool_slots, n_idx, cp_rank,
+                                    cp_world, flags, c_qk_bits, o_scale_bits);
 }
 #endif
