@@ -217,12 +217,12 @@ def test_format_merge_spreads_over_the_cus():
 
     cus = mk.cu_count("gfx950")
     base = mk.make_plan(4, 16, 1, 1024, nparts=22, variant="shared", arch="gfx950")
-    p = formats.make_plan("a8w8", 4, 16, 1, 1024, nparts=22, arch="gfx950")
+    p = formats.make_plan("a8w8", 4, 16, 1, 1024, nparts=22, arch="gfx950", kv_waves=1)
     assert base.merge_grid < cus and (base.merge_cs, base.merge_wpr) == (1, 2)
     assert (p.merge_cs, p.merge_wpr, p.merge_grid) == (4, 4, 64 * 4)
     assert p.merge_block == 256 and p.merge_lds == 3 * (512 + 4) * 4
     assert (p.nparts, p.grid, p.ws_o_floats) == (base.nparts, base.grid, base.ws_o_floats)
-    big = formats.make_plan("a8w8", 256, 16, 1, 8192, nparts=2, arch="gfx950")
+    big = formats.make_plan("a8w8", 256, 16, 1, 8192, nparts=2, arch="gfx950", kv_waves=1)
     ref = mk.make_plan(256, 16, 1, 8192, nparts=2, variant="shared", arch="gfx950")
     assert big == ref
     assert formats.make_plan("a8w8", 4, 16, 1, 1024, nparts=1, arch="gfx950").merge_grid == 0

@@ -136,7 +136,7 @@ inline constexpr KernelCostRow kKernelCosts[] = {
     // LDS-tile kernel (a wave per row tile, up to 4 sharing a KV tile: the "shared" launch shape, cycles per
     // wave at 4 row tiles), "<format>_w1" gfx950's one-wave kernel for one row tile (the "wave" shape).
     // Tiles of 16 tokens (a8w8 fetches 32-token tiles: half of one).
-    {"gfx942", "a16w16", {1929.0, 0.0, 3317.0, kA16w16TokenBytes}},
+    {"gfx942", "a16w16", {1927.0, 0.0, 2810.0, kA16w16TokenBytes}},
     {"gfx950", "a16w16_w1", {1812.0, 0.0, 2496.0, kA16w16TokenBytes, 0, 0, 1, 0, 4, 4}},
     {"gfx950", "a16w16", {1560.0, 0.0, 2311.0, kA16w16TokenBytes}},
     {"gfx950", "a8w8_w1", {1150.0, 0.0, 4345.0, kRowBytes + 4, 1, 314.0, 1, 0, 4, 2}},
@@ -261,7 +261,8 @@ inline bool balance_split(int64_t batch, int64_t nparts) { return nparts > 1 && 
 
 // The merge of a KV-format kernel's split (formats.spread_merge): where the a16w8 shape above (by nparts alone)
 // gives fewer workgroups than CUs, a quarter of the columns per block of waves (cs 4), then twice the waves per
-// (row, quarter) until the workgroups fill the CUs, at most 8 and one wave per 4 parts. On the timing model a
+// (row, quarter) until the workgroups fill the CUs, at most 8 and one wave per 4 parts; not when even one wave per
+// (row, quarter) would take more than one round of the CUs. On the timing model a
 // CU's merge time is its workgroups' bytes over its HBM share: fewer bytes per workgroup, shorter merge.
 struct MergeShape {
   int64_t cs, wpr, grid;
@@ -279,7 +280,9 @@ inline MergeShape spread_merge_shape(int64_t total_rows, int64_t nparts, int64_t
   int64_t wpr = a.cs == 1 ? 1 : a.wpr;
   while (merge_grid(total_rows, 4, wpr) < cus && wpr < 8 && 4 * wpr < nparts) wpr *= 2;
   const int64_t grid = merge_grid(total_rows, 4, wpr);
-  return grid <= a.grid ? a : MergeShape{4, wpr, grid};
+  // past one round of the CUs the spread only adds waves: (32, 1024) a8w8, 6 parts, 512 rows: 128 workgroups
+  // of 4 rows 7.2 us on the timing model, 512 of a (row, quarter) 10.1 us
+  return grid <= a.grid || grid > cus ? a : MergeShape{4, wpr, grid};
 }
 
 inline double merge_cost(int64_t total_rows, int64_t nparts, int64_t cus, double extra_wave_cycles = 0.0,

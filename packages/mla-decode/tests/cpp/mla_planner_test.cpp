@@ -127,6 +127,9 @@ int main() {
       const MergeShape b = merge_shape(4096, 2), bs = spread_merge_shape(4096, 2, 256);
       MM_CHECK(b.grid >= 256 && bs.cs == b.cs && bs.wpr == b.wpr && bs.grid == b.grid);
       MM_CHECK(merge_cost(4096, 2, 256, 0.0, kGfx950, 4.0, true) == merge_cost(4096, 2, 256, 0.0, kGfx950, 4.0, false));
+      // nor one whose spread would take more than a round of the CUs (B 32, 6 parts: 512 (row, quarter) units)
+      const MergeShape c = merge_shape(512, 6), cspread = spread_merge_shape(512, 6, 256);
+      MM_CHECK(c.grid < 256 && merge_grid(512, 4, 1) > 256 && cspread.cs == c.cs && cspread.grid == c.grid);
       const KernelCost& kc = kernel_cost("gfx950", "a8w8_w1");
       MM_CHECK(kernel_plan_cost(kc, 4, 16, 1, 1024, 22, 256, Variant::kWave, kGfx950, true) <
                kernel_plan_cost(kc, 4, 16, 1, 1024, 22, 256, Variant::kWave, kGfx950, false));
