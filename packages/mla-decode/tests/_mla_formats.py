@@ -150,3 +150,41 @@ def check_close(o, lse, ro, rlse):
             lerr = (lse[fin] - rlse[fin]).abs().max().item()
             assert lerr < LSE_TOL, f"max |lse - ref| = {lerr}"
     return err
+
+
+def a8w8_runs(plan, lens, q_len, glens=None, cp_rank=0, cp_world=1) -> list[list[int]]:
+    """Per request, the first 32-token tiles of the runs a8w8's kernel decodes each with its own running max under
+    `plan` (formats.make_plan): the request's units (plan.nparts, or the length-balanced count of
+    mla_decode_common.hpp's locate, in fp32 as there), each ceil(tiles / units) tiles, and under the _kv4 kernel
+    (plan.kv_waves 4) each unit's waves ceil(part / 4) tiles. reference.mla_decode_a8w8(..., runs=) is the kernel's
+    definition at that split."""
+    import numpy as np
+
+    from moonmath_mla_decode import reference
+
+    B = len(lens)
+    ends = [min(lens[b], reference.window_ends(lens[b], q_len, None if glens is None else glens[b], cp_rank,
+                                               cp_world)[-1]) for b in range(B)]
+    if plan.balanced:
+        U = B * plan.nparts
+        t16 = [-(-e // 16) for e in ends]
+        total = sum(t16)
+        share = np.float32(U - B) / np.float32(total) if total > 0 else np.float32(0)
+        count = [1 + int(np.float32(share * np.float32(t))) for t in t16]
+        cum = [min(sum(count[:b + 1]), U - (B - 1 - b)) for b in range(B)]
+        units = [cum[b] - (cum[b - 1] if b else 0) for b in range(B)]
+    else:
+        units = [plan.nparts] * B
+    out = []
+    for b in range(B):
+        n32 = -(-ends[b] // 32)
+        tpp = -(-n32 // units[b]) if units[b] else 0
+        starts = []
+        for p in range(units[b]):
+            a, e = p * tpp, min((p + 1) * tpp, n32)
+            if a >= n32:
+                break
+            tpw = -(-(e - a) // plan.kv_waves)
+            starts += [s for s in range(a, e, tpw)]
+        out.append(starts or [0])
+    return out

@@ -152,10 +152,15 @@ def test_formats_plan_by_their_own_rows():
     for fmt in ("a16w16", "a8w8", "mxfp4"):
         for H, kernel in ((16, fmt + "_w1"), (64, fmt)):
             assert formats.cost_kernel(fmt, H, 1, "gfx950") == kernel
+            rows = formats.cost_kernels(fmt, H, 1, "gfx950")
+            # a8w8 with one row tile also has the _kv4 kernel; the planner takes the cheaper modelled launch
+            assert rows == ({1: kernel, 4: "a8w8_kv4"} if (fmt, H) == ("a8w8", 16) else {1: kernel})
             for S in (1024, 8192):
-                want, _ = _C.plan_mla_format_parts(kernel, 2, H, 1, S, cus=cu_count("gfx950"), arch="gfx950")
+                want = {w: _C.plan_mla_format_parts(k, 2, H, 1, S, cus=cu_count("gfx950"), arch="gfx950")
+                        for w, k in rows.items()}
+                w = min(want, key=lambda k: (want[k][1], k))
                 p = formats.make_plan(fmt, 2, H, 1, S, arch="gfx950")
-                assert (p.nparts, p.variant) == (want, "shared")
+                assert (p.nparts, p.variant, p.kv_waves) == (want[w][0], "shared", w)
     assert formats.cost_kernel("a16w16", 16, 1, "gfx942") == "a16w16"  # gfx942: the 4-wave kernel only
     assert formats.make_plan("a8w8", 2, 16, 1, 8192, nparts=3, arch="gfx950").nparts == 3
     # the a8w8 row differs from a16w8's ws row, so the parts may differ: they are the format's own choice
@@ -191,8 +196,10 @@ def test_format_workgroups_run_in_whole_rounds():
     from moonmath_mla_decode import kernel as mk
 
     cus = mk.cu_count("gfx950")
-    p = formats.make_plan("a8w8", 64, 16, 1, 8192, arch="gfx950")
+    p = formats.make_plan("a8w8", 64, 16, 1, 8192, arch="gfx950", kv_waves=1)
     assert p.nparts == 8 and (64 * p.nparts) % (2 * cus) == 0
+    # the _kv4 kernel (one 4-wave workgroup per CU: its LDS merge takes 132 KiB) fills the round with 4 parts
+    assert formats.make_plan("a8w8", 64, 16, 1, 8192, arch="gfx950", kv_waves=4).nparts == 4
     one, _ = _C.plan_mla_format_parts("a8w8_w1", 64, 16, 1, 8192, cus=cus, arch="gfx950")
     assert one == 8
     rows = _C.mla_format_cost_rows("gfx950")
@@ -202,7 +209,10 @@ def test_format_workgroups_run_in_whole_rounds():
         if "gfx950" not in archs:
             continue
         mod = moonmath_emu.Module(mk.KERNELS.path(formats._op(fmt), "gfx950", code_object).read_bytes())
-        for kernel, name, threads in ((fmt, kernel_name, 256), (fmt + "_w1", kernel_name + "_w1", 64)):
+        launches = [(fmt, kernel_name, 256), (fmt + "_w1", kernel_name + "_w1", 64)]
+        launches += [(k, kernel_name + k[len(fmt):], 256) for w, k in formats.cost_kernels(fmt, 16, 1, "gfx950").items()
+                     if w != 1]
+        for kernel, name, threads in launches:
             resident = timing.occupancy(mod.kernel_info(name), threads, cfg)
             assert 1 <= rows[kernel]["cu_workgroups"] <= resident, (kernel, resident)
             assert rows[kernel]["workgroup_waves"] == threads // 64

@@ -15,7 +15,7 @@ import math
 
 import pytest
 import torch
-from _mla_formats import LSE_TOL, O_TOL, check_close, dcp_views, quantize_mxfp4
+from _mla_formats import LSE_TOL, O_TOL, a8w8_runs, check_close, dcp_views, quantize_mxfp4
 
 import moonmath_mla_decode as mld
 from moonmath_common import use_backend
@@ -70,17 +70,32 @@ def factors(fmt):
     return (SCALE * KV_SCALE * LOG2E, KV_SCALE) if fmt == "a8w8" else (SCALE * LOG2E, 1.0)
 
 
-def call(fmt, backend, case, *, lse=True, cp_rank=0, cp_world=1, nparts=None, balanced=None):
-    """The op (or formats.run with a forced split) -> (o, lse)."""
+def call(fmt, backend, case, *, lse=True, cp_rank=0, cp_world=1, nparts=None, balanced=None, kv_waves=None):
+    """The op (or formats.run with a forced split or kernel) -> (o, lse). The a8w8 reference is its definition at
+    the split the kernel runs with the same arguments (reference.mla_decode_a8w8's runs: a8w8_runs of that plan):
+    its fp8 P is rounded against each run's own running max."""
     T, H, _ = case["q_lat"].shape
     o = torch.full((T, H, 512), float("nan"), dtype=torch.bfloat16)
     l_out = torch.full((T, H), float("nan")) if lse else None
     pool, aux = case["kv_pool"], case["kv_scales"]
     tail = (case["seq_lens"], case["kv_indices"], case["kv_indptr"])
+    if fmt == "a8w8" and backend == "reference":
+        B = case["kv_indptr"].numel() - 1
+        plan = formats.make_plan(fmt, B, H, T // B, case["kv_indices"].numel() // B, nparts=nparts, balanced=balanced,
+                                 arch="gfx950", kv_waves=kv_waves)
+        glens = None if (cp_world == 1 or case["glen"] is None) else case["glen"].tolist()
+        runs = a8w8_runs(plan, case["seq_lens"].tolist(), T // B, glens, cp_rank, cp_world)
+        ro, rl = reference.mla_decode_a8w8(case["q_lat"], case["q_pe"], pool, *tail, SCALE, KV_SCALE, case["glen"],
+                                           cp_rank, cp_world, runs=runs)
+        o.copy_(ro)
+        if l_out is not None:
+            l_out.copy_(rl)
+        return o, l_out
     with use_backend(backend):
-        if nparts is not None or balanced is not None:
+        # (the other formats' definitions do not depend on the split: their reference ignores it)
+        if backend != "reference" and (nparts is not None or balanced is not None or kv_waves is not None):
             formats.run(fmt, case["q_lat"], case["q_pe"], pool, aux, o, *tail, *factors(fmt), l_out,
-                        case["glen"], cp_rank, cp_world, nparts=nparts, balanced=balanced)
+                        case["glen"], cp_rank, cp_world, nparts=nparts, balanced=balanced, kv_waves=kv_waves)
         elif fmt == "a8w8":
             mld.mla_decode_a8w8(case["q_lat"], case["q_pe"], pool, o, *tail, SCALE, KV_SCALE, lse=l_out,
                                 glen=case["glen"], cp_rank=cp_rank, cp_world=cp_world)
@@ -162,17 +177,15 @@ def test_float64_definition(fmt):
 @pytest.mark.parametrize("nparts", [1, 2, 3, 7])
 def test_split_counts_agree(fmt, nparts):
     """Any KV split (the merge kernel combines the parts) gives the reference's result; a8w8's parts round P to
-    e4m3fn against their own running max (the reference is the one-part kernel), so there o agrees within the
-    fp8 P rounding (the DCP test's bound) and lse as the others."""
+    e4m3fn against their own running max, so its reference is the definition at the same split (within the seed
+    tolerance), and against the one-part definition o moves within the fp8 P rounding (the DCP test's bound)."""
     case = make_case(fmt, 2, 16, 2, [150, 61], seed=nparts)
     o, lse = call(fmt, "emu", case, nparts=nparts)
-    ro, rlse = call(fmt, "reference", case)
-    if fmt == "a8w8" and nparts > 1:
-        assert rel_fro(o, ro) < A8W8_REL_FRO / 2
-        fin = torch.isfinite(rlse)
-        assert torch.equal(torch.isfinite(lse), fin) and (lse[fin] - rlse[fin]).abs().max().item() < LSE_TOL
-    else:
-        check_close(o, lse, ro, rlse)
+    ro, rlse = call(fmt, "reference", case, nparts=nparts)
+    check_close(o, lse, ro, rlse)
+    if fmt == "a8w8":
+        one, _ = call(fmt, "reference", case, nparts=1, kv_waves=1)
+        assert rel_fro(o, one) < A8W8_REL_FRO / 2
 
 
 @pytest.mark.parametrize("B", [1, 3, 8])
@@ -277,7 +290,8 @@ def test_the_arch_runs_its_own_code_object(fmt, monkeypatch):
     o = torch.empty(1, 16, 512, dtype=torch.bfloat16)
     with use_backend("emu"):
         counters = formats.run(fmt, case["q_lat"], case["q_pe"], case["kv_pool"], case["kv_scales"], o,
-                               case["seq_lens"], case["kv_indices"], case["kv_indptr"], *factors(fmt), nparts=1)
+                               case["seq_lens"], case["kv_indices"], case["kv_indptr"], *factors(fmt), nparts=1,
+                               kv_waves=1)
     assert len(counters) == (2 if fmt == "a8w8" else 1)  # a8w8: the |q| maxima, the decode (quantising its Q)
     mix = counters[-1]["mfma_by_opcode"]
     # one 16-row tile: gfx950 launches the one-wave kernel (every wave computes), gfx942 the 4-wave one
@@ -285,6 +299,12 @@ def test_the_arch_runs_its_own_code_object(fmt, monkeypatch):
     if fmt == "a8w8":
         # 32-token tiles: QK 2 x 18 and PV 32, all on the fp8 MFMA (no bf16 PV left)
         assert mix == {"v_mfma_f32_16x16x32_fp8_fp8": 2 * (2 * 18 + 32)}
+        if os.environ["MOONMATH_EMU_ARCH"] == "gfx950":  # the _kv4 kernel: 4 waves, the same tiles' MFMAs
+            with use_backend("emu"):
+                kv4 = formats.run(fmt, case["q_lat"], case["q_pe"], case["kv_pool"], case["kv_scales"], o,
+                                  case["seq_lens"], case["kv_indices"], case["kv_indptr"], *factors(fmt), nparts=1,
+                                  kv_waves=4)
+            assert kv4[-1]["waves"] == 4 and kv4[-1]["mfma_by_opcode"] == mix
     elif os.environ["MOONMATH_EMU_ARCH"] == "gfx950":
         assert mix == {"v_mfma_f32_16x16x32_bf16": 4 * 18, "v_mfma_f32_16x16x16_bf16": 4 * 32}
     else:
@@ -349,6 +369,41 @@ def test_split_independent_at_bf16_level(fmt):
     else:
         assert (o1.float() - o7.float()).abs().max().item() < 0.008  # one bf16 ulp at |o| in [1, 2)
     assert (l1 - l7).abs().max().item() < 1e-4
+
+
+@pytest.mark.parametrize("B,H,q_len,lens", [(3, 16, 1, [400, 130, 0]), (2, 8, 2, [77, 300])])
+def test_kv_split_waves_are_the_four_part_split(fmt, B, H, q_len, lens):
+    """a8w8's _kv4 kernel (kv_waves 4: one row tile, 4 waves per part) decodes the part's four runs of
+    ceil(tiles / 4) tiles, one per wave, and merges them in LDS: with one part these are the runs (and running
+    maxima) of the one-wave kernel's uniform 4-part split merged by the merge kernel, so the two agree up to the
+    merges' fp32 rounding (o within one bf16 ulp, lse within 1e-5), with the same empty rows; at 1-3 parts it is
+    the definition at its runs within the seed tolerance (ragged lengths, an empty request, causal windows), and
+    it is deterministic."""
+    if fmt != "a8w8":
+        pytest.skip("the _kv4 kernel is a8w8's (formats.KV_SPLIT_FORMATS)")
+    case = make_case(fmt, B, H, q_len, lens, seed=23 + B)
+    o4, l4 = call(fmt, "emu", case, nparts=1, kv_waves=4)
+    o1, l1 = call(fmt, "emu", case, nparts=4, balanced=False, kv_waves=1)
+    ulp = torch.exp2(torch.floor(torch.log2(o1.float().abs().clamp(min=1e-30)))) * 2.0 ** -7
+    assert bool(((o4.float() - o1.float()).abs() <= ulp).all())
+    fin = torch.isfinite(l1)
+    assert torch.equal(torch.isfinite(l4), fin) and (l4[fin] - l1[fin]).abs().max().item() < 1e-5
+    for n in (1, 2, 3):  # against the definition at the kernel's runs (reference.mla_decode_a8w8's runs)
+        o, lse = call(fmt, "emu", case, nparts=n, kv_waves=4)
+        check_close(o, lse, *call(fmt, "reference", case, nparts=n, kv_waves=4))
+    again = call(fmt, "emu", case, nparts=3, kv_waves=4)
+    assert torch.equal(again[0], o) and torch.equal(again[1], lse)
+
+
+def test_kv_waves_override_is_checked(fmt):
+    """kv_waves names a kernel the format has at that shape (4: a8w8 with one row tile on gfx950), else a
+    ValueError naming it; the planner's choice is one of them."""
+    assert formats.make_plan(fmt, 2, 16, 1, 1024, arch="gfx950").kv_waves in formats.cost_kernels(fmt, 16, 1, "gfx950")
+    with pytest.raises(ValueError, match="kv_waves"):
+        formats.make_plan(fmt, 2, 64, 1, 1024, arch="gfx950", kv_waves=4)  # 4 row tiles: no _kv4 kernel
+    if fmt != "a8w8":
+        with pytest.raises(ValueError, match="kv_waves"):
+            formats.make_plan(fmt, 2, 16, 1, 1024, arch="gfx950", kv_waves=4)
 
 
 def test_mxfp4_extreme_scales(fmt):

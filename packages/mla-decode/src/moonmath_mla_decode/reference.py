@@ -127,7 +127,8 @@ def quantize_q_a8w8(q_lat: torch.Tensor, q_pe: torch.Tensor) -> tuple[torch.Tens
 
 def mla_decode_a8w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, seq_lens: torch.Tensor,
                     kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float, kv_scale: float,
-                    glen: torch.Tensor | None, cp_rank: int, cp_world: int) -> tuple[torch.Tensor, torch.Tensor]:
+                    glen: torch.Tensor | None, cp_rank: int, cp_world: int,
+                    runs: list[list[int]] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """fp8 Q (quantize_q_a8w8) x fp8 KV (OCP e4m3fn at kv_scale), P rounded to fp8:
         x_j = log2(e) * scale * kv_scale * q_scale * (q8 . c8_j)      (the base-2 score)
         per 32-row tile t of local KV rows (in order): m_t = max(m_{t-1}, max_{j in t} x_j) (the running max),
@@ -136,7 +137,10 @@ def mla_decode_a8w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tens
         lse = log2 sum_j 2^x_j                                          (unrounded)
     over each position's window (as mla_decode_a16w8). This is the kernel with one KV part; with a KV split each
     part starts its own running max at a tile boundary, so P is rounded against another reference there (as
-    every kernel's P: the bf16 formats' too) and o moves within the fp8 P rounding (docs/numerics.md)."""
+    every kernel's P: the bf16 formats' too) and o moves within the fp8 P rounding (docs/numerics.md).
+    ``runs`` (request b: the first tiles of its runs, ascending from 0) is that split: the running max restarts
+    at each run's first tile (a KV part's; the _kv4 kernel's waves each decode a run of their part), the
+    definition of the kernel at a given plan (tests; the op's reference backend is the one-run definition)."""
     q8, q_scale = quantize_q_a8w8(q_lat, q_pe)
     c_qk = float(torch.tensor(scale * kv_scale * LOG2E, dtype=torch.float32)) * q_scale
     pool = kv_pool.view(kv_pool.shape[0], kv_pool.shape[-1])
@@ -147,10 +151,15 @@ def mla_decode_a8w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tens
         n = x.shape[1]
         nt = -(-n // A8W8_TILE)
         xt = torch.nn.functional.pad(x, (0, nt * A8W8_TILE - n), value=float("-inf")).view(-1, nt, A8W8_TILE)
-        mi = xt.amax(-1, keepdim=True).cummax(1).values                                    # [rows, nt, 1]
+        starts = [0] if runs is None else runs[rows.start // (q8.shape[0] // (kv_indptr.numel() - 1))]
+        bounds = sorted({t for t in starts if 0 < t < nt} | {0, nt})
+        tile_max = xt.amax(-1, keepdim=True)                                                # [rows, nt, 1]
+        mi = torch.cat([tile_max[:, a:e].cummax(1).values for a, e in zip(bounds[:-1], bounds[1:])], 1)
         mi = torch.where(torch.isneginf(mi), torch.zeros_like(mi), mi)
         pq = e4m3fn_to_f32(torch.exp2(xt - mi + A8W8_P_OFFSET).float().to(torch.float8_e4m3fn)).double()
-        top = mi.amax(1, keepdim=True)
+        # the normaliser over tiles holding a score (a run past a row's window holds none: its mi is a stand-in)
+        top = torch.where(torch.isneginf(tile_max), torch.full_like(mi, float("-inf")), mi).amax(1, keepdim=True)
+        top = torch.where(torch.isneginf(top), torch.zeros_like(top), top)
         w = (pq * torch.exp2(mi - top)).reshape(-1, nt * A8W8_TILE)[:, :n]
         den = w.sum(-1, keepdim=True)
         ob = torch.where(den > 0, (w @ c[:, :KV_LORA_RANK]) / torch.where(den > 0, den, torch.ones_like(den)),
