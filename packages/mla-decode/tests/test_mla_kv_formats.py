@@ -373,14 +373,16 @@ def test_split_independent_at_bf16_level(fmt):
 
 @pytest.mark.parametrize("B,H,q_len,lens", [(3, 16, 1, [400, 130, 0]), (2, 8, 2, [77, 300])])
 def test_kv_split_waves_are_the_four_part_split(fmt, B, H, q_len, lens):
-    """a8w8's _kv4 kernel (kv_waves 4: one row tile, 4 waves per part) decodes the part's four runs of
+    """The _kv4 kernel (gfx950, kv_waves 4: one row tile, 4 waves per part) decodes the part's four runs of
     ceil(tiles / 4) tiles, one per wave, and merges them in LDS: with one part these are the runs (and running
     maxima) of the one-wave kernel's uniform 4-part split merged by the merge kernel, so the two agree up to the
     merges' fp32 rounding (o within one bf16 ulp, lse within 1e-5), with the same empty rows; at 1-3 parts it is
     the definition at its runs within the seed tolerance (ragged lengths, an empty request, causal windows), and
     it is deterministic."""
-    if fmt != "a8w8":
-        pytest.skip("the _kv4 kernel is a8w8's (formats.KV_SPLIT_FORMATS)")
+    import os
+
+    if 4 not in formats.cost_kernels(fmt, H, q_len, os.environ["MOONMATH_EMU_ARCH"]):
+        pytest.skip("no _kv4 kernel on this arch (formats.KV_SPLIT_FORMATS, gfx950)")
     case = make_case(fmt, B, H, q_len, lens, seed=23 + B)
     o4, l4 = call(fmt, "emu", case, nparts=1, kv_waves=4)
     o1, l1 = call(fmt, "emu", case, nparts=4, balanced=False, kv_waves=1)
@@ -396,14 +398,17 @@ def test_kv_split_waves_are_the_four_part_split(fmt, B, H, q_len, lens):
 
 
 def test_kv_waves_override_is_checked(fmt):
-    """kv_waves names a kernel the format has at that shape (4: a8w8 with one row tile on gfx950), else a
+    """kv_waves names a kernel the format has at that shape (4: the _kv4 kernel, one row tile on gfx950), else a
     ValueError naming it; the planner's choice is one of them."""
-    assert formats.make_plan(fmt, 2, 16, 1, 1024, arch="gfx950").kv_waves in formats.cost_kernels(fmt, 16, 1, "gfx950")
+    import os
+
+    arch = os.environ["MOONMATH_EMU_ARCH"]
+    assert formats.make_plan(fmt, 2, 16, 1, 1024, arch=arch).kv_waves in formats.cost_kernels(fmt, 16, 1, arch)
     with pytest.raises(ValueError, match="kv_waves"):
-        formats.make_plan(fmt, 2, 64, 1, 1024, arch="gfx950", kv_waves=4)  # 4 row tiles: no _kv4 kernel
-    if fmt != "a8w8":
+        formats.make_plan(fmt, 2, 64, 1, 1024, arch=arch, kv_waves=4)  # 4 row tiles: no _kv4 kernel
+    if arch != "gfx950":
         with pytest.raises(ValueError, match="kv_waves"):
-            formats.make_plan(fmt, 2, 16, 1, 1024, arch="gfx950", kv_waves=4)
+            formats.make_plan(fmt, 2, 16, 1, 1024, arch=arch, kv_waves=4)
 
 
 def test_mxfp4_extreme_scales(fmt):

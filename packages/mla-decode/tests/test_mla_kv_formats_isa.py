@@ -8,8 +8,9 @@ SGPR <= 80 (a8w8 <= 88: the balanced split is located lane-parallel in
 mla_decode_common.hpp; one wave per SIMD, so SGPRs do not bound occupancy); LDS one tile (36096 bytes); no
 scratch, no spills. The gfx950 one-wave kernels (`*_fwd_w1`, 64
 threads, four fetch roles per lane: their raw tile registers are four times larger): a16w16 <= 464 (AGPR <=
-208), mxfp4 <= 384 (AGPR <= 128), a8w8 <= 480 (AGPR <= 224); a8w8's `_kv4` (256 threads, four one-wave
-decoders merged in LDS) the one-wave budget, LDS 132096 bytes (every wave's accumulators for the merge). mla_q_amax: VGPR <= 48 (8 chunk loads in flight
+208), mxfp4 <= 384 (AGPR <= 128), a8w8 <= 480 (AGPR <= 224); the gfx950 `_kv4` kernels (256 threads, four one-wave
+decoders merged in LDS): the one-wave budgets (mxfp4 <= 400, AGPR <= 144), LDS 132096 bytes (every wave's
+accumulators for the merge). mla_q_amax: VGPR <= 48 (8 chunk loads in flight
 per thread), LDS 16. Static MFMA mix (the loop unrolled by two tiles): per 16-token tile 18 QK (gfx950
 16x16x32 bf16; gfx942 36 x 16x16x16) and 32 PV 16x16x16 bf16; a8w8 per 32-token tile 2 x 18 QK and 32 PV,
 all v_mfma_f32_16x16x32_fp8_fp8.
@@ -33,7 +34,11 @@ BUDGETS_W1 = {
     "mxfp4": dict(vgpr=384, agpr=128, sgpr=80, lds=36096),
     "a8w8": dict(vgpr=480, agpr=224, sgpr=88, lds=36096),
 }
-BUDGETS_KV4 = {"a8w8": dict(vgpr=480, agpr=224, sgpr=88, lds=132096)}
+BUDGETS_KV4 = {
+    "a16w16": dict(vgpr=464, agpr=208, sgpr=80, lds=132096),
+    "mxfp4": dict(vgpr=400, agpr=144, sgpr=80, lds=132096),
+    "a8w8": dict(vgpr=480, agpr=224, sgpr=88, lds=132096),
+}
 BF16_950 = {"v_mfma_f32_16x16x32_bf16": 2 * 18, "v_mfma_f32_16x16x16_bf16": 2 * 32}
 MFMA_MIX = {
     ("a16w16", "gfx950"): BF16_950, ("mxfp4", "gfx950"): BF16_950,

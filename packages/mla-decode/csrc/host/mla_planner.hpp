@@ -139,12 +139,14 @@ inline constexpr KernelCostRow kKernelCosts[] = {
     {"gfx942", "a16w16", {1927.0, 0.0, 2810.0, kA16w16TokenBytes}},
     {"gfx950", "a16w16_w1", {1812.0, 0.0, 2496.0, kA16w16TokenBytes, 0, 0, 1, 0, 4, 4}},
     {"gfx950", "a16w16", {1560.0, 0.0, 2311.0, kA16w16TokenBytes}},
+    {"gfx950", "a16w16_kv4", {456.0, 0.0, 3905.0, kA16w16TokenBytes, 0, 0, 4, 0, 4, 1}},
     {"gfx950", "a8w8_w1", {1150.0, 0.0, 4345.0, kRowBytes + 4, 1, 314.0, 1, 0, 4, 2}},
     {"gfx950", "a8w8", {1020.0, 0.0, 3848.0, kRowBytes + 4, 1, 235.0}},
     // "_kv4": a 4-wave workgroup per (request, part) whose one-wave decoders split the part and merge in LDS (132
     // KiB: one per CU); cycles per wave, the tile term per 16 tokens of the part (a wave decodes a quarter of them)
     {"gfx950", "a8w8_kv4", {287.0, 0.0, 4687.0, kRowBytes + 4, 1, 314.0, 4, 0, 4, 1}},
     {"gfx950", "mxfp4_w1", {2770.0, 0.0, 3211.0, kMxfp4TokenBytes, 0, 0, 1, 0, 4, 4}},
+    {"gfx950", "mxfp4_kv4", {719.0, 0.0, 4674.0, kMxfp4TokenBytes, 0, 0, 4, 0, 4, 1}},
     {"gfx950", "mxfp4", {1754.0, 0.0, 2418.0, kMxfp4TokenBytes}},
 };
 

@@ -40,7 +40,7 @@ AMAX_CODE_OBJECT, AMAX_KERNEL, AMAX_MAX_BLOCKS = "mla_q_amax", "mla_q_amax", 256
 AMAX_CHUNKS_PER_THREAD = 8
 # formats with a gfx950 `_kv4` kernel: one row tile, a workgroup of 4 one-wave decoders per (request, part), each
 # over a quarter of the part, merged in LDS (mla_decode_lds_tile.hpp, KvSplit)
-KV_SPLIT_FORMATS = ("a8w8",)
+KV_SPLIT_FORMATS = ("a8w8", "a16w16", "mxfp4")
 KV_SPLIT_WAVES = 4
 
 
