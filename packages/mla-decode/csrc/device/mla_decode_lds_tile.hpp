@@ -27,6 +27,12 @@
 //
 // Softmax, masking, NaN rules, outputs (direct bf16 o + lse, or fp32 partials for the shared merge
 // kernel mla_decode_a16w8_merge) are the a16w8 kernels'; o_scale multiplies o (1 for bf16 KV).
+//
+// KvSplit (gfx950, one row tile: the _kv4 kernels): a workgroup of 4 one-wave decoders per (request, part), wave
+// w over the w-th run of ceil(tiles / 4) of the part's tiles in its own LDS tile (w * kSplitTileBytes), synced
+// by its own LDS waits; then the four (O, m, l, ln) merged in LDS (merge_split_waves: 4 x 32 KiB of
+// accumulators + the states, 132096 bytes) and wave w writes output columns 128w .. 128w + 127. a8w8's Q tile
+// is quantised once per workgroup (wave w the pieces m = w mod 4) and shared through LDS (kSplitQ8Offset).
 #pragma once
 #include "mla_decode_common.hpp"
 #include "moonmath/convert.hpp"

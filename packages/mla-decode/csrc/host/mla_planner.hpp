@@ -135,15 +135,15 @@ inline constexpr KernelCostRow kKernelCosts[] = {
     // The KV-format kernels (formats.py), benchmarks/calibrate_mla_formats_emu.py: "<format>" the 4-wave
     // LDS-tile kernel (a wave per row tile, up to 4 sharing a KV tile: the "shared" launch shape, cycles per
     // wave at 4 row tiles), "<format>_w1" gfx950's one-wave kernel for one row tile (the "wave" shape).
-    // Tiles of 16 tokens (a8w8 fetches 32-token tiles: half of one).
+    // Tiles of 16 tokens (a8w8 fetches 32-token tiles: half of one). "<format>_kv4" (gfx950, one row tile): a
+    // 4-wave workgroup per (request, part) whose one-wave decoders split the part and merge in LDS (132 KiB: one
+    // per CU); cycles per wave, the tile term per 16 tokens of the part (a wave decodes a quarter of them).
     {"gfx942", "a16w16", {1927.0, 0.0, 2810.0, kA16w16TokenBytes}},
     {"gfx950", "a16w16_w1", {1812.0, 0.0, 2496.0, kA16w16TokenBytes, 0, 0, 1, 0, 4, 4}},
     {"gfx950", "a16w16", {1560.0, 0.0, 2311.0, kA16w16TokenBytes}},
     {"gfx950", "a16w16_kv4", {456.0, 0.0, 3905.0, kA16w16TokenBytes, 0, 0, 4, 0, 4, 1}},
     {"gfx950", "a8w8_w1", {1150.0, 0.0, 4345.0, kRowBytes + 4, 1, 314.0, 1, 0, 4, 2}},
     {"gfx950", "a8w8", {1020.0, 0.0, 3848.0, kRowBytes + 4, 1, 235.0}},
-    // "_kv4": a 4-wave workgroup per (request, part) whose one-wave decoders split the part and merge in LDS (132
-    // KiB: one per CU); cycles per wave, the tile term per 16 tokens of the part (a wave decodes a quarter of them)
     {"gfx950", "a8w8_kv4", {287.0, 0.0, 4687.0, kRowBytes + 4, 1, 314.0, 4, 0, 4, 1}},
     {"gfx950", "mxfp4_w1", {2770.0, 0.0, 3211.0, kMxfp4TokenBytes, 0, 0, 1, 0, 4, 4}},
     {"gfx950", "mxfp4_kv4", {719.0, 0.0, 4674.0, kMxfp4TokenBytes, 0, 0, 4, 0, 4, 1}},
@@ -347,7 +347,7 @@ inline double plan_cost(int64_t batch, int64_t heads, int64_t q_len, int64_t len
 }
 
 // A KV-format kernel's launch shape: "<format>_w1" is a wave per (request, part), else a 4-wave workgroup
-// per (request, part, group of 4 row tiles).
+// per (request, part, group of 4 row tiles) ("<format>_kv4": one row tile, so a 4-wave workgroup per part).
 inline Variant format_launch_shape(const std::string& kernel) {
   return kernel.size() > 3 && kernel.compare(kernel.size() - 3, 3, "_w1") == 0 ? Variant::kWave : Variant::kShared;
 }

@@ -8,7 +8,8 @@ the op by the dtype of its cache.
 Same op semantics as mla_decode_a16w8 (any q_len, H 1..128, page_size 1 slot lists, DCP with base-2 LSE,
 end-aligned causal window, empty windows, determinism); only the pool and its dequantisation differ
 (docs/numerics.md). The kernels are the LDS-tile kernels (csrc/device/mla_decode_lds_tile.hpp and the format
-files) over the planner (each kernel with its own row of its cost table) and the a16w8 split-KV merge kernel.
+files) over the planner (each kernel with its own row of its cost table; on gfx950 with one row tile it picks
+the one-wave or the _kv4 kernel, whose 4 waves split each part) and the a16w8 split-KV merge kernel.
 """
 from __future__ import annotations
 

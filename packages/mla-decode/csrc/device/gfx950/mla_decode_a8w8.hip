@@ -9,8 +9,8 @@
 // beside the Q and slot loads, so the quantisation adds VALU work per part but no launch and no round trip
 // (a separate quantising launch cost the call a launch's dependent HBM round trips, 8.7 us modeled).
 //
-// The body is the LDS-tile kernel of mla_decode_lds_tile.hpp (waves, pipeline) on 32-token tiles, with these
-// stages:
+// The body is the LDS-tile kernel of mla_decode_lds_tile.hpp (waves, pipeline) on 32-token tiles -- the 4-wave
+// kernel, the one-wave _w1 and the _kv4 (four one-wave decoders per part merged in LDS) -- with these stages:
 //   fetch   each KV byte of a tile once, 16 bytes a load: latent 4 loads per thread, rope 1 for threads 0..127.
 //   store   K stays fp8 in LDS (32 rows of 592 bytes, 18944 bytes): the QK operand, and the PV operand read
 //           transposed (ds_read_b64_tr_b8), so V needs no copy and no conversion.
