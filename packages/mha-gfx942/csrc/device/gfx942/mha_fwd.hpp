@@ -72,6 +72,13 @@ constexpr uint32_t kWaves = moonmath::mha::config::kWaves;
 constexpr uint32_t kQTilesPerWave = moonmath::mha::config::kQTilesPerWave;
 constexpr uint32_t kCtaRows = moonmath::mha::config::kCtaRows;
 constexpr uint32_t kCtaThreads = moonmath::mha::config::kCtaThreads;
+#ifndef MHA_B_SOFTMAX_PRIO
+#define MHA_B_SOFTMAX_PRIO 1
+#endif
+// Group B's softmax runs at priority 1, above group A's (0): when A's MFMA phase ends before B's softmax
+// (a block where B's max moved: the cross-lane max and its exp2), the SIMD's VALU slots go to B, whose MFMA
+// phase waits on it, not to A's softmax, which has all of B's MFMA phase to finish.
+constexpr int kGroupBSoftmaxPriority = MHA_B_SOFTMAX_PRIO;
 static_assert(kCtaRows == kWaves * kQTilesPerWave * 16, "one 16-row q tile per wave and slot");
 
 struct Strides {
@@ -227,10 +234,12 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
     qk_first();
     for (uint32_t i = 1; i < cnt; ++i) {
       refill(i);
+      mm::set_priority<kGroupBSoftmaxPriority>();
       softmax(i - 1);
       pv_qk(i);
     }
     refill(cnt);
+    mm::set_priority<kGroupBSoftmaxPriority>();
     softmax(cnt - 1);
     pv_qk(cnt);
   }
