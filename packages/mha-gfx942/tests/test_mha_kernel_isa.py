@@ -105,3 +105,21 @@ def test_code_objects_hold_exactly_their_kernels():
             held.setdefault(k, []).append(path.stem)
     assert {k: v for k, v in held.items() if len(v) > 1} == {}
     assert {k: v[0] for k, v in held.items()} == OBJECTS
+
+
+def test_attention_kernels_keep_the_wave_priorities():
+    """The two-group schedule's priorities (docs/kernels/mha_gfx942.md, Design): MFMA phases at 3, group B's
+    softmax at 1 (its MFMA phase waits on it; modeled RTNE 70.5 -> 68.7 cycles per key), group A's at 0. A
+    kernel without s_setprio 1 has lost B's priority and runs A's softmax first whenever both are ready."""
+    if ARCH not in KERNELS.archs_built():
+        pytest.skip("this build has no gfx942 code objects")
+    emu = pytest.importorskip("moonmath_emu")
+    attention = [k for k in OBJECTS if k.startswith("mha_fwd")]
+    assert len(attention) == 36  # 3 modes x 3 head dims x (dense, split, feature dense, feature split)
+    texts: dict = {}
+    for name in set(OBJECTS[k] for k in attention):
+        for k, _, t in emu.disassemble(KERNELS.path("isa", ARCH, name).read_bytes()):
+            texts.setdefault(k, []).append(t.split()[:2])
+    for k in attention:
+        prios = {int(arg, 0) for op, *rest in texts[k] if op == "s_setprio" for arg in rest}
+        assert prios == {0, 1, 3}, f"{k}: s_setprio values {sorted(prios)}"

@@ -16,7 +16,8 @@
 // its VALU phase, and they swap mid-interval. Group B also issues all the DMA (A opens each interval
 // with MFMAs). The softmax only decides O's rescale factor; PV applies it (in the VALU slots between
 // the wave's own MFMAs), so every wave does the same work per block and no wave's rescale delays the
-// barrier. Modeled: the matrix pipe is busy ~91 % of the cycles (RTNE, Skv = 8192).
+// barrier. Group B's softmax runs at priority 1, above group A's (kGroupBSoftmaxPriority). Modeled: the matrix
+// pipe is busy ~90 % of the cycles (RTNE, Skv = 8192; 93 % RTZ).
 //
 // LDS (64 KB = two stages). Stage s: one K block (64 rows x 256 B at s * 16 KB; 16-byte chunk c of row r
 // at chunk c ^ (r % 8), so the 8 lanes of a b128 read group hit 8 different bank groups) and one V_t
@@ -72,6 +73,10 @@ constexpr uint32_t kWaves = moonmath::mha::config::kWaves;
 constexpr uint32_t kQTilesPerWave = moonmath::mha::config::kQTilesPerWave;
 constexpr uint32_t kCtaRows = moonmath::mha::config::kCtaRows;
 constexpr uint32_t kCtaThreads = moonmath::mha::config::kCtaThreads;
+// Group B's softmax runs at priority 1, above group A's (0): when A's MFMA phase ends before B's softmax
+// (a block where B's max moved: the cross-lane max and its exp2), the SIMD's VALU slots go to B, whose MFMA
+// phase waits on it, not to A's softmax, which has all of B's MFMA phase to finish.
+constexpr int kGroupBSoftmaxPriority = 1;  // (2 models the same: only the order against A matters)
 static_assert(kCtaRows == kWaves * kQTilesPerWave * 16, "one 16-row q tile per wave and slot");
 
 struct Strides {
@@ -227,10 +232,12 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
     qk_first();
     for (uint32_t i = 1; i < cnt; ++i) {
       refill(i);
+      mm::set_priority<kGroupBSoftmaxPriority>();
       softmax(i - 1);
       pv_qk(i);
     }
     refill(cnt);
+    mm::set_priority<kGroupBSoftmaxPriority>();
     softmax(cnt - 1);
     pv_qk(cnt);
   }
