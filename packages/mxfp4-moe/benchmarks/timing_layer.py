@@ -59,7 +59,7 @@ def _round(mod, kernel, grid, block, args, cfg, rows_y: int, per_row: int = 1) -
 
 def ours(T: int, ids, tw, w13, s13, w2, s2, cfg, block_m: int | None = None, splits: int | None = None) -> dict:
     import moonmath_mxfp4_moe as mm
-    from moonmath_mxfp4_moe import a4w4, kernel
+    from moonmath_mxfp4_moe import a4w4, kernel, quant
 
     E = ROUTED + 1
     nvt = T * ids.shape[1]
@@ -79,14 +79,15 @@ def ours(T: int, ids, tw, w13, s13, w2, s2, cfg, block_m: int | None = None, spl
             ids.shape[1], DIM, DIM, E, 1, 1.0, 1.0, a_stride]
     cyc, slots = _round(mod, name, (sp, nblk, 1), INTER, args, cfg, live, sp)
     t = timing.kernel_time(live * sp, cyc, slots, cfg, hbm_bytes=_hbm_bytes(ids, T))
-    # the quantiser: groups of 32 over 256-thread workgroups, memory-light
+    # the quantiser: groups of 32 over workgroups of quant.THREADS lanes (as mxfp4_quantize launches it)
     qmod = moonmath_emu.Module(kernel.KERNELS.path("bench", "gfx950", "mxfp4_quant").read_bytes())
     qs, qb = torch.empty_like(as_), torch.empty_like(aq)
-    groups = T * DIM // 32
-    qgrid = (-(-groups // 256), 1, 1)
+    groups, qthreads = T * DIM // 32, quant.THREADS
+    qgrid = (-(-groups // qthreads), 1, 1)
     # co-resident on one CU: its occupancy, but no more than the launch puts there (as _round)
-    qslots = min(timing.occupancy(qmod.kernel_info("mxfp4_quant_bf16"), 256, cfg), -(-qgrid[0] // cfg["cus_per_chip"]))
-    qrep = timing.simulate(qmod, "mxfp4_quant_bf16", qgrid, 256, [x, qb, qs, T, DIM, DIM],
+    qslots = min(timing.occupancy(qmod.kernel_info("mxfp4_quant_bf16"), qthreads, cfg),
+                 -(-qgrid[0] // cfg["cus_per_chip"]))
+    qrep = timing.simulate(qmod, "mxfp4_quant_bf16", qgrid, qthreads, [x, qb, qs, T, DIM, DIM],
                            cus=[[(i, 0, 0) for i in range(min(qslots, qgrid[0]))]], config=cfg)
     tq = timing.kernel_time(qgrid[0], float(qrep["cu_cycles"][0]), qslots, cfg, hbm_bytes=T * DIM * 2.5)
     return {"us": 1e6 * (t["seconds"] + tq["seconds"]), "layer": t, "quant_us": 1e6 * tq["seconds"],

@@ -29,7 +29,7 @@ from moonmath_common.numerics import e8m0_to_f32, unpack_e2m1
 GROUP = 32
 AMAX_FLOOR = 1e-10
 LOG2_MAX_E4M3 = 8  # 256 = 2^floor(log2 448)
-THREADS = 256
+THREADS = 64  # per workgroup: the groups of a decode batch spread over more CUs (mxfp4_quant.hip)
 # |v| upper bounds of E2M1 codes 0..6 under round-to-nearest-even: the midpoints between neighbours, a
 # midpoint going to the even code (0, 2, 4, 6), i.e. included in the lower code when that one is even.
 _BOUNDS = (0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0)

@@ -45,6 +45,9 @@ namespace {
 enum : int { kEpiNone = 0, kEpiSitu = 1, kEpiSilu = 2 };
 constexpr bool gated(int epi) { return epi == kEpiSitu || epi == kEpiSilu; }
 
+// The layer's down sweep: weight steps in flight (register sets of NT granules + scales). 4: the first four are
+// issued before the stage-1 epilogue and cover most of it; 2 at block_m 48, I 512, where 4 spill (256 VGPRs).
+constexpr int layer_down_sets(int BM, int WAVES) { return BM == 48 && WAVES == 8 ? 2 : 4; }
 constexpr int kDownMaxSlabs = 16;  // the resident-tile down kernel: K <= 2048 (48 x 1 KiB + scales <= 52 KiB)
 // The layer's stage 1: weight slabs in flight. One: a second slab (three register sets, 197 / 230 VGPRs at
 // block_m 16 / 32; it spills at 48) was measured slower in the timing model (bs 16: 119.2 vs 114.4 µs, bs 128:
@@ -262,6 +265,7 @@ MM_DEVICE void a4w4_mainloop(FragC<MxOf<AF>> (&acc)[BM / 16][gated(EPI) ? 2 * NT
     // here made LLVM's waitcnt merge drain every load (vmcnt(0)) before staging, weights in flight included.
 #pragma unroll
     for (int t = 0; t < TILES; ++t) ahead[t] = load_weights(ew, 16u * widx[t], widx[t], s + DEPTH);
+    sched_barrier();  // every load issued before the first MFMA waits for this slab's weights
     slab_mma4<AF, SUBS, TILES>(acc, cur, lds[s & 1], (const uint8_t*)lds_scales[s & 1]);
     pin(acc);  // this slab's MFMAs before the barrier
     if (s + 1 < slabs) stage((s + 1) & 1, a);
@@ -392,39 +396,50 @@ MM_DEVICE void a4w4(const uint8_t* A, const uint8_t* As, const uint8_t* W, const
   }
 }
 
+// The down projection's weights of step (chunk, slab) for this lane's NT tiles (chunk c: columns c * 16 NT WAVES +
+// wave * 16 NT + 16 t + lane % 16); the chunk's columns ride in soffset (uniform), the lane offsets are chunk 0's.
+// A chunk at or past chunk_end reads slab `slabs` (past the buffers: 0, no fetch).
+template <int NT, int WAVES>
+MM_DEVICE void down_weights(W4Slab (&dst)[NT], const ExpertWeights& ew, uint32_t slabs, uint32_t chunk, uint32_t slab,
+                            uint32_t chunk_end) {
+  const bool past = chunk >= chunk_end;  // uniform
+#pragma unroll
+  for (int t = 0; t < NT; ++t) {
+    const uint32_t widx = weight_index(ew, wave_id() * (16u * NT) + 16u * t + (lane_id() & 15u));
+    dst[t] = load_weights(ew, 16u * widx, widx, past ? slabs : slab, past ? 0u : chunk * (16u * NT * WAVES));
+  }
+}
+
 // The down projection of one block against its A tile resident in LDS (slab s: codes at codes + s * BM * 64
 // in A4Lds layout, scale bytes at scales + s * BM), column chunks [chunk0, chunk_end) of 16 * NT * WAVES swept
-// without barriers, weights one (chunk, slab) step ahead. Each output's chain is slabs ascending, one MFMA each (the
+// without barriers, weights SETS (chunk, slab) steps ahead. Each output's chain is slabs ascending, one MFMA each (the
 // streaming kernel's with EPI_NONE). rows / rw: the lane's rows 16r + j and their routed weights.
 // ALIGNED (the host checked N % 4 == 0 and C 8-byte aligned): one 8-byte store per 4 columns, bf16 by
-// pack_bf16x2_hw; else store_out4.
-template <int BM, int NT, bool ALIGNED, int WAVES = kWaves>
+// pack_bf16x2_hw; else store_out4. SETS: weight register sets (steps in flight); first: the first SETS steps'
+// weights (down_weights of steps 0 .. SETS - 1) already issued by the caller, or null.
+template <int BM, int NT, bool ALIGNED, int WAVES = kWaves, int SETS = 2>
 MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const ExpertWeights& ew,
                           const RowInfo (&rows)[BM / 16], const float (&rw)[BM / 16], buffer_rsrc cbuf,
-                          uint32_t c_mis, uint32_t N, uint32_t slabs, uint32_t chunk0, uint32_t chunk_end) {
+                          uint32_t c_mis, uint32_t N, uint32_t slabs, uint32_t chunk0, uint32_t chunk_end,
+                          const W4Slab (*first)[NT] = nullptr) {
   constexpr int SUBS = BM / 16;
   constexpr int BN = WAVES * 16 * NT;
   const uint32_t j = lane_id() & 15u, q = lane_id() >> 4, wave = wave_id();
   auto slab_codes = [&](uint32_t s) { return codes + s * (BM * kA4RowBytes); };
   auto slab_scales = [&](uint32_t s) { return (const uint8_t*)(scales + s * BM); };
   if (chunk0 >= chunk_end) return;
-  // The (chunk, slab) steps in one sequence, weights one step ahead across chunk boundaries too (a chunk's
-  // first slab no longer waits a whole memory latency). The chunk's columns ride in soffset (uniform), so
-  // the lane offsets are chunk 0's; the step past the last reads slab `slabs` (past the buffers: 0, no fetch).
-  uint32_t widx[NT];
-#pragma unroll
-  for (int t = 0; t < NT; ++t) widx[t] = weight_index(ew, wave * (16u * NT) + 16u * t + j);
+  // The (chunk, slab) steps k = 0 .. steps - 1 in one sequence (step k: chunk chunk0 + k / slabs, slab k % slabs),
+  // across chunk boundaries too (a chunk's first slab does not wait a whole memory latency). SETS register sets,
+  // set k % SETS reloaded with step k + SETS right after step k's MFMAs: at every wait SETS steps are in flight,
+  // and the caller can issue the first SETS before its own work (the layer issues 4 before its stage-1 epilogue,
+  // ~6k modeled cycles at bs 128 that the HBM would otherwise idle through). Steps past the last fetch nothing.
   auto load = [&](W4Slab(&dst)[NT], uint32_t chunk, uint32_t slab) {
-    const bool past = chunk >= chunk_end;  // uniform
-#pragma unroll
-    for (int t = 0; t < NT; ++t)
-      dst[t] = load_weights(ew, 16u * widx[t], widx[t], past ? slabs : slab, past ? 0u : chunk * BN);
+    down_weights<NT, WAVES>(dst, ew, slabs, chunk, slab, chunk_end);
   };
   FragC<Mx> acc[SUBS][NT];
-  uint32_t chunk = chunk0, slab = 0, next_chunk = chunk0 + (slabs == 1u), next_slab = slabs == 1u ? 0u : 1u;
-  auto step = [&](const W4Slab(&cur)[NT], W4Slab(&ahead)[NT]) {
-    load(ahead, next_chunk, next_slab);
-    if (++next_slab == slabs) next_slab = 0, ++next_chunk;
+  uint32_t chunk = chunk0, slab = 0;
+  uint32_t next_chunk = chunk0 + (uint32_t)SETS / slabs, next_slab = (uint32_t)SETS % slabs;  // step k + SETS
+  auto step = [&](W4Slab(&cur)[NT]) {
     if (slab == 0) {
 #pragma unroll
       for (int r = 0; r < SUBS; ++r)
@@ -432,6 +447,11 @@ MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const Ex
         for (int t = 0; t < NT; ++t) acc[r][t] = zeros<Mx>();
     }
     slab_mma4<kFp4, SUBS, NT>(acc, cur, slab_codes(slab), slab_scales(slab));
+    pin(acc);  // the MFMAs stay here, not sunk under the epilogue's partial EXEC (compiler pitfall, docs)
+    sched_barrier();  // the reload after the MFMAs that read cur (hoisted, it would need a copy: a wait)
+    load(cur, next_chunk, next_slab);
+    if (++next_slab == slabs) next_slab = 0, ++next_chunk;
+    sched_barrier();
     if (slab + 1u == slabs) {  // the chunk's epilogue
       const uint32_t wave_col = chunk * BN + wave * (16 * NT);
 #pragma unroll
@@ -454,21 +474,27 @@ MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const Ex
       ++slab;
     }
   };
-  W4Slab wa[NT], wb[NT];
-  const uint32_t steps = (chunk_end - chunk0) * slabs;
-  // An odd count: one step first, the rest in pairs (uniform). Not as a tail after the loop: there the last
-  // MFMA feeds only the epilogue, and clang sinks it (and its scale operand) under the epilogue's partial
-  // EXEC (docs/kernels/mxfp4_moe_gfx950.md, compiler pitfall).
-  if (steps & 1u) {
-    load(wb, chunk0, 0);
-    step(wb, wa);
+  W4Slab w[SETS][NT];
+  if (first) {
+#pragma unroll
+    for (int d = 0; d < SETS; ++d)
+#pragma unroll
+      for (int t = 0; t < NT; ++t) w[d][t] = first[d][t];
   } else {
-    load(wa, chunk0, 0);
+#pragma unroll
+    for (int d = 0; d < SETS; ++d) load(w[d], chunk0 + (uint32_t)d / slabs, (uint32_t)d % slabs);
   }
-  for (uint32_t i = steps & 1u; i < steps; i += 2u) {
-    step(wa, wb);
-    step(wb, wa);
+  const uint32_t steps = (chunk_end - chunk0) * slabs;
+  // Whole rotations, then the remaining steps (uniform branches; pin(acc) keeps a tail step's MFMAs out of its
+  // epilogue's partial EXEC, where clang would sink them: the compiler pitfall of the docs).
+  uint32_t i = 0;
+  for (; i + SETS <= steps; i += SETS) {
+#pragma unroll
+    for (int d = 0; d < SETS; ++d) step(w[d]);
   }
+#pragma unroll
+  for (int d = 0; d + 1 < SETS; ++d)
+    if (i + d < steps) step(w[d]);
 }
 
 // The lane's block rows 16r + j and their routed weights (1 unless mul_routed), for the down epilogue.
@@ -598,9 +624,25 @@ MM_DEVICE void a4w4_layer(const uint8_t* A, const uint8_t* As, const uint8_t* W1
   const uint32_t tid = thread_id_x(), lane = lane_id(), wave = wave_id(), j = lane & 15u, q = lane >> 4;
   const uint32_t wave_col = wave * (16u * NT);
   const ExpertWeights ew1 = expert_weights(W1, S1, (uint32_t)expert, 2u * I, K / 32u);
+  // The down epilogue's rows, read now: their loads must not wait behind the down weights issued after stage 1
+  // (vmcnt is in order).
+  RowInfo rows[SUBS];
+  float rw[SUBS];
+  down_rows<SUBS>(rows, rw, sorted_ids, num_sorted, m0, num_valid, topk_w, mul_routed);
   FragC<Mx> acc[SUBS][TILES];
   a4w4_mainloop<kFp4, BM, NT, EPI, WAVES, layer_depth(BM)>(acc, lds, lds_scales, A, As, ew1, sorted_ids, num_sorted, num_valid, m0, a_rows,
                              a_row_div, K, I, wave_col, a_stride);
+  // The down projection's first DSETS steps' weights issued now: they arrive during the epilogue and
+  // the permutation instead of after them.
+  const ExpertWeights ew2 = expert_weights(W2, S2, (uint32_t)expert, N, I / 32u);
+  const uint32_t chunks = (N + BND - 1u) / BND, splits = grid_dim_x();
+  const uint32_t per = (chunks + splits - 1u) / splits, c0 = block_id_x() * per;
+  const uint32_t c_end = c0 + per < chunks ? c0 + per : chunks;
+  constexpr int DSETS = layer_down_sets(BM, WAVES);
+  W4Slab down0[DSETS][NTD];
+#pragma unroll
+  for (int d = 0; d < DSETS; ++d)
+    down_weights<NTD, WAVES>(down0[d], ew2, H_SLABS, c0 + (uint32_t)d / H_SLABS, (uint32_t)d % H_SLABS, c_end);
 
   // Stage-1 epilogue into LDS (dead rows too: their zero accumulators give zero codes, never stored).
   const float inv_beta = 1.0f / beta, inv_lin = 1.0f / lin;
@@ -629,19 +671,12 @@ MM_DEVICE void a4w4_layer(const uint8_t* A, const uint8_t* As, const uint8_t* W1
       }
     }
   }
-  RowInfo rows[SUBS];
-  float rw[SUBS];
-  down_rows<SUBS>(rows, rw, sorted_ids, num_sorted, m0, num_valid, topk_w, mul_routed);
-  const ExpertWeights ew2 = expert_weights(W2, S2, (uint32_t)expert, N, I / 32u);
   const buffer_rsrc cbuf = make_buffer(C, num_valid * N * 2u);
   const uint32_t c_mis = misalignment8(C);
   block_sync();
-  // Down-column split: workgroup x of grid_dim_x() sweeps its share of the column chunks (each computes the
-  // whole stage 1; at small batches the CUs are idle otherwise, and each one's share of HBM bounds it).
-  const uint32_t chunks = (N + BND - 1u) / BND, splits = grid_dim_x();
-  const uint32_t per = (chunks + splits - 1u) / splits, c0 = block_id_x() * per;
-  down_sweep<BM, NTD, true, WAVES>(h_codes[0], h_scales[0], ew2, rows, rw, cbuf, c_mis, N, H_SLABS, c0,
-                                   c0 + per < chunks ? c0 + per : chunks);
+  // Down-column split: workgroup x of grid_dim_x() sweeps its share [c0, c_end) of the column chunks (each
+  // computes the whole stage 1; at small batches the CUs are idle otherwise, and each one's share of HBM bounds it).
+  down_sweep<BM, NTD, true, WAVES, DSETS>(h_codes[0], h_scales[0], ew2, rows, rw, cbuf, c_mis, N, H_SLABS, c0, c_end, down0);
 }
 
 }  // namespace
