@@ -436,6 +436,24 @@ MM_DEVICE void dma_rows(mm::buffer_rsrc src, int64_t token_stride, lds_u8* dst, 
   }
 }
 
+// The K or V rows of a dense tile's next DMA: a running row pointer and the sequence's rows left from it, one block
+// further per DMA (a 64-bit add, where making the pointer from the block's key took a 32 x 32 -> 64-bit product, a
+// shift and the key's add); the extent is a whole block's unless fewer rows are left.
+template <class T>
+struct BlockWalk {
+  const T* p;
+  int32_t rows;
+  int64_t stride;   // token stride, elements
+  MM_DEVICE BlockWalk(const T* head, int32_t key0, int32_t k_len, int64_t stride_)
+      : p(head + (int64_t)key0 * stride_), rows(k_len - key0), stride(stride_) {}
+  template <int Elems>
+  MM_DEVICE mm::buffer_rsrc rsrc() const {
+    return mm::make_buffer(p, rows >= kKvBlock ? extent_bytes(kKvBlock, stride, Elems, sizeof(T))
+                                               : extent_bytes(rows, stride, Elems, sizeof(T)));
+  }
+  MM_DEVICE void advance() { p += kKvBlock * stride; rows -= kKvBlock; }
+};
+
 template <class Shape, class Tile>
 MM_DEVICE void dma_k(const Tile& tile, int32_t key0, lds_u8* buf, uint32_t wave, uint32_t lane) {
   dma_rows<typename Shape::KLayout>(tile.k_block(key0), tile.a.k_token, buf, wave, lane);
@@ -529,6 +547,10 @@ constexpr int kPrefetch = Shape::Dqk == 256 ? 2
                           : Shape::Dqk == 192 && !Shape::kKvFp8 && Dense ? 6
                           : Shape::Dqk < 128 && !Shape::kKvFp8 && Dense ? 6
                           : Dense ? 4 : 2;
+// The MFMA phase keeps its written step order (a sched_barrier per step) for the bf16 Dqk 128 / 192 kernels, where it
+// was measured; the others keep the compiler's schedule (the fp8 and 256 kernels are at their register limits).
+template <class Shape>
+constexpr bool kStepOrder = !Shape::kKvFp8 && (Shape::Dqk == 128 || Shape::Dqk == 192);
 template <class Shape, int KBuf, bool DoPv, bool DoQk, int Prefetch, class Mid>
 MM_DEVICE void mfma_phase(WaveState<Shape>& st, const LdsAddrs<Shape>& ad, FragC (&s)[Shape::kKeyTiles], Mid mid) {
   constexpr int kPv = DoPv ? Shape::kPvSteps * Shape::kDvTiles : 0;      // V fragments: (step c, n-tile)
@@ -581,6 +603,10 @@ MM_DEVICE void mfma_phase(WaveState<Shape>& st, const LdsAddrs<Shape>& ad, FragC
         if constexpr (ks == 0) s[t] = mfma_first(FragA{kf[g]}, st.q[ks]);
         else mm::mma(s[t], FragA{kf[g]}, st.q[ks], s[t]);
       }
+      // Each step stays where it is written (reads, their wait, the MFMA): left free, clang sank the MFMAs past the
+      // later steps' waits, so the phase ended in lgkmcnt stalls with the MFMA pipe idle (d128 dense 2869 -> 2856
+      // modeled cycles per block, d192 3284 -> 3226; docs/kernels/attention_gfx950.md).
+      if constexpr (kStepOrder<Shape>) mm::sched_barrier();
     }
   });
 }
@@ -879,12 +905,26 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   // written to LDS by land(n) (each group lands dma_phase(n) within block n: see block).
   Fp8K<Shape> fk(lds + Shape::kStageK);
   Fp8V<Shape> fv(lds + Shape::kStageV);
+  // Dense bf16 tiles walk K and V (BlockWalk): every wave's DMA calls go n = 0, 1, 2 ... (K(n+1) and V(n) at call n).
+  constexpr bool kWalk = !Shape::kKvFp8 && __is_same(Tile, DenseTile<Shape>);
+  typedef typename Shape::KvT KvT;
+  BlockWalk<KvT> kwalk(tile.k_head, key_of_block(1), tile.it.k_len, tile.a.k_token);
+  BlockWalk<KvT> vwalk(tile.v_head, key_of_block(0), tile.it.k_len, tile.a.v_token);
   // par = n % 2, known where it is called: the buffers' LDS addresses are then constants.
   auto dma_phase = [&](int32_t n, auto par) MM_INLINE_LAMBDA {
     constexpr int p = decltype(par)::value;
     if constexpr (Shape::kKvFp8) {
       if (n + 1 < nb) load_k_fp8<Shape>(tile, key_of_block(n + 1), fk, wave, lane);
       if (n < nb) load_v_fp8<Shape>(tile, key_of_block(n), fv, wave, lane);
+    } else if constexpr (kWalk) {
+      if (n + 1 < nb) {
+        dma_rows<typename Shape::KLayout>(kwalk.template rsrc<Shape::Dqk>(), tile.a.k_token, kbuf(p ^ 1), wave, lane);
+        kwalk.advance();
+      }
+      if (n < nb) {
+        dma_rows<typename Shape::VLayout, Shape::Dv * 2>(vwalk.template rsrc<Shape::Dv>(), tile.a.v_token, vbuf(p), wave, lane);
+        vwalk.advance();
+      }
     } else {
       if (n + 1 < nb) dma_k<Shape>(tile, key_of_block(n + 1), kbuf(p ^ 1), wave, lane);
       if (n < nb) dma_v<Shape>(tile, key_of_block(n), vbuf(p), wave, lane);
