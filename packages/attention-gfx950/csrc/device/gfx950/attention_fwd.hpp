@@ -536,9 +536,9 @@ MM_DEVICE void load_v_fp8(const DenseTile<Shape>& tile, int32_t key0, Fp8V<Shape
 // QK of this block (K buffer KBuf) into s. One stream of fragments - V^T (two transposing reads each),
 // then K (one b128 read each) - read kPrefetch fragments ahead of the MFMA that uses them.
 // `mid` (the DMA of group A) runs once the first fragments are in flight and the row-sum MFMAs issued, its scalar
-// set-up then overlapping the MFMA pipe; in the kStepOrder kernels right behind the first fragment's reads instead:
-// the loads land earlier, and group A's vmcnt(0) at the end of its softmax phase (which bounds the pipeline) waits
-// less (d128 dense 2825 -> 2807 modeled cycles per block, d192 3195 -> 3165).
+// set-up then overlapping the MFMA pipe; in the kStepOrder kernels right behind the first fragment's reads instead,
+// before O's rescale: the loads land earlier, and group A's vmcnt(0) at the end of its softmax phase (which bounds the
+// pipeline) waits less (d128 dense 2825 -> 2793 modeled cycles per block, d192 3195 -> 3116).
 // Fragments read ahead of their MFMA (Prefetch): 6 where Dqk 128 leaves room for them, else 4; 2 for the
 // paged Dqk 192 kernels (their page indices take the VGPRs of the others). The fp8 kernels hold the next block's
 // K/V loads across a phase (Fp8Rows) and the paged kernels of the other head dims their page indices and
@@ -577,6 +577,7 @@ MM_DEVICE void mfma_phase(WaveState<Shape>& st, const LdsAddrs<Shape>& ad, FragC
   static_for<kN + Prefetch>([&](auto I) MM_INLINE_LAMBDA {
     constexpr int i = decltype(I)::value;
     if constexpr (i < kN) issue(Ic<i>{});
+    if constexpr (kStepOrder<Shape> && i == 0) mid();
     if constexpr (DoPv && i == 0) rescale_pending(st);   // behind the first reads, before any MFMA
     if constexpr (DoPv && i == Prefetch - 1) {
       // lb += row sums of the bf16 P the PV MFMAs use (against ones), while the first reads land:
@@ -586,7 +587,7 @@ MM_DEVICE void mfma_phase(WaveState<Shape>& st, const LdsAddrs<Shape>& ad, FragC
 #pragma unroll
       for (int c = 0; c < Shape::kPvSteps; ++c) mm::mma(st.lb, ones, mm::FragB<RS>{st.p[c].w}, st.lb);
     }
-    if constexpr (i == (kStepOrder<Shape> ? 0 : Prefetch - 1)) mid();
+    if constexpr (!kStepOrder<Shape> && i == Prefetch - 1) mid();
     if constexpr (i >= Prefetch - 1 && i - (Prefetch - 1) < kN) {
       constexpr int f = i - (Prefetch - 1);
       constexpr int last = i < kN ? i : kN - 1;
