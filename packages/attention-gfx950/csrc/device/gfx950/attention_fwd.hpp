@@ -943,6 +943,10 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
       mm::wait_lgkmcnt<0>();
     }
   };
+  // Group B's DMA of a softmax phase after the softmax, not before it (dense bf16 d128): the softmax phase bounds the
+  // pipeline and its scalar set-up no longer delays the exp2s; the loads still have the next (MFMA) phase to land in
+  // (modeled d128 dense 2793 -> 2736 cycles per block; d192, whose MFMA phase is longer, 3116 -> 3148: not there).
+  constexpr bool kLateDmaB = kWalk && Shape::Dqk == 128;
   FragC s[Shape::kKeyTiles];
   auto softmax_phase = [&](int32_t n, bool first) MM_INLINE_LAMBDA {
     const int32_t key0 = key_of_block(n);
@@ -961,8 +965,9 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
     mm::set_priority<0>();
     if (!lead) land(n);
     phase_barrier(s, st.o, st.lb);
-    if (!lead) dma_phase(n + 1, Ic<decltype(kb)::value ^ 1>{});
+    if (!lead && !kLateDmaB) dma_phase(n + 1, Ic<decltype(kb)::value ^ 1>{});
     softmax_phase(n, false);
+    if (!lead && kLateDmaB) dma_phase(n + 1, Ic<decltype(kb)::value ^ 1>{});
     if (lead) land(n);
     phase_barrier(st.p, st.o, st.lb, st.l);
   };
@@ -988,8 +993,9 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
     mm::set_priority<0>();
     if (!lead) land(0);
     phase_barrier(s);
-    if (!lead) dma_phase(1, Ic<1>{});
+    if (!lead && !kLateDmaB) dma_phase(1, Ic<1>{});
     softmax_phase(0, true);
+    if (!lead && kLateDmaB) dma_phase(1, Ic<1>{});
     if (lead) land(0);
     phase_barrier(st.p, st.o, st.lb, st.l);
     int32_t n = 1;
