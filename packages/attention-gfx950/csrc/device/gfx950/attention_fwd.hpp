@@ -41,9 +41,9 @@
 //   group B        X(n-1)        M(n)
 //
 // Buffers: K(n) in K buffer n % 2 (read in phases 2n, 2n+1), V(n) in V buffer n % 2 (read by PV(n) in
-// phases 2n+2, 2n+3). At the start of phase 2n every wave issues its share of the DMA of K(n+1) and
-// V(n) (their buffers' previous blocks K(n-1), V(n-2) were last read in phase 2n-1) and waits for it
-// (vmcnt(0)) at the end of phase 2n+1, two phases of latency hidden. LDS reads are inline asm in a
+// phases 2n+2, 2n+3). In phase 2n every wave issues its share of the DMA of K(n+1) and V(n) (their buffers'
+// previous blocks K(n-1), V(n-2) were last read in phase 2n-1; group A early in its MFMA phase, group B before
+// or, dense bf16 d128, after its softmax) and waits for it (vmcnt(0)) at the end of phase 2n+1. LDS reads are inline asm in a
 // ring of kPrefetch fragments with counted lgkmcnt waits tied to each fragment (the builtin transposing
 // read made clang wait for all outstanding LDS DMA; the hazard checker verifies the manual waits).
 // Epilogue: O / lb (lb = the sum of the bf16 P, by MFMA against ones; 0 -> 0) rounded RTNE with
