@@ -53,6 +53,7 @@ const TraceStatic& Tracer::stat(int idx, const Inst& in) {
   if (s.known) return s;
   s.known = true;
   s.name = in.row ? in.row->name : std::string("?");
+  s.pc = in.pc;
   auto rd = [&](uint16_t code, int bits) {
     if (code == OPC_NONE || s.nrd >= 8) return;
     if (code >= 128 && code < OPC_VGPR) return;  // constants, literals, SCC-like specials
@@ -275,6 +276,8 @@ struct Cache {
 // ============================================================================ simulator
 namespace {
 
+constexpr int kWgWaves = 16;  // waves of a 1024-thread workgroup (the per-wave stall counts)
+
 enum Cause { C_ISSUE, C_WAIT_VM, C_WAIT_LGKM, C_BARRIER, C_DEP, C_PIPE_BUSY, C_ARB, C_NOP, C_BRANCH, C_COUNT };
 const char* kCause[C_COUNT] = {"issued", "waitcnt_vm", "waitcnt_lgkm", "barrier", "dependency", "pipe_busy",
                                "arbitration", "nop", "branch"};
@@ -290,6 +293,9 @@ struct SimWave {
   bool done = false, at_barrier = false;
   std::vector<uint64_t> vm, ds, sm;  // completion times of outstanding ops (vm, ds in order)
   std::vector<uint64_t> reg, chain;  // per operand code: readable / readable as MFMA SrcC
+  std::vector<int> writer;           // per operand code: static index of the last writer (-1: none)
+  int dep_from = -1;                 // the writer a dependency wait waits for
+  int index = 0;                     // wave index within its workgroup
 };
 
 struct SimWG { int trace = -1; int alive = 0, arrived = 0; uint64_t start = 0, end = 0; std::vector<int> waves; };
@@ -335,6 +341,8 @@ TimingReport simulate(const Tracer& tr, const TimingConfig& cfg, const std::vect
   double l2_free = 0, hbm_free = 0;
   uint64_t hbm_lines = 0, mall_lines = 0;
   double cause_cycles[C_COUNT] = {0};
+  std::vector<std::array<double, C_COUNT>> inst_cycles(tr.statics.size() * kWgWaves);  // [static index][wave index]
+  std::map<std::pair<int, int>, double> dep_pairs;                           // (waiting, writer) static indices
   double pipe_busy[TP_COUNT] = {0};
   uint64_t age = 0, ninst = 0;
 
@@ -358,9 +366,9 @@ TimingReport simulate(const Tracer& tr, const TimingConfig& cfg, const std::vect
         for (const SimWave& o : C.waves) if (o.wg >= 0) load[o.simd]++;
         int pick = 0;
         for (int s2 = 1; s2 < S; s2++) if (load[s2] < load[pick]) pick = s2;
-        sw.tw = &tw.waves[w]; sw.simd = pick; sw.wg = gi; sw.age = age++;
+        sw.tw = &tw.waves[w]; sw.index = std::min((int)w, kWgWaves - 1); sw.simd = pick; sw.wg = gi; sw.age = age++;
         sw.ready = t + cfg.wg_launch_cycles;
-        sw.reg.assign(NREG, 0); sw.chain.assign(NREG, 0);
+        sw.reg.assign(NREG, 0); sw.chain.assign(NREG, 0); sw.writer.assign(NREG, -1);
         if (sw.tw->recs.empty()) { sw.done = true; C.res[gi].alive--; }
         int slot = -1;
         for (size_t i = 0; i < C.waves.size(); i++) if (C.waves[i].done && C.waves[i].wg < 0) { slot = (int)i; break; }
@@ -400,8 +408,15 @@ TimingReport simulate(const Tracer& tr, const TimingConfig& cfg, const std::vect
         bool used[7] = {false, false, false, false, false, false, false};
         for (int wi : order) {
           SimWave& w = C.waves[wi];
-          if (w.at_barrier) { cause_cycles[C_BARRIER] += P; continue; }
-          if (w.ready > t) { cause_cycles[w.cause] += P; continue; }
+          // every count below is for the wave's next instruction (its stall or issue window)
+          const int next = w.pos < w.tw->recs.size() ? w.tw->recs[w.pos].idx : -1;
+          auto count = [&](int cause) {
+            cause_cycles[cause] += P;
+            if (next >= 0) inst_cycles[(size_t)next * kWgWaves + w.index][cause] += P;
+            if (cause == C_DEP && next >= 0) dep_pairs[{next, w.dep_from}] += P;
+          };
+          if (w.at_barrier) { count(C_BARRIER); continue; }
+          if (w.ready > t) { count(w.cause); continue; }
           const TraceRec& r = w.tw->recs[w.pos];
           const TraceStatic& st = tr.statics[r.idx];
           SimWG& g = C.res[w.wg];
@@ -418,12 +433,12 @@ TimingReport simulate(const Tracer& tr, const TimingConfig& cfg, const std::vect
               uint64_t x = all[nl - st.lgkm - 1];
               if (x > need) { need = x; cause = C_WAIT_LGKM; }
             }
-            if (need > t) { w.ready = need; w.cause = cause; cause_cycles[cause] += P; continue; }
-            w.pos++; w.ready = t + 1; cause_cycles[C_ISSUE] += P; ninst++;
+            if (need > t) { w.ready = need; w.cause = cause; count(cause); continue; }
+            w.pos++; w.ready = t + 1; count(C_ISSUE); ninst++;
             continue;
           }
           if (st.pipe == TP_BARRIER) {
-            w.pos++; ninst++; cause_cycles[C_ISSUE] += P;
+            w.pos++; ninst++; count(C_ISSUE);
             w.at_barrier = true; g.arrived++;
             if (g.arrived >= g.alive) {
               for (int x : g.waves) {
@@ -435,13 +450,13 @@ TimingReport simulate(const Tracer& tr, const TimingConfig& cfg, const std::vect
             continue;
           }
           if (st.pipe == TP_NOP) {
-            w.pos++; ninst++; cause_cycles[C_ISSUE] += P;
+            w.pos++; ninst++; count(C_ISSUE);
             w.ready = t + (uint64_t)st.nop * cfg.nop_cycles_per_wait_state; w.cause = C_NOP;
             continue;
           }
-          if (st.pipe == TP_SETPRIO) { w.pos++; ninst++; w.prio = st.prio; w.ready = t + 1; cause_cycles[C_ISSUE] += P; continue; }
+          if (st.pipe == TP_SETPRIO) { w.pos++; ninst++; w.prio = st.prio; w.ready = t + 1; count(C_ISSUE); continue; }
           if (st.pipe == TP_END) {
-            w.pos++; ninst++; w.done = true; cause_cycles[C_ISSUE] += P;
+            w.pos++; ninst++; w.done = true; count(C_ISSUE);
             g.alive--;
             // a wave that ends releases a barrier the others wait at
             if (g.alive > 0 && g.arrived >= g.alive) {
@@ -459,24 +474,30 @@ TimingReport simulate(const Tracer& tr, const TimingConfig& cfg, const std::vect
           for (int i = 0; i < st.nrd; i++) {
             bool srcc = st.pipe == TP_MFMA && i == 2;
             for (int k = 0; k < st.rdn[i] && st.rd[i] + k < NREG; k++)
-              dep = std::max(dep, srcc ? w.chain[st.rd[i] + k] : w.reg[st.rd[i] + k]);
+            {
+              const int reg = st.rd[i] + k;
+              const uint64_t x = srcc ? w.chain[reg] : w.reg[reg];
+              if (x > dep) { dep = x; w.dep_from = w.writer[reg]; }
+            }
           }
-          if (dep > t) { w.ready = dep; w.cause = C_DEP; cause_cycles[C_DEP] += P; continue; }
+          if (dep > t) { w.ready = dep; w.cause = C_DEP; count(C_DEP); continue; }
           int cat = category(st.pipe);
-          if (used[cat]) { cause_cycles[C_ARB] += P; continue; }
+          if (used[cat]) { count(C_ARB); continue; }
           // --- structural: the pipeline must be free
           uint64_t busy = 0;
           if (st.pipe == TP_VALU || st.pipe == TP_TRANS)
             busy = std::max(C.valu_free[simd], st.pk_f32 ? C.pk_hold[simd] : C.valu_hold[simd]);
           else if (st.pipe == TP_MFMA) busy = C.mfma_free[simd];
-          if (busy > t) { w.ready = busy; w.cause = C_PIPE_BUSY; cause_cycles[C_PIPE_BUSY] += P; continue; }
+          if (busy > t) { w.ready = busy; w.cause = C_PIPE_BUSY; count(C_PIPE_BUSY); continue; }
           // --- issue
           used[cat] = true;
-          w.pos++; ninst++; cause_cycles[C_ISSUE] += P;
+          w.pos++; ninst++; count(C_ISSUE);
           w.ready = t + 1; w.cause = C_ISSUE;
           auto write = [&](uint64_t when, uint64_t chain_when) {
             for (int i = 0; i < st.nwr; i++)
-              for (int k = 0; k < st.wrn[i] && st.wr[i] + k < NREG; k++) { w.reg[st.wr[i] + k] = when; w.chain[st.wr[i] + k] = chain_when; }
+              for (int k = 0; k < st.wrn[i] && st.wr[i] + k < NREG; k++) {
+                w.reg[st.wr[i] + k] = when; w.chain[st.wr[i] + k] = chain_when; w.writer[st.wr[i] + k] = r.idx;
+              }
           };
           switch (st.pipe) {
             case TP_VALU: case TP_TRANS:
@@ -558,6 +579,11 @@ TimingReport simulate(const Tracer& tr, const TimingConfig& cfg, const std::vect
   }
   for (auto& C : cu) { rep.cu_cycles.push_back(C.end); rep.wg_spans.push_back(C.spans); }
   for (int i = 0; i < C_COUNT; i++) rep.stall[kCause[i]] = cause_cycles[i];
+  for (size_t x = 0; x < inst_cycles.size(); x++)
+    for (int i = 0; i < C_COUNT; i++)
+      if (inst_cycles[x][i] > 0) rep.stall_by_pc[{(int)(x % kWgWaves), tr.statics[x / kWgWaves].pc}][kCause[i]] += inst_cycles[x][i];
+  for (auto& [k, v] : dep_pairs)
+    rep.dep_by_pair[{tr.statics[k.first].pc, k.second >= 0 ? tr.statics[k.second].pc : ~0u}] += v;
   for (int i = 0; i < TP_COUNT; i++) if (pipe_busy[i] > 0) rep.pipe_busy[kPipe[i]] = pipe_busy[i];
   uint64_t l1h = 0, l1m = 0;
   for (auto& C : cu) { l1h += C.l1.hits; l1m += C.l1.misses; }

@@ -90,6 +90,7 @@ struct TraceStatic {
   int valu_hold = 0, pk_hold = 0;     // MFMA: slots before a VALU / a packed-f32 VALU or DOT may issue
   bool pk_f32 = false;                // VALU: v_pk_{add,fma,mul}_f32, v_pk_mov_b32 or a DOT
   std::string name;
+  uint32_t pc = 0;                    // the instruction's byte offset in its kernel (per-instruction stalls)
 };
 
 struct TracedWave { std::vector<TraceRec> recs; };
@@ -126,6 +127,11 @@ struct TimingReport {
   std::map<std::string, double> stall;             // summed over waves: cycles by cause
   std::map<std::string, double> pipe_busy;         // summed over SIMDs: busy cycles by pipe
   std::map<std::string, double> mem;               // cache / byte counters
+  // per (wave index in its workgroup, instruction's byte offset in the kernel): cycles by cause while that
+  // instruction was the wave's next (summed over workgroups; the issue window of its issue counts as "issued")
+  std::map<std::pair<int, uint32_t>, std::map<std::string, double>> stall_by_pc;
+  // dependency waits by (waiting instruction's offset, offset of the instruction that wrote the register it waited for)
+  std::map<std::pair<uint32_t, uint32_t>, double> dep_by_pair;
   uint64_t instructions = 0;
 };
 

@@ -90,6 +90,7 @@ void register_timing(py::module_& m) {
     py::dict d;
     d["cu_cycles"] = rep.cu_cycles; d["wg_spans"] = rep.wg_spans; d["stall"] = rep.stall;
     d["pipe_busy"] = rep.pipe_busy; d["mem"] = rep.mem; d["instructions"] = rep.instructions;
+    d["stall_by_pc"] = rep.stall_by_pc; d["dep_by_pair"] = rep.dep_by_pair;
     d["emulated_wave_instructions"] = cnt.wave_instructions; d["traced_workgroups"] = tr.wgs.size();
     uint64_t traced = 0;
     for (auto& g : tr.wgs) for (auto& w : g.waves) traced += w.recs.size();

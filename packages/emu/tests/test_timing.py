@@ -77,6 +77,23 @@ def test_mfma_pipe_and_dependent_chain(tk):
     assert rep["cu_cycles"][0] < n * 32 + 3000
 
 
+def test_stalls_by_instruction_and_dependency_writer(tk):
+    out = torch.zeros(256 * 16, dtype=torch.float32)
+    n = 40
+    rep = _sim(tk, "mfma_chain", 1, 256, [out, n])
+    by_pc = rep["stall_by_pc"]
+    # per (wave, pc) counts add up to the totals by cause, for the 4 waves of the workgroup
+    assert {w for w, _ in by_pc} == {0, 1, 2, 3}
+    for cause, total in rep["stall"].items():
+        assert sum(m.get(cause, 0) for m in by_pc.values()) == pytest.approx(total)
+    # the chain's dependency waits are on MFMAs, and each waits for the register an MFMA wrote (SrcC)
+    names = {pc: text for k, pc, text in tk.disassemble() if k == "mfma_chain"}
+    dep = rep["dep_by_pair"]
+    assert sum(dep.values()) == pytest.approx(rep["stall"]["dependency"])
+    mfma_waits = sum(v for (a, b), v in dep.items() if names[a].startswith("v_mfma") and names[b].startswith("v_mfma"))
+    assert mfma_waits >= 0.9 * rep["stall"]["dependency"] > 0
+
+
 def test_one_wave_workgroups_spread_over_the_simds(tk):
     """Co-resident one-wave workgroups go to different SIMDs (as occupancy() counts them): four on one CU
     run their MFMA chains in parallel, so the CU takes about one chain's time, not four back to back on

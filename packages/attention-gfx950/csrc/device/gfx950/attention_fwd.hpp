@@ -41,9 +41,9 @@
 //   group B        X(n-1)        M(n)
 //
 // Buffers: K(n) in K buffer n % 2 (read in phases 2n, 2n+1), V(n) in V buffer n % 2 (read by PV(n) in
-// phases 2n+2, 2n+3). At the start of phase 2n every wave issues its share of the DMA of K(n+1) and
-// V(n) (their buffers' previous blocks K(n-1), V(n-2) were last read in phase 2n-1) and waits for it
-// (vmcnt(0)) at the end of phase 2n+1, two phases of latency hidden. LDS reads are inline asm in a
+// phases 2n+2, 2n+3). In phase 2n every wave issues its share of the DMA of K(n+1) and V(n) (their buffers'
+// previous blocks K(n-1), V(n-2) were last read in phase 2n-1; group A early in its MFMA phase, group B before
+// or, dense bf16 d128, after its softmax) and waits for it (vmcnt(0)) at the end of phase 2n+1. LDS reads are inline asm in a
 // ring of kPrefetch fragments with counted lgkmcnt waits tied to each fragment (the builtin transposing
 // read made clang wait for all outstanding LDS DMA; the hazard checker verifies the manual waits).
 // Epilogue: O / lb (lb = the sum of the bf16 P, by MFMA against ones; 0 -> 0) rounded RTNE with
@@ -436,6 +436,24 @@ MM_DEVICE void dma_rows(mm::buffer_rsrc src, int64_t token_stride, lds_u8* dst, 
   }
 }
 
+// The K or V rows of a dense tile's next DMA: a running row pointer and the sequence's rows left from it, one block
+// further per DMA (a 64-bit add, where making the pointer from the block's key took a 32 x 32 -> 64-bit product, a
+// shift and the key's add); the extent is a whole block's unless fewer rows are left.
+template <class T>
+struct BlockWalk {
+  const T* p;
+  int32_t rows;
+  int64_t stride;   // token stride, elements
+  MM_DEVICE BlockWalk(const T* head, int32_t key0, int32_t k_len, int64_t stride_)
+      : p(head + (int64_t)key0 * stride_), rows(k_len - key0), stride(stride_) {}
+  template <int Elems>
+  MM_DEVICE mm::buffer_rsrc rsrc() const {
+    return mm::make_buffer(p, rows >= kKvBlock ? extent_bytes(kKvBlock, stride, Elems, sizeof(T))
+                                               : extent_bytes(rows, stride, Elems, sizeof(T)));
+  }
+  MM_DEVICE void advance() { p += kKvBlock * stride; rows -= kKvBlock; }
+};
+
 template <class Shape, class Tile>
 MM_DEVICE void dma_k(const Tile& tile, int32_t key0, lds_u8* buf, uint32_t wave, uint32_t lane) {
   dma_rows<typename Shape::KLayout>(tile.k_block(key0), tile.a.k_token, buf, wave, lane);
@@ -517,8 +535,10 @@ MM_DEVICE void load_v_fp8(const DenseTile<Shape>& tile, int32_t key0, Fp8V<Shape
 // The MFMA phase M(n): PV of the previous block (V buffer KBuf ^ 1, P in st.p, row sums into lb) then
 // QK of this block (K buffer KBuf) into s. One stream of fragments - V^T (two transposing reads each),
 // then K (one b128 read each) - read kPrefetch fragments ahead of the MFMA that uses them.
-// `mid` runs once the first fragments are in flight and the row-sum MFMAs issued (the DMA of group A:
-// its scalar set-up then overlaps the MFMA pipe instead of delaying the first MFMA).
+// `mid` (the DMA of group A) runs once the first fragments are in flight and the row-sum MFMAs issued, its scalar
+// set-up then overlapping the MFMA pipe; in the kStepOrder kernels right behind the first fragment's reads instead,
+// before O's rescale: the loads land earlier, and group A's vmcnt(0) at the end of its softmax phase (which bounds the
+// pipeline) waits less (d128 dense 2825 -> 2793 modeled cycles per block, d192 3195 -> 3116).
 // Fragments read ahead of their MFMA (Prefetch): 6 where Dqk 128 leaves room for them, else 4; 2 for the
 // paged Dqk 192 kernels (their page indices take the VGPRs of the others). The fp8 kernels hold the next block's
 // K/V loads across a phase (Fp8Rows) and the paged kernels of the other head dims their page indices and
@@ -529,6 +549,10 @@ constexpr int kPrefetch = Shape::Dqk == 256 ? 2
                           : Shape::Dqk == 192 && !Shape::kKvFp8 && Dense ? 6
                           : Shape::Dqk < 128 && !Shape::kKvFp8 && Dense ? 6
                           : Dense ? 4 : 2;
+// The MFMA phase keeps its written step order (a sched_barrier per step) for the bf16 Dqk 128 / 192 kernels, where it
+// was measured; the others keep the compiler's schedule (the fp8 and 256 kernels are at their register limits).
+template <class Shape>
+constexpr bool kStepOrder = !Shape::kKvFp8 && (Shape::Dqk == 128 || Shape::Dqk == 192);
 template <class Shape, int KBuf, bool DoPv, bool DoQk, int Prefetch, class Mid>
 MM_DEVICE void mfma_phase(WaveState<Shape>& st, const LdsAddrs<Shape>& ad, FragC (&s)[Shape::kKeyTiles], Mid mid) {
   constexpr int kPv = DoPv ? Shape::kPvSteps * Shape::kDvTiles : 0;      // V fragments: (step c, n-tile)
@@ -553,6 +577,7 @@ MM_DEVICE void mfma_phase(WaveState<Shape>& st, const LdsAddrs<Shape>& ad, FragC
   static_for<kN + Prefetch>([&](auto I) MM_INLINE_LAMBDA {
     constexpr int i = decltype(I)::value;
     if constexpr (i < kN) issue(Ic<i>{});
+    if constexpr (kStepOrder<Shape> && i == 0) mid();
     if constexpr (DoPv && i == 0) rescale_pending(st);   // behind the first reads, before any MFMA
     if constexpr (DoPv && i == Prefetch - 1) {
       // lb += row sums of the bf16 P the PV MFMAs use (against ones), while the first reads land:
@@ -562,7 +587,7 @@ MM_DEVICE void mfma_phase(WaveState<Shape>& st, const LdsAddrs<Shape>& ad, FragC
 #pragma unroll
       for (int c = 0; c < Shape::kPvSteps; ++c) mm::mma(st.lb, ones, mm::FragB<RS>{st.p[c].w}, st.lb);
     }
-    if constexpr (i == Prefetch - 1) mid();
+    if constexpr (!kStepOrder<Shape> && i == Prefetch - 1) mid();
     if constexpr (i >= Prefetch - 1 && i - (Prefetch - 1) < kN) {
       constexpr int f = i - (Prefetch - 1);
       constexpr int last = i < kN ? i : kN - 1;
@@ -581,6 +606,10 @@ MM_DEVICE void mfma_phase(WaveState<Shape>& st, const LdsAddrs<Shape>& ad, FragC
         if constexpr (ks == 0) s[t] = mfma_first(FragA{kf[g]}, st.q[ks]);
         else mm::mma(s[t], FragA{kf[g]}, st.q[ks], s[t]);
       }
+      // Each step stays where it is written (reads, their wait, the MFMA): left free, clang sank the MFMAs past the
+      // later steps' waits, so the phase ended in lgkmcnt stalls with the MFMA pipe idle (d128 dense 2869 -> 2856
+      // modeled cycles per block, d192 3284 -> 3226; docs/kernels/attention_gfx950.md).
+      if constexpr (kStepOrder<Shape>) mm::sched_barrier();
     }
   });
 }
@@ -879,12 +908,26 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   // written to LDS by land(n) (each group lands dma_phase(n) within block n: see block).
   Fp8K<Shape> fk(lds + Shape::kStageK);
   Fp8V<Shape> fv(lds + Shape::kStageV);
+  // Dense bf16 tiles walk K and V (BlockWalk): every wave's DMA calls go n = 0, 1, 2 ... (K(n+1) and V(n) at call n).
+  constexpr bool kWalk = !Shape::kKvFp8 && __is_same(Tile, DenseTile<Shape>);
+  typedef typename Shape::KvT KvT;
+  BlockWalk<KvT> kwalk(tile.k_head, key_of_block(1), tile.it.k_len, tile.a.k_token);
+  BlockWalk<KvT> vwalk(tile.v_head, key_of_block(0), tile.it.k_len, tile.a.v_token);
   // par = n % 2, known where it is called: the buffers' LDS addresses are then constants.
   auto dma_phase = [&](int32_t n, auto par) MM_INLINE_LAMBDA {
     constexpr int p = decltype(par)::value;
     if constexpr (Shape::kKvFp8) {
       if (n + 1 < nb) load_k_fp8<Shape>(tile, key_of_block(n + 1), fk, wave, lane);
       if (n < nb) load_v_fp8<Shape>(tile, key_of_block(n), fv, wave, lane);
+    } else if constexpr (kWalk) {
+      if (n + 1 < nb) {
+        dma_rows<typename Shape::KLayout>(kwalk.template rsrc<Shape::Dqk>(), tile.a.k_token, kbuf(p ^ 1), wave, lane);
+        kwalk.advance();
+      }
+      if (n < nb) {
+        dma_rows<typename Shape::VLayout, Shape::Dv * 2>(vwalk.template rsrc<Shape::Dv>(), tile.a.v_token, vbuf(p), wave, lane);
+        vwalk.advance();
+      }
     } else {
       if (n + 1 < nb) dma_k<Shape>(tile, key_of_block(n + 1), kbuf(p ^ 1), wave, lane);
       if (n < nb) dma_v<Shape>(tile, key_of_block(n), vbuf(p), wave, lane);
@@ -900,6 +943,10 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
       mm::wait_lgkmcnt<0>();
     }
   };
+  // Group B's DMA of a softmax phase after the softmax, not before it (dense bf16 d128): the softmax phase bounds the
+  // pipeline and its scalar set-up no longer delays the exp2s; the loads still have the next (MFMA) phase to land in
+  // (modeled d128 dense 2793 -> 2736 cycles per block; d192, whose MFMA phase is longer, 3116 -> 3148: not there).
+  constexpr bool kLateDmaB = kWalk && Shape::Dqk == 128;
   FragC s[Shape::kKeyTiles];
   auto softmax_phase = [&](int32_t n, bool first) MM_INLINE_LAMBDA {
     const int32_t key0 = key_of_block(n);
@@ -918,8 +965,9 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
     mm::set_priority<0>();
     if (!lead) land(n);
     phase_barrier(s, st.o, st.lb);
-    if (!lead) dma_phase(n + 1, Ic<decltype(kb)::value ^ 1>{});
+    if (!lead && !kLateDmaB) dma_phase(n + 1, Ic<decltype(kb)::value ^ 1>{});
     softmax_phase(n, false);
+    if (!lead && kLateDmaB) dma_phase(n + 1, Ic<decltype(kb)::value ^ 1>{});
     if (lead) land(n);
     phase_barrier(st.p, st.o, st.lb, st.l);
   };
@@ -945,8 +993,9 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
     mm::set_priority<0>();
     if (!lead) land(0);
     phase_barrier(s);
-    if (!lead) dma_phase(1, Ic<1>{});
+    if (!lead && !kLateDmaB) dma_phase(1, Ic<1>{});
     softmax_phase(0, true);
+    if (!lead && kLateDmaB) dma_phase(1, Ic<1>{});
     if (lead) land(0);
     phase_barrier(st.p, st.o, st.lb, st.l);
     int32_t n = 1;
