@@ -806,6 +806,11 @@ struct Ctx {
     }
   }
   static int nregs_of(int bits) { return bits <= 32 ? 1 : (bits + 31) / 32; }
+  static bool is_low_determined(const Inst& in) {
+    const std::string& n = in.row->name;
+    return starts(n, "v_mad_u64_u32") || starts(n, "v_mad_i64_i32") || starts(n, "v_lshl_add_u64") ||
+           starts(n, "v_lshlrev_b64") || starts(n, "v_mov_b64");
+  }
   // before the instruction: a global store of undefined lanes is a finding
   void lane_pre(Wave& w, const Inst& in, const XInst& x, uint64_t e) {
     if (in.enc != ENC_FLAT && in.enc != ENC_GLOBAL && in.enc != ENC_MUBUF) return;  // scratch: spills are fine
@@ -854,6 +859,35 @@ struct Ctx {
     }
     if (in.dst == OPC_NONE || lane_row(in.dst) < 0) return;  // VOPC, readlane: an SGPR destination
     int32_t o = -1;
+    if (!valu && op >= 48 && op <= 51) {  // v_pk_{fma,mul,add}_f32, v_pk_mov_b32: each dword from selected source dwords
+      uint64_t dw[2] = {~0ull, ~0ull};
+      for (int h = 0; h < 2; h++) {
+        const uint8_t sel = h ? in.opsel_hi : in.opsel;
+        for (int i = 0; i < 3; i++) {
+          if (op == 51 && i != h) continue;  // v_pk_mov_b32: D.lo from src0, D.hi from src1
+          int r = lane_row(in.src[i]);
+          if (r < 0) continue;
+          dw[h] &= rows_def(w, (uint16_t)(in.src[i] + (sel >> i & 1)), 1, e, &o);
+        }
+      }
+      write_rows(w, in.dst, 1, e, dw[0], o);
+      write_rows(w, (uint16_t)(in.dst + 1), 1, e, dw[1], o);
+      return;
+    }
+    if (valu && in.dst_bits > 32 && is_low_determined(in)) {
+      // 64-bit integer add / multiply-add / left shift: a result dword depends only on the source dwords at
+      // or below it (LLVM uses v_mad_u64_u32 with an undefined high addend when only the low dword is used)
+      const int nd = nregs_of(in.dst_bits);
+      for (int k = 0; k < nd; k++) {
+        uint64_t dk = ~0ull;
+        for (int i = 0; i < 3; i++) {
+          if (lane_row(in.src[i]) < 0) continue;
+          dk &= rows_def(w, in.src[i], std::min(k + 1, nregs_of(in.nbits[i] ? in.nbits[i] : 32)), e, &o);
+        }
+        write_rows(w, (uint16_t)(in.dst + k), 1, e, dk, o);
+      }
+      return;
+    }
     uint64_t d;
     if (valu && op == 256 && in.ext == 0) {  // v_cndmask_b32: only the selected source matters
       uint64_t sel = in.src[2] < 128 ? mk64(w.s[in.src[2]], w.s[in.src[2] + 1]) : 0;

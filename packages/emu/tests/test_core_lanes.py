@@ -113,3 +113,11 @@ def test_clang_sinks_a_scaled_mfma_into_a_divergent_branch(build, no_sink):
     else:
         (msg,) = c["lanes"]
         assert "are stale" in msg and "v_mfma_scale_f32_16x16x128_f8f6f4" in msg
+
+
+def test_low_dword_of_a_64bit_mad_needs_only_low_addend(lanes):
+    out = torch.zeros(64, dtype=torch.int32)
+    lanes.launch("lanes_mad64", grid=1, block=64, args=[out, 0], check_lanes=True)
+    assert torch.equal(out, 4 * torch.arange(64, dtype=torch.int32))  # t * 3 + t (the emulator's v213 is 0)
+    with pytest.raises(emu.LaneError, match="v213 were never written"):
+        lanes.launch("lanes_mad64", grid=1, block=64, args=[out, 1], check_lanes=True)

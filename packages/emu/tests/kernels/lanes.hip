@@ -70,3 +70,15 @@ KERNEL void sunk_scaled_mfma(const v8i* a, const v8i* b, const unsigned char* sc
   if (lane < n) out[lane] = d;
 }
 #endif
+
+// v_mad_u64_u32 with a never-written high addend (v213): the low result dword is defined, the high one not.
+KERNEL void lanes_mad64(u32* out, int high) {
+  u32 t = T, r;
+  if (high)
+    asm volatile("v_mov_b32 v212, %1\n\tv_mad_u64_u32 v[212:213], s[40:41], v212, 3, v[212:213]\n\tv_mov_b32 %0, v213"
+                 : "=v"(r) : "v"(t) : "s40", "s41", "v212", "v213");
+  else
+    asm volatile("v_mov_b32 v212, %1\n\tv_mad_u64_u32 v[212:213], s[40:41], v212, 3, v[212:213]\n\tv_mov_b32 %0, v212"
+                 : "=v"(r) : "v"(t) : "s40", "s41", "v212", "v213");
+  out[t] = r;
+}
