@@ -92,12 +92,19 @@ const TraceStatic& Tracer::stat(int idx, const Inst& in) {
       if (!mi && (in.enc == ENC_VOP3P || in.enc == ENC_VOP3PX2) && s.name.rfind("v_smfmac", 0) == 0)
         mi = mfma_lookup(s.name.c_str(), gfx950_);
       if (mi) {
-        s.pipe = TP_MFMA; s.cycles = 4 * mi->passes; s.latency = 4 * mi->passes + cfg_.mfma_extra_latency;
+        // gfx950 f8f6f4 forms (16x16x128, 32x32x64, scaled or not): the table's passes hold when A or B is
+        // fp8/bf8 (CBSZ/BLGP 0-1); with both operands fp6/bf6/fp4 they take half as many (LLVM
+        // SISchedule.td, SIDPGFX950FullSpeedModel: WriteMFMAScale_16X16X128_F8F6F4 = 8 passes if
+        // PredIsF8_MFMA_SCALE else 4; 32X32X64 16 else 8; docs/performance.md)
+        int passes = mi->passes;
+        if (mi->a_type == MfmaType::F8F6F4 && in.cbsz > 1 && in.blgp > 1) passes /= 2;
+        s.pipe = TP_MFMA; s.cycles = 4 * passes; s.latency = 4 * passes + cfg_.mfma_extra_latency;
         // co-execution after an XDL MFMA (slots of 4 clocks from its issue): VALU at 1 + widest A/B
-        // source bytes / 16, packed-f32 VALU and DOT at passes + 2; SGEMM / DGEMM hold all VALU to passes + 2
+        // source bytes / 16 (the registers the formats read), packed-f32 VALU and DOT at passes + 2;
+        // SGEMM / DGEMM hold all VALU to passes + 2
         bool xgemm = mi->a_type == MfmaType::F32 || mi->a_type == MfmaType::F64;
-        s.pk_hold = mi->passes + 2;
-        s.valu_hold = xgemm ? mi->passes + 2 : 1 + (4 * std::max(mi->a_regs, mi->b_regs)) / 16;
+        s.pk_hold = passes + 2;
+        s.valu_hold = xgemm ? passes + 2 : 1 + (4 * std::max(mfma_a_regs(*mi, in.cbsz), mfma_b_regs(*mi, in.blgp))) / 16;
       } else if (is_trans_name(s.name)) {
         s.pipe = TP_TRANS; s.cycles = cfg_.trans_cycles; s.latency = cfg_.trans_latency;
       } else {

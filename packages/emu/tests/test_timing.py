@@ -77,6 +77,16 @@ def test_mfma_pipe_and_dependent_chain(tk):
     assert rep["cu_cycles"][0] < n * 32 + 3000
 
 
+@pytest.mark.parametrize("fmt, passes", [(0, 8), (1, 8), (2, 4)])
+def test_gfx950_f8f6f4_passes_follow_the_operand_formats(build, fmt, passes):
+    # LLVM's gfx950 model: 16x16x128 f8f6f4 is 8 passes when A or B is fp8, 4 when both are fp4/fp6
+    tk = emu.Module(build(kernel_source("timing.hip"), "gfx950"))
+    out = torch.zeros(256 * 4, dtype=torch.float32)
+    n = 24
+    rep = _sim(tk, "mfma_f8f6f4_chain", 1, 256, [out, n, fmt])
+    assert rep["pipe_busy"]["mfma"] == 4 * n * 4 * passes
+
+
 def test_one_wave_workgroups_spread_over_the_simds(tk):
     """Co-resident one-wave workgroups go to different SIMDs (as occupancy() counts them): four on one CU
     run their MFMA chains in parallel, so the CU takes about one chain's time, not four back to back on
