@@ -145,18 +145,28 @@ static const int kB128ReadPhases[8][8] = {
     {12, 13, 14, 15, 24, 25, 26, 27}, {32, 33, 34, 35, 52, 53, 54, 55}, {36, 37, 38, 39, 48, 49, 50, 51},
     {40, 41, 42, 43, 60, 61, 62, 63}, {44, 45, 46, 47, 56, 57, 58, 59}};
 
+// lds_b128_read_phases 2 (CDNA 4, 64 banks at 256 B/clk): 4 phases of 16 lanes, lanes 0-3 + 12-15 + 20-27 and
+// 4-11 + 16-19 + 28-31, the same + 32 (measured with rocprofv3 bank-conflict counters by HipKittens' paper
+// experiments; docs/performance.md).
+static const int kB128ReadPhases950[4][16] = {
+    {0, 1, 2, 3, 12, 13, 14, 15, 20, 21, 22, 23, 24, 25, 26, 27},
+    {4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 18, 19, 28, 29, 30, 31},
+    {32, 33, 34, 35, 44, 45, 46, 47, 52, 53, 54, 55, 56, 57, 58, 59},
+    {36, 37, 38, 39, 40, 41, 42, 43, 48, 49, 50, 51, 60, 61, 62, 63}};
+
 static uint32_t lds_cycles(const TimingConfig& cfg, const std::vector<uint32_t>& addr, int bytes, uint64_t exec,
                            bool read_b128 = false) {
   if (!exec) return 1;
   int per_group = std::max(1, cfg.lds_bytes_per_clk / std::max(4, bytes));
-  const bool phases = read_b128 && cfg.lds_b128_read_phases && per_group == 8;
+  const bool phases = read_b128 && ((cfg.lds_b128_read_phases == 1 && per_group == 8) ||
+                                    (cfg.lds_b128_read_phases == 2 && per_group == 16));
   uint32_t total = 0;
   std::vector<uint32_t> dw;
   std::vector<int> cnt(cfg.lds_banks);
   for (int g0 = 0, g = 0; g0 < 64; g0 += per_group, g++) {
     dw.clear();
     for (int j = 0; j < per_group && g0 + j < 64; j++) {
-      int l = phases ? kB128ReadPhases[g][j] : g0 + j;
+      int l = !phases ? g0 + j : per_group == 8 ? kB128ReadPhases[g][j] : kB128ReadPhases950[g][j];
       if (!((exec >> l) & 1)) continue;
       for (int b = 0; b < std::max(4, bytes); b += 4) dw.push_back((addr[l] + b) >> 2);
     }
