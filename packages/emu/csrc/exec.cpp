@@ -821,7 +821,8 @@ struct Ctx {
     if (!bad) return;
     lane_finding(w, LC_STORE, "store of undefined lanes " + lanes_hex(bad) + " of " + row_name(lane_row(in.src[1])) +
                                   (nregs_of(in.nbits[1]) > 1 ? "..+" + std::to_string(nregs_of(in.nbits[1]) - 1) : std::string()) +
-                                  " (on hardware these lanes hold unpredictable values): " + origin_text(o) + "; in " + where(w));
+                                  " (their values depend on register lanes the program never defined: undefined at wave start, or stale, i.e. "
+                                  "left from an older value because they were inactive when the register was last written): " + origin_text(o) + "; in " + where(w));
   }
   // after the instruction (EXEC e as it executed): definedness of the rows it wrote
   void lane_post(Wave& w, const Inst& in, const XInst& x, uint64_t e) {
