@@ -58,12 +58,14 @@ PYBIND11_MODULE(_core, m) {
   static py::exception<MemoryViolation> mem_violation(m, "MemoryViolation", emu_error.ptr());
   static py::exception<HazardError> hazard_error(m, "HazardError", emu_error.ptr());
   static py::exception<UnsupportedInstruction> unsupported(m, "UnsupportedInstruction", emu_error.ptr());
+  static py::exception<LaneError> lane_error(m, "LaneError", emu_error.ptr());
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const MemoryViolation& e) { py::set_error(mem_violation, e.what());
     } catch (const HazardError& e) { py::set_error(hazard_error, e.what());
     } catch (const UnsupportedInstruction& e) { py::set_error(unsupported, e.what());
+    } catch (const LaneError& e) { py::set_error(lane_error, e.what());
     } catch (const EmuError& e) { py::set_error(emu_error, e.what()); }
   });
 
@@ -82,10 +84,11 @@ PYBIND11_MODULE(_core, m) {
       .def("disassemble", &Module::disassemble)
       .def("opcodes", &Module::opcodes)
       .def("_launch", [](Module& mo, const std::string& name, std::vector<uint32_t> grid, std::vector<uint32_t> block,
-                         py::list args, uint32_t dynamic_lds, int hazard_mode, unsigned threads) {
+                         py::list args, uint32_t dynamic_lds, int hazard_mode, unsigned threads, int lane_mode) {
         LaunchParams P;
         for (int i = 0; i < 3; i++) { P.grid[i] = grid.at(i); P.block[i] = block.at(i); }
         P.dynamic_lds = dynamic_lds; P.check_hazards = hazard_mode != 0; P.hazards_warn = hazard_mode == 2; P.threads = threads;
+        P.check_lanes = lane_mode != 0; P.lanes_warn = lane_mode == 2;
         for (auto item : args) {
           py::tuple t = item.cast<py::tuple>();
           std::string kind = t[0].cast<std::string>();
@@ -119,6 +122,7 @@ PYBIND11_MODULE(_core, m) {
         d["vmem_load_bytes"] = c.vmem_load_bytes; d["vmem_store_bytes"] = c.vmem_store_bytes;
         d["smem_bytes"] = c.smem_bytes; d["lds_read_bytes"] = c.lds_read_bytes; d["lds_write_bytes"] = c.lds_write_bytes;
         d["global_lines"] = c.global_lines;
+        d["lanes"] = c.lanes; d["mfma_partial_exec"] = c.mfma_partial_exec;
         return d;
       });
   register_timing(m);  // the timing model (timing.hpp)

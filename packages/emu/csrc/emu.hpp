@@ -14,6 +14,7 @@ struct EmuError : std::runtime_error { using std::runtime_error::runtime_error; 
 struct MemoryViolation : EmuError { using EmuError::EmuError; };
 struct HazardError : EmuError { using EmuError::EmuError; };
 struct UnsupportedInstruction : EmuError { using EmuError::EmuError; };
+struct LaneError : EmuError { using EmuError::EmuError; };  // lane checker (check_lanes)
 
 // ---------------------------------------------------------------- ISA tables
 enum Enc : uint8_t {

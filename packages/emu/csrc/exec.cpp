@@ -380,6 +380,11 @@ struct Wave {
   bool resume = false;  // the s_waitcnt at pc already yielded once: now it retires
   uint64_t since_barrier = 0;  // instructions since the last barrier (watchdog)
   std::vector<uint8_t> priv;  // private (scratch) memory: 64 lanes x private size
+  // lane checker (Ctx::lane_*), per VGPR/AGPR row (v0..v255, a0..a255): lanes whose value is defined,
+  // lanes written by the row's last write, that write's instruction index, and the origin (index into
+  // Ctx::lane_origins, -1 none) of the row's undefined lanes
+  uint64_t ldef[512], llw[512];
+  int32_t lwpc[512], lorig[512];
   uint64_t exec() const { return mk64(s[126], s[127]); }
   void set_exec(uint64_t e) { s[126] = (uint32_t)e; s[127] = (uint32_t)(e >> 32); }
   uint64_t vcc() const { return mk64(s[106], s[107]); }
@@ -441,9 +446,19 @@ struct Ctx {
   uint64_t cur_wg = 0;  // linear index of the workgroup running (first hazard report per site)
   bool warn = false;              // report-only hazard mode
   std::map<std::pair<int, int>, HazardSite> hazard_sites;  // (instruction index, check) -> first report
+  // lane checker (check_lanes): see "lane checker" below
+  bool lc = false, lc_warn = false;
+  std::map<std::pair<int, int>, HazardSite> lane_sites;
+  std::vector<std::string> lane_origins;       // why some lanes are undefined (messages)
+  std::map<std::pair<int, int>, int32_t> origin_at;  // (instruction index, row) -> index in lane_origins
+  std::vector<int32_t> lds_orig;               // per LDS dword: origin of an undefined value stored there, -1 defined
+  uint64_t lane_ds_undef = 0, lane_st_def = ~0ull;  // exec_ds <-> lane_post: lanes loaded undefined / storing defined data
+  int32_t lane_ds_orig = -1, lane_st_orig = -1;
+  uint64_t mfma_partial = 0;
 
   Ctx(Module::Impl& m, const CodeObject& c, const KernelDesc& k, const LaunchParams& p)
-      : M(m), co(c), kd(k), P(p), gfx950(c.gfx950), hz(p.check_hazards), warn(p.hazards_warn) {}
+      : M(m), co(c), kd(k), P(p), gfx950(c.gfx950), hz(p.check_hazards), warn(p.hazards_warn),
+        lc(p.check_lanes), lc_warn(p.lanes_warn) {}
 
   // A hazard: an error, or in report-only mode one record per (site, check) and execution goes on.
   enum { HZ_REG_READ, HZ_REG_WRITE, HZ_LDS_PENDING, HZ_LDS_RACE, HZ_LDS_WAR };
@@ -466,7 +481,10 @@ struct Ctx {
   void land_dma(Wave& w) {
     if (w.dma.empty()) return;
     size_t i = 0;
-    for (; i < w.dma.size() && w.dma[i].seq <= w.vm_done; i++) std::memcpy(lds.data() + w.dma[i].la, w.dma[i].data, w.dma[i].n);
+    for (; i < w.dma.size() && w.dma[i].seq <= w.vm_done; i++) {
+      std::memcpy(lds.data() + w.dma[i].la, w.dma[i].data, w.dma[i].n);
+      if (lc) lane_lds_store(w.dma[i].la, (int)w.dma[i].n, true, -1);  // memory data is defined
+    }
     if (i) w.dma.erase(w.dma.begin(), w.dma.begin() + (std::ptrdiff_t)i);
   }
   void defer_dma(Wave& w, uint64_t seq, uint32_t la, const void* src, uint32_t n) {
@@ -710,6 +728,279 @@ struct Ctx {
   }
   static std::string hex(uint64_t v) { char b[32]; snprintf(b, sizeof b, "%llx", (unsigned long long)v); return b; }
 
+  // ---------------------------------------------------------------- lane checker (check_lanes)
+  // Hardware leaves a VGPR lane as it was when a VALU op or load writes the register under an EXEC that
+  // excludes the lane, and registers start undefined; an MFMA reads all 64 lanes of its operands
+  // whatever EXEC is. The checker keeps per row (VGPR/AGPR) the lanes holding a defined value (ldef,
+  // propagated lane by lane from the sources) and the lanes of the row's last write (llw). At an MFMA
+  // the suspect lanes of each operand row are its undefined ones and, when the MFMA runs under a partial
+  // EXEC, the inactive lanes its last write did not cover (stale: they hold an older value, e.g. an
+  // operand recomputed after the compiler sank the MFMA into a lane-divergent branch). The MFMA runs a
+  // second and third time with those lanes replaced by two bit patterns; D lanes that change are
+  // undefined. Undefined lanes are reported where they become observable: a store to global memory of an
+  // active lane (LDS keeps a per-dword shadow, so staging through LDS is followed). Lanes that are
+  // computed but never stored (masked rows of a tail tile) are therefore not findings.
+  enum { LC_STORE };
+  void lane_finding(Wave& w, int check, std::string msg) {
+    if (!lc_warn) throw LaneError(msg);
+    HazardSite& h = lane_sites[{w.pc, check}];
+    if (!h.count) { h.message = std::move(msg); h.wg = cur_wg; }
+    h.count++;
+  }
+  static int lane_row(uint16_t code) {  // VGPR/AGPR operand code -> row 0..511, else -1
+    if (code == OPC_NONE || code < OPC_VGPR || code >= OPC_AGPR + 256) return -1;
+    return code - OPC_VGPR;
+  }
+  static std::string row_name(int r) { return (r < 256 ? "v" : "a") + std::to_string(r & 255); }
+  static std::string lanes_hex(uint64_t m) { return "0x" + hex(m); }
+  int32_t lane_origin(int row, const std::string& text) {
+    auto key = std::make_pair(w_pc_for_origin, row);
+    auto it = origin_at.find(key);
+    if (it != origin_at.end()) return it->second;
+    lane_origins.push_back(text);
+    return origin_at[key] = (int32_t)lane_origins.size() - 1;
+  }
+  int w_pc_for_origin = 0;
+  std::string origin_text(int32_t o) const { return o >= 0 && (size_t)o < lane_origins.size() ? lane_origins[o] : "?"; }
+  // Undefined lanes `bad` of row r read at the current instruction: their origin (made here if r never held one).
+  int32_t read_origin(Wave& w, int r, uint64_t bad) {
+    if (w.lorig[r] >= 0) return w.lorig[r];
+    w_pc_for_origin = w.pc;
+    return lane_origin(r, "lanes " + lanes_hex(bad) + " of " + row_name(r) + " were never written before " + inst_at((uint32_t)w.pc) +
+                              " read them (registers are undefined when a wave starts)");
+  }
+  void lane_init(Wave& w, uint64_t e) {
+    std::memset(w.ldef, 0, sizeof w.ldef); std::memset(w.llw, 0, sizeof w.llw);
+    std::fill(w.lwpc, w.lwpc + 512, -1); std::fill(w.lorig, w.lorig + 512, -1);
+    w.ldef[0] = w.llw[0] = e;  // v0: the work-item ids of the lanes that hold work-items
+  }
+  // An LDS write of n bytes at a whose data is defined or not (origin o).
+  void lane_lds_store(uint32_t a, int n, bool defined, int32_t o) {
+    for (uint32_t d = a >> 2, e = (a + n - 1) >> 2; d <= e && d < lds_orig.size(); d++) lds_orig[d] = defined ? -1 : o;
+  }
+  void lane_lds_load(uint32_t a, int n, int lane) {
+    for (uint32_t d = a >> 2, e = (a + n - 1) >> 2; d <= e && d < lds_orig.size(); d++)
+      if (lds_orig[d] >= 0) { lane_ds_undef |= 1ull << lane; if (lane_ds_orig < 0) lane_ds_orig = lds_orig[d]; }
+  }
+  // Definedness of `nregs` rows from `code` over the lanes in `care` (others count as defined); the origin
+  // of the first undefined one goes to *o.
+  uint64_t rows_def(Wave& w, uint16_t code, int nregs, uint64_t care, int32_t* o) {
+    int r = lane_row(code);
+    if (r < 0) return ~0ull;
+    uint64_t d = ~0ull;
+    for (int i = 0; i < nregs && r + i < 512; i++) {
+      uint64_t di = w.ldef[r + i];
+      if ((care & ~di) && *o < 0) *o = read_origin(w, r + i, care & ~di);
+      d &= di;
+    }
+    return d;
+  }
+  void write_rows(Wave& w, uint16_t code, int nregs, uint64_t e, uint64_t def, int32_t o) {
+    int r = lane_row(code);
+    if (r < 0) return;
+    for (int i = 0; i < nregs && r + i < 512; i++) {
+      w.ldef[r + i] = (w.ldef[r + i] & ~e) | (e & def);
+      w.llw[r + i] = e; w.lwpc[r + i] = w.pc;
+      if (e & ~def) w.lorig[r + i] = o;
+      else if (!~w.ldef[r + i]) w.lorig[r + i] = -1;
+    }
+  }
+  static int nregs_of(int bits) { return bits <= 32 ? 1 : (bits + 31) / 32; }
+  static bool is_low_determined(const Inst& in) {
+    const std::string& n = in.row->name;
+    return starts(n, "v_mad_u64_u32") || starts(n, "v_mad_i64_i32") || starts(n, "v_lshl_add_u64") ||
+           starts(n, "v_lshlrev_b64") || starts(n, "v_mov_b64");
+  }
+  // before the instruction: a global store of undefined lanes is a finding
+  void lane_pre(Wave& w, const Inst& in, const XInst& x, uint64_t e) {
+    if (in.enc != ENC_FLAT && in.enc != ENC_GLOBAL && in.enc != ENC_MUBUF) return;  // scratch: spills are fine
+    if (!x.mop_ok || !(x.mop.store || x.mop.atomic >= 0) || in.lds) return;
+    int32_t o = -1;
+    uint64_t d = rows_def(w, in.src[1], nregs_of(in.nbits[1]), e, &o);
+    uint64_t bad = e & ~d;
+    if (!bad) return;
+    lane_finding(w, LC_STORE, "store of undefined lanes " + lanes_hex(bad) + " of " + row_name(lane_row(in.src[1])) +
+                                  (nregs_of(in.nbits[1]) > 1 ? "..+" + std::to_string(nregs_of(in.nbits[1]) - 1) : std::string()) +
+                                  " (their values depend on register lanes the program never defined: undefined at wave start, or stale, i.e. "
+                                  "left from an older value because they were inactive when the register was last written): " + origin_text(o) + "; in " + where(w));
+  }
+  // after the instruction (EXEC e as it executed): definedness of the rows it wrote
+  void lane_post(Wave& w, const Inst& in, const XInst& x, uint64_t e) {
+    switch (in.enc) {
+      case ENC_VOP1: case ENC_VOP2: case ENC_VOPC: case ENC_VOP3: case ENC_VOP3P: break;
+      case ENC_DS: lane_post_ds(w, in, x, e); return;
+      case ENC_FLAT: case ENC_GLOBAL: case ENC_SCRATCH: case ENC_MUBUF:
+        for (int i = 0; i < x.nwr; i++) if (x.wr[i].base >= 128) write_rows(w, (uint16_t)(OPC_VGPR + x.wr[i].base - 128), x.wr[i].n, e, ~0ull, -1);
+        return;
+      default: return;  // scalar, MFMA (lane_mfma)
+    }
+    if (x.is_mfma) return;
+    const bool valu = in.enc != ENC_VOP3P;
+    const int op = valu ? (int)in.key - ENC_VOP3 * 1024 : in.op;  // VALU: VOP3 opcode space
+    if (valu && op == 650) {  // v_writelane_b32: one lane, whatever EXEC is (its data is an SGPR / constant)
+      int r = lane_row(in.dst);
+      if (r >= 0) { uint32_t l = (in.src[1] < 128 ? w.s[in.src[1]] : (uint32_t)in.cval[1]) & 63; w.ldef[r] |= 1ull << l; }
+      return;
+    }
+    if (valu && (op == 401 || op == 409 || op == 410)) {  // v_swap_b32, v_permlane{16,32}_swap: both rows written
+      int a = lane_row(in.dst), b = lane_row(in.src[0]);
+      if (a < 0 || b < 0) return;
+      uint64_t da = w.ldef[a], db = w.ldef[b];
+      if (op == 401) { w.ldef[a] = (da & ~e) | (db & e); w.ldef[b] = (db & ~e) | (da & e); }
+      else if (op == 410) { w.ldef[a] = (da & 0xffffffffull) | (db << 32); w.ldef[b] = (db & ~0xffffffffull) | (da >> 32); }
+      else {
+        const uint64_t hi = 0xffff0000ffff0000ull, lo = ~hi;
+        w.ldef[a] = (da & lo) | ((db & lo) << 16); w.ldef[b] = (db & hi) | ((da & hi) >> 16);
+      }
+      std::swap(w.lorig[a], w.lorig[b]);
+      if (w.lorig[a] < 0 && ~w.ldef[a]) w.lorig[a] = w.lorig[b];
+      if (w.lorig[b] < 0 && ~w.ldef[b]) w.lorig[b] = w.lorig[a];
+      w.llw[a] = w.llw[b] = e; w.lwpc[a] = w.lwpc[b] = w.pc;
+      return;
+    }
+    if (in.dst == OPC_NONE || lane_row(in.dst) < 0) return;  // VOPC, readlane: an SGPR destination
+    int32_t o = -1;
+    if (!valu && op >= 48 && op <= 51) {  // v_pk_{fma,mul,add}_f32, v_pk_mov_b32: each dword from selected source dwords
+      uint64_t dw[2] = {~0ull, ~0ull};
+      for (int h = 0; h < 2; h++) {
+        const uint8_t sel = h ? in.opsel_hi : in.opsel;
+        for (int i = 0; i < 3; i++) {
+          if (op == 51 && i != h) continue;  // v_pk_mov_b32: D.lo from src0, D.hi from src1
+          int r = lane_row(in.src[i]);
+          if (r < 0) continue;
+          dw[h] &= rows_def(w, (uint16_t)(in.src[i] + (sel >> i & 1)), 1, e, &o);
+        }
+      }
+      write_rows(w, in.dst, 1, e, dw[0], o);
+      write_rows(w, (uint16_t)(in.dst + 1), 1, e, dw[1], o);
+      return;
+    }
+    if (valu && in.dst_bits > 32 && is_low_determined(in)) {
+      // 64-bit integer add / multiply-add / left shift: a result dword depends only on the source dwords at
+      // or below it (LLVM uses v_mad_u64_u32 with an undefined high addend when only the low dword is used)
+      const int nd = nregs_of(in.dst_bits);
+      for (int k = 0; k < nd; k++) {
+        uint64_t dk = ~0ull;
+        for (int i = 0; i < 3; i++) {
+          if (lane_row(in.src[i]) < 0) continue;
+          dk &= rows_def(w, in.src[i], std::min(k + 1, nregs_of(in.nbits[i] ? in.nbits[i] : 32)), e, &o);
+        }
+        write_rows(w, (uint16_t)(in.dst + k), 1, e, dk, o);
+      }
+      return;
+    }
+    uint64_t d;
+    if (valu && op == 256 && in.ext == 0) {  // v_cndmask_b32: only the selected source matters
+      uint64_t sel = in.src[2] < 128 ? mk64(w.s[in.src[2]], w.s[in.src[2] + 1]) : 0;
+      uint64_t d0 = rows_def(w, in.src[0], 1, e & ~sel, &o), d1 = rows_def(w, in.src[1], 1, e & sel, &o);
+      d = (d0 & ~sel) | (d1 & sel);
+    } else {
+      d = ~0ull;
+      for (int i = 0; i < 3; i++) {
+        if (lane_row(in.src[i]) < 0) continue;
+        int nr = nregs_of(in.nbits[i] ? in.nbits[i] : 32);
+        if (i == 0 && in.ext == 1) {  // DPP: lanes read other lanes of their row (or of the wave)
+          uint64_t di = rows_def(w, in.src[0], nr, 0, &o) | ~e;  // disabled source lanes are not read
+          const unsigned c = in.dpp_ctrl;
+          bool row_local = c < 0x130 || c == 0x140 || c == 0x141 || (c >= 0x150 && c <= 0x15f);
+          uint64_t col = 0;
+          if (row_local) { for (int rr = 0; rr < 4; rr++) if (((di >> (16 * rr)) & 0xffff) == 0xffff) col |= 0xffffull << (16 * rr); }
+          else col = ~di ? 0 : ~0ull;
+          if ((e & ~col) && o < 0) rows_def(w, in.src[0], nr, ~di, &o);  // origin of the undefined source lanes
+          d &= col;
+        } else d &= rows_def(w, in.src[i], nr, e, &o);
+      }
+    }
+    write_rows(w, in.dst, nregs_of(in.dst_bits ? in.dst_bits : 32), e, d, o);
+  }
+  void lane_post_ds(Wave& w, const Inst& in, const XInst& x, uint64_t e) {
+    const int op = in.op;
+    if (in.dst == OPC_NONE || lane_row(in.dst) < 0) return;
+    int n = 0;
+    for (int i = 0; i < x.nwr; i++) if (x.wr[i].base >= 128) n = x.wr[i].n;
+    if (!n) return;
+    uint64_t d; int32_t o = -1;
+    if (op == 61 || op == 62 || op == 63) {  // swizzle / permute / bpermute: lanes read other lanes
+      uint64_t dd = rows_def(w, op == 61 ? in.src[0] : in.src[1], 1, 0, &o) | ~e;
+      d = ~dd ? 0 : ~0ull;
+      if (~dd) o = read_origin(w, lane_row(op == 61 ? in.src[0] : in.src[1]), ~dd);
+    } else if (op >= 224 && op <= 227) {  // transposing reads mix the lanes of a 16-lane group
+      d = ~0ull;
+      for (int g = 0; g < 4; g++) if ((lane_ds_undef >> (16 * g)) & 0xffff) d &= ~(0xffffull << (16 * g));
+      o = lane_ds_orig;
+    } else { d = ~lane_ds_undef; o = lane_ds_orig; }
+    write_rows(w, in.dst, n, e, d, o);
+  }
+  // An MFMA: suspect lanes of every operand row, the poisoned runs, the definedness of D.
+  void lane_mfma(Wave& w, const Inst& in, const XInst& x) {
+    const uint64_t e = w.exec();
+    if (!x.mfma) { exec_mfma(w, in, x); return; }
+    const MfmaInfo& mi = *x.mfma;
+    const int nreg[5] = {mfma_a_regs(mi, in.cbsz), mfma_b_regs(mi, in.blgp), mi.cd_regs, 1, 1};
+    const uint16_t code[5] = {in.src[0], in.src[1], in.src[2], in.enc == ENC_VOP3PX2 ? in.scale_src[0] : (uint16_t)OPC_NONE,
+                              in.enc == ENC_VOP3PX2 ? in.scale_src[1] : (uint16_t)OPC_NONE};
+    std::memset(lane_sus, 0, sizeof lane_sus);
+    bool any = false;
+    for (int k = 0; k < 5; k++) {
+      int r = lane_row(code[k]);
+      if (r < 0) continue;
+      for (int i = 0; i < nreg[k] && r + i < 512; i++) {
+        uint64_t s = ~w.ldef[r + i] | (~e & ~w.llw[r + i]);
+        lane_sus[r + i] = s;
+        any |= s != 0;
+      }
+    }
+    const int dr = lane_row(in.dst), nd = mi.cd_regs;
+    if (!any) {
+      exec_mfma(w, in, x);
+      if (dr >= 0) write_rows(w, in.dst, nd, ~0ull, ~0ull, -1);
+      return;
+    }
+    static thread_local std::vector<uint32_t> p1, p2;
+    p1.assign((size_t)nd * 64, 0); p2.assign((size_t)nd * 64, 0);
+    exec_mfma(w, in, x, lane_sus, 0xffffffffu, p1.data());
+    exec_mfma(w, in, x, lane_sus, 0x3c5a5a3cu, p2.data());
+    exec_mfma(w, in, x);
+    if (dr < 0) return;
+    const uint32_t* D = w.row(in.dst);
+    uint64_t taint[32] = {0}, all = 0;
+    for (int i = 0; i < nd && i < 32; i++)
+      for (int l = 0; l < 64; l++)
+        if (p1[i * 64 + l] != D[i * 64 + l] || p2[i * 64 + l] != D[i * 64 + l]) taint[i] |= 1ull << l;
+    for (int i = 0; i < nd && i < 32; i++) all |= taint[i];
+    int32_t o = -1;
+    if (all) {
+      std::string why;
+      int listed = 0;
+      for (int k = 0; k < 5 && listed < 3; k++) {
+        int r = lane_row(code[k]);
+        if (r < 0) continue;
+        for (int i = 0; i < nreg[k] && r + i < 512 && listed < 3; i++) {
+          int rr = r + i;
+          uint64_t und = ~w.ldef[rr], stale = ~e & ~w.llw[rr] & w.ldef[rr];
+          if (!und && !stale) continue;
+          listed++;
+          why += why.empty() ? "" : "; ";
+          if (stale)
+            why += "lanes " + lanes_hex(stale) + " of " + row_name(rr) + " are stale: its last write (" +
+                   (w.lwpc[rr] >= 0 ? inst_at((uint32_t)w.lwpc[rr]) : std::string("none")) + ") ran under EXEC " + lanes_hex(w.llw[rr]) +
+                   " and this MFMA runs under EXEC " + lanes_hex(e) + " (an MFMA reads all 64 lanes whatever EXEC is)";
+          if (und)
+            why += std::string(stale ? "; " : "") + "lanes " + lanes_hex(und) + " of " + row_name(rr) + " are undefined (" +
+                   (w.lorig[rr] >= 0 ? origin_text(w.lorig[rr]) : std::string("never written")) + ")";
+        }
+      }
+      if (why.size() > 1500) why = why.substr(0, 1500) + "...";
+      w_pc_for_origin = w.pc;
+      o = lane_origin(-1, "the MFMA at " + inst_at((uint32_t)w.pc) + " read suspect operand lanes: " + why);
+    }
+    for (int i = 0; i < nd && dr + i < 512; i++) {
+      w.ldef[dr + i] = ~taint[i < 32 ? i : 31]; w.llw[dr + i] = ~0ull; w.lwpc[dr + i] = w.pc;
+      w.lorig[dr + i] = taint[i < 32 ? i : 31] ? o : -1;
+    }
+  }
+  uint64_t lane_sus[512];
+
   // ---------------------------------------------------------------- run
   void init_wave(Wave& w, int wid, uint32_t nthreads);
   void run_wave(Wave& w, uint32_t quantum);
@@ -725,7 +1016,9 @@ struct Ctx {
   void exec_ds(Wave& w, const Inst& in);
   void exec_flat(Wave& w, const Inst& in);
   void exec_mubuf(Wave& w, const Inst& in);
-  void exec_mfma(Wave& w, const Inst& in, const XInst& x);
+  // sus/poison/dout: the lane checker's poisoned run (suspect lanes per row set to `poison`, D to dout)
+  void exec_mfma(Wave& w, const Inst& in, const XInst& x, const uint64_t* sus = nullptr, uint32_t poison = 0,
+                 uint32_t* dout = nullptr);
   uint32_t getreg(Wave& w, int id);
   void setreg(Wave& w, int id, int off, int size, uint32_t v);
 };
@@ -774,6 +1067,7 @@ void Ctx::init_wave(Wave& w, int wid, uint32_t nthreads) {
     } else v0[l] = 0;
   }
   w.set_exec(ex);
+  if (lc) lane_init(w, ex);
   // MODE register (hwreg 1): FP_ROUND [3:0], FP_DENORM [7:4], DX10_CLAMP [8], IEEE [9]
   w.mode = (uint32_t)kd.float_round_32 | ((uint32_t)kd.float_round_16_64 << 2) | ((uint32_t)kd.float_denorm_32 << 4) |
            ((uint32_t)kd.float_denorm_16_64 << 6) | ((uint32_t)kd.dx10_clamp << 8) | ((uint32_t)kd.ieee_mode << 9);
@@ -827,13 +1121,19 @@ void Ctx::step(Wave& w) {
   }
   if (!(x.avail & (gfx950 ? 2 : 1)))
     unsupported(w, in.row->name + (gfx950 ? " does not exist on gfx950" : " is a gfx950 (CDNA4) instruction; this is a gfx942 code object"));
+  const uint64_t exec_in = w.exec();
+  if (lc) lane_pre(w, in, x, exec_in);
   int next = w.pc + 1;
   switch (in.enc) {
     case ENC_SOP1: case ENC_SOP2: case ENC_SOPC: case ENC_SOPK: case ENC_SOPP: exec_salu(w, in, next); break;
     case ENC_SMEM: exec_smem(w, in); break;
     case ENC_VOP1: case ENC_VOP2: case ENC_VOPC: case ENC_VOP3: exec_valu(w, in, x); break;
     case ENC_VOP3P: case ENC_VOP3PX2:
-      if (x.is_mfma) exec_mfma(w, in, x); else exec_vop3p(w, in, x);
+      if (x.is_mfma) {
+        mfma_partial += exec_in != ~0ull;  // an MFMA reads all 64 lanes whatever EXEC is
+        if (lc) lane_mfma(w, in, x); else exec_mfma(w, in, x);
+      }
+      else exec_vop3p(w, in, x);
       break;
     case ENC_DS: exec_ds(w, in); break;
     case ENC_FLAT: case ENC_GLOBAL: case ENC_SCRATCH: exec_flat(w, in); break;
@@ -842,6 +1142,7 @@ void Ctx::step(Wave& w) {
       if (in.key == KEY_INVALID) unsupported(w, "cannot decode instruction: " + x.err);
       unsupported(w, std::string("unsupported encoding ") + enc_name(in.enc));
   }
+  if (lc) lane_post(w, in, x, exec_in);
   if (w.state != WS_DONE) w.pc = next;
 }
 
@@ -878,7 +1179,9 @@ bool Ctx::step_gpr_indexed(Wave& w) {
   icount[w.pc]++;
   if (hz && w.pending()) hazard_regs(w, x, false);
   if (!(x.avail & (gfx950 ? 2 : 1))) unsupported(w, in.row->name + " does not exist on this architecture");
+  const uint64_t exec_in = w.exec();
   exec_valu(w, in, x);
+  if (lc) lane_post(w, in, x, exec_in);
   if (w.state != WS_DONE) w.pc = w.pc + 1;
   return true;
 }
@@ -2043,13 +2346,21 @@ void Ctx::exec_vop3p(Wave& w, const Inst& in, const XInst& x) {
 }
 
 // ============================================================================ MFMA
-void Ctx::exec_mfma(Wave& w, const Inst& in, const XInst& x) {
+void Ctx::exec_mfma(Wave& w, const Inst& in, const XInst& x, const uint64_t* sus, uint32_t poison, uint32_t* dout) {
   if (!x.mfma) unsupported(w, "MFMA " + in.row->name + " is not implemented for " + co.arch);
   const MfmaInfo& mi = *x.mfma;
   int na = mfma_a_regs(mi, in.cbsz), nb = mfma_b_regs(mi, in.blgp), nc = mi.cd_regs;
+  // the lane checker's run: a copy of the rows with their suspect lanes set to `poison`
+  auto poisoned = [&](uint16_t c, int nregs, uint32_t* scratch) -> const uint32_t* {
+    const uint32_t* p = w.row(c);
+    std::copy(p, p + nregs * 64, scratch);
+    for (int r = 0; r < nregs && c - OPC_VGPR + r < 512; r++)
+      for (int l = 0; l < 64; l++) if (sus[c - OPC_VGPR + r] >> l & 1) scratch[r * 64 + l] = poison;
+    return scratch;
+  };
   auto operand = [&](int i, int nregs, uint32_t* scratch) -> const uint32_t* {
     uint16_t c = in.src[i];
-    if (c >= OPC_VGPR && c != OPC_NONE) return w.row(c);
+    if (c >= OPC_VGPR && c != OPC_NONE) return sus ? poisoned(c, nregs, scratch) : w.row(c);
     uint32_t v = (uint32_t)in.cval[i];
     if (!in.is_const[i]) { if (c < 128) v = w.s[c]; else v = sspecial(w, c); }
     for (int k = 0; k < nregs * 64; k++) scratch[k] = v;
@@ -2060,7 +2371,7 @@ void Ctx::exec_mfma(Wave& w, const Inst& in, const XInst& x) {
   const uint32_t* A = operand(0, na, bufA.data());
   const uint32_t* Bp = operand(1, nb, bufB.data());
   const uint32_t* C = operand(2, nc, bufC.data());
-  uint32_t* Dp = w.row(in.dst);
+  uint32_t* Dp = dout ? dout : w.row(in.dst);
   // inputs overlapping the destination (other than C == D) are copied first
   auto overlaps = [&](const uint32_t* p, int n) { return p + n * 64 > Dp && p < Dp + nc * 64; };
   if (overlaps(A, na) && A != bufA.data()) { std::copy(A, A + na * 64, bufA.begin()); A = bufA.data(); }
@@ -2074,7 +2385,7 @@ void Ctx::exec_mfma(Wave& w, const Inst& in, const XInst& x) {
     const uint32_t* sp[2];
     for (int i = 0; i < 2; i++) {
       uint16_t c = in.scale_src[i];
-      if (c >= OPC_VGPR) sp[i] = w.row(c);
+      if (c >= OPC_VGPR) sp[i] = sus ? poisoned(c, 1, bufS.data() + i * 64) : w.row(c);
       else {
         uint64_t cv; uint32_t v;
         if (c >= 128 && c <= 192) v = c - 128; else if (c >= 193 && c <= 208) v = (uint32_t)-(int)(c - 192); else if (c < 128) v = w.s[c]; else { (void)cv; v = sspecial(w, c); }
@@ -2140,8 +2451,18 @@ void Ctx::exec_ds(Wave& w, const Inst& in) {
   uint32_t* dst = in.dst != OPC_NONE ? w.row(in.dst) : nullptr;
   const uint32_t* d0 = in.src[1] != OPC_NONE ? w.row(in.src[1]) : nullptr;
   const uint32_t* d1 = in.src[2] != OPC_NONE ? w.row(in.src[2]) : nullptr;
-  auto ld = [&](uint32_t a, int n, int lane, void* out) { lds_check(w, a, n, false, lane); lds_track(w, a, n, false, 0, 0); std::memcpy(out, lds.data() + a, n); b_lds_rd += (uint64_t)n; };
-  auto st = [&](uint32_t a, int n, int lane, const void* src) { lds_check(w, a, n, true, lane); lds_track(w, a, n, true, TK_DS, seq); std::memcpy(lds.data() + a, src, n); b_lds_wr += (uint64_t)n; };
+  if (lc) {  // lane checker: is each lane's store data defined; loads collect their undefined lanes
+    lane_ds_undef = 0; lane_ds_orig = -1; lane_st_orig = -1;
+    lane_st_def = rows_def(w, in.src[1], nregs_of(in.nbits[1]), m, &lane_st_orig) & rows_def(w, in.src[2], nregs_of(in.nbits[2]), m, &lane_st_orig);
+  }
+  auto ld = [&](uint32_t a, int n, int lane, void* out) {
+    lds_check(w, a, n, false, lane); lds_track(w, a, n, false, 0, 0); std::memcpy(out, lds.data() + a, n); b_lds_rd += (uint64_t)n;
+    if (lc) lane_lds_load(a, n, lane);
+  };
+  auto st = [&](uint32_t a, int n, int lane, const void* src) {
+    lds_check(w, a, n, true, lane); lds_track(w, a, n, true, TK_DS, seq); std::memcpy(lds.data() + a, src, n); b_lds_wr += (uint64_t)n;
+    if (lc) lane_lds_store(a, n, lane_st_def >> lane & 1, lane_st_orig);
+  };
   int nread = 0;  // dst registers written (for hazard tags)
   switch (op) {
     case 13: lanes(m, [&](int l) { st(addr[l] + off16, 4, l, &d0[l]); }); break;
@@ -2610,6 +2931,7 @@ void Ctx::run_workgroup(uint64_t linear, uint64_t nthreads) {
   if (P.trace && !tracing && !P.trace->run_untraced()) return;      // timing hook
   std::fill(lds.begin(), lds.end(), 0);
   if (hz) std::fill(lmeta.begin(), lmeta.end(), LdsMeta());
+  if (lc) std::fill(lds_orig.begin(), lds_orig.end(), -1);
   for (auto& w : waves) { w.dma.clear(); w.resume = false; }
   epoch = 1;
   for (int i = 0; i < nwaves; i++) {
@@ -2646,12 +2968,17 @@ void Ctx::merge_from(const Ctx& o) {
   for (size_t i = 0; i < icount.size(); i++) icount[i] += o.icount[i];
   b_vm_ld += o.b_vm_ld; b_vm_st += o.b_vm_st; b_sm += o.b_sm; b_lds_rd += o.b_lds_rd; b_lds_wr += o.b_lds_wr;
   lines.insert(o.lines.begin(), o.lines.end());
-  for (auto& kv : o.hazard_sites) {
-    auto it = hazard_sites.find(kv.first);
-    if (it == hazard_sites.end()) { hazard_sites.insert(kv); continue; }
-    if (kv.second.wg < it->second.wg) { it->second.message = kv.second.message; it->second.wg = kv.second.wg; }
-    it->second.count += kv.second.count;
-  }
+  auto merge_sites = [](std::map<std::pair<int, int>, HazardSite>& to, const std::map<std::pair<int, int>, HazardSite>& from) {
+    for (auto& kv : from) {
+      auto it = to.find(kv.first);
+      if (it == to.end()) { to.insert(kv); continue; }
+      if (kv.second.wg < it->second.wg) { it->second.message = kv.second.message; it->second.wg = kv.second.wg; }
+      it->second.count += kv.second.count;
+    }
+  };
+  merge_sites(hazard_sites, o.hazard_sites);
+  merge_sites(lane_sites, o.lane_sites);
+  mfma_partial += o.mfma_partial;
 }
 
 static unsigned default_threads() {
@@ -2768,6 +3095,7 @@ Counters Module::launch(const std::string& name, const LaunchParams& P) {
   C.lds.assign(C.lds_size + 16, 0);
   C.lmeta.assign(C.lds_size / 4 + 8, LdsMeta());
   C.lds_wpc.assign(C.lds_size / 4 + 8, 0);
+  if (C.lc) C.lds_orig.assign(C.lds_size / 4 + 8, -1);
   C.priv_size = kd->private_segment_fixed_size;
   C.waves.resize(C.nwaves);
   C.vfile.assign((size_t)C.nwaves * 576 * 64, 0);  // 256 VGPR + 256 AGPR rows + slack for ranges past a255
@@ -2829,6 +3157,8 @@ Counters Module::launch(const std::string& name, const LaunchParams& P) {
   cnt.vmem_load_bytes = C.b_vm_ld; cnt.vmem_store_bytes = C.b_vm_st; cnt.smem_bytes = C.b_sm;
   cnt.lds_read_bytes = C.b_lds_rd; cnt.lds_write_bytes = C.b_lds_wr; cnt.global_lines = C.lines.size();
   for (auto& kv : C.hazard_sites) cnt.hazards.push_back(kv.second.message + " [" + std::to_string(kv.second.count) + " times]");
+  for (auto& kv : C.lane_sites) cnt.lanes.push_back(kv.second.message + " [" + std::to_string(kv.second.count) + " times]");
+  cnt.mfma_partial_exec = C.mfma_partial;
   cnt.workgroups = nwg;
   cnt.waves = nwg * C.nwaves;
   for (size_t i = 0; i < impl_->insts.size(); i++) {

@@ -33,6 +33,10 @@ struct Counters {
            barrier = 0, mfma = 0, branch = 0, waves = 0, workgroups = 0;
   std::map<std::string, uint64_t> mfma_by_opcode;
   std::vector<std::string> hazards;  // report-only mode: one message per distinct site
+  // lane checker (check_lanes): one message per distinct site in report-only mode; MFMAs executed while
+  // EXEC was not all 64 lanes (an MFMA reads every lane whatever EXEC is)
+  std::vector<std::string> lanes;
+  uint64_t mfma_partial_exec = 0;
   // bytes requested per lane access: VMEM loads (incl. direct-to-LDS) / stores (incl. atomics), scalar
   // loads, LDS reads / writes by DS instructions; distinct 64-byte global lines touched by VMEM
   uint64_t vmem_load_bytes = 0, vmem_store_bytes = 0, smem_bytes = 0, lds_read_bytes = 0, lds_write_bytes = 0,
@@ -44,6 +48,8 @@ struct LaunchParams {
   uint32_t dynamic_lds = 0;
   bool check_hazards = true;
   bool hazards_warn = false;  // with check_hazards: report each distinct site once and go on
+  bool check_lanes = false;  // lane checker: stores of lanes whose values are undefined on hardware
+  bool lanes_warn = false;   // with check_lanes: report each distinct site once and go on
   unsigned threads = 0;       // workgroups in parallel on this many threads; 0: MOONMATH_EMU_THREADS or all cores
   std::vector<LaunchArg> args;
   TraceSink* trace = nullptr;  // timing hook (timing_hook.hpp): records chosen workgroups

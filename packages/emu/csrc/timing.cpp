@@ -93,12 +93,19 @@ const TraceStatic& Tracer::stat(int idx, const Inst& in) {
       if (!mi && (in.enc == ENC_VOP3P || in.enc == ENC_VOP3PX2) && s.name.rfind("v_smfmac", 0) == 0)
         mi = mfma_lookup(s.name.c_str(), gfx950_);
       if (mi) {
-        s.pipe = TP_MFMA; s.cycles = 4 * mi->passes; s.latency = 4 * mi->passes + cfg_.mfma_extra_latency;
+        // gfx950 f8f6f4 forms (16x16x128, 32x32x64, scaled or not): the table's passes hold when A or B is
+        // fp8/bf8 (CBSZ/BLGP 0-1); with both operands fp6/bf6/fp4 they take half as many (LLVM
+        // SISchedule.td, SIDPGFX950FullSpeedModel: WriteMFMAScale_16X16X128_F8F6F4 = 8 passes if
+        // PredIsF8_MFMA_SCALE else 4; 32X32X64 16 else 8; docs/performance.md)
+        int passes = mi->passes;
+        if (mi->a_type == MfmaType::F8F6F4 && in.cbsz > 1 && in.blgp > 1) passes /= 2;
+        s.pipe = TP_MFMA; s.cycles = 4 * passes; s.latency = 4 * passes + cfg_.mfma_extra_latency;
         // co-execution after an XDL MFMA (slots of 4 clocks from its issue): VALU at 1 + widest A/B
-        // source bytes / 16, packed-f32 VALU and DOT at passes + 2; SGEMM / DGEMM hold all VALU to passes + 2
+        // source bytes / 16 (the registers the formats read), packed-f32 VALU and DOT at passes + 2;
+        // SGEMM / DGEMM hold all VALU to passes + 2
         bool xgemm = mi->a_type == MfmaType::F32 || mi->a_type == MfmaType::F64;
-        s.pk_hold = mi->passes + 2;
-        s.valu_hold = xgemm ? mi->passes + 2 : 1 + (4 * std::max(mi->a_regs, mi->b_regs)) / 16;
+        s.pk_hold = passes + 2;
+        s.valu_hold = xgemm ? passes + 2 : 1 + (4 * std::max(mfma_a_regs(*mi, in.cbsz), mfma_b_regs(*mi, in.blgp))) / 16;
       } else if (is_trans_name(s.name)) {
         s.pipe = TP_TRANS; s.cycles = cfg_.trans_cycles; s.latency = cfg_.trans_latency;
       } else {
@@ -139,18 +146,28 @@ static const int kB128ReadPhases[8][8] = {
     {12, 13, 14, 15, 24, 25, 26, 27}, {32, 33, 34, 35, 52, 53, 54, 55}, {36, 37, 38, 39, 48, 49, 50, 51},
     {40, 41, 42, 43, 60, 61, 62, 63}, {44, 45, 46, 47, 56, 57, 58, 59}};
 
+// lds_b128_read_phases 2 (CDNA 4, 64 banks at 256 B/clk): 4 phases of 16 lanes, lanes 0-3 + 12-15 + 20-27 and
+// 4-11 + 16-19 + 28-31, the same + 32 (measured with rocprofv3 bank-conflict counters by HipKittens' paper
+// experiments; docs/performance.md).
+static const int kB128ReadPhases950[4][16] = {
+    {0, 1, 2, 3, 12, 13, 14, 15, 20, 21, 22, 23, 24, 25, 26, 27},
+    {4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 18, 19, 28, 29, 30, 31},
+    {32, 33, 34, 35, 44, 45, 46, 47, 52, 53, 54, 55, 56, 57, 58, 59},
+    {36, 37, 38, 39, 40, 41, 42, 43, 48, 49, 50, 51, 60, 61, 62, 63}};
+
 static uint32_t lds_cycles(const TimingConfig& cfg, const std::vector<uint32_t>& addr, int bytes, uint64_t exec,
                            bool read_b128 = false) {
   if (!exec) return 1;
   int per_group = std::max(1, cfg.lds_bytes_per_clk / std::max(4, bytes));
-  const bool phases = read_b128 && cfg.lds_b128_read_phases && per_group == 8;
+  const bool phases = read_b128 && ((cfg.lds_b128_read_phases == 1 && per_group == 8) ||
+                                    (cfg.lds_b128_read_phases == 2 && per_group == 16));
   uint32_t total = 0;
   std::vector<uint32_t> dw;
   std::vector<int> cnt(cfg.lds_banks);
   for (int g0 = 0, g = 0; g0 < 64; g0 += per_group, g++) {
     dw.clear();
     for (int j = 0; j < per_group && g0 + j < 64; j++) {
-      int l = phases ? kB128ReadPhases[g][j] : g0 + j;
+      int l = !phases ? g0 + j : per_group == 8 ? kB128ReadPhases[g][j] : kB128ReadPhases950[g][j];
       if (!((exec >> l) & 1)) continue;
       for (int b = 0; b < std::max(4, bytes); b += 4) dw.push_back((addr[l] + b) >> 2);
     }

@@ -32,7 +32,8 @@ struct TimingConfig {
   int lds_banks = 32;                  // 4-byte banks
   int lds_bytes_per_clk = 128;
   int lds_b128_read_phases = 1;        // 1: ds_read_b128 conflicts only within CDNA 3's documented 8-lane
-                                       // phases (0-3 + 20-23, ...); 0: within consecutive lanes
+                                       // phases (0-3 + 20-23, ...); 2: CDNA 4's measured 16-lane phases
+                                       // (0-3 + 12-15 + 20-27, ...); 0: within consecutive lanes
   // ---- pipelines (cycles)
   int valu_cycles = 4;                 // wave64 on a 16-lane SIMD
   int trans_cycles = 16;               // transcendental (quarter rate)

@@ -46,18 +46,24 @@ def _b128_reads(tk, slot, **cfg):
     return rep["mem"]
 
 
+# CDNA 4 (64 banks, 256 B/clk): 4 phases of 16 lanes (HipKittens' rocprofv3 measurement, docs/performance.md)
+_B128_PHASES_950 = [[0, 1, 2, 3, 12, 13, 14, 15, 20, 21, 22, 23, 24, 25, 26, 27],
+                    [4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 18, 19, 28, 29, 30, 31]]
+_B128_PHASES_950 += [[lane + 32 for lane in p] for p in _B128_PHASES_950]
+
+
 def test_lds_read_b128_conflicts_within_its_phases(tk):
-    if tk.arch != "gfx942":
-        pytest.skip("the phase table is CDNA 3's (gfx950 serves 16 lanes a cycle, consecutive: an assumption)")
-    # slots chosen so each phase's 8 lanes read 8 distinct bank quads (slot = 8 * phase + position): free
-    # of conflicts in the phases, 2-way within consecutive 8-lane groups (lanes 0-3 and 4-7 share quads)
+    # slots chosen so each phase's lanes read distinct bank quads (slot = width * phase + position): free
+    # of conflicts in the phases, 2-way within consecutive groups of as many lanes (lanes 0-3 and 4-7 share quads)
+    phases = _B128_PHASES if tk.arch == "gfx942" else _B128_PHASES_950
+    width = len(phases[0])
     slot = torch.zeros(64, dtype=torch.int64)
-    for g, lanes in enumerate(_B128_PHASES):
+    for g, lanes in enumerate(phases):
         for j, lane in enumerate(lanes):
-            slot[lane] = 8 * g + j
+            slot[lane] = width * g + j
     phased = _b128_reads(tk, slot)
     consecutive = _b128_reads(tk, slot, lds_b128_read_phases=0)
-    reads = 8  # ideal LDS cycles of one 1 KiB read at 128 B/clk
+    reads = 8 if tk.arch == "gfx942" else 4  # ideal LDS cycles of one 1 KiB read at 128 / 256 B/clk
     assert phased["lds_cycles"] - phased["lds_ideal_cycles"] == 0
     assert consecutive["lds_cycles"] - consecutive["lds_ideal_cycles"] == reads
     # consecutive slots are conflict-free either way
@@ -92,6 +98,16 @@ def test_stalls_by_instruction_and_dependency_writer(tk):
     assert sum(dep.values()) == pytest.approx(rep["stall"]["dependency"])
     mfma_waits = sum(v for (a, b), v in dep.items() if names[a].startswith("v_mfma") and names[b].startswith("v_mfma"))
     assert mfma_waits >= 0.9 * rep["stall"]["dependency"] > 0
+
+
+@pytest.mark.parametrize("fmt, passes", [(0, 8), (1, 8), (2, 4)])
+def test_gfx950_f8f6f4_passes_follow_the_operand_formats(build, fmt, passes):
+    # LLVM's gfx950 model: 16x16x128 f8f6f4 is 8 passes when A or B is fp8, 4 when both are fp4/fp6
+    tk = emu.Module(build(kernel_source("timing.hip"), "gfx950"))
+    out = torch.zeros(256 * 4, dtype=torch.float32)
+    n = 24
+    rep = _sim(tk, "mfma_f8f6f4_chain", 1, 256, [out, n, fmt])
+    assert rep["pipe_busy"]["mfma"] == 4 * n * 4 * passes
 
 
 def test_one_wave_workgroups_spread_over_the_simds(tk):

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from typing import Any
+import os
 
 from . import _core
-from ._core import EmuError, HazardError, MemoryViolation, UnsupportedInstruction
+from ._core import EmuError, HazardError, LaneError, MemoryViolation, UnsupportedInstruction
 
 __all__ = [
-    "Module", "EmuError", "MemoryViolation", "HazardError", "UnsupportedInstruction",
+    "Module", "EmuError", "MemoryViolation", "HazardError", "LaneError", "UnsupportedInstruction",
     "disassemble", "supported_opcodes", "opcodes_in",
 ]
 __version__ = "0.1.0"
@@ -53,6 +54,41 @@ def _tensor_extent(t: Any) -> tuple[int, int, int] | None:
         bptr = int(base.__array_interface__["data"][0])
         return ptr, bptr, int(base.nbytes)
     return None
+
+
+def _mode(value: bool | str, what: str) -> int:
+    """0 off, 1 on (raise), 2 report-only, from True / False / "warn"."""
+    if isinstance(value, str):
+        if value != "warn":
+            raise ValueError(f"{what} must be True, False or 'warn'; got {value!r}")
+        return 2
+    if isinstance(value, (bool, int)):
+        return 1 if value else 0
+    raise TypeError(f"{what} must be True, False or 'warn'; got {type(value).__name__}")
+
+
+def _lanes_default() -> bool | str:
+    """check_lanes when the caller does not say: MOONMATH_EMU_CHECK_LANES (1 / warn), else off."""
+    v = os.environ.get("MOONMATH_EMU_CHECK_LANES", "")
+    if v in ("", "0"):
+        return False
+    if v == "warn":
+        return "warn"
+    if v == "1":
+        return True
+    raise ValueError(f"MOONMATH_EMU_CHECK_LANES must be 0, 1 or warn; got {v!r}")
+
+
+def _log_lanes(kernel: str, counters: dict) -> None:
+    """MOONMATH_EMU_LANES_LOG=FILE: append every lane-checker finding (and partial-EXEC MFMA counts) to FILE,
+    so a whole test run can be swept without changing its callers."""
+    path = os.environ.get("MOONMATH_EMU_LANES_LOG")
+    if not path:
+        return
+    with open(path, "a") as f:
+        f.write(f"launch {kernel} mfma_partial_exec={counters['mfma_partial_exec']} findings={len(counters['lanes'])}\n")
+        for msg in counters["lanes"]:
+            f.write(f"  {msg}\n")
 
 
 def _pack_args(args: Sequence[Any]) -> list[tuple]:
@@ -125,11 +161,14 @@ class Module:
 
     def launch(self, name: str, grid: Iterable[int] | int = (1, 1, 1), block: Iterable[int] | int = (64, 1, 1),
                args: Sequence[Any] = (), dynamic_lds: int = 0, check_hazards: bool | str = True,
-               threads: int | None = None) -> dict:
+               threads: int | None = None, check_lanes: bool | str | None = None) -> dict:
         """Run kernel `name` over `grid` workgroups of `block` work-items; returns the counters dict.
 
         check_hazards: True (a hazard raises HazardError), False (not checked) or "warn" (report-only,
         for foreign code: each distinct site once, in counters["hazards"], and the launch goes on).
+        check_lanes: the lane checker (docs/emulator.md): True (a store of lanes whose values are undefined
+        on hardware raises LaneError), False, or "warn" (findings in counters["lanes"]); None: the
+        environment variable MOONMATH_EMU_CHECK_LANES (0, 1 or warn), else off.
         threads: workgroups run in parallel on this many threads (None: MOONMATH_EMU_THREADS, else all
         cores); results and counters are the same as on one thread. Kernels with global atomics or
         s_memtime always run on one thread.
@@ -138,21 +177,18 @@ class Module:
         b = _dim3(block, "block")
         if dynamic_lds < 0:
             raise ValueError("dynamic_lds must be >= 0")
-        if isinstance(check_hazards, str):
-            if check_hazards != "warn":
-                raise ValueError(f"check_hazards must be True, False or 'warn'; got {check_hazards!r}")
-            mode = 2
-        elif isinstance(check_hazards, (bool, int)):
-            mode = 1 if check_hazards else 0
-        else:
-            raise TypeError(f"check_hazards must be True, False or 'warn'; got {type(check_hazards).__name__}")
+        mode = _mode(check_hazards, "check_hazards")
+        lane_mode = _mode(_lanes_default() if check_lanes is None else check_lanes, "check_lanes")
         if threads is None:
             nthreads = 0
         elif isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise ValueError(f"threads must be a positive int or None; got {threads!r}")
         else:
             nthreads = threads
-        return self._m._launch(name, g, b, _pack_args(args), int(dynamic_lds), mode, nthreads)
+        counters = self._m._launch(name, g, b, _pack_args(args), int(dynamic_lds), mode, nthreads, lane_mode)
+        if lane_mode:
+            _log_lanes(name, counters)
+        return counters
 
 
 def disassemble(code_object: bytes) -> list[tuple[str, int, str]]:

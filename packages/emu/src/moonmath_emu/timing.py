@@ -32,7 +32,7 @@ ARCH_CONFIG: dict[str, dict[str, Any]] = {
     "gfx942": dict(cus_per_chip=304, xcds=8, clock_mhz=2100.0, lds_bytes_per_cu=65536, lds_banks=32,
                    lds_bytes_per_clk=128, hbm_bytes_per_s=5.3e12, l2_bytes=4 << 20),
     "gfx950": dict(cus_per_chip=256, xcds=8, clock_mhz=2400.0, lds_bytes_per_cu=160 * 1024, lds_banks=64,
-                   lds_bytes_per_clk=256, lds_b128_read_phases=0, hbm_bytes_per_s=8.0e12, l2_bytes=4 << 20),
+                   lds_bytes_per_clk=256, lds_b128_read_phases=2, hbm_bytes_per_s=8.0e12, l2_bytes=4 << 20),
 }
 
 

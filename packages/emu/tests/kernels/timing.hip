@@ -50,3 +50,19 @@ KERNEL void lds_read_b128(u32* out, const u32* slot) {
   u32x4 v = sh[slot[tid()]];
   out[tid()] = v.x + v.y + v.z + v.w;
 }
+
+#if defined(__gfx950__)
+// n dependent scaled 16x16x128 MFMAs per wave; fmt 0: fp8 x fp8, 1: fp8 x fp4, 2: fp4 x fp4 (CBSZ / BLGP)
+typedef int i32x8 __attribute__((ext_vector_type(8)));
+typedef float f32x4 __attribute__((ext_vector_type(4)));
+KERNEL void mfma_f8f6f4_chain(float* out, int n, int fmt) {
+  i32x8 a = {(int)tid(), 1, 2, 3, 4, 5, 6, 7}, b = a;
+  f32x4 acc = {};
+  for (int k = 0; k < n; k++) {
+    if (fmt == 0) acc = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(a, b, acc, 0, 0, 0, 127, 0, 127);
+    else if (fmt == 1) acc = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(a, b, acc, 0, 4, 0, 127, 0, 127);
+    else acc = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(a, b, acc, 4, 4, 0, 127, 0, 127);
+  }
+  for (int j = 0; j < 4; j++) out[(bid() * 256 + tid()) * 4 + j] = acc[j];
+}
+#endif
