@@ -15,7 +15,9 @@
 // waves serves max(4, wpr) / wpr (row, block) units, so short splits do not pay many waves of fixed
 // cost. Wave s of a unit takes the row's parts p = s, s + wpr, ...: it reads their (m, l, ln) one part per
 // lane, so its max and weights cost a few instructions per 64 parts, then sums w_p O_p in part order
-// (lane: 8 consecutive columns, two 16-byte loads and eight FMAs per part, four loads in flight); with
+// (lane: 8 consecutive columns, two 16-byte loads and eight FMAs per part, four loads in flight; the first
+// four go out with the (m, l, ln) load, before the weights are known, so they cost no round trip of their
+// own: on the timing model (8, 8192) 14.1 -> 12.3 us, (32, 8192) 15.2 -> 13.1); with
 // wpr > 1 wave 0 of the unit then folds the others' (M, L, Ln, sums) in wave order through LDS. The
 // result equals the formula above up to fp32
 // rounding. Fixed order for a given nparts everywhere: deterministic, no atomics.
