@@ -563,6 +563,17 @@ def test_plan_once_run_per_layer_with_one_workspace():
             mk.run(*args, nparts=2, plan=p)
 
 
+def _run_with_workspace(case, p, T, H):
+    """kernel.run of `case` with plan `p` into NaN-filled o, lse and workspace: (o, lse, workspace)."""
+    ws = torch.full((p.workspace_floats,), float("nan"))
+    o = torch.full((T, H, 512), float("nan"), dtype=torch.bfloat16)
+    lse = torch.full((T, H), float("nan"))
+    with use_backend("emu"):
+        mk.run(case["q_lat"], case["q_pe"], case["kv_pool"], o, case["seq_lens"], case["kv_indices"],
+               case["kv_indptr"], SCALE, KV_SCALE, lse=lse, plan=p, workspace=ws)
+    return o, lse, ws
+
+
 @pytest.mark.parametrize("variant", ["ws"])
 def test_length_balanced_split(variant):
     """One long request beside seven short ones: the device-side balanced split gives the long one most
@@ -580,12 +591,7 @@ def test_length_balanced_split(variant):
     for balanced in (True, False):
         p = mk.make_plan(B, H, q_len, 800, nparts=nparts, variant=variant, balanced=balanced)
         for data in (case, zero_q):
-            ws = torch.full((p.workspace_floats,), float("nan"))
-            o = torch.full((T, H, 512), float("nan"), dtype=torch.bfloat16)
-            lse = torch.full((T, H), float("nan"))
-            with use_backend("emu"):
-                mk.run(data["q_lat"], data["q_pe"], data["kv_pool"], o, data["seq_lens"], data["kv_indices"],
-                       data["kv_indptr"], SCALE, KV_SCALE, lse=lse, plan=p, workspace=ws)
+            o, lse, ws = _run_with_workspace(data, p, T, H)
             if data is case:
                 check_close(o, lse, ro, rlse)
         ml = ws[p.ws_o_floats:].view(B * nparts, rows, 4)
@@ -628,12 +634,7 @@ def test_balanced_split_across_lane_rows():
     assert p.balanced
     zero_q = dict(case, q_lat=torch.zeros_like(case["q_lat"]), q_pe=torch.zeros_like(case["q_pe"]))
     for data in (case, zero_q):
-        ws = torch.full((p.workspace_floats,), float("nan"))
-        o = torch.full((B, H, 512), float("nan"), dtype=torch.bfloat16)
-        lse = torch.full((B, H), float("nan"))
-        with use_backend("emu"):
-            mk.run(data["q_lat"], data["q_pe"], data["kv_pool"], o, data["seq_lens"], data["kv_indices"],
-                   data["kv_indptr"], SCALE, KV_SCALE, lse=lse, plan=p, workspace=ws)
+        o, lse, ws = _run_with_workspace(data, p, B, H)
         if data is case:
             check_close(o, lse, ro, rlse)
     tokens = ws[p.ws_o_floats:].view(B * nparts, H, 4)[:, 0, 1]  # with Q = 0, a part's l is its token count
