@@ -21,7 +21,8 @@ at the CU's vector-memory rate, at least the HBM time), a lower bound.
 Ours (`moonmath_mla_decode.mla_decode_a16w8`): its planner's plan at each shape; the decode launch's
 workgroups are equal (each part has ceil(S / nparts) rows), so one CU round of `slots` workgroups is
 simulated at the real part length on 2 CUs of XCD 0 and the grid composed in rounds over 304 CUs; the
-merge launch (when the plan splits) likewise, simulated at the plan's nparts.
+merge launch (when the plan splits) likewise, simulated at the plan's nparts and the real batch (so its grid and
+workgroups per CU are the real launch's).
 """
 from __future__ import annotations
 
@@ -355,7 +356,10 @@ def ours_shape(B: int, S: int, cfg: dict, f_hz: float) -> dict:
     out = {"plan": {"nparts": real.nparts, "variant": real.variant, "grid": real.grid, "merge_grid": real.merge_grid,
                     "part_rows": part}, "decode_where": dec["where"], "decode_pipe_util": dec["pipe_util"]}
     if real.nparts > 1:
-        mseen, _ = _ours_capture(1, real.nparts * GRAN * 4, nparts=real.nparts, variant=real.variant)
+        # the merge sampled at the real batch (parts of 4 tiles): its grid, workgroups per CU and the balanced
+        # split's locate are the real launch's (a one-request sample put one workgroup per CU where the real
+        # grid puts two, and skipped the balanced locate)
+        mseen, _ = _ours_capture(B, real.nparts * GRAN * 4, nparts=real.nparts, variant=real.variant)
         mer = _ours_round(mseen[1], real.merge_grid, cfg)
         parts["merge"] = timing.kernel_time(real.merge_grid, mer["wg_cycles"], mer["per_cu"], ccfg)
     out["seconds"] = sum(p["seconds"] for p in parts.values())

@@ -563,6 +563,17 @@ def test_plan_once_run_per_layer_with_one_workspace():
             mk.run(*args, nparts=2, plan=p)
 
 
+def _run_with_workspace(case, p, T, H):
+    """kernel.run of `case` with plan `p` into NaN-filled o, lse and workspace: (o, lse, workspace)."""
+    ws = torch.full((p.workspace_floats,), float("nan"))
+    o = torch.full((T, H, 512), float("nan"), dtype=torch.bfloat16)
+    lse = torch.full((T, H), float("nan"))
+    with use_backend("emu"):
+        mk.run(case["q_lat"], case["q_pe"], case["kv_pool"], o, case["seq_lens"], case["kv_indices"],
+               case["kv_indptr"], SCALE, KV_SCALE, lse=lse, plan=p, workspace=ws)
+    return o, lse, ws
+
+
 @pytest.mark.parametrize("variant", ["ws"])
 def test_length_balanced_split(variant):
     """One long request beside seven short ones: the device-side balanced split gives the long one most
@@ -580,12 +591,7 @@ def test_length_balanced_split(variant):
     for balanced in (True, False):
         p = mk.make_plan(B, H, q_len, 800, nparts=nparts, variant=variant, balanced=balanced)
         for data in (case, zero_q):
-            ws = torch.full((p.workspace_floats,), float("nan"))
-            o = torch.full((T, H, 512), float("nan"), dtype=torch.bfloat16)
-            lse = torch.full((T, H), float("nan"))
-            with use_backend("emu"):
-                mk.run(data["q_lat"], data["q_pe"], data["kv_pool"], o, data["seq_lens"], data["kv_indices"],
-                       data["kv_indptr"], SCALE, KV_SCALE, lse=lse, plan=p, workspace=ws)
+            o, lse, ws = _run_with_workspace(data, p, T, H)
             if data is case:
                 check_close(o, lse, ro, rlse)
         ml = ws[p.ws_o_floats:].view(B * nparts, rows, 4)
@@ -597,6 +603,44 @@ def test_length_balanced_split(variant):
             assert bool(written.all())
     assert busiest[False] == 7 * 16  # ceil(50 tiles / 8 parts)
     assert busiest[True] <= 2 * 16   # 64 tiles, 56 spare parts: 44 parts for the long request
+
+
+def _balanced_units(lens, nparts, q_len=1):
+    """Host restatement of the device split (mla_decode_common.hpp, locate; no DCP): request b's units
+    [first_b, end_b), count_b = 1 + floor(share * t_b) in fp32, the prefix ends clamped to U - (B - 1 - b)."""
+    import numpy as np
+
+    B = len(lens)
+    U = B * nparts
+    tiles = [-(-n // 16) for n in lens]
+    share = np.float32(U - B) / np.float32(sum(tiles))
+    ends, acc = [], 0
+    for b, t in enumerate(tiles):
+        acc += 1 + int(np.float32(share * np.float32(t)))
+        ends.append(min(acc, U - (B - 1 - b)))
+    return [(0 if b == 0 else ends[b - 1], e) for b, e in enumerate(ends)]
+
+
+def test_balanced_split_across_lane_rows():
+    """40 requests: the balanced split's lane-parallel prefix sum runs across all four 16-lane rows of the
+    wave (its DPP row_bcast steps), so each request's units are the host formula's and each request's parts
+    carry exactly its tokens; the output matches the reference."""
+    B, H, nparts = 40, 16, 3
+    lens = [16 + (37 * b) % 300 for b in range(B)]
+    lens[5], lens[23], lens[38] = 900, 1, 640  # a long request in rows 0, 1 and 2 of the lanes
+    case = make_case(B, H, 1, lens, seed=83)
+    ro, rlse = call("reference", case)
+    p = mk.make_plan(B, H, 1, max(lens), nparts=nparts, balanced=True)
+    assert p.balanced
+    zero_q = dict(case, q_lat=torch.zeros_like(case["q_lat"]), q_pe=torch.zeros_like(case["q_pe"]))
+    for data in (case, zero_q):
+        o, lse, ws = _run_with_workspace(data, p, B, H)
+        if data is case:
+            check_close(o, lse, ro, rlse)
+    tokens = ws[p.ws_o_floats:].view(B * nparts, H, 4)[:, 0, 1]  # with Q = 0, a part's l is its token count
+    for b, (first, end) in enumerate(_balanced_units(lens, nparts)):
+        assert end > first
+        assert int(tokens[first:end].nan_to_num(0).sum()) == lens[b], b
 
 
 @pytest.mark.parametrize("variant", ["ws"])

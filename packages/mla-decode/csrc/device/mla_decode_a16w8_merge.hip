@@ -15,7 +15,9 @@
 // waves serves max(4, wpr) / wpr (row, block) units, so short splits do not pay many waves of fixed
 // cost. Wave s of a unit takes the row's parts p = s, s + wpr, ...: it reads their (m, l, ln) one part per
 // lane, so its max and weights cost a few instructions per 64 parts, then sums w_p O_p in part order
-// (lane: 8 consecutive columns, two 16-byte loads and eight FMAs per part, four loads in flight); with
+// (lane: 8 consecutive columns, two 16-byte loads and eight FMAs per part, four loads in flight; the first
+// four go out with the (m, l, ln) load, before the weights are known, so they cost no round trip of their
+// own: on the timing model (8, 8192) 14.1 -> 12.3 us, (32, 8192) 15.2 -> 13.1); with
 // wpr > 1 wave 0 of the unit then folds the others' (M, L, Ln, sums) in wave order through LDS. The
 // result equals the formula above up to fp32
 // rounding. Fixed order for a given nparts everywhere: deterministic, no atomics.
@@ -46,26 +48,38 @@ struct MergeState {
     for (int e = 0; e < 8; ++e) acc[e] = acc[e] * s_old + s_new * a2[e];
   }
 };
-// st.acc += sum over parts k < n of w_k * O_k (w_k in lane k of wgt; at_k: the byte offset of this lane's
-// 8 columns of part k: 8 fp32, or 8 fp16 if Half), lane group g = lane / (64 / CS) taking k = g (mod CS),
-// four steps' loads in flight.
+// Part k's 16-byte loads of this lane's 8 columns (b: the second half of 8 fp32; unused if Half).
+struct PartLoads {
+  mm::u32x4 a[kUnroll], b[kUnroll];
+};
+// Issue the loads of parts k = (j0 + u) * CS + grp, u < kUnroll, k < n (at_k: the byte offset of this lane's
+// 8 columns of part k: 8 fp32, or 8 fp16 if Half); lanes past n read zeros (weight 0).
 template <uint32_t CS, bool Half, class At>
-MM_DEVICE void sum_parts(MergeState& st, mm::buffer_rsrc wo, float wgt, uint32_t n, At at_k) {
+MM_DEVICE void load_parts(PartLoads& ld, mm::buffer_rsrc wo, uint32_t j0, uint32_t n, At at_k) {
+  const uint32_t grp = CS == 1 ? 0u : mm::lane_id() / (64u / CS);
+#pragma unroll
+  for (uint32_t u = 0; u < kUnroll; ++u) {
+    if ((j0 + u) * CS >= n) break;  // wave-uniform: no loads past the wave's parts
+    const uint32_t k = (j0 + u) * CS + grp;
+    if (CS == 1 || k < n) {  // CS > 1: the last step's missing parts read zeros (weight 0)
+      const uint32_t off = at_k(k);
+      ld.a[u] = mm::buffer_load_b128(wo, off);
+      if (!Half) ld.b[u] = mm::buffer_load_b128(wo, off + 16u);
+    } else {
+      ld.a[u] = ld.b[u] = mm::u32x4{0u, 0u, 0u, 0u};
+    }
+  }
+}
+// st.acc += sum over parts k < n of w_k * O_k (w_k in lane k of wgt), lane group g = lane / (64 / CS) taking
+// k = g (mod CS), kUnroll steps' loads in flight; `first`: the first steps' loads, already issued (so they
+// overlap the weights' computation).
+template <uint32_t CS, bool Half, class At>
+MM_DEVICE void sum_parts(MergeState& st, mm::buffer_rsrc wo, float wgt, uint32_t n, At at_k, const PartLoads& first) {
   const uint32_t grp = CS == 1 ? 0u : mm::lane_id() / (64u / CS);
   for (uint32_t j0 = 0; j0 * CS < n; j0 += kUnroll) {
-    mm::u32x4 a[kUnroll], b[kUnroll];
-#pragma unroll
-    for (uint32_t u = 0; u < kUnroll; ++u) {
-      if ((j0 + u) * CS >= n) break;  // wave-uniform: no loads past the wave's parts
-      const uint32_t k = (j0 + u) * CS + grp;
-      if (CS == 1 || k < n) {  // CS > 1: the last step's missing parts read zeros (weight 0)
-        const uint32_t off = at_k(k);
-        a[u] = mm::buffer_load_b128(wo, off);
-        if (!Half) b[u] = mm::buffer_load_b128(wo, off + 16u);
-      } else {
-        a[u] = b[u] = mm::u32x4{0u, 0u, 0u, 0u};
-      }
-    }
+    PartLoads ld;
+    if (j0 == 0) ld = first;
+    else load_parts<CS, Half>(ld, wo, j0, n, at_k);
 #pragma unroll
     for (uint32_t u = 0; u < kUnroll; ++u) {
       if ((j0 + u) * CS >= n) break;  // wave-uniform
@@ -75,12 +89,12 @@ MM_DEVICE void sum_parts(MergeState& st, mm::buffer_rsrc wo, float wgt, uint32_t
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         if (Half) {  // fpext feeding an fma: one v_fma_mix_f32 per value (op_sel picks the half)
-          const mm::f16x2 h = mm::bit_cast<mm::f16x2>(a[u][e]);
+          const mm::f16x2 h = mm::bit_cast<mm::f16x2>(ld.a[u][e]);
           st.acc[2 * e] = __builtin_fmaf(w, (float)h[0], st.acc[2 * e]);
           st.acc[2 * e + 1] = __builtin_fmaf(w, (float)h[1], st.acc[2 * e + 1]);
         } else {
-          st.acc[e] = __builtin_fmaf(w, mm::bit_cast<float>(a[u][e]), st.acc[e]);
-          st.acc[4 + e] = __builtin_fmaf(w, mm::bit_cast<float>(b[u][e]), st.acc[4 + e]);
+          st.acc[e] = __builtin_fmaf(w, mm::bit_cast<float>(ld.a[u][e]), st.acc[e]);
+          st.acc[4 + e] = __builtin_fmaf(w, mm::bit_cast<float>(ld.b[u][e]), st.acc[4 + e]);
         }
       }
     }
@@ -139,6 +153,21 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
     return k < n_mine ? mm::buffer_load_b128(ml, part_slot(k) * 16u) : mm::u32x4{0u, 0u, 0u, 0u};
   };
   const mm::u32x4 meta0 = meta_of(0);
+  // A chunk's first kUnroll steps of O loads go out before its weights are known (they need only the part
+  // slots), so their latency overlaps the (m, l, ln) load and the max: one memory round trip fewer per wave.
+  PartLoads first;
+  auto load_first = [&](PartLoads& ld, uint32_t k0) __attribute__((always_inline)) {
+    const uint32_t n_here = n_mine - k0 < 64u ? n_mine - k0 : 64u;
+    auto at = [&](uint32_t k) __attribute__((always_inline)) { return (part_slot(k0 + k) * kLat + col) * o_bytes; };
+    if (cs == 1) {
+      if (half) load_parts<1, true>(ld, wo, 0u, n_here, at);
+      else load_parts<1, false>(ld, wo, 0u, n_here, at);
+    } else {
+      if (half) load_parts<4, true>(ld, wo, 0u, n_here, at);
+      else load_parts<4, false>(ld, wo, 0u, n_here, at);
+    }
+  };
+  if (n_mine > 0) load_first(first, 0u);
   float m_max = -__builtin_inff();
   for (uint32_t k0 = 0; k0 < n_mine; k0 += 64u) {
     const mm::u32x4 mt = k0 == 0 ? meta0 : meta_of(k0);
@@ -148,22 +177,23 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
   m_max = mm::uniform(mm::wave_max(m_max));
   st.m = m_max;
   for (uint32_t k0 = 0; k0 < n_mine; k0 += 64u) {
+    const uint32_t n_here = n_mine - k0 < 64u ? n_mine - k0 : 64u;
+    auto at = [&](uint32_t k) __attribute__((always_inline)) { return (part_slot(k0 + k) * kLat + col) * o_bytes; };
+    if (k0 > 0) load_first(first, k0);
     const mm::u32x4 mt = k0 == 0 ? meta0 : meta_of(k0);
     const float l = mm::bit_cast<float>(mt[1]);
     // l == 0: empty (no weight); l NaN (NaN/Inf inputs) keeps its weight, so the row's L, lse and o are NaN
     const float wgt = l != 0.f ? mm::exp2(mm::bit_cast<float>(mt[0]) - m_max) : 0.f;
     st.l += mm::wave_sum(wgt * l);
     st.ln += mm::wave_sum(wgt * mm::bit_cast<float>(mt[2]));
-    const uint32_t n_here = n_mine - k0 < 64u ? n_mine - k0 : 64u;
-    auto at = [&](uint32_t k) __attribute__((always_inline)) { return (part_slot(k0 + k) * kLat + col) * o_bytes; };
     // half partials hold O_p / ln_p: weight w_p * ln_p (l == 0 parts keep weight 0; NaN stays NaN)
     const float wo_w = half ? wgt * mm::bit_cast<float>(mt[2]) : wgt;
     if (cs == 1) {
-      if (half) sum_parts<1, true>(st, wo, wo_w, n_here, at);
-      else sum_parts<1, false>(st, wo, wo_w, n_here, at);
+      if (half) sum_parts<1, true>(st, wo, wo_w, n_here, at, first);
+      else sum_parts<1, false>(st, wo, wo_w, n_here, at, first);
     } else {
-      if (half) sum_parts<4, true>(st, wo, wo_w, n_here, at);
-      else sum_parts<4, false>(st, wo, wo_w, n_here, at);
+      if (half) sum_parts<4, true>(st, wo, wo_w, n_here, at, first);
+      else sum_parts<4, false>(st, wo, wo_w, n_here, at, first);
     }
   }
   if (cs > 1) {  // uniform over the launch: lane groups 0..3 hold the same columns of different parts

@@ -58,12 +58,14 @@
 // Pipeline: one barrier per step; at step s (tiles in a 3-slot ring):
 //   PV wave 4 + s % 4   widen tile s into slot s % 3, then fetch tile s + 4 and the slots of tile s + 8
 //   contract waves      QK + softmax of tile s - 1 (slot (s-1) % 3) -> p[(s-1) % 2]
-//   PV waves            PV of tile s - 2 (slot (s-2) % 3, p[(s-2) % 2])
+//   PV waves            PV of tile s - 2 (slot (s-2) % 3, p[(s-2) % 2]), then the V^T reads of tile s - 1
+//                       for the next step (its slot is complete: widened at step s - 1), so after the
+//                       barrier a PV wave waits only for its P records
 // so one wave's widening VALU overlaps the others' MFMAs; the MFMA phases run at s_setprio 1.
 // Before step 0 the fill waves issue their first tiles' slot and KV loads, and the contract waves most of
 // their Q only after them (one issue-order barrier): Q is needed a step later than tile 0.
-// Each hazard is one step apart: slot s % 3 was last read by PV(s - 3) at step s - 1; p[s % 2] by
-// PV(s - 2) at step s - 1.
+// Each hazard is one step apart: slot s % 3 was last read for PV(s - 3) (issued at the end of step s - 2,
+// consumed at step s - 1); p[s % 2] by PV(s - 2) at step s - 1.
 //
 // Softmax: base 2, x = s * scale * kv_scale * log2(e). Running max per row; it moves only when a tile's
 // max exceeds it by more than kLazyMax (log2 units), and a PV wave rescales a row tile's accumulator only
@@ -227,6 +229,15 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
 
   // LDS byte offsets of the ring slots (rotated every step): tile s (written), s - 1 (QK), s - 2 (PV).
   uint32_t slot_w = 0, slot_q = 2u * kTileBytes, slot_p = kTileBytes;
+  // PV waves: the V^T reads of the next step's PV tile, issued before the step's barrier (that tile was
+  // widened the step before, so its slot is complete; the fill overwrites it only two barriers later): after
+  // the barrier the PV MFMAs wait for their P records alone.
+  mm::u32x4 d[4];
+  auto read_vt = [&](uint32_t slot) __attribute__((always_inline)) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      d[e] = mm::lds_read_b128(lds, slot + (4u * g + e) * kKStride + 2u * kPvCols * fill_id + (16u * i ^ chunk_swizzle(e)));
+  };
   const uint32_t n_steps = nt > 0 ? nt + 2u : 0u;
   for (uint32_t s = 0; s < n_steps; ++s) {
     // Fill: widen tile s into its slot, then fetch tile s + 4 and the slots of tile s + 8.
@@ -313,11 +324,6 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
     auto pv_step = [&](auto first) __attribute__((always_inline)) {
       constexpr bool kFirst = decltype(first)::value;
       const uint32_t pbuf = (s & 1u) * kMaxRowTiles;  // (s - 2) & 1
-      mm::u32x4 d[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        d[e] = mm::lds_read_b128(lds, slot_p + (4u * g + e) * kKStride + 2u * kPvCols * fill_id +
-                                          (16u * i ^ chunk_swizzle(e)));
       mm::u32x2 pbv[NRT];
       float al[NRT];
 #pragma unroll
@@ -350,6 +356,7 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
     };
     if (fill && s == 2u) pv_step(Bool<true>{});
     else if (fill && s > 2u) pv_step(Bool<false>{});
+    if (fill && s >= 1u && s <= nt) read_vt(slot_q);  // tile s - 1: the next step's PV (its slot_p)
     const uint32_t rot = slot_p;
     slot_p = slot_q;
     slot_q = slot_w;

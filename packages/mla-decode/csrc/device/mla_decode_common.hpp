@@ -171,14 +171,21 @@ struct SplitArgs {
   uint32_t n_idx, B, nparts, q_len, cp_rank, cp_world, flags;
 };
 
-// Inclusive prefix sum over the 64 lanes of a wave (Hillis-Steele, 6 ds_bpermute steps).
+// Inclusive prefix sum over the 64 lanes of a wave: Hillis-Steele inside each row of 16 lanes (DPP row_shr
+// 1, 2, 4, 8, a lane past its row's start adding 0), then row 0's total into row 1, row 2's into row 3
+// (row_bcast:15) and row 1's into rows 2 and 3 (row_bcast:31): the same integer sums as six ds_bpermute
+// steps, in VALU latencies instead of LDS round trips (the balanced split's locate runs two of them).
+template <int Ctrl, int RowMask, bool BoundZero>
+MM_DEVICE uint32_t dpp_or_zero(uint32_t x) {  // lanes without a source (or outside RowMask) read 0
+  return (uint32_t)__builtin_amdgcn_update_dpp(0, (int)x, Ctrl, RowMask, 0xF, BoundZero);
+}
 MM_DEVICE uint32_t wave_inclusive_scan(uint32_t v) {
-  const uint32_t lane = mm::lane_id();
-#pragma unroll
-  for (uint32_t d = 1; d < 64; d <<= 1) {
-    const uint32_t o = mm::bpermute(v, (lane - d) & 63u);
-    v += lane >= d ? o : 0u;
-  }
+  v += dpp_or_zero<0x111, 0xF, true>(v);  // row_shr:1
+  v += dpp_or_zero<0x112, 0xF, true>(v);  // row_shr:2
+  v += dpp_or_zero<0x114, 0xF, true>(v);  // row_shr:4
+  v += dpp_or_zero<0x118, 0xF, true>(v);  // row_shr:8
+  v += dpp_or_zero<mm::kDppRowBcast15, 0xA, false>(v);  // rows 1, 3
+  v += dpp_or_zero<mm::kDppRowBcast31, 0xC, false>(v);  // rows 2, 3
   return v;
 }
 

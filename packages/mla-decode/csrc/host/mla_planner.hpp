@@ -26,6 +26,7 @@
 //   rounds    = ceil(workgroups / (cus * cu_workgroups)), workgroups = waves / workgroup_waves (ws: one of
 //               8 waves per 4 row tiles, its cycles the workgroup's issue cycles per SIMD: total / 4)
 //   t_compute = rounds * (ceil(tiles / nparts) * tile_cycles + part_cycles) / clock + kPartLatencyNs
+//               + (rounds - 1) * round_latency_ns (gfx942: kPartLatencyNs again per further round)
 //               tiles = ceil(L / 16); tile_cycles = tile + (min(n_rt, 4) - 1) * rowtile (kernel_cost),
 //               part_cycles = part + (min(n_rt, 4) - 1) * part_rowtile (a part's Q and partials grow with its rows)
 //   t_memory  = (B * L * (576 + 4) + partial_bytes) / bw
@@ -170,16 +171,23 @@ struct Machine {
   double balance_request_cycles;  // balanced split: per request, per decode and merge wave (0: lane-parallel)
   // plan(): a split must beat the fewer-part plans by more than this factor (format kernels: kSplitSlack).
   double split_slack = kSplitSlack;
+  // The start latency (kPartLatencyNs) paid again by every further round of workgroups (0: once per launch).
+  // gfx942 (sixth session): each round's parts wait for their slots, then their KV, as the first round's do;
+  // once per launch, (512, 4096) split into 4 parts looked 4% faster than 1 part, which the timing model puts
+  // 6% slower (1081.6 vs 1016.1 us, benchmarks/timing/mla.py's ours_shape with the parts overridden).
+  double round_latency_ns = 0.0;
 };
 // split_slack 1.03, chosen on the timing model (benchmarks/timing/mla.py's ours_shape with the parts overridden,
 // H 16): 5% refused real gains at the seed's table (q_len 4): (8, 8192) 31 parts 63.5 us, 32: 61.8;
 // (8, 32768) 36 / 38: 145.7 / 140.7; (2, 150000) 143 / 147: 171.5 / 166.6; (1, 150000) 276 / 293. The minimum
 // itself (1.0 to 1.02) over-splits where the model is flat: (512, 4096) 4 parts 1180 us against 1 part 1016;
 // B 2, q_len 1, S 8192: 171 parts 39.2 us against 57-64 parts 33-36.
-constexpr Machine kGfx942{"gfx942", kDefaultCus, kClockGhz, kHbmBytesPerNs, kCuBytesPerNs, 2086.0, 244.0, 0.0, 1.03};
+// merge 1376 / 262 (sixth session: a chunk's first O loads issued with its (m, l, ln) load; 2086 / 244 before)
+constexpr Machine kGfx942{"gfx942", kDefaultCus, kClockGhz, kHbmBytesPerNs, kCuBytesPerNs, 1376.0, 262.0, 0.0, 1.03,
+                          kPartLatencyNs};
 // MI355X (assumptions): 256 CUs, a sustained clock in the same proportion to its 2.4 GHz peak as
 // gfx942's, 8 TB/s peak HBM of which ~6 TB/s achievable (the 4 / 5.3 fraction assumed on gfx942).
-constexpr Machine kGfx950{"gfx950", 256, 1.26, 6000.0, 23.4, 2086.0, 244.0, 0.0};
+constexpr Machine kGfx950{"gfx950", 256, 1.26, 6000.0, 23.4, 1376.0, 262.0, 0.0};
 
 // The machine model of `arch`; std::invalid_argument for an arch without MLA decode kernels.
 inline const Machine& machine_for(const std::string& arch) {
@@ -322,7 +330,8 @@ inline double kernel_plan_cost(const KernelCost& kc, int64_t batch, int64_t head
   const double balance = balance_split(batch, nparts) ? mc.balance_request_cycles * (double)batch : 0.0;
   const double part_cycles = kc.part_cycles + kc.part_rowtile_cycles * extra_rowtiles + balance;
   const double t_compute =
-      (double)rounds * ((double)ceil_div(tiles, nparts) * tile_cycles + part_cycles) / mc.clock_ghz + kPartLatencyNs;
+      (double)rounds * ((double)ceil_div(tiles, nparts) * tile_cycles + part_cycles) / mc.clock_ghz + kPartLatencyNs +
+      (double)(rounds - 1) * mc.round_latency_ns;
   // bytes of a partial O element: the row's (ws: fp16 up to kHalfPartialsMaxParts parts, then fp32)
   const double o_bytes = ws && !ws_half_partials(nparts) ? 4.0 : kc.partial_o_bytes;
   const double partial =  // written
