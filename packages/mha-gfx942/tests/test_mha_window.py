@@ -113,8 +113,7 @@ def _list_schedule(costs, cus):
 
 def _window_spans(sq, skv, bh, cus, lo, hi):
     """The windowed planner's cost, recomputed: (unsplit makespan, {G: split makespan}) in kv blocks, each
-    workgroup ITEM_OVERHEAD_BLOCKS more; dense items heaviest first, the tail's parts in slot order, then the merge
-    (its G-dependent price, _C.merge_span)."""
+    workgroup ITEM_OVERHEAD_BLOCKS more; dense items heaviest first, the tail's parts in slot order, then the merge."""
     nqb, k = -(-sq // 256), _C.ITEM_OVERHEAD_BLOCKS
     blocks = [_C.item_kv_blocks(w % nqb, sq, skv, lo, hi) for w in range(nqb * bh)]
     n, tail = len(blocks), len(blocks) % cus
@@ -123,7 +122,7 @@ def _window_spans(sq, skv, bh, cus, lo, hi):
     tb = blocks[n - tail:]
     g_max = min(_C.MAX_SPLIT_ROUNDS * cus // tail, max(tb) // 4, min(tb))
     spans = {g: dense + _list_schedule([-(-(b - p) // g) + k for b in tb for p in range(g)], cus)
-             + _C.merge_span(tail, g, cus) for g in range(2, g_max + 1)}
+             + _C.MERGE_OVERHEAD_BLOCKS for g in range(2, g_max + 1)}
     return unsplit, spans
 
 

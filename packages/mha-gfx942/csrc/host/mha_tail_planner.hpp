@@ -10,13 +10,11 @@
 // Pricing: the plans are compared by the makespan of the dispatcher's list schedule (each workgroup to the
 // first free CU), in kv-block units with kItemOverheadBlocks per workgroup: unsplit, every item in one dense
 // launch; split G, the dense launch of the other items, then the split launch's tail * G parts in slot order,
-// then the merge (merge_span: kMergeOverheadBlocks + G blocks per merge round). G must win strictly. G runs
-// over 2 .. min(kMaxSplitRounds * cus / tail, nkb / 4, nkb_min): up to four rounds of parts (the workspace,
-// tail * G slots, stays <= 4 * cus), each part >= 4 blocks. The per-workgroup overhead and the merge's G are
-// what make a finer G cost more than the seed's tail-round count ceil(tail * G / cus) * ceil(nkb / G) says
-// (B2 H24 S16384: G = 19 there, 9 here; B2 H24 S8192: 19 there, 10 here), and the makespan is what lets a G
-// past one round win (B1 H32 S16384: 224 stranded items, G = 4 in 3 rounds); each checked on the timing
-// model (benchmarks/tail_split_timing.py).
+// then the merge (kMergeOverheadBlocks). G must win strictly. G runs over 2 .. min(kMaxSplitRounds * cus /
+// tail, nkb / 4, nkb_min): up to four rounds of parts (the workspace, tail * G slots, stays <= 4 * cus), each
+// part >= 4 blocks. The per-workgroup overhead is what makes a finer G cost more than the seed's tail-round
+// count ceil(tail * G / cus) * ceil(nkb / G) says (B2 H24 S32768: G = 19 there, 9 here, which the timing model
+// prefers), and what lets a G past one round win (B1 H32 S16384: 224 stranded items, G = 4 in 3 rounds).
 // Window / causal (lo_shift, hi_shift as the feature kernels take them): an item runs only the kv blocks
 // of its rows' windows (config::window_kv_blocks), so nkb above is the largest such count over the tail
 // items, and G is also at most the smallest: no part is ever empty (a tail holding an item with no block is
@@ -46,10 +44,6 @@ constexpr int64_t kMergeOverheadBlocks = 3;
 constexpr int64_t kItemOverheadBlocks = 4;
 // G is at most kMaxSplitRounds * cus / tail: the split launch runs at most that many rounds of parts.
 constexpr int64_t kMaxSplitRounds = 4;
-// The merge: a workgroup folds the G partials of kMergeRowsPerCta rows, kMergeResident of them per CU; a round
-// costs about one kv block per partial (timing model, mha_merge_rtz: 1.9k + 4.2k * G cycles per round against
-// the dense kernel's 4.3k per block).
-constexpr int64_t kMergeResident = 8;
 
 struct TailPlan {
   int64_t n_work = 0;   // q-block work items in total (nqb * bh)
@@ -64,12 +58,6 @@ struct TailPlan {
 };
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// The merge launch of `tail` items of g partials each, in kv blocks.
-inline int64_t merge_span(int64_t tail, int64_t g, int64_t cus) {
-  const int64_t rounds = ceil_div(tail * kCtaRows, cus * kMergeResident * int64_t(config::kMergeRowsPerCta));
-  return kMergeOverheadBlocks + g * rounds;
-}
 
 // The kv blocks item (q block qb) runs under a window (all of them with the unbounded default).
 inline int64_t item_kv_blocks(int64_t qb, int64_t sq, int64_t skv, int64_t lo_shift = -config::kUnbounded,
@@ -141,7 +129,7 @@ inline TailPlan plan_tail(int64_t sq, int64_t skv, int64_t bh, int64_t cus, bool
   const int64_t g_max = std::min<int64_t>({kMaxSplitRounds * cus / tail, nkb / 4, nkb_min});
   for (int64_t g = 2; g <= g_max; ++g) {
     const int64_t span =
-        dense_rest + split_launch_span(blocks, p.n_work - tail, p.n_work, g, cus) + merge_span(tail, g, cus);
+        dense_rest + split_launch_span(blocks, p.n_work - tail, p.n_work, g, cus) + kMergeOverheadBlocks;
     if (span < best) best = span, best_g = g;
   }
   if (best_g == 1) return p;

@@ -45,7 +45,5 @@ void register_tail_planner(py::module_& m) {
   m.attr("ITEM_OVERHEAD_BLOCKS") = kItemOverheadBlocks;
   m.attr("MERGE_OVERHEAD_BLOCKS") = kMergeOverheadBlocks;
   m.attr("MAX_SPLIT_ROUNDS") = kMaxSplitRounds;
-  m.def("merge_span", &merge_span, py::arg("tail"), py::arg("parts"), py::arg("cus"),
-        "The merge launch of `tail` items of `parts` partials each, in kv blocks (the planner's price).");
   m.attr("UNBOUNDED") = config::kUnbounded;
 }
