@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -33,7 +34,8 @@ def test_mha_shape_sums_its_launches_and_follows_the_planner():
     cfg = timing.config("gfx942")
     fits = {"dense": {"a": 1000.0, "b": 100.0}, "split": {"a": 500.0, "b": 100.0}}
     small = {("transpose", "rtne"): {"round_cycles": 4000.0, "slots": 4, "hbm_per_wg": 32768},
-             ("merge", "rtne", 19): {"round_cycles": 20000.0, "slots": 8, "hbm_per_wg": 8 * (19 * 520 + 256)}}
+             ("merge", "rtne", 19): {"round_cycles": 20000.0, "slots": 8, "hbm_per_wg": 8 * (19 * 520 + 256)},
+             ("merge", "rtne", 4): {"round_cycles": 5000.0, "slots": 8, "hbm_per_wg": 8 * (4 * 520 + 256)}}
     f = 1e9
     # (2, 24, 8192): 1536 q-block items on 304 CUs leave 16 in the tail; the planner splits them 19 ways
     p = _C.plan_tail(8192, 8192, 48, 304, True)
@@ -43,8 +45,15 @@ def test_mha_shape_sums_its_launches_and_follows_the_planner():
     assert r["seconds"] == pytest.approx(sum(r["launches"].values()))
     assert r["launches"]["dense"] == pytest.approx(5 * (1000 + 100 * 8192) / f)  # 1520 items: 5 full rounds
     assert r["launches"]["split"] == pytest.approx((500 + 100 * 7 * 64) / f)  # 304 parts of ceil(128/19) blocks
-    # (1, 32, 16384): 2048 items, tail 224; splitting it in 2 does not shorten the round: no split, no merge
+    # (1, 32, 16384): 2048 items, tail 224; the makespan-priced planner splits them 4 ways (896 parts: 3 rounds
+    # of 64 blocks after the 6 dense rounds; docs/kernels/mha_gfx942.md "Tail split priced by makespan")
     r = ours.mha_shape((1, 32, 16384), "rtne", fits, small, cfg, f)
+    assert r["plan"] == {"n_dense": 1824, "tail": 224, "parts": 4}
+    assert r["launches"]["dense"] == pytest.approx(6 * (1000 + 100 * 16384) / f)
+    assert r["launches"]["split"] == pytest.approx(3 * (500 + 100 * 64 * 64) / f)
+    # a plan given replaces the planner's: no split, 7 dense rounds, no merge
+    none = SimpleNamespace(n_dense=2048, tail=0, parts=1, slots=0)
+    r = ours.mha_shape((1, 32, 16384), "rtne", fits, small, cfg, f, plan=none)
     assert set(r["launches"]) == {"v_transpose", "dense"}
     assert r["launches"]["dense"] == pytest.approx(7 * (1000 + 100 * 16384) / f)
 

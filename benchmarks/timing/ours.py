@@ -226,13 +226,28 @@ def mha_small_launch(kind: str, mode: str, skv: int, parts: int, cfg: dict) -> d
             "pipe_util": rep["pipe_util"]}
 
 
-def mha_shape(shape, mode: str, fits: dict, small: dict, cfg: dict, f_hz: float) -> dict:
-    """Modeled seconds of ma.forward at (B, H, S) = the sum of its launches."""
+def aiter_gfx942(cfg942: dict):
+    """AITER's gfx942 v3 cycles per ((B, H, S), mode) from its fits, and run.py's effective clock (the frozen
+    calibration, recomputed by its own fit): (cycles(shape, mode), f_eff_hz, the fits per mode)."""
+    aiter_fits = {m: calib.linear_fit("gfx942", m, cfg942) for m in MODES}
+
+    def cycles(shape, mode):
+        B, H, S = shape
+        nwg = grid_workgroups("gfx942", B, H, S)
+        return math.ceil(nwg / cfg942["cus_per_chip"]) * (aiter_fits[mode]["a"] + aiter_fits[mode]["b"] * S)
+
+    f_eff = statistics.median([cycles(s, "rtne") / (p["rtne"] * 1e-3) for s, p in calib.MI300X_MHA])
+    return cycles, f_eff, aiter_fits
+
+
+def mha_shape(shape, mode: str, fits: dict, small: dict, cfg: dict, f_hz: float, plan=None) -> dict:
+    """Modeled seconds of ma.forward at (B, H, S) = the sum of its launches; `plan` (n_dense, tail, parts,
+    slots) replaces the planner's (benchmarks comparing tail splits)."""
     from moonmath_mha_gfx942 import _C
 
     B, H, S = shape
     cus = cfg["cus_per_chip"]
-    p = _C.plan_tail(S, S, B * H, cus, True)
+    p = plan if plan is not None else _C.plan_tail(S, S, B * H, cus, True)
     nkb = -(-S // _C.KV_BLOCK)
     ccfg = dict(cfg, clock_mhz=f_hz / 1e6)  # compose at the calibrated effective clock
 
@@ -355,15 +370,7 @@ def main() -> None:
     t0 = time.time()
     cfg942, cfg950 = timing.config("gfx942"), timing.config("gfx950")
 
-    # ---- the frozen calibration: run.py's effective clock, recomputed by its own fit
-    aiter_fits = {m: calib.linear_fit("gfx942", m, cfg942) for m in MODES}
-
-    def aiter_cycles942(shape, mode):
-        B, H, S = shape
-        nwg = grid_workgroups("gfx942", B, H, S)
-        return math.ceil(nwg / cfg942["cus_per_chip"]) * (aiter_fits[mode]["a"] + aiter_fits[mode]["b"] * S)
-
-    f_eff = statistics.median([aiter_cycles942(s, "rtne") / (p["rtne"] * 1e-3) for s, p in calib.MI300X_MHA])
+    aiter_cycles942, f_eff, aiter_fits = aiter_gfx942(cfg942)
     clock_ratio = f_eff / (cfg942["clock_mhz"] * 1e6)
     f950 = clock_ratio * cfg950["clock_mhz"] * 1e6
     print(f"effective clock (run.py's calibration, frozen): {f_eff / 1e6:.0f} MHz; gfx950 {f950 / 1e6:.0f} MHz")

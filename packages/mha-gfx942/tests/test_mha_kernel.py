@@ -153,6 +153,21 @@ def test_tail_split_matches_fp64_and_is_deterministic(emu_backend, mode, layout)
     assert float(((out.double() - unsplit.double()).abs() / row_ulp(unsplit)).max()) <= 1.0
 
 
+def test_tail_split_past_one_round_of_parts(emu_backend):
+    """3 q-block items on 4 CUs, 64 kv blocks: the makespan plan is G = 4, 12 parts in 3 rounds (the seed's
+    formula capped G at 2 * CUs / tail = 2, which tied no split); the merge folds 4 partials per row."""
+    B, H, Sq, Skv, cus = 1, 1, 513, 4096, 4
+    p = forced_split(B, H, Sq, Skv, cus)
+    assert (p.n_dense, p.tail, p.parts) == (0, 3, 4) and p.slots > 2 * cus, p
+    q, k, v = qkv(B, H, Sq, Skv, seed=5)
+    out = torch.empty_like(q)
+    launches = kernel.run(q, k, v, out, "bhsd", "rtz", cus=cus, min_kv_blocks=4)
+    assert [L["workgroups"] for L in launches][-2] == p.slots
+    check_fp64(out, oracle_fp64(q, k, v, "bhsd"), "rtz")
+    unsplit = mha.forward(q, k, v, round_mode="rtz")
+    assert float(((out.double() - unsplit.double()).abs() / row_ulp(unsplit)).max()) <= 1.0
+
+
 def test_tail_split_nan_inf_positions(emu_backend):
     B, H, Sq, Skv, cus = 1, 3, 385, 1000, 4
     forced_split(B, H, Sq, Skv, cus)

@@ -120,8 +120,9 @@ def _window_spans(sq, skv, bh, cus, lo, hi):
     unsplit = _list_schedule(sorted((b + k for b in blocks), reverse=True), cus)
     dense = _list_schedule(sorted((b + k for b in blocks[:n - tail]), reverse=True), cus)
     tb = blocks[n - tail:]
+    g_max = min(_C.MAX_SPLIT_ROUNDS * cus // tail, max(tb) // 4, min(tb))
     spans = {g: dense + _list_schedule([-(-(b - p) // g) + k for b in tb for p in range(g)], cus)
-             + _C.MERGE_OVERHEAD_BLOCKS for g in range(2, min(2 * cus // tail, max(tb) // 4, min(tb)) + 1)}
+             + _C.MERGE_OVERHEAD_BLOCKS for g in range(2, g_max + 1)}
     return unsplit, spans
 
 

@@ -3,22 +3,25 @@
 // The dense grid runs n = nqb * B*H work items (one kCtaRows-row q block of one head each), one
 // workgroup per CU at a time (the kernel holds ~390 registers per lane: one wave per SIMD). When n is not a
 // multiple of the CU count, the last round leaves CUs idle: tail = n mod cus items run alone. The
-// planner splits those `tail` items along kv into G parts each (fp32 partials + a merge), choosing G to
-// minimise the tail's span in kv-block units, ceil(tail * G / cus) * ceil(nkb / G) + overhead, against
-// the unsplit span nkb + overhead; G must win strictly. Guards: no split when tail = 0, when the tail
-// already fills >= 95 % of a round (tail * 20 > cus * 19), or when kv is short (nkb < min_kv_blocks;
-// each part then keeps >= 4 blocks since G <= nkb / 4). Every input is explicit (the CU count is the
-// live device's on hip, 304 for MI300X, small in emulator tests) so the plan is a function of shapes.
+// planner splits those `tail` items along kv into G parts each (fp32 partials + a merge). Guards: no split
+// when tail = 0, when the tail already fills >= 95 % of a round (tail * 20 > cus * 19), or when kv is short
+// (nkb < min_kv_blocks). Every input is explicit (the CU count is the live device's on hip, 304 for MI300X,
+// small in emulator tests) so the plan is a function of shapes.
+// Pricing: the plans are compared by the makespan of the dispatcher's list schedule (each workgroup to the
+// first free CU), in kv-block units with kItemOverheadBlocks per workgroup: unsplit, every item in one dense
+// launch; split G, the dense launch of the other items, then the split launch's tail * G parts in slot order,
+// then the merge (kMergeOverheadBlocks). G must win strictly. G runs over 2 .. min(kMaxSplitRounds * cus /
+// tail, nkb / 4, nkb_min): up to four rounds of parts (the workspace, tail * G slots, stays <= 4 * cus), each
+// part >= 4 blocks. The per-workgroup overhead is what makes a finer G cost more than the seed's tail-round
+// count ceil(tail * G / cus) * ceil(nkb / G) says (B2 H24 S32768: G = 19 there, 9 here, which the timing model
+// prefers), and what lets a G past one round win (B1 H32 S16384: 224 stranded items, G = 4 in 3 rounds).
 // Window / causal (lo_shift, hi_shift as the feature kernels take them): an item runs only the kv blocks
 // of its rows' windows (config::window_kv_blocks), so nkb above is the largest such count over the tail
 // items, and G is also at most the smallest: no part is ever empty (a tail holding an item with no block is
-// not split), the longest items' parts keep >= 4 blocks. The items then differ in length and the dense launch
-// is no longer a sequence of equal rounds: the feature kernels take them heaviest first (dense_order) and the
-// dispatcher hands each to the first free CU. So with a bounded window the plans are compared by the makespan of
-// that list schedule, in kv-block units with kItemOverheadBlocks per workgroup: unsplit, every item in one
-// dense launch; split, the dense launch of the other items, then the split launch's parts in slot order, then
-// the merge (kMergeOverheadBlocks). A split that lengthens the whole (B1 H32 S8192 causal: the parts' launch
-// costs more than the tail it shortens) is not taken. span / span_unsplit are those makespans there.
+// not split), the longest items' parts keep >= 4 blocks. The items then differ in length and the feature
+// kernels take them heaviest first (dense_order), which the dense launch's list schedule follows. A split
+// that lengthens the whole (B1 H32 S8192 causal: the parts' launch costs more than the tail it shortens) is
+// not taken. span / span_unsplit are those makespans.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -39,13 +42,15 @@ constexpr int64_t kMergeOverheadBlocks = 3;
 // A feature workgroup's fixed cost in kv blocks: the causal item fit's intercept over its per-block slope,
 // 20.3k / 5.0k modeled cycles (benchmarks/causal_order_timing.py, RTNE).
 constexpr int64_t kItemOverheadBlocks = 4;
+// G is at most kMaxSplitRounds * cus / tail: the split launch runs at most that many rounds of parts.
+constexpr int64_t kMaxSplitRounds = 4;
 
 struct TailPlan {
   int64_t n_work = 0;   // q-block work items in total (nqb * bh)
   int64_t n_dense = 0;  // items run by the dense launch (the first n_dense of the head-first order)
   int64_t tail = 0;     // items split (the last `tail`), 0 = no split
   int64_t parts = 1;    // G: kv parts per split item
-  int64_t span = 0;     // the modeled span in kv-block units (chosen plan): the tail round; windowed: the launches
+  int64_t span = 0;     // the chosen plan's makespan in kv-block units (dense + split + merge launches)
   int64_t span_unsplit = 0;
   int64_t slots() const { return tail * parts; }
   int64_t ws_o_floats() const { return slots() * kCtaRows * kHeadDim; }
@@ -76,16 +81,16 @@ inline int64_t list_schedule(const std::vector<int64_t>& costs, int64_t cus) {
   return end;
 }
 
-// Under a bounded window: the makespan of a dense launch of items [0, n) of the head-first order, heaviest
-// first (dense_order), and of the split launch of items [n, n_work) in g parts each (slot order), in kv blocks.
-inline int64_t window_dense_span(const std::vector<int64_t>& blocks, int64_t n, int64_t cus) {
+// The makespan of a dense launch of items [0, n) of the head-first order, heaviest first (dense_order), and
+// of the split launch of items [first, n_work) in g parts each (slot order), in kv blocks.
+inline int64_t dense_launch_span(const std::vector<int64_t>& blocks, int64_t n, int64_t cus) {
   const int64_t nqb = int64_t(blocks.size());
   std::vector<int64_t> c(n);
   for (int64_t w = 0; w < n; ++w) c[w] = blocks[w % nqb] + kItemOverheadBlocks;
   std::stable_sort(c.begin(), c.end(), std::greater<int64_t>());
   return list_schedule(c, cus);
 }
-inline int64_t window_split_span(const std::vector<int64_t>& blocks, int64_t first, int64_t n_work, int64_t g,
+inline int64_t split_launch_span(const std::vector<int64_t>& blocks, int64_t first, int64_t n_work, int64_t g,
                                  int64_t cus) {
   const int64_t nqb = int64_t(blocks.size());
   std::vector<int64_t> c;
@@ -115,24 +120,16 @@ inline TailPlan plan_tail(int64_t sq, int64_t skv, int64_t bh, int64_t cus, bool
     const int64_t b = item_kv_blocks(w % nqb, sq, skv, lo_shift, hi_shift);
     nkb = std::max(nkb, b), nkb_min = std::min(nkb_min, b);
   }
-  if (tail == 0) nkb = ceil_div(skv, kKvBlock);
-  p.span_unsplit = p.span = nkb + kMergeOverheadBlocks;
-  const bool windowed = lo_shift > -config::kUnbounded || hi_shift < config::kUnbounded;
-  std::vector<int64_t> blocks;  // windowed: the kv blocks of each q block's item
-  if (windowed) {
-    blocks.resize(nqb);
-    for (int64_t qb = 0; qb < nqb; ++qb) blocks[qb] = item_kv_blocks(qb, sq, skv, lo_shift, hi_shift);
-    p.span_unsplit = p.span = window_dense_span(blocks, p.n_work, cus);
-  }
+  std::vector<int64_t> blocks(nqb);  // the kv blocks of each q block's item
+  for (int64_t qb = 0; qb < nqb; ++qb) blocks[qb] = item_kv_blocks(qb, sq, skv, lo_shift, hi_shift);
+  p.span_unsplit = p.span = dense_launch_span(blocks, p.n_work, cus);
   if (!enabled || tail == 0 || tail * 20 > cus * 19 || nkb < min_kv_blocks) return p;
-  // windowed: the makespan of the dense launch without the tail
-  const int64_t dense_rest = windowed ? window_dense_span(blocks, p.n_work - tail, cus) : 0;
+  const int64_t dense_rest = dense_launch_span(blocks, p.n_work - tail, cus);
   int64_t best_g = 1, best = p.span_unsplit;
-  const int64_t g_max = std::min<int64_t>({2 * cus / tail, nkb / 4, nkb_min});
+  const int64_t g_max = std::min<int64_t>({kMaxSplitRounds * cus / tail, nkb / 4, nkb_min});
   for (int64_t g = 2; g <= g_max; ++g) {
     const int64_t span =
-        windowed ? dense_rest + window_split_span(blocks, p.n_work - tail, p.n_work, g, cus) + kMergeOverheadBlocks
-                 : ceil_div(tail * g, cus) * ceil_div(nkb, g) + kMergeOverheadBlocks;
+        dense_rest + split_launch_span(blocks, p.n_work - tail, p.n_work, g, cus) + kMergeOverheadBlocks;
     if (span < best) best = span, best_g = g;
   }
   if (best_g == 1) return p;

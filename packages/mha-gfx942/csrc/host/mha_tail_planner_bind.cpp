@@ -44,5 +44,6 @@ void register_tail_planner(py::module_& m) {
   m.attr("DEFAULT_MIN_KV_BLOCKS") = kDefaultMinKvBlocks;
   m.attr("ITEM_OVERHEAD_BLOCKS") = kItemOverheadBlocks;
   m.attr("MERGE_OVERHEAD_BLOCKS") = kMergeOverheadBlocks;
+  m.attr("MAX_SPLIT_ROUNDS") = kMaxSplitRounds;
   m.attr("UNBOUNDED") = config::kUnbounded;
 }
