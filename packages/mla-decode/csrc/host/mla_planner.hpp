@@ -176,10 +176,10 @@ struct Machine {
 // (8, 32768) 36 / 38: 145.7 / 140.7; (2, 150000) 143 / 147: 171.5 / 166.6; (1, 150000) 276 / 293. The minimum
 // itself (1.0 to 1.02) over-splits where the model is flat: (512, 4096) 4 parts 1180 us against 1 part 1016;
 // B 2, q_len 1, S 8192: 171 parts 39.2 us against 57-64 parts 33-36.
-constexpr Machine kGfx942{"gfx942", kDefaultCus, kClockGhz, kHbmBytesPerNs, kCuBytesPerNs, 2086.0, 244.0, 0.0, 1.03};
+constexpr Machine kGfx942{"gfx942", kDefaultCus, kClockGhz, kHbmBytesPerNs, kCuBytesPerNs, 1211.0, 244.0, 0.0, 1.03};
 // MI355X (assumptions): 256 CUs, a sustained clock in the same proportion to its 2.4 GHz peak as
 // gfx942's, 8 TB/s peak HBM of which ~6 TB/s achievable (the 4 / 5.3 fraction assumed on gfx942).
-constexpr Machine kGfx950{"gfx950", 256, 1.26, 6000.0, 23.4, 2086.0, 244.0, 0.0};
+constexpr Machine kGfx950{"gfx950", 256, 1.26, 6000.0, 23.4, 1211.0, 244.0, 0.0};
 
 // The machine model of `arch`; std::invalid_argument for an arch without MLA decode kernels.
 inline const Machine& machine_for(const std::string& arch) {
