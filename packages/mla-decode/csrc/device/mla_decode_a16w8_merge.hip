@@ -28,9 +28,6 @@ constexpr uint32_t kLat = 512;
 constexpr uint32_t kMaxWaves = 8;  // waves per workgroup: max(4, wpr), wpr in {1, 2, 4, 8}
 constexpr uint32_t kStateFloats = kLat + 4;  // one wave's published state: 512 sums, then m, l, ln
 constexpr uint32_t kUnroll = 4;
-template <uint32_t V> struct U32c {  // a compile-time value for the generic lambda below
-  static constexpr uint32_t value = V;
-};
 
 struct MergeState {
   float m = -__builtin_inff();
@@ -49,60 +46,44 @@ struct MergeState {
     for (int e = 0; e < 8; ++e) acc[e] = acc[e] * s_old + s_new * a2[e];
   }
 };
-// One step's partial-O loads of a wave: up to kUnroll steps of CS parts, this lane's 8 columns each.
-struct PartBatch {
-  mm::u32x4 a[kUnroll], b[kUnroll];
-};
-// Issue the loads of steps j0 .. j0 + kUnroll - 1 (parts k = (j0 + u) * CS + g, lane group g = lane / (64 /
-// CS); at_k: the byte offset of this lane's 8 columns of part k: 8 fp32, or 8 fp16 if Half).
+// st.acc += sum over parts k < n of w_k * O_k (w_k in lane k of wgt; at_k: the byte offset of this lane's
+// 8 columns of part k: 8 fp32, or 8 fp16 if Half), lane group g = lane / (64 / CS) taking k = g (mod CS),
+// four steps' loads in flight.
 template <uint32_t CS, bool Half, class At>
-MM_DEVICE void load_batch(PartBatch& pb, mm::buffer_rsrc wo, uint32_t j0, uint32_t n, At at_k) {
+MM_DEVICE void sum_parts(MergeState& st, mm::buffer_rsrc wo, float wgt, uint32_t n, At at_k) {
   const uint32_t grp = CS == 1 ? 0u : mm::lane_id() / (64u / CS);
+  for (uint32_t j0 = 0; j0 * CS < n; j0 += kUnroll) {
+    mm::u32x4 a[kUnroll], b[kUnroll];
 #pragma unroll
-  for (uint32_t u = 0; u < kUnroll; ++u) {
-    if ((j0 + u) * CS >= n) break;  // wave-uniform: no loads past the wave's parts
-    const uint32_t k = (j0 + u) * CS + grp;
-    if (CS == 1 || k < n) {  // CS > 1: the last step's missing parts read zeros (weight 0)
-      const uint32_t off = at_k(k);
-      pb.a[u] = mm::buffer_load_b128(wo, off);
-      if (!Half) pb.b[u] = mm::buffer_load_b128(wo, off + 16u);
-    } else {
-      pb.a[u] = pb.b[u] = mm::u32x4{0u, 0u, 0u, 0u};
-    }
-  }
-}
-// st.acc += w_k * O_k over the parts of batch pb (steps j0 ..), w_k in lane k of wgt.
-template <uint32_t CS, bool Half>
-MM_DEVICE void fold_batch(MergeState& st, const PartBatch& pb, float wgt, uint32_t j0, uint32_t n) {
-  const uint32_t grp = CS == 1 ? 0u : mm::lane_id() / (64u / CS);
-#pragma unroll
-  for (uint32_t u = 0; u < kUnroll; ++u) {
-    if ((j0 + u) * CS >= n) break;  // wave-uniform
-    const uint32_t k = (j0 + u) * CS + grp;
-    const float w = CS == 1 ? mm::bit_cast<float>(__builtin_amdgcn_readlane(mm::bit_cast<uint32_t>(wgt), k))
-                            : mm::bit_cast<float>(mm::bpermute(mm::bit_cast<uint32_t>(wgt), k));
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      if (Half) {  // fpext feeding an fma: one v_fma_mix_f32 per value (op_sel picks the half)
-        const mm::f16x2 h = mm::bit_cast<mm::f16x2>(pb.a[u][e]);
-        st.acc[2 * e] = __builtin_fmaf(w, (float)h[0], st.acc[2 * e]);
-        st.acc[2 * e + 1] = __builtin_fmaf(w, (float)h[1], st.acc[2 * e + 1]);
+    for (uint32_t u = 0; u < kUnroll; ++u) {
+      if ((j0 + u) * CS >= n) break;  // wave-uniform: no loads past the wave's parts
+      const uint32_t k = (j0 + u) * CS + grp;
+      if (CS == 1 || k < n) {  // CS > 1: the last step's missing parts read zeros (weight 0)
+        const uint32_t off = at_k(k);
+        a[u] = mm::buffer_load_b128(wo, off);
+        if (!Half) b[u] = mm::buffer_load_b128(wo, off + 16u);
       } else {
-        st.acc[e] = __builtin_fmaf(w, mm::bit_cast<float>(pb.a[u][e]), st.acc[e]);
-        st.acc[4 + e] = __builtin_fmaf(w, mm::bit_cast<float>(pb.b[u][e]), st.acc[4 + e]);
+        a[u] = b[u] = mm::u32x4{0u, 0u, 0u, 0u};
       }
     }
-  }
-}
-// st.acc += sum over parts k < n of w_k * O_k, four steps' loads in flight; `first` (steps 0 .. kUnroll - 1)
-// already issued by the caller.
-template <uint32_t CS, bool Half, class At>
-MM_DEVICE void sum_parts(MergeState& st, mm::buffer_rsrc wo, float wgt, uint32_t n, At at_k, const PartBatch& first) {
-  fold_batch<CS, Half>(st, first, wgt, 0u, n);
-  for (uint32_t j0 = kUnroll; j0 * CS < n; j0 += kUnroll) {
-    PartBatch pb;
-    load_batch<CS, Half>(pb, wo, j0, n, at_k);
-    fold_batch<CS, Half>(st, pb, wgt, j0, n);
+#pragma unroll
+    for (uint32_t u = 0; u < kUnroll; ++u) {
+      if ((j0 + u) * CS >= n) break;  // wave-uniform
+      const uint32_t k = (j0 + u) * CS + grp;
+      const float w = CS == 1 ? mm::bit_cast<float>(__builtin_amdgcn_readlane(mm::bit_cast<uint32_t>(wgt), k))
+                              : mm::bit_cast<float>(mm::bpermute(mm::bit_cast<uint32_t>(wgt), k));
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        if (Half) {  // fpext feeding an fma: one v_fma_mix_f32 per value (op_sel picks the half)
+          const mm::f16x2 h = mm::bit_cast<mm::f16x2>(a[u][e]);
+          st.acc[2 * e] = __builtin_fmaf(w, (float)h[0], st.acc[2 * e]);
+          st.acc[2 * e + 1] = __builtin_fmaf(w, (float)h[1], st.acc[2 * e + 1]);
+        } else {
+          st.acc[e] = __builtin_fmaf(w, mm::bit_cast<float>(a[u][e]), st.acc[e]);
+          st.acc[4 + e] = __builtin_fmaf(w, mm::bit_cast<float>(b[u][e]), st.acc[4 + e]);
+        }
+      }
+    }
   }
 }
 }  // namespace
@@ -157,45 +138,33 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
     const uint32_t k = k0 + lane;
     return k < n_mine ? mm::buffer_load_b128(ml, part_slot(k) * 16u) : mm::u32x4{0u, 0u, 0u, 0u};
   };
-  // The first chunk's meta and its first batch of O loads are issued together (the O loads do not need the
-  // weights, only their FMAs do), so a short part list waits on one HBM round trip, not two.
-  auto at_of = [&](uint32_t k0) {
-    return [&, k0](uint32_t k) __attribute__((always_inline)) { return (part_slot(k0 + k) * kLat + col) * o_bytes; };
-  };
-  auto merge_parts = [&](auto cs_c, auto half_c) __attribute__((always_inline)) {
-    constexpr uint32_t CS = decltype(cs_c)::value;
-    constexpr bool Half = decltype(half_c)::value != 0;
-    const mm::u32x4 meta0 = meta_of(0);
-    PartBatch first;
-    load_batch<CS, Half>(first, wo, 0u, n_mine < 64u ? n_mine : 64u, at_of(0u));
-    float m_max = -__builtin_inff();
-    for (uint32_t k0 = 0; k0 < n_mine; k0 += 64u) {
-      const mm::u32x4 mt = k0 == 0 ? meta0 : meta_of(k0);
-      const float l = mm::bit_cast<float>(mt[1]);
-      m_max = __builtin_fmaxf(m_max, l != 0.f ? mm::bit_cast<float>(mt[0]) : -__builtin_inff());
+  const mm::u32x4 meta0 = meta_of(0);
+  float m_max = -__builtin_inff();
+  for (uint32_t k0 = 0; k0 < n_mine; k0 += 64u) {
+    const mm::u32x4 mt = k0 == 0 ? meta0 : meta_of(k0);
+    const float l = mm::bit_cast<float>(mt[1]);
+    m_max = __builtin_fmaxf(m_max, l != 0.f ? mm::bit_cast<float>(mt[0]) : -__builtin_inff());
+  }
+  m_max = mm::uniform(mm::wave_max(m_max));
+  st.m = m_max;
+  for (uint32_t k0 = 0; k0 < n_mine; k0 += 64u) {
+    const mm::u32x4 mt = k0 == 0 ? meta0 : meta_of(k0);
+    const float l = mm::bit_cast<float>(mt[1]);
+    // l == 0: empty (no weight); l NaN (NaN/Inf inputs) keeps its weight, so the row's L, lse and o are NaN
+    const float wgt = l != 0.f ? mm::exp2(mm::bit_cast<float>(mt[0]) - m_max) : 0.f;
+    st.l += mm::wave_sum(wgt * l);
+    st.ln += mm::wave_sum(wgt * mm::bit_cast<float>(mt[2]));
+    const uint32_t n_here = n_mine - k0 < 64u ? n_mine - k0 : 64u;
+    auto at = [&](uint32_t k) __attribute__((always_inline)) { return (part_slot(k0 + k) * kLat + col) * o_bytes; };
+    // half partials hold O_p / ln_p: weight w_p * ln_p (l == 0 parts keep weight 0; NaN stays NaN)
+    const float wo_w = half ? wgt * mm::bit_cast<float>(mt[2]) : wgt;
+    if (cs == 1) {
+      if (half) sum_parts<1, true>(st, wo, wo_w, n_here, at);
+      else sum_parts<1, false>(st, wo, wo_w, n_here, at);
+    } else {
+      if (half) sum_parts<4, true>(st, wo, wo_w, n_here, at);
+      else sum_parts<4, false>(st, wo, wo_w, n_here, at);
     }
-    m_max = mm::uniform(mm::wave_max(m_max));
-    st.m = m_max;
-    for (uint32_t k0 = 0; k0 < n_mine; k0 += 64u) {
-      const mm::u32x4 mt = k0 == 0 ? meta0 : meta_of(k0);
-      const float l = mm::bit_cast<float>(mt[1]);
-      // l == 0: empty (no weight); l NaN (NaN/Inf inputs) keeps its weight, so the row's L, lse and o are NaN
-      const float wgt = l != 0.f ? mm::exp2(mm::bit_cast<float>(mt[0]) - m_max) : 0.f;
-      st.l += mm::wave_sum(wgt * l);
-      st.ln += mm::wave_sum(wgt * mm::bit_cast<float>(mt[2]));
-      const uint32_t n_here = n_mine - k0 < 64u ? n_mine - k0 : 64u;
-      // half partials hold O_p / ln_p: weight w_p * ln_p (l == 0 parts keep weight 0; NaN stays NaN)
-      const float wo_w = Half ? wgt * mm::bit_cast<float>(mt[2]) : wgt;
-      if (k0 > 0) load_batch<CS, Half>(first, wo, 0u, n_here, at_of(k0));
-      sum_parts<CS, Half>(st, wo, wo_w, n_here, at_of(k0), first);
-    }
-  };
-  if (cs == 1) {
-    if (half) merge_parts(U32c<1>{}, U32c<1>{});
-    else merge_parts(U32c<1>{}, U32c<0>{});
-  } else {
-    if (half) merge_parts(U32c<4>{}, U32c<1>{});
-    else merge_parts(U32c<4>{}, U32c<0>{});
   }
   if (cs > 1) {  // uniform over the launch: lane groups 0..3 hold the same columns of different parts
 #pragma unroll
