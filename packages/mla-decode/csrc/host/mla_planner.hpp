@@ -43,8 +43,8 @@
 //               O and (m, l, ln) read and o written, merge_bw as bw over the merge's workgroups
 // kPartLatencyNs, kHbmLatencyNs and the bandwidths are assumptions about the hardware (the emulator
 // has no timing); the cycle constants are measurements.
-// nparts: the fewest parts whose cost is within
-// the machine's split_slack (gfx942: 3%; gfx950: kSplitSlack, 5%) of the minimum over nparts in
+// nparts: the fewest parts whose cost is within the machine's split_slack (gfx942: 3%; gfx950: kSplitSlack,
+// 5%; the format kernels: format_split_slack, gfx950 2%) of the minimum over nparts in
 // 1..kMaxParts with no empty part: gains below the
 // model's accuracy do not buy more work.
 // L is the length hint (tokens per request) or kDefaultLen when none is given.
