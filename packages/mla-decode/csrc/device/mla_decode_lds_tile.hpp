@@ -72,6 +72,12 @@ constexpr bool kTrV = true;
 constexpr bool kTrV = false;
 #endif
 
+// An fp8-QK format's per-tensor Q scale (Kv::q_scale, taken where Q is quantised): q8 = fp8(q * inv), and the
+// scores' factor c_qk times qs (= 1 / inv up to rounding).
+struct QScale {
+  float inv, qs;
+};
+
 // The wave's Q tile: 18 x 8 columns per lane, bf16 (u32x4 each) or, for the fp8 QK stage, fp8 (u32x2).
 template <bool Fp8> struct QTile { mm::u32x4 w[18]; };
 template <> struct QTile<true> { mm::u32x2 w[18]; };
@@ -425,13 +431,20 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
   }
   // the fp8 QK quantises Q here, after the first tile's loads are issued (its Q and amax loads have landed)
   QTile<Kv::kFp8Qk> q;
+  float c_qk = a.c_qk;  // the fp8 QK: times Q's scale qs
+  float q_inv = 1.f;
+  if constexpr (Kv::kFp8Qk) {
+    const QScale qsc = kv.q_scale();
+    q_inv = qsc.inv;
+    c_qk *= qsc.qs;
+  }
 #pragma unroll
   for (int m = 0; m < 18; ++m) {
     if constexpr (kSharedQ8) {
       if ((uint32_t)m % kSplitWaves == kv_wave)
-        mm::lds_write_b64(lds, kSplitQ8Offset + (64u * m + lane) * 8u, kv.quantize_q(q_raw.w[m]));
+        mm::lds_write_b64(lds, kSplitQ8Offset + (64u * m + lane) * 8u, kv.quantize_q(q_raw.w[m], q_inv));
     } else if constexpr (Kv::kFp8Qk) {
-      q.w[m] = kv.quantize_q(q_raw.w[m]);
+      q.w[m] = kv.quantize_q(q_raw.w[m], q_inv);
     } else {
       q.w[m] = q_raw.w[m];
     }
@@ -490,12 +503,12 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
       float x[8];
       if (k + kT <= e_live) {  // uniform: the whole tile is inside every live row's window
 #pragma unroll
-        for (int e = 0; e < 8; ++e) x[e] = s[e >> 2][e & 3] * a.c_qk;
+        for (int e = 0; e < 8; ++e) x[e] = s[e >> 2][e & 3] * c_qk;
       } else {
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
           const int32_t tok = (int32_t)(k + 16u * (e >> 2) + 4u * g + (e & 3));
-          x[e] = tok < e_lane ? s[e >> 2][e & 3] * a.c_qk : -__builtin_inff();
+          x[e] = tok < e_lane ? s[e >> 2][e & 3] * c_qk : -__builtin_inff();
         }
       }
       float mt = -__builtin_inff();
@@ -543,12 +556,12 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
       float mt = -__builtin_inff();
       if (k + 16u <= e_live) {  // uniform: the whole tile is inside every live row's window
 #pragma unroll
-        for (int e = 0; e < 4; ++e) x[e] = s[e] * a.c_qk;
+        for (int e = 0; e < 4; ++e) x[e] = s[e] * c_qk;
       } else {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int32_t tok = (int32_t)(k + 4u * g + e);
-          x[e] = tok < e_lane ? s[e] * a.c_qk : -__builtin_inff();
+          x[e] = tok < e_lane ? s[e] * c_qk : -__builtin_inff();
         }
       }
 #pragma unroll

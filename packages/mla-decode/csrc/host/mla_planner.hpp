@@ -44,8 +44,8 @@
 //               O and (m, l, ln) read and o written, merge_bw as bw over the merge's workgroups
 // kPartLatencyNs, kHbmLatencyNs and the bandwidths are assumptions about the hardware (the emulator
 // has no timing); the cycle constants are measurements.
-// nparts: the fewest parts whose cost is within
-// the machine's split_slack (gfx942: 3%; gfx950: kSplitSlack, 5%) of the minimum over nparts in
+// nparts: the fewest parts whose cost is within the machine's split_slack (gfx942: 3%; gfx950: kSplitSlack,
+// 5%; the format kernels: format_split_slack, gfx950 2%) of the minimum over nparts in
 // 1..kMaxParts with no empty part: gains below the
 // model's accuracy do not buy more work.
 // L is the length hint (tokens per request) or kDefaultLen when none is given.
@@ -68,6 +68,7 @@ constexpr int kTileTokens = 16;
 constexpr int kWavesPerBlock = 4;
 constexpr int kBlockThreads = 64 * kWavesPerBlock;
 constexpr int kMaxParts = 1024;
+constexpr int64_t kKvSplitWaves = 4;  // the _kv4 kernels' one-wave decoders per workgroup
 
 // gfx942 (MI300X) machine constants (assumptions about the hardware).
 constexpr int kDefaultCus = 304;
@@ -118,6 +119,11 @@ struct KernelCost {
   // there (127.2 us modeled against 107.4 for its 8).
   // (Session 4 set 2 for another reason, since fixed: the timing model put every one-wave workgroup on SIMD 0.)
   double cu_workgroups = 1;
+  // "_kv4" kernels: the kernel's KV tile (tokens; 0 for the others). Each of its 4 waves decodes ceil(nt / 4) of
+  // the part's nt whole tiles, so a part shorter than 4 tiles costs a whole tile per wave, not a quarter of the
+  // part (at (4, 1024) a8w8 the planner's quarter priced 32 parts of one 32-token tile below the one-wave
+  // kernel's 64 parts: 19.7 against 17.1 us modeled).
+  double split_tile_tokens = 0;
 };
 // The one table of decode-kernel costs: a row per (arch, kernel): the a16w8 ws kernel (plan()) and the KV-format
 // kernels (formats.py, plan_format_parts()); a kernel without a row has no cost model (kernel_cost throws).
@@ -142,12 +148,12 @@ inline constexpr KernelCostRow kKernelCosts[] = {
     {"gfx942", "a16w16", {1927.0, 0.0, 2810.0, kA16w16TokenBytes}},
     {"gfx950", "a16w16_w1", {1812.0, 0.0, 2496.0, kA16w16TokenBytes, 0, 0, 1, 0, 4, 4}},
     {"gfx950", "a16w16", {1560.0, 0.0, 2311.0, kA16w16TokenBytes}},
-    {"gfx950", "a16w16_kv4", {456.0, 0.0, 3905.0, kA16w16TokenBytes, 0, 0, 4, 0, 4, 1}},
+    {"gfx950", "a16w16_kv4", {456.0, 0.0, 3905.0, kA16w16TokenBytes, 0, 0, 4, 0, 4, 1, 16}},
     {"gfx950", "a8w8_w1", {1150.0, 0.0, 4345.0, kRowBytes + 4, 1, 314.0, 1, 0, 4, 2}},
     {"gfx950", "a8w8", {1020.0, 0.0, 3848.0, kRowBytes + 4, 1, 235.0}},
-    {"gfx950", "a8w8_kv4", {287.0, 0.0, 4687.0, kRowBytes + 4, 1, 314.0, 4, 0, 4, 1}},
+    {"gfx950", "a8w8_kv4", {287.0, 0.0, 4687.0, kRowBytes + 4, 1, 314.0, 4, 0, 4, 1, 32}},
     {"gfx950", "mxfp4_w1", {2770.0, 0.0, 3211.0, kMxfp4TokenBytes, 0, 0, 1, 0, 4, 4}},
-    {"gfx950", "mxfp4_kv4", {719.0, 0.0, 4674.0, kMxfp4TokenBytes, 0, 0, 4, 0, 4, 1}},
+    {"gfx950", "mxfp4_kv4", {719.0, 0.0, 4674.0, kMxfp4TokenBytes, 0, 0, 4, 0, 4, 1, 16}},
     {"gfx950", "mxfp4", {1754.0, 0.0, 2418.0, kMxfp4TokenBytes}},
 };
 
@@ -176,6 +182,10 @@ struct Machine {
   // once per launch, (512, 4096) split into 4 parts looked 4% faster than 1 part, which the timing model puts
   // 6% slower (1081.6 vs 1016.1 us, benchmarks/timing/mla.py's ours_shape with the parts overridden).
   double round_latency_ns = 0.0;
+  // plan_format_parts (the KV-format kernels): the same rule's factor. gfx950 1.02: at 1.05 a8w8 (32, 1024) took
+  // 4 parts (27.6 us modeled) where 8 model 25.6 (the planner priced 8 3% cheaper); with the _kv4 tile term
+  // (split_tile_tokens) the other gfx950 shapes keep or gain (docs/kernels/mla_decode_gfx950.md, session 6b).
+  double format_split_slack = kSplitSlack;
 };
 // split_slack 1.03, chosen on the timing model (benchmarks/timing/mla.py's ours_shape with the parts overridden,
 // H 16): 5% refused real gains at the seed's table (q_len 4): (8, 8192) 31 parts 63.5 us, 32: 61.8;
@@ -187,7 +197,7 @@ constexpr Machine kGfx942{"gfx942", kDefaultCus, kClockGhz, kHbmBytesPerNs, kCuB
                           kPartLatencyNs};
 // MI355X (assumptions): 256 CUs, a sustained clock in the same proportion to its 2.4 GHz peak as
 // gfx942's, 8 TB/s peak HBM of which ~6 TB/s achievable (the 4 / 5.3 fraction assumed on gfx942).
-constexpr Machine kGfx950{"gfx950", 256, 1.26, 6000.0, 23.4, 1376.0, 262.0, 0.0};
+constexpr Machine kGfx950{"gfx950", 256, 1.26, 6000.0, 23.4, 1376.0, 262.0, 0.0, kSplitSlack, 0.0, 1.02};
 
 // The machine model of `arch`; std::invalid_argument for an arch without MLA decode kernels.
 inline const Machine& machine_for(const std::string& arch) {
@@ -329,9 +339,14 @@ inline double kernel_plan_cost(const KernelCost& kc, int64_t batch, int64_t head
   // balanced split: every wave locates its part (a ws workgroup: wave 0 only, the others read it from LDS)
   const double balance = balance_split(batch, nparts) ? mc.balance_request_cycles * (double)batch : 0.0;
   const double part_cycles = kc.part_cycles + kc.part_rowtile_cycles * extra_rowtiles + balance;
-  const double t_compute =
-      (double)rounds * ((double)ceil_div(tiles, nparts) * tile_cycles + part_cycles) / mc.clock_ghz + kPartLatencyNs +
-      (double)(rounds - 1) * mc.round_latency_ns;
+  // 16-token tiles a wave is charged: the part's, or (_kv4) 4x a wave's run of whole kernel tiles
+  double part_tiles = (double)ceil_div(tiles, nparts);
+  if (kc.split_tile_tokens > 0) {
+    const int64_t t = (int64_t)kc.split_tile_tokens, nt = ceil_div(ceil_div(len, nparts), t);
+    part_tiles = (double)(kKvSplitWaves * ceil_div(nt, kKvSplitWaves) * t) / (double)kTileTokens;
+  }
+  const double t_compute = (double)rounds * (part_tiles * tile_cycles + part_cycles) / mc.clock_ghz + kPartLatencyNs +
+                          (double)(rounds - 1) * mc.round_latency_ns;
   // bytes of a partial O element: the row's (ws: fp16 up to kHalfPartialsMaxParts parts, then fp32)
   const double o_bytes = ws && !ws_half_partials(nparts) ? 4.0 : kc.partial_o_bytes;
   const double partial =  // written
@@ -362,7 +377,7 @@ inline Variant format_launch_shape(const std::string& kernel) {
 }
 
 // The parts of a KV-format kernel's launch (formats.py), by the same rule as plan()'s over that kernel's
-// own row of kKernelCosts: the fewest parts (none empty, offsets 32-bit) within kSplitSlack of the
+// own row of kKernelCosts: the fewest parts (none empty, offsets 32-bit) within mc.format_split_slack of the
 // modelled minimum. Returns (nparts, modelled ns). Throws std::invalid_argument for a kernel without a row.
 inline std::pair<int64_t, double> plan_format_parts(int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint,
                                                     int64_t cus, const Machine& mc, const std::string& kernel) {
@@ -382,7 +397,7 @@ inline std::pair<int64_t, double> plan_format_parts(int64_t batch, int64_t heads
   for (int64_t np = 2; np <= max_parts; ++np)
     if (usable(np)) min_cost = std::min(min_cost, cost(np));
   for (int64_t np = 1; np <= max_parts; ++np)
-    if (usable(np) && cost(np) <= min_cost * kSplitSlack) return {np, cost(np)};
+    if (usable(np) && cost(np) <= min_cost * mc.format_split_slack) return {np, cost(np)};
   return {1, cost(1)};
 }
 

@@ -97,7 +97,8 @@ int main() {
     MM_CHECK(mm_host::throws([] { kernel_cost("gfx942", "a8w8"); }));  // no gfx942 a8w8 kernel: no cost model
   }
   // The KV-format kernels: their own rows (bytes per token of their pools), their launch shape, and their
-  // parts by plan()'s rule over their row: the fewest parts within kSplitSlack of the minimum, none empty.
+  // parts by plan()'s rule over their row: the fewest parts within the machine's format_split_slack of the
+  // minimum, none empty.
   {
     MM_CHECK(kernel_cost("gfx950", "a16w16").token_bytes == 2 * kRowBytes + 4);
     MM_CHECK(kernel_cost("gfx950", "mxfp4_w1").token_bytes == 288 + 18 + 4);
@@ -111,10 +112,11 @@ int main() {
         double best = 1e300;
         for (int64_t n = 1; n <= S / 16; ++n)
           if (parts_all_busy(S / 16, n)) best = std::min(best, kernel_plan_cost(kc, 2, 16, 1, S, n, 256, Variant::kWave, kGfx950, true));
-        MM_CHECK(ns <= kSplitSlack * best && ns == kernel_plan_cost(kc, 2, 16, 1, S, np, 256, Variant::kWave, kGfx950, true));
+        MM_CHECK(ns <= kGfx950.format_split_slack * best && ns == kernel_plan_cost(kc, 2, 16, 1, S, np, 256, Variant::kWave, kGfx950, true));
         for (int64_t n = 1; n < np; ++n)
           if (parts_all_busy(S / 16, n))
-            MM_CHECK(kernel_plan_cost(kc, 2, 16, 1, S, n, 256, Variant::kWave, kGfx950, true) > kSplitSlack * best);
+            MM_CHECK(kernel_plan_cost(kc, 2, 16, 1, S, n, 256, Variant::kWave, kGfx950, true) >
+                     kGfx950.format_split_slack * best);
       }
     // the format kernels' merge is priced in its spread shape (formats.spread_merge): at B 4, H 16, 22 parts the
     // a16w8 shape (cs 1, 2 waves per row: 32 workgroups, 3 iterations of loads) becomes a (row, quarter) per

@@ -39,7 +39,8 @@ MM_DEVICE uint32_t to_fp8x4(float a, float b, float c, float d) {
 //   latent (all threads): tokens 4 vtg + e (e = 0..3), bytes 16 vcg .. +15 (vtg = tid / 32, vcg = tid % 32);
 //   rope   (threads 0..127): token rtok = tid / 4, bytes 512 + 16 rcg .. +15.
 // K stays fp8 in LDS (rows of kKStride8 bytes): the QK and, read transposed, the PV operand.
-struct Fp8Kv {
+// LateAmax: amax_lane is a lane's partial max, reduced over the wave by q_scale; else it is amax itself.
+template <bool LateAmax> struct Fp8Kv {
   static constexpr bool kFp8Qk = true;
   struct Raw {
     mm::u32x4 lat[4];  // token 4 vtg + e, bytes 16 vcg .. +15
@@ -47,16 +48,28 @@ struct Fp8Kv {
   };
   uint32_t vtg, vcg, rtok, rcg;
   bool rope_role;
-  float q_inv;  // 448 / amax (1 for amax 0): Q's per-tensor quantisation factor
-  MM_DEVICE Fp8Kv(uint32_t tid, float q_inv)
-      : vtg(tid >> 5), vcg(tid & 31u), rtok((tid >> 2) & 31u), rcg(tid & 3u), rope_role(tid < 128u), q_inv(q_inv) {}
+  float amax_lane;  // this lane's max over its mla_q_amax partials (LateAmax), or amax
+  MM_DEVICE Fp8Kv(uint32_t tid, float amax_lane)
+      : vtg(tid >> 5), vcg(tid & 31u), rtok((tid >> 2) & 31u), rcg(tid & 3u), rope_role(tid < 128u),
+        amax_lane(amax_lane) {}
 
-  // 8 bf16 of Q -> 8 e4m3fn bytes, e4m3fn_RTNE(clamp(q * q_inv, +-448)) (reference.quantize_q_a8w8), in 4
+  // Q's per-tensor scale, taken where the body quantises Q (after the first tile's loads are issued). With
+  // LateAmax the wave's max is reduced here, not at the kernel's start, where it waited for the partials' HBM
+  // round trip before the split's and the request's loads were issued (the one-wave kernel: 10916 -> 10258
+  // cycles a part at (4, 1024); the _kv4 kernel was 2 % slower so, and reduces at the start).
+  // inv = 448 / amax, qs = amax / 448 (1, 1 for amax 0).
+  MM_DEVICE QScale q_scale() const {
+    const float amax = LateAmax ? mm::uniform(mm::wave_max(amax_lane)) : amax_lane;
+    return amax > 0.f ? QScale{kFp8Max / amax, amax / kFp8Max} : QScale{1.f, 1.f};
+  }
+
+  // 8 bf16 of Q -> 8 e4m3fn bytes, e4m3fn_RTNE(clamp(q * q_inv, +-448)) (q_inv = q_scale().inv;
+  // reference.quantize_q_a8w8), in 4
   // packed multiplies and 4 conversions. No clamp instruction: |q| <= amax, so |fp32(q * fp32(448 / amax))| <=
   // 448 (1 + 2^-24)^2 < 464, which RTNE takes to at most 448 (the non-saturating conversion overflows only
   // past 464); a NaN q stays NaN, as the reference's clamp leaves it. (448 / amax overflowing fp32, amax <
   // 2^-119, gives NaN here, and in the reference wherever q = 0.)
-  MM_DEVICE mm::u32x2 quantize_q(const mm::u32x4& v) const {
+  MM_DEVICE mm::u32x2 quantize_q(const mm::u32x4& v, float q_inv) const {
     const mm::f32x2 inv = {q_inv, q_inv};
     mm::f32x2 f[4];
 #pragma unroll
@@ -126,18 +139,19 @@ template <uint32_t Waves, bool KvSplit = false>
 MM_DEVICE void mla_decode_a8w8_fwd_body(MLA_DECODE_A8W8_FWD_PARAMS) {
   MM_LDS __attribute__((aligned(16))) uint8_t lds[KvSplit ? kSplitLdsBytes : kKStride8 * kTokens8];
   // amax over mla_q_amax's partial maxima (n_amax_parts <= kMaxAmaxParts, formats.py's AMAX_MAX_BLOCKS): 4
-  // loads per lane, no loop, so they issue beside the Q and slot loads (zeros past n_amax_parts)
+  // loads per lane, no loop, issued here (zeros past n_amax_parts); the wave's max here (_kv4) or in
+  // Fp8Kv::q_scale. c_qk here lacks Q's factor qs (the body multiplies it in).
   const mm::buffer_rsrc pb = mm::make_buffer(amax_parts, n_amax_parts * 4u);
-  float amax = 0.f;
+  float amax_lane = 0.f;
 #pragma unroll
   for (uint32_t u = 0; u < kMaxAmaxParts / 64u; ++u)
-    amax = __builtin_fmaxf(amax, mm::buffer_load_f32(pb, 4u * (64u * u + mm::lane_id())));
-  amax = mm::uniform(mm::wave_max(amax));
-  const float qs = amax > 0.f ? amax / kFp8Max : 1.f, q_inv = amax > 0.f ? kFp8Max / amax : 1.f;
+    amax_lane = __builtin_fmaxf(amax_lane, mm::buffer_load_f32(pb, 4u * (64u * u + mm::lane_id())));
+  constexpr bool kLateAmax = !KvSplit;
+  if constexpr (!kLateAmax) amax_lane = mm::uniform(mm::wave_max(amax_lane));
   const TileArgs a{q_lat, q_pe, pool, nullptr, o_lat, seq_lens, kv_indices, kv_indptr, glen, lse, ws_o, ws_ml,
                    B, H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world, flags,
-                   mm::bit_cast<float>(c_qk_bits) * qs, mm::bit_cast<float>(o_scale_bits)};
-  decode_lds_tile<Waves, KvSplit>(a, lds, [q_inv](uint32_t t) { return Fp8Kv(t, q_inv); });
+                   mm::bit_cast<float>(c_qk_bits), mm::bit_cast<float>(o_scale_bits)};
+  decode_lds_tile<Waves, KvSplit>(a, lds, [amax_lane](uint32_t t) { return Fp8Kv<kLateAmax>(t, amax_lane); });
 }
 
 MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1)))
