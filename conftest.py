@@ -32,3 +32,11 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def lanes_checked(monkeypatch):
+    """Every emulator launch of the test under the lane checker (docs/emulator.md, "Lane checker"): a store of
+    lanes whose values depend on register lanes an MFMA read while never written or stale raises
+    moonmath_emu.LaneError. Set through MOONMATH_EMU_CHECK_LANES, so launches through the ops are checked too."""
+    monkeypatch.setenv("MOONMATH_EMU_CHECK_LANES", "1")

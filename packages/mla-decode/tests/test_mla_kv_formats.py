@@ -189,7 +189,9 @@ def test_split_counts_agree(fmt, nparts):
 
 
 @pytest.mark.parametrize("B", [1, 3, 8])
-def test_batches_ragged(fmt, B):
+def test_batches_ragged(fmt, B, lanes_checked):
+    """Ragged lengths (partial tiles, a short window) under the lane checker: no output depends on a register
+    lane an MFMA read stale or never written (moonmath_emu.LaneError otherwise)."""
     lens = [(17 * b * b + 5) % 97 + (b % 2) for b in range(B)]
     case = make_case(fmt, B, 16, 1, lens, seed=B)
     o, lse = call(fmt, "emu", case)

@@ -51,7 +51,7 @@ def rel_fro(a, b):
     return ((a.double() - b.double()).norm() / b.double().norm()).item()
 
 
-def test_matches_its_definition(gfx950):
+def test_matches_its_definition(gfx950, lanes_checked):
     """Ragged lengths (several tiles, a partial tile, exactly one tile, shorter than a 32-token block, empty)."""
     lens = [300, 128, 17, 0, 257]
     x = _case(lens, seed=1)

@@ -41,7 +41,7 @@ def _pv(p8, p_scales, codes, scales, idx):
 
 
 @pytest.mark.parametrize("n,spread", [(128, False), (200, True)])
-def test_pv_stage_matches_float64(gfx950, n, spread):
+def test_pv_stage_matches_float64(gfx950, lanes_checked, n, spread):
     codes, scales, g = _pool(300, seed=n, spread=spread)
     idx = torch.randperm(300, generator=g)[:n].to(torch.int32)
     n_pad = TILE * math.ceil(n / TILE)
@@ -59,7 +59,7 @@ def test_pv_stage_matches_float64(gfx950, n, spread):
     assert c["mfma_by_opcode"] == {"v_mfma_scale_f32_16x16x128_f8f6f4": 32 * (n_pad // TILE)}
 
 
-def test_stages_chained_reproduce_the_definition(gfx950):
+def test_stages_chained_reproduce_the_definition(gfx950, lanes_checked):
     """QK stage -> the definition's P on the host (E_b, fp8 p~, E8M0 bytes per 32 tokens) -> PV stage -> the
     normaliser: the definition's o within bf16 rounding (the scores differ from the float64 ones by fp32
     accumulation, which can move a p~ by one fp8 step)."""

@@ -440,6 +440,26 @@ def test_layer_situ_equals_two_launches(gfx950):
     assert torch.equal(L.layer(16, mm.EPI_SITU), L.two_launches(16, mm.EPI_SITU))
 
 
+@pytest.mark.parametrize("inter", a4w4.LAYER_INTERS)
+@pytest.mark.parametrize("bm", a4w4.A4W4_BLOCK_MS)
+@pytest.mark.parametrize("epilogue", [mm.EPI_SILU, mm.EPI_SITU])
+def test_layer_lanes_defined_at_ragged_tokens(gfx950, lanes_checked, bm, inter, epilogue):
+    """Every layer kernel the planner can pick (block_m 16 / 32 / 48, I = 256 / 512) under the lane checker at a
+    ragged routing (7 live rows of 3 experts: every M block partial, N = 132 a partial column chunk): no output
+    depends on a register lane an MFMA read stale or never written (LaneError otherwise), and no MFMA runs under
+    a partial EXEC. clang sank the down sweep's MFMAs with their weight-scale preparation into the epilogue's
+    `if (!rows[r].live)` once (docs/kernels/mxfp4_moe_gfx950.md, "Compiler pitfall"); full tiles never show it."""
+    L = MoeLayer(T=7, top_k=1, E=3, K=128, inter=inter, N=132, seed=bm + inter + epilogue)
+    from moonmath_mxfp4_moe import kernel
+
+    got = L.layer(bm, epilogue)
+    c = kernel.KERNELS.last_counters
+    assert c["mfma_partial_exec"] == 0
+    assert not got.isnan().any()
+    if epilogue == mm.EPI_SILU:
+        assert _rel(got, L.fp64()) < 1e-2
+
+
 def test_layer_reference_backend():
     L = MoeLayer(T=5, top_k=2, E=3, K=256, inter=256, N=128, seed=9)
     with use_backend("reference"):

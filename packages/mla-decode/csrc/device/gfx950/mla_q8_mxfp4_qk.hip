@@ -17,8 +17,9 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64) void mla_q8_mxfp4_qk(const uint8_t* __restrict__ 
   const QOperand q = load_q(mm::make_buffer(q8, 16u * kRow), x * kRow, g);
   // a token past the window (or a slot past the pool) reads zero codes
   const uint32_t slot = tok < n ? static_cast<uint32_t>(kv_indices[tok]) : 0xFFFFFFFFu;
-  const mm::f32x4 acc = qk16(q, mm::make_buffer(pool, slots * kCodesBytes), mm::make_buffer(scales, scale_bytes), slot,
+  mm::f32x4 acc = qk16(q, mm::make_buffer(pool, slots * kCodesBytes), mm::make_buffer(scales, scale_bytes), slot,
                              slots, scale_stride, g);
+  pin(acc);  // the five MFMAs run here, under the full EXEC, not sunk under `tok < n`
   const mm::buffer_rsrc ob = mm::make_buffer(s, 16u * n * 4u);
   if (tok < n) {
 #pragma unroll

@@ -46,6 +46,11 @@ MM_DEVICE QOperand load_q(mm::buffer_rsrc qb, uint32_t q_row_bytes, uint32_t g) 
   return q;
 }
 
+// Keep x's producers (an MFMA and its operand preparation) in the uniform block: clang sinks an MFMA whose result
+// is used only under a lane-divergent `if` into it, where the operand lanes it reads of inactive lanes are
+// stale or never written (docs/kernels/mxfp4_moe_gfx950.md, "Compiler pitfall").
+template <class T> MM_DEVICE void pin(T& x) { asm volatile("" : "+v"(x)); }
+
 // s[16 rows x this lane group's token] for the token in pool slot `slot` (>= slots: zero codes, unit scale).
 MM_DEVICE mm::f32x4 qk16(const QOperand& q, mm::buffer_rsrc pb, mm::buffer_rsrc sb, uint32_t slot, uint32_t slots,
                          uint32_t scale_stride, uint32_t g) {
