@@ -215,7 +215,17 @@ def _mla_format_case(fmt: str) -> Case:
         return o, lse
 
     def check(got, ref):  # |o| reaches ~12 here (4-bit codes at scales up to 2): o is checked relative
-        ro, dl = _rel(got[0], ref[0]), float((got[1] - ref[1]).abs().max())
+        dl = float((got[1] - ref[1]).abs().max())
+        if fmt == "a8w8":
+            # a8w8 rounds P to e4m3fn against the running max of each run a wave decodes alone, so the kernel's
+            # KV split (and _kv4's four runs per part) moves o within the fp8 P rounding, while the reference
+            # backend is the one-run definition: the bound is the split's (docs/numerics.md, "a8w8 and the KV
+            # split"; relative Frobenius, half the a8w8 error bound, as packages/mla-decode's split tests)
+            g, r = got[0].double(), ref[0].double()
+            ro = float((g - r).norm() / r.norm())
+            return (f"o |d|_F/|ref|_F {ro:.1e} vs the one-run definition (tol 3e-2), |d lse| {dl:.1e} (tol 5e-2)",
+                    ro < 3e-2 and dl < 5e-2)
+        ro = _rel(got[0], ref[0])
         return f"o max|d|/max|ref| {ro:.1e} (tol 1e-2), |d lse| {dl:.1e} (tol 5e-2)", ro <= 1e-2 and dl < 5e-2
     archs = ("gfx942", "gfx950") if fmt == "a16w16" else ("gfx950",)
     return Case(f"mla_decode_{fmt}", f"B{B} H{H} S{S} q_len{q_len}", archs, run, check)
