@@ -437,7 +437,8 @@ MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const Ex
   // across chunk boundaries too (a chunk's first slab does not wait a whole memory latency). SETS register sets,
   // set k % SETS reloaded with step k + SETS right after step k's MFMAs: at every wait SETS steps are in flight,
   // and the caller can issue the first SETS before its own work (the layer issues 4 before its stage-1 epilogue,
-  // ~6k modeled cycles at bs 128 that the HBM would otherwise idle through). The last SETS steps reload nothing.
+  // ~6k modeled cycles at bs 128 that the HBM would otherwise idle through). At fixed SLABS the last SETS steps
+  // reload nothing.
   auto load = [&](W4Slab(&dst)[NT], uint32_t chunk, uint32_t slab) {
     down_weights<NT, WAVES>(dst, ew, slabs, chunk, slab, chunk_end);
   };
@@ -501,14 +502,26 @@ MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const Ex
   // Whole rotations while every step's step k + SETS exists, then the last SETS .. 2 SETS - 1 steps (fewer if
   // steps < SETS), whose reloads stop SETS steps before the end (uniform branches; pin(acc) keeps a tail step's
   // MFMAs out of its epilogue's partial EXEC, where clang would sink them: the compiler pitfall of the docs).
+  // At runtime slabs (the resident down kernel, the layer at block_m 48, I 512) the drain's branches cost 3 dwords
+  // of scratch: there every step reloads (past the last they fetch nothing).
   uint32_t i = 0;
-  for (; i + 2u * SETS <= steps; i += SETS) {
+  if constexpr (FIXED) {
+    for (; i + 2u * SETS <= steps; i += SETS) {
 #pragma unroll
-    for (int d = 0; d < SETS; ++d) step(w[d], d, true);
+      for (int d = 0; d < SETS; ++d) step(w[d], d, true);
+    }
+#pragma unroll
+    for (int d = 0; d + 1 < 2 * SETS; ++d)
+      if (i + d < steps) step(w[d % SETS], d, d < SETS && i + d + SETS < steps);
+  } else {
+    for (; i + SETS <= steps; i += SETS) {
+#pragma unroll
+      for (int d = 0; d < SETS; ++d) step(w[d], d, true);
+    }
+#pragma unroll
+    for (int d = 0; d + 1 < SETS; ++d)
+      if (i + d < steps) step(w[d], d, true);
   }
-#pragma unroll
-  for (int d = 0; d + 1 < 2 * SETS; ++d)
-    if (i + d < steps) step(w[d % SETS], d, d < SETS && i + d + SETS < steps);
 }
 
 // The lane's block rows 16r + j and their routed weights (1 unless mul_routed), for the down epilogue.
