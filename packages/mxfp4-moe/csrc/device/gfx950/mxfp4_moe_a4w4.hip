@@ -46,8 +46,9 @@ enum : int { kEpiNone = 0, kEpiSitu = 1, kEpiSilu = 2 };
 constexpr bool gated(int epi) { return epi == kEpiSitu || epi == kEpiSilu; }
 
 // The layer's down sweep: weight steps in flight (register sets of NT granules + scales). 4: the first four are
-// issued before the stage-1 epilogue and cover most of it; 2 at block_m 48, I 512, where 4 spill (256 VGPRs).
-constexpr int layer_down_sets(int BM, int WAVES) { return BM == 48 && WAVES == 8 ? 2 : 4; }
+// issued before the stage-1 epilogue and cover most of it; 2 at block_m 48, I 512, where 4 spill (256 VGPRs), and
+// at block_m 16, I 256 (16 steps a workgroup at T 8: 4 sets' bookkeeping cost more instructions than they hid).
+constexpr int layer_down_sets(int BM, int WAVES) { return (BM == 48 && WAVES == 8) || (BM == 16 && WAVES == 4) ? 2 : 4; }
 constexpr int kDownMaxSlabs = 16;  // the resident-tile down kernel: K <= 2048 (48 x 1 KiB + scales <= 52 KiB)
 // The layer's stage 1: weight slabs in flight. One: a second slab (three register sets, 197 / 230 VGPRs at
 // block_m 16 / 32; it spills at 48) was measured slower in the timing model (bs 16: 119.2 vs 114.4 µs, bs 128:
@@ -446,8 +447,11 @@ MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const Ex
   uint32_t chunk = chunk0, slab_rt = 0;
   uint32_t next_chunk = chunk0 + (uint32_t)SETS / slabs, next_slab = (uint32_t)SETS % slabs;  // step k + SETS
   // Step d of a rotation (d % SETS: its register set); reload: issue step k + SETS into that set.
-  auto step = [&](W4Slab(&cur)[NT], int d, bool reload) {
-    const uint32_t slab = FIXED ? (uint32_t)(d % (FIXED ? SLABS : 1)) : slab_rt;
+  // always_inline: left to clang, the runtime-slab kernels kept the slab counter in scratch (3 dwords).
+  auto step = [&](W4Slab(&cur)[NT], int d, bool reload) __attribute__((always_inline)) {
+    uint32_t slab;
+    if constexpr (FIXED) slab = (uint32_t)(d % SLABS);
+    else slab = slab_rt;
     if (slab == 0) {
 #pragma unroll
       for (int r = 0; r < SUBS; ++r)
@@ -502,8 +506,8 @@ MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const Ex
   // Whole rotations while every step's step k + SETS exists, then the last SETS .. 2 SETS - 1 steps (fewer if
   // steps < SETS), whose reloads stop SETS steps before the end (uniform branches; pin(acc) keeps a tail step's
   // MFMAs out of its epilogue's partial EXEC, where clang would sink them: the compiler pitfall of the docs).
-  // At runtime slabs (the resident down kernel, the layer at block_m 48, I 512) the drain's branches cost 3 dwords
-  // of scratch: there every step reloads (past the last they fetch nothing).
+  // At runtime slabs (the resident down kernel, the layer at block_m 48, I 512) every step reloads (past the last
+  // they fetch nothing): there the drain's slab is not known at compile time.
   uint32_t i = 0;
   if constexpr (FIXED) {
     for (; i + 2u * SETS <= steps; i += SETS) {
