@@ -46,8 +46,9 @@ enum : int { kEpiNone = 0, kEpiSitu = 1, kEpiSilu = 2 };
 constexpr bool gated(int epi) { return epi == kEpiSitu || epi == kEpiSilu; }
 
 // The layer's down sweep: weight steps in flight (register sets of NT granules + scales). 4: the first four are
-// issued before the stage-1 epilogue and cover most of it; 2 at block_m 48, I 512, where 4 spill (256 VGPRs).
-constexpr int layer_down_sets(int BM, int WAVES) { return BM == 48 && WAVES == 8 ? 2 : 4; }
+// issued before the stage-1 epilogue and cover most of it; 2 at block_m 48, I 512, where 4 spill (256 VGPRs), and
+// at block_m 16, I 256 (16 steps a workgroup at T 8: 4 sets' bookkeeping cost more instructions than they hid).
+constexpr int layer_down_sets(int BM, int WAVES) { return (BM == 48 && WAVES == 8) || (BM == 16 && WAVES == 4) ? 2 : 4; }
 constexpr int kDownMaxSlabs = 16;  // the resident-tile down kernel: K <= 2048 (48 x 1 KiB + scales <= 52 KiB)
 // The layer's stage 1: weight slabs in flight. One: a second slab (three register sets, 197 / 230 VGPRs at
 // block_m 16 / 32; it spills at 48) was measured slower in the timing model (bs 16: 119.2 vs 114.4 µs, bs 128:
@@ -416,15 +417,20 @@ MM_DEVICE void down_weights(W4Slab (&dst)[NT], const ExpertWeights& ew, uint32_t
 // streaming kernel's with EPI_NONE). rows / rw: the lane's rows 16r + j and their routed weights.
 // ALIGNED (the host checked N % 4 == 0 and C 8-byte aligned): one 8-byte store per 4 columns, bf16 by
 // pack_bf16x2_hw; else store_out4. SETS: weight register sets (steps in flight); first: the first SETS steps'
-// weights (down_weights of steps 0 .. SETS - 1) already issued by the caller, or null.
-template <int BM, int NT, bool ALIGNED, int WAVES = kWaves, int SETS = 2>
+// weights (down_weights of steps 0 .. SETS - 1) already issued by the caller, or null. SLABS: slabs known at
+// compile time (then == slabs, and SETS % SLABS == 0: a step's slab and its epilogue are fixed by its place in the
+// rotation), or 0.
+template <int BM, int NT, bool ALIGNED, int WAVES = kWaves, int SETS = 2, int SLABS = 0>
 MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const ExpertWeights& ew,
                           const RowInfo (&rows)[BM / 16], const float (&rw)[BM / 16], buffer_rsrc cbuf,
                           uint32_t c_mis, uint32_t N, uint32_t slabs, uint32_t chunk0, uint32_t chunk_end,
                           const W4Slab (*first)[NT] = nullptr) {
   constexpr int SUBS = BM / 16;
   constexpr int BN = WAVES * 16 * NT;
+  constexpr bool FIXED = SLABS > 0;
+  static_assert(!FIXED || SETS % SLABS == 0, "a rotation of SETS steps covers whole chunks");
   const uint32_t j = lane_id() & 15u, q = lane_id() >> 4, wave = wave_id();
+  if constexpr (FIXED) slabs = SLABS;
   auto slab_codes = [&](uint32_t s) { return codes + s * (BM * kA4RowBytes); };
   auto slab_scales = [&](uint32_t s) { return (const uint8_t*)(scales + s * BM); };
   if (chunk0 >= chunk_end) return;
@@ -432,14 +438,20 @@ MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const Ex
   // across chunk boundaries too (a chunk's first slab does not wait a whole memory latency). SETS register sets,
   // set k % SETS reloaded with step k + SETS right after step k's MFMAs: at every wait SETS steps are in flight,
   // and the caller can issue the first SETS before its own work (the layer issues 4 before its stage-1 epilogue,
-  // ~6k modeled cycles at bs 128 that the HBM would otherwise idle through). Steps past the last fetch nothing.
+  // ~6k modeled cycles at bs 128 that the HBM would otherwise idle through). At fixed SLABS the last SETS steps
+  // reload nothing.
   auto load = [&](W4Slab(&dst)[NT], uint32_t chunk, uint32_t slab) {
     down_weights<NT, WAVES>(dst, ew, slabs, chunk, slab, chunk_end);
   };
   FragC<Mx> acc[SUBS][NT];
-  uint32_t chunk = chunk0, slab = 0;
+  uint32_t chunk = chunk0, slab_rt = 0;
   uint32_t next_chunk = chunk0 + (uint32_t)SETS / slabs, next_slab = (uint32_t)SETS % slabs;  // step k + SETS
-  auto step = [&](W4Slab(&cur)[NT]) {
+  // Step d of a rotation (d % SETS: its register set); reload: issue step k + SETS into that set.
+  // always_inline: left to clang, the runtime-slab kernels kept the slab counter in scratch (3 dwords).
+  auto step = [&](W4Slab(&cur)[NT], int d, bool reload) __attribute__((always_inline)) {
+    uint32_t slab;
+    if constexpr (FIXED) slab = (uint32_t)(d % SLABS);
+    else slab = slab_rt;
     if (slab == 0) {
 #pragma unroll
       for (int r = 0; r < SUBS; ++r)
@@ -448,10 +460,16 @@ MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const Ex
     }
     slab_mma4<kFp4, SUBS, NT>(acc, cur, slab_codes(slab), slab_scales(slab));
     pin(acc);  // the MFMAs stay here, not sunk under the epilogue's partial EXEC (compiler pitfall, docs)
-    sched_barrier();  // the reload after the MFMAs that read cur (hoisted, it would need a copy: a wait)
-    load(cur, next_chunk, next_slab);
-    if (++next_slab == slabs) next_slab = 0, ++next_chunk;
-    sched_barrier();
+    if (reload) {
+      sched_barrier();  // the reload after the MFMAs that read cur (hoisted, it would need a copy: a wait)
+      if constexpr (FIXED) {
+        load(cur, chunk + (uint32_t)(SETS / (FIXED ? SLABS : 1)), slab);  // SETS steps on: same slab
+      } else {
+        load(cur, next_chunk, next_slab);
+        if (++next_slab == slabs) next_slab = 0, ++next_chunk;
+      }
+      sched_barrier();
+    }
     if (slab + 1u == slabs) {  // the chunk's epilogue
       const uint32_t wave_col = chunk * BN + wave * (16 * NT);
 #pragma unroll
@@ -469,9 +487,9 @@ MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const Ex
             store_out4(cbuf, c_mis, rows[r].slot, N, col0, N, v);
         }
       }
-      slab = 0, ++chunk;
+      slab_rt = 0, ++chunk;
     } else {
-      ++slab;
+      ++slab_rt;
     }
   };
   W4Slab w[SETS][NT];
@@ -485,16 +503,29 @@ MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const Ex
     for (int d = 0; d < SETS; ++d) load(w[d], chunk0 + (uint32_t)d / slabs, (uint32_t)d % slabs);
   }
   const uint32_t steps = (chunk_end - chunk0) * slabs;
-  // Whole rotations, then the remaining steps (uniform branches; pin(acc) keeps a tail step's MFMAs out of its
-  // epilogue's partial EXEC, where clang would sink them: the compiler pitfall of the docs).
+  // Whole rotations while every step's step k + SETS exists, then the last SETS .. 2 SETS - 1 steps (fewer if
+  // steps < SETS), whose reloads stop SETS steps before the end (uniform branches; pin(acc) keeps a tail step's
+  // MFMAs out of its epilogue's partial EXEC, where clang would sink them: the compiler pitfall of the docs).
+  // At runtime slabs (the resident down kernel, the layer at block_m 48, I 512) every step reloads (past the last
+  // they fetch nothing): there the drain's slab is not known at compile time.
   uint32_t i = 0;
-  for (; i + SETS <= steps; i += SETS) {
+  if constexpr (FIXED) {
+    for (; i + 2u * SETS <= steps; i += SETS) {
 #pragma unroll
-    for (int d = 0; d < SETS; ++d) step(w[d]);
+      for (int d = 0; d < SETS; ++d) step(w[d], d, true);
+    }
+#pragma unroll
+    for (int d = 0; d + 1 < 2 * SETS; ++d)
+      if (i + d < steps) step(w[d % SETS], d, d < SETS && i + d + SETS < steps);
+  } else {
+    for (; i + SETS <= steps; i += SETS) {
+#pragma unroll
+      for (int d = 0; d < SETS; ++d) step(w[d], d, true);
+    }
+#pragma unroll
+    for (int d = 0; d + 1 < SETS; ++d)
+      if (i + d < steps) step(w[d], d, true);
   }
-#pragma unroll
-  for (int d = 0; d + 1 < SETS; ++d)
-    if (i + d < steps) step(w[d]);
 }
 
 // The lane's block rows 16r + j and their routed weights (1 unless mul_routed), for the down epilogue.
@@ -676,7 +707,7 @@ MM_DEVICE void a4w4_layer(const uint8_t* A, const uint8_t* As, const uint8_t* W1
   block_sync();
   // Down-column split: workgroup x of grid_dim_x() sweeps its share [c0, c_end) of the column chunks (each
   // computes the whole stage 1; at small batches the CUs are idle otherwise, and each one's share of HBM bounds it).
-  down_sweep<BM, NTD, true, WAVES, DSETS>(h_codes[0], h_scales[0], ew2, rows, rw, cbuf, c_mis, N, H_SLABS, c0, c_end, down0);
+  down_sweep<BM, NTD, true, WAVES, DSETS, DSETS % H_SLABS == 0 ? H_SLABS : 0>(h_codes[0], h_scales[0], ew2, rows, rw, cbuf, c_mis, N, H_SLABS, c0, c_end, down0);
 }
 
 }  // namespace
