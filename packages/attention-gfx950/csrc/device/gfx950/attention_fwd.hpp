@@ -947,6 +947,11 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   // pipeline and its scalar set-up no longer delays the exp2s; the loads still have the next (MFMA) phase to land in
   // (modeled d128 dense 2793 -> 2736 cycles per block; d192, whose MFMA phase is longer, 3116 -> 3148: not there).
   constexpr bool kLateDmaB = kWalk && Shape::Dqk == 128;
+  // Prologue (dense bf16): every wave issues its share of K(1), V(0) with K(0) and waits only for Q and K(0), counting
+  // the V loads it certainly issued behind them (the fewest any wave issues); the phase-0 DMA of both groups is then
+  // already in flight. A short item pays this latency once per workgroup (was: K(1), V(0) issued after K(0) landed).
+  constexpr bool kEarlyDma = kWalk;
+  constexpr int kVLoadsMin = DmaRows<typename Shape::VLayout, Shape::Dv * 2>::kRowLoads / kWaves;
   FragC s[Shape::kKeyTiles];
   auto softmax_phase = [&](int32_t n, bool first) MM_INLINE_LAMBDA {
     const int32_t key0 = key_of_block(n);
@@ -978,18 +983,22 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
       mm::wait_vmcnt<0>();
       fk.land(kbuf(0), wave, lane);
       mm::wait_lgkmcnt<0>();
+    } else if constexpr (kEarlyDma) {
+      dma_k<Shape>(tile, key_of_block(0), kbuf(0), wave, lane);
+      dma_phase(0, Ic<0>{});               // K(1), V(0) right behind K(0): the first blocks' latencies overlap
+      mm::wait_vmcnt<kVLoadsMin>();        // Q and K(0) landed (loads retire in order); V(0) may still fly
     } else {
       dma_k<Shape>(tile, key_of_block(0), kbuf(0), wave, lane);
       mm::wait_vmcnt<0>();
     }
     phase_barrier();                       // K(0) visible
     if (!lead) {                           // group B's phase 0: its share of the DMA of K(1), V(0)
-      dma_phase(0, Ic<0>{});
+      if constexpr (!kEarlyDma) dma_phase(0, Ic<0>{});
       phase_barrier();
     }
     // block 0: QK only
     mm::set_priority<1>();
-    mfma_phase<Shape, 0, false, true, kPf>(st, ad, s, [&]() MM_INLINE_LAMBDA { if (lead) dma_phase(0, Ic<0>{}); });
+    mfma_phase<Shape, 0, false, true, kPf>(st, ad, s, [&]() MM_INLINE_LAMBDA { if (lead && !kEarlyDma) dma_phase(0, Ic<0>{}); });
     mm::set_priority<0>();
     if (!lead) land(0);
     phase_barrier(s);
