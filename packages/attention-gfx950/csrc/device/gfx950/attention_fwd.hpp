@@ -405,14 +405,14 @@ MM_DEVICE void negate_q(WaveState<Shape>& st) {
 // the last waves skip the last round, a wave-uniform branch). LDS position p = 64*load + lane is row p / chunks,
 // physical chunk p % chunks, fetched from the logical byte Layout::byte_of gives (the row permutation); logical
 // chunks past the source row (Dv 80's pad to 96) are fetched past the resource: zeros.
-template <class Layout, int SrcBytes = Layout::kRowBytes>
+template <class Layout, int SrcBytes = Layout::kRowBytes, int Waves = kWaves>
 struct DmaRows {
   static constexpr uint32_t kChunks = Layout::kRowBytes / 16;
   static constexpr uint32_t kSrcBytes = SrcBytes;
   static constexpr int kRowLoads = kKvBlock * Layout::kRowBytes / 1024;   // 64-lane loads of a 64-row block
-  static constexpr int kLoads = (kRowLoads + kWaves - 1) / kWaves;       // per wave
+  static constexpr int kLoads = (kRowLoads + Waves - 1) / Waves;         // per wave
   static constexpr uint32_t kPastEnd = 1u << 31;                          // beyond any block resource
-  MM_DEVICE static bool issued(uint32_t wave, int i) { return kRowLoads % kWaves == 0 || (int)(wave * kLoads) + i < kRowLoads; }
+  MM_DEVICE static bool issued(uint32_t wave, int i) { return kRowLoads % Waves == 0 || (int)(wave * kLoads) + i < kRowLoads; }
   MM_DEVICE static uint32_t base(uint32_t wave, int i) { return (wave * kLoads + i) * 64u; }
   MM_DEVICE static uint32_t row_of(uint32_t wave, int i, uint32_t lane) { return (base(wave, i) + lane) / kChunks; }
   // the logical byte of the row this lane fetches (>= kSrcBytes: a pad chunk)
@@ -422,10 +422,10 @@ struct DmaRows {
   }
 };
 
-// DMA rows of one block into a buffer (DmaRows' lanes), 16-byte direct-to-LDS loads.
-template <class Layout, int SrcBytes = Layout::kRowBytes>
+// DMA rows of one block into a buffer (DmaRows' lanes), 16-byte direct-to-LDS loads, over waves 0 .. Waves-1.
+template <class Layout, int SrcBytes = Layout::kRowBytes, int Waves = kWaves>
 MM_DEVICE void dma_rows(mm::buffer_rsrc src, int64_t token_stride, lds_u8* dst, uint32_t wave, uint32_t lane) {
-  using D = DmaRows<Layout, SrcBytes>;
+  using D = DmaRows<Layout, SrcBytes, Waves>;
 #pragma unroll
   for (int i = 0; i < D::kLoads; ++i) {
     if (!D::issued(wave, i)) continue;
@@ -984,9 +984,12 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
       fk.land(kbuf(0), wave, lane);
       mm::wait_lgkmcnt<0>();
     } else if constexpr (kEarlyDma) {
-      dma_k<Shape>(tile, key_of_block(0), kbuf(0), wave, lane);
+      if (lead) {                          // group A alone: the first barrier waits for A's loads only
+        dma_rows<typename Shape::KLayout, Shape::KLayout::kRowBytes, kGroupWaves>(tile.k_block(key_of_block(0)),
+                                                                                  tile.a.k_token, kbuf(0), wave, lane);
+      }
       dma_phase(0, Ic<0>{});               // K(1), V(0) right behind K(0): the first blocks' latencies overlap
-      mm::wait_vmcnt<kVLoadsMin>();        // Q and K(0) landed (loads retire in order); V(0) may still fly
+      if (lead) mm::wait_vmcnt<kVLoadsMin>();   // Q and K(0) landed (loads retire in order); V(0) may still fly
     } else {
       dma_k<Shape>(tile, key_of_block(0), kbuf(0), wave, lane);
       mm::wait_vmcnt<0>();
