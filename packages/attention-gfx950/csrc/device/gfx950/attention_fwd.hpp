@@ -952,6 +952,7 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   // already in flight. A short item pays this latency once per workgroup (was: K(1), V(0) issued after K(0) landed).
   constexpr bool kEarlyDma = kWalk;
   constexpr int kVLoadsMin = DmaRows<typename Shape::VLayout, Shape::Dv * 2>::kRowLoads / kWaves;
+  constexpr int kKLoadsMin = DmaRows<typename Shape::KLayout>::kRowLoads / kWaves;
   FragC s[Shape::kKeyTiles];
   auto softmax_phase = [&](int32_t n, bool first) MM_INLINE_LAMBDA {
     const int32_t key0 = key_of_block(n);
@@ -989,7 +990,10 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
                                                                                   tile.a.k_token, kbuf(0), wave, lane);
       }
       dma_phase(0, Ic<0>{});               // K(1), V(0) right behind K(0): the first blocks' latencies overlap
-      if (lead) mm::wait_vmcnt<kVLoadsMin>();   // Q and K(0) landed (loads retire in order); V(0) may still fly
+      if (lead) {                          // Q and K(0) landed (loads retire in order); K(1), V(0) may still fly
+        if (nb > 1) mm::wait_vmcnt<kKLoadsMin + kVLoadsMin>();
+        else mm::wait_vmcnt<kVLoadsMin>();
+      }
     } else {
       dma_k<Shape>(tile, key_of_block(0), kbuf(0), wave, lane);
       mm::wait_vmcnt<0>();
