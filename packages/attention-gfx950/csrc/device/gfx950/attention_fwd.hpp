@@ -43,7 +43,9 @@
 // Buffers: K(n) in K buffer n % 2 (read in phases 2n, 2n+1), V(n) in V buffer n % 2 (read by PV(n) in
 // phases 2n+2, 2n+3). In phase 2n every wave issues its share of the DMA of K(n+1) and V(n) (their buffers'
 // previous blocks K(n-1), V(n-2) were last read in phase 2n-1; group A early in its MFMA phase, group B before
-// or, dense bf16 d128, after its softmax) and waits for it (vmcnt(0)) at the end of phase 2n+1. LDS reads are inline asm in a
+// or, dense bf16 d128, after its softmax) and waits for it (vmcnt(0)) at the end of phase 2n+1. Prologue (dense bf16): group
+// A alone loads K(0), every wave issues its phase-0 share of K(1), V(0) behind it, and only group A waits (for Q and
+// K(0)) before the first barrier, so group B's set-up does not delay block 0. LDS reads are inline asm in a
 // ring of kPrefetch fragments with counted lgkmcnt waits tied to each fragment (the builtin transposing
 // read made clang wait for all outstanding LDS DMA; the hazard checker verifies the manual waits).
 // Epilogue: O / lb (lb = the sum of the bf16 P, by MFMA against ones; 0 -> 0) rounded RTNE with
