@@ -43,7 +43,9 @@
 // Buffers: K(n) in K buffer n % 2 (read in phases 2n, 2n+1), V(n) in V buffer n % 2 (read by PV(n) in
 // phases 2n+2, 2n+3). In phase 2n every wave issues its share of the DMA of K(n+1) and V(n) (their buffers'
 // previous blocks K(n-1), V(n-2) were last read in phase 2n-1; group A early in its MFMA phase, group B before
-// or, dense bf16 d128, after its softmax) and waits for it (vmcnt(0)) at the end of phase 2n+1. LDS reads are inline asm in a
+// or, dense bf16 d128, after its softmax) and waits for it (vmcnt(0)) at the end of phase 2n+1. Prologue (dense bf16): group
+// A alone loads K(0), every wave issues its phase-0 share of K(1), V(0) behind it, and only group A waits (for Q and
+// K(0)) before the first barrier, so group B's set-up does not delay block 0. LDS reads are inline asm in a
 // ring of kPrefetch fragments with counted lgkmcnt waits tied to each fragment (the builtin transposing
 // read made clang wait for all outstanding LDS DMA; the hazard checker verifies the manual waits).
 // Epilogue: O / lb (lb = the sum of the bf16 P, by MFMA against ones; 0 -> 0) rounded RTNE with
@@ -405,14 +407,14 @@ MM_DEVICE void negate_q(WaveState<Shape>& st) {
 // the last waves skip the last round, a wave-uniform branch). LDS position p = 64*load + lane is row p / chunks,
 // physical chunk p % chunks, fetched from the logical byte Layout::byte_of gives (the row permutation); logical
 // chunks past the source row (Dv 80's pad to 96) are fetched past the resource: zeros.
-template <class Layout, int SrcBytes = Layout::kRowBytes>
+template <class Layout, int SrcBytes = Layout::kRowBytes, int Waves = kWaves>
 struct DmaRows {
   static constexpr uint32_t kChunks = Layout::kRowBytes / 16;
   static constexpr uint32_t kSrcBytes = SrcBytes;
   static constexpr int kRowLoads = kKvBlock * Layout::kRowBytes / 1024;   // 64-lane loads of a 64-row block
-  static constexpr int kLoads = (kRowLoads + kWaves - 1) / kWaves;       // per wave
+  static constexpr int kLoads = (kRowLoads + Waves - 1) / Waves;         // per wave
   static constexpr uint32_t kPastEnd = 1u << 31;                          // beyond any block resource
-  MM_DEVICE static bool issued(uint32_t wave, int i) { return kRowLoads % kWaves == 0 || (int)(wave * kLoads) + i < kRowLoads; }
+  MM_DEVICE static bool issued(uint32_t wave, int i) { return kRowLoads % Waves == 0 || (int)(wave * kLoads) + i < kRowLoads; }
   MM_DEVICE static uint32_t base(uint32_t wave, int i) { return (wave * kLoads + i) * 64u; }
   MM_DEVICE static uint32_t row_of(uint32_t wave, int i, uint32_t lane) { return (base(wave, i) + lane) / kChunks; }
   // the logical byte of the row this lane fetches (>= kSrcBytes: a pad chunk)
@@ -422,10 +424,10 @@ struct DmaRows {
   }
 };
 
-// DMA rows of one block into a buffer (DmaRows' lanes), 16-byte direct-to-LDS loads.
-template <class Layout, int SrcBytes = Layout::kRowBytes>
+// DMA rows of one block into a buffer (DmaRows' lanes), 16-byte direct-to-LDS loads, over waves 0 .. Waves-1.
+template <class Layout, int SrcBytes = Layout::kRowBytes, int Waves = kWaves>
 MM_DEVICE void dma_rows(mm::buffer_rsrc src, int64_t token_stride, lds_u8* dst, uint32_t wave, uint32_t lane) {
-  using D = DmaRows<Layout, SrcBytes>;
+  using D = DmaRows<Layout, SrcBytes, Waves>;
 #pragma unroll
   for (int i = 0; i < D::kLoads; ++i) {
     if (!D::issued(wave, i)) continue;
@@ -947,6 +949,12 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   // pipeline and its scalar set-up no longer delays the exp2s; the loads still have the next (MFMA) phase to land in
   // (modeled d128 dense 2793 -> 2736 cycles per block; d192, whose MFMA phase is longer, 3116 -> 3148: not there).
   constexpr bool kLateDmaB = kWalk && Shape::Dqk == 128;
+  // Prologue (dense bf16): every wave issues its share of K(1), V(0) with K(0) and waits only for Q and K(0), counting
+  // the V loads it certainly issued behind them (the fewest any wave issues); the phase-0 DMA of both groups is then
+  // already in flight. A short item pays this latency once per workgroup (was: K(1), V(0) issued after K(0) landed).
+  constexpr bool kEarlyDma = kWalk;
+  constexpr int kVLoadsMin = DmaRows<typename Shape::VLayout, Shape::Dv * 2>::kRowLoads / kWaves;
+  constexpr int kKLoadsMin = DmaRows<typename Shape::KLayout>::kRowLoads / kWaves;
   FragC s[Shape::kKeyTiles];
   auto softmax_phase = [&](int32_t n, bool first) MM_INLINE_LAMBDA {
     const int32_t key0 = key_of_block(n);
@@ -978,18 +986,28 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
       mm::wait_vmcnt<0>();
       fk.land(kbuf(0), wave, lane);
       mm::wait_lgkmcnt<0>();
+    } else if constexpr (kEarlyDma) {
+      if (lead) {                          // group A alone: the first barrier waits for A's loads only
+        dma_rows<typename Shape::KLayout, Shape::KLayout::kRowBytes, kGroupWaves>(tile.k_block(key_of_block(0)),
+                                                                                  tile.a.k_token, kbuf(0), wave, lane);
+      }
+      dma_phase(0, Ic<0>{});               // K(1), V(0) right behind K(0): the first blocks' latencies overlap
+      if (lead) {                          // Q and K(0) landed (loads retire in order); K(1), V(0) may still fly
+        if (nb > 1) mm::wait_vmcnt<kKLoadsMin + kVLoadsMin>();
+        else mm::wait_vmcnt<kVLoadsMin>();
+      }
     } else {
       dma_k<Shape>(tile, key_of_block(0), kbuf(0), wave, lane);
       mm::wait_vmcnt<0>();
     }
     phase_barrier();                       // K(0) visible
     if (!lead) {                           // group B's phase 0: its share of the DMA of K(1), V(0)
-      dma_phase(0, Ic<0>{});
+      if constexpr (!kEarlyDma) dma_phase(0, Ic<0>{});
       phase_barrier();
     }
     // block 0: QK only
     mm::set_priority<1>();
-    mfma_phase<Shape, 0, false, true, kPf>(st, ad, s, [&]() MM_INLINE_LAMBDA { if (lead) dma_phase(0, Ic<0>{}); });
+    mfma_phase<Shape, 0, false, true, kPf>(st, ad, s, [&]() MM_INLINE_LAMBDA { if (lead && !kEarlyDma) dma_phase(0, Ic<0>{}); });
     mm::set_priority<0>();
     if (!lead) land(0);
     phase_barrier(s);
