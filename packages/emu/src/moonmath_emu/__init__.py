@@ -10,9 +10,9 @@ parameter's size from the code object metadata). See docs/emulator.md.
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from typing import Any
-import os
 
 from . import _core
 from ._core import EmuError, HazardError, LaneError, MemoryViolation, UnsupportedInstruction
@@ -86,7 +86,8 @@ def _log_lanes(kernel: str, counters: dict) -> None:
     if not path:
         return
     with open(path, "a") as f:
-        f.write(f"launch {kernel} mfma_partial_exec={counters['mfma_partial_exec']} findings={len(counters['lanes'])}\n")
+        partial, found = counters["mfma_partial_exec"], len(counters["lanes"])
+        f.write(f"launch {kernel} mfma_partial_exec={partial} findings={found}\n")
         for msg in counters["lanes"]:
             f.write(f"  {msg}\n")
 
