@@ -69,7 +69,9 @@
 //
 // Softmax: base 2, x = s * scale * kv_scale * log2(e). Running max per row; it moves only when a tile's
 // max exceeds it by more than kLazyMax (log2 units), and a PV wave rescales a row tile's accumulator only
-// when one of its rows moved.
+// when one of its rows moved. The contract waves' softmax arithmetic is plain fp32 VALU (mul_f32, add_f32,
+// fma_f32), never the packed v_pk_*_f32 the compiler would pair it into: a packed op waits passes + 2 slots
+// after every MFMA on its SIMD, so beside the PV wave's MFMA stream it waited for the whole stream.
 //
 // Output: direct (one part) o = kv_scale * O / ln in bf16 RTNE and lse = m + log2(l); otherwise partials
 // for mla_decode_a16w8_merge: (m, l, ln) in fp32 as the other variants, and O / ln in fp16 RTNE under
