@@ -69,7 +69,9 @@
 //
 // Softmax: base 2, x = s * scale * kv_scale * log2(e). Running max per row; it moves only when a tile's
 // max exceeds it by more than kLazyMax (log2 units), and a PV wave rescales a row tile's accumulator only
-// when one of its rows moved.
+// when one of its rows moved. The contract waves' softmax arithmetic is plain fp32 VALU (mul_f32, add_f32,
+// fma_f32), never the packed v_pk_*_f32 the compiler would pair it into: a packed op waits passes + 2 slots
+// after every MFMA on its SIMD, so beside the PV wave's MFMA stream it waited for the whole stream.
 //
 // Output: direct (one part) o = kv_scale * O / ln in bf16 RTNE and lse = m + log2(l); otherwise partials
 // for mla_decode_a16w8_merge: (m, l, ln) in fp32 as the other variants, and O / ln in fp16 RTNE under
@@ -110,6 +112,27 @@ constexpr int kQEarly = 6;
 // XOR 16 for odd tokens). With the 74-chunk stride (2 mod 8 bank groups) every access to the tile is
 // conflict-free: the K and V^T ds_read_b128 in CDNA 3's 8-lane phases and the fill waves' ds_write_b128.
 MM_DEVICE uint32_t chunk_swizzle(uint32_t token) { return (token & 1u) << 4; }
+
+// Plain (unpacked) fp32 VALU for the steps beside the MFMA streams. The packed forms v_pk_{mul,add,fma}_f32,
+// which the compiler pairs float operations into, may issue only passes + 2 slots after any MFMA issued on
+// their SIMD (docs/performance.md, "MFMA -> VALU co-execution"): while the SIMD's other wave streams its
+// MFMAs, a packed op waits for the whole stream (the score scaling after QK waited ~470 cycles per tile).
+// The plain forms wait one slot. The same IEEE operation per lane, so the same bits.
+MM_DEVICE float mul_f32(float a, float b) {
+  float r;
+  asm("v_mul_f32 %0, %1, %2" : "=v"(r) : "v"(a), "v"(b));
+  return r;
+}
+MM_DEVICE float add_f32(float a, float b) {
+  float r;
+  asm("v_add_f32 %0, %1, %2" : "=v"(r) : "v"(a), "v"(b));
+  return r;
+}
+MM_DEVICE float fma_f32(float a, float b, float c) {
+  float r;
+  asm("v_fma_f32 %0, %1, %2, %3" : "=v"(r) : "v"(a), "v"(b), "v"(c));
+  return r;
+}
 
 template <bool B>
 struct Bool {  // a compile-time flag for a generic lambda's argument
@@ -291,12 +314,12 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
       float x[4];
       if (k + 16u <= e_live) {  // uniform: every token of the tile is inside every live row's window
 #pragma unroll
-        for (int e = 0; e < 4; ++e) x[e] = sc[e] * w.c_qk;
+        for (int e = 0; e < 4; ++e) x[e] = mul_f32(sc[e], w.c_qk);
       } else {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int32_t tok = (int32_t)(k + 4u * g + e);
-          x[e] = tok < e_lane ? sc[e] * w.c_qk : -__builtin_inff();
+          x[e] = tok < e_lane ? mul_f32(sc[e], w.c_qk) : -__builtin_inff();
         }
       }
       float mt = __builtin_fmaxf(__builtin_fmaxf(x[0], x[1]), __builtin_fmaxf(x[2], x[3]));
@@ -313,9 +336,9 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) pr[e] = mm::exp2(x[e] - m_sub);
       const mm::u32x2 pb = {mm::pack_bf16x2_rna(pr[0], pr[1]), mm::pack_bf16x2_rna(pr[2], pr[3])};
-      l_run = l_run * alpha + ((pr[0] + pr[1]) + (pr[2] + pr[3]));
-      ln_run = ln_run * alpha +
-               ((mm::bf16_lo(pb[0]) + mm::bf16_hi(pb[0])) + (mm::bf16_lo(pb[1]) + mm::bf16_hi(pb[1])));
+      l_run = fma_f32(l_run, alpha, add_f32(add_f32(pr[0], pr[1]), add_f32(pr[2], pr[3])));
+      ln_run = fma_f32(ln_run, alpha, add_f32(add_f32(mm::bf16_lo(pb[0]), mm::bf16_hi(pb[0])),
+                                              add_f32(mm::bf16_lo(pb[1]), mm::bf16_hi(pb[1]))));
       const uint32_t pt = ((s - 1u) & 1u) * kMaxRowTiles + wave;
       mm::lds_write_b128(lds, kPOff + pt * kPBytes + 16u * lane, mm::u32x4{pb[0], pb[1], mm::bit_cast<uint32_t>(alpha), 0u});
     }
