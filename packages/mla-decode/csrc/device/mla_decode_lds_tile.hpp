@@ -428,6 +428,10 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
     slot_next = load_tile_slot(k0 + kT);
     mm::wait_vmcnt<0>();
     fetch(raw_a, s0, k0);
+  } else {
+    // Q's loads have landed on this path too: else the compiler's wait for q_raw where the paths join counts
+    // the nt > 0 path's tile loads as well (vmcnt(0)), and the quantisation waits for the whole first tile
+    mm::wait_vmcnt<0>();
   }
   // the fp8 QK quantises Q here, after the first tile's loads are issued (its Q and amax loads have landed)
   QTile<Kv::kFp8Qk> q;

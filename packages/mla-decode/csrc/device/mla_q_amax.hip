@@ -15,11 +15,29 @@
 namespace {
 constexpr uint32_t kMaxLoads = 18;  // loads in flight per wave: B 256 x H 16 x q_len 1 (72 x 4096 chunks) in one
 
-// max(m, |q|) over the wave's loads u < N from chunk c0 (uniform) on, step apart; maxnum ignores a NaN |q|.
+typedef int16_t i16x2 __attribute__((ext_vector_type(2)));
+
+// The running max is two int16 lanes of |bf16| bit patterns plus kNanShift, 3 packed ops per dword: mask the
+// sign, add kNanShift (a NaN's pattern 0x7F81.. then wraps past 0x7FFF to a negative int16), signed max. Over
+// the non-NaN values that is the max of |q| (bit patterns of non-negative floats order as the floats do),
+// and a NaN never wins: maxnum's NaN-ignoring max, exactly (amax_of decodes it).
+constexpr int16_t kNanShift = 0x7F;  // +Inf 0x7F80 -> 0x7FFF, the largest non-negative int16
+MM_DEVICE i16x2 abs_max(i16x2 m, uint32_t d) {
+  const uint32_t mag = d & 0x7FFF7FFFu;
+  return __builtin_elementwise_max(m, __builtin_bit_cast(i16x2, mag) + i16x2{kNanShift, kNanShift});
+}
+MM_DEVICE float amax_of(i16x2 m) {
+  const i16x2 mag = m - i16x2{kNanShift, kNanShift};
+  const float lo = __builtin_bit_cast(float, (uint32_t)(uint16_t)mag.x << 16);
+  const float hi = __builtin_bit_cast(float, (uint32_t)(uint16_t)mag.y << 16);
+  return __builtin_fmaxf(lo, hi);
+}
+
+// abs_max over the wave's loads u < N from chunk c0 (uniform) on, step apart, all issued before any is used.
 // Lanes past q_pe's end re-read its last chunk (a duplicate changes no max).
 template <uint32_t N>
-MM_DEVICE float loads_max(mm::buffer_rsrc lat, mm::buffer_rsrc pe, uint32_t lat_chunks, uint32_t pe_chunks,
-                          uint32_t c0, uint32_t step, float m) {
+MM_DEVICE i16x2 loads_max(mm::buffer_rsrc lat, mm::buffer_rsrc pe, uint32_t lat_chunks, uint32_t pe_chunks,
+                          uint32_t c0, uint32_t step, i16x2 m) {
   mm::u32x4 v[N];
 #pragma unroll
   for (uint32_t u = 0; u < N; ++u) {
@@ -31,16 +49,14 @@ MM_DEVICE float loads_max(mm::buffer_rsrc lat, mm::buffer_rsrc pe, uint32_t lat_
 #pragma unroll
   for (uint32_t u = 0; u < N; ++u)
 #pragma unroll
-    for (int d = 0; d < 4; ++d)
-      m = __builtin_fmaxf(m, __builtin_fmaxf(__builtin_fabsf(mm::bf16_lo(v[u][d])),
-                                             __builtin_fabsf(mm::bf16_hi(v[u][d]))));
+    for (int d = 0; d < 4; ++d) m = abs_max(m, v[u][d]);
   return m;
 }
 
 // loads_max<n> for a uniform n in 1..N.
 template <uint32_t N>
-MM_DEVICE float loads_max_n(uint32_t n, mm::buffer_rsrc lat, mm::buffer_rsrc pe, uint32_t lat_chunks,
-                            uint32_t pe_chunks, uint32_t c0, uint32_t step, float m) {
+MM_DEVICE i16x2 loads_max_n(uint32_t n, mm::buffer_rsrc lat, mm::buffer_rsrc pe, uint32_t lat_chunks,
+                            uint32_t pe_chunks, uint32_t c0, uint32_t step, i16x2 m) {
   if constexpr (N == 1) {
     return loads_max<1>(lat, pe, lat_chunks, pe_chunks, c0, step, m);
   } else {
@@ -56,12 +72,12 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64) void mla_q_amax(const uint16_t* __restrict__ q_la
   const mm::buffer_rsrc lat = mm::make_buffer(q_lat, lat_chunks * 16u);
   const mm::buffer_rsrc pe = mm::make_buffer(q_pe, pe_chunks * 16u);
   const uint32_t total = lat_chunks + pe_chunks, step = 64u * n_blocks;
-  float m = 0.f;
+  i16x2 m = {kNanShift, kNanShift};  // |q| = 0
   // one round up to 18 loads per wave; a larger Q loops
   for (uint32_t c0 = 64u * mm::block_id_x(); c0 < total; c0 += kMaxLoads * step) {
     const uint32_t n = __builtin_elementwise_min((total - c0 + step - 1u) / step, kMaxLoads);
     m = loads_max_n<kMaxLoads>(n, lat, pe, lat_chunks, pe_chunks, c0, step, m);
   }
-  m = mm::wave_max(m);
-  if (mm::lane_id() == 0) mm::buffer_store_f32(m, mm::make_buffer(parts, n_blocks * 4u), 4u * mm::block_id_x());
+  const float amax = mm::wave_max_uniform(amax_of(m));
+  if (mm::lane_id() == 0) mm::buffer_store_f32(amax, mm::make_buffer(parts, n_blocks * 4u), 4u * mm::block_id_x());
 }
