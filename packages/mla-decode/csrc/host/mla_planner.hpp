@@ -145,16 +145,16 @@ inline constexpr KernelCostRow kKernelCosts[] = {
     // Tiles of 16 tokens (a8w8 fetches 32-token tiles: half of one). "<format>_kv4" (gfx950, one row tile): a
     // 4-wave workgroup per (request, part) whose one-wave decoders split the part and merge in LDS (132 KiB: one
     // per CU); cycles per wave, the tile term per 16 tokens of the part (a wave decodes a quarter of them).
-    {"gfx942", "a16w16", {1932.0, 0.0, 2553.0, kA16w16TokenBytes}},
-    {"gfx950", "a16w16_w1", {1817.0, 0.0, 2238.0, kA16w16TokenBytes, 0, 0, 1, 0, 4, 4}},
-    {"gfx950", "a16w16", {1565.0, 0.0, 2054.0, kA16w16TokenBytes}},
-    {"gfx950", "a16w16_kv4", {458.0, 0.0, 3650.0, kA16w16TokenBytes, 0, 0, 4, 0, 4, 1, 16}},
-    {"gfx950", "a8w8_w1", {1152.0, 0.0, 3513.0, kRowBytes + 4, 1, 371.0, 1, 0, 4, 2}},
-    {"gfx950", "a8w8", {1023.0, 0.0, 3326.0, kRowBytes + 4, 1, 371.0}},
-    {"gfx950", "a8w8_kv4", {287.0, 0.0, 3880.0, kRowBytes + 4, 1, 371.0, 4, 0, 4, 1, 32}},
-    {"gfx950", "mxfp4_w1", {2775.0, 0.0, 2945.0, kMxfp4TokenBytes, 0, 0, 1, 0, 4, 4}},
-    {"gfx950", "mxfp4_kv4", {724.0, 0.0, 4412.0, kMxfp4TokenBytes, 0, 0, 4, 0, 4, 1, 16}},
-    {"gfx950", "mxfp4", {1759.0, 0.0, 2161.0, kMxfp4TokenBytes}},
+    {"gfx942", "a16w16", {1934.0, 0.0, 2535.0, kA16w16TokenBytes}},
+    {"gfx950", "a16w16_w1", {1814.0, 0.0, 2214.0, kA16w16TokenBytes, 0, 0, 1, 0, 4, 4}},
+    {"gfx950", "a16w16", {1565.0, 0.0, 2036.0, kA16w16TokenBytes}},
+    {"gfx950", "a16w16_kv4", {456.0, 0.0, 3606.0, kA16w16TokenBytes, 0, 0, 4, 0, 4, 1, 16}},
+    {"gfx950", "a8w8_w1", {1173.0, 0.0, 3578.0, kRowBytes + 4, 1, 371.0, 1, 0, 4, 2}},
+    {"gfx950", "a8w8", {1023.0, 0.0, 3345.0, kRowBytes + 4, 1, 371.0}},
+    {"gfx950", "a8w8_kv4", {287.0, 0.0, 3743.0, kRowBytes + 4, 1, 371.0, 4, 0, 4, 1, 32}},
+    {"gfx950", "mxfp4_w1", {2750.0, 0.0, 2812.0, kMxfp4TokenBytes, 0, 0, 1, 0, 4, 4}},
+    {"gfx950", "mxfp4_kv4", {717.0, 0.0, 4249.0, kMxfp4TokenBytes, 0, 0, 4, 0, 4, 1, 16}},
+    {"gfx950", "mxfp4", {1750.0, 0.0, 2116.0, kMxfp4TokenBytes}},
 };
 
 inline const KernelCost& kernel_cost(const std::string& arch, const std::string& kernel) {
