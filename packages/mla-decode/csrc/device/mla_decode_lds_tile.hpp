@@ -398,28 +398,15 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
   // 504); from m = 10 group 3 holds rope columns, so those pieces are the OR of a q_lat and a q_pe load.
   // KvSplit with the fp8 QK: the waves' Q tiles are the same, so wave w loads and quantises the pieces m = w
   // (mod 4) and every wave reads the 18 from LDS (kSplitQ8Offset, beside the decode tiles) after a barrier.
-  // The shared pieces are loaded as j = 0 .. 4 -> m = w + 4 j (a runtime column, no per-piece branch; m >= 18
-  // reads zeros), each the OR of its q_lat and q_pe loads: per-piece branches made the compiler wait for every
-  // q_pe piece's pair on its own and, at the quantisation, for the first tile's KV loads as well.
   constexpr bool kSharedQ8 = KvSplit && kFp8;
-  constexpr int kOwnPieces = (18 + kSplitWaves - 1) / kSplitWaves;
-  QTile<false> q_raw;  // bf16 (kSharedQ8: w[j] is piece kv_wave + 4 j)
+  QTile<false> q_raw;  // bf16
   {
     const uint32_t lat_bytes = B * rows * kLat * 2u, pe_bytes = B * rows * 64u * 2u;
     const mm::buffer_rsrc qlat_buf = mm::make_buffer(a.q_lat, lat_bytes);
     const mm::buffer_rsrc qpe_buf = mm::make_buffer(a.q_pe, pe_bytes);
 #pragma unroll
     for (int m = 0; m < 18; ++m) {
-      if constexpr (kSharedQ8) {
-        if (m >= kOwnPieces) break;
-        const uint32_t mm_ = kv_wave + kSplitWaves * (uint32_t)m;
-        const uint32_t col = 144u * g + 8u * mm_;
-        const bool own = live && mm_ < 18u;
-        const uint32_t lat_off = own && col < kLat ? R * kLat * 2u + col * 2u : lat_bytes;
-        const uint32_t pe_off = own && col >= kLat ? R * 64u * 2u + (col - kLat) * 2u : pe_bytes;
-        q_raw.w[m] = mm::buffer_load_b128(qlat_buf, lat_off) | mm::buffer_load_b128(qpe_buf, pe_off);
-        continue;
-      }
+      if (kSharedQ8 && (uint32_t)m % kSplitWaves != kv_wave) continue;  // another wave's piece (wave-uniform)
       const uint32_t col = 144u * g + 8u * m;
       const uint32_t lat_off = live && col < kLat ? R * kLat * 2u + col * 2u : lat_bytes;
       mm::u32x4 v = mm::buffer_load_b128(qlat_buf, lat_off);
@@ -456,10 +443,8 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
 #pragma unroll
   for (int m = 0; m < 18; ++m) {
     if constexpr (kSharedQ8) {
-      if (m >= kOwnPieces) break;
-      const uint32_t mm_ = kv_wave + kSplitWaves * (uint32_t)m;
-      if (m + 1 < kOwnPieces || mm_ < 18u)  // (only the last j can be past the 18 pieces)
-        mm::lds_write_b64(lds, kSplitQ8Offset + (64u * mm_ + lane) * 8u, kv.quantize_q(q_raw.w[m], q_inv));
+      if ((uint32_t)m % kSplitWaves == kv_wave)
+        mm::lds_write_b64(lds, kSplitQ8Offset + (64u * m + lane) * 8u, kv.quantize_q(q_raw.w[m], q_inv));
     } else if constexpr (Kv::kFp8Qk) {
       q.w[m] = kv.quantize_q(q_raw.w[m], q_inv);
     } else {
