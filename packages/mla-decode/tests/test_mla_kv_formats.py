@@ -440,3 +440,31 @@ def test_mxfp4_torch_dtypes_and_padded_scales(fmt):
     for other in (typed, padded):
         o, lse = call(fmt, "emu", other)
         assert torch.equal(o, o8) and torch.equal(lse, l8)
+
+
+@pytest.mark.parametrize("rows", [1, 3, 64, 4096, 4608])
+def test_q_amax_launch_is_max_abs_q(fmt, rows):
+    """a8w8's first launch (mla_q_amax: one-wave workgroups, each issuing all its loads of one index space over
+    q_lat then q_pe) leaves partials whose max is max |q| exactly, NaN ignored: 1 and 3 rows (q_pe's last load
+    past its end re-reads its last chunk), 64 (72 workgroups of one load), 4096 (B 256 x H 16: 256 workgroups
+    of 18 loads) and 4608 (more than 18 loads per wave: a second round). The largest |q| sits in q_lat's last
+    chunk, q_pe's first and q_pe's last in turn."""
+    if fmt != "a8w8":
+        pytest.skip("the Q amax launch is a8w8's")
+    g = torch.Generator().manual_seed(rows)
+    q_lat = torch.randn(rows, 1, 512, generator=g).to(torch.bfloat16)
+    q_pe = torch.randn(rows, 1, 64, generator=g).to(torch.bfloat16)
+    q_lat.view(-1)[rows * 17 % (rows * 512)] = float("nan")
+    for where in ("lat_last", "pe_first", "pe_last"):
+        ql, qp = q_lat.clone(), q_pe.clone()
+        t = {"lat_last": ql, "pe_first": qp, "pe_last": qp}[where].view(-1)
+        t[0 if where == "pe_first" else t.numel() - 1] = -1000.0
+        with use_backend("emu"):
+            parts, n, _ = formats._q_amax("a8w8", "gfx950", ql, qp)
+        assert n == min(formats.AMAX_MAX_BLOCKS, -(-rows * 72 // 64))
+        assert parts.numel() == n and float(parts.max()) == 1000.0, where
+    # without the planted value: the NaN is ignored, the max is the data's
+    with use_backend("emu"):
+        parts, _, _ = formats._q_amax("a8w8", "gfx950", q_lat, q_pe)
+    a = torch.cat([q_lat.view(-1), q_pe.view(-1)]).float().abs()
+    assert float(parts.max()) == float(a[~torch.isnan(a)].max())

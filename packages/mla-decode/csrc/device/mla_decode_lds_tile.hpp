@@ -423,7 +423,9 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
 
   Raws raw_a, raw_b;
   uint32_t slot_next = 0;
-  if (nt > 0) {
+  {  // unconditionally (a wave without tiles fetches zeros, every token past k1): under `if (nt > 0)` the
+     // compiler's waits for Q where the paths joined counted the first tile's loads too, and the quantisation
+     // waited for most of the tile (the _kv4 kernel: vmcnt(7) of its 20 tile loads)
     const uint32_t s0 = load_tile_slot(k0);
     slot_next = load_tile_slot(k0 + kT);
     mm::wait_vmcnt<0>();
@@ -517,6 +519,9 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
       mt = __builtin_fmaxf(mt, mm::xor_lane(mt, 16));
       mt = __builtin_fmaxf(mt, mm::xor_lane(mt, 32));
       upd = mt > m_run;  // eager running max over 32-token tiles
+      // a row's first finite max: its o is still exactly 0 (or NaN), which alpha = 0 would not change, so a
+      // wave whose only updates are such rows skips the rescale (every part's first tile: 64 multiplies)
+      const bool rescale = upd && m_run != -__builtin_inff();
       if (upd) {
         alpha = mm::exp2(m_run - mt);
         m_run = mt;
@@ -532,7 +537,7 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
       const mm::u32x2 pb = kv.round_p8(pr, pq_sum);
       l_run = l_run * alpha + (((pr[0] + pr[1]) + (pr[2] + pr[3])) + ((pr[4] + pr[5]) + (pr[6] + pr[7])));
       ln_run = ln_run * alpha + pq_sum;
-      if (__builtin_amdgcn_ballot_w64(upd) != 0) {
+      if (__builtin_amdgcn_ballot_w64(rescale) != 0) {
 #pragma unroll
         for (int c = 0; c < 32; ++c) acc[c] *= alpha;
       }
@@ -570,6 +575,9 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
       mt = __builtin_fmaxf(mt, mm::xor_lane(mt, 32));
       mm::u32x2 pb;
       upd = mt > m_run;  // eager running max (the a16w8 kernels' kLazyMax = 0)
+      // a row's first finite max: its o is still exactly 0 (or NaN), which alpha = 0 would not change, so a
+      // wave whose only updates are such rows skips the rescale (every part's first tile: 64 multiplies)
+      const bool rescale = upd && m_run != -__builtin_inff();
       if (upd) {
         alpha = mm::exp2(m_run - mt);
         m_run = mt;
@@ -581,7 +589,7 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
       pb = mm::u32x2{mm::pack_bf16x2_rna(pr[0], pr[1]), mm::pack_bf16x2_rna(pr[2], pr[3])};
       l_run = l_run * alpha + ((pr[0] + pr[1]) + (pr[2] + pr[3]));
       ln_run = ln_run * alpha + ((mm::bf16_lo(pb[0]) + mm::bf16_hi(pb[0])) + (mm::bf16_lo(pb[1]) + mm::bf16_hi(pb[1])));
-      if (__builtin_amdgcn_ballot_w64(upd) != 0) {
+      if (__builtin_amdgcn_ballot_w64(rescale) != 0) {
 #pragma unroll
         for (int c = 0; c < 32; ++c) acc[c] *= alpha;
       }

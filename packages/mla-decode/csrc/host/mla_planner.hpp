@@ -145,16 +145,16 @@ inline constexpr KernelCostRow kKernelCosts[] = {
     // Tiles of 16 tokens (a8w8 fetches 32-token tiles: half of one). "<format>_kv4" (gfx950, one row tile): a
     // 4-wave workgroup per (request, part) whose one-wave decoders split the part and merge in LDS (132 KiB: one
     // per CU); cycles per wave, the tile term per 16 tokens of the part (a wave decodes a quarter of them).
-    {"gfx942", "a16w16", {1927.0, 0.0, 2810.0, kA16w16TokenBytes}},
-    {"gfx950", "a16w16_w1", {1812.0, 0.0, 2496.0, kA16w16TokenBytes, 0, 0, 1, 0, 4, 4}},
-    {"gfx950", "a16w16", {1560.0, 0.0, 2311.0, kA16w16TokenBytes}},
-    {"gfx950", "a16w16_kv4", {456.0, 0.0, 3905.0, kA16w16TokenBytes, 0, 0, 4, 0, 4, 1, 16}},
-    {"gfx950", "a8w8_w1", {1150.0, 0.0, 4345.0, kRowBytes + 4, 1, 314.0, 1, 0, 4, 2}},
-    {"gfx950", "a8w8", {1020.0, 0.0, 3848.0, kRowBytes + 4, 1, 235.0}},
-    {"gfx950", "a8w8_kv4", {287.0, 0.0, 4687.0, kRowBytes + 4, 1, 314.0, 4, 0, 4, 1, 32}},
-    {"gfx950", "mxfp4_w1", {2770.0, 0.0, 3211.0, kMxfp4TokenBytes, 0, 0, 1, 0, 4, 4}},
-    {"gfx950", "mxfp4_kv4", {719.0, 0.0, 4674.0, kMxfp4TokenBytes, 0, 0, 4, 0, 4, 1, 16}},
-    {"gfx950", "mxfp4", {1754.0, 0.0, 2418.0, kMxfp4TokenBytes}},
+    {"gfx942", "a16w16", {1934.0, 0.0, 2535.0, kA16w16TokenBytes}},
+    {"gfx950", "a16w16_w1", {1814.0, 0.0, 2214.0, kA16w16TokenBytes, 0, 0, 1, 0, 4, 4}},
+    {"gfx950", "a16w16", {1565.0, 0.0, 2036.0, kA16w16TokenBytes}},
+    {"gfx950", "a16w16_kv4", {456.0, 0.0, 3606.0, kA16w16TokenBytes, 0, 0, 4, 0, 4, 1, 16}},
+    {"gfx950", "a8w8_w1", {1173.0, 0.0, 3578.0, kRowBytes + 4, 1, 371.0, 1, 0, 4, 2}},
+    {"gfx950", "a8w8", {1023.0, 0.0, 3345.0, kRowBytes + 4, 1, 371.0}},
+    {"gfx950", "a8w8_kv4", {287.0, 0.0, 3811.0, kRowBytes + 4, 1, 371.0, 4, 0, 4, 1, 32}},
+    {"gfx950", "mxfp4_w1", {2750.0, 0.0, 2812.0, kMxfp4TokenBytes, 0, 0, 1, 0, 4, 4}},
+    {"gfx950", "mxfp4_kv4", {717.0, 0.0, 4249.0, kMxfp4TokenBytes, 0, 0, 4, 0, 4, 1, 16}},
+    {"gfx950", "mxfp4", {1750.0, 0.0, 2116.0, kMxfp4TokenBytes}},
 };
 
 inline const KernelCost& kernel_cost(const std::string& arch, const std::string& kernel) {

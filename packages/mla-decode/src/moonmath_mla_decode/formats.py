@@ -38,7 +38,6 @@ FORMATS = {
 }
 # AMAX_MAX_BLOCKS: the a8w8 decode reduces at most this many maxima (its kMaxAmaxParts)
 AMAX_CODE_OBJECT, AMAX_KERNEL, AMAX_MAX_BLOCKS = "mla_q_amax", "mla_q_amax", 256
-AMAX_CHUNKS_PER_THREAD = 8
 # formats with a gfx950 `_kv4` kernel: one row tile, a workgroup of 4 one-wave decoders per (request, part), each
 # over a quarter of the part, merged in LDS (mla_decode_lds_tile.hpp, KvSplit)
 KV_SPLIT_FORMATS = ("a8w8", "a16w16", "mxfp4")
@@ -274,10 +273,11 @@ def _q_amax(op: str, arch: str, q_lat, q_pe) -> tuple[torch.Tensor, int, list]:
     from . import kernel as mk
 
     lat_chunks, pe_chunks = q_lat.numel() // 8, q_pe.numel() // 8
-    # at least AMAX_CHUNKS_PER_THREAD 16-byte chunks per thread: a small Q takes one or two workgroups
-    blocks = max(1, min(AMAX_MAX_BLOCKS, -(-(lat_chunks + pe_chunks) // (256 * AMAX_CHUNKS_PER_THREAD))))
+    # one-wave workgroups, one load (a 16-byte chunk per lane) each until AMAX_MAX_BLOCKS: the launch's bytes
+    # spread over as many CUs as the decode reduces partials (a CU's share of HBM bounds a workgroup's loads)
+    blocks = max(1, min(AMAX_MAX_BLOCKS, -(-(lat_chunks + pe_chunks) // 64)))
     parts = torch.empty(blocks, dtype=torch.float32, device=q_lat.device)
-    counters = [mk.KERNELS.launch(op, arch, AMAX_CODE_OBJECT, AMAX_KERNEL, grid=blocks, block=256,
+    counters = [mk.KERNELS.launch(op, arch, AMAX_CODE_OBJECT, AMAX_KERNEL, grid=blocks, block=64,
                                   args=[q_lat, q_pe, parts, lat_chunks, pe_chunks, blocks])]
     return parts, blocks, counters
 

@@ -59,7 +59,7 @@ template <bool LateAmax> struct Fp8Kv {
   // cycles a part at (4, 1024); the _kv4 kernel was 2 % slower so, and reduces at the start).
   // inv = 448 / amax, qs = amax / 448 (1, 1 for amax 0).
   MM_DEVICE QScale q_scale() const {
-    const float amax = LateAmax ? mm::uniform(mm::wave_max(amax_lane)) : amax_lane;
+    const float amax = LateAmax ? mm::wave_max_uniform(amax_lane) : amax_lane;
     return amax > 0.f ? QScale{kFp8Max / amax, amax / kFp8Max} : QScale{1.f, 1.f};
   }
 
@@ -147,7 +147,7 @@ MM_DEVICE void mla_decode_a8w8_fwd_body(MLA_DECODE_A8W8_FWD_PARAMS) {
   for (uint32_t u = 0; u < kMaxAmaxParts / 64u; ++u)
     amax_lane = __builtin_fmaxf(amax_lane, mm::buffer_load_f32(pb, 4u * (64u * u + mm::lane_id())));
   constexpr bool kLateAmax = !KvSplit;
-  if constexpr (!kLateAmax) amax_lane = mm::uniform(mm::wave_max(amax_lane));
+  if constexpr (!kLateAmax) amax_lane = mm::wave_max_uniform(amax_lane);
   const TileArgs a{q_lat, q_pe, pool, nullptr, o_lat, seq_lens, kv_indices, kv_indptr, glen, lse, ws_o, ws_ml,
                    B, H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world, flags,
                    mm::bit_cast<float>(c_qk_bits), mm::bit_cast<float>(o_scale_bits)};
