@@ -179,15 +179,25 @@ MM_DEVICE void lds_load_k_subtile(FragA (&kf)[N], const uint8_t* kst, uint32_t t
 // kf[0] (read by pv_lds during PV's last tile, or by the caller): per 16-row kv subtile t, 4
 // ds_read_b128 feed 8 MFMAs of every q tile; subtile t + 1 is read while subtile t's MFMAs run (two
 // register sets, pinned by order_point: LLVM would otherwise sink the reads to their use).
-template <uint32_t T, uint32_t N>
+// kEnd < kKvSub: the subtiles from kEnd on are left for qk_tail (their operands are read here all the same).
+template <uint32_t T, uint32_t N, uint32_t kEnd = kKvSub>
 MM_DEVICE void qk_lds(FragC (&s)[T][kKvSub], const uint8_t* kst, const FragB (&q)[T][N], FragA (&kf)[2][N]) {
 #pragma unroll
-  for (uint32_t t = 0; t < kKvSub; ++t) {
+  for (uint32_t t = 0; t < kEnd; ++t) {
     if (t + 1 < kKvSub) lds_load_k_subtile(kf[(t + 1) & 1], kst, t + 1);
     order_point();
 #pragma unroll
     for (uint32_t i = 0; i < T; ++i) s[i][t] = qk_tile(kf[t & 1], q[i]);
   }
+}
+
+// The last K subtile's MFMAs of a QK that qk_lds<T, N, kKvSub - 1> began: its operands are already in kf,
+// so they need no LDS (group B runs them after the barrier, while group A waits for its first reads).
+template <uint32_t T, uint32_t N>
+MM_DEVICE void qk_tail(FragC (&s)[T][kKvSub], const FragB (&q)[T][N], FragA (&kf)[2][N]) {
+  constexpr uint32_t t = kKvSub - 1;
+#pragma unroll
+  for (uint32_t i = 0; i < T; ++i) s[i][t] = qk_tile(kf[t & 1], q[i]);
 }
 
 // Scores of kv rows >= skv (in the last, partial block) become -FLT_MAX.
@@ -343,7 +353,8 @@ MM_DEVICE void lds_load_vt_dtile(FragA (&v)[kKvSub], const uint8_t* vst, uint32_
 // head-dim tile ahead of its MFMAs, in the VALU slots between this wave's own MFMAs: the rescale then
 // costs every wave the same 64 v_mul_f32 per block instead of a burst in the softmax of some waves,
 // which delayed the barrier for all (modeled, RTNE: 75.0 -> 70.4 cycles per key).
-template <uint32_t T, uint32_t kDTiles, uint32_t N>
+// kRaise: the caller entered at a lower priority; the wave goes to 3 once its first tile's MFMAs are issued.
+template <bool kRaise = false, uint32_t T, uint32_t kDTiles, uint32_t N>
 MM_DEVICE void pv_lds(FragC (&o)[T][kDTiles], const uint8_t* vst, const FragB (&pb)[T][kKvSub],
                       const uint8_t* kst, FragA (&k0)[N], const float (&r)[T]) {
   FragA v[2][kKvSub];
@@ -364,6 +375,7 @@ MM_DEVICE void pv_lds(FragC (&o)[T][kDTiles], const uint8_t* vst, const FragB (&
     for (uint32_t i = 0; i < T; ++i)
 #pragma unroll
       for (uint32_t t = 0; t < kKvSub; ++t) mm::mma(o[i][dt], v[dt & 1][t], pb[i][t], o[i][dt]);
+    if (kRaise && dt == 0) mm::set_priority<3>();
   }
 }
 
