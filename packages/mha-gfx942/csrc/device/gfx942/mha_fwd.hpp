@@ -198,7 +198,7 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
 #ifdef MHA_B_QK_TAIL
   constexpr bool kBTail = MHA_B_QK_TAIL;
 #else
-  constexpr bool kBTail = R == mm::Round::RTZ;
+  constexpr bool kBTail = R == mm::Round::RTZ || R == mm::Round::RTNA;
 #endif
   constexpr uint32_t kQkEnd = kBTail ? kKvSub - 1 : kKvSub;
   auto qk_first = [&](auto end) {  // the item's first QK: no PV before it to read K subtile 0 during

@@ -371,11 +371,12 @@ MM_DEVICE void pv_lds(FragC (&o)[T][kDTiles], const uint8_t* vst, const FragB (&
       lds_load_k_subtile(k0, kst, 0);
     }
     order_point();
+    if (kRaise && dt == 1) mm::set_priority<3>();  // (here, not after tile 0: the scheduler keeps the
+                                                   // rescale of tile 1 among tile 0's MFMAs)
 #pragma unroll
     for (uint32_t i = 0; i < T; ++i)
 #pragma unroll
       for (uint32_t t = 0; t < kKvSub; ++t) mm::mma(o[i][dt], v[dt & 1][t], pb[i][t], o[i][dt]);
-    if (kRaise && dt == 0) mm::set_priority<3>();
   }
 }
 
