@@ -97,6 +97,18 @@ MM_DEVICE void order_point() {
   mm::sched_barrier();
 }
 
+// In the scheduling region this closes: one LDS read after every `per` MFMAs, `reads` times. The reads of
+// the next-but-one K subtile reuse the registers the region's MFMAs read, so the scheduler otherwise puts them
+// all after the last MFMA, and four reads in a row outlast the previous MFMA (a 4-cycle hole per subtile).
+template <uint32_t reads, uint32_t per>
+MM_DEVICE void spread_reads_among_mfmas() {
+#pragma unroll
+  for (uint32_t j = 0; j < reads; ++j) {
+    __builtin_amdgcn_sched_group_barrier(0x008, per, 0);  // MFMA
+    __builtin_amdgcn_sched_group_barrier(0x100, 1, 0);    // DS read
+  }
+}
+
 // ---- LDS stages (the CTA's shared copy of one kv block) --------------------------------------------
 // Two stages, each one K block (64 rows x 256 B, 16-byte chunk c of row r at chunk c ^ (r % 8): the 16
 // rows x one chunk of a fragment read hit 8 distinct 16-byte bank groups per 8 lanes) and one V_t block
@@ -185,6 +197,7 @@ MM_DEVICE void qk_lds(FragC (&s)[T][kKvSub], const uint8_t* kst, const FragB (&q
 #pragma unroll
   for (uint32_t t = 0; t < kEnd; ++t) {
     if (t + 1 < kKvSub) lds_load_k_subtile(kf[(t + 1) & 1], kst, t + 1);
+    if (t >= 1 && t + 1 < kKvSub) spread_reads_among_mfmas<N / 2, 2 * T>();  // subtile t - 1's MFMAs
     order_point();
 #pragma unroll
     for (uint32_t i = 0; i < T; ++i) s[i][t] = qk_tile(kf[t & 1], q[i]);
