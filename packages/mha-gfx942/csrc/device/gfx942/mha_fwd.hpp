@@ -223,7 +223,13 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
       pv_lds(o, lds + HD::kLdsV + ((i - 1) & 1u) * HD::kVtBlockBytes, p, k_stage(i), kf[0], r);
     }
     if (i < cnt) qk_lds<kQTilesPerWave, HD::kKSteps, decltype(end)::value>(s, k_stage(i), qf, kf);
-    mm::set_priority<0>();
+    if (kBTail && group_b) {
+      // B goes on to the barrier and its deferred subtile at 3: no s_setprio here, so the loop's scalar
+      // bookkeeping shares a scheduling region with the last MFMAs and issues between them, not after them
+      spread_salu_among_mfmas<8>();
+    } else {
+      mm::set_priority<0>();
+    }
   };
   // Interval i: wait for K(i), V_t(i - 1); then (kBTail) group B's deferred QK subtile; group B starts K(i + 1),
   // V_t(i). Under kBTail group B's last K subtile read must be done before the barrier lets the DMA refill its stage.

@@ -109,6 +109,17 @@ MM_DEVICE void spread_reads_among_mfmas() {
   }
 }
 
+// In the scheduling region this closes: one SALU instruction after each of the last `n` MFMAs (a SIMD issues
+// one instruction per 4 cycles, so scalar work left behind the last MFMA delays what follows it).
+template <uint32_t n>
+MM_DEVICE void spread_salu_among_mfmas() {
+#pragma unroll
+  for (uint32_t j = 0; j < n; ++j) {
+    __builtin_amdgcn_sched_group_barrier(0x008, 1, 1);  // MFMA
+    __builtin_amdgcn_sched_group_barrier(0x004, 1, 1);  // SALU
+  }
+}
+
 // ---- LDS stages (the CTA's shared copy of one kv block) --------------------------------------------
 // Two stages, each one K block (64 rows x 256 B, 16-byte chunk c of row r at chunk c ^ (r % 8): the 16
 // rows x one chunk of a fragment read hit 8 distinct 16-byte bank groups per 8 lanes) and one V_t block
