@@ -193,89 +193,84 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
   };
   FragA kf[2][HD::kKSteps];  // K operands of QK: two subtiles (the one in use, the next one being read)
   auto k_stage = [&](uint32_t i) { return lds + (i & 1u) * HD::kKBlockBytes; };
-  // kBTail: group B leaves each QK's last K subtile (16 MFMAs, operands already read) to the next interval, where
-  // they fill the matrix pipe while group A's first V_t reads are in flight (section "Session 7" of the docs).
-#ifdef MHA_B_QK_TAIL
-  constexpr bool kBTail = MHA_B_QK_TAIL;
-#else
-  constexpr bool kBTail = R == mm::Round::RTZ || R == mm::Round::RTNA;
-#endif
-  constexpr uint32_t kQkEnd = kBTail ? kKvSub - 1 : kKvSub;
-  auto qk_first = [&](auto end) {  // the item's first QK: no PV before it to read K subtile 0 during
+  // Group B leaves the last kTailSteps k-steps of each QK's last K subtile (their operands already read) to the
+  // next interval: they fill the matrix pipe after the barrier while group A's first V_t reads are in flight,
+  // and B's loop bookkeeping issues among its last MFMAs before the barrier (section "Session 7" of the docs).
+  constexpr uint32_t kTailSteps = HD::kKSteps / 2;
+  typedef Flag<0> WholeQk;
+  typedef Flag<kTailSteps> GroupBQk;
+  auto qk_first = [&](auto tail) {  // the item's first QK: no PV before it to read K subtile 0 during
     mm::set_priority<3>();
     lds_load_k_subtile(kf[0], k_stage(0), 0);
-    qk_lds<kQTilesPerWave, HD::kKSteps, decltype(end)::value>(s, k_stage(0), qf, kf);
+    qk_lds<kQTilesPerWave, HD::kKSteps, decltype(tail)::value>(s, k_stage(0), qf, kf);
     mm::set_priority<0>();
   };
-  // PV(i - 1) with O's pending rescale, then QK(i) (K subtile 0 read during PV's last tile): one MFMA
-  // phase at priority 3. After the last block (i == cnt) PV only; its K read hits a stale stage, unused.
-  // kBTail: group A's MFMA phase runs at 2, below group B's deferred subtile (3), so that subtile is done
-  // before B's softmax needs it, not interleaved into A's whole phase.
-  auto pv_qk = [&](uint32_t i, auto end) {
+  // PV(i - 1) with O's pending rescale, then QK(i) (K subtile 0 read during PV's last tile): one MFMA phase.
+  // Group B's runs at priority 3 and stays there through the barrier into its deferred k-steps (no s_setprio
+  // at its end, so the loop's scalar work shares a scheduling region with the last MFMAs). Group A's starts
+  // at 2, below those deferred k-steps, so they finish before B's softmax needs them instead of interleaving
+  // with A's whole phase, and goes to 3 at PV's second head-dim tile. After the last block (i == cnt) PV
+  // only; its K read hits a stale stage, unused.
+  auto pv_qk = [&](uint32_t i, auto tail) {
     float r[kQTilesPerWave];
 #pragma unroll
     for (uint32_t t = 0; t < kQTilesPerWave; ++t) r[t] = sm[t].r;
-    if (kBTail && !group_b) {
-      mm::set_priority<2>();
-      pv_lds<true>(o, lds + HD::kLdsV + ((i - 1) & 1u) * HD::kVtBlockBytes, p, k_stage(i), kf[0], r);
-    } else {
+    const uint8_t* vst = lds + HD::kLdsV + ((i - 1) & 1u) * HD::kVtBlockBytes;
+    if (group_b) {
       mm::set_priority<3>();
-      pv_lds(o, lds + HD::kLdsV + ((i - 1) & 1u) * HD::kVtBlockBytes, p, k_stage(i), kf[0], r);
-    }
-    if (i < cnt) qk_lds<kQTilesPerWave, HD::kKSteps, decltype(end)::value>(s, k_stage(i), qf, kf);
-    if (kBTail && group_b) {
-      // B goes on to the barrier and its deferred subtile at 3: no s_setprio here, so the loop's scalar
-      // bookkeeping shares a scheduling region with the last MFMAs and issues between them, not after them
+      pv_lds(o, vst, p, k_stage(i), kf[0], r);
+      if (i < cnt) qk_lds<kQTilesPerWave, HD::kKSteps, decltype(tail)::value>(s, k_stage(i), qf, kf);
       spread_salu_among_mfmas<8>();
     } else {
+      mm::set_priority<2>();
+      pv_lds<true>(o, vst, p, k_stage(i), kf[0], r);
+      if (i < cnt) qk_lds<kQTilesPerWave, HD::kKSteps, decltype(tail)::value>(s, k_stage(i), qf, kf);
       mm::set_priority<0>();
     }
   };
-  // Interval i: wait for K(i), V_t(i - 1); then (kBTail) group B's deferred QK subtile; group B starts K(i + 1),
-  // V_t(i). Under kBTail group B's last K subtile read must be done before the barrier lets the DMA refill its stage.
+  // Interval i: wait for K(i), V_t(i - 1); group B finishes QK(i - 1) and starts K(i + 1), V_t(i). Group B's
+  // reads of its deferred operands must be done before the barrier lets the DMA refill their stage.
   auto refill = [&](uint32_t i) {
-    if (kBTail && group_b) mm::wait_lgkmcnt<0>();
+    if (group_b) mm::wait_lgkmcnt<0>();
     mm::wait_vmcnt<0>();  // this wave's DMAs have landed
     mm::block_sync();     // ... and every wave's; every wave is done with the stages refilled below
     if (group_b) {
-      if (kBTail && i > 0) {
+      if (i > 0) {
         mm::set_priority<3>();
-        qk_tail(s, qf, kf);
+        qk_tail<kTailSteps>(s, qf, kf);
         mm::set_priority<0>();
       }
       if (i + 1 < cnt) dma_k<D>(lds, k_head, k_bytes, kb0 + part + (i + 1) * nparts, ks.row, (i + 1) & 1u, dma_wave);
       if (i < cnt) dma_vt<D>(lds, vr, kb0 + part + i * nparts, i & 1u, dma_wave);
     }
   };
-  typedef Flag<kKvSub> AllSubtiles;
-  typedef Flag<kQkEnd> GroupBSubtiles;
   // One loop per group (two separate loops, so that the register allocator sees two regions, not one
   // loop whose values must sit in the same registers on both paths). No block (an empty window): O = 0, m = -inf.
   if (kFeat && cnt == 0) {
   } else if (!group_b) {
     refill(0);
-    qk_first(AllSubtiles{});
+    qk_first(WholeQk{});
     softmax(0);
     for (uint32_t i = 1; i < cnt; ++i) {
       refill(i);
-      pv_qk(i, AllSubtiles{});
+      pv_qk(i, WholeQk{});
       softmax(i);
     }
     refill(cnt);
-    pv_qk(cnt, AllSubtiles{});
+    pv_qk(cnt, WholeQk{});
   } else {
-    refill(0);  // (kBTail: nothing deferred yet; qk_tail below finishes QK(0) before the first softmax)
-    qk_first(GroupBSubtiles{});
+    refill(0);
+    qk_first(GroupBQk{});
     for (uint32_t i = 1; i < cnt; ++i) {
-      refill(i);  // (kBTail: with QK(i - 1)'s last subtile)
+      refill(i);  // (with QK(i - 1)'s deferred k-steps)
       mm::set_priority<kGroupBSoftmaxPriority>();
       softmax(i - 1);
-      pv_qk(i, GroupBSubtiles{});
+      pv_qk(i, GroupBQk{});
     }
     refill(cnt);
     mm::set_priority<kGroupBSoftmaxPriority>();
     softmax(cnt - 1);
-    pv_qk(cnt, GroupBSubtiles{});
+    pv_qk(cnt, GroupBQk{});
   }
 
 #pragma unroll

@@ -89,6 +89,14 @@ MM_DEVICE FragC qk_tile(const FragA (&k)[N], const FragB (&q)[N]) {
   return s;
 }
 
+// s + the k-steps [j0, j1) of qk_tile (the same MFMAs in the same order: split, the sum is bit for bit the same).
+template <uint32_t j0, uint32_t j1, uint32_t N>
+MM_DEVICE FragC qk_steps(FragC s, const FragA (&k)[N], const FragB (&q)[N]) {
+#pragma unroll
+  for (uint32_t j = j0; j < j1; ++j) mm::mma(s, k[j], q[j], s);
+  return s;
+}
+
 // A point nothing moves across: an empty asm with a memory clobber (no memory access moves across it;
 // sched_barrier alone does not stop LLVM's IR-level sinking of loads to their use) plus a machine-
 // scheduler barrier (no instruction, MFMAs included, moves across it). Emits no instruction.
@@ -202,26 +210,31 @@ MM_DEVICE void lds_load_k_subtile(FragA (&kf)[N], const uint8_t* kst, uint32_t t
 // kf[0] (read by pv_lds during PV's last tile, or by the caller): per 16-row kv subtile t, 4
 // ds_read_b128 feed 8 MFMAs of every q tile; subtile t + 1 is read while subtile t's MFMAs run (two
 // register sets, pinned by order_point: LLVM would otherwise sink the reads to their use).
-// kEnd < kKvSub: the subtiles from kEnd on are left for qk_tail (their operands are read here all the same).
-template <uint32_t T, uint32_t N, uint32_t kEnd = kKvSub>
+// kTail > 0: the last K subtile's last kTail k-steps are left for qk_tail (its operands are read here all the same).
+template <uint32_t T, uint32_t N, uint32_t kTail = 0>
 MM_DEVICE void qk_lds(FragC (&s)[T][kKvSub], const uint8_t* kst, const FragB (&q)[T][N], FragA (&kf)[2][N]) {
 #pragma unroll
-  for (uint32_t t = 0; t < kEnd; ++t) {
+  for (uint32_t t = 0; t < kKvSub; ++t) {
     if (t + 1 < kKvSub) lds_load_k_subtile(kf[(t + 1) & 1], kst, t + 1);
     if (t >= 1 && t + 1 < kKvSub) spread_reads_among_mfmas<N / 2, 2 * T>();  // subtile t - 1's MFMAs
-    order_point();
+    if (t + 1 < kKvSub || kTail < N) order_point();  // (none before a subtile left whole to qk_tail)
+    constexpr uint32_t kSteps = N - kTail;
 #pragma unroll
-    for (uint32_t i = 0; i < T; ++i) s[i][t] = qk_tile(kf[t & 1], q[i]);
+    for (uint32_t i = 0; i < T; ++i) {
+      if (t + 1 < kKvSub || kTail == 0) s[i][t] = qk_tile(kf[t & 1], q[i]);
+      else if (kTail < N) s[i][t] = qk_steps<0, kSteps>(mm::zeros<S16>(), kf[t & 1], q[i]);
+    }
   }
 }
 
-// The last K subtile's MFMAs of a QK that qk_lds<T, N, kKvSub - 1> began: its operands are already in kf,
-// so they need no LDS (group B runs them after the barrier, while group A waits for its first reads).
-template <uint32_t T, uint32_t N>
+// The last kTail k-steps of the last K subtile of a QK that qk_lds<T, N, kTail> began: the operands are already
+// in kf, so they need no LDS (group B runs them after the barrier, while group A waits for its first reads).
+template <uint32_t kTail, uint32_t T, uint32_t N>
 MM_DEVICE void qk_tail(FragC (&s)[T][kKvSub], const FragB (&q)[T][N], FragA (&kf)[2][N]) {
   constexpr uint32_t t = kKvSub - 1;
 #pragma unroll
-  for (uint32_t i = 0; i < T; ++i) s[i][t] = qk_tile(kf[t & 1], q[i]);
+  for (uint32_t i = 0; i < T; ++i)
+    s[i][t] = kTail == N ? qk_tile(kf[t & 1], q[i]) : qk_steps<N - kTail, N>(s[i][t], kf[t & 1], q[i]);
 }
 
 // Scores of kv rows >= skv (in the last, partial block) become -FLT_MAX.
