@@ -196,7 +196,8 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
   // Group B leaves the last kTailSteps k-steps of each QK's last K subtile (their operands already read) to the
   // next interval: they fill the matrix pipe after the barrier while group A's first V_t reads are in flight,
   // and B's loop bookkeeping issues among its last MFMAs before the barrier (section "Session 7" of the docs).
-  constexpr uint32_t kTailSteps = HD::kKSteps / 2;
+  // (Not in the d96 feature kernels: their operands held across the barrier take them past their 176 registers.)
+  constexpr uint32_t kTailSteps = kFeat && D == 96 ? 0 : HD::kKSteps / 2;
   typedef Flag<0> WholeQk;
   typedef Flag<kTailSteps> GroupBQk;
   auto qk_first = [&](auto tail) {  // the item's first QK: no PV before it to read K subtile 0 during
