@@ -16,8 +16,10 @@
 // its VALU phase, and they swap mid-interval. Group B also issues all the DMA (A opens each interval
 // with MFMAs). The softmax only decides O's rescale factor; PV applies it (in the VALU slots between
 // the wave's own MFMAs), so every wave does the same work per block and no wave's rescale delays the
-// barrier. Group B's softmax runs at priority 1, above group A's (kGroupBSoftmaxPriority). Modeled: the matrix
-// pipe is busy ~90 % of the cycles (RTNE, Skv = 8192; 93 % RTZ).
+// barrier. Group B's softmax runs at priority 1, above group A's (kGroupBSoftmaxPriority). Group B leaves the
+// last half of its QK(i)'s last K subtile (operands in registers) for after barrier i + 1, at priority 3: those
+// MFMAs fill the matrix pipe while group A's first V_t reads are in flight, and A's first PV head-dim tile runs
+// at 2 so they finish first. Modeled: the matrix pipe is busy ~96 % of the cycles (RTZ, Skv = 8192; RTNE 91 %).
 //
 // LDS (64 KB = two stages). Stage s: one K block (64 rows x 256 B at s * 16 KB; 16-byte chunk c of row r
 // at chunk c ^ (r % 8), so the 8 lanes of a b128 read group hit 8 different bank groups) and one V_t
