@@ -16,8 +16,10 @@
 // its VALU phase, and they swap mid-interval. Group B also issues all the DMA (A opens each interval
 // with MFMAs). The softmax only decides O's rescale factor; PV applies it (in the VALU slots between
 // the wave's own MFMAs), so every wave does the same work per block and no wave's rescale delays the
-// barrier. Group B's softmax runs at priority 1, above group A's (kGroupBSoftmaxPriority). Modeled: the matrix
-// pipe is busy ~90 % of the cycles (RTNE, Skv = 8192; 93 % RTZ).
+// barrier. Group B's softmax runs at priority 1, above group A's (kGroupBSoftmaxPriority). Group B leaves the
+// last half of its QK(i)'s last K subtile (operands in registers) for after barrier i + 1, at priority 3: those
+// MFMAs fill the matrix pipe while group A's first V_t reads are in flight, and A's first PV head-dim tile runs
+// at 2 so they finish first. Modeled: the matrix pipe is busy ~96 % of the cycles (RTZ, Skv = 8192; RTNE 91 %).
 //
 // LDS (64 KB = two stages). Stage s: one K block (64 rows x 256 B at s * 16 KB; 16-byte chunk c of row r
 // at chunk c ^ (r % 8), so the 8 lanes of a b128 read group hit 8 different bank groups) and one V_t
@@ -78,6 +80,11 @@ constexpr uint32_t kCtaThreads = moonmath::mha::config::kCtaThreads;
 // phase waits on it, not to A's softmax, which has all of B's MFMA phase to finish.
 constexpr int kGroupBSoftmaxPriority = 1;  // (2 models the same: only the order against A matters)
 static_assert(kCtaRows == kWaves * kQTilesPerWave * 16, "one 16-row q tile per wave and slot");
+
+template <uint32_t V>
+struct Flag {  // a compile-time count as a lambda argument
+  static constexpr uint32_t value = V;
+};
 
 struct Strides {
   uint32_t row;    // bytes between consecutive sequence rows
@@ -188,27 +195,54 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
   };
   FragA kf[2][HD::kKSteps];  // K operands of QK: two subtiles (the one in use, the next one being read)
   auto k_stage = [&](uint32_t i) { return lds + (i & 1u) * HD::kKBlockBytes; };
-  auto qk_first = [&]() {  // the item's first QK: no PV before it to read K subtile 0 during
+  // Group B leaves the last kTailSteps k-steps of each QK's last K subtile (their operands already read) to the
+  // next interval: they fill the matrix pipe after the barrier while group A's first V_t reads are in flight,
+  // and B's loop bookkeeping issues among its last MFMAs before the barrier (section "Session 7" of the docs).
+  // (Not in the d96 feature kernels: their operands held across the barrier take them past their 176 registers.)
+  constexpr uint32_t kTailSteps = kFeat && D == 96 ? 0 : HD::kKSteps / 2;
+  typedef Flag<0> WholeQk;
+  typedef Flag<kTailSteps> GroupBQk;
+  auto qk_first = [&](auto tail) {  // the item's first QK: no PV before it to read K subtile 0 during
     mm::set_priority<3>();
     lds_load_k_subtile(kf[0], k_stage(0), 0);
-    qk_lds(s, k_stage(0), qf, kf);
+    qk_lds<kQTilesPerWave, HD::kKSteps, decltype(tail)::value>(s, k_stage(0), qf, kf);
     mm::set_priority<0>();
   };
-  // PV(i - 1) with O's pending rescale, then QK(i) (K subtile 0 read during PV's last tile): one MFMA
-  // phase at priority 3. After the last block (i == cnt) PV only; its K read hits a stale stage, unused.
-  auto pv_qk = [&](uint32_t i) {
+  // PV(i - 1) with O's pending rescale, then QK(i) (K subtile 0 read during PV's last tile): one MFMA phase.
+  // Group B's runs at priority 3 and stays there through the barrier into its deferred k-steps (no s_setprio
+  // at its end, so the loop's scalar work shares a scheduling region with the last MFMAs). Group A's starts
+  // at 2, below those deferred k-steps, so they finish before B's softmax needs them instead of interleaving
+  // with A's whole phase, and goes to 3 at PV's second head-dim tile. After the last block (i == cnt) PV
+  // only; its K read hits a stale stage, unused.
+  auto pv_qk = [&](uint32_t i, auto tail) {
     float r[kQTilesPerWave];
 #pragma unroll
     for (uint32_t t = 0; t < kQTilesPerWave; ++t) r[t] = sm[t].r;
-    mm::set_priority<3>();
-    pv_lds(o, lds + HD::kLdsV + ((i - 1) & 1u) * HD::kVtBlockBytes, p, k_stage(i), kf[0], r);
-    if (i < cnt) qk_lds(s, k_stage(i), qf, kf);
-    mm::set_priority<0>();
+    const uint8_t* vst = lds + HD::kLdsV + ((i - 1) & 1u) * HD::kVtBlockBytes;
+    if (group_b) {
+      mm::set_priority<3>();
+      pv_lds(o, vst, p, k_stage(i), kf[0], r);
+      if (i < cnt) qk_lds<kQTilesPerWave, HD::kKSteps, decltype(tail)::value>(s, k_stage(i), qf, kf);
+      spread_salu_among_mfmas<8>();
+    } else {
+      mm::set_priority<2>();
+      pv_lds<true>(o, vst, p, k_stage(i), kf[0], r);
+      if (i < cnt) qk_lds<kQTilesPerWave, HD::kKSteps, decltype(tail)::value>(s, k_stage(i), qf, kf);
+      mm::set_priority<0>();
+    }
   };
-  auto refill = [&](uint32_t i) {  // interval i: wait for K(i), V_t(i - 1); group B starts K(i + 1), V_t(i)
+  // Interval i: wait for K(i), V_t(i - 1); group B finishes QK(i - 1) and starts K(i + 1), V_t(i). Group B's
+  // reads of its deferred operands must be done before the barrier lets the DMA refill their stage.
+  auto refill = [&](uint32_t i) {
+    if (group_b) mm::wait_lgkmcnt<0>();
     mm::wait_vmcnt<0>();  // this wave's DMAs have landed
     mm::block_sync();     // ... and every wave's; every wave is done with the stages refilled below
     if (group_b) {
+      if (i > 0) {
+        mm::set_priority<3>();
+        qk_tail<kTailSteps>(s, qf, kf);
+        mm::set_priority<0>();
+      }
       if (i + 1 < cnt) dma_k<D>(lds, k_head, k_bytes, kb0 + part + (i + 1) * nparts, ks.row, (i + 1) & 1u, dma_wave);
       if (i < cnt) dma_vt<D>(lds, vr, kb0 + part + i * nparts, i & 1u, dma_wave);
     }
@@ -218,28 +252,28 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
   if (kFeat && cnt == 0) {
   } else if (!group_b) {
     refill(0);
-    qk_first();
+    qk_first(WholeQk{});
     softmax(0);
     for (uint32_t i = 1; i < cnt; ++i) {
       refill(i);
-      pv_qk(i);
+      pv_qk(i, WholeQk{});
       softmax(i);
     }
     refill(cnt);
-    pv_qk(cnt);
+    pv_qk(cnt, WholeQk{});
   } else {
     refill(0);
-    qk_first();
+    qk_first(GroupBQk{});
     for (uint32_t i = 1; i < cnt; ++i) {
-      refill(i);
+      refill(i);  // (with QK(i - 1)'s deferred k-steps)
       mm::set_priority<kGroupBSoftmaxPriority>();
       softmax(i - 1);
-      pv_qk(i);
+      pv_qk(i, GroupBQk{});
     }
     refill(cnt);
     mm::set_priority<kGroupBSoftmaxPriority>();
     softmax(cnt - 1);
-    pv_qk(cnt);
+    pv_qk(cnt, GroupBQk{});
   }
 
 #pragma unroll

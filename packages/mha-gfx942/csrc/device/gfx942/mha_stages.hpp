@@ -22,6 +22,9 @@
 //                      new max (decided in-lane, bit for bit the eager max), and O's rescale factor is
 //                      handed to pv_lds, which applies it just before PV adds to O;
 //   mul_cols_unpacked  mul_cols as single-rate v_mul_f32 (packed f32 ops stall beside MFMAs);
+//   qk_steps / qk_tail part of a QK's k-steps, for group B's MFMAs deferred past the barrier;
+//   spread_reads_among_mfmas / spread_salu_among_mfmas  sched_group_barrier orders that keep LDS reads and
+//                      scalar work between MFMAs (each instruction takes one of the SIMD's 4-cycle issue slots);
 #pragma once
 #include "gfx942/mha_config.hpp"
 #include "moonmath/tile.hpp"
@@ -89,12 +92,43 @@ MM_DEVICE FragC qk_tile(const FragA (&k)[N], const FragB (&q)[N]) {
   return s;
 }
 
+// s + the k-steps [j0, j1) of qk_tile (the same MFMAs in the same order: split, the sum is bit for bit the same).
+template <uint32_t j0, uint32_t j1, uint32_t N>
+MM_DEVICE FragC qk_steps(FragC s, const FragA (&k)[N], const FragB (&q)[N]) {
+#pragma unroll
+  for (uint32_t j = j0; j < j1; ++j) mm::mma(s, k[j], q[j], s);
+  return s;
+}
+
 // A point nothing moves across: an empty asm with a memory clobber (no memory access moves across it;
 // sched_barrier alone does not stop LLVM's IR-level sinking of loads to their use) plus a machine-
 // scheduler barrier (no instruction, MFMAs included, moves across it). Emits no instruction.
 MM_DEVICE void order_point() {
   asm volatile("" ::: "memory");
   mm::sched_barrier();
+}
+
+// In the scheduling region this closes: one LDS read after every `per` MFMAs, `reads` times. The reads of
+// the next-but-one K subtile reuse the registers the region's MFMAs read, so the scheduler otherwise puts them
+// all after the last MFMA, and four reads in a row outlast the previous MFMA (a 4-cycle hole per subtile).
+template <uint32_t reads, uint32_t per>
+MM_DEVICE void spread_reads_among_mfmas() {
+#pragma unroll
+  for (uint32_t j = 0; j < reads; ++j) {
+    __builtin_amdgcn_sched_group_barrier(0x008, per, 0);  // MFMA
+    __builtin_amdgcn_sched_group_barrier(0x100, 1, 0);    // DS read
+  }
+}
+
+// In the scheduling region this closes: one SALU instruction after each of the last `n` MFMAs (a SIMD issues
+// one instruction per 4 cycles, so scalar work left behind the last MFMA delays what follows it).
+template <uint32_t n>
+MM_DEVICE void spread_salu_among_mfmas() {
+#pragma unroll
+  for (uint32_t j = 0; j < n; ++j) {
+    __builtin_amdgcn_sched_group_barrier(0x008, 1, 1);  // MFMA
+    __builtin_amdgcn_sched_group_barrier(0x004, 1, 1);  // SALU
+  }
 }
 
 // ---- LDS stages (the CTA's shared copy of one kv block) --------------------------------------------
@@ -179,15 +213,31 @@ MM_DEVICE void lds_load_k_subtile(FragA (&kf)[N], const uint8_t* kst, uint32_t t
 // kf[0] (read by pv_lds during PV's last tile, or by the caller): per 16-row kv subtile t, 4
 // ds_read_b128 feed 8 MFMAs of every q tile; subtile t + 1 is read while subtile t's MFMAs run (two
 // register sets, pinned by order_point: LLVM would otherwise sink the reads to their use).
-template <uint32_t T, uint32_t N>
+// kTail > 0: the last K subtile's last kTail k-steps are left for qk_tail (its operands are read here all the same).
+template <uint32_t T, uint32_t N, uint32_t kTail = 0>
 MM_DEVICE void qk_lds(FragC (&s)[T][kKvSub], const uint8_t* kst, const FragB (&q)[T][N], FragA (&kf)[2][N]) {
 #pragma unroll
   for (uint32_t t = 0; t < kKvSub; ++t) {
     if (t + 1 < kKvSub) lds_load_k_subtile(kf[(t + 1) & 1], kst, t + 1);
-    order_point();
+    if (t >= 1 && t + 1 < kKvSub) spread_reads_among_mfmas<N / 2, 2 * T>();  // subtile t - 1's MFMAs
+    if (t + 1 < kKvSub || kTail < N) order_point();  // (none before a subtile left whole to qk_tail)
+    constexpr uint32_t kSteps = N - kTail;
 #pragma unroll
-    for (uint32_t i = 0; i < T; ++i) s[i][t] = qk_tile(kf[t & 1], q[i]);
+    for (uint32_t i = 0; i < T; ++i) {
+      if (t + 1 < kKvSub || kTail == 0) s[i][t] = qk_tile(kf[t & 1], q[i]);
+      else if (kTail < N) s[i][t] = qk_steps<0, kSteps>(mm::zeros<S16>(), kf[t & 1], q[i]);
+    }
   }
+}
+
+// The last kTail k-steps of the last K subtile of a QK that qk_lds<T, N, kTail> began: the operands are already
+// in kf, so they need no LDS (group B runs them after the barrier, while group A waits for its first reads).
+template <uint32_t kTail, uint32_t T, uint32_t N>
+MM_DEVICE void qk_tail(FragC (&s)[T][kKvSub], const FragB (&q)[T][N], FragA (&kf)[2][N]) {
+  constexpr uint32_t t = kKvSub - 1;
+#pragma unroll
+  for (uint32_t i = 0; i < T; ++i)
+    s[i][t] = kTail == N ? qk_tile(kf[t & 1], q[i]) : qk_steps<N - kTail, N>(s[i][t], kf[t & 1], q[i]);
 }
 
 // Scores of kv rows >= skv (in the last, partial block) become -FLT_MAX.
@@ -343,7 +393,8 @@ MM_DEVICE void lds_load_vt_dtile(FragA (&v)[kKvSub], const uint8_t* vst, uint32_
 // head-dim tile ahead of its MFMAs, in the VALU slots between this wave's own MFMAs: the rescale then
 // costs every wave the same 64 v_mul_f32 per block instead of a burst in the softmax of some waves,
 // which delayed the barrier for all (modeled, RTNE: 75.0 -> 70.4 cycles per key).
-template <uint32_t T, uint32_t kDTiles, uint32_t N>
+// kRaise: the caller entered at a lower priority; the wave goes to 3 once its first tile's MFMAs are issued.
+template <bool kRaise = false, uint32_t T, uint32_t kDTiles, uint32_t N>
 MM_DEVICE void pv_lds(FragC (&o)[T][kDTiles], const uint8_t* vst, const FragB (&pb)[T][kKvSub],
                       const uint8_t* kst, FragA (&k0)[N], const float (&r)[T]) {
   FragA v[2][kKvSub];
@@ -360,6 +411,8 @@ MM_DEVICE void pv_lds(FragC (&o)[T][kDTiles], const uint8_t* vst, const FragB (&
       lds_load_k_subtile(k0, kst, 0);
     }
     order_point();
+    if (kRaise && dt == 1) mm::set_priority<3>();  // (here, not after tile 0: the scheduler keeps the
+                                                   // rescale of tile 1 among tile 0's MFMAs)
 #pragma unroll
     for (uint32_t i = 0; i < T; ++i)
 #pragma unroll
