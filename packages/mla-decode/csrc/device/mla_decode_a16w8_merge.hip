@@ -31,6 +31,16 @@ constexpr uint32_t kMaxWaves = 8;  // waves per workgroup: max(4, wpr), wpr in {
 constexpr uint32_t kStateFloats = kLat + 4;  // one wave's published state: 512 sums, then m, l, ln
 constexpr uint32_t kUnroll = 4;
 
+// The logical block of hardware workgroup `blk` of `grid`: the dispatcher deals workgroups to the 8 XCDs in
+// turn (workgroup i on XCD i % 8), so consecutive logical blocks -- consecutive rows, whose (m, l, ln) of a
+// part share a 128-byte line (8 rows of 16 bytes) -- are put on one XCD, where its L2 serves the line once
+// instead of once per XCD. A bijection on [0, grid): the last grid % 8 workgroups keep their index.
+MM_DEVICE uint32_t xcd_block_order(uint32_t blk, uint32_t grid) {
+  constexpr uint32_t kXcds = 8;
+  const uint32_t per = grid / kXcds;
+  return blk < per * kXcds ? (blk % kXcds) * per + blk / kXcds : blk;
+}
+
 struct MergeState {
   float m = -__builtin_inff();
   float l = 0.f, ln = 0.f;
@@ -120,7 +130,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
   const uint32_t cs_log2 = (flags & mla::kFlagMergeQuarters) ? 2u : 0u, cs = 1u << cs_log2;
   const uint32_t wave = mm::wave_id();
   const uint32_t waves = mm::block_dim_x() / 64u;
-  const uint32_t unit_id = mm::block_id_x() * (waves / wpr) + wave / wpr;  // (row, column block)
+  const uint32_t unit_id = xcd_block_order(mm::block_id_x(), mm::grid_dim_x()) * (waves / wpr) + wave / wpr;  // (row, column block)
   const uint32_t row = unit_id >> cs_log2, cblk = unit_id & (cs - 1u);
   const uint32_t sub = wave % wpr;
   const bool valid = row < rows;  // uniform per wave; the workgroup still meets at the barrier
@@ -173,6 +183,10 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
     const mm::u32x4 mt = k0 == 0 ? meta0 : meta_of(k0);
     const float l = mm::bit_cast<float>(mt[1]);
     m_max = __builtin_fmaxf(m_max, l != 0.f ? mm::bit_cast<float>(mt[0]) : -__builtin_inff());
+    // the load's unused 4th word stays allocated until here: otherwise its register is reused for the O
+    // addresses right after the load, and the write-after-write wait (s_waitcnt vmcnt(0)) holds the first O
+    // loads behind the (m, l, ln) round trip (930 cycles of a merge wave at (8, 8192) on the timing model)
+    asm volatile("" ::"v"(mt[3]));
   }
   m_max = mm::uniform(mm::wave_max(m_max));
   st.m = m_max;
