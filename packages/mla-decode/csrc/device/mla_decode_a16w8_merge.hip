@@ -16,8 +16,11 @@
 // cost. Wave s of a unit takes the row's parts p = s, s + wpr, ...: it reads their (m, l, ln) one part per
 // lane, so its max and weights cost a few instructions per 64 parts, then sums w_p O_p in part order
 // (lane: 8 consecutive columns, two 16-byte loads and eight FMAs per part, four loads in flight; the first
-// four go out with the (m, l, ln) load, before the weights are known, so they cost no round trip of their
-// own: on the timing model (8, 8192) 14.1 -> 12.3 us, (32, 8192) 15.2 -> 13.1); with
+// four are issued right after the (m, l, ln) load, before the weights are known: on the timing model (8, 8192)
+// 14.1 -> 12.3 us, (32, 8192) 15.2 -> 13.1 when it landed. As compiled now, the (m, l, ln) load's unused 4th
+// word shares a register with the O addresses, so an s_waitcnt vmcnt(0) separates the two; forcing the overlap
+// (keeping that word live) measured slower, (8, 8192) 13.0 -> 13.2 us, gfx950 a8w8 (4, 1024) 6.5 -> 7.2: the
+// first O loads then also wait for every wave's (m, l, ln) in the CU's HBM queue); with
 // wpr > 1 wave 0 of the unit then folds the others' (M, L, Ln, sums) in wave order through LDS. The
 // result equals the formula above up to fp32
 // rounding. Fixed order for a given nparts everywhere: deterministic, no atomics.
@@ -183,10 +186,6 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
     const mm::u32x4 mt = k0 == 0 ? meta0 : meta_of(k0);
     const float l = mm::bit_cast<float>(mt[1]);
     m_max = __builtin_fmaxf(m_max, l != 0.f ? mm::bit_cast<float>(mt[0]) : -__builtin_inff());
-    // the load's unused 4th word stays allocated until here: otherwise its register is reused for the O
-    // addresses right after the load, and the write-after-write wait (s_waitcnt vmcnt(0)) holds the first O
-    // loads behind the (m, l, ln) round trip (930 cycles of a merge wave at (8, 8192) on the timing model)
-    asm volatile("" ::"v"(mt[3]));
   }
   m_max = mm::uniform(mm::wave_max(m_max));
   st.m = m_max;
