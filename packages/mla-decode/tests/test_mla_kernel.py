@@ -112,6 +112,20 @@ def test_split_counts_agree(nparts, variant):
     check_close(o, lse, ro, rlse)
 
 
+@pytest.mark.parametrize("B,H,q_len,grid", [(1, 16, 1, 4), (2, 16, 4, 32), (3, 12, 2, 18), (5, 16, 1, 20)])
+def test_merge_block_order_covers_every_row(B, H, q_len, grid):
+    """The merge deals its logical blocks to hardware workgroups XCD by XCD (xcd_block_order in
+    mla_decode_a16w8_merge.hip): grids below 8 workgroups, a multiple of 8, and with a remainder of 2 or 4
+    (those last workgroups keep their index). Every row is written once, with the reference's answer."""
+    lens = [60 + 37 * b for b in range(B)]
+    case = make_case(B, H, q_len, lens, seed=B * 7 + H)
+    plan = mk.make_plan(B, H, q_len, max(lens), nparts=3, variant="ws")
+    assert (plan.merge_cs, plan.merge_wpr, plan.merge_grid) == (1, 1, grid)
+    o, lse = call("emu", case, nparts=3, variant="ws")
+    ro, rlse = call("reference", case)
+    check_close(o, lse, ro, rlse)
+
+
 @pytest.mark.parametrize("nparts,cs,wpr", [(40, 1, 4), (100, 4, 2), (300, 4, 8), (600, 4, 8)])
 def test_wide_merge(nparts, cs, wpr):
     """Long part lists: the merge gives a row 4 column blocks (cs) of wpr waves each, in 4- and 8-wave
