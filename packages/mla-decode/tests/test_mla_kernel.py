@@ -112,30 +112,53 @@ def test_split_counts_agree(nparts, variant):
     check_close(o, lse, ro, rlse)
 
 
-@pytest.mark.parametrize("B,H,q_len,grid", [(1, 16, 1, 4), (2, 16, 4, 32), (3, 12, 2, 18), (5, 16, 1, 20)])
-def test_merge_block_order_covers_every_row(B, H, q_len, grid):
+def merge_shaped(plan, cs, wpr):
+    """``plan`` with its merge forced to cs column blocks of wpr waves per row (the planner spreads a small
+    batch's merge; the by-nparts shapes stay what large batches launch)."""
+    import dataclasses
+
+    return dataclasses.replace(plan, merge_cs=cs, merge_wpr=wpr,
+                               merge_grid=-(-(plan.batch * plan.q_len * plan.heads * cs * wpr) // max(4, wpr)))
+
+
+def call_plan(case, plan):
+    T, H, _ = case["q_lat"].shape
+    o = torch.full((T, H, 512), float("nan"), dtype=torch.bfloat16)
+    l_out = torch.full((T, H), float("nan"), dtype=torch.float32)
+    with use_backend("emu"):
+        mk.run(case["q_lat"], case["q_pe"], case["kv_pool"], o, case["seq_lens"], case["kv_indices"],
+               case["kv_indptr"], SCALE, KV_SCALE, lse=l_out, glen=case["glen"], plan=plan)
+    return o, l_out
+
+
+@pytest.mark.parametrize("B,H,q_len,cs,grid", [(1, 16, 1, 1, 4), (2, 16, 4, 1, 32), (3, 12, 2, 1, 18),
+                                                (5, 16, 1, 1, 20), (3, 12, 2, 4, 72)])
+def test_merge_block_order_covers_every_row(B, H, q_len, cs, grid):
     """The merge deals its logical blocks to hardware workgroups XCD by XCD (xcd_block_order in
     mla_decode_a16w8_merge.hip): grids below 8 workgroups, a multiple of 8, and with a remainder of 2 or 4
-    (those last workgroups keep their index). Every row is written once, with the reference's answer."""
+    (those last workgroups keep their index), whole rows and quarters. Every row is written once, with the
+    reference's answer."""
     lens = [60 + 37 * b for b in range(B)]
     case = make_case(B, H, q_len, lens, seed=B * 7 + H)
-    plan = mk.make_plan(B, H, q_len, max(lens), nparts=3, variant="ws")
-    assert (plan.merge_cs, plan.merge_wpr, plan.merge_grid) == (1, 1, grid)
-    o, lse = call("emu", case, nparts=3, variant="ws")
+    plan = merge_shaped(mk.make_plan(B, H, q_len, max(lens), nparts=3, variant="ws"), cs, 1)
+    assert plan.merge_grid == grid
+    o, lse = call_plan(case, plan)
     ro, rlse = call("reference", case)
     check_close(o, lse, ro, rlse)
 
 
-@pytest.mark.parametrize("nparts,cs,wpr", [(40, 1, 4), (100, 4, 2), (300, 4, 8), (600, 4, 8)])
+@pytest.mark.parametrize("nparts,cs,wpr", [(40, 1, 4), (100, 4, 2), (300, 4, 8), (600, 4, 8), (40, 4, 8)])
 def test_wide_merge(nparts, cs, wpr):
-    """Long part lists: the merge gives a row 4 column blocks (cs) of wpr waves each, in 4- and 8-wave
-    workgroups with their state in dynamic LDS; some parts of the short request are empty. Same answer
-    as the reference."""
+    """Long part lists: the merge gives a row cs column blocks of wpr waves each, in 4- and 8-wave workgroups
+    with their state in dynamic LDS; some parts of the short request are empty. Same answer as the reference.
+    (40, 4, 8) is the planner's own spread shape for this batch (B 2, 32 rows: 256 workgroups)."""
     lens = [9000 if nparts > 300 else 2000, 150]
     case = make_case(2, 16, 1, lens, seed=nparts)
-    plan = mk.make_plan(2, 16, 1, sum(lens) // 2, nparts=nparts, variant="ws")
-    assert (plan.merge_cs, plan.merge_wpr, plan.merge_block) == (cs, wpr, 64 * max(4, wpr))
-    o, lse = call("emu", case, nparts=nparts, variant="ws")
+    plan = merge_shaped(mk.make_plan(2, 16, 1, sum(lens) // 2, nparts=nparts, variant="ws"), cs, wpr)
+    assert plan.merge_block == 64 * max(4, wpr)
+    if (nparts, cs) == (40, 4):
+        assert plan == mk.make_plan(2, 16, 1, sum(lens) // 2, nparts=nparts, variant="ws")
+    o, lse = call_plan(case, plan)
     ro, rlse = call("reference", case)
     check_close(o, lse, ro, rlse)
 

@@ -215,9 +215,9 @@ struct Plan {
   int64_t waves = 0;          // B * nparts * ceil(n_rt / 4) * 8
   int64_t grid = 0;           // workgroups of the main kernel (kBlockThreads each) = waves / 4
   int64_t block = kBlockThreads;
-  int64_t merge_grid = 0;     // workgroups of the merge kernel: ceil(rows * merge_wpr / 4) (0: no merge)
-  int64_t merge_wpr = 0;      // merge waves per row (merge_waves_per_row(nparts); 0: no merge)
-  int64_t merge_cs = 0;       // merge column blocks per row (merge_column_blocks(nparts); 0: no merge)
+  int64_t merge_grid = 0;     // workgroups of the merge kernel (spread_merge_shape; 0: no merge)
+  int64_t merge_wpr = 0;      // merge waves per (row, column block) (spread_merge_shape; 0: no merge)
+  int64_t merge_cs = 0;       // merge column blocks per row (spread_merge_shape; 0: no merge)
   bool balanced = false;      // parts shared out by request length on the device (balance_split)
   int64_t ws_o_floats = 0;    // workspace: partial O, [B*rows, nparts, 512] fp32 (ws: fp16, half the floats)
   int64_t ws_ml_floats = 0;   // workspace: partial (m, l, ln, 0), [B*rows, nparts, 4] fp32
@@ -364,10 +364,12 @@ inline double kernel_plan_cost(const KernelCost& kc, int64_t batch, int64_t head
   return cost;
 }
 
-// Modelled time (ns) of an a16w8 (ws kernel) launch with `nparts` parts.
+// Modelled time (ns) of an a16w8 (ws kernel) launch with `nparts` parts. Its merge is spread over the CUs like
+// the KV-format kernels' (seventh session: with merge_shape alone a small batch's merge ran on few workgroups --
+// gfx950 (4, 1024), 22 parts, 64 rows: 32 workgroups, 6.7 us on the timing model; spread, 256: 5.2 us).
 inline double plan_cost(int64_t batch, int64_t heads, int64_t q_len, int64_t len, int64_t nparts,
                         int64_t cus = kDefaultCus, const Machine& mc = kGfx942) {
-  return kernel_plan_cost(kernel_cost(mc.arch, "ws"), batch, heads, q_len, len, nparts, cus, Variant::kWs, mc);
+  return kernel_plan_cost(kernel_cost(mc.arch, "ws"), batch, heads, q_len, len, nparts, cus, Variant::kWs, mc, true);
 }
 
 // A KV-format kernel's launch shape: "<format>_w1" is a wave per (request, part), else a 4-wave workgroup
@@ -446,10 +448,11 @@ inline Plan plan(int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint =
   p.grid = launch_grid(batch, p.n_rt, p.nparts, best_v);
   p.block = best_v == Variant::kWs ? 64 * kWsWaves : kBlockThreads;
   if (p.nparts > 1) {
-    p.merge_wpr = merge_waves_per_row(p.nparts);
+    const MergeShape ms = spread_merge_shape(total_rows, p.nparts, cus);  // the shape plan_cost priced
+    p.merge_wpr = ms.wpr;
     p.balanced = balance_split(batch, p.nparts);
-    p.merge_cs = merge_column_blocks(p.nparts);
-    p.merge_grid = ceil_div(total_rows * p.merge_cs * p.merge_wpr, merge_block_waves(p.merge_wpr));
+    p.merge_cs = ms.cs;
+    p.merge_grid = ms.grid;
     // the ws kernel's partial O is fp16: two per float of the workspace
     p.ws_o_floats = total_rows * p.nparts * kLat / (best_v == Variant::kWs && ws_half_partials(p.nparts) ? 2 : 1);
     p.ws_ml_floats = total_rows * p.nparts * 4;
