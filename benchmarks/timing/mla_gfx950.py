@@ -150,8 +150,9 @@ def _plan(fmt: str, B: int, S: int, nparts: int | None = None, variant: str | No
     return formats.make_plan(fmt, B, pm.HEADS, Q_LEN, S, nparts=nparts, arch=ARCH, kv_waves=kv_waves)
 
 
-def _capture(fmt: str, B: int, S: int, plan) -> list[dict]:
-    """The op's launches at (B, S) under `plan`, recorded, not run."""
+def _capture(fmt: str, B: int, S: int, plan, run: bool = False) -> list[dict]:
+    """The op's launches at (B, S) under `plan`, recorded; `run`: also run (every launch), so a merge's recorded
+    workspace holds the decode's partials, not torch.empty's leftovers (mla._ours_capture)."""
     from moonmath_common import use_arch, use_backend
     from moonmath_mla_decode import formats
     from moonmath_mla_decode import kernel as K
@@ -162,7 +163,8 @@ def _capture(fmt: str, B: int, S: int, plan) -> list[dict]:
     o = torch.empty_like(x["q_lat"])
     tail = (x["seq_lens"], x["kv_indices"], x["kv_indptr"])
     c_qk = (pm.LAT + pm.ROPE) ** -0.5 * x["kv_scale"] / math.log(2.0)
-    with use_backend("emu"), use_arch(ARCH), captured(K.KERNELS) as seen:
+    names = tuple(L["kernel"] for L in _capture(fmt, B, S, plan)) if run else ()
+    with use_backend("emu"), use_arch(ARCH), captured(K.KERNELS, run_first=names) as seen:
         if fmt == "a16w8":
             K.run(x["q_lat"], x["q_pe"], x["pool"], o, *tail, (pm.LAT + pm.ROPE) ** -0.5, x["kv_scale"], plan=plan)
         else:
@@ -196,7 +198,7 @@ def ours_shape(fmt: str, B: int, S: int, cfg: dict, f_hz: float, nparts: int | N
         # the merge at the real batch and plan (parts of 4 tiles): its grid, workgroups per CU, XCD block order
         # and the balanced split's locate are the real launch's (a one-request sample skipped that locate:
         # a8w8 (4, 1024) 6.0 us sampled so, 6.5 at the real batch)
-        mseen = _capture(fmt, B, real.nparts * GRAN * 4, real)
+        mseen = _capture(fmt, B, real.nparts * GRAN * 4, real, run=True)
         mer = m942._ours_round(mseen[-1], real.merge_grid, cfg)
         parts["merge"] = timing.kernel_time(real.merge_grid, mer["wg_cycles"], mer["per_cu"], ccfg)
     return {"seconds": sum(p["seconds"] for p in parts.values()),
