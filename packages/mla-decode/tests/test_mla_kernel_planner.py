@@ -222,11 +222,10 @@ def test_format_workgroups_run_in_whole_rounds():
 def test_format_merge_spreads_over_the_cus():
     """formats.make_plan spreads a split's merge until its workgroups fill the CUs where the a16w8 rule leaves
     them idle (B 4, H 16, 22 parts: 32 workgroups of 2 rows -> one per (row, quarter of the columns), 4 waves
-    each); a merge that already fills them keeps the a16w8 shape."""
-    from moonmath_mla_decode import formats
+    each); a merge that already fills them keeps the by-nparts shape. a16w8's plans (kernel.make_plan) take the
+    same rule."""
+    from moonmath_mla_decode import _C, formats
     from moonmath_mla_decode import kernel as mk
-
-    from moonmath_mla_decode import _C
 
     cus = mk.cu_count("gfx950")
     # the by-nparts shape: 32 workgroups of 2 rows, fewer than the CUs

@@ -37,8 +37,8 @@
 //   cost      = max(t_compute, t_memory) + (nparts > 1 ? t_merge : 0)
 //   balanced split (balance_split: 1 < B <= 64 and nparts > 1): part_cycles and the merge wave's
 //               cycles grow by balance_request_cycles * B (0 now: located lane-parallel)
-//   t_merge   = kMergeLaunchNs + max(t_issue, merge_bytes / merge_bw), with cs = merge_column_blocks,
-//               wpr = merge_waves_per_row, iters = ceil(nparts / (4 * cs * wpr)),
+//   t_merge   = kMergeLaunchNs + max(t_issue, merge_bytes / merge_bw), with (cs, wpr) = spread_merge_shape
+//               (every kernel's, a16w8's too), iters = ceil(nparts / (4 * cs * wpr)),
 //               t_issue = ceil(B * q_len * H * cs * wpr / (cus * 4)) * (iters * (kHbmLatencyNs +
 //               merge_iter_cycles / clock) + merge_wave_cycles / clock), merge_bytes = every part's
 //               O and (m, l, ln) read and o written, merge_bw as bw over the merge's workgroups
