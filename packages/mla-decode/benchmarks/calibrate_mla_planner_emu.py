@@ -46,7 +46,7 @@ def run(B, S, H, q_len, nparts, variant, balanced=None):
     if nparts > 1:  # the merge in its by-nparts shape (whole rows, merge_waves_per_row waves each), whatever the
         # spread the plan would launch: merge_wave/iter_cycles are one such wave's, which merge_cost scales
         wpr = _C.merge_waves_per_row(nparts)
-        plan = dataclasses.replace(plan, merge_cs=1, merge_wpr=wpr,
+        plan = dataclasses.replace(plan, merge_cs=1, merge_wpr=wpr, merge_waves=0,
                                    merge_grid=-(-(B * q_len * H * wpr) // max(4, wpr)))
     with use_backend("emu"):
         return mk.run(q_lat, q_pe, pool, o, lens, idx, ip, 576 ** -0.5, 1 / 32, lse=lse, plan=plan)

@@ -218,6 +218,7 @@ struct Plan {
   int64_t merge_grid = 0;     // workgroups of the merge kernel (spread_merge_shape; 0: no merge)
   int64_t merge_wpr = 0;      // merge waves per (row, column block) (spread_merge_shape; 0: no merge)
   int64_t merge_cs = 0;       // merge column blocks per row (spread_merge_shape; 0: no merge)
+  int64_t merge_waves = 0;    // waves per merge workgroup (spread_merge_shape; 0: no merge)
   bool balanced = false;      // parts shared out by request length on the device (balance_split)
   int64_t ws_o_floats = 0;    // workspace: partial O, [B*rows, nparts, 512] fp32 (ws: fp16, half the floats)
   int64_t ws_ml_floats = 0;   // workspace: partial (m, l, ln, 0), [B*rows, nparts, 4] fp32
@@ -286,23 +287,34 @@ inline bool balance_split(int64_t batch, int64_t nparts) { return nparts > 1 && 
 // CU's merge time is its workgroups' bytes over its HBM share: fewer bytes per workgroup, shorter merge.
 struct MergeShape {
   int64_t cs, wpr, grid;
+  int64_t waves;  // per workgroup: merge_block_waves(wpr), or 1 (one (row, quarter) per one-wave workgroup)
 };
 inline int64_t merge_grid(int64_t total_rows, int64_t cs, int64_t wpr) {
   return ceil_div(total_rows * cs * wpr, merge_block_waves(wpr));
 }
 inline MergeShape merge_shape(int64_t total_rows, int64_t nparts) {
   const int64_t cs = merge_column_blocks(nparts), wpr = merge_waves_per_row(nparts);
-  return {cs, wpr, merge_grid(total_rows, cs, wpr)};
+  return {cs, wpr, merge_grid(total_rows, cs, wpr), merge_block_waves(wpr)};
 }
 inline MergeShape spread_merge_shape(int64_t total_rows, int64_t nparts, int64_t cus) {
   const MergeShape a = merge_shape(total_rows, nparts);
-  if (nparts <= 1 || a.grid >= cus) return a;
+  if (nparts <= 1) return a;
+  if (a.grid >= cus) {
+    // Whole rows already fill the CUs, but unevenly (the busiest CU carries ceil(grid / cus) workgroups): one
+    // (row, quarter) per one-wave workgroup evens the bytes out (7 quarter rows instead of 2 rows) and drops
+    // the cross-wave fold, where that puts no more waves on a CU than the whole rows did (seventh session,
+    // timing model: gfx942 (8, 8192), 37 parts, 14.5 -> 12.2 us; at 14 waves per CU against 8, (16, 150000),
+    // or 16 against 4, gfx950 a8w8 (64, 1024) 5.3 -> 7.6, it is not taken).
+    const int64_t quarters = 4 * total_rows;
+    if (a.cs == 1 && ceil_div(quarters, cus) <= ceil_div(a.grid, cus) * a.waves) return {4, 1, quarters, 1};
+    return a;
+  }
   int64_t wpr = a.cs == 1 ? 1 : a.wpr;
   while (merge_grid(total_rows, 4, wpr) < cus && wpr < 8 && 4 * wpr < nparts) wpr *= 2;
   const int64_t grid = merge_grid(total_rows, 4, wpr);
   // past one round of the CUs the spread only adds waves: (32, 1024) a8w8, 6 parts, 512 rows: 128 workgroups
   // of 4 rows 7.2 us on the timing model, 512 of a (row, quarter) 10.1 us
-  return grid <= a.grid || grid > cus ? a : MergeShape{4, wpr, grid};
+  return grid <= a.grid || grid > cus ? a : MergeShape{4, wpr, grid, merge_block_waves(wpr)};
 }
 
 inline double merge_cost(int64_t total_rows, int64_t nparts, int64_t cus, double extra_wave_cycles = 0.0,
@@ -453,6 +465,7 @@ inline Plan plan(int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint =
     p.balanced = balance_split(batch, p.nparts);
     p.merge_cs = ms.cs;
     p.merge_grid = ms.grid;
+    p.merge_waves = ms.waves;
     // the ws kernel's partial O is fp16: two per float of the workspace
     p.ws_o_floats = total_rows * p.nparts * kLat / (best_v == Variant::kWs && ws_half_partials(p.nparts) ? 2 : 1);
     p.ws_ml_floats = total_rows * p.nparts * 4;

@@ -86,11 +86,13 @@ class DecodePlan:
     balanced: bool = False  # the B * nparts parts are shared out by request length on the device
     merge_cs: int = 1       # merge column blocks per row (4: a quarter of the columns per block of waves)
     kv_waves: int = 1       # KV-format kernels (formats.py): 4 = the _kv4 kernel, whose 4 waves split each part
+    merge_waves: int = 0    # waves per merge workgroup (0: max(4, merge_wpr)); 1: one (row, quarter) each
 
     @property
     def merge_block(self) -> int:
-        """Threads of a merge workgroup: 4 waves, or one (row, column block)'s merge_wpr waves (8) when more."""
-        return 64 * max(4, self.merge_wpr)
+        """Threads of a merge workgroup: 4 waves, or one (row, column block)'s merge_wpr waves (8) when more, or
+        one wave (merge_waves 1: the planner's one-wave (row, quarter) workgroups)."""
+        return 64 * (self.merge_waves or max(4, self.merge_wpr))
 
     @property
     def merge_flags(self) -> int:
@@ -145,11 +147,12 @@ def make_plan(batch: int, heads: int, q_len: int, len_hint: int = 0, *, nparts: 
     split = np_ > 1
     # the merge spread over the CUs (the planner's spread_merge_shape: the shape it priced)
     cs, wpr, merge_grid = _C.mla_spread_merge_shape(batch * rows, np_, cu_count(p_arch)) if split else (1, 0, 0)
+    merge_waves = _C.mla_spread_merge_block_waves(batch * rows, np_, cu_count(p_arch)) if split else 0
     balanced = _C.balance_split(batch, np_) if balanced is None else bool(balanced) and split
     o_words = 256 if variant == "ws" and _C.ws_half_partials(np_) else 512   # fp16 partials: half the words
     return DecodePlan(batch, heads, q_len, np_, variant, n_rt, grid, merge_grid, wpr,
                       batch * rows * np_ * o_words if split else 0,
-                      batch * rows * np_ * 4 if split else 0, balanced, cs)
+                      batch * rows * np_ * 4 if split else 0, balanced, cs, merge_waves=merge_waves)
 
 
 def _address(t: torch.Tensor | None) -> int:
