@@ -11,9 +11,10 @@
 //
 // Work split: cs column blocks per row (1, or 4 for long part lists: kFlagMergeQuarters), each with wpr
 // waves (the host's merge_waves_per_row(nparts), in {1, 2, 4, 8}: one wave while its parts fit 4
-// iterations of 4 loads in flight, then one more power of two per doubling); a workgroup of max(4, wpr)
-// waves serves max(4, wpr) / wpr (row, block) units, so short splits do not pay many waves of fixed
-// cost. Wave s of a unit takes the row's parts p = s, s + wpr, ...: it reads their (m, l, ln) one part per
+// iterations of 4 loads in flight, then one more power of two per doubling; the host's spread_merge_shape
+// may spread them further); a workgroup of max(4, wpr) waves serves max(4, wpr) / wpr (row, block) units, so
+// short splits do not pay many waves of fixed cost, or, with wpr 1, a one-wave workgroup serves one (row,
+// quarter), which evens the bytes over the CUs where whole rows fill them unevenly. Wave s of a unit takes the row's parts p = s, s + wpr, ...: it reads their (m, l, ln) one part per
 // lane, so its max and weights cost a few instructions per 64 parts, then sums w_p O_p in part order
 // (lane: 8 consecutive columns, two 16-byte loads and eight FMAs per part, four loads in flight; the first
 // four are issued right after the (m, l, ln) load, before the weights are known: on the timing model (8, 8192)
