@@ -133,8 +133,9 @@ def call_plan(case, plan):
     return o, l_out
 
 
-@pytest.mark.parametrize("B,H,q_len,cs,waves,grid", [(1, 16, 1, 1, 0, 4), (2, 16, 4, 1, 0, 32), (3, 12, 2, 1, 0, 18),
-                                                      (5, 16, 1, 1, 0, 20), (3, 12, 2, 4, 0, 72), (3, 12, 2, 4, 1, 288)])
+@pytest.mark.parametrize("B,H,q_len,cs,waves,grid", [
+    (1, 16, 1, 1, 0, 4), (2, 16, 4, 1, 0, 32), (3, 12, 2, 1, 0, 18),
+    (5, 16, 1, 1, 0, 20), (3, 12, 2, 4, 0, 72), (3, 12, 2, 4, 1, 288)])
 def test_merge_block_order_covers_every_row(B, H, q_len, cs, waves, grid):
     """The merge deals its logical blocks to hardware workgroups XCD by XCD (xcd_block_order in
     mla_decode_a16w8_merge.hip): grids below 8 workgroups, a multiple of 8, and with a remainder of 2 or 4
