@@ -13,6 +13,7 @@ separate into a fixed and a per-tile term), and the merge at two part counts wit
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -41,9 +42,14 @@ def run(B, S, H, q_len, nparts, variant, balanced=None):
     q_lat, q_pe, pool, lens, idx, ip = table.make(B, S, H, q_len)
     o = torch.empty_like(q_lat)
     lse = torch.empty(B * q_len, H)
+    plan = mk.make_plan(B, H, q_len, S, nparts=nparts, variant=variant, balanced=balanced)
+    if nparts > 1:  # the merge in its by-nparts shape (whole rows, merge_waves_per_row waves each), whatever the
+        # spread the plan would launch: merge_wave/iter_cycles are one such wave's, which merge_cost scales
+        wpr = _C.merge_waves_per_row(nparts)
+        plan = dataclasses.replace(plan, merge_cs=1, merge_wpr=wpr, merge_waves=0,
+                                   merge_grid=-(-(B * q_len * H * wpr) // max(4, wpr)))
     with use_backend("emu"):
-        return mk.run(q_lat, q_pe, pool, o, lens, idx, ip, 576 ** -0.5, 1 / 32, lse=lse, nparts=nparts,
-                      variant=variant, balanced=balanced)
+        return mk.run(q_lat, q_pe, pool, o, lens, idx, ip, 576 ** -0.5, 1 / 32, lse=lse, plan=plan)
 
 
 def fit_balance(b_lo=4, b_hi=16):

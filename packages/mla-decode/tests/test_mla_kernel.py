@@ -112,16 +112,59 @@ def test_split_counts_agree(nparts, variant):
     check_close(o, lse, ro, rlse)
 
 
-@pytest.mark.parametrize("nparts,cs,wpr", [(40, 1, 4), (100, 4, 2), (300, 4, 8), (600, 4, 8)])
+def merge_shaped(plan, cs, wpr, waves=0):
+    """``plan`` with its merge forced to cs column blocks of wpr waves per row, in workgroups of `waves` waves
+    (0: max(4, wpr)); the planner spreads a small batch's merge, the by-nparts shapes stay what large batches
+    launch."""
+    import dataclasses
+
+    bw = waves or max(4, wpr)
+    return dataclasses.replace(plan, merge_cs=cs, merge_wpr=wpr, merge_waves=waves,
+                               merge_grid=-(-(plan.batch * plan.q_len * plan.heads * cs * wpr) // bw))
+
+
+def call_plan(case, plan):
+    T, H, _ = case["q_lat"].shape
+    o = torch.full((T, H, 512), float("nan"), dtype=torch.bfloat16)
+    l_out = torch.full((T, H), float("nan"), dtype=torch.float32)
+    with use_backend("emu"):
+        mk.run(case["q_lat"], case["q_pe"], case["kv_pool"], o, case["seq_lens"], case["kv_indices"],
+               case["kv_indptr"], SCALE, KV_SCALE, lse=l_out, glen=case["glen"], plan=plan)
+    return o, l_out
+
+
+@pytest.mark.parametrize("B,H,q_len,cs,waves,grid", [
+    (1, 16, 1, 1, 0, 4), (2, 16, 4, 1, 0, 32), (3, 12, 2, 1, 0, 18),
+    (5, 16, 1, 1, 0, 20), (3, 12, 2, 4, 0, 72), (3, 12, 2, 4, 1, 288)])
+def test_merge_block_order_covers_every_row(B, H, q_len, cs, waves, grid):
+    """The merge deals its logical blocks to hardware workgroups XCD by XCD (xcd_block_order in
+    mla_decode_a16w8_merge.hip): grids below 8 workgroups, a multiple of 8, and with a remainder of 2 or 4
+    (those last workgroups keep their index), whole rows and quarters, and one-wave (row, quarter) workgroups
+    (the planner's shape where whole rows fill the CUs unevenly). Every row is written once, with the
+    reference's answer."""
+    lens = [60 + 37 * b for b in range(B)]
+    case = make_case(B, H, q_len, lens, seed=B * 7 + H)
+    plan = merge_shaped(mk.make_plan(B, H, q_len, max(lens), nparts=3, variant="ws"), cs, 1, waves)
+    assert plan.merge_grid == grid and plan.merge_block == 64 * (waves or 4)
+    o, lse = call_plan(case, plan)
+    ro, rlse = call("reference", case)
+    check_close(o, lse, ro, rlse)
+
+
+@pytest.mark.parametrize("nparts,cs,wpr", [(40, 1, 4), (100, 4, 2), (300, 4, 8), (600, 4, 8), (40, 4, 8)])
 def test_wide_merge(nparts, cs, wpr):
-    """Long part lists: the merge gives a row 4 column blocks (cs) of wpr waves each, in 4- and 8-wave
-    workgroups with their state in dynamic LDS; some parts of the short request are empty. Same answer
-    as the reference."""
+    """Long part lists: the merge gives a row cs column blocks of wpr waves each, in 4- and 8-wave workgroups
+    with their state in dynamic LDS; some parts of the short request are empty. Same answer as the reference.
+    (40, 4, 8) is the planner's own spread shape for this batch (B 2, 32 rows: 256 workgroups)."""
     lens = [9000 if nparts > 300 else 2000, 150]
     case = make_case(2, 16, 1, lens, seed=nparts)
-    plan = mk.make_plan(2, 16, 1, sum(lens) // 2, nparts=nparts, variant="ws")
-    assert (plan.merge_cs, plan.merge_wpr, plan.merge_block) == (cs, wpr, 64 * max(4, wpr))
-    o, lse = call("emu", case, nparts=nparts, variant="ws")
+    plan = merge_shaped(mk.make_plan(2, 16, 1, sum(lens) // 2, nparts=nparts, variant="ws"), cs, wpr)
+    assert plan.merge_block == 64 * max(4, wpr)
+    if (nparts, cs) == (40, 4):
+        own = mk.make_plan(2, 16, 1, sum(lens) // 2, nparts=nparts, variant="ws")
+        assert (plan.merge_cs, plan.merge_wpr, plan.merge_grid, plan.merge_block) == \
+            (own.merge_cs, own.merge_wpr, own.merge_grid, own.merge_block)
+    o, lse = call_plan(case, plan)
     ro, rlse = call("reference", case)
     check_close(o, lse, ro, rlse)
 

@@ -100,10 +100,11 @@ def test_split_stops_where_the_fixed_cost_outweighs_it():
             best = min(costs.values())
             assert p.cost_ns <= slack * best
             assert all(c > slack * best for (v, n), c in costs.items() if n < p.nparts)
-    # a longer request: more parts, each of at least 2 tiles (the fixed cost and the merge bound the split;
-    # the ws part's fixed cost, 1135 cycles per SIMD at one row tile with its fp16 partial stores, is ~1.5 tiles')
+    # a longer request: longer parts, of at least 2 tiles at S 8192 (the fixed cost and the merge bound the split).
+    # At S 1024 the spread merge (seventh session) makes 64 one-tile parts the plan, which the timing model has
+    # faster: (2, H 16, q_len 1, 1024) 22 parts 21.7 us, 32 parts 16.7, 64 parts 15.7 (decode + merge)
     p1, p8 = _C.plan_mla_decode(2, 16, 1, 1024), _C.plan_mla_decode(2, 16, 1, 8192)
-    assert p8.nparts > p1.nparts and 512 / p8.nparts >= 2 and 64 / p1.nparts >= 2
+    assert 8192 / p8.nparts > 1024 / p1.nparts and 512 / p8.nparts >= 2
     assert _C.plan_mla_decode(1, 16, 1, 150000).nparts >= 64
     assert _C.plan_mla_decode(512, 16, 4, 4096).nparts == 1
 
@@ -221,15 +222,19 @@ def test_format_workgroups_run_in_whole_rounds():
 def test_format_merge_spreads_over_the_cus():
     """formats.make_plan spreads a split's merge until its workgroups fill the CUs where the a16w8 rule leaves
     them idle (B 4, H 16, 22 parts: 32 workgroups of 2 rows -> one per (row, quarter of the columns), 4 waves
-    each); a merge that already fills them keeps the a16w8 shape."""
-    from moonmath_mla_decode import formats
+    each); a merge that already fills them keeps the by-nparts shape. a16w8's plans (kernel.make_plan) take the
+    same rule."""
+    from moonmath_mla_decode import _C, formats
     from moonmath_mla_decode import kernel as mk
 
     cus = mk.cu_count("gfx950")
+    # the by-nparts shape: 32 workgroups of 2 rows, fewer than the CUs
+    assert (_C.merge_column_blocks(22), _C.merge_waves_per_row(22)) == (1, 2) and -(-64 * 2 // 4) < cus
     base = mk.make_plan(4, 16, 1, 1024, nparts=22, variant="shared", arch="gfx950")
     p = formats.make_plan("a8w8", 4, 16, 1, 1024, nparts=22, arch="gfx950", kv_waves=1)
-    assert base.merge_grid < cus and (base.merge_cs, base.merge_wpr) == (1, 2)
     assert (p.merge_cs, p.merge_wpr, p.merge_grid) == (4, 4, 64 * 4)
+    # a16w8's plan spreads the same way (seventh session): the planner prices and launches one rule
+    assert (base.merge_cs, base.merge_wpr, base.merge_grid) == (p.merge_cs, p.merge_wpr, p.merge_grid)
     assert p.merge_block == 256 and p.merge_lds == 3 * (512 + 4) * 4
     assert (p.nparts, p.grid, p.ws_o_floats) == (base.nparts, base.grid, base.ws_o_floats)
     big = formats.make_plan("a8w8", 256, 16, 1, 8192, nparts=2, arch="gfx950", kv_waves=1)
@@ -237,8 +242,6 @@ def test_format_merge_spreads_over_the_cus():
     assert big == ref
     assert formats.make_plan("a8w8", 4, 16, 1, 1024, nparts=1, arch="gfx950").merge_grid == 0
     # the planner prices the same shape it launches (_C.mla_spread_merge_shape, merge_cost's spread branch)
-    from moonmath_mla_decode import _C
-
     for B, S, n in [(4, 1024, 22), (4, 8192, 86), (32, 1024, 11), (256, 8192, 2)]:
         q = formats.make_plan("a8w8", B, 16, 1, S, nparts=n, arch="gfx950")
         assert (q.merge_cs, q.merge_wpr, q.merge_grid) == _C.mla_spread_merge_shape(B * 16, n, cus)

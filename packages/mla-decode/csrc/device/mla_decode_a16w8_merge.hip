@@ -11,13 +11,17 @@
 //
 // Work split: cs column blocks per row (1, or 4 for long part lists: kFlagMergeQuarters), each with wpr
 // waves (the host's merge_waves_per_row(nparts), in {1, 2, 4, 8}: one wave while its parts fit 4
-// iterations of 4 loads in flight, then one more power of two per doubling); a workgroup of max(4, wpr)
-// waves serves max(4, wpr) / wpr (row, block) units, so short splits do not pay many waves of fixed
-// cost. Wave s of a unit takes the row's parts p = s, s + wpr, ...: it reads their (m, l, ln) one part per
+// iterations of 4 loads in flight, then one more power of two per doubling; the host's spread_merge_shape
+// may spread them further); a workgroup of max(4, wpr) waves serves max(4, wpr) / wpr (row, block) units, so
+// short splits do not pay many waves of fixed cost, or, with wpr 1, a one-wave workgroup serves one (row,
+// quarter), which evens the bytes over the CUs where whole rows fill them unevenly. Wave s of a unit takes the row's parts p = s, s + wpr, ...: it reads their (m, l, ln) one part per
 // lane, so its max and weights cost a few instructions per 64 parts, then sums w_p O_p in part order
 // (lane: 8 consecutive columns, two 16-byte loads and eight FMAs per part, four loads in flight; the first
-// four go out with the (m, l, ln) load, before the weights are known, so they cost no round trip of their
-// own: on the timing model (8, 8192) 14.1 -> 12.3 us, (32, 8192) 15.2 -> 13.1); with
+// four are issued right after the (m, l, ln) load, before the weights are known: on the timing model (8, 8192)
+// 14.1 -> 12.3 us, (32, 8192) 15.2 -> 13.1 when it landed. As compiled now, the (m, l, ln) load's unused 4th
+// word shares a register with the O addresses, so an s_waitcnt vmcnt(0) separates the two; forcing the overlap
+// (keeping that word live) measured slower, (8, 8192) 13.0 -> 13.2 us, gfx950 a8w8 (4, 1024) 6.5 -> 7.2: the
+// first O loads then also wait for every wave's (m, l, ln) in the CU's HBM queue); with
 // wpr > 1 wave 0 of the unit then folds the others' (M, L, Ln, sums) in wave order through LDS. The
 // result equals the formula above up to fp32
 // rounding. Fixed order for a given nparts everywhere: deterministic, no atomics.
@@ -30,6 +34,16 @@ constexpr uint32_t kLat = 512;
 constexpr uint32_t kMaxWaves = 8;  // waves per workgroup: max(4, wpr), wpr in {1, 2, 4, 8}
 constexpr uint32_t kStateFloats = kLat + 4;  // one wave's published state: 512 sums, then m, l, ln
 constexpr uint32_t kUnroll = 4;
+
+// The logical block of hardware workgroup `blk` of `grid`: the dispatcher deals workgroups to the 8 XCDs in
+// turn (workgroup i on XCD i % 8), so consecutive logical blocks -- consecutive rows, whose (m, l, ln) of a
+// part share a 128-byte line (8 rows of 16 bytes) -- are put on one XCD, where its L2 serves the line once
+// instead of once per XCD. A bijection on [0, grid): the last grid % 8 workgroups keep their index.
+MM_DEVICE uint32_t xcd_block_order(uint32_t blk, uint32_t grid) {
+  constexpr uint32_t kXcds = 8;
+  const uint32_t per = grid / kXcds;
+  return blk < per * kXcds ? (blk % kXcds) * per + blk / kXcds : blk;
+}
 
 struct MergeState {
   float m = -__builtin_inff();
@@ -120,7 +134,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
   const uint32_t cs_log2 = (flags & mla::kFlagMergeQuarters) ? 2u : 0u, cs = 1u << cs_log2;
   const uint32_t wave = mm::wave_id();
   const uint32_t waves = mm::block_dim_x() / 64u;
-  const uint32_t unit_id = mm::block_id_x() * (waves / wpr) + wave / wpr;  // (row, column block)
+  const uint32_t unit_id = xcd_block_order(mm::block_id_x(), mm::grid_dim_x()) * (waves / wpr) + wave / wpr;  // (row, column block)
   const uint32_t row = unit_id >> cs_log2, cblk = unit_id & (cs - 1u);
   const uint32_t sub = wave % wpr;
   const bool valid = row < rows;  // uniform per wave; the workgroup still meets at the barrier

@@ -37,8 +37,8 @@
 //   cost      = max(t_compute, t_memory) + (nparts > 1 ? t_merge : 0)
 //   balanced split (balance_split: 1 < B <= 64 and nparts > 1): part_cycles and the merge wave's
 //               cycles grow by balance_request_cycles * B (0 now: located lane-parallel)
-//   t_merge   = kMergeLaunchNs + max(t_issue, merge_bytes / merge_bw), with cs = merge_column_blocks,
-//               wpr = merge_waves_per_row, iters = ceil(nparts / (4 * cs * wpr)),
+//   t_merge   = kMergeLaunchNs + max(t_issue, merge_bytes / merge_bw), with (cs, wpr) = spread_merge_shape
+//               (every kernel's, a16w8's too), iters = ceil(nparts / (4 * cs * wpr)),
 //               t_issue = ceil(B * q_len * H * cs * wpr / (cus * 4)) * (iters * (kHbmLatencyNs +
 //               merge_iter_cycles / clock) + merge_wave_cycles / clock), merge_bytes = every part's
 //               O and (m, l, ln) read and o written, merge_bw as bw over the merge's workgroups
@@ -215,9 +215,10 @@ struct Plan {
   int64_t waves = 0;          // B * nparts * ceil(n_rt / 4) * 8
   int64_t grid = 0;           // workgroups of the main kernel (kBlockThreads each) = waves / 4
   int64_t block = kBlockThreads;
-  int64_t merge_grid = 0;     // workgroups of the merge kernel: ceil(rows * merge_wpr / 4) (0: no merge)
-  int64_t merge_wpr = 0;      // merge waves per row (merge_waves_per_row(nparts); 0: no merge)
-  int64_t merge_cs = 0;       // merge column blocks per row (merge_column_blocks(nparts); 0: no merge)
+  int64_t merge_grid = 0;     // workgroups of the merge kernel (spread_merge_shape; 0: no merge)
+  int64_t merge_wpr = 0;      // merge waves per (row, column block) (spread_merge_shape; 0: no merge)
+  int64_t merge_cs = 0;       // merge column blocks per row (spread_merge_shape; 0: no merge)
+  int64_t merge_waves = 0;    // waves per merge workgroup (spread_merge_shape; 0: no merge)
   bool balanced = false;      // parts shared out by request length on the device (balance_split)
   int64_t ws_o_floats = 0;    // workspace: partial O, [B*rows, nparts, 512] fp32 (ws: fp16, half the floats)
   int64_t ws_ml_floats = 0;   // workspace: partial (m, l, ln, 0), [B*rows, nparts, 4] fp32
@@ -286,23 +287,34 @@ inline bool balance_split(int64_t batch, int64_t nparts) { return nparts > 1 && 
 // CU's merge time is its workgroups' bytes over its HBM share: fewer bytes per workgroup, shorter merge.
 struct MergeShape {
   int64_t cs, wpr, grid;
+  int64_t waves;  // per workgroup: merge_block_waves(wpr), or 1 (one (row, quarter) per one-wave workgroup)
 };
 inline int64_t merge_grid(int64_t total_rows, int64_t cs, int64_t wpr) {
   return ceil_div(total_rows * cs * wpr, merge_block_waves(wpr));
 }
 inline MergeShape merge_shape(int64_t total_rows, int64_t nparts) {
   const int64_t cs = merge_column_blocks(nparts), wpr = merge_waves_per_row(nparts);
-  return {cs, wpr, merge_grid(total_rows, cs, wpr)};
+  return {cs, wpr, merge_grid(total_rows, cs, wpr), merge_block_waves(wpr)};
 }
 inline MergeShape spread_merge_shape(int64_t total_rows, int64_t nparts, int64_t cus) {
   const MergeShape a = merge_shape(total_rows, nparts);
-  if (nparts <= 1 || a.grid >= cus) return a;
+  if (nparts <= 1) return a;
+  if (a.grid >= cus) {
+    // Whole rows already fill the CUs, but unevenly (the busiest CU carries ceil(grid / cus) workgroups): one
+    // (row, quarter) per one-wave workgroup evens the bytes out (7 quarter rows instead of 2 rows) and drops
+    // the cross-wave fold, where that puts no more waves on a CU than the whole rows did (seventh session,
+    // timing model: gfx942 (8, 8192), 37 parts, 14.5 -> 12.2 us; at 14 waves per CU against 8, (16, 150000),
+    // or 16 against 4, gfx950 a8w8 (64, 1024) 5.3 -> 7.6, it is not taken).
+    const int64_t quarters = 4 * total_rows;
+    if (a.cs == 1 && ceil_div(quarters, cus) <= ceil_div(a.grid, cus) * a.waves) return {4, 1, quarters, 1};
+    return a;
+  }
   int64_t wpr = a.cs == 1 ? 1 : a.wpr;
   while (merge_grid(total_rows, 4, wpr) < cus && wpr < 8 && 4 * wpr < nparts) wpr *= 2;
   const int64_t grid = merge_grid(total_rows, 4, wpr);
   // past one round of the CUs the spread only adds waves: (32, 1024) a8w8, 6 parts, 512 rows: 128 workgroups
   // of 4 rows 7.2 us on the timing model, 512 of a (row, quarter) 10.1 us
-  return grid <= a.grid || grid > cus ? a : MergeShape{4, wpr, grid};
+  return grid <= a.grid || grid > cus ? a : MergeShape{4, wpr, grid, merge_block_waves(wpr)};
 }
 
 inline double merge_cost(int64_t total_rows, int64_t nparts, int64_t cus, double extra_wave_cycles = 0.0,
@@ -364,10 +376,12 @@ inline double kernel_plan_cost(const KernelCost& kc, int64_t batch, int64_t head
   return cost;
 }
 
-// Modelled time (ns) of an a16w8 (ws kernel) launch with `nparts` parts.
+// Modelled time (ns) of an a16w8 (ws kernel) launch with `nparts` parts. Its merge is spread over the CUs like
+// the KV-format kernels' (seventh session: with merge_shape alone a small batch's merge ran on few workgroups --
+// gfx950 (4, 1024), 22 parts, 64 rows: 32 workgroups, 6.7 us on the timing model; spread, 256: 5.2 us).
 inline double plan_cost(int64_t batch, int64_t heads, int64_t q_len, int64_t len, int64_t nparts,
                         int64_t cus = kDefaultCus, const Machine& mc = kGfx942) {
-  return kernel_plan_cost(kernel_cost(mc.arch, "ws"), batch, heads, q_len, len, nparts, cus, Variant::kWs, mc);
+  return kernel_plan_cost(kernel_cost(mc.arch, "ws"), batch, heads, q_len, len, nparts, cus, Variant::kWs, mc, true);
 }
 
 // A KV-format kernel's launch shape: "<format>_w1" is a wave per (request, part), else a 4-wave workgroup
@@ -446,10 +460,12 @@ inline Plan plan(int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint =
   p.grid = launch_grid(batch, p.n_rt, p.nparts, best_v);
   p.block = best_v == Variant::kWs ? 64 * kWsWaves : kBlockThreads;
   if (p.nparts > 1) {
-    p.merge_wpr = merge_waves_per_row(p.nparts);
+    const MergeShape ms = spread_merge_shape(total_rows, p.nparts, cus);  // the shape plan_cost priced
+    p.merge_wpr = ms.wpr;
     p.balanced = balance_split(batch, p.nparts);
-    p.merge_cs = merge_column_blocks(p.nparts);
-    p.merge_grid = ceil_div(total_rows * p.merge_cs * p.merge_wpr, merge_block_waves(p.merge_wpr));
+    p.merge_cs = ms.cs;
+    p.merge_grid = ms.grid;
+    p.merge_waves = ms.waves;
     // the ws kernel's partial O is fp16: two per float of the workspace
     p.ws_o_floats = total_rows * p.nparts * kLat / (best_v == Variant::kWs && ws_half_partials(p.nparts) ? 2 : 1);
     p.ws_ml_floats = total_rows * p.nparts * 4;

@@ -24,6 +24,7 @@ void register_mla_planner(py::module_& m) {
       .def_readonly("grid", &Plan::grid)
       .def_readonly("block", &Plan::block)
       .def_readonly("merge_grid", &Plan::merge_grid)
+      .def_readonly("merge_waves", &Plan::merge_waves)
       .def_readonly("merge_wpr", &Plan::merge_wpr)
       .def_readonly("merge_cs", &Plan::merge_cs)
       .def_readonly("balanced", &Plan::balanced)
@@ -123,6 +124,12 @@ void register_mla_planner(py::module_& m) {
       },
       py::arg("total_rows"), py::arg("nparts"), py::arg("cus"),
       "(column blocks, waves per (row, block), workgroups) of a KV-format kernel's spread merge.");
+  m.def(
+      "mla_spread_merge_block_waves",
+      [](int64_t total_rows, int64_t nparts, int64_t cus) {
+        return moonmath::mla::spread_merge_shape(total_rows, nparts, cus).waves;
+      },
+      py::arg("total_rows"), py::arg("nparts"), py::arg("cus"), "Waves per workgroup of that spread merge.");
   m.def(
       "mla_format_plan_cost",
       [](const std::string& kernel, int64_t batch, int64_t heads, int64_t q_len, int64_t len, int64_t nparts,

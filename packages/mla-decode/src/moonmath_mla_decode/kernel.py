@@ -86,11 +86,13 @@ class DecodePlan:
     balanced: bool = False  # the B * nparts parts are shared out by request length on the device
     merge_cs: int = 1       # merge column blocks per row (4: a quarter of the columns per block of waves)
     kv_waves: int = 1       # KV-format kernels (formats.py): 4 = the _kv4 kernel, whose 4 waves split each part
+    merge_waves: int = 0    # waves per merge workgroup (0: max(4, merge_wpr)); 1: one (row, quarter) each
 
     @property
     def merge_block(self) -> int:
-        """Threads of a merge workgroup: 4 waves, or one (row, column block)'s merge_wpr waves (8) when more."""
-        return 64 * max(4, self.merge_wpr)
+        """Threads of a merge workgroup: 4 waves, or one (row, column block)'s merge_wpr waves (8) when more, or
+        one wave (merge_waves 1: the planner's one-wave (row, quarter) workgroups)."""
+        return 64 * (self.merge_waves or max(4, self.merge_wpr))
 
     @property
     def merge_flags(self) -> int:
@@ -132,7 +134,8 @@ def make_plan(batch: int, heads: int, q_len: int, len_hint: int = 0, *, nparts: 
     picks the planner's machine model (CUs, clock, bandwidth, measured cycles per tile)."""
     from . import _C
 
-    p = plan(batch, heads, q_len, len_hint, arch)
+    p_arch = target_arch() if arch is None else arch
+    p = plan(batch, heads, q_len, len_hint, p_arch)
     np_ = p.nparts if nparts is None else int(nparts)
     if np_ < 1:
         raise ValueError(f"{OP}: nparts must be >= 1; got {np_}")
@@ -141,15 +144,15 @@ def make_plan(batch: int, heads: int, q_len: int, len_hint: int = 0, *, nparts: 
         raise ValueError(f"{OP}: variant must be one of {VARIANTS}; got {variant!r}")
     n_rt, rows = p.n_rt, q_len * heads
     grid = batch * np_ * -(-n_rt // 4)  # a workgroup per (request, part, group of up to 4 row tiles)
-    wpr = _C.merge_waves_per_row(np_) if np_ > 1 else 0
-    cs = _C.merge_column_blocks(np_) if np_ > 1 else 1
     split = np_ > 1
+    # the merge spread over the CUs (the planner's spread_merge_shape: the shape it priced)
+    cs, wpr, merge_grid = _C.mla_spread_merge_shape(batch * rows, np_, cu_count(p_arch)) if split else (1, 0, 0)
+    merge_waves = _C.mla_spread_merge_block_waves(batch * rows, np_, cu_count(p_arch)) if split else 0
     balanced = _C.balance_split(batch, np_) if balanced is None else bool(balanced) and split
     o_words = 256 if variant == "ws" and _C.ws_half_partials(np_) else 512   # fp16 partials: half the words
-    return DecodePlan(batch, heads, q_len, np_, variant, n_rt, grid,
-                      -(-(batch * rows * cs * wpr) // max(4, wpr)) if split else 0, wpr,
+    return DecodePlan(batch, heads, q_len, np_, variant, n_rt, grid, merge_grid, wpr,
                       batch * rows * np_ * o_words if split else 0,
-                      batch * rows * np_ * 4 if split else 0, balanced, cs)
+                      batch * rows * np_ * 4 if split else 0, balanced, cs, merge_waves=merge_waves)
 
 
 def _address(t: torch.Tensor | None) -> int:

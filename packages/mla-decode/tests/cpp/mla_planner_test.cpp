@@ -42,11 +42,12 @@ int main() {
           if (p.nparts == 1) {
             MM_CHECK(p.merge_grid == 0 && p.ws_o_floats == 0 && p.ws_ml_floats == 0);
           } else {
-            MM_CHECK(p.merge_wpr == merge_waves_per_row(p.nparts));
+            const MergeShape ms = spread_merge_shape(B * q * H, p.nparts, mc->cus);  // the shape plan_cost prices
+            MM_CHECK(p.merge_wpr == ms.wpr && p.merge_cs == ms.cs && p.merge_grid == ms.grid && p.merge_waves == ms.waves);
             MM_CHECK(p.balanced == balance_split(B, p.nparts));
-            const int64_t mw = merge_block_waves(p.merge_wpr);
+            const int64_t mw = p.merge_waves;
+            MM_CHECK(mw == merge_block_waves(p.merge_wpr) || (mw == 1 && p.merge_cs == 4 && p.merge_wpr == 1));
             const int64_t units = B * q * H * p.merge_cs * p.merge_wpr;  // merge waves
-            MM_CHECK(p.merge_cs == merge_column_blocks(p.nparts));
             MM_CHECK(p.merge_grid * mw >= units && (p.merge_grid - 1) * mw < units);
             MM_CHECK(p.ws_o_floats == B * q * H * p.nparts * (ws_half_partials(p.nparts) ? 256 : 512));  // ws: fp16 O, two per float
             MM_CHECK(p.ws_ml_floats == B * q * H * p.nparts * 4);
