@@ -668,7 +668,9 @@ MM_DEVICE void mask_block_window(FragC (&s)[Shape::kKeyTiles], int32_t key0, int
 // O, lb by the next MFMA phase (rescale_pending). Then p = exp2(fma(s, c, -m)) and P -> bf16 into st.p
 // (the next PV's B operands). First: the first block of the tile (O, lb, l are still 0).
 template <class Shape>
-MM_DEVICE void softmax_step(WaveState<Shape>& st, FragC (&s)[Shape::kKeyTiles], float c, bool first = false) {
+constexpr bool kSkipL = kStepOrder<Shape>;
+template <bool NeedL, class Shape>
+MM_DEVICE void softmax_step(WaveState<Shape>& st, FragC (&s)[Shape::kKeyTiles], float c, bool first) {
   float mx = kNegInf;
 #pragma unroll
   for (int t = 0; t < Shape::kKeyTiles; ++t)
@@ -692,16 +694,25 @@ MM_DEVICE void softmax_step(WaveState<Shape>& st, FragC (&s)[Shape::kKeyTiles], 
   // 2941 with 2 chains, 2915 with 8: docs/kernels/attention_gfx950.md).
   constexpr int kSumChains = 4;
   static_assert(kSumChains == 4, "the combine below adds four partial sums");
-  float sum[kSumChains] = {};
+  // l serves the LSE (and a split part's merge) only: the normaliser is lb. NeedL false (the key loop's copy for
+  // final rows without the LSE, bf16 d128 / d192 kernels: kSkipL) skips its 32 adds per block.
+  if constexpr (NeedL) {
+    float sum[kSumChains] = {};
 #pragma unroll
-  for (int t = 0; t < Shape::kKeyTiles; ++t)
+    for (int t = 0; t < Shape::kKeyTiles; ++t)
 #pragma unroll
-    for (int r = 0; r < 16; ++r) {
-      const float p = mm::exp2(__builtin_fmaf(s[t].v[r], c, -m_ref));
-      s[t].v[r] = p;
-      sum[r % kSumChains] += p;
-    }
-  st.l += (sum[0] + sum[1]) + (sum[2] + sum[3]);
+      for (int r = 0; r < 16; ++r) {
+        const float p = mm::exp2(__builtin_fmaf(s[t].v[r], c, -m_ref));
+        s[t].v[r] = p;
+        sum[r % kSumChains] += p;
+      }
+    st.l += (sum[0] + sum[1]) + (sum[2] + sum[3]);
+  } else {
+#pragma unroll
+    for (int t = 0; t < Shape::kKeyTiles; ++t)
+#pragma unroll
+      for (int r = 0; r < 16; ++r) s[t].v[r] = mm::exp2(__builtin_fmaf(s[t].v[r], c, -m_ref));
+  }
   // P^T for PV step c: registers 8(c%2) .. +7 of key tile c/2 (KOfPackedC order, see the header).
 #pragma unroll
   for (int cs = 0; cs < Shape::kPvSteps; ++cs) {
@@ -900,6 +911,7 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
     if (it.slot < 0 || it.sink_part) sink2 = in_sgpr(ptr.sinks[h] * mm::kLog2e);
   }
   const Epilogue ep = epilogue<Shape>(tile, ptr, h);
+  const bool need_l = !ep.final_rows || (a.flags & kFlagLse) != 0;   // the fp32 sum l: LSE or merge only
   const int32_t nb = kv_begin < kv_end ? (kv_end - kv_begin + kKvBlock - 1) / kKvBlock : 0;
   const LdsAddrs<Shape> ad(lds, lane);
   constexpr int kPf = kPrefetch<Shape, __is_same(Tile, DenseTile<Shape>)>;
@@ -956,7 +968,7 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
   constexpr int kVLoadsMin = DmaRows<typename Shape::VLayout, Shape::Dv * 2>::kRowLoads / kWaves;
   constexpr int kKLoadsMin = DmaRows<typename Shape::KLayout>::kRowLoads / kWaves;
   FragC s[Shape::kKeyTiles];
-  auto softmax_phase = [&](int32_t n, bool first) MM_INLINE_LAMBDA {
+  auto softmax_phase = [&](int32_t n, bool first, auto nl) MM_INLINE_LAMBDA {
     const int32_t key0 = key_of_block(n);
     if constexpr (Shape::kSoftcap) softcap_block<Shape>(s, softcap_pre2);
     if constexpr (Shape::kWindow) {
@@ -964,17 +976,17 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
     } else {
       if (key0 + kKvBlock > wave_limit) mask_block<Shape>(s, key0, limit, lane);
     }
-    softmax_step(st, s, scale_log2, first);
+    softmax_step<decltype(nl)::value != 0>(st, s, scale_log2, first);
   };
   // One block n >= 1 with K in buffer KBuf: M(n), barrier, X(n), barrier (DMA and waits by group).
-  auto block = [&](auto kb, int32_t n) MM_INLINE_LAMBDA {
+  auto block = [&](auto kb, int32_t n, auto nl) MM_INLINE_LAMBDA {
     mm::set_priority<1>();
     mfma_phase<Shape, decltype(kb)::value, true, true, kPf>(st, ad, s, [&]() MM_INLINE_LAMBDA { if (lead) dma_phase(n, kb); });
     mm::set_priority<0>();
     if (!lead) land(n);
     phase_barrier(s, st.o, st.lb);
     if (!lead && !kLateDmaB) dma_phase(n + 1, Ic<decltype(kb)::value ^ 1>{});
-    softmax_phase(n, false);
+    softmax_phase(n, false, nl);
     if (!lead && kLateDmaB) dma_phase(n + 1, Ic<decltype(kb)::value ^ 1>{});
     if (lead) land(n);
     phase_barrier(st.p, st.o, st.lb, st.l);
@@ -1005,6 +1017,11 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
       if constexpr (!kEarlyDma) dma_phase(0, Ic<0>{});
       phase_barrier();
     }
+    // The key loop, in two copies where kSkipL: with the fp32 sum l (LSE or a split part) and without it (l serves
+    // only those; the normaliser is lb): modeled d128 dense 2736 -> 2632 cycles per block without the LSE, 2736 with
+    // it (a branch inside the softmax phase instead cost the LSE path 416 cycles per block: the adds then no longer
+    // filled the exp2 windows). The other kernels keep one copy (a second spilled the fp8 d256 ones).
+    auto key_loop = [&](auto nl) MM_INLINE_LAMBDA {
     // block 0: QK only
     mm::set_priority<1>();
     mfma_phase<Shape, 0, false, true, kPf>(st, ad, s, [&]() MM_INLINE_LAMBDA { if (lead && !kEarlyDma) dma_phase(0, Ic<0>{}); });
@@ -1012,17 +1029,17 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
     if (!lead) land(0);
     phase_barrier(s);
     if (!lead && !kLateDmaB) dma_phase(1, Ic<1>{});
-    softmax_phase(0, true);
+    softmax_phase(0, true, nl);
     if (!lead && kLateDmaB) dma_phase(1, Ic<1>{});
     if (lead) land(0);
     phase_barrier(st.p, st.o, st.lb, st.l);
     int32_t n = 1;
     for (; n + 1 < nb; n += 2) {
-      block(Ic<1>{}, n);
-      block(Ic<0>{}, n + 1);
+      block(Ic<1>{}, n, nl);
+      block(Ic<0>{}, n + 1, nl);
     }
     if (n < nb) {
-      block(Ic<1>{}, n);
+      block(Ic<1>{}, n, nl);
       ++n;
     }
     // the last PV: M(nb) without QK (V(nb-1) in buffer (nb-1) % 2)
@@ -1031,6 +1048,9 @@ MM_DEVICE void attention_fwd(const AttnFwdArgs* __restrict__ plan, const FwdPoin
     else mfma_phase<Shape, 0, true, false, kPf>(st, ad, s, []() MM_INLINE_LAMBDA {});
     mm::set_priority<0>();
     if (lead) phase_barrier();             // group A's last phase: the barrier count of group B
+    };
+    if (!kSkipL<Shape> || need_l) key_loop(Ic<1>{});
+    else key_loop(Ic<0>{});
   }
 
   if constexpr (Shape::kKvFp8) {
