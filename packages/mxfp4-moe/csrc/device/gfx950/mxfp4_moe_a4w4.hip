@@ -605,7 +605,27 @@ MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const Ex
           }
         }
       };
+      // ILV, NaN-free and the whole chunk inside N (uniform; every chunk but the last of a ragged N): a lane's 16
+      // adjacent columns of a group as two 16-byte stores, no per-store column test.
+      auto store_full_chunk = [&]() __attribute__((always_inline)) {
+#pragma unroll
+        for (int r = 0; r < SUBS; ++r) {
+          if (!rows[r].live) continue;
+#pragma unroll
+          for (int g = 0; g < NT / 4; ++g) {
+            const f32x4* x = v + r * NT + 4 * g;  // x[t][e]: column 16 q + 4 e + t of the group
+            uint32_t h[8];  // bf16 pair m: columns 2 m, 2 m + 1
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+              h[2 * e] = pack_bf16x2_finite(x[0][e], x[1][e]), h[2 * e + 1] = pack_bf16x2_finite(x[2][e], x[3][e]);
+            const uint32_t off = (rows[r].slot * N + wave_col + 64u * g + 16u * q) * 2u;
+            buffer_store_b128(u32x4{h[0], h[1], h[2], h[3]}, cbuf, off);
+            buffer_store_b128(u32x4{h[4], h[5], h[6], h[7]}, cbuf, off + 16u);
+          }
+        }
+      };
       if (nan) store_chunk(Flag<true>{});
+      else if (ILV && (chunk + 1u) * BN <= N) store_full_chunk();
       else store_chunk(Flag<false>{});
       slab_rt = 0, ++chunk;
     } else {
