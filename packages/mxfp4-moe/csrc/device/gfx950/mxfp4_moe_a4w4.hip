@@ -330,19 +330,21 @@ MM_DEVICE void a4w4_mainloop(FragC<MxOf<AF>> (&acc)[BM / 16][gated(EPI) ? 2 * NT
     if (s + d < slabs) slab_step(s + d, w[d], w[(d + DEPTH) % SETS]);
 }
 
-// Two f32 -> two bf16 (RTNE) by v_cvt_pk_bf16_f32, NaN made the canonical 0x7FFF first (the f32 NaN 0x7FFF0000
-// keeps its payload through the conversion): the bits of pack_bf16x2<Round::RTNE> in fewer VALU.
-MM_DEVICE uint32_t pack_bf16x2_hw(float lo, float hi) {
-  typedef float f32x2_t __attribute__((ext_vector_type(2)));
-  const float qnan = __builtin_bit_cast(float, 0x7FFF0000u);
-  lo = __builtin_isnan(lo) ? qnan : lo;
-  hi = __builtin_isnan(hi) ? qnan : hi;
-  return __builtin_bit_cast(uint32_t, __builtin_convertvector((f32x2_t{lo, hi}), bf16x2_t));
-}
-// The same without the NaN fix (2 VALU per value fewer): only where no value is NaN (wave_has_nan).
+// Two f32 -> two bf16 (RTNE) by v_cvt_pk_bf16_f32 alone: the bits of pack_bf16x2<Round::RTNE> for every value
+// but NaN (whose payload the conversion keeps).
 MM_DEVICE uint32_t pack_bf16x2_finite(float lo, float hi) {
   typedef float f32x2_t __attribute__((ext_vector_type(2)));
   return __builtin_bit_cast(uint32_t, __builtin_convertvector((f32x2_t{lo, hi}), bf16x2_t));
+}
+// The same with NaN made the canonical 0x7FFF first (the f32 NaN 0x7FFF0000 keeps its payload through the
+// conversion): the bits of pack_bf16x2<Round::RTNE> for every value, 2 VALU per value more.
+MM_DEVICE uint32_t pack_bf16x2_hw(float lo, float hi) {
+  const float qnan = __builtin_bit_cast(float, 0x7FFF0000u);
+  return pack_bf16x2_finite(__builtin_isnan(lo) ? qnan : lo, __builtin_isnan(hi) ? qnan : hi);
+}
+// pack_bf16x2_hw where a NaN may occur (wave_has_nan), else pack_bf16x2_finite.
+template <bool MAY_NAN> MM_DEVICE uint32_t pack_bf16x2_rtne(float lo, float hi) {
+  return MAY_NAN ? pack_bf16x2_hw(lo, hi) : pack_bf16x2_finite(lo, hi);
 }
 // Whether any lane of the wave holds a NaN among v (uniform; call under full EXEC): one sum per lane (v_pk_add_f32;
 // a NaN propagates through it, an Inf - Inf only sends a NaN-free chunk down the canonical path) and a ballot.
@@ -594,13 +596,11 @@ MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const Ex
             // 4 adjacent output columns (ILV: element t % 4 of the group's 4 tiles)
             const f32x4* g = v + r * NT + (ILV ? 4 * (t / 4) : t);
             const f32x4 x = ILV ? f32x4{g[0][t % 4], g[1][t % 4], g[2][t % 4], g[3][t % 4]} : g[0];
+            constexpr bool MAY_NAN = decltype(canonical)::value;
             if constexpr (!ALIGNED)
               store_out4(cbuf, c_mis, rows[r].slot, N, col0, N, x);
-            else if constexpr (decltype(canonical)::value)
-              buffer_store_b64(u32x2{pack_bf16x2_hw(x.x, x.y), pack_bf16x2_hw(x.z, x.w)}, cbuf,
-                               (rows[r].slot * N + col0) * 2u);
             else
-              buffer_store_b64(u32x2{pack_bf16x2_finite(x.x, x.y), pack_bf16x2_finite(x.z, x.w)}, cbuf,
+              buffer_store_b64(u32x2{pack_bf16x2_rtne<MAY_NAN>(x.x, x.y), pack_bf16x2_rtne<MAY_NAN>(x.z, x.w)}, cbuf,
                                (rows[r].slot * N + col0) * 2u);
           }
         }
@@ -753,10 +753,12 @@ MM_DEVICE void a4w4_down(const uint8_t* A, const uint8_t* As, const uint8_t* W, 
 // intermediate I = 16 NT WAVES (WAVES waves x NT gate + NT up tiles: a4w4_mainloop; NT = 4, so I = 256 runs 4
 // waves and 512 runs 8: the fewer the waves, the less per-slab loop work is repeated; layer_depth(BM) weight slabs
 // in flight), the gated epilogue quantised to
-// MXFP4 into LDS (quantise_group, standard order), one pass of the staging permutation into the down
+// MXFP4 into LDS (quantise_half_group, standard order), one pass of the staging permutation into the down
 // operand's layout (to_weight_order: BM x I/32 granules), then the down projection over all N columns
 // against that resident tile (down_sweep, NTD tiles per wave). The intermediate never leaves the CU, and
 // every result is the three-launch path's bit for bit (the same chains and the same rounding points).
+// Both GEMMs run their tiles with interleaved columns (WSet<.., true>: a lane's 4 tiles of a group are 4 adjacent
+// columns, their scales one dword selected by op_sel), so a lane's outputs are 16 adjacent columns.
 //
 // LDS: stage-1 slab buffers 2 x BM x (64 + 4) bytes; the intermediate BM x I/2 code bytes in the standard
 // order and BM x I/32 scale dwords, then I/128 slabs of BM x 64 in A4Lds layout + BM x 4 scale bytes each.
