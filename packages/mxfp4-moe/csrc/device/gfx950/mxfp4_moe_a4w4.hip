@@ -51,10 +51,12 @@ template <bool B> struct Flag { static constexpr bool value = B; };  // a compil
 // at block_m 16, I 256 (16 steps a workgroup at T 8: 4 sets' bookkeeping cost more instructions than they hid).
 constexpr int layer_down_sets(int BM, int WAVES) { return (BM == 48 && WAVES == 8) || (BM == 16 && WAVES == 4) ? 2 : 4; }
 constexpr int kDownMaxSlabs = 16;  // the resident-tile down kernel: K <= 2048 (48 x 1 KiB + scales <= 52 KiB)
-// The layer's stage 1: weight slabs in flight. One: a second slab (three register sets, 197 / 230 VGPRs at
-// block_m 16 / 32; it spills at 48) was measured slower in the timing model (bs 16: 119.2 vs 114.4 µs, bs 128:
-// 125.7 vs 119.2) and cost 2.5 % more instructions per routed row (docs/kernels/mxfp4_moe_gfx950.md).
-constexpr int layer_depth(int) { return 1; }
+// The layer's stage 1: weight slabs in flight (three register sets for two). Two at block_m 32, I 256 (session 7,
+// with the interleaved columns: modeled bs 128 231.4k vs 232.0k cycles, bs 512 462.3k vs 464.8k; 234 VGPRs, the
+// same 2 workgroups per CU). One at I 512 (242 VGPRs, over the layer's budget of 240), at 16 (two: bs 16 192.4k vs
+// 193.2k, but T8 +5 % instructions per routed row, 248 VGPRs) and at 48 (spills). Before session 7 two slabs were
+// slower at every block_m (docs/kernels/mxfp4_moe_gfx950.md).
+constexpr int layer_depth(int BM, int WAVES) { return BM == 32 && WAVES == 4 ? 2 : 1; }
 
 // Standard fp4x2 order (byte b: k 2b, 2b + 1) -> the repacked weights' order (byte j: k j, j + 4), one
 // dword of 8 k.
@@ -751,7 +753,7 @@ MM_DEVICE void a4w4_down(const uint8_t* A, const uint8_t* As, const uint8_t* W, 
 
 // The whole a4w4 MoE layer of one block in one launch (AITER's 1-stage structure): stage 1 over the whole
 // intermediate I = 16 NT WAVES (WAVES waves x NT gate + NT up tiles: a4w4_mainloop; NT = 4, so I = 256 runs 4
-// waves and 512 runs 8: the fewer the waves, the less per-slab loop work is repeated; layer_depth(BM) weight slabs
+// waves and 512 runs 8: the fewer the waves, the less per-slab loop work is repeated; layer_depth(BM, WAVES) weight slabs
 // in flight), the gated epilogue quantised to
 // MXFP4 into LDS (quantise_half_group, standard order), one pass of the staging permutation into the down
 // operand's layout (to_weight_order: BM x I/32 granules), then the down projection over all N columns
@@ -801,7 +803,7 @@ MM_DEVICE void a4w4_layer(const uint8_t* A, const uint8_t* As, const uint8_t* W1
   float rw[SUBS];
   down_rows<SUBS>(rows, rw, sorted_ids, num_sorted, m0, num_valid, topk_w, mul_routed);
   FragC<Mx> acc[SUBS][TILES];
-  a4w4_mainloop<kFp4, BM, NT, EPI, WAVES, layer_depth(BM), true>(acc, lds, lds_scales, A, As, ew1, sorted_ids, num_sorted, num_valid, m0, a_rows,
+  a4w4_mainloop<kFp4, BM, NT, EPI, WAVES, layer_depth(BM, WAVES), true>(acc, lds, lds_scales, A, As, ew1, sorted_ids, num_sorted, num_valid, m0, a_rows,
                              a_row_div, K, I, wave_col, a_stride);
   // The down projection's first DSETS steps' weights issued now: they arrive during the epilogue and
   // the permutation instead of after them.
