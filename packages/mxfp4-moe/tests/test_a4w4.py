@@ -435,6 +435,19 @@ def test_layer_nan_scale_gives_canonical_nan(gfx950):
     assert (got[hit, 5].view(torch.int16) == 0x7FFF).all()
 
 
+@pytest.mark.parametrize("col", [3, 256 + 17])
+def test_layer_nan_in_stage1_equals_two_launches(gfx950, col):
+    """A NaN scale byte (0xFF) of one gate (col 3) or up (256 + 17) weight column: its SwiGLU output is NaN in the
+    expert's rows. The layer rounds it as the two launches do (the canonical NaN, then the fp4 conversion; its
+    stage-1 epilogue takes the canonical path only in waves that hold a NaN) and both give the same bits."""
+    L = MoeLayer(T=6, top_k=2, E=3, K=256, inter=256, N=128, seed=23)
+    e = int(L.ids[0, 0])
+    L.Bs[e, 1, col] = 0xFF
+    want = L.two_launches(16, mm.EPI_SILU)
+    got = L.layer(16, mm.EPI_SILU)
+    assert torch.equal(got.view(torch.int16), want.view(torch.int16))
+
+
 def test_layer_situ_equals_two_launches(gfx950):
     L = MoeLayer(T=6, top_k=2, E=3, K=384, inter=256, N=256, seed=5)
     assert torch.equal(L.layer(16, mm.EPI_SITU), L.two_launches(16, mm.EPI_SITU))

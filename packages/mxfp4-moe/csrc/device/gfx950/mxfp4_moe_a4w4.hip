@@ -44,16 +44,19 @@ namespace {
 
 enum : int { kEpiNone = 0, kEpiSitu = 1, kEpiSilu = 2 };
 constexpr bool gated(int epi) { return epi == kEpiSitu || epi == kEpiSilu; }
+template <bool B> struct Flag { static constexpr bool value = B; };  // a compile-time bool as a lambda argument
 
 // The layer's down sweep: weight steps in flight (register sets of NT granules + scales). 4: the first four are
 // issued before the stage-1 epilogue and cover most of it; 2 at block_m 48, I 512, where 4 spill (256 VGPRs), and
 // at block_m 16, I 256 (16 steps a workgroup at T 8: 4 sets' bookkeeping cost more instructions than they hid).
 constexpr int layer_down_sets(int BM, int WAVES) { return (BM == 48 && WAVES == 8) || (BM == 16 && WAVES == 4) ? 2 : 4; }
 constexpr int kDownMaxSlabs = 16;  // the resident-tile down kernel: K <= 2048 (48 x 1 KiB + scales <= 52 KiB)
-// The layer's stage 1: weight slabs in flight. One: a second slab (three register sets, 197 / 230 VGPRs at
-// block_m 16 / 32; it spills at 48) was measured slower in the timing model (bs 16: 119.2 vs 114.4 µs, bs 128:
-// 125.7 vs 119.2) and cost 2.5 % more instructions per routed row (docs/kernels/mxfp4_moe_gfx950.md).
-constexpr int layer_depth(int) { return 1; }
+// The layer's stage 1: weight slabs in flight (three register sets for two). Two at block_m 32, I 256 (session 7,
+// with the interleaved columns: modeled bs 128 231.4k vs 232.0k cycles, bs 512 462.3k vs 464.8k; 234 VGPRs, the
+// same 2 workgroups per CU). One at I 512 (242 VGPRs, over the layer's budget of 240), at 16 (two: bs 16 192.4k vs
+// 193.2k, but T8 +5 % instructions per routed row, 248 VGPRs) and at 48 (spills). Before session 7 two slabs were
+// slower at every block_m (docs/kernels/mxfp4_moe_gfx950.md).
+constexpr int layer_depth(int BM, int WAVES) { return BM == 32 && WAVES == 4 ? 2 : 1; }
 
 // Standard fp4x2 order (byte b: k 2b, 2b + 1) -> the repacked weights' order (byte j: k j, j + 4), one
 // dword of 8 k.
@@ -146,10 +149,60 @@ MM_DEVICE W4Slab load_weights(const ExpertWeights& ew, uint32_t w_off, uint32_t 
   return ws;
 }
 
+// One slab's weights of TILES column tiles for this lane (granules and E8M0 scales). idx[]: weight_index of the
+// lane's first column of each tile (ILV = false) or group of 4 tiles (ILV = true); col0: a uniform column offset.
+// ILV = false: tile t has columns c + 16 t + lane % 16, one scale byte each (widened to a dword at its MFMA).
+// ILV = true (the layer; interleaved columns): tile t of group g has columns c + 64 g + 4 (lane % 16) + t % 4, so a
+// lane's 4 granules of a group are one 64-byte run and its 4 scale bytes one aligned dword (N % 4 == 0): one scale
+// load instead of 4 and no widening VALU; the MFMA selects byte t % 4 with op_sel. A lane then holds 16 adjacent
+// output columns of a group (tile t, element e: column 16 (lane / 16) + 4 e + t % 4).
+template <int TILES, bool ILV> struct WSet {
+  static constexpr int kIdx = TILES;
+  W4Slab t[TILES];
+  MM_DEVICE void load(const ExpertWeights& ew, const uint32_t (&idx)[kIdx], uint32_t slab, uint32_t col0 = 0) {
+#pragma unroll
+    for (int i = 0; i < TILES; ++i) t[i] = load_weights(ew, 16u * idx[i], idx[i], slab, col0);
+  }
+  MM_DEVICE u32x4 nib(int i) const { return t[i].nib; }
+  MM_DEVICE uint32_t scales(int i) const { return t[i].scale; }
+  static constexpr int byte(int) { return 0; }
+};
+template <int TILES> struct WSet<TILES, true> {
+  static_assert(TILES % 4 == 0, "interleaved columns: groups of 4 tiles");
+  static constexpr int kIdx = TILES / 4;
+  u32x4 g[TILES];
+  uint32_t sc[TILES / 4];
+  MM_DEVICE void load(const ExpertWeights& ew, const uint32_t (&idx)[kIdx], uint32_t slab, uint32_t col0 = 0) {
+    const uint32_t sn = __builtin_amdgcn_readfirstlane(slab * 4u * ew.n + col0);  // as load_weights
+#pragma unroll
+    for (int k = 0; k < kIdx; ++k) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) g[4 * k + i] = buffer_load_b128(ew.w, 16u * (idx[k] + i), sn * 16u);
+      sc[k] = buffer_load_b32(ew.s, idx[k], sn);
+    }
+  }
+  MM_DEVICE u32x4 nib(int i) const { return g[i]; }
+  MM_DEVICE uint32_t scales(int i) const { return sc[i / 4]; }
+  static constexpr int byte(int i) { return i % 4; }
+};
+
+// The scaled MFMA with the weight scale in byte `byte` of sw (op_sel; byte is a constant after unrolling).
+template <class M>
+MM_DEVICE void mma_wbyte(FragC<M>& acc, u32x4 nib, uint32_t sw, int byte, const FragB<M>& a, const Scales<M>& sa) {
+  FragA<M> w;
+  w.w = nib;
+  switch (byte) {
+    case 0: mma<0, 0>(acc, w, Scales<M>{sw}, a, sa, acc); break;
+    case 1: mma<1, 0>(acc, w, Scales<M>{sw}, a, sa, acc); break;
+    case 2: mma<2, 0>(acc, w, Scales<M>{sw}, a, sa, acc); break;
+    default: mma<3, 0>(acc, w, Scales<M>{sw}, a, sa, acc); break;
+  }
+}
+
 // acc[r][t] += W(tile t) x A(subtile r) over one slab: one scaled MFMA each; the activation operand and its
 // scale byte come from the slab's LDS (codes in Act<AF>::Lds layout, scales as 4 bytes per row).
-template <MxFormat AF, int SUBS, int TILES>
-MM_DEVICE void slab_mma4(FragC<MxOf<AF>> (&acc)[SUBS][TILES], const W4Slab (&ws)[TILES], const uint8_t* codes,
+template <MxFormat AF, int SUBS, int TILES, bool ILV>
+MM_DEVICE void slab_mma4(FragC<MxOf<AF>> (&acc)[SUBS][TILES], const WSet<TILES, ILV>& ws, const uint8_t* codes,
                          const uint8_t* scales) {
   typedef MxOf<AF> M;
   const uint32_t j = lane_id() & 15u, q = lane_id() >> 4;
@@ -158,11 +211,7 @@ MM_DEVICE void slab_mma4(FragC<MxOf<AF>> (&acc)[SUBS][TILES], const W4Slab (&ws)
     const FragB<M> a = Act<AF>::read(codes, 16u * r + j, q);
     const Scales<M> sa{(uint32_t)scales[(16u * r + j) * 4u + q]};
 #pragma unroll
-    for (int t = 0; t < TILES; ++t) {
-      FragA<M> w;
-      w.w = ws[t].nib;
-      mma(acc[r][t], w, Scales<M>{(uint32_t)ws[t].scale}, a, sa, acc[r][t]);
-    }
+    for (int t = 0; t < TILES; ++t) mma_wbyte(acc[r][t], ws.nib(t), ws.scales(t), WSet<TILES, ILV>::byte(t), a, sa);
   }
 }
 
@@ -178,7 +227,9 @@ MM_DEVICE float epilogue(float g, float u, float beta, float inv_beta, float lin
 // tiles t >= NT the up columns nout + ...). lds / lds_scales: the two slab buffers. Ends behind a barrier.
 // DEPTH: weight slabs in flight during one slab's MFMAs (DEPTH + 1 register sets, the loop unrolled by
 // DEPTH + 1 so they rotate without copies); the activations stay one slab ahead (double-buffered LDS).
-template <MxFormat AF, int BM, int NT, int EPI, int WAVES = kWaves, int DEPTH = 1>
+// ILV: interleaved columns (WSet; NT % 4 == 0): tile t of the gate (up) group g has columns wave_col + 64 g +
+// 4 (lane % 16) + t % 4 (+ nout).
+template <MxFormat AF, int BM, int NT, int EPI, int WAVES = kWaves, int DEPTH = 1, bool ILV = false>
 MM_DEVICE void a4w4_mainloop(FragC<MxOf<AF>> (&acc)[BM / 16][gated(EPI) ? 2 * NT : NT],
                              uint8_t (*lds)[BM * Act<AF>::kRowBytes],
                              uint32_t (*lds_scales)[BM], const uint8_t* A, const uint8_t* As, const ExpertWeights& ew,
@@ -198,11 +249,13 @@ MM_DEVICE void a4w4_mainloop(FragC<MxOf<AF>> (&acc)[BM / 16][gated(EPI) ? 2 * NT
   const buffer_rsrc abuf = make_buffer(A, (a_rows - 1u) * a_stride + K / (kSlabK / ROW_BYTES));
   const buffer_rsrc sbuf = make_buffer(As, a_rows * kblocks);
 
-  uint32_t widx[TILES];
+  typedef WSet<TILES, ILV> Set;
+  uint32_t widx[Set::kIdx];
 #pragma unroll
-  for (int t = 0; t < TILES; ++t) {
-    const uint32_t c = wave_col + 16u * (t % NT) + (lane & 15u);
-    widx[t] = weight_index(ew, (gated(EPI) && t >= NT) ? nout + c : c);
+  for (int t = 0; t < Set::kIdx; ++t) {
+    const int tile = ILV ? 4 * t : t;  // the first tile of the entry
+    const uint32_t c = wave_col + (ILV ? 16u * (tile % NT) + 4u * (lane & 15u) : 16u * (tile % NT) + (lane & 15u));
+    widx[t] = weight_index(ew, (gated(EPI) && tile >= NT) ? nout + c : c);
   }
 
   // Staging roles: thread tid < GRANULES moves granule (row tid / G, g = tid % G) of each slab; thread
@@ -243,15 +296,12 @@ MM_DEVICE void a4w4_mainloop(FragC<MxOf<AF>> (&acc)[BM / 16][gated(EPI) ? 2 * NT
 
   static_assert(DEPTH == 1 || DEPTH == 2, "one or two weight slabs in flight");
   constexpr int SETS = DEPTH + 1;
-  W4Slab w[SETS][TILES];
+  Set w[SETS];
   {
     const Staged a0 = load_act(0);
 #pragma unroll
     for (int d = 0; d < DEPTH; ++d)
-      if (d == 0 || (uint32_t)d < slabs) {  // uniform
-#pragma unroll
-        for (int t = 0; t < TILES; ++t) w[d][t] = load_weights(ew, 16u * widx[t], widx[t], (uint32_t)d);
-      }
+      if (d == 0 || (uint32_t)d < slabs) w[d].load(ew, widx, (uint32_t)d);  // uniform
     stage(0, a0);
   }
   block_sync();
@@ -259,15 +309,14 @@ MM_DEVICE void a4w4_mainloop(FragC<MxOf<AF>> (&acc)[BM / 16][gated(EPI) ? 2 * NT
   // One slab: next slab's activation loads first, then the weights DEPTH slabs ahead, this slab's MFMAs,
   // stage the next activations, barrier (as the a16w4 kernel).
   const uint32_t last = slabs - 1u;  // activation prefetches past the last slab reload it (uniform clamp)
-  auto slab_step = [&](uint32_t s, const W4Slab(&cur)[TILES], W4Slab(&ahead)[TILES]) {
+  auto slab_step = [&](uint32_t s, const Set& cur, Set& ahead) {
     const Staged a = load_act(s + 1u < slabs ? s + 1u : last);
     sched_barrier();
     // Unconditional: a slab past the last lies past the expert's buffers (reads 0, fetches nothing). A branch
     // here made LLVM's waitcnt merge drain every load (vmcnt(0)) before staging, weights in flight included.
-#pragma unroll
-    for (int t = 0; t < TILES; ++t) ahead[t] = load_weights(ew, 16u * widx[t], widx[t], s + DEPTH);
+    ahead.load(ew, widx, s + DEPTH);
     sched_barrier();  // every load issued before the first MFMA waits for this slab's weights
-    slab_mma4<AF, SUBS, TILES>(acc, cur, lds[s & 1], (const uint8_t*)lds_scales[s & 1]);
+    slab_mma4<AF>(acc, cur, lds[s & 1], (const uint8_t*)lds_scales[s & 1]);
     pin(acc);  // this slab's MFMAs before the barrier
     if (s + 1 < slabs) stage((s + 1) & 1, a);
     block_sync();
@@ -283,14 +332,31 @@ MM_DEVICE void a4w4_mainloop(FragC<MxOf<AF>> (&acc)[BM / 16][gated(EPI) ? 2 * NT
     if (s + d < slabs) slab_step(s + d, w[d], w[(d + DEPTH) % SETS]);
 }
 
-// Two f32 -> two bf16 (RTNE) by v_cvt_pk_bf16_f32, NaN made the canonical 0x7FFF first (the f32 NaN 0x7FFF0000
-// keeps its payload through the conversion): the bits of pack_bf16x2<Round::RTNE> in fewer VALU.
-MM_DEVICE uint32_t pack_bf16x2_hw(float lo, float hi) {
+// Two f32 -> two bf16 (RTNE) by v_cvt_pk_bf16_f32 alone: the bits of pack_bf16x2<Round::RTNE> for every value
+// but NaN (whose payload the conversion keeps).
+MM_DEVICE uint32_t pack_bf16x2_finite(float lo, float hi) {
   typedef float f32x2_t __attribute__((ext_vector_type(2)));
-  const float qnan = __builtin_bit_cast(float, 0x7FFF0000u);
-  lo = __builtin_isnan(lo) ? qnan : lo;
-  hi = __builtin_isnan(hi) ? qnan : hi;
   return __builtin_bit_cast(uint32_t, __builtin_convertvector((f32x2_t{lo, hi}), bf16x2_t));
+}
+// The same with NaN made the canonical 0x7FFF first (the f32 NaN 0x7FFF0000 keeps its payload through the
+// conversion): the bits of pack_bf16x2<Round::RTNE> for every value, 2 VALU per value more.
+MM_DEVICE uint32_t pack_bf16x2_hw(float lo, float hi) {
+  const float qnan = __builtin_bit_cast(float, 0x7FFF0000u);
+  return pack_bf16x2_finite(__builtin_isnan(lo) ? qnan : lo, __builtin_isnan(hi) ? qnan : hi);
+}
+// pack_bf16x2_hw where a NaN may occur (wave_has_nan), else pack_bf16x2_finite.
+template <bool MAY_NAN> MM_DEVICE uint32_t pack_bf16x2_rtne(float lo, float hi) {
+  return MAY_NAN ? pack_bf16x2_hw(lo, hi) : pack_bf16x2_finite(lo, hi);
+}
+// Whether any lane of the wave holds a NaN among v (uniform; call under full EXEC): one sum per lane (v_pk_add_f32;
+// a NaN propagates through it, an Inf - Inf only sends a NaN-free chunk down the canonical path) and a ballot.
+// Epilogues convert with pack_bf16x2_finite unless it is set: the canonical NaN costs 2 VALU per value otherwise.
+template <int N> MM_DEVICE bool wave_has_nan(const f32x4 (&v)[N]) {
+  f32x2 s = f32x2{v[0].x, v[0].y} + f32x2{v[0].z, v[0].w};
+#pragma unroll
+  for (int i = 1; i < N; ++i) s += f32x2{v[i].x, v[i].y} + f32x2{v[i].z, v[i].w};
+  const float t = s.x + s.y;
+  return ballot(t != t) != 0;
 }
 
 // The MXFP4 form of one 32-column group of a gated epilogue (AITER's semantics: the bf16-rounded output
@@ -324,6 +390,46 @@ MM_DEVICE Fp4Quad quantise_group(const FragC<MX> (&acc)[SUBS][TILES], int r, int
   const float sc = scale_operand(f.scale);
 #pragma unroll
   for (int t = 0; t < 2; ++t) f.codes[t] = cvt_fp4x2<1>(cvt_fp4x2<0>(0u, h[t][0], sc), h[t][1], sc);
+  return f;
+}
+
+// The layer's stage-1 epilogue (interleaved tiles, NT = 4: WSet<8, true>): lane (q, j) holds columns 16 q .. 16 q + 15
+// of the wave's 64 (column 4 e + t: gate tile t, up tile 4 + t, element e) of block row 16 r + j, half of the 32-column
+// group q / 2. The same values and rounding as quantise_group: the amax of the bf16-rounded values is the rounded
+// amax of the fp32 ones (RTNE is monotone), one exchange (lane ^ 16) completes the group, 8 conversions give the
+// lane's 16 codes as 8 bytes in the standard order. The canonical-NaN rounding only if some lane holds a NaN.
+struct Fp4Oct {
+  u32x2 codes;
+  uint32_t scale;  // E8M0 byte of the group
+};
+template <int EPI, class MX, int SUBS>
+MM_DEVICE Fp4Oct quantise_half_group(const FragC<MX> (&acc)[SUBS][8], int r, float beta, float inv_beta, float lin,
+                                     float inv_lin) {
+  f32x4 v[4];  // v[e]: columns 4 e .. 4 e + 3
+  float amax = 0.0f;
+#pragma unroll
+  for (int e = 0; e < 4; ++e)
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      v[e][t] = epilogue<EPI>(acc[r][t].v[e], acc[r][4 + t].v[e], beta, inv_beta, lin, inv_lin);
+      amax = __builtin_fmaxf(amax, __builtin_fabsf(v[e][t]));  // NaN-ignoring, as amax_bf16x2
+    }
+  const bool nan = wave_has_nan(v);
+  amax = __builtin_fmaxf(kAmaxFloor, bf16_lo(pack_bf16x2_finite(amax, 0.0f)));  // amax is not NaN
+  amax = detail::combine_xor16(amax, MaxOp());
+  Fp4Oct f;
+  f.scale = quant_scale_byte(amax);
+  const float sc = scale_operand(f.scale);
+  uint32_t h[8];  // bf16 pair m: columns 2 m, 2 m + 1
+  if (nan) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) h[2 * e] = pack_bf16x2_hw(v[e].x, v[e].y), h[2 * e + 1] = pack_bf16x2_hw(v[e].z, v[e].w);
+  } else {
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      h[2 * e] = pack_bf16x2_finite(v[e].x, v[e].y), h[2 * e + 1] = pack_bf16x2_finite(v[e].z, v[e].w);
+  }
+  f.codes = u32x2{cvt_fp4x8(h, sc), cvt_fp4x8(h + 4, sc)};
   return f;
 }
 
@@ -400,15 +506,15 @@ MM_DEVICE void a4w4(const uint8_t* A, const uint8_t* As, const uint8_t* W, const
 // The down projection's weights of step (chunk, slab) for this lane's NT tiles (chunk c: columns c * 16 NT WAVES +
 // wave * 16 NT + 16 t + lane % 16); the chunk's columns ride in soffset (uniform), the lane offsets are chunk 0's.
 // A chunk at or past chunk_end reads slab `slabs` (past the buffers: 0, no fetch).
-template <int NT, int WAVES>
-MM_DEVICE void down_weights(W4Slab (&dst)[NT], const ExpertWeights& ew, uint32_t slabs, uint32_t chunk, uint32_t slab,
+template <int NT, int WAVES, bool ILV>
+MM_DEVICE void down_weights(WSet<NT, ILV>& dst, const ExpertWeights& ew, uint32_t slabs, uint32_t chunk, uint32_t slab,
                             uint32_t chunk_end) {
   const bool past = chunk >= chunk_end;  // uniform
+  uint32_t widx[WSet<NT, ILV>::kIdx];
 #pragma unroll
-  for (int t = 0; t < NT; ++t) {
-    const uint32_t widx = weight_index(ew, wave_id() * (16u * NT) + 16u * t + (lane_id() & 15u));
-    dst[t] = load_weights(ew, 16u * widx, widx, past ? slabs : slab, past ? 0u : chunk * (16u * NT * WAVES));
-  }
+  for (int t = 0; t < WSet<NT, ILV>::kIdx; ++t)
+    widx[t] = weight_index(ew, wave_id() * (16u * NT) + (ILV ? 64u * t + 4u * (lane_id() & 15u) : 16u * t + (lane_id() & 15u)));
+  dst.load(ew, widx, past ? slabs : slab, past ? 0u : chunk * (16u * NT * WAVES));
 }
 
 // The down projection of one block against its A tile resident in LDS (slab s: codes at codes + s * BM * 64
@@ -419,12 +525,13 @@ MM_DEVICE void down_weights(W4Slab (&dst)[NT], const ExpertWeights& ew, uint32_t
 // pack_bf16x2_hw; else store_out4. SETS: weight register sets (steps in flight); first: the first SETS steps'
 // weights (down_weights of steps 0 .. SETS - 1) already issued by the caller, or null. SLABS: slabs known at
 // compile time (then == slabs, and SETS % SLABS == 0: a step's slab and its epilogue are fixed by its place in the
-// rotation), or 0.
-template <int BM, int NT, bool ALIGNED, int WAVES = kWaves, int SETS = 2, int SLABS = 0>
+// rotation), or 0. ILV: interleaved columns (WSet; ALIGNED only).
+template <int BM, int NT, bool ALIGNED, int WAVES = kWaves, int SETS = 2, int SLABS = 0, bool ILV = false>
 MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const ExpertWeights& ew,
                           const RowInfo (&rows)[BM / 16], const float (&rw)[BM / 16], buffer_rsrc cbuf,
                           uint32_t c_mis, uint32_t N, uint32_t slabs, uint32_t chunk0, uint32_t chunk_end,
-                          const W4Slab (*first)[NT] = nullptr) {
+                          const WSet<NT, ILV>* first = nullptr) {
+  static_assert(!ILV || ALIGNED, "interleaved columns: 4 adjacent columns per store");
   constexpr int SUBS = BM / 16;
   constexpr int BN = WAVES * 16 * NT;
   constexpr bool FIXED = SLABS > 0;
@@ -440,7 +547,8 @@ MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const Ex
   // and the caller can issue the first SETS before its own work (the layer issues 4 before its stage-1 epilogue,
   // ~6k modeled cycles at bs 128 that the HBM would otherwise idle through). At fixed SLABS the last SETS steps
   // reload nothing.
-  auto load = [&](W4Slab(&dst)[NT], uint32_t chunk, uint32_t slab) {
+  typedef WSet<NT, ILV> Set;
+  auto load = [&](Set& dst, uint32_t chunk, uint32_t slab) {
     down_weights<NT, WAVES>(dst, ew, slabs, chunk, slab, chunk_end);
   };
   FragC<Mx> acc[SUBS][NT];
@@ -448,7 +556,7 @@ MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const Ex
   uint32_t next_chunk = chunk0 + (uint32_t)SETS / slabs, next_slab = (uint32_t)SETS % slabs;  // step k + SETS
   // Step d of a rotation (d % SETS: its register set); reload: issue step k + SETS into that set.
   // always_inline: left to clang, the runtime-slab kernels kept the slab counter in scratch (3 dwords).
-  auto step = [&](W4Slab(&cur)[NT], int d, bool reload) __attribute__((always_inline)) {
+  auto step = [&](Set& cur, int d, bool reload) __attribute__((always_inline)) {
     uint32_t slab;
     if constexpr (FIXED) slab = (uint32_t)(d % SLABS);
     else slab = slab_rt;
@@ -458,7 +566,7 @@ MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const Ex
 #pragma unroll
         for (int t = 0; t < NT; ++t) acc[r][t] = zeros<Mx>();
     }
-    slab_mma4<kFp4, SUBS, NT>(acc, cur, slab_codes(slab), slab_scales(slab));
+    slab_mma4<kFp4>(acc, cur, slab_codes(slab), slab_scales(slab));
     pin(acc);  // the MFMAs stay here, not sunk under the epilogue's partial EXEC (compiler pitfall, docs)
     if (reload) {
       sched_barrier();  // the reload after the MFMAs that read cur (hoisted, it would need a copy: a wait)
@@ -472,32 +580,64 @@ MM_DEVICE void down_sweep(const uint8_t* codes, const uint32_t* scales, const Ex
     }
     if (slab + 1u == slabs) {  // the chunk's epilogue
       const uint32_t wave_col = chunk * BN + wave * (16 * NT);
+      f32x4 v[SUBS * NT];
 #pragma unroll
-      for (int r = 0; r < SUBS; ++r) {
-        if (!rows[r].live) continue;
+      for (int r = 0; r < SUBS; ++r)
 #pragma unroll
-        for (int t = 0; t < NT; ++t) {
-          const uint32_t col0 = wave_col + 16u * t + 4u * q;
-          if (col0 >= N) continue;
-          const f32x4 v = acc[r][t].v * rw[r];
-          if constexpr (ALIGNED)
-            buffer_store_b64(u32x2{pack_bf16x2_hw(v.x, v.y), pack_bf16x2_hw(v.z, v.w)}, cbuf,
-                             (rows[r].slot * N + col0) * 2u);
-          else
-            store_out4(cbuf, c_mis, rows[r].slot, N, col0, N, v);
+        for (int t = 0; t < NT; ++t) v[r * NT + t] = acc[r][t].v * rw[r];
+      // A uniform branch: NaN-free chunks (all but a corrupt input's) skip the canonical-NaN conversion.
+      const bool nan = ALIGNED && wave_has_nan(v);
+      auto store_chunk = [&](auto canonical) __attribute__((always_inline)) {
+#pragma unroll
+        for (int r = 0; r < SUBS; ++r) {
+          if (!rows[r].live) continue;
+#pragma unroll
+          for (int t = 0; t < NT; ++t) {
+            const uint32_t col0 = wave_col + (ILV ? 64u * (t / 4) + 16u * q + 4u * (t % 4) : 16u * t + 4u * q);
+            if (col0 >= N) continue;
+            // 4 adjacent output columns (ILV: element t % 4 of the group's 4 tiles)
+            const f32x4* g = v + r * NT + (ILV ? 4 * (t / 4) : t);
+            const f32x4 x = ILV ? f32x4{g[0][t % 4], g[1][t % 4], g[2][t % 4], g[3][t % 4]} : g[0];
+            constexpr bool MAY_NAN = decltype(canonical)::value;
+            if constexpr (!ALIGNED)
+              store_out4(cbuf, c_mis, rows[r].slot, N, col0, N, x);
+            else
+              buffer_store_b64(u32x2{pack_bf16x2_rtne<MAY_NAN>(x.x, x.y), pack_bf16x2_rtne<MAY_NAN>(x.z, x.w)}, cbuf,
+                               (rows[r].slot * N + col0) * 2u);
+          }
         }
-      }
+      };
+      // ILV, NaN-free and the whole chunk inside N (uniform; every chunk but the last of a ragged N): a lane's 16
+      // adjacent columns of a group as two 16-byte stores, no per-store column test.
+      auto store_full_chunk = [&]() __attribute__((always_inline)) {
+#pragma unroll
+        for (int r = 0; r < SUBS; ++r) {
+          if (!rows[r].live) continue;
+#pragma unroll
+          for (int g = 0; g < NT / 4; ++g) {
+            const f32x4* x = v + r * NT + 4 * g;  // x[t][e]: column 16 q + 4 e + t of the group
+            uint32_t h[8];  // bf16 pair m: columns 2 m, 2 m + 1
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+              h[2 * e] = pack_bf16x2_finite(x[0][e], x[1][e]), h[2 * e + 1] = pack_bf16x2_finite(x[2][e], x[3][e]);
+            const uint32_t off = (rows[r].slot * N + wave_col + 64u * g + 16u * q) * 2u;
+            buffer_store_b128(u32x4{h[0], h[1], h[2], h[3]}, cbuf, off);
+            buffer_store_b128(u32x4{h[4], h[5], h[6], h[7]}, cbuf, off + 16u);
+          }
+        }
+      };
+      if (nan) store_chunk(Flag<true>{});
+      else if (ILV && (chunk + 1u) * BN <= N) store_full_chunk();
+      else store_chunk(Flag<false>{});
       slab_rt = 0, ++chunk;
     } else {
       ++slab_rt;
     }
   };
-  W4Slab w[SETS][NT];
+  Set w[SETS];
   if (first) {
 #pragma unroll
-    for (int d = 0; d < SETS; ++d)
-#pragma unroll
-      for (int t = 0; t < NT; ++t) w[d][t] = first[d][t];
+    for (int d = 0; d < SETS; ++d) w[d] = first[d];
   } else {
 #pragma unroll
     for (int d = 0; d < SETS; ++d) load(w[d], chunk0 + (uint32_t)d / slabs, (uint32_t)d % slabs);
@@ -613,12 +753,14 @@ MM_DEVICE void a4w4_down(const uint8_t* A, const uint8_t* As, const uint8_t* W, 
 
 // The whole a4w4 MoE layer of one block in one launch (AITER's 1-stage structure): stage 1 over the whole
 // intermediate I = 16 NT WAVES (WAVES waves x NT gate + NT up tiles: a4w4_mainloop; NT = 4, so I = 256 runs 4
-// waves and 512 runs 8: the fewer the waves, the less per-slab loop work is repeated; layer_depth(BM) weight slabs
+// waves and 512 runs 8: the fewer the waves, the less per-slab loop work is repeated; layer_depth(BM, WAVES) weight slabs
 // in flight), the gated epilogue quantised to
-// MXFP4 into LDS (quantise_group, standard order), one pass of the staging permutation into the down
+// MXFP4 into LDS (quantise_half_group, standard order), one pass of the staging permutation into the down
 // operand's layout (to_weight_order: BM x I/32 granules), then the down projection over all N columns
 // against that resident tile (down_sweep, NTD tiles per wave). The intermediate never leaves the CU, and
 // every result is the three-launch path's bit for bit (the same chains and the same rounding points).
+// Both GEMMs run their tiles with interleaved columns (WSet<.., true>: a lane's 4 tiles of a group are 4 adjacent
+// columns, their scales one dword selected by op_sel), so a lane's outputs are 16 adjacent columns.
 //
 // LDS: stage-1 slab buffers 2 x BM x (64 + 4) bytes; the intermediate BM x I/2 code bytes in the standard
 // order and BM x I/32 scale dwords, then I/128 slabs of BM x 64 in A4Lds layout + BM x 4 scale bytes each.
@@ -661,7 +803,7 @@ MM_DEVICE void a4w4_layer(const uint8_t* A, const uint8_t* As, const uint8_t* W1
   float rw[SUBS];
   down_rows<SUBS>(rows, rw, sorted_ids, num_sorted, m0, num_valid, topk_w, mul_routed);
   FragC<Mx> acc[SUBS][TILES];
-  a4w4_mainloop<kFp4, BM, NT, EPI, WAVES, layer_depth(BM)>(acc, lds, lds_scales, A, As, ew1, sorted_ids, num_sorted, num_valid, m0, a_rows,
+  a4w4_mainloop<kFp4, BM, NT, EPI, WAVES, layer_depth(BM, WAVES), true>(acc, lds, lds_scales, A, As, ew1, sorted_ids, num_sorted, num_valid, m0, a_rows,
                              a_row_div, K, I, wave_col, a_stride);
   // The down projection's first DSETS steps' weights issued now: they arrive during the epilogue and
   // the permutation instead of after them.
@@ -670,24 +812,20 @@ MM_DEVICE void a4w4_layer(const uint8_t* A, const uint8_t* As, const uint8_t* W1
   const uint32_t per = (chunks + splits - 1u) / splits, c0 = block_id_x() * per;
   const uint32_t c_end = c0 + per < chunks ? c0 + per : chunks;
   constexpr int DSETS = layer_down_sets(BM, WAVES);
-  W4Slab down0[DSETS][NTD];
+  WSet<NTD, true> down0[DSETS];
 #pragma unroll
   for (int d = 0; d < DSETS; ++d)
     down_weights<NTD, WAVES>(down0[d], ew2, H_SLABS, c0 + (uint32_t)d / H_SLABS, (uint32_t)d % H_SLABS, c_end);
 
-  // Stage-1 epilogue into LDS (dead rows too: their zero accumulators give zero codes, never stored).
+  // Stage-1 epilogue into LDS (dead rows too: their zero accumulators give zero codes, never stored). Lane (q, j)
+  // holds columns wave_col + 16 q .. + 15 (interleaved tiles), half of group wave_col / 32 + q / 2.
   const float inv_beta = 1.0f / beta, inv_lin = 1.0f / lin;
 #pragma unroll
   for (int r = 0; r < SUBS; ++r) {
-    const uint32_t row = 16u * r + j;
-#pragma unroll
-    for (int p = 0; p < NT / 2; ++p) {
-      const Fp4Quad f = quantise_group<EPI>(acc, r, p, 1.0f, beta, inv_beta, lin, inv_lin);
-      const uint32_t col = wave_col + 32u * p;  // first column of the group
-#pragma unroll
-      for (int t = 0; t < 2; ++t) *(uint16_t*)&h_std[row][col / 2u + 8u * t + 2u * q] = (uint16_t)f.codes[t];
-      if (q == 0) h_sstd[row][col / 32u] = f.scale;
-    }
+    const uint32_t row = 16u * r + j, col = wave_col + 16u * q;
+    const Fp4Oct f = quantise_half_group<EPI>(acc, r, beta, inv_beta, lin, inv_lin);
+    lds_write_b64(h_std[row], col / 2u, f.codes);
+    if ((q & 1u) == 0) h_sstd[row][col / 32u] = f.scale;
   }
   block_sync();
 #pragma unroll
@@ -707,7 +845,7 @@ MM_DEVICE void a4w4_layer(const uint8_t* A, const uint8_t* As, const uint8_t* W1
   block_sync();
   // Down-column split: workgroup x of grid_dim_x() sweeps its share [c0, c_end) of the column chunks (each
   // computes the whole stage 1; at small batches the CUs are idle otherwise, and each one's share of HBM bounds it).
-  down_sweep<BM, NTD, true, WAVES, DSETS, DSETS % H_SLABS == 0 ? H_SLABS : 0>(h_codes[0], h_scales[0], ew2, rows, rw, cbuf, c_mis, N, H_SLABS, c0, c_end, down0);
+  down_sweep<BM, NTD, true, WAVES, DSETS, DSETS % H_SLABS == 0 ? H_SLABS : 0, true>(h_codes[0], h_scales[0], ew2, rows, rw, cbuf, c_mis, N, H_SLABS, c0, c_end, down0);
 }
 
 }  // namespace
