@@ -47,6 +47,17 @@ def test_pack_bf16x2(mod):
     assert torch.equal(out & 0xFFFF, r[:, 0]) and torch.equal((out >> 16) & 0xFFFF, r[:, 1])
 
 
+def test_pack_f16x2(mod):
+    g = torch.Generator().manual_seed(2)
+    special = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), 65504.0, 65520.0, -70000.0, 1.0 + 2**-11,
+                            1.0 + 3 * 2**-11, 6e-8, -3e-8, 1e-5, 1e-40])  # ties, overflow, subnormals
+    x = torch.cat([special, torch.randn(243, generator=g) * 100, torch.randn(256, generator=g)]).contiguous()
+    out = torch.zeros(256, dtype=torch.int32)
+    mod.launch("t_pack_f16x2", grid=(4, 1, 1), block=(64, 1, 1), args=[x, out, 256])
+    r = bits16(x.half()).view(256, 2)
+    assert torch.equal(out & 0xFFFF, r[:, 0]) and torch.equal((out >> 16) & 0xFFFF, r[:, 1])
+
+
 def test_decode_every_byte(mod):
     fnuz, fn, e2m1, e8m0 = (torch.zeros(256) for _ in range(4))
     mod.launch("t_decode", grid=(4, 1, 1), block=(64, 1, 1), args=[fnuz, fn, e2m1, e8m0])

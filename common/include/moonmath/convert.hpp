@@ -34,8 +34,13 @@ MM_DEVICE uint32_t pack_bf16x2_rna(float lo, float hi) {
 
 // Two f32 -> one dword of two IEEE fp16 (lo -> bits 0..15), round to nearest even (v_cvt_f16_f32 in the
 // default round mode; NaN stays NaN, overflow gives Inf), and back (exact).
+// Two instructions: the high half's conversion writes its word in place (SDWA, the low word preserved), where
+// the compiler's form converts both halves to zero-padded words and ORs them (three).
 MM_DEVICE uint32_t pack_f16x2(float lo, float hi) {
-  return (uint32_t)__builtin_bit_cast(uint16_t, (_Float16)lo) | ((uint32_t)__builtin_bit_cast(uint16_t, (_Float16)hi) << 16);
+  uint32_t r;
+  asm("v_cvt_f16_f32 %0, %1\n\tv_cvt_f16_f32_sdwa %0, %2 dst_sel:WORD_1 dst_unused:UNUSED_PRESERVE src0_sel:DWORD"
+      : "=&v"(r) : "v"(lo), "v"(hi));
+  return r;
 }
 MM_DEVICE float f16_lo(uint32_t w) { return (float)__builtin_bit_cast(_Float16, (uint16_t)(w & 0xffffu)); }
 MM_DEVICE float f16_hi(uint32_t w) { return (float)__builtin_bit_cast(_Float16, (uint16_t)(w >> 16)); }

@@ -164,3 +164,10 @@ MM_KERNEL void t_perm(const uint32_t* hi, const uint32_t* lo, const uint32_t* se
   uint32_t t = thread_id_x();
   out[t] = perm(hi[t], lo[t], sel[t]);
 }
+
+// convert.hpp: two f32 -> one dword of two fp16 (RTNE), the high word written in place.
+MM_KERNEL void t_pack_f16x2(const float* in, uint32_t* out, int n_pairs) {
+  uint32_t i = block_id_x() * block_dim_x() + thread_id_x();
+  if (i >= (uint32_t)n_pairs) return;
+  out[i] = pack_f16x2(in[2 * i], in[2 * i + 1]);
+}
