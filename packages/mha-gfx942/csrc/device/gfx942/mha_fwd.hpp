@@ -28,7 +28,8 @@
 //
 // Pipeline. Per interval: s_waitcnt vmcnt(0) (this wave's DMA landed) and s_barrier (everyone's; everyone
 // is done with the stages about to be refilled), then group B issues K(i+1) into the other K stage and
-// V_t(i) into the other V stage by direct-to-LDS dword loads (16 K rows per wave: XOR-permuted lane
+// V_t(i) into the other V stage (the dense RTZ kernels: at the start of B's MFMA phase instead, after its
+// softmax) by direct-to-LDS dword loads (16 K rows per wave: XOR-permuted lane
 // offsets, the row offset in soffset, a descriptor based at the block; 4 KB of V_t per wave: one lane
 // offset and one M0, the piece in the instruction offset, which moves both sides). The DMA has a whole
 // interval to land. Every LDS read is issued one step before its MFMAs: QK reads K subtile t + 1 while
@@ -208,6 +209,15 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
     qk_lds<kQTilesPerWave, HD::kKSteps, decltype(tail)::value>(s, k_stage(0), qf, kf);
     mm::set_priority<0>();
   };
+  // Group B's DMA of K(i + 1) and V_t(i), into the stages barrier i freed. Dense RTZ issues it in B's MFMA phase,
+  // two instructions after each of PV's first 8 MFMAs, so B's softmax starts right after its deferred k-steps;
+  // RTNA / RTNE (whose longer softmax leaves no slack for it there) and the split kernels issue it after the
+  // barrier: both measured slower with the move (section "Session 7" of the docs).
+  constexpr bool kDmaInMfmaPhase = R == mm::Round::RTZ && !kSplit;
+  auto dma = [&](uint32_t i) {
+    if (i + 1 < cnt) dma_k<D>(lds, k_head, k_bytes, kb0 + part + (i + 1) * nparts, ks.row, (i + 1) & 1u, dma_wave);
+    if (i < cnt) dma_vt<D>(lds, vr, kb0 + part + i * nparts, i & 1u, dma_wave);
+  };
   // PV(i - 1) with O's pending rescale, then QK(i) (K subtile 0 read during PV's last tile): one MFMA phase.
   // Group B's runs at priority 3 and stays there through the barrier into its deferred k-steps (no s_setprio
   // at its end, so the loop's scalar work shares a scheduling region with the last MFMAs). Group A's starts
@@ -221,6 +231,10 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
     const uint8_t* vst = lds + HD::kLdsV + ((i - 1) & 1u) * HD::kVtBlockBytes;
     if (group_b) {
       mm::set_priority<3>();
+      if constexpr (kDmaInMfmaPhase) {
+        dma(i);
+        spread_vmem_among_mfmas<8, 2>();
+      }
       pv_lds(o, vst, p, k_stage(i), kf[0], r);
       if (i < cnt) qk_lds<kQTilesPerWave, HD::kKSteps, decltype(tail)::value>(s, k_stage(i), qf, kf);
       spread_salu_among_mfmas<8>();
@@ -243,8 +257,7 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
         qk_tail<kTailSteps>(s, qf, kf);
         mm::set_priority<0>();
       }
-      if (i + 1 < cnt) dma_k<D>(lds, k_head, k_bytes, kb0 + part + (i + 1) * nparts, ks.row, (i + 1) & 1u, dma_wave);
-      if (i < cnt) dma_vt<D>(lds, vr, kb0 + part + i * nparts, i & 1u, dma_wave);
+      if (!kDmaInMfmaPhase || i == 0) dma(i);
     }
   };
   // One loop per group (two separate loops, so that the register allocator sees two regions, not one

@@ -23,8 +23,9 @@
 //                      handed to pv_lds, which applies it just before PV adds to O;
 //   mul_cols_unpacked  mul_cols as single-rate v_mul_f32 (packed f32 ops stall beside MFMAs);
 //   qk_steps / qk_tail part of a QK's k-steps, for group B's MFMAs deferred past the barrier;
-//   spread_reads_among_mfmas / spread_salu_among_mfmas  sched_group_barrier orders that keep LDS reads and
-//                      scalar work between MFMAs (each instruction takes one of the SIMD's 4-cycle issue slots);
+//   spread_reads_among_mfmas / spread_salu_among_mfmas / spread_vmem_among_mfmas  sched_group_barrier orders
+//                      that keep LDS reads, scalar work and DMA between MFMAs (each instruction takes one of
+//                      the SIMD's 4-cycle issue slots);
 #pragma once
 #include "gfx942/mha_config.hpp"
 #include "moonmath/tile.hpp"
@@ -128,6 +129,16 @@ MM_DEVICE void spread_salu_among_mfmas() {
   for (uint32_t j = 0; j < n; ++j) {
     __builtin_amdgcn_sched_group_barrier(0x008, 1, 1);  // MFMA
     __builtin_amdgcn_sched_group_barrier(0x004, 1, 1);  // SALU
+  }
+}
+
+// In the scheduling region this opens: `per` VMEM instructions after each of the first `n` MFMAs.
+template <uint32_t n, uint32_t per>
+MM_DEVICE void spread_vmem_among_mfmas() {
+#pragma unroll
+  for (uint32_t j = 0; j < n; ++j) {
+    __builtin_amdgcn_sched_group_barrier(0x008, 1, 2);    // MFMA
+    __builtin_amdgcn_sched_group_barrier(0x010, per, 2);  // VMEM
   }
 }
 
