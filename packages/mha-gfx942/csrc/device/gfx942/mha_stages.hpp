@@ -302,6 +302,18 @@ MM_DEVICE float lane_col_sum(const FragC (&s)[kKvSub]) {
   return v;
 }
 
+// The max of v over the 4 lanes of its column (lanes col, col + 16, col + 32, col + 48) in one LDS round trip: the
+// three partners' values fetched together (one ds_swizzle, two ds_bpermute), where col_max's tree waits for its
+// xor-16 step before its xor-32 step. The same expression, fmax(fmax(v, v^16), fmax(v^32, v^48)), as the tree
+// (its xor-32 partner holds fmax(v^32, v^48)), so the same bits.
+MM_DEVICE float col_max_one_trip(float v) {
+  const uint32_t u = __builtin_bit_cast(uint32_t, v);
+  const float x16 = __builtin_bit_cast(float, mm::swizzle_xor<16>(u));
+  const float x32 = __builtin_bit_cast(float, mm::bpermute(u, mm::lane_id() ^ 32u));
+  const float x48 = __builtin_bit_cast(float, mm::bpermute(u, mm::lane_id() ^ 48u));
+  return __builtin_fmaxf(__builtin_fmaxf(v, x16), __builtin_fmaxf(x32, x48));
+}
+
 // Soft-cap (Gemma 2) of one block's raw scores: s -> tanh(s * scale / cap) = 1 - 2 / (1 + exp2(s * pre2)),
 // pre2 = 2 * scale * log2 e / cap; the softmax then scales by cap * log2 e (exp2 of +-inf gives +-1 exactly).
 MM_DEVICE void softcap_scores(FragC (&s)[kKvSub], float pre2) {
@@ -359,7 +371,7 @@ struct GatedColSoftmax {
     const float lane_max = lane_col_max(s);
     r = 1.f;
     if (first || __builtin_amdgcn_ballot_w64(lane_max * scale_log2 > m) != 0) {
-      const float m_new = __builtin_fmaxf(m, mm::col_max(mm::filled<S16>(lane_max)).v * scale_log2);
+      const float m_new = __builtin_fmaxf(m, col_max_one_trip(lane_max) * scale_log2);
       if (!first) {  // (kEmptyRows: a still-empty column, m = m_new = -inf, owes 0, not exp2(NaN))
         const float f = kEmptyRows && m == -__builtin_inff() ? 0.f : mm::exp2(m - m_new);
         l *= f;
