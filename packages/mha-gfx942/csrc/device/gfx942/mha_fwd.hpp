@@ -173,7 +173,12 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
   if (group_b && (!kFeat || cnt != 0)) dma_k<D>(lds, k_head, k_bytes, kb0 + part, ks.row, 0, dma_wave);
   FragC s[kQTilesPerWave][kKvSub];  // S^T of the current block, then P (fp32)
   FragB p[kQTilesPerWave][kKvSub];  // P^T packed to bf16: the B operands of PV
-  auto softmax = [&](uint32_t i) {  // online softmax of block i, P packed for PV
+  // Group B's row sums l += sum p of its block are added during its PV (deferred_sum), in the VALU slots between
+  // its own MFMAs, not in its softmax, which is on the interval's critical path (it must end before B's MFMA phase
+  // can start): the same adds in the same order, so the same bits. Not in the d96 feature kernels (registers:
+  // the fp32 scores then stay live into PV).
+  constexpr bool kSumInPv = !(kFeat && D == 96);
+  auto softmax = [&](uint32_t i, auto sum_here) {  // online softmax of block i, P packed for PV
     const uint32_t kb = kb0 + part + i * nparts;
     const bool partial_block = (kb + 1) * kKvBlock > skv;
     // feature kernels: does block kb hold a key outside the window of one of this wave's rows (or >= skv)?
@@ -188,8 +193,9 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
       } else if (partial_block) {
         mask_kv_tail(s[t], kb * kKvBlock, skv);
       }
-      if constexpr (kFeat) sm[t].update<true>(s[t], i == 0, feat.scale_log2);
-      else sm[t].update(s[t], i == 0, HD::kScaleLog2e);
+      constexpr bool kSum = decltype(sum_here)::value != 0;
+      if constexpr (kFeat) sm[t].update<true, kSum>(s[t], i == 0, feat.scale_log2);
+      else sm[t].update<false, kSum>(s[t], i == 0, HD::kScaleLog2e);
 #pragma unroll
       for (uint32_t u = 0; u < kKvSub; ++u) p[t][u] = mm::as_b_operand(pack_p<R>(s[t][u]));
     }
@@ -235,7 +241,20 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
         dma(i);
         spread_vmem_among_mfmas<8, 2>();
       }
-      pv_lds(o, vst, p, k_stage(i), kf[0], r);
+      if constexpr (kSumInPv) {
+        float acc[kQTilesPerWave];
+        pv_lds(o, vst, p, k_stage(i), kf[0], r, [&](uint32_t dt) {
+          if (dt >= kKvSub) return;
+#pragma unroll
+          for (uint32_t t = 0; t < kQTilesPerWave; ++t) {
+            if (dt == 0) acc[t] = 0.f;
+            GatedColSoftmax::add_subtile_sum(acc[t], s[t][dt]);
+            if (dt + 1 == kKvSub) sm[t].add_block_sum(acc[t]);
+          }
+        });
+      } else {
+        pv_lds(o, vst, p, k_stage(i), kf[0], r);
+      }
       if (i < cnt) qk_lds<kQTilesPerWave, HD::kKSteps, decltype(tail)::value>(s, k_stage(i), qf, kf);
       spread_salu_among_mfmas<8>();
     } else {
@@ -266,11 +285,11 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
   } else if (!group_b) {
     refill(0);
     qk_first(WholeQk{});
-    softmax(0);
+    softmax(0, Flag<1>{});
     for (uint32_t i = 1; i < cnt; ++i) {
       refill(i);
       pv_qk(i, WholeQk{});
-      softmax(i);
+      softmax(i, Flag<1>{});
     }
     refill(cnt);
     pv_qk(cnt, WholeQk{});
@@ -280,12 +299,12 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
     for (uint32_t i = 1; i < cnt; ++i) {
       refill(i);  // (with QK(i - 1)'s deferred k-steps)
       mm::set_priority<kGroupBSoftmaxPriority>();
-      softmax(i - 1);
+      softmax(i - 1, Flag<!kSumInPv>{});
       pv_qk(i, GroupBQk{});
     }
     refill(cnt);
     mm::set_priority<kGroupBSoftmaxPriority>();
-    softmax(cnt - 1);
+    softmax(cnt - 1, Flag<!kSumInPv>{});
     pv_qk(cnt, GroupBQk{});
   }
 

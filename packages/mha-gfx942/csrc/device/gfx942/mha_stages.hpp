@@ -132,6 +132,18 @@ MM_DEVICE void spread_salu_among_mfmas() {
   }
 }
 
+// In the scheduling region this closes: `per` VALU instructions after each of its `n` MFMAs, so that no MFMA waits
+// behind a run of VALU work the partner wave's exponentials hold up (a VALU op waits for the pipe, an MFMA behind
+// it in program order waits with it).
+template <uint32_t n, uint32_t per>
+MM_DEVICE void spread_valu_among_mfmas() {
+#pragma unroll
+  for (uint32_t j = 0; j < n; ++j) {
+    __builtin_amdgcn_sched_group_barrier(0x008, 1, 3);    // MFMA
+    __builtin_amdgcn_sched_group_barrier(0x002, per, 3);  // VALU
+  }
+}
+
 // In the scheduling region this opens: `per` VMEM instructions after each of the first `n` MFMAs.
 template <uint32_t n, uint32_t per>
 MM_DEVICE void spread_vmem_among_mfmas() {
@@ -366,7 +378,9 @@ struct GatedColSoftmax {
   // scale_log2: the logit factor in the log2 domain (kScaleLog2e; cap * log2 e under a soft-cap).
   // kEmptyRows (window / causal): a column may have seen only -inf scores (m = -inf, l = 0, O = 0); it then
   // subtracts 0 instead of m, so its p are exp2(-inf) = 0, not NaN, and its factor is 0.
-  template <bool kEmptyRows = false>
+  // kSum = false: l += the block's sum is left to the caller (add_subtile_sum per subtile, then add_block_sum), so
+  // that the adds can sit in the VALU slots of the wave's MFMA phase; the same adds in the same order.
+  template <bool kEmptyRows = false, bool kSum = true>
   MM_DEVICE void update(FragC (&s)[kKvSub], bool first, float scale_log2 = kScaleLog2e) {
     const float lane_max = lane_col_max(s);
     r = 1.f;
@@ -385,8 +399,16 @@ struct GatedColSoftmax {
       mm::apply(s[t], [=](float x, int, int) { return __builtin_fmaf(x, scale_log2, -m_use); });
       mm::exp2(s[t]);
     }
-    l += lane_col_sum(s);
+    if constexpr (kSum) l += lane_col_sum(s);
   }
+  // lane_col_sum split by subtile: acc = 0, then subtile t = 0 .. kKvSub - 1 added in turn, then l += acc.
+  // (Single-rate v_add_f32, as mul_cols_unpacked: beside the other q tile's chain LLVM pairs them into v_pk_add_f32,
+  // which waits out the partner wave's MFMAs.)
+  MM_DEVICE static void add_subtile_sum(float& acc, const FragC& st) {
+#pragma unroll
+    for (int r = 0; r < S16::kCRegs; ++r) asm("v_add_f32 %0, %1, %2" : "=v"(acc) : "v"(acc), "v"(st.v[r]));
+  }
+  MM_DEVICE void add_block_sum(float acc) { asm("v_add_f32 %0, %1, %2" : "=v"(l) : "v"(l), "v"(acc)); }
   // The row sum: the lane partials of the 4 quads added (col_sum of a fragment holding l once; once per
   // kernel, so its three adds of zero cost nothing).
   MM_DEVICE float sum_l() const {
@@ -417,9 +439,15 @@ MM_DEVICE void lds_load_vt_dtile(FragA (&v)[kKvSub], const uint8_t* vst, uint32_
 // costs every wave the same 64 v_mul_f32 per block instead of a burst in the softmax of some waves,
 // which delayed the barrier for all (modeled, RTNE: 75.0 -> 70.4 cycles per key).
 // kRaise: the caller entered at a lower priority; the wave goes to 3 once its first tile's MFMAs are issued.
-template <bool kRaise = false, uint32_t T, uint32_t kDTiles, uint32_t N>
+// during(dt): VALU work of the caller placed among tile dt's MFMAs (group B's deferred row sums).
+struct NoWork {
+  MM_DEVICE void operator()(uint32_t) const {}
+  template <class X> struct is { static constexpr bool value = false; };
+};
+template <> struct NoWork::is<NoWork> { static constexpr bool value = true; };
+template <bool kRaise = false, uint32_t T, uint32_t kDTiles, uint32_t N, class During = NoWork>
 MM_DEVICE void pv_lds(FragC (&o)[T][kDTiles], const uint8_t* vst, const FragB (&pb)[T][kKvSub],
-                      const uint8_t* kst, FragA (&k0)[N], const float (&r)[T]) {
+                      const uint8_t* kst, FragA (&k0)[N], const float (&r)[T], During during = {}) {
   FragA v[2][kKvSub];
   lds_load_vt_dtile(v[0], vst, 0);
 #pragma unroll
@@ -436,10 +464,12 @@ MM_DEVICE void pv_lds(FragC (&o)[T][kDTiles], const uint8_t* vst, const FragB (&
     order_point();
     if (kRaise && dt == 1) mm::set_priority<3>();  // (here, not after tile 0: the scheduler keeps the
                                                    // rescale of tile 1 among tile 0's MFMAs)
+    during(dt);
 #pragma unroll
     for (uint32_t i = 0; i < T; ++i)
 #pragma unroll
       for (uint32_t t = 0; t < kKvSub; ++t) mm::mma(o[i][dt], v[dt & 1][t], pb[i][t], o[i][dt]);
+    if constexpr (!NoWork::is<During>::value) spread_valu_among_mfmas<T * kKvSub, 2>();
   }
 }
 
