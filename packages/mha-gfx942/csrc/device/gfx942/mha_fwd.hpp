@@ -173,11 +173,13 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
   if (group_b && (!kFeat || cnt != 0)) dma_k<D>(lds, k_head, k_bytes, kb0 + part, ks.row, 0, dma_wave);
   FragC s[kQTilesPerWave][kKvSub];  // S^T of the current block, then P (fp32)
   FragB p[kQTilesPerWave][kKvSub];  // P^T packed to bf16: the B operands of PV
-  // Group B's row sums l += sum p of its block are added during its PV (deferred_sum), in the VALU slots between
-  // its own MFMAs, not in its softmax, which is on the interval's critical path (it must end before B's MFMA phase
-  // can start): the same adds in the same order, so the same bits. Not in the d96 feature kernels (registers:
-  // the fp32 scores then stay live into PV).
-  constexpr bool kSumInPv = !(kFeat && D == 96);
+  // The lean softmax (d128 and d96 default kernels; the others' budgets do not hold it: d64 spills at 128 registers,
+  // the d96 feature kernels pass 176 VGPRs, the d128 feature kernels 80 SGPRs): the cross-lane max in one LDS round
+  // trip (col_max_one_trip), and group B's row sums l += sum p added during its PV, in the VALU slots between its
+  // own MFMAs, not in its softmax, which is on the interval's critical path (it must end before B's MFMA phase can
+  // start). The same operations in the same order, so the same bits (section "Eighth session" of the docs).
+  constexpr bool kLeanSoftmax = !kFeat && D != 64;
+  constexpr bool kSumInPv = kLeanSoftmax;
   auto softmax = [&](uint32_t i, auto sum_here) {  // online softmax of block i, P packed for PV
     const uint32_t kb = kb0 + part + i * nparts;
     const bool partial_block = (kb + 1) * kKvBlock > skv;
@@ -194,8 +196,8 @@ MM_DEVICE void attend(const uint16_t* q, const uint16_t* k, const uint16_t* vt, 
         mask_kv_tail(s[t], kb * kKvBlock, skv);
       }
       constexpr bool kSum = decltype(sum_here)::value != 0;
-      if constexpr (kFeat) sm[t].update<true, kSum>(s[t], i == 0, feat.scale_log2);
-      else sm[t].update<false, kSum>(s[t], i == 0, HD::kScaleLog2e);
+      if constexpr (kFeat) sm[t].update<true, kSum, kLeanSoftmax>(s[t], i == 0, feat.scale_log2);
+      else sm[t].update<false, kSum, kLeanSoftmax>(s[t], i == 0, HD::kScaleLog2e);
 #pragma unroll
       for (uint32_t u = 0; u < kKvSub; ++u) p[t][u] = mm::as_b_operand(pack_p<R>(s[t][u]));
     }

@@ -380,12 +380,14 @@ struct GatedColSoftmax {
   // subtracts 0 instead of m, so its p are exp2(-inf) = 0, not NaN, and its factor is 0.
   // kSum = false: l += the block's sum is left to the caller (add_subtile_sum per subtile, then add_block_sum), so
   // that the adds can sit in the VALU slots of the wave's MFMA phase; the same adds in the same order.
-  template <bool kEmptyRows = false, bool kSum = true>
+  // kOneTrip: the cross-lane max by col_max_one_trip (one more VGPR: the xor-48 lane address), else col_max's tree.
+  template <bool kEmptyRows = false, bool kSum = true, bool kOneTrip = false>
   MM_DEVICE void update(FragC (&s)[kKvSub], bool first, float scale_log2 = kScaleLog2e) {
     const float lane_max = lane_col_max(s);
     r = 1.f;
     if (first || __builtin_amdgcn_ballot_w64(lane_max * scale_log2 > m) != 0) {
-      const float m_new = __builtin_fmaxf(m, col_max_one_trip(lane_max) * scale_log2);
+      const float m_new = __builtin_fmaxf(m, (kOneTrip ? col_max_one_trip(lane_max)
+                                                        : mm::col_max(mm::filled<S16>(lane_max)).v) * scale_log2);
       if (!first) {  // (kEmptyRows: a still-empty column, m = m_new = -inf, owes 0, not exp2(NaN))
         const float f = kEmptyRows && m == -__builtin_inff() ? 0.f : mm::exp2(m - m_new);
         l *= f;
