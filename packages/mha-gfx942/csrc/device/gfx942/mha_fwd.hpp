@@ -19,7 +19,10 @@
 // barrier. Group B's softmax runs at priority 1, above group A's (kGroupBSoftmaxPriority). Group B leaves the
 // last half of its QK(i)'s last K subtile (operands in registers) for after barrier i + 1, at priority 3: those
 // MFMAs fill the matrix pipe while group A's first V_t reads are in flight, and A's first PV head-dim tile runs
-// at 2 so they finish first. Modeled: the matrix pipe is busy ~96 % of the cycles (RTZ, Skv = 8192; RTNE 91 %).
+// at 2 so they finish first. The d128 / d96 default kernels run a lean softmax (kLeanSoftmax): the cross-lane max in
+// one LDS round trip, and group B's row sums added among its PV MFMAs instead of in its softmax, so B's softmax
+// (which B's MFMA phase waits for) ends earlier and B's waves reach the barrier closer together.
+// Modeled: the matrix pipe is busy ~96 % of the cycles (RTZ, Skv = 8192; RTNE 91 %).
 //
 // LDS (64 KB = two stages). Stage s: one K block (64 rows x 256 B at s * 16 KB; 16-byte chunk c of row r
 // at chunk c ^ (r % 8), so the 8 lanes of a b128 read group hit 8 different bank groups) and one V_t

@@ -23,9 +23,11 @@
 //                      handed to pv_lds, which applies it just before PV adds to O;
 //   mul_cols_unpacked  mul_cols as single-rate v_mul_f32 (packed f32 ops stall beside MFMAs);
 //   qk_steps / qk_tail part of a QK's k-steps, for group B's MFMAs deferred past the barrier;
-//   spread_reads_among_mfmas / spread_salu_among_mfmas / spread_vmem_among_mfmas  sched_group_barrier orders
-//                      that keep LDS reads, scalar work and DMA between MFMAs (each instruction takes one of
-//                      the SIMD's 4-cycle issue slots);
+//   spread_reads_among_mfmas / spread_salu_among_mfmas / spread_vmem_among_mfmas / spread_valu_among_mfmas
+//                      sched_group_barrier orders that keep LDS reads, scalar work, DMA and VALU work between
+//                      MFMAs (each instruction takes one of the SIMD's 4-cycle issue slots);
+//   col_max_one_trip   col_max over a column's 4 lanes in one LDS round trip (the same bits);
+//   pv_lds's `during`  caller's VALU work among a head-dim tile's MFMAs (group B's row sums, the lean softmax);
 #pragma once
 #include "gfx942/mha_config.hpp"
 #include "moonmath/tile.hpp"
