@@ -123,38 +123,31 @@ MM_DEVICE void spread_reads_among_mfmas() {
   }
 }
 
+// `per` instructions of class kMask (a sched_group_barrier mask) after each of `n` MFMAs of the scheduling region,
+// one pipeline per kSync id.
+template <int kMask, uint32_t n, uint32_t per, int kSync>
+MM_DEVICE void interleave_with_mfmas() {
+#pragma unroll
+  for (uint32_t j = 0; j < n; ++j) {
+    __builtin_amdgcn_sched_group_barrier(0x008, 1, kSync);    // MFMA
+    __builtin_amdgcn_sched_group_barrier(kMask, per, kSync);  // the other class
+  }
+}
+
 // In the scheduling region this closes: one SALU instruction after each of the last `n` MFMAs (a SIMD issues
 // one instruction per 4 cycles, so scalar work left behind the last MFMA delays what follows it).
 template <uint32_t n>
-MM_DEVICE void spread_salu_among_mfmas() {
-#pragma unroll
-  for (uint32_t j = 0; j < n; ++j) {
-    __builtin_amdgcn_sched_group_barrier(0x008, 1, 1);  // MFMA
-    __builtin_amdgcn_sched_group_barrier(0x004, 1, 1);  // SALU
-  }
-}
+MM_DEVICE void spread_salu_among_mfmas() { interleave_with_mfmas<0x004, n, 1, 1>(); }
 
 // In the scheduling region this closes: `per` VALU instructions after each of its `n` MFMAs, so that no MFMA waits
 // behind a run of VALU work the partner wave's exponentials hold up (a VALU op waits for the pipe, an MFMA behind
 // it in program order waits with it).
 template <uint32_t n, uint32_t per>
-MM_DEVICE void spread_valu_among_mfmas() {
-#pragma unroll
-  for (uint32_t j = 0; j < n; ++j) {
-    __builtin_amdgcn_sched_group_barrier(0x008, 1, 3);    // MFMA
-    __builtin_amdgcn_sched_group_barrier(0x002, per, 3);  // VALU
-  }
-}
+MM_DEVICE void spread_valu_among_mfmas() { interleave_with_mfmas<0x002, n, per, 3>(); }
 
 // In the scheduling region this opens: `per` VMEM instructions after each of the first `n` MFMAs.
 template <uint32_t n, uint32_t per>
-MM_DEVICE void spread_vmem_among_mfmas() {
-#pragma unroll
-  for (uint32_t j = 0; j < n; ++j) {
-    __builtin_amdgcn_sched_group_barrier(0x008, 1, 2);    // MFMA
-    __builtin_amdgcn_sched_group_barrier(0x010, per, 2);  // VMEM
-  }
-}
+MM_DEVICE void spread_vmem_among_mfmas() { interleave_with_mfmas<0x010, n, per, 2>(); }
 
 // ---- LDS stages (the CTA's shared copy of one kv block) --------------------------------------------
 // Two stages, each one K block (64 rows x 256 B, 16-byte chunk c of row r at chunk c ^ (r % 8): the 16
