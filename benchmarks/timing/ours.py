@@ -16,11 +16,11 @@ gap between launches, kernel_launch_us = 0, as for AITER's single launch):
 - gfx950 (moonmath_attention_gfx950): the forward launch from its planner (256 CUs); every work item's cycles come
   from a + b * kv_blocks fitted on 2 CUs (dense: Skv = 2048 and 8192, q tiles 0 and 8 of one head; causal: Sq = Skv
   = 2048 and 4096, the heaviest tile of 16 GQA heads sharing one kv head); dense rows with Skv below the fit range
-  or off its 256-key grid are simulated at their Skv, and so is AITER's object on those rows (its per-key fit would
-  charge a partial key block by the key). The grid is list-scheduled in dispatch order (workgroup item * Hq + head
-  to the first free CU: the planner's items heaviest first, each item's heads together; for equal items this is
-  rounds x round cycles, run.py's rule). None of the seed's MI355X shapes splits (tiles x heads >= 256 CUs), so no
-  merge launch runs there (attn_shape raises if one would).
+  or inside it off its 256-key grid are simulated at their Skv, and so is AITER's object on those rows (its per-key
+  fit would charge a partial key block by the key). The grid is list-scheduled in dispatch order (workgroup item *
+  Hq + head to the first free CU: the planner's items heaviest first, each item's heads together; for equal items
+  this is rounds x round cycles, run.py's rule). None of the seed's MI355X shapes splits (tiles x heads >= 256 CUs),
+  so no merge launch runs there (attn_shape raises if one would).
 """
 from __future__ import annotations
 
@@ -420,12 +420,14 @@ def main() -> None:
     lin["attn_fwd_d128 causal heaviest tile at S 8192"] = {"simulated": sim, "extrapolated": ext,
                                                            "err": (ext - sim) / sim}
     # dense rows the fits do not describe are simulated, on both sides: Skv below our fit range (the
-    # (2, 24, 8192/512) row: +7 % extrapolated) and Skv off the fits' 256-key grid, whose partial last key
-    # block each kernel pays as a whole block while a per-key fit charges it by the key ((1, 24, 4097))
+    # (2, 24, 8192/512) row: +7 % extrapolated) and Skv inside it but off the fits' 256-key grid, whose partial
+    # last key block each kernel pays as a whole block while a per-key fit charges it by the key
+    # ((1, 24, 4097)). Rows past the range stay on the fits for both (see the linearity check).
     direct, aiter_direct = {}, {}
     for row in calib.MI355X_ATTN:
         skv, dqk, dv = row[4], row[5], row[6]
-        if not row[7] and (skv < SKV_DENSE_FIT[0] or skv % 256) and (dqk, skv) not in direct:
+        off_grid = skv % 256 and skv <= SKV_DENSE_FIT[1]
+        if not row[7] and (skv < SKV_DENSE_FIT[0] or off_grid) and (dqk, skv) not in direct:
             direct[(dqk, skv)] = attn_fit(dqk, dv, False, cfg950, (skv,))["cycles"][skv // 64]
             aiter_direct[(dqk, skv)] = model_wg("gfx950", skv, round_mode="rtne", dqk=dqk, dv=dv,
                                                 cfg=cfg950)["wg_cycles"]
