@@ -13,14 +13,14 @@ gap between launches, kernel_launch_us = 0, as for AITER's single launch):
   of XCD 0 at Skv = 2048 and 8192; AITER's fit, 1024 and 2048, is exactly linear), and where the planner
   (`_C.plan_tail`, 304 CUs) splits the tail: the split launch (the same fit on `mha_fwd_split_*` at
   Skv = 1024 and 2048, evaluated at the part's ceil(nkb / G) kv blocks) and the merge (simulated at G).
-- gfx950 (moonmath_attention_gfx950): the forward launch from its planner (256 CUs); every work item's
-  cycles come from a + b * kv_blocks fitted on 2 CUs (dense: Skv = 2048 and 8192, q tiles 0 and 8 of
-  one head; causal: Sq = Skv = 2048 and 4096, the heaviest tile of 16 GQA heads sharing one kv head);
-  dense rows with Skv below the fit range are simulated at their Skv. The grid is list-scheduled in
-  dispatch order (workgroup item * Hq + head to the first free CU: the planner's items heaviest first, each
-  item's heads together; for equal items this is rounds x round cycles, run.py's rule). None of the seed's
-  MI355X shapes splits (tiles x heads >= 256 CUs), so no merge launch runs there (attn_shape raises if one
-  would).
+- gfx950 (moonmath_attention_gfx950): the forward launch from its planner (256 CUs); every work item's cycles come
+  from a + b * kv_blocks fitted on 2 CUs (dense: Skv = 2048 and 8192, q tiles 0 and 8 of one head; causal: Sq = Skv
+  = 2048 and 4096, the heaviest tile of 16 GQA heads sharing one kv head); dense rows with Skv below the fit range
+  or inside it off its 256-key grid are simulated at their Skv, and so is AITER's object on those rows (its per-key
+  fit would charge a partial key block by the key). The grid is list-scheduled in dispatch order (workgroup item *
+  Hq + head to the first free CU: the planner's items heaviest first, each item's heads together; for equal items
+  this is rounds x round cycles, run.py's rule). None of the seed's MI355X shapes splits (tiles x heads >= 256 CUs),
+  so no merge launch runs there (attn_shape raises if one would).
 """
 from __future__ import annotations
 
@@ -342,10 +342,13 @@ def attn_shape(row, fits: dict, cfg: dict, f_hz: float, direct: dict | None = No
 
 # ---------------------------------------------------------------- AITER side (run.py's composition)
 
-def aiter_950_cycles(row, fits950: dict, causal_cache: dict, cfg: dict) -> float:
+def aiter_950_cycles(row, fits950: dict, causal_cache: dict, cfg: dict, direct: dict | None = None) -> float:
+    """direct[(dqk, Skv)]: simulated dense round cycles that replace the fit (the rows ours simulates too)."""
     B, Hq, Hk, Sq, Skv, dqk, dv, causal = row[:8]
     nwg = grid_workgroups("gfx950", B, Hq, Sq, causal=causal, dqk=dqk, dv=dv)
     rounds = math.ceil(nwg / cfg["cus_per_chip"])
+    if not causal and direct and (dqk, Skv) in direct:
+        return rounds * direct[(dqk, Skv)]
     if causal:
         key = (Sq, dqk)
         if key not in causal_cache:
@@ -416,17 +419,24 @@ def main() -> None:
     ext = fc["a"] + fc["b_per_block"] * 128
     lin["attn_fwd_d128 causal heaviest tile at S 8192"] = {"simulated": sim, "extrapolated": ext,
                                                            "err": (ext - sim) / sim}
-    # dense rows shorter than the fit range (the (2, 24, 8192/512) row: +7 % extrapolated) are simulated
-    direct = {}
+    # dense rows the fits do not describe are simulated, on both sides: Skv below our fit range (the
+    # (2, 24, 8192/512) row: +7 % extrapolated) and Skv inside it but off the fits' 256-key grid, whose partial
+    # last key block each kernel pays as a whole block while a per-key fit charges it by the key
+    # ((1, 24, 4097)). Rows past the range stay on the fits for both (see the linearity check).
+    direct, aiter_direct = {}, {}
     for row in calib.MI355X_ATTN:
-        if not row[7] and row[4] < SKV_DENSE_FIT[0] and (row[5], row[4]) not in direct:
-            direct[(row[5], row[4])] = attn_fit(row[5], row[6], False, cfg950, (row[4],))["cycles"][row[4] // 64]
+        skv, dqk, dv = row[4], row[5], row[6]
+        off_grid = skv % 256 and skv <= SKV_DENSE_FIT[1]
+        if not row[7] and (skv < SKV_DENSE_FIT[0] or off_grid) and (dqk, skv) not in direct:
+            direct[(dqk, skv)] = attn_fit(dqk, dv, False, cfg950, (skv,))["cycles"][skv // 64]
+            aiter_direct[(dqk, skv)] = model_wg("gfx950", skv, round_mode="rtne", dqk=dqk, dv=dv,
+                                                cfg=cfg950)["wg_cycles"]
     print("linearity:", {k: f"{v['err']:+.2%}" for k, v in lin.items()})
     causal_cache: dict = {}
     t950 = []
     for row in calib.MI355X_ATTN:
         B, Hq, Hk, Sq, Skv, dqk, dv, causal, ms_pub, fastest = row
-        a_s = aiter_950_cycles(row, fits950, causal_cache, cfg950) / f950
+        a_s = aiter_950_cycles(row, fits950, causal_cache, cfg950, aiter_direct) / f950
         o = attn_shape(row, ours950, cfg950, f950, direct)
         t950.append({"shape": (B, Hq, Hk, Sq, Skv, dqk, dv), "causal": causal, "aiter_v3_ms": a_s * 1e3,
                      "ours_ms": o["seconds"] * 1e3, "speedup": a_s / o["seconds"], "published_fastest": fastest,
