@@ -468,8 +468,9 @@ MM_KERNEL MM_LAUNCH_BOUNDS(512) void mla_decode_a16w8_fwd_ws(
   const uint32_t n_grp = (n_rt + kMaxRowTiles - 1u) / kMaxRowTiles;
   const uint32_t wg = mm::block_id_x();
   if (wg >= B * nparts * n_grp) return;  // uniform over the workgroup
-  const uint32_t grp = wg % n_grp;
-  const uint32_t unit = wg / n_grp;
+  // n_grp is 1 up to 64 rows (q_len * H): no integer division (~25 instructions per wave) then.
+  const uint32_t grp = n_grp == 1u ? 0u : wg % n_grp;
+  const uint32_t unit = n_grp == 1u ? wg : wg / n_grp;
   const uint32_t nrt = n_rt - grp * kMaxRowTiles < kMaxRowTiles ? n_rt - grp * kMaxRowTiles : kMaxRowTiles;
   // Waves nrt..3 have no role and end before any of the work below (s_barrier counts only running waves).
   const uint32_t wave = mm::wave_id();
