@@ -439,9 +439,7 @@ MM_DEVICE void lds_load_vt_dtile(FragA (&v)[kKvSub], const uint8_t* vst, uint32_
 // during(dt): VALU work of the caller placed among tile dt's MFMAs (group B's deferred row sums).
 struct NoWork {
   MM_DEVICE void operator()(uint32_t) const {}
-  template <class X> struct is { static constexpr bool value = false; };
 };
-template <> struct NoWork::is<NoWork> { static constexpr bool value = true; };
 template <bool kRaise = false, uint32_t T, uint32_t kDTiles, uint32_t N, class During = NoWork>
 MM_DEVICE void pv_lds(FragC (&o)[T][kDTiles], const uint8_t* vst, const FragB (&pb)[T][kKvSub],
                       const uint8_t* kst, FragA (&k0)[N], const float (&r)[T], During during = {}) {
@@ -466,7 +464,7 @@ MM_DEVICE void pv_lds(FragC (&o)[T][kDTiles], const uint8_t* vst, const FragB (&
     for (uint32_t i = 0; i < T; ++i)
 #pragma unroll
       for (uint32_t t = 0; t < kKvSub; ++t) mm::mma(o[i][dt], v[dt & 1][t], pb[i][t], o[i][dt]);
-    if constexpr (!NoWork::is<During>::value) spread_valu_among_mfmas<T * kKvSub, 2>();
+    if constexpr (!__is_same(During, NoWork)) spread_valu_among_mfmas<T * kKvSub, 2>();
   }
 }
 
