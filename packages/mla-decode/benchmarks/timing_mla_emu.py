@@ -6,7 +6,8 @@ Each launch is recorded, then one CU running its first workgroups (as many as on
 is spread over every CU, at most the resident count) is simulated (`moonmath_emu.timing.simulate`) and the
 grid composed in dispatch rounds (`timing.kernel_time`, HBM bytes
 = 64 x the distinct lines the launch touched). The constants are the timing model's MI300X defaults at the
-nominal 2.1 GHz; they were calibrated on attention kernels, not on MLA, so read the ratio, not the µs.
+repository's effective clock (benchmarks/timing/clock.py: run.py's calibrated clock, HBM bytes per cycle at it;
+before session 9 the nominal 2.1 GHz); the calibration is on attention kernels, so read the ratio, not the µs.
 
     python benchmarks/timing_mla_emu.py [--lengths 1024,8192] [--qlens 1,2,4]
 """
@@ -21,10 +22,12 @@ import torch
 
 os.environ.setdefault("MOONMATH_EMU_ARCH", "gfx942")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository root: benchmarks.timing.clock
 import table_mla_kernel_emu as table  # noqa: E402  (the same inputs as the table)
 
 import moonmath_emu  # noqa: E402
 import moonmath_emu.timing as timing  # noqa: E402
+from benchmarks.timing import clock  # noqa: E402
 from moonmath_common import use_backend  # noqa: E402
 from moonmath_mla_decode import kernel as mk  # noqa: E402
 
@@ -80,7 +83,8 @@ def main():
     ap.add_argument("--qlens", default="1,2,4")
     ap.add_argument("--nparts", default="", help="comma list: also model these forced splits (ws)")
     a = ap.parse_args()
-    cfg = timing.config("gfx942", kernel_launch_us=0.0)
+    # every launch, ours and AITER's, simulated and composed at the effective clock (clock.py)
+    cfg = clock.effective_config("gfx942", kernel_launch_us=0.0)[0]
     runner, why = table.aiter_runner()
     B, H = 2, 16
     print("| q_len | S | ours (variant, parts) | ours modeled µs | AITER modeled µs | AITER / ours |")
