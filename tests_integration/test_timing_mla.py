@@ -92,3 +92,17 @@ def test_reduce_cost_from_its_launch_shape():
     wgs = mla.aiter_metadata_v1_2([8192] * 32, 304)
     r = mla.aiter_reduce(wgs, 32, cfg, f)
     assert r["cu_bytes"] >= 2 * 4 * (2 * (512 * 4 + 4) + 512 * 2)
+
+
+def test_decode_samples_follow_one_pool_rule():
+    import moonmath_emu.timing as timing
+
+    cfg = timing.config("gfx942")
+    # the parts up to the last simulated workgroup: CU c of XCD 0 runs parts (c * per + j) * 8, j < per
+    assert mla.sample_parts(1, cfg) == 9  # AITER's persistent object (one workgroup per CU) and ours at one
+    assert mla.sample_parts(2, cfg) == 25
+    for per in (1, 2, 3, 4):
+        n = mla.sample_parts(per, cfg)
+        last = (mla.SAMPLE_CUS * per - 1) * cfg["xcds"]
+        assert n == last + 1
+        assert (n - 1) // (cfg["xcds"] * mla.SAMPLE_CUS) + 1 == per  # _ours_round's cap keeps `per` on that grid
