@@ -221,8 +221,9 @@ SAMPLE_CUS = 2  # CUs of XCD 0 simulated per launch
 def sample_parts(per_cu: int, cfg: dict, ncu: int = SAMPLE_CUS) -> int:
     """The decode sample's parts, one rule for AITER's object and ours: the parts up to the last simulated
     workgroup, (ncu * per_cu - 1) * xcds + 1 (CU c of XCD 0 runs parts (c * per_cu + j) * xcds, j < per_cu), over
-    a shuffled pool of exactly their rows. (Session 9: AITER's 9-part pool against ours of 64 parts had put
-    more of AITER's traced rows on lines another traced part had loaded: 636.0 vs 644.1 HBM bytes per row.)"""
+    a shuffled pool of exactly their rows. (Before session 9 AITER's sample had 9 parts and ours 64; the smaller
+    pool puts more traced rows on lines another traced part has loaded: a session-8 probe measured 636.0 against
+    644.1 HBM bytes per row at gfx950 (256, 8192).)"""
     return (ncu * per_cu - 1) * cfg["xcds"] + 1
 
 
