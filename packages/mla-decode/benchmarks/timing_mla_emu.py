@@ -33,13 +33,14 @@ from moonmath_mla_decode import kernel as mk  # noqa: E402
 
 
 def record(fn):
-    """Run fn() and return [(module, kernel, grid, block, args, counters)] of every emulator launch it made."""
+    """Run fn() and return [(module, kernel, grid, block, args, counters, dynamic LDS bytes)] of every emulator
+    launch it made."""
     seen = []
     orig = moonmath_emu.Module.launch
 
     def spy(self, name, grid=(1, 1, 1), block=(64, 1, 1), args=(), **k):
         c = orig(self, name, grid=grid, block=block, args=args, **k)
-        seen.append((self, name, grid, block, list(args), c))
+        seen.append((self, name, grid, block, list(args), c, int(k.get("dynamic_lds", 0))))
         return c
 
     moonmath_emu.Module.launch = spy
@@ -52,14 +53,14 @@ def record(fn):
 
 def modeled_seconds(launches, cfg) -> float:
     total = 0.0
-    for mod, name, grid, block, args, c in launches:
+    for mod, name, grid, block, args, c, dyn in launches:
         g, b = moonmath_emu._dim3(grid, "grid"), moonmath_emu._dim3(block, "block")
         n_wg = g[0] * g[1] * g[2]
         slots = timing.occupancy(mod.kernel_info(name), b[0] * b[1] * b[2], cfg)
         # the CU simulated runs what a CU gets: the grid spread over every CU, up to `slots` at a time
         per_cu = min(slots, -(-n_wg // cfg["cus_per_chip"]))
         first = [(i % g[0], (i // g[0]) % g[1], i // (g[0] * g[1])) for i in range(per_cu)]
-        rep = timing.simulate(mod, name, g, b, args, cus=[first], slots=per_cu, config=cfg)
+        rep = timing.simulate(mod, name, g, b, args, cus=[first], slots=per_cu, config=cfg, dynamic_lds=dyn)
         t = timing.kernel_time(n_wg, rep["cu_cycles"][0], per_cu, cfg, hbm_bytes=64.0 * c.get("global_lines", 0))
         total += t["seconds"]
     return total
