@@ -92,3 +92,17 @@ def test_reduce_cost_from_its_launch_shape():
     wgs = mla.aiter_metadata_v1_2([8192] * 32, 304)
     r = mla.aiter_reduce(wgs, 32, cfg, f)
     assert r["cu_bytes"] >= 2 * 4 * (2 * (512 * 4 + 4) + 512 * 2)
+
+
+def test_planner_merge_cost_follows_the_timing_models_merge():
+    """The planner's merge_cost (less its launch cost) within 15 % of the timing model's merge, sampled live as
+    benchmarks.timing.mla samples it (benchmarks/timing/mla_merge_cost.py), at three cheap gfx942 launches: one
+    workgroup per CU at one and four iterations, and four per CU (the round the large batches repeat)."""
+    pytest.importorskip("moonmath_mla_decode._C")
+    from benchmarks.timing import mla_merge_cost
+
+    rows = mla_merge_cost.measure([("gfx942", "a16w8", 8, 4), ("gfx942", "a16w8", 2, 16),
+                                   ("gfx942", "a16w8", 64, 4)], Path("build/timing"))
+    assert [r["per_cu"] for r in rows] == [1, 1, 4]
+    for r in rows:
+        assert abs(r["planner_us"] / r["model_us"] - 1) <= 0.15, r
