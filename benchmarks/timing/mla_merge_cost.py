@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 
 import torch
+
 from moonmath_emu import timing
 
 from . import mla as m942
