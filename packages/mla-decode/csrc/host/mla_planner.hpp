@@ -40,7 +40,7 @@
 //   t_merge   = merge_cost: (cs, wpr) = spread_merge_shape (every kernel's, a16w8's too), its workgroups in
 //               rounds over the CUs as the timing model runs them, each round a fixed start plus the busiest
 //               CU's issue or bytes, whichever is longer (fitted to the timing model's merge: see there)
-// kPartLatencyNs and the bandwidths are assumptions about the hardware (the emulator
+// kPartLatencyNs, kHbmLatencyNs and the bandwidths are assumptions about the hardware (the emulator
 // has no timing); the cycle constants are measurements.
 // nparts: the fewest parts whose cost is within the machine's split_slack (gfx942: 3%; gfx950: kSplitSlack,
 // 5%; the format kernels: format_split_slack, gfx950 2%) of the minimum over nparts in
@@ -334,9 +334,16 @@ struct MergeTiming {
   double start_wave_cycles;  // per round, shared by the waves of a SIMD
   double fold_cycles;        // per round with several waves per (row, column block)
 };
-// Least squares over 24 launches (16 gfx942, 8 gfx950; a16w8 and a8w8 partials): 1039 / 2485 / 1488, every
-// launch within 15% (mla_merge_cost.py prints the table).
+// Least squares over 24 launches' rounds in simulated cycles (16 gfx942, 8 gfx950; a16w8 and a8w8 partials):
+// 1039 / 2485 / 1488, every round within 15%; gfx942's merges in ns within 14% (mla_merge_cost.py prints them).
 constexpr MergeTiming kMergeTiming{1040.0, 2490.0, 1490.0};
+// gfx942 prices its merge in this form. gfx950 keeps the eighth session's (rounds over SIMD slots of one HBM
+// round trip, kHbmLatencyNs, per iteration; bytes over the busy CUs' share) until its cu_bytes_per_ns is re-fit:
+// at 23.4 B/ns, 1.5x the 15.5 the timing model serves at gfx950's 1190 MHz, its decode estimates are low, and this
+// form alone moved 5 of 32 gfx950 plans, a8w8 (32, 1024) 8 -> 4 parts, 21.6 -> 26.0 us modeled (geomean
+// 46.7 -> 47.8; benchmarks/timing/mla_gfx950.py, ninth session).
+inline bool merge_rounds_form(const Machine& mc) { return std::string(mc.arch) == "gfx942"; }
+constexpr double kHbmLatencyNs = 1000.0;  // the eighth session's form: one dependent HBM round trip (assumption)
 // Merge waves resident per CU on the timing model (timing.occupancy: 4 workgroups of 4 waves, 16 of one wave).
 constexpr int64_t kMergeWavesPerCu = 16;
 
@@ -370,6 +377,18 @@ inline MergeRound merge_round(int64_t total_rows, int64_t nparts, int64_t cus, d
 
 inline double merge_cost(int64_t total_rows, int64_t nparts, int64_t cus, double extra_wave_cycles = 0.0,
                          const Machine& mc = kGfx942, double partial_o_bytes = 4.0, bool spread = false) {
+  if (!merge_rounds_form(mc)) {  // gfx950: the eighth session's form (see merge_rounds_form)
+    const MergeShape ms = spread ? spread_merge_shape(total_rows, nparts, cus) : merge_shape(total_rows, nparts);
+    const int64_t cs = ms.cs, wpr = ms.wpr;
+    const double rounds = (double)ceil_div(total_rows * cs * wpr, cus * kSimdsPerCu);
+    const double iters = (double)ceil_div(nparts, 4 * cs * wpr);
+    const double t_issue = rounds * (iters * (kHbmLatencyNs + mc.merge_iter_cycles / mc.clock_ghz) +
+                                     (mc.merge_wave_cycles + extra_wave_cycles) / mc.clock_ghz);
+    const double bytes = (double)total_rows * ((double)nparts * (kLat * partial_o_bytes + 16.0) + kLat * 2.0);
+    const double bw = std::min(mc.hbm_bytes_per_ns * (double)cus / (double)mc.cus,
+                               (double)std::min<int64_t>(cus, ms.grid) * mc.cu_bytes_per_ns);
+    return kMergeLaunchNs + std::max(t_issue, bytes / bw);
+  }
   const MergeRound r = merge_round(total_rows, nparts, cus, extra_wave_cycles, mc, partial_o_bytes, spread);
   const MergeTiming& mt = kMergeTiming;
   const double t_start =
