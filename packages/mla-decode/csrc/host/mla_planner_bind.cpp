@@ -10,6 +10,15 @@
 
 namespace py = pybind11;
 
+// The machine model of `arch`, or Python's ValueError naming it.
+static const moonmath::mla::Machine* machine_or_value_error(const std::string& arch) {
+  try {
+    return &moonmath::mla::machine_for(arch);
+  } catch (const std::invalid_argument& e) {
+    throw py::value_error(e.what());
+  }
+}
+
 void register_mla_planner(py::module_& m) {
   using moonmath::mla::Plan;
   py::class_<Plan>(m, "MlaPlan", "Launch configuration of mla_decode_a16w8 (gfx942); a function of shapes only.")
@@ -166,12 +175,7 @@ void register_mla_planner(py::module_& m) {
   m.def(
       "mla_merge_cost",
       [](int64_t total_rows, int64_t nparts, double partial_o_bytes, int64_t cus, const std::string& arch) {
-        const moonmath::mla::Machine* m = nullptr;
-        try {
-          m = &moonmath::mla::machine_for(arch);
-        } catch (const std::invalid_argument& e) {
-          throw py::value_error(e.what());
-        }
+        const moonmath::mla::Machine* m = machine_or_value_error(arch);
         return moonmath::mla::merge_cost(total_rows, nparts, cus > 0 ? cus : m->cus, 0.0, *m, partial_o_bytes, true);
       },
       py::arg("total_rows"), py::arg("nparts"), py::arg("partial_o_bytes"), py::arg("cus") = 0,
@@ -181,12 +185,7 @@ void register_mla_planner(py::module_& m) {
   m.def(
       "mla_merge_round",
       [](int64_t total_rows, int64_t nparts, double partial_o_bytes, int64_t cus, const std::string& arch) {
-        const moonmath::mla::Machine* m = nullptr;
-        try {
-          m = &moonmath::mla::machine_for(arch);
-        } catch (const std::invalid_argument& e) {
-          throw py::value_error(e.what());
-        }
+        const moonmath::mla::Machine* m = machine_or_value_error(arch);
         const auto r = moonmath::mla::merge_round(total_rows, nparts, cus > 0 ? cus : m->cus, 0.0, *m, partial_o_bytes, true);
         std::map<std::string, double> out{{"per_cu", (double)r.per_cu}, {"rounds", (double)r.rounds},
                                           {"simd_waves", (double)r.simd_waves}, {"fold", r.fold ? 1.0 : 0.0},
