@@ -106,3 +106,17 @@ def test_decode_samples_follow_one_pool_rule():
         last = (mla.SAMPLE_CUS * per - 1) * cfg["xcds"]
         assert n == last + 1
         assert (n - 1) // (cfg["xcds"] * mla.SAMPLE_CUS) + 1 == per  # _ours_round's cap keeps `per` on that grid
+
+
+def test_planner_merge_cost_follows_the_timing_models_merge():
+    """The planner's merge_cost (less its launch cost) within 15 % of the timing model's merge, sampled live as
+    benchmarks.timing.mla samples it (benchmarks/timing/mla_merge_cost.py), at three cheap gfx942 launches: one
+    workgroup per CU at one and four iterations, and four per CU (the round the large batches repeat)."""
+    pytest.importorskip("moonmath_mla_decode._C")
+    from benchmarks.timing import mla_merge_cost
+
+    rows = mla_merge_cost.measure([("gfx942", "a16w8", 8, 4), ("gfx942", "a16w8", 2, 16),
+                                   ("gfx942", "a16w8", 64, 4)], Path("build/timing"))
+    assert [r["per_cu"] for r in rows] == [1, 1, 4]
+    for r in rows:
+        assert abs(r["planner_us"] / r["model_us"] - 1) <= 0.15, r
