@@ -287,7 +287,7 @@ inline bool balance_split(int64_t batch, int64_t nparts) { return nparts > 1 && 
 // CU's merge time is its workgroups' bytes over its HBM share: fewer bytes per workgroup, shorter merge.
 struct MergeShape {
   int64_t cs, wpr, grid;
-  int64_t waves;  // per workgroup: merge_block_waves(wpr), or 1 (one (row, quarter) per one-wave workgroup)
+  int64_t waves;  // per workgroup: merge_block_waves(wpr), halved while whole rows leave CUs idle, or 1 (one (row, quarter) per one-wave workgroup)
 };
 inline int64_t merge_grid(int64_t total_rows, int64_t cs, int64_t wpr) {
   return ceil_div(total_rows * cs * wpr, merge_block_waves(wpr));
@@ -314,7 +314,16 @@ inline MergeShape spread_merge_shape(int64_t total_rows, int64_t nparts, int64_t
   const int64_t grid = merge_grid(total_rows, 4, wpr);
   // past one round of the CUs the spread only adds waves: (32, 1024) a8w8, 6 parts, 512 rows: 128 workgroups
   // of 4 rows 7.2 us on the timing model, 512 of a (row, quarter) 10.1 us
-  return grid <= a.grid || grid > cus ? a : MergeShape{4, wpr, grid, merge_block_waves(wpr)};
+  if (grid > a.grid && grid <= cus) return MergeShape{4, wpr, grid, merge_block_waves(wpr)};
+  // Whole rows then, in smaller workgroups while those still fit one round of the CUs (ninth session, timing
+  // model: gfx950 a8w8 (32, 1024), 8 parts, 512 rows: 128 workgroups of 4 rows, merge round 7653 cycles; 256 of
+  // 2 rows, 6035): the same waves, each CU's share of the bytes halved.
+  MergeShape s = a;
+  while (s.waves > s.wpr && s.waves > 1 && ceil_div(total_rows * s.cs * s.wpr, s.waves / 2) <= cus) {
+    s.waves /= 2;
+    s.grid = ceil_div(total_rows * s.cs * s.wpr, s.waves);
+  }
+  return s;
 }
 
 inline double merge_cost(int64_t total_rows, int64_t nparts, int64_t cus, double extra_wave_cycles = 0.0,

@@ -342,10 +342,12 @@ def spread_merge(plan, cus: int):
 
     if plan.nparts <= 1:
         return plan
-    cs, wpr, grid = _C.mla_spread_merge_shape(plan.batch * plan.q_len * plan.heads, plan.nparts, cus)
-    if (cs, wpr, grid) == (plan.merge_cs, plan.merge_wpr, plan.merge_grid):
+    rows = plan.batch * plan.q_len * plan.heads
+    cs, wpr, grid = _C.mla_spread_merge_shape(rows, plan.nparts, cus)
+    waves = _C.mla_spread_merge_block_waves(rows, plan.nparts, cus)
+    if (cs, wpr, grid, waves) == (plan.merge_cs, plan.merge_wpr, plan.merge_grid, plan.merge_waves):
         return plan
-    return dataclasses.replace(plan, merge_cs=cs, merge_wpr=wpr, merge_grid=grid)
+    return dataclasses.replace(plan, merge_cs=cs, merge_wpr=wpr, merge_grid=grid, merge_waves=waves)
 
 
 def run(fmt: str, q_lat, q_pe, kv_pool, pool_aux, o_lat, seq_lens, kv_indices, kv_indptr, c_qk: float,
