@@ -192,12 +192,13 @@ struct Machine {
 // (8, 32768) 36 / 38: 145.7 / 140.7; (2, 150000) 143 / 147: 171.5 / 166.6; (1, 150000) 276 / 293. The minimum
 // itself (1.0 to 1.02) over-splits where the model is flat: (512, 4096) 4 parts 1180 us against 1 part 1016;
 // B 2, q_len 1, S 8192: 171 parts 39.2 us against 57-64 parts 33-36.
-// merge 1376 / 262 (sixth session: a chunk's first O loads issued with its (m, l, ln) load; 2086 / 244 before)
-constexpr Machine kGfx942{"gfx942", kDefaultCus, kClockGhz, kHbmBytesPerNs, kCuBytesPerNs, 1376.0, 262.0, 0.0, 1.03,
+// merge 1084 / 286 (ninth session: the scalar prologue, calibrate_mla_planner_emu.py on both archs; 1376 / 262 before, the
+// sixth session's: a chunk's first O loads issued with its (m, l, ln) load; 2086 / 244 before that)
+constexpr Machine kGfx942{"gfx942", kDefaultCus, kClockGhz, kHbmBytesPerNs, kCuBytesPerNs, 1084.0, 286.0, 0.0, 1.03,
                           kPartLatencyNs};
 // MI355X (assumptions): 256 CUs, a sustained clock in the same proportion to its 2.4 GHz peak as
 // gfx942's, 8 TB/s peak HBM of which ~6 TB/s achievable (the 4 / 5.3 fraction assumed on gfx942).
-constexpr Machine kGfx950{"gfx950", 256, 1.26, 6000.0, 23.4, 1376.0, 262.0, 0.0, kSplitSlack, 0.0, 1.02};
+constexpr Machine kGfx950{"gfx950", 256, 1.26, 6000.0, 23.4, 1084.0, 286.0, 0.0, kSplitSlack, 0.0, 1.02};
 
 // The machine model of `arch`; std::invalid_argument for an arch without MLA decode kernels.
 inline const Machine& machine_for(const std::string& arch) {
