@@ -14,7 +14,9 @@
 // iterations of 4 loads in flight, then one more power of two per doubling; the host's spread_merge_shape
 // may spread them further); a workgroup of max(4, wpr) waves serves max(4, wpr) / wpr (row, block) units, so
 // short splits do not pay many waves of fixed cost, or, with wpr 1, a one-wave workgroup serves one (row,
-// quarter), which evens the bytes over the CUs where whole rows fill them unevenly. Wave s of a unit takes the row's parts p = s, s + wpr, ...: it reads their (m, l, ln) one part per
+// quarter), which evens the bytes over the CUs where whole rows fill them unevenly, or, where whole rows leave
+// CUs idle, a smaller power-of-two workgroup (>= wpr waves) of whole rows. Wave s of a unit takes the row's
+// parts p = s, s + wpr, ...: it reads their (m, l, ln) one part per
 // lane, so its max and weights cost a few instructions per 64 parts, then sums w_p O_p in part order
 // (lane: 8 consecutive columns, two 16-byte loads and eight FMAs per part, four loads in flight; the first
 // four are issued right after the (m, l, ln) load, before the weights are known: on the timing model (8, 8192)
@@ -25,6 +27,8 @@
 // wpr > 1 wave 0 of the unit then folds the others' (M, L, Ln, sums) in wave order through LDS. The
 // result equals the formula above up to fp32
 // rounding. Fixed order for a given nparts everywhere: deterministic, no atomics.
+// Prologue (ninth session): scalar, from host-computed shifts and a division multiplier, and for B <= 64 a
+// straight-line locate (request_units): 382 -> 232 instructions before the (m, l, ln) load.
 // Half partials (kFlagMergeHalf: the ws kernel's): O_p is stored as fp16 O_p / ln_p, so a lane's 8 columns
 // are one 16-byte load and part p's weight in the sum is w_p * ln_p (the same formula).
 #include "mla_decode_common.hpp"
