@@ -771,3 +771,22 @@ def test_device_kv_scale_through_the_op():
             with pytest.raises(err, match="kv_scale"):
                 mld.mla_decode_a16w8(case["q_lat"], case["q_pe"], case["kv_pool"], o, case["seq_lens"],
                                      case["kv_indices"], case["kv_indptr"], SCALE, as_emu_device(bad))
+
+
+def test_merge_division_multiplier_is_exact():
+    """The merge kernel divides a row by its request's rows with the host's multiplier (kernel._magic_div,
+    MagicDiv in mla_decode_a16w8_merge.hip): (t + ((n - t) >> s1)) >> s2, t = mulhi(n, mul), exact for every
+    32-bit n; checked here at the ends of the range and around each multiple, for every divisor up to 2048
+    and a few large ones."""
+    rng = torch.Generator().manual_seed(3)
+    for d in list(range(1, 2049)) + [3 * 2**20, 2**31 - 1, 2**31, 2**32 - 1]:
+        mul, shift = mk._magic_div(d)
+        assert 0 <= mul < 2**32
+        ns = [0, 1, d - 1, d, d + 1, 2 * d - 1, 2**32 - 1, 2**32 - d]
+        ns += torch.randint(0, 2**31, (4,), generator=rng).tolist()
+        for n in ns:
+            n %= 2**32
+            t = (n * mul) >> 32
+            assert (t + ((n - t) >> (shift & 0xFF))) >> (shift >> 8) == n // d, (d, n)
+    with pytest.raises(ValueError, match="divisor"):
+        mk._magic_div(0)

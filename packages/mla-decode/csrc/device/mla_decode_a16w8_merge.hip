@@ -14,7 +14,9 @@
 // iterations of 4 loads in flight, then one more power of two per doubling; the host's spread_merge_shape
 // may spread them further); a workgroup of max(4, wpr) waves serves max(4, wpr) / wpr (row, block) units, so
 // short splits do not pay many waves of fixed cost, or, with wpr 1, a one-wave workgroup serves one (row,
-// quarter), which evens the bytes over the CUs where whole rows fill them unevenly. Wave s of a unit takes the row's parts p = s, s + wpr, ...: it reads their (m, l, ln) one part per
+// quarter), which evens the bytes over the CUs where whole rows fill them unevenly, or, where whole rows leave
+// CUs idle, a smaller power-of-two workgroup (>= wpr waves) of whole rows. Wave s of a unit takes the row's
+// parts p = s, s + wpr, ...: it reads their (m, l, ln) one part per
 // lane, so its max and weights cost a few instructions per 64 parts, then sums w_p O_p in part order
 // (lane: 8 consecutive columns, two 16-byte loads and eight FMAs per part, four loads in flight; the first
 // four are issued right after the (m, l, ln) load, before the weights are known: on the timing model (8, 8192)
@@ -25,6 +27,8 @@
 // wpr > 1 wave 0 of the unit then folds the others' (M, L, Ln, sums) in wave order through LDS. The
 // result equals the formula above up to fp32
 // rounding. Fixed order for a given nparts everywhere: deterministic, no atomics.
+// Prologue (ninth session): scalar, from host-computed shifts and a division multiplier, and for B <= 64 a
+// straight-line locate (request_units): 382 -> 232 instructions before the (m, l, ln) load.
 // Half partials (kFlagMergeHalf: the ws kernel's): O_p is stored as fp16 O_p / ln_p, so a lane's 8 columns
 // are one 16-byte load and part p's weight in the sum is w_p * ln_p (the same formula).
 #include "mla_decode_common.hpp"
@@ -35,14 +39,48 @@ constexpr uint32_t kMaxWaves = 8;  // waves per workgroup: max(4, wpr), wpr in {
 constexpr uint32_t kStateFloats = kLat + 4;  // one wave's published state: 512 sums, then m, l, ln
 constexpr uint32_t kUnroll = 4;
 
-// The logical block of hardware workgroup `blk` of `grid`: the dispatcher deals workgroups to the 8 XCDs in
-// turn (workgroup i on XCD i % 8), so consecutive logical blocks -- consecutive rows, whose (m, l, ln) of a
-// part share a 128-byte line (8 rows of 16 bytes) -- are put on one XCD, where its L2 serves the line once
-// instead of once per XCD. A bijection on [0, grid): the last grid % 8 workgroups keep their index.
-MM_DEVICE uint32_t xcd_block_order(uint32_t blk, uint32_t grid) {
-  constexpr uint32_t kXcds = 8;
-  const uint32_t per = grid / kXcds;
-  return blk < per * kXcds ? (blk % kXcds) * per + blk / kXcds : blk;
+// The logical block of hardware workgroup `blk`: the dispatcher deals workgroups to the 8 XCDs in turn
+// (workgroup i on XCD i % 8), so consecutive logical blocks -- consecutive rows, whose (m, l, ln) of a part share a
+// 128-byte line (8 rows of 16 bytes) -- are put on one XCD, where its L2 serves the line once instead of once per
+// XCD. A bijection on [0, grid): with per = grid / 8 (the host's xcd_per), the last grid % 8 workgroups keep their
+// index. Branch-free, on the scalar unit (blk and per are uniform).
+MM_DEVICE uint32_t xcd_block_order(uint32_t blk, uint32_t per) {
+  return blk < per * 8u ? (blk & 7u) * per + (blk >> 3) : blk;
+}
+
+// floor(n / d) for a divisor known to the host, by its round-up multiplier (MergeDiv in merge_plan.hpp; Granlund
+// and Montgomery's unsigned division by invariant integers, exact for every 32-bit n): three scalar instructions
+// instead of a ~25-instruction division, in the prologue every merge wave runs before its first load.
+struct MagicDiv {
+  uint32_t mul, shift;  // shift: bits 0-7 s1 (0 or 1), bits 8-15 s2 (l - 1 or 0)
+  MM_DEVICE uint32_t div(uint32_t n) const {
+    const uint32_t t = (uint32_t)(((uint64_t)n * mul) >> 32);
+    return (t + ((n - t) >> (shift & 0xFFu))) >> (shift >> 8);
+  }
+};
+
+// The units (parts) of request `req` under the split's rule: mla::locate(..., req, true), the same values (the
+// same fp32 share, counts, clamped ends), straight-line for B <= 64 (the planner's limit for balancing: one chunk
+// of lanes, no loop, no second tile pass, no ballot) and mla::locate itself for longer batches.
+MM_DEVICE mla::Units request_units(const mla::SplitArgs& a, uint32_t req) {
+  if (!(a.flags & mla::kFlagBalanced) || a.B > 64u) return mla::locate(a, req, true);
+  const uint32_t U = a.B * a.nparts, lane = mm::lane_id();
+  const bool live = lane < a.B;
+  const uint32_t t = live ? mla::request_tiles(a.seq_lens, a.glen, a.kv_indptr, a.n_idx, a.q_len, a.cp_rank,
+                                               a.cp_world, lane)
+                          : 0u;
+  const uint32_t total = mla::lane_value(mla::wave_inclusive_scan(t), 63);
+  const float share = total > 0 ? (float)(U - a.B) / (float)total : 0.f;
+  const uint32_t count = live ? 1u + (uint32_t)(share * (float)t) : 0u;
+  const uint32_t cap = live ? U - (a.B - 1u - lane) : U;
+  uint32_t end = mla::wave_inclusive_scan(count);
+  end = end < cap ? end : cap;
+  mla::Units r;
+  r.b = req;
+  r.first = req == 0 ? 0u : mla::lane_value(end, req - 1u);
+  r.count = mla::lane_value(end, req) - r.first;
+  r.valid = req < a.B;
+  return r;
 }
 
 struct MergeState {
@@ -121,7 +159,10 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
     const float* __restrict__ ws_ml,  // [B*nparts units, rows / B, 4] fp32 (m, l, ln, 0)
     uint16_t* __restrict__ o_lat,     // [rows, 512] bf16
     float* __restrict__ lse,          // [rows] fp32 (if flags & 1)
-    uint32_t rows, uint32_t nparts, uint32_t flags, uint32_t o_scale_bits, uint32_t wpr,
+    uint32_t rows, uint32_t nparts, uint32_t flags, uint32_t o_scale_bits,
+    // the launch's shape, from the host (kernel.py, merge_args): log2 of wpr and of the waves per workgroup,
+    // grid / 8 (the XCD order), rows per request and its division multiplier (MagicDiv)
+    uint32_t wpr_log2, uint32_t waves_log2, uint32_t xcd_per, uint32_t rows_req, uint32_t rq_mul, uint32_t rq_shift,
     // the split's inputs (the decode kernel's): which units hold a row's parts (mla::locate)
     const int32_t* __restrict__ seq_lens, const int32_t* __restrict__ glen, const int32_t* __restrict__ kv_indptr,
     uint32_t n_idx, uint32_t B, uint32_t q_len, uint32_t cp_rank, uint32_t cp_world,
@@ -131,26 +172,27 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
   // column split: cs = 4 (kFlagMergeQuarters) gives each (row, quarter of its 512 columns) its own wpr
   // waves, so a long part list's bytes spread over 4x the CUs; a wave's four 16-lane groups then take
   // four parts at a time (lane: 8 columns of the quarter). cs = 1: 64 lanes x 8 columns, one part at a time.
+  // The prologue is scalar: every value up to the part slots is uniform (block, wave, host shapes), with shifts
+  // and a multiplier where it divided (row, request, wave of the unit).
   const uint32_t cs_log2 = (flags & mla::kFlagMergeQuarters) ? 2u : 0u, cs = 1u << cs_log2;
+  const uint32_t wpr = 1u << wpr_log2;
   const uint32_t wave = mm::wave_id();
-  const uint32_t waves = mm::block_dim_x() / 64u;
-  const uint32_t unit_id = xcd_block_order(mm::block_id_x(), mm::grid_dim_x()) * (waves / wpr) + wave / wpr;  // (row, column block)
+  const uint32_t unit_id = (xcd_block_order(mm::block_id_x(), xcd_per) << (waves_log2 - wpr_log2)) +
+                           (wave >> wpr_log2);  // (row, column block)
   const uint32_t row = unit_id >> cs_log2, cblk = unit_id & (cs - 1u);
-  const uint32_t sub = wave % wpr;
+  const uint32_t sub = wave & (wpr - 1u);
   const bool valid = row < rows;  // uniform per wave; the workgroup still meets at the barrier
   const uint32_t lane = mm::lane_id();
   const uint32_t grp = lane >> (6u - cs_log2);
   const uint32_t col = (cblk << (9u - cs_log2)) + 8u * (lane & ((64u >> cs_log2) - 1u));  // this lane's 8 columns
-  const float o_scale = kv_scale_dev != nullptr ? *kv_scale_dev : mm::bit_cast<float>(o_scale_bits);
   const mm::buffer_rsrc ml = mm::make_buffer(ws_ml, rows * nparts * 16u);
   const bool half = (flags & mla::kFlagMergeHalf) != 0;
   const uint32_t o_bytes = half ? 2u : 4u;  // per partial O element
   const mm::buffer_rsrc wo = mm::make_buffer(ws_o, rows * nparts * kLat * o_bytes);
-  const uint32_t rows_req = rows / B;
-  const uint32_t req = valid ? row / rows_req : 0u, r_in = row % rows_req;
+  const uint32_t req_v = MagicDiv{rq_mul, rq_shift}.div(row);
+  const uint32_t req = valid ? req_v : 0u, r_in = row - req_v * rows_req;
   const mla::Units units =
-      mla::locate(mla::SplitArgs{seq_lens, glen, kv_indptr, n_idx, B, nparts, q_len, cp_rank, cp_world, flags}, req,
-                  true);
+      request_units(mla::SplitArgs{seq_lens, glen, kv_indptr, n_idx, B, nparts, q_len, cp_rank, cp_world, flags}, req);
   const uint32_t n_own = units.valid ? units.count : 0u;  // this row's parts: units first .. first + n_own - 1
 
   // Per wave, over its parts k = 0, 1, ... (the row's parts sub, sub + wpr, ...): first their (m, l, ln),
@@ -160,7 +202,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
   // flight per lane; the groups' sums are added at the end. Every sum's order is fixed for a given
   // nparts: deterministic.
   MergeState st;
-  const uint32_t n_mine = valid && n_own > sub ? (n_own - sub + wpr - 1u) / wpr : 0u;
+  const uint32_t n_mine = valid && n_own > sub ? (n_own - sub + wpr - 1u) >> wpr_log2 : 0u;
   auto part_slot = [&](uint32_t k) __attribute__((always_inline)) { return (units.first + sub + wpr * k) * rows_req + r_in; };
   auto meta_of = [&](uint32_t k0) __attribute__((always_inline)) {
     const uint32_t k = k0 + lane;
@@ -237,6 +279,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
   }
   if (!valid || grp != 0) return;
 
+  const float o_scale = kv_scale_dev != nullptr ? *kv_scale_dev : mm::bit_cast<float>(o_scale_bits);
   const float inv = mla::inv_norm(o_scale, st.ln);
   const mm::buffer_rsrc ob = mm::make_buffer(o_lat, rows * kLat * 2u);
   if (flags & mla::kFlagMergeMfmaColumns) {  // the ws kernel's order (mfma_column): stored floats col + rr and

@@ -190,12 +190,13 @@ struct Machine {
 // (8, 32768) 36 / 38: 145.7 / 140.7; (2, 150000) 143 / 147: 171.5 / 166.6; (1, 150000) 276 / 293. The minimum
 // itself (1.0 to 1.02) over-splits where the model is flat: (512, 4096) 4 parts 1180 us against 1 part 1016;
 // B 2, q_len 1, S 8192: 171 parts 39.2 us against 57-64 parts 33-36.
-// merge 1376 / 262 (sixth session: a chunk's first O loads issued with its (m, l, ln) load; 2086 / 244 before)
-constexpr Machine kGfx942{"gfx942", kDefaultCus, kClockGhz, kHbmBytesPerNs, kCuBytesPerNs, 1376.0, 262.0, 0.0, 1.03,
+// merge 1084 / 286 (ninth session: the scalar prologue, calibrate_mla_planner_emu.py on both archs; 1376 / 262 before, the
+// sixth session's: a chunk's first O loads issued with its (m, l, ln) load; 2086 / 244 before that)
+constexpr Machine kGfx942{"gfx942", kDefaultCus, kClockGhz, kHbmBytesPerNs, kCuBytesPerNs, 1084.0, 286.0, 0.0, 1.03,
                           kPartLatencyNs};
 // MI355X (assumptions): 256 CUs, a sustained clock in the same proportion to its 2.4 GHz peak as
 // gfx942's, 8 TB/s peak HBM of which ~6 TB/s achievable (the 4 / 5.3 fraction assumed on gfx942).
-constexpr Machine kGfx950{"gfx950", 256, 1.26, 6000.0, 23.4, 1376.0, 262.0, 0.0, kSplitSlack, 0.0, 1.02};
+constexpr Machine kGfx950{"gfx950", 256, 1.26, 6000.0, 23.4, 1084.0, 286.0, 0.0, kSplitSlack, 0.0, 1.02};
 
 // The machine model of `arch`; std::invalid_argument for an arch without MLA decode kernels.
 inline const Machine& machine_for(const std::string& arch) {
@@ -285,7 +286,7 @@ inline bool balance_split(int64_t batch, int64_t nparts) { return nparts > 1 && 
 // CU's merge time is its workgroups' bytes over its HBM share: fewer bytes per workgroup, shorter merge.
 struct MergeShape {
   int64_t cs, wpr, grid;
-  int64_t waves;  // per workgroup: merge_block_waves(wpr), or 1 (one (row, quarter) per one-wave workgroup)
+  int64_t waves;  // per workgroup: merge_block_waves(wpr), halved while whole rows leave CUs idle, or 1 (one (row, quarter) per one-wave workgroup)
 };
 inline int64_t merge_grid(int64_t total_rows, int64_t cs, int64_t wpr) {
   return ceil_div(total_rows * cs * wpr, merge_block_waves(wpr));
@@ -312,7 +313,16 @@ inline MergeShape spread_merge_shape(int64_t total_rows, int64_t nparts, int64_t
   const int64_t grid = merge_grid(total_rows, 4, wpr);
   // past one round of the CUs the spread only adds waves: (32, 1024) a8w8, 6 parts, 512 rows: 128 workgroups
   // of 4 rows 7.2 us on the timing model, 512 of a (row, quarter) 10.1 us
-  return grid <= a.grid || grid > cus ? a : MergeShape{4, wpr, grid, merge_block_waves(wpr)};
+  if (grid > a.grid && grid <= cus) return MergeShape{4, wpr, grid, merge_block_waves(wpr)};
+  // Whole rows then, in smaller workgroups while those still fit one round of the CUs (ninth session, timing
+  // model: gfx950 a8w8 (32, 1024), 8 parts, 512 rows: 128 workgroups of 4 rows, merge round 7653 cycles; 256 of
+  // 2 rows, 6035): the same waves, each CU's share of the bytes halved.
+  MergeShape s = a;
+  while (s.waves > s.wpr && s.waves > 1 && ceil_div(total_rows * s.cs * s.wpr, s.waves / 2) <= cus) {
+    s.waves /= 2;
+    s.grid = ceil_div(total_rows * s.cs * s.wpr, s.waves);
+  }
+  return s;
 }
 
 // The merge launch's time model (ninth session), fitted to the timing model's merge (benchmarks/timing/

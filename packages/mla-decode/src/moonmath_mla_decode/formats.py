@@ -342,10 +342,12 @@ def spread_merge(plan, cus: int):
 
     if plan.nparts <= 1:
         return plan
-    cs, wpr, grid = _C.mla_spread_merge_shape(plan.batch * plan.q_len * plan.heads, plan.nparts, cus)
-    if (cs, wpr, grid) == (plan.merge_cs, plan.merge_wpr, plan.merge_grid):
+    rows = plan.batch * plan.q_len * plan.heads
+    cs, wpr, grid = _C.mla_spread_merge_shape(rows, plan.nparts, cus)
+    waves = _C.mla_spread_merge_block_waves(rows, plan.nparts, cus)
+    if (cs, wpr, grid, waves) == (plan.merge_cs, plan.merge_wpr, plan.merge_grid, plan.merge_waves):
         return plan
-    return dataclasses.replace(plan, merge_cs=cs, merge_wpr=wpr, merge_grid=grid)
+    return dataclasses.replace(plan, merge_cs=cs, merge_wpr=wpr, merge_grid=grid, merge_waves=waves)
 
 
 def run(fmt: str, q_lat, q_pe, kv_pool, pool_aux, o_lat, seq_lens, kv_indices, kv_indptr, c_qk: float,
@@ -424,9 +426,9 @@ def run(fmt: str, q_lat, q_pe, kv_pool, pool_aux, o_lat, seq_lens, kv_indices, k
     if partial:
         counters.append(mk.KERNELS.launch(op, arch, mk.MERGE_CODE_OBJECT, mk.MERGE_KERNEL, grid=plan.merge_grid,
                                           block=plan.merge_block, dynamic_lds=plan.merge_lds,
-                                          args=[ws_o, ws_ml, o_lat, lse, B * rows, plan.nparts,
-                                                (FLAG_LSE if lse is not None else 0) | bal | plan.merge_flags,
-                                                _f32_bits(o_scale),
-                                                plan.merge_wpr, seq_lens, glen_arg, kv_indptr, n_idx, B, q_len,
-                                                cp_rank, cp_world, None]))  # no device kv_scale: o_scale holds it
+                                          args=mk.merge_args(plan, B, rows, ws_o, ws_ml, o_lat, lse,
+                                                             (FLAG_LSE if lse is not None else 0) | bal
+                                                             | plan.merge_flags, _f32_bits(o_scale), seq_lens,
+                                                             glen_arg, kv_indptr, n_idx, q_len, cp_rank, cp_world,
+                                                             None)))  # no device kv_scale: o_scale holds it
     return counters

@@ -155,6 +155,34 @@ def make_plan(batch: int, heads: int, q_len: int, len_hint: int = 0, *, nparts: 
                       batch * rows * np_ * 4 if split else 0, balanced, cs, merge_waves=merge_waves)
 
 
+def _magic_div(d: int) -> tuple[int, int]:
+    """(mul, shift) of the merge kernel's MagicDiv for divisor d (1 <= d < 2^32): floor(n / d) =
+    (t + ((n - t) >> s1)) >> s2 with t = mulhi(n, mul), shift = s1 | s2 << 8 (Granlund and Montgomery's
+    round-up multiplier, exact for every 32-bit n)."""
+    if not 1 <= d < 1 << 32:
+        raise ValueError(f"{OP}: divisor {d} out of range")
+    ell = (d - 1).bit_length()
+    mul = ((1 << 32) * ((1 << ell) - d)) // d + 1
+    return mul, min(ell, 1) | max(ell - 1, 0) << 8
+
+
+def merge_args(plan: DecodePlan, B: int, rows_req: int, ws_o, ws_ml, o_lat, lse, flags: int, o_scale_bits: int,
+               seq_lens, glen_arg, kv_indptr, n_idx: int, q_len: int, cp_rank: int, cp_world: int, kv_dev) -> list:
+    """The merge kernel's arguments for `plan` (mla_decode_a16w8_merge.hip): its shape as log2 of the waves per
+    (row, column block) and per workgroup (both powers of two), grid / 8 for the XCD order, and the rows per
+    request with their division multiplier, so the kernel's prologue only shifts and multiplies."""
+    waves = plan.merge_block // 64
+    for name, v in (("merge_wpr", plan.merge_wpr), ("merge waves", waves)):
+        if v < 1 or v & (v - 1):
+            raise ValueError(f"{OP}: {name} must be a power of two; got {v}")
+    if plan.merge_wpr > waves:
+        raise ValueError(f"{OP}: merge_wpr {plan.merge_wpr} exceeds the workgroup's {waves} waves")
+    mul, shift = _magic_div(rows_req)
+    return [ws_o, ws_ml, o_lat, lse, B * rows_req, plan.nparts, flags, o_scale_bits,
+            plan.merge_wpr.bit_length() - 1, waves.bit_length() - 1, plan.merge_grid // 8, rows_req, mul, shift,
+            seq_lens, glen_arg, kv_indptr, n_idx, B, q_len, cp_rank, cp_world, kv_dev]
+
+
 def _address(t: torch.Tensor | None) -> int:
     """A pointer field of MlaDecodeArgs: the tensor's device address (0 for none)."""
     return 0 if t is None else t.data_ptr()
@@ -268,9 +296,9 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
     if partial:
         counters.append(KERNELS.launch(OP, arch, MERGE_CODE_OBJECT, MERGE_KERNEL, grid=plan.merge_grid,
                                        block=plan.merge_block, dynamic_lds=plan.merge_lds,
-                                       args=[ws_o, ws_ml, o_lat, lse, B * rows, plan.nparts,
-                                             (FLAG_LSE if lse is not None else 0) | bal | plan.merge_flags, o_scale,
-                                             plan.merge_wpr,
-                                             seq_lens, glen_arg, kv_indptr, _usable_indices(kv_indices.numel()), B,
-                                             q_len, cp_rank, cp_world, kv_dev]))
+                                       args=merge_args(plan, B, rows, ws_o, ws_ml, o_lat, lse,
+                                                       (FLAG_LSE if lse is not None else 0) | bal | plan.merge_flags,
+                                                       o_scale, seq_lens, glen_arg, kv_indptr,
+                                                       _usable_indices(kv_indices.numel()), q_len, cp_rank, cp_world,
+                                                       kv_dev)))
     return counters

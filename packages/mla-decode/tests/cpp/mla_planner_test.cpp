@@ -46,7 +46,11 @@ int main() {
             MM_CHECK(p.merge_wpr == ms.wpr && p.merge_cs == ms.cs && p.merge_grid == ms.grid && p.merge_waves == ms.waves);
             MM_CHECK(p.balanced == balance_split(B, p.nparts));
             const int64_t mw = p.merge_waves;
-            MM_CHECK(mw == merge_block_waves(p.merge_wpr) || (mw == 1 && p.merge_cs == 4 && p.merge_wpr == 1));
+            // whole rows in max(4, wpr)-wave workgroups; one-wave (row, quarter) ones; or, where whole rows leave CUs
+            // idle, smaller power-of-two workgroups (>= wpr waves) that still fit one round of the CUs
+            MM_CHECK(mw == merge_block_waves(p.merge_wpr) || (mw == 1 && p.merge_cs == 4 && p.merge_wpr == 1) ||
+                     (mw >= p.merge_wpr && mw < merge_block_waves(p.merge_wpr) && (mw & (mw - 1)) == 0 &&
+                      p.merge_grid <= mc->cus));
             const int64_t units = B * q * H * p.merge_cs * p.merge_wpr;  // merge waves
             MM_CHECK(p.merge_grid * mw >= units && (p.merge_grid - 1) * mw < units);
             MM_CHECK(p.ws_o_floats == B * q * H * p.nparts * (ws_half_partials(p.nparts) ? 256 : 512));  // ws: fp16 O, two per float
@@ -130,9 +134,11 @@ int main() {
       const MergeShape b = merge_shape(4096, 2), bs = spread_merge_shape(4096, 2, 256);
       MM_CHECK(b.grid >= 256 && bs.cs == b.cs && bs.wpr == b.wpr && bs.grid == b.grid);
       MM_CHECK(merge_cost(4096, 2, 256, 0.0, kGfx950, 4.0, true) == merge_cost(4096, 2, 256, 0.0, kGfx950, 4.0, false));
-      // nor one whose spread would take more than a round of the CUs (B 32, 6 parts: 512 (row, quarter) units)
+      // nor one whose spread would take more than a round of the CUs (B 32, 6 parts: 512 (row, quarter) units):
+      // its whole rows go to 2-wave workgroups instead, 256 of them (one round), not 128 of 4 waves
       const MergeShape c = merge_shape(512, 6), cspread = spread_merge_shape(512, 6, 256);
-      MM_CHECK(c.grid < 256 && merge_grid(512, 4, 1) > 256 && cspread.cs == c.cs && cspread.grid == c.grid);
+      MM_CHECK(c.grid < 256 && merge_grid(512, 4, 1) > 256 && cspread.cs == c.cs && cspread.wpr == c.wpr &&
+               c.waves == 4 && cspread.waves == 2 && cspread.grid == 2 * c.grid && cspread.grid == 256);
       const KernelCost& kc = kernel_cost("gfx950", "a8w8_w1");
       MM_CHECK(kernel_plan_cost(kc, 4, 16, 1, 1024, 22, 256, Variant::kWave, kGfx950, true) <
                kernel_plan_cost(kc, 4, 16, 1, 1024, 22, 256, Variant::kWave, kGfx950, false));
