@@ -78,11 +78,11 @@ constexpr int64_t kDefaultLen = 16384;
 // part's work to a merge's latency is the one the timing model sees.
 constexpr double kClockGhz = 1.1;
 constexpr double kHbmBytesPerNs = 4000.0;  // ~4 TB/s achievable of the 5.3 TB/s peak
-// One CU's share of HBM as the timing model serves it: 5.3 TB/s / 304 CUs per cycle of its 2.1 GHz clock, in
-// time at its calibrated 1041 MHz (docs/performance.md) = 8.6 B/ns -- what a launch on fewer CUs gets per CU.
-// (13.2 = 4000 / 304 before: 1.5x what the model serves, so the planner saw a merge on few CUs, one row
-// per wave, as 1.5x faster than the timing model did and split B = 2, q_len 4, S = 1024 into 64 one-tile parts.)
-constexpr double kCuBytesPerNs = 8.6;
+// One CU's share of HBM as the timing model serves it: 5.3 TB/s / 304 CUs = 17.4 B/ns (ninth session: the model
+// charges HBM at the clock it turns cycles into seconds with, docs/performance.md "Session 9: HBM at the effective
+// clock"; 8.6 before, the share per cycle of the 2.1 GHz config clock in time at 1041 MHz) -- what a launch on
+// fewer CUs gets per CU. The full chip stays capped at kHbmBytesPerNs.
+constexpr double kCuBytesPerNs = 5300.0 / 304.0;
 constexpr double kPartLatencyNs = 2000.0;  // a part's first MFMA waits for its slots, then its KV
 constexpr double kMergeLaunchNs = 4000.0;  // a second kernel on the stream
 // A split must beat the fewer-part plans by more than 5%. (10% before: on the timing model at the seed's MLA
@@ -184,6 +184,12 @@ struct Machine {
   // 4 parts (27.6 us modeled) where 8 model 25.6 (the planner priced 8 3% cheaper); with the _kv4 tile term
   // (split_tile_tokens) the other gfx950 shapes keep or gain (docs/kernels/mla_decode_gfx950.md, session 6b).
   double format_split_slack = kSplitSlack;
+  // ws parts: a workgroup's Q load and partial stores at the CU's HBM share are serial with its compute, once per
+  // round (1; 0: not priced). gfx942 (ninth session, HBM at the effective clock): the timing model's ws part at
+  // q_len 4, H 16 costs 12.6k cycles beyond its tiles (135.4k at 1024 rows, 495.4k at 4096) where its issue
+  // cycles are 1.9k; its 74 KB of Q and 67 KB of fp16 partials at 17.4 B/ns are 8.1 us of the 12.1 us. Unpriced,
+  // (512, 16, 4, 4096) took 4 parts (906 us priced, 960 modeled) over 1 (955 both). gfx950: not re-fit.
+  double ws_part_bytes_serial = 0.0;
 };
 // split_slack 1.03, chosen on the timing model (benchmarks/timing/mla.py's ours_shape with the parts overridden,
 // H 16): 5% refused real gains at the seed's table (q_len 4): (8, 8192) 31 parts 63.5 us, 32: 61.8;
@@ -193,7 +199,7 @@ struct Machine {
 // merge 1084 / 286 (ninth session: the scalar prologue, calibrate_mla_planner_emu.py on both archs; 1376 / 262 before, the
 // sixth session's: a chunk's first O loads issued with its (m, l, ln) load; 2086 / 244 before that)
 constexpr Machine kGfx942{"gfx942", kDefaultCus, kClockGhz, kHbmBytesPerNs, kCuBytesPerNs, 1084.0, 286.0, 0.0, 1.03,
-                          kPartLatencyNs};
+                          kPartLatencyNs, kSplitSlack, 1.0};
 // MI355X (assumptions): 256 CUs, a sustained clock in the same proportion to its 2.4 GHz peak as
 // gfx942's, 8 TB/s peak HBM of which ~6 TB/s achievable (the 4 / 5.3 fraction assumed on gfx942).
 constexpr Machine kGfx950{"gfx950", 256, 1.26, 6000.0, 23.4, 1084.0, 286.0, 0.0, kSplitSlack, 0.0, 1.02};
@@ -344,9 +350,10 @@ struct MergeTiming {
   double start_wave_cycles;  // per round, shared by the waves of a SIMD
   double fold_cycles;        // per round with several waves per (row, column block)
 };
-// Least squares over 24 launches' rounds in simulated cycles (16 gfx942, 8 gfx950; a16w8 and a8w8 partials):
-// 1039 / 2485 / 1488, every round within 15%; gfx942's merges in ns within 14% (mla_merge_cost.py prints them).
-constexpr MergeTiming kMergeTiming{1040.0, 2490.0, 1490.0};
+// Least squares over 24 launches' rounds in simulated cycles (16 gfx942, 8 gfx950; a16w8 and a8w8 partials), the
+// merge kernel's scalar prologue, HBM at the effective clock (ninth session): 1185 / 2905 / 725 (1040 / 2490 / 1490
+// on the eighth session's kernel and model). mla_merge_cost.py --fit prints the merges in ns beside the model's.
+constexpr MergeTiming kMergeTiming{1185.0, 2905.0, 725.0};
 // gfx942 prices its merge in this form. gfx950 keeps the eighth session's (rounds over SIMD slots of one HBM
 // round trip, kHbmLatencyNs, per iteration; bytes over the busy CUs' share) until its cu_bytes_per_ns is re-fit:
 // at 23.4 B/ns, 1.5x the 15.5 the timing model serves at gfx950's 1190 MHz, its decode estimates are low, and this
@@ -432,12 +439,17 @@ inline double kernel_plan_cost(const KernelCost& kc, int64_t batch, int64_t head
     const int64_t t = (int64_t)kc.split_tile_tokens, nt = ceil_div(ceil_div(len, nparts), t);
     part_tiles = (double)(kKvSplitWaves * ceil_div(nt, kKvSplitWaves) * t) / (double)kTileTokens;
   }
-  const double t_compute = (double)rounds * (part_tiles * tile_cycles + part_cycles) / mc.clock_ghz + kPartLatencyNs +
+  double t_compute = (double)rounds * (part_tiles * tile_cycles + part_cycles) / mc.clock_ghz + kPartLatencyNs +
                           (double)(rounds - 1) * mc.round_latency_ns;
   // bytes of a partial O element: the row's (ws: fp16 up to kHalfPartialsMaxParts parts, then fp32)
   const double o_bytes = ws && !ws_half_partials(nparts) ? 4.0 : kc.partial_o_bytes;
   const double partial =  // written
       nparts > 1 ? (double)(batch * rows * nparts) * (kLat * o_bytes + 16.0) : 0.0;
+  if (ws && mc.ws_part_bytes_serial > 0) {  // a workgroup's Q (bf16) in, its partials out, per round
+    const double wg_rows = (double)std::min<int64_t>(rows, (int64_t)kRowsPerTile * kWavesPerBlock);
+    const double wg_bytes = wg_rows * (2.0 * kRowBytes + (nparts > 1 ? kLat * o_bytes + 16.0 : 0.0));
+    t_compute += mc.ws_part_bytes_serial * (double)rounds * wg_bytes / mc.cu_bytes_per_ns;
+  }
   const double busy_cus = std::min<double>((double)cus, (double)workgroups);
   const double bw = std::min(mc.hbm_bytes_per_ns * (double)cus / (double)mc.cus, busy_cus * mc.cu_bytes_per_ns);
   const double t_memory = ((double)batch * (double)len * kc.token_bytes + partial) / bw;
