@@ -32,11 +32,10 @@ MM_DEVICE i16x2 abs_max(i16x2 m, uint32_t d) {
   const uint32_t mag = d & 0x7FFF7FFFu;
   return __builtin_elementwise_max(m, __builtin_bit_cast(i16x2, mag) + i16x2{kNanShift, kNanShift});
 }
-MM_DEVICE float amax_of(i16x2 m) {
+// The max's f32 bit pattern: a magnitude in 0 .. +Inf (never NaN), so its bits order as the floats do.
+MM_DEVICE uint32_t amax_of(i16x2 m) {
   const i16x2 mag = m - i16x2{kNanShift, kNanShift};
-  const float lo = __builtin_bit_cast(float, (uint32_t)(uint16_t)mag.x << 16);
-  const float hi = __builtin_bit_cast(float, (uint32_t)(uint16_t)mag.y << 16);
-  return __builtin_fmaxf(lo, hi);
+  return __builtin_elementwise_max((uint32_t)(uint16_t)mag.x << 16, (uint32_t)(uint16_t)mag.y << 16);
 }
 
 // The wave-chunks of q_lat then q_pe as one index space: wave-chunk k (uniform) is q_lat's 1024 bytes k, or for
@@ -91,6 +90,6 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64) void mla_q_amax(const uint16_t* __restrict__ q_la
     for (uint32_t u0 = 0; u0 < count; u0 += kMaxLoads)
       m = loads_max_n<kMaxLoads>(__builtin_elementwise_min(count - u0, kMaxLoads), q, k0 + u0, m);
   }
-  const float amax = mm::wave_max_uniform(amax_of(m));
+  const float amax = mm::bit_cast<float>(mm::wave_max_u32_uniform(amax_of(m)));
   if (mm::lane_id() == 0) mm::buffer_store_f32(amax, mm::make_buffer(parts, 4u * mm::block_id_x() + 4u), 4u * mm::block_id_x());
 }

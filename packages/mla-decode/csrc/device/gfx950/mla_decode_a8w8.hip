@@ -59,7 +59,8 @@ template <bool LateAmax> struct Fp8Kv {
   // cycles a part at (4, 1024); the _kv4 kernel was 2 % slower so, and reduces at the start).
   // inv = 448 / amax, qs = amax / 448 (1, 1 for amax 0).
   MM_DEVICE QScale q_scale() const {
-    const float amax = LateAmax ? mm::wave_max_uniform(amax_lane) : amax_lane;
+    const float amax = LateAmax ? mm::bit_cast<float>(mm::wave_max_u32_uniform(mm::bit_cast<uint32_t>(amax_lane)))
+                                : amax_lane;
     return amax > 0.f ? QScale{kFp8Max / amax, amax / kFp8Max} : QScale{1.f, 1.f};
   }
 
@@ -142,12 +143,15 @@ MM_DEVICE void mla_decode_a8w8_fwd_body(MLA_DECODE_A8W8_FWD_PARAMS) {
   // loads per lane, no loop, issued here (zeros past n_amax_parts); the wave's max here (_kv4) or in
   // Fp8Kv::q_scale. c_qk here lacks Q's factor qs (the body multiplies it in).
   const mm::buffer_rsrc pb = mm::make_buffer(amax_parts, n_amax_parts * 4u);
-  float amax_lane = 0.f;
+  // The partials are non-negative and never NaN (mla_q_amax's maxima of magnitudes, zeros past the end), so
+  // their bit patterns order as the floats: an integer max, without fmax's NaN quieting.
+  uint32_t amax_bits = 0;
 #pragma unroll
   for (uint32_t u = 0; u < kMaxAmaxParts / 64u; ++u)
-    amax_lane = __builtin_fmaxf(amax_lane, mm::buffer_load_f32(pb, 4u * (64u * u + mm::lane_id())));
+    amax_bits = __builtin_elementwise_max(amax_bits, mm::buffer_load_b32(pb, 4u * (64u * u + mm::lane_id())));
   constexpr bool kLateAmax = !KvSplit;
-  if constexpr (!kLateAmax) amax_lane = mm::wave_max_uniform(amax_lane);
+  if constexpr (!kLateAmax) amax_bits = mm::wave_max_u32_uniform(amax_bits);
+  const float amax_lane = mm::bit_cast<float>(amax_bits);
   const TileArgs a{q_lat, q_pe, pool, nullptr, o_lat, seq_lens, kv_indices, kv_indptr, glen, lse, ws_o, ws_ml,
                    B, H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world, flags,
                    mm::bit_cast<float>(c_qk_bits), mm::bit_cast<float>(o_scale_bits)};
