@@ -92,3 +92,31 @@ def test_reduce_cost_from_its_launch_shape():
     wgs = mla.aiter_metadata_v1_2([8192] * 32, 304)
     r = mla.aiter_reduce(wgs, 32, cfg, f)
     assert r["cu_bytes"] >= 2 * 4 * (2 * (512 * 4 + 4) + 512 * 2)
+
+
+def test_decode_samples_follow_one_pool_rule():
+    import moonmath_emu.timing as timing
+
+    cfg = timing.config("gfx942")
+    # the parts up to the last simulated workgroup: CU c of XCD 0 runs parts (c * per + j) * 8, j < per
+    assert mla.sample_parts(1, cfg) == 9  # AITER's persistent object (one workgroup per CU) and ours at one
+    assert mla.sample_parts(2, cfg) == 25
+    for per in (1, 2, 3, 4):
+        n = mla.sample_parts(per, cfg)
+        last = (mla.SAMPLE_CUS * per - 1) * cfg["xcds"]
+        assert n == last + 1
+        assert (n - 1) // (cfg["xcds"] * mla.SAMPLE_CUS) + 1 == per  # _ours_round's cap keeps `per` on that grid
+
+
+def test_planner_merge_cost_follows_the_timing_models_merge():
+    """The planner's merge_cost (less its launch cost) within 15 % of the timing model's merge, sampled live as
+    benchmarks.timing.mla samples it (benchmarks/timing/mla_merge_cost.py), at three cheap gfx942 launches: one
+    workgroup per CU at one and four iterations, and four per CU (the round the large batches repeat)."""
+    pytest.importorskip("moonmath_mla_decode._C")
+    from benchmarks.timing import mla_merge_cost
+
+    rows = mla_merge_cost.measure([("gfx942", "a16w8", 8, 4), ("gfx942", "a16w8", 2, 16),
+                                   ("gfx942", "a16w8", 64, 4)], Path("build/timing"))
+    assert [r["per_cu"] for r in rows] == [1, 1, 4]
+    for r in rows:
+        assert abs(r["planner_us"] / r["model_us"] - 1) <= 0.15, r

@@ -53,6 +53,18 @@ def test_reduce_at_q_len_1():
                                              r["bytes"] / cfg["hbm_bytes_per_s"]))
 
 
+def test_aiter_q_quantisation_lower_bound():
+    import moonmath_emu.timing as timing
+
+    cfg = timing.config("gfx950")
+    q = mla_gfx950.aiter_q_quant(4, cfg)
+    n = 4 * 16 * 576  # q_len 1: [B, 16, 576] bf16
+    # abs 4n, amax 2n, divide 4n, clamp 4n, cast to fp8 3n bytes; at the HBM bandwidth, no launch overhead
+    assert q["bytes"] == 17 * n and q["launches"] == 5
+    assert q["seconds"] == pytest.approx(17 * n / 8.0e12)
+    assert mla_gfx950.aiter_q_quant(256, cfg)["seconds"] == pytest.approx(64 * q["seconds"])
+
+
 @pytest.mark.skipif(wheel.available() is not None, reason=f"AITER wheel unavailable: {wheel.available()}")
 def test_aiter_a8w8_ps_honours_a_cut_work_list():
     sem = mla_gfx950.check_split_semantics()

@@ -3,7 +3,8 @@
     python -m benchmarks.timing.mla [--out build/timing] [--shapes 0,2]
 
 Writes mla.md and mla.json to --out. Every number is MODELED (moonmath_emu.timing, constants of
-docs/performance.md, the effective clock of run.py's RTNE calibration; nothing fitted here). The
+docs/performance.md, the effective clock of run.py's RTNE calibration, every launch simulated at it:
+clock.py; nothing fitted here). The
 published column is the seed's AITER a16w8 time on MI300X (B, S; H = 16, q_len 4, CUDA-graph replay,
 stage 1 and its reduce).
 
@@ -23,6 +24,10 @@ workgroups are equal (each part has ceil(S / nparts) rows), so one CU round of `
 simulated at the real part length on 2 CUs of XCD 0 and the grid composed in rounds over 304 CUs; the
 merge launch (when the plan splits) likewise, simulated at the plan's nparts and the real batch (so its grid and
 workgroups per CU are the real launch's).
+
+Both sides' decode samples follow one rule (`sample_parts`): a launch of just the parts up to the last simulated
+workgroup, over a shuffled KV pool of exactly those parts' rows, so the pool (which sets how often a traced row
+shares a 128-byte line with another traced part's row) has the same size for AITER's object and ours.
 """
 from __future__ import annotations
 
@@ -38,7 +43,7 @@ import torch
 import moonmath_emu.timing as timing
 from benchmarks.peers import harness, mla
 
-from . import plots
+from . import clock, plots
 from .fmha import _aligned
 
 # Seed README, "Results — MLA decode, MI300X, bf16 Q / fp8 KV, H = 16, q_len = 4": (B, S), AITER a16w8 µs,
@@ -210,13 +215,26 @@ def host_merge(values: dict, wgs: list[list[tuple[int, int, int]]], q_len: int) 
     return out, len(locs)
 
 
-def _aiter_sample(rows: int, two_items: bool, cfg: dict, ncu: int = 2, *, arch: str = "gfx942",
+SAMPLE_CUS = 2  # CUs of XCD 0 simulated per launch
+
+
+def sample_parts(per_cu: int, cfg: dict, ncu: int = SAMPLE_CUS) -> int:
+    """The decode sample's parts, one rule for AITER's object and ours: the parts up to the last simulated
+    workgroup, (ncu * per_cu - 1) * xcds + 1 (CU c of XCD 0 runs parts (c * per_cu + j) * xcds, j < per_cu), over
+    a shuffled pool of exactly their rows. (Before session 9 AITER's sample had 9 parts and ours 64; the smaller
+    pool puts more traced rows on lines another traced part has loaded: a session-8 probe measured 636.0 against
+    644.1 HBM bytes per row at gfx950 (256, 8192).)"""
+    return (ncu * per_cu - 1) * cfg["xcds"] + 1
+
+
+def _aiter_sample(rows: int, two_items: bool, cfg: dict, ncu: int = SAMPLE_CUS, *, arch: str = "gfx942",
                   obj: str = mla.A16W8_PS, make_values=aiter_values) -> dict:
-    """Simulate workgroups 0 and 8 (XCD 0) of a 9-workgroup launch whose every workgroup walks `rows` KV
-    rows: one item of one long request, or (two_items) halves of two requests. `obj` is the persistent code
-    object of `arch`, `make_values(lens, wgs)` its argument values."""
+    """Simulate workgroups 0 and 8 (XCD 0) of a sample_parts(1)-workgroup launch (the persistent object runs one
+    workgroup per CU) whose every workgroup walks `rows` KV rows: one item of one long request, or (two_items)
+    halves of two requests. `obj` is the persistent code object of `arch`, `make_values(lens, wgs)` its argument
+    values."""
     xcds = cfg["xcds"]
-    G = (ncu - 1) * xcds + 1
+    G = sample_parts(1, cfg, ncu)
     if two_items:
         half = rows // 2
         lens = [half] * (2 * G)
@@ -241,14 +259,15 @@ def _aiter_sample(rows: int, two_items: bool, cfg: dict, ncu: int = 2, *, arch: 
     return rep
 
 
-def aiter_fit(cfg: dict, **sample) -> dict:
-    """a, b, c of the workgroup cycles (module docstring); `sample`: _aiter_sample's arch / obj / make_values."""
+def aiter_fit(cfg: dict, check: bool = True, **sample) -> dict:
+    """a, b, c of the workgroup cycles (module docstring); `sample`: _aiter_sample's arch / obj / make_values;
+    `check`: also simulate CHECK_ROWS to check the extrapolation."""
     r1, r2 = (_aiter_sample(n, False, cfg, **sample) for n in FIT_ROWS)
     b = (r2["wg_cycles"] - r1["wg_cycles"]) / (FIT_ROWS[1] - FIT_ROWS[0])
     a = r1["wg_cycles"] - b * FIT_ROWS[0]
     two = _aiter_sample(FIT_ROWS[1], True, cfg, **sample)
     c = two["wg_cycles"] - r2["wg_cycles"]
-    chk = _aiter_sample(CHECK_ROWS, False, cfg, **sample)["wg_cycles"]
+    chk = _aiter_sample(CHECK_ROWS, False, cfg, **sample)["wg_cycles"] if check else float("nan")
     return {"a": a, "b": b, "c": c, "cycles": {FIT_ROWS[0]: r1["wg_cycles"], FIT_ROWS[1]: r2["wg_cycles"]},
             "two_items": two["wg_cycles"],
             "check": {"rows": CHECK_ROWS, "simulated": chk, "extrapolated": a + b * CHECK_ROWS},
@@ -326,14 +345,21 @@ def _ours_capture(B: int, S: int, nparts: int | None = None, variant: str | None
     return seen, plan
 
 
-def _ours_round(L: dict, real_grid: int, cfg: dict, ncu: int = 2) -> dict:
-    """One CU round of launch L: as many co-resident workgroups per CU as the real grid puts there."""
-    from .ours import _module, simulate
+def per_cu(L: dict, real_grid: int, cfg: dict) -> tuple[int, int]:
+    """(occupancy of L's kernel, the workgroups a CU runs at once in the real grid of `real_grid` workgroups)."""
+    from .ours import _module
 
-    mod = _module(L["path"])
-    slots = timing.occupancy(mod.kernel_info(L["kernel"]), L["block"][0], cfg)
+    slots = timing.occupancy(_module(L["path"]).kernel_info(L["kernel"]), L["block"][0], cfg)
+    return slots, min(slots, math.ceil(real_grid / cfg["cus_per_chip"]))
+
+
+def _ours_round(L: dict, real_grid: int, cfg: dict, ncu: int = SAMPLE_CUS) -> dict:
+    """One CU round of launch L: as many co-resident workgroups per CU as the real grid puts there."""
+    from .ours import simulate
+
+    slots, per = per_cu(L, real_grid, cfg)
     xcds, gx = cfg["xcds"], L["grid"][0]
-    per = min(slots, math.ceil(real_grid / cfg["cus_per_chip"]), max(1, (gx - 1) // (xcds * ncu) + 1))
+    per = min(per, max(1, (gx - 1) // (xcds * ncu) + 1))
     cus = [[((c * per + j) * xcds, 0, 0) for j in range(per)] for c in range(ncu)]
     if max(max(w[0] for w in c) for c in cus) >= gx:
         cus = [[(0, 0, 0)]]
@@ -350,11 +376,15 @@ def ours_shape(B: int, S: int, cfg: dict, f_hz: float) -> dict:
     with use_arch("gfx942"):
         real = K.make_plan(B, mla.HEADS, Q_LEN, S, arch="gfx942")
     part = math.ceil(S / real.nparts)
-    # sample: one request cut into enough parts of the real part length for workgroups 0, 8, 16, ...
-    n_sample = cfg["xcds"] * 2 * 4
+    # sample: one request cut into sample_parts parts of the real part length (workgroups 0, 8, 16, ...)
+    n_sample = sample_parts(1, cfg)
     seen, _ = _ours_capture(1, part * n_sample, nparts=n_sample, variant=real.variant)
+    per = per_cu(seen[0], real.grid, cfg)[1]
+    if per > 1:
+        n_sample = sample_parts(per, cfg)
+        seen, _ = _ours_capture(1, part * n_sample, nparts=n_sample, variant=real.variant)
     dec = _ours_round(seen[0], real.grid, cfg)
-    ccfg = dict(cfg, clock_mhz=f_hz / 1e6)
+    ccfg = clock.at_clock(cfg, f_hz)
     parts = {"decode": timing.kernel_time(real.grid, dec["wg_cycles"], dec["per_cu"], ccfg)}
     out = {"plan": {"nparts": real.nparts, "variant": real.variant, "grid": real.grid, "merge_grid": real.merge_grid,
                     "part_rows": part}, "decode_where": dec["where"], "decode_pipe_util": dec["pipe_util"]}
@@ -372,22 +402,6 @@ def ours_shape(B: int, S: int, cfg: dict, f_hz: float) -> dict:
 
 # ---------------------------------------------------------------- report
 
-def _f_eff(out: Path) -> tuple[float, str]:
-    """run.py's calibrated effective clock: from its timing.json in --out if present, else recomputed."""
-    p = out / "timing.json"
-    if p.exists():
-        return json.loads(p.read_text())["f_eff_hz"], f"{p} (run.py)"
-    from . import run as calib
-    cfg = timing.config("gfx942")
-    fit = calib.linear_fit("gfx942", "rtne", cfg)
-    from .fmha import grid_workgroups
-    ratios = []
-    for (B, H, S), pub in calib.MI300X_MHA:
-        cyc = math.ceil(grid_workgroups("gfx942", B, H, S) / cfg["cus_per_chip"]) * (fit["a"] + fit["b"] * S)
-        ratios.append(cyc / (pub["rtne"] * 1e-3))
-    return statistics.median(ratios), "recomputed (run.py's RTNE fit)"
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="build/timing")
@@ -397,9 +411,8 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
-    cfg = timing.config("gfx942")
-    f_hz, f_src = _f_eff(out)
-    print(f"effective clock {f_hz / 1e6:.0f} MHz from {f_src}")
+    cfg, f_hz, f_src = clock.effective_config("gfx942", out)  # ours and AITER's simulated at the effective clock
+    print(f"effective clock {f_hz / 1e6:.1f} MHz from {f_src}")
     sem = check_split_semantics()
     print(f"split work list check: {sem}")
     fit = aiter_fit(cfg)
@@ -456,11 +469,13 @@ def main() -> None:
         md.append(line)
     md += ["", f"AITER rows: median |error| {summary['median_abs_err']:.1%}; worst {summary['worst']} "
            f"({summary['worst_err']:+.1%}); ordering {right}/{len(pairs)} pairs right.", ""]
-    # the same cycles at AMD's measured sustained MFMA clock (run.py's no-fit check)
+    # AITER's object simulated and composed at AMD's measured sustained MFMA clock (run.py's no-fit check)
     from .run import MI300X_SUSTAINED_MHZ
     at = {}
     for f_mhz in MI300X_SUSTAINED_MHZ:
-        es = [aiter_shape(*r["shape"], fit, cfg, f_mhz * 1e6)["seconds"] * 1e6 / r["pub_aiter_us"] - 1 for r in table]
+        c_s = clock.at_clock(timing.config("gfx942"), f_mhz * 1e6)
+        fit_s = aiter_fit(c_s, check=False)
+        es = [aiter_shape(*r["shape"], fit_s, c_s, f_mhz * 1e6)["seconds"] * 1e6 / r["pub_aiter_us"] - 1 for r in table]
         at[f_mhz] = {"errors": es, "median_abs_err": statistics.median(abs(e) for e in es)}
     summary["at_sustained_clock"] = at
     md += ["At AMD's measured sustained MFMA clock instead (no fitted constant): " + "; ".join(

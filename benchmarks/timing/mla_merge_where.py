@@ -4,10 +4,9 @@ Samples the merge exactly as `benchmarks.timing.mla` / `mla_gfx950` do (the real
 tiles, the op run first so the workspace holds real partials) and prints, per wave: the round's cycles, the
 stall classes, the instructions issued before the wave's first (m, l, ln) load (the prologue: kernel
 arguments, block order, `mla::locate`), the top waits by PC, and the HBM floor of the simulated CUs (their
-HBM bytes at their share of the chip's bandwidth, per simulated cycle at the config clock).
-`--sim-mhz F` simulates at clock F instead (the sensitivity of a bandwidth-bound round to the clock at which
-HBM bytes per cycle are computed; the timing scripts simulate at the config clock and convert at the
-effective clock).
+HBM bytes at their share of the chip's bandwidth, per simulated cycle at the simulated clock). It simulates at
+the effective clock, as the timing scripts do (clock.py); `--sim-mhz F` simulates at clock F instead (the
+sensitivity of a bandwidth-bound round to the clock at which HBM bytes per cycle are computed).
 
     python -m benchmarks.timing.mla_merge_where --arch gfx942 --shape 8:8192
     python -m benchmarks.timing.mla_merge_where --arch gfx950 --shape 4:1024
@@ -19,6 +18,7 @@ from collections import Counter
 
 from moonmath_emu import timing
 
+from . import clock
 from . import mla as m942
 from . import mla_gfx950 as m950
 from .ours import _module
@@ -43,12 +43,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--arch", choices=("gfx942", "gfx950"), default="gfx942")
     ap.add_argument("--shape", default="8:8192", help="B:S")
-    ap.add_argument("--sim-mhz", type=float, default=None, help="simulate at this clock (default: the config's)")
+    ap.add_argument("--sim-mhz", type=float, default=None, help="simulate at this clock (default: the effective clock)")
     args = ap.parse_args()
     B, S = (int(v) for v in args.shape.split(":"))
-    cfg = timing.config(args.arch)
-    if args.sim_mhz:
-        cfg = dict(cfg, clock_mhz=args.sim_mhz)
+    cfg = (clock.at_clock(timing.config(args.arch), args.sim_mhz * 1e6) if args.sim_mhz
+           else clock.effective_config(args.arch)[0])
     real, L = capture(args.arch, B, S)
     if real.nparts < 2:
         raise SystemExit(f"({B}, {S}) is not split on {args.arch}: no merge launch")

@@ -7,8 +7,9 @@ dim 3584) with I = 512 (AITER's int4 weight layout needs I % 256 == 0; timing_mo
 Every number is MODELED (moonmath_emu.timing, docs/performance.md), never a hardware time. Per kernel: the
 launch's workgroups spread over the 304 CUs in dispatch order, so the busiest CU runs ceil(W / 304) of them, each
 of another m-block (another expert), its occupancy resident at a time; that CU is simulated on inputs of the real
-routing (the first live m-blocks, experts renumbered so each has its own weights) and its cycles taken at the peak
-clock; the time is at least the hit experts' weight bytes over HBM bandwidth. Ours: timing_moe.py's own `run` for
+routing (the first live m-blocks, experts renumbered so each has its own weights), simulated and its cycles taken
+at the effective clock (benchmarks/timing/clock.py, as every timing script; before session 9 the peak clock); the
+time is at least the hit experts' weight bytes over HBM bandwidth. Ours: timing_moe.py's own `run` for
 each projection (the planners' variants), summed. AITER: grid (I / sub_GU, 32-row blocks), 256 threads.
 """
 from __future__ import annotations
@@ -25,6 +26,7 @@ os.environ.setdefault("MOONMATH_EMU_HAZARDS", "0")
 
 import moonmath_emu.timing as timing  # noqa: E402
 from benchmarks.peers import harness, moe, moe_gfx942  # noqa: E402
+from benchmarks.timing import clock  # noqa: E402
 
 _BENCH = Path(__file__).resolve().parents[2] / "packages" / "mxfp4-moe" / "benchmarks"
 sys.path.insert(0, str(_BENCH))
@@ -72,8 +74,8 @@ def _aiter_case(kind: str, T: int, inter: int, max_blocks: int):
     return dict(vals=vals, fields=fields, obj=obj, gx=inter // sub_gu, live=live, n=n, w_bytes=w_bytes)
 
 
-def run_aiter(kind: str, T: int, inter: int) -> dict:
-    cfg = timing.config("gfx942")
+def run_aiter(kind: str, T: int, inter: int, cfg: dict) -> dict:
+    """AITER's `kind` object at T tokens, simulated and composed at cfg (the config at the effective clock)."""
     probe = _aiter_case(kind, T, inter, 1)
     total = probe["gx"] * probe["live"]
     per_cu = math.ceil(total / cfg["cus_per_chip"])
@@ -84,7 +86,7 @@ def run_aiter(kind: str, T: int, inter: int) -> dict:
     slots = timing.occupancy(info, 256, cfg)
     grid = (c["gx"], c["n"], 1)
     busy = timing.simulate(mod, kernel, grid, 256, args, cus=[[(i % c["gx"], i, 0) for i in range(per_cu)]],
-                           slots=slots)
+                           slots=slots, config=cfg)
     t_cu = busy["cu_cycles"][0] / (cfg["clock_mhz"] * 1e6)
     t_hbm = c["w_bytes"] / cfg["hbm_bytes_per_s"]
     return dict(kernel=c["obj"].split("/")[-1], vgpr=info["vgpr"], slots=slots, total=total, per_cu=per_cu,
@@ -98,19 +100,21 @@ def main() -> None:
     a = ap.parse_args()
     os.environ["MOONMATH_EMU_ARCH"] = "gfx942"
     timing_moe.INTER = a.inter
-    print(f"MODELED (timing model), gfx942, E {E} top-{TOP_K} dim {DIM} I {a.inter}\n")
+    cfg, f_hz, src = clock.effective_config("gfx942")
+    print(f"MODELED (timing model), gfx942, E {E} top-{TOP_K} dim {DIM} I {a.inter}; effective clock "
+          f"{f_hz / 1e6:.1f} MHz ({src})\n")
     print("| T | kernel | VGPR | WGs/CU | launch WGs (busiest CU) | busiest-CU cycles | modeled µs (bound) |")
     print("|---|---|---|---|---|---|---|")
     for T in a.tokens:
         tot = 0.0
         for proj in ("gateup", "down"):
-            r = timing_moe.run(proj, T, "gfx942", 4 if T < 64 else 24, None)  # enough sampled blocks
+            r = timing_moe.run(proj, T, "gfx942", 4 if T < 64 else 24, None, cfg=cfg)  # enough sampled blocks
             tot += r["us"]
             print(f"| {T} | ours {r['kernel']} | {r['vgpr']} | {r['slots']} | {r['total']} ({r['per_cu']}) | "
                   f"{r['one'] if r['per_cu'] == 1 else '-'} | {r['us']:.2f} ({r['bound']}) |", flush=True)
         print(f"| {T} | **ours, both launches** | | | | | **{tot:.2f}** |")
         for kind in ("int4", "fp8"):
-            r = run_aiter(kind, T, a.inter)
+            r = run_aiter(kind, T, a.inter, cfg)
             print(f"| {T} | AITER {r['kernel']} | {r['vgpr']} | {r['slots']} | {r['total']} ({r['per_cu']}) | "
                   f"{r['cycles']:.0f} | **{r['us']:.2f}** ({r['bound']}) |", flush=True)
 

@@ -4,7 +4,8 @@
 
 Writes ours.md, ours.json and ours.png (modeled speedup per shape) to --out. Every number is MODELED
 (moonmath_emu.timing with the constants of docs/performance.md, nothing re-fitted): the effective clock
-is the one run.py calibrates on AITER's MI300X RTNE column, recomputed here by the same code.
+is the one run.py calibrates on AITER's MI300X RTNE column (its timing.json in --out, else its fixed point
+re-checked from clock.SEED_MHZ), and every launch, ours and AITER's, is simulated at it (clock.py).
 
 How ours is composed (each launch of `forward` modeled and the launches summed; the model charges no
 gap between launches, kernel_launch_us = 0, as for AITER's single launch):
@@ -28,7 +29,6 @@ import argparse
 import heapq
 import json
 import math
-import statistics
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -41,7 +41,7 @@ from benchmarks.peers import fmha_v3
 from moonmath_common import use_arch, use_backend
 from moonmath_common.codeobject import StructArg
 
-from . import plots
+from . import clock, plots
 from . import run as calib
 from .fmha import _aligned, grid_workgroups, model_wg
 
@@ -227,8 +227,8 @@ def mha_small_launch(kind: str, mode: str, skv: int, parts: int, cfg: dict) -> d
 
 
 def aiter_gfx942(cfg942: dict):
-    """AITER's gfx942 v3 cycles per ((B, H, S), mode) from its fits, and run.py's effective clock (the frozen
-    calibration, recomputed by its own fit): (cycles(shape, mode), f_eff_hz, the fits per mode)."""
+    """AITER's gfx942 v3 cycles per ((B, H, S), mode) from its fits at cfg942 (the config at the effective
+    clock): (cycles(shape, mode), the fits per mode)."""
     aiter_fits = {m: calib.linear_fit("gfx942", m, cfg942) for m in MODES}
 
     def cycles(shape, mode):
@@ -236,8 +236,7 @@ def aiter_gfx942(cfg942: dict):
         nwg = grid_workgroups("gfx942", B, H, S)
         return math.ceil(nwg / cfg942["cus_per_chip"]) * (aiter_fits[mode]["a"] + aiter_fits[mode]["b"] * S)
 
-    f_eff = statistics.median([cycles(s, "rtne") / (p["rtne"] * 1e-3) for s, p in calib.MI300X_MHA])
-    return cycles, f_eff, aiter_fits
+    return cycles, aiter_fits
 
 
 def mha_shape(shape, mode: str, fits: dict, small: dict, cfg: dict, f_hz: float, plan=None) -> dict:
@@ -249,7 +248,7 @@ def mha_shape(shape, mode: str, fits: dict, small: dict, cfg: dict, f_hz: float,
     cus = cfg["cus_per_chip"]
     p = plan if plan is not None else _C.plan_tail(S, S, B * H, cus, True)
     nkb = -(-S // _C.KV_BLOCK)
-    ccfg = dict(cfg, clock_mhz=f_hz / 1e6)  # compose at the calibrated effective clock
+    ccfg = clock.at_clock(cfg, f_hz)  # compose at the calibrated effective clock (cfg is simulated at it)
 
     def launch_s(n_wg, round_cycles, slots, hbm):
         return timing.kernel_time(n_wg, round_cycles, slots, ccfg, hbm_bytes=hbm)
@@ -371,12 +370,13 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
-    cfg942, cfg950 = timing.config("gfx942"), timing.config("gfx950")
-
-    aiter_cycles942, f_eff, aiter_fits = aiter_gfx942(cfg942)
-    clock_ratio = f_eff / (cfg942["clock_mhz"] * 1e6)
-    f950 = clock_ratio * cfg950["clock_mhz"] * 1e6
-    print(f"effective clock (run.py's calibration, frozen): {f_eff / 1e6:.0f} MHz; gfx950 {f950 / 1e6:.0f} MHz")
+    f_eff, f_src = clock.effective_hz(out)
+    f950 = clock.arch_hz("gfx950", f_eff)
+    # every launch below, ours and AITER's, is simulated at the effective clock (HBM bytes per cycle = BW / f)
+    cfg942 = clock.at_clock(timing.config("gfx942"), f_eff)
+    cfg950 = clock.at_clock(timing.config("gfx950"), f950)
+    aiter_cycles942, aiter_fits = aiter_gfx942(cfg942)
+    print(f"effective clock ({f_src}): {f_eff / 1e6:.1f} MHz; gfx950 {f950 / 1e6:.1f} MHz")
 
     # ---- gfx942 ours vs AITER v3, per rounding mode
     rows942 = calib.MI300X_MHA
@@ -446,7 +446,8 @@ def main() -> None:
     # ---- report
     md = ["# Our kernels vs AITER v3 under the timing model (MODELED, not measured on hardware)", "",
           f"`python -m benchmarks.timing.ours`. Constants frozen (docs/performance.md); effective clock "
-          f"{f_eff / 1e6:.0f} MHz (gfx942) / {f950 / 1e6:.0f} MHz (gfx950) from run.py's RTNE calibration. "
+          f"{f_eff / 1e6:.0f} MHz (gfx942) / {f950 / 1e6:.0f} MHz (gfx950) from {f_src}; every launch "
+          "simulated at it (HBM bytes per cycle = bandwidth / clock). "
           "speedup = modeled AITER time / modeled ours (> 1: ours modeled faster).", "",
           "## MI300X: moonmath_mha_gfx942 forward vs AITER fwd_hd128_bf16_<mode>.co", "",
           "| (B, H, S) | mode | tail split (items x G) | AITER v3 modeled ms | ours modeled ms | "

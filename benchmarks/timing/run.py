@@ -13,6 +13,8 @@ Method (docs/performance.md, "Timing model"):
    a full round).
 3. Calibration: f, the one fitted constant (cycles per second, i.e. the effective clock), is the
    median over the 9 MI300X RTNE rows of modeled cycles / published seconds. Nothing else is fitted.
+   Every launch is simulated at f (HBM bytes per cycle = bandwidth / f: benchmarks/timing/clock.py), so
+   f is a fixed point: simulate at f, refit, repeat from the peak clock until f moves by < 0.1 %.
 4. Frozen, the model predicts MI300X RTNA and RTZ (their own code objects) and MI355X (gfx950 v3
    code objects hd128 and hd192, dense and causal, f scaled by the peak-clock ratio 2400 / 2100).
 """
@@ -28,7 +30,7 @@ from pathlib import Path
 import moonmath_emu.timing as timing
 from benchmarks.peers import fmha_v3
 
-from . import plots
+from . import clock, plots
 from .fmha import grid_workgroups, model_wg
 
 # Seed README, "Results — MHA forward, MI300X": (B, H, S) and AITER v3 ms per rounding mode.
@@ -96,6 +98,30 @@ def linear_fit(arch: str, mode: str, cfg: dict, dqk: int = 128) -> dict:
             "mem": last["mem"]}
 
 
+def rtne_clock(fit: dict) -> float:
+    """The calibration: median over the MI300X RTNE rows of modeled cycles / published seconds (Hz)."""
+    cus = timing.config("gfx942")["cus_per_chip"]
+    return statistics.median(math.ceil(grid_workgroups("gfx942", B, H, S) / cus) * (fit["a"] + fit["b"] * S)
+                             / (pub["rtne"] * 1e-3) for (B, H, S), pub in MI300X_MHA)
+
+
+def calibrate(start_hz: float | None = None, tol: float = clock.TOL, max_steps: int = 8) -> dict:
+    """The effective clock as a fixed point: simulate AITER's RTNE object at f (start: the peak clock), refit
+    f' = rtne_clock, until |f' - f| / f < tol. Returns f (the clock everything was simulated at), the RTNE fit
+    at f, the steps [(f simulated, f' fitted)] and the last residual (f' - f) / f."""
+    cfg = timing.config("gfx942")
+    f = start_hz if start_hz is not None else cfg["clock_mhz"] * 1e6
+    history = []
+    for _ in range(max_steps):
+        fit = linear_fit("gfx942", "rtne", clock.at_clock(cfg, f))
+        f_new = rtne_clock(fit)
+        history.append((f, f_new))
+        if abs(f_new - f) / f < tol:
+            return {"f_eff_hz": f, "fit": fit, "history": history, "residual": (f_new - f) / f}
+        f = f_new
+    raise RuntimeError(f"the calibration did not reach a fixed point in {max_steps} steps: {history}")
+
+
 def err(model: float, pub: float) -> float:
     return (model - pub) / pub
 
@@ -127,26 +153,28 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
-    cfg942 = timing.config("gfx942")
-    fits = {m: linear_fit("gfx942", m, cfg942) for m in ("rtne", "rtna", "rtz")}
+    # ---- calibration: the effective clock from the RTNE column, a fixed point of simulating at it
+    cal = calibrate()
+    f_eff = cal["f_eff_hz"]
+    steps = ", ".join(f"simulated at {a / 1e6:.2f} -> fitted {b / 1e6:.2f}" for a, b in cal["history"])
+    print(f"calibration steps (MHz): {steps}; fixed point {f_eff / 1e6:.2f} MHz, residual {cal['residual']:+.3%}")
+    peak = timing.config("gfx942")["clock_mhz"]
+    cfg942 = clock.at_clock(timing.config("gfx942"), f_eff)
+    fits = {"rtne": cal["fit"], **{m: linear_fit("gfx942", m, cfg942) for m in ("rtna", "rtz")}}
     chk = model_wg("gfx942", SKV_CHECK, round_mode="rtne", cfg=cfg942)["wg_cycles"]
     pred = fits["rtne"]["a"] + fits["rtne"]["b"] * SKV_CHECK
     extrap = {"skv": SKV_CHECK, "simulated": chk, "extrapolated": pred, "err": err(pred, chk)}
     print(f"linearity check at Skv={SKV_CHECK}: simulated {chk:.0f} cycles, "
           f"extrapolated {pred:.0f} ({extrap['err']:+.2%})")
 
-    def cycles942(shape, mode):
+    def cycles942(shape, mode, fits=fits):
         B, H, S = shape
         nwg = grid_workgroups("gfx942", B, H, S)
         rounds = math.ceil(nwg / cfg942["cus_per_chip"])
         return rounds * (fits[mode]["a"] + fits[mode]["b"] * S), nwg, rounds
 
-    # ---- calibration: the effective clock from the RTNE column
-    ratios = [cycles942(shape, "rtne")[0] / (pub["rtne"] * 1e-3) for shape, pub in MI300X_MHA]
-    f_eff = statistics.median(ratios)
-    clock_ratio = f_eff / (cfg942["clock_mhz"] * 1e6)
-    print(f"calibrated effective clock {f_eff / 1e6:.0f} MHz "
-          f"({clock_ratio:.3f} of the {cfg942['clock_mhz']:.0f} MHz peak)")
+    clock_ratio = f_eff / (peak * 1e6)
+    print(f"calibrated effective clock {f_eff / 1e6:.0f} MHz ({clock_ratio:.3f} of the {peak:.0f} MHz peak)")
 
     tables: dict[str, list[dict]] = {"MI300X RTNE (calibration)": [], "MI300X RTNA": [], "MI300X RTZ": []}
     for shape, pub in MI300X_MHA:
@@ -157,18 +185,19 @@ def main() -> None:
                                  "rounds": rounds, "model_ms": ms, "pub_ms": pub[mode], "err": err(ms, pub[mode]),
                                  "tflops": 4 * shape[0] * shape[1] * shape[2] ** 2 * 128 / (ms * 1e-3) / 1e12})
 
-    # ---- no fit: the same cycles at AMD's measured sustained clock
+    # ---- no fit: the cycles simulated at AMD's measured sustained clock (HBM per cycle at that clock too)
+    at_sus = {f: {m: linear_fit("gfx942", m, clock.at_clock(timing.config("gfx942"), f * 1e6))
+                  for m in ("rtne", "rtna", "rtz")} for f in MI300X_SUSTAINED_MHZ}
     sourced = []
     for shape, pub in MI300X_MHA:
         for mode in ("rtne", "rtna", "rtz"):
-            cyc = cycles942(shape, mode)[0]
-            ms = [cyc / (f * 1e6) * 1e3 for f in MI300X_SUSTAINED_MHZ]
+            ms = [cycles942(shape, mode, at_sus[f])[0] / (f * 1e6) * 1e3 for f in MI300X_SUSTAINED_MHZ]
             sourced.append({"label": f"{shape} {mode}", "mode": mode, "pub_ms": pub[mode], "model_ms": ms,
                             "err": [err(m, pub[mode]) for m in ms]})
 
     # ---- MI355X: gfx950 v3 code objects, frozen constants, clock scaled by the peak-clock ratio
-    cfg950 = timing.config("gfx950")
-    f950 = clock_ratio * cfg950["clock_mhz"] * 1e6
+    f950 = clock.arch_hz("gfx950", f_eff)
+    cfg950 = clock.at_clock(timing.config("gfx950"), f950)
     fits950 = {128: linear_fit("gfx950", "rtne", cfg950), 192: linear_fit("gfx950", "rtne", cfg950, dqk=192)}
     causal_cache: dict = {}
     tables["MI355X (v3 model vs fastest published AITER)"] = []
@@ -199,7 +228,9 @@ def main() -> None:
           "Modeled, not measured: `python -m benchmarks.timing.run`. Calibration: one constant (the effective "
           f"clock, {f_eff / 1e6:.0f} MHz = {clock_ratio:.3f} x the MI300X peak clock), fitted as the median over the "
           "MI300X RTNE rows; every other row is a prediction with all constants frozen. MI355X uses "
-          f"{f950 / 1e6:.0f} MHz (the same fraction of its 2400 MHz peak).", "",
+          f"{f950 / 1e6:.0f} MHz (the same fraction of its 2400 MHz peak). Every launch is simulated at the "
+          "effective clock (HBM bytes per cycle = bandwidth / clock), so the clock is a fixed point: "
+          f"{steps} MHz (residual {cal['residual']:+.3%}).", "",
           f"Skv linearity check (RTNE, Skv={SKV_CHECK}): simulated {chk:.0f} cycles, extrapolated {pred:.0f} "
           f"({extrap['err']:+.2%}).", ""]
     for name, rows in tables.items():
@@ -253,6 +284,7 @@ def main() -> None:
         f"CPU time of this run: {time.time() - t0:.0f} s.", ""]
     (out / "timing.md").write_text("\n".join(md))
     dump = {"f_eff_hz": f_eff, "clock_ratio": clock_ratio, "f950_hz": f950, "extrapolation": extrap,
+            "fixed_point": {"history_hz": cal["history"], "residual": cal["residual"], "tol": clock.TOL},
             "sustained_clock_mhz": MI300X_SUSTAINED_MHZ, "at_sustained_clock": sourced,
             "fits": {**fits, "gfx950_hd128": fits950[128], "gfx950_hd192": fits950[192]},
             "tables": tables, "summary": summary}

@@ -7,7 +7,8 @@ one dense work item (a 256-row tile of one head, unsplit) is simulated on 2 CUs 
 (benchmarks/timing/ours.py's method: round cycles = a + b * kv_blocks, one workgroup per CU), with the LDS bank
 cycles the model charged (lds_cycles) beside the conflict-free ideal (lds_ideal_cycles). Then the modeled time of
 seed-like shapes (every item of the planner's grid list-scheduled on 256 CUs) at the effective gfx950 clock of
-docs/performance.md (0.496 x 2400 MHz = 1190 MHz, calibrated on AITER's MI300X times; nothing re-fitted here).
+docs/performance.md (run.py's calibration on AITER's MI300X times carried to 2400 MHz: benchmarks/timing/clock.py;
+every launch simulated at it; nothing re-fitted here).
 No AITER peer exists for these kernels (docs/peers.md), so each is compared with our d128 kernel.
 """
 from __future__ import annotations
@@ -23,12 +24,12 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 import moonmath_emu.timing as timing  # noqa: E402
+from benchmarks.timing import clock  # noqa: E402
 from benchmarks.timing.fmha import _aligned  # noqa: E402
 from benchmarks.timing.ours import _module, _xcd0_cus, captured, list_schedule  # noqa: E402
 from moonmath_attention_gfx950 import _C, kernel  # noqa: E402
 from moonmath_common import use_arch, use_backend  # noqa: E402
 
-F950_HZ = 0.496 * 2400e6          # docs/performance.md: the calibrated effective clock, gfx950
 KERNELS = [("d64", 64, 64, False), ("d80", 80, 80, False), ("d96", 96, 96, False), ("d128", 128, 128, False),
            ("d256 (2 passes)", 256, 256, False), ("fp8 d64", 64, 64, True), ("fp8 d128", 128, 128, True),
            ("fp8 d256 (2 passes)", 256, 256, True)]
@@ -75,10 +76,10 @@ def fit(dqk, dv, fp8, skvs, cfg, code_objects=None):
     return {"a": cyc[n1] - b * n1, "b": b, "lds": lds}
 
 
-def shape_seconds(f, B, Hq, Sq):
+def shape_seconds(f, B, Hq, Sq, f_hz):
     items = B * math.ceil(Sq / _C.TILE_ROWS) * Hq
     blocks = math.ceil(Sq / _C.KV_BLOCK)
-    return list_schedule([f["a"] + f["b"] * blocks] * items, 256) / F950_HZ
+    return list_schedule([f["a"] + f["b"] * blocks] * items, 256) / f_hz
 
 
 def main() -> None:
@@ -88,7 +89,7 @@ def main() -> None:
     ap.add_argument("--code-objects", default="", help="a directory of .hsaco files to time instead of the installed")
     args = ap.parse_args()
     skvs = tuple(int(x) for x in args.skv.split(","))
-    cfg = timing.config("gfx950")
+    cfg, f950, _ = clock.effective_config("gfx950")  # simulated and composed at the effective clock
     rows = {}
     for label, dqk, dv, fp8 in KERNELS:
         if args.only and label not in args.only.split(","):
@@ -107,7 +108,7 @@ def main() -> None:
         f = rows[label]
         rel = f"{f['b'] / base['b']:.2f}" if base else "-"
         flops = f"{(dqk + dv) / 256:.2f}"
-        ms = " | ".join(f"{shape_seconds(f, B, Hq, S) * 1e3:.3f}" for B, Hq, Hk, S in SHAPES)
+        ms = " | ".join(f"{shape_seconds(f, B, Hq, S, f950) * 1e3:.3f}" for B, Hq, Hk, S in SHAPES)
         print(f"| {label} | {f['b']:.0f} | {rel} | {flops} | {f['lds'][0] / f['lds'][1]:.2f} | {ms} |")
 
 

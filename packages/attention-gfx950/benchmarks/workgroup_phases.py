@@ -27,11 +27,11 @@ os.environ.setdefault("MOONMATH_EMU_ARCH", "gfx950")
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-import moonmath_emu.timing as timing  # noqa: E402
+from benchmarks.timing import clock  # noqa: E402
 from benchmarks.timing import ours as O  # noqa: E402
 from benchmarks.timing.fmha import model_wg  # noqa: E402
 
-CFG = timing.config("gfx950")
+CFG = clock.effective_config("gfx950")[0]  # cycles simulated at the effective clock (HBM bytes per cycle at it)
 XCDS = CFG["xcds"]
 CAUSES = ["issued", "dependency", "pipe_busy", "arbitration", "barrier", "waitcnt_lgkm", "waitcnt_vm", "branch", "nop"]
 

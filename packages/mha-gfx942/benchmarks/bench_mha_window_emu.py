@@ -38,13 +38,13 @@ def run_one(skv: int, mode: str, window: tuple[int, int], model: bool, seed: int
     r = {"blocks": blocks, "wave_instructions": c["wave_instructions"], "mfma": c["mfma"], "valu": c["valu"]}
     if model:
         sys.path.insert(0, str(REPO))
-        import moonmath_emu.timing as timing
+        from benchmarks.timing import clock
         from benchmarks.timing.ours import captured, simulate
 
         with use_backend("emu"), use_arch("gfx942"), captured(K.KERNELS, run_first=(K.TRANSPOSE_KERNEL,)) as seen:
             K.run(q, k, v, out, "bhsd", mode, tail=False, window=window)
         L = next(s for s in seen if s["kernel"].startswith("mha_fwd_"))
-        r["cycles"] = simulate(L, [[(0, 0, 0)]], timing.config("gfx942"))["wg_cycles"]
+        r["cycles"] = simulate(L, [[(0, 0, 0)]], clock.effective_config("gfx942")[0])["wg_cycles"]
     return r
 
 

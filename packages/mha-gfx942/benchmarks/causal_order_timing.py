@@ -135,9 +135,9 @@ def main() -> None:
     ap.add_argument("--per-item", action="store_true", help="simulate every distinct item instead of the fit")
     a = ap.parse_args()
     sys.path.insert(0, str(REPO))
-    import moonmath_emu.timing as timing
+    from benchmarks.timing import clock
 
-    cfg = timing.config("gfx942")
+    cfg = clock.effective_config("gfx942")[0]  # every launch simulated at the effective clock
     fit = item_fit(a.mode, a.fit_s, cfg)
     print(f"item fit ({a.mode}, causal S {a.fit_s}): cycles = {fit['a']:.0f} + {fit['b']:.1f} * blocks "
           f"(blocks {fit['blocks']}: {[round(c) for c in fit['cycles']]} cycles)")

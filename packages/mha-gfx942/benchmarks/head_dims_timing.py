@@ -116,7 +116,9 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma-separated variant labels (default: all)")
     args = ap.parse_args()
     skvs = tuple(int(x) for x in args.skv.split(","))
-    cfg = timing.config("gfx942")
+    from benchmarks.timing import clock
+
+    cfg = clock.effective_config("gfx942")[0]  # every launch simulated at the effective clock
     rows = {}
     for label, d, fp8, cap, sinks in VARIANTS:
         if args.only and label not in args.only.split(","):

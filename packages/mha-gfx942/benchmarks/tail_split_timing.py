@@ -34,18 +34,18 @@ def seed_parts(tail: int, nkb: int, cus: int) -> int:
 
 def main() -> None:
     sys.path.insert(0, str(REPO))
+    from benchmarks.timing import clock
     from benchmarks.timing import run as calib
     from benchmarks.timing.ours import MODES, aiter_gfx942, mha_fits, mha_shape, mha_small_launch
-    from moonmath_emu import timing
     from moonmath_mha_gfx942 import _C
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--shapes", default="all", help="'all' or comma-separated MI300X row indices")
     args = ap.parse_args()
-    cfg = timing.config("gfx942")
+    cfg, f_eff, _ = clock.effective_config("gfx942")  # every launch simulated at the effective clock
     cus = cfg["cus_per_chip"]
-    aiter_cycles, f_eff, _ = aiter_gfx942(cfg)
+    aiter_cycles, _ = aiter_gfx942(cfg)
     rows = calib.MI300X_MHA if args.shapes == "all" else [calib.MI300X_MHA[int(i)] for i in args.shapes.split(",")]
     for mode in args.modes.split(","):
         fits = mha_fits(mode, cfg)

@@ -6,7 +6,8 @@ Each launch is recorded, then one CU running its first workgroups (as many as on
 is spread over every CU, at most the resident count) is simulated (`moonmath_emu.timing.simulate`) and the
 grid composed in dispatch rounds (`timing.kernel_time`, HBM bytes
 = 64 x the distinct lines the launch touched). The constants are the timing model's MI300X defaults at the
-nominal 2.1 GHz; they were calibrated on attention kernels, not on MLA, so read the ratio, not the µs.
+repository's effective clock (benchmarks/timing/clock.py: run.py's calibrated clock, HBM bytes per cycle at it;
+before session 9 the nominal 2.1 GHz); the calibration is on attention kernels, so read the ratio, not the µs.
 
     python benchmarks/timing_mla_emu.py [--lengths 1024,8192] [--qlens 1,2,4]
 """
@@ -21,22 +22,25 @@ import torch
 
 os.environ.setdefault("MOONMATH_EMU_ARCH", "gfx942")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository root: benchmarks.timing.clock
 import table_mla_kernel_emu as table  # noqa: E402  (the same inputs as the table)
 
 import moonmath_emu  # noqa: E402
 import moonmath_emu.timing as timing  # noqa: E402
+from benchmarks.timing import clock  # noqa: E402
 from moonmath_common import use_backend  # noqa: E402
 from moonmath_mla_decode import kernel as mk  # noqa: E402
 
 
 def record(fn):
-    """Run fn() and return [(module, kernel, grid, block, args, counters)] of every emulator launch it made."""
+    """Run fn() and return [(module, kernel, grid, block, args, counters, dynamic LDS bytes)] of every emulator
+    launch it made."""
     seen = []
     orig = moonmath_emu.Module.launch
 
     def spy(self, name, grid=(1, 1, 1), block=(64, 1, 1), args=(), **k):
         c = orig(self, name, grid=grid, block=block, args=args, **k)
-        seen.append((self, name, grid, block, list(args), c))
+        seen.append((self, name, grid, block, list(args), c, int(k.get("dynamic_lds", 0))))
         return c
 
     moonmath_emu.Module.launch = spy
@@ -49,14 +53,14 @@ def record(fn):
 
 def modeled_seconds(launches, cfg) -> float:
     total = 0.0
-    for mod, name, grid, block, args, c in launches:
+    for mod, name, grid, block, args, c, dyn in launches:
         g, b = moonmath_emu._dim3(grid, "grid"), moonmath_emu._dim3(block, "block")
         n_wg = g[0] * g[1] * g[2]
         slots = timing.occupancy(mod.kernel_info(name), b[0] * b[1] * b[2], cfg)
         # the CU simulated runs what a CU gets: the grid spread over every CU, up to `slots` at a time
         per_cu = min(slots, -(-n_wg // cfg["cus_per_chip"]))
         first = [(i % g[0], (i // g[0]) % g[1], i // (g[0] * g[1])) for i in range(per_cu)]
-        rep = timing.simulate(mod, name, g, b, args, cus=[first], slots=per_cu, config=cfg)
+        rep = timing.simulate(mod, name, g, b, args, cus=[first], slots=per_cu, config=cfg, dynamic_lds=dyn)
         t = timing.kernel_time(n_wg, rep["cu_cycles"][0], per_cu, cfg, hbm_bytes=64.0 * c.get("global_lines", 0))
         total += t["seconds"]
     return total
@@ -80,7 +84,8 @@ def main():
     ap.add_argument("--qlens", default="1,2,4")
     ap.add_argument("--nparts", default="", help="comma list: also model these forced splits (ws)")
     a = ap.parse_args()
-    cfg = timing.config("gfx942", kernel_launch_us=0.0)
+    # every launch, ours and AITER's, simulated and composed at the effective clock (clock.py)
+    cfg = clock.effective_config("gfx942", kernel_launch_us=0.0)[0]
     runner, why = table.aiter_runner()
     B, H = 2, 16
     print("| q_len | S | ours (variant, parts) | ours modeled µs | AITER modeled µs | AITER / ours |")

@@ -4,11 +4,13 @@ ours (mxfp4_quantize + mxfp4_moe_layer_a4w4) beside AITER's 1-stage a4w4 object 
 on the same routing. MODELED, never a speed claim; task.yml's AITER reference latencies (152.7 / 239.0 /
 336.5 us, measured on MI355X through AITER's 2-stage CK path) are printed beside as the bar.
 
-Per kernel: one CU is simulated with `slots` co-resident workgroups (its occupancy, at most the launch's
-workgroups per CU) from the middle of the grid; time = timing.kernel_time(workgroups, that round's cycles,
-slots, hbm_bytes) with hbm_bytes the weights of every expert hit plus activations and output (the same for
-both: each reads every hit expert's gate/up and down weights once). Weights are random bytes (the cycle
-model does not depend on values).
+Every launch, ours and AITER's, is simulated and composed at the repository's effective clock
+(benchmarks/timing/clock.py: run.py's calibrated clock, HBM bytes per cycle = bandwidth / that clock; before
+session 9 this script ran at the 2400 MHz peak clock). Per kernel: one CU is simulated with `slots`
+co-resident workgroups (its occupancy, at most the launch's workgroups per CU) from the middle of the grid;
+time = timing.kernel_time(workgroups, that round's cycles, slots, hbm_bytes) with hbm_bytes the weights of
+every expert hit plus activations and output (the same for both: each reads every hit expert's gate/up and
+down weights once). Weights are random bytes (the cycle model does not depend on values).
 
     python packages/mxfp4-moe/benchmarks/timing_layer.py [--bs 16 128 512] [--block-m 16|32|48] [--ours-only]
 """
@@ -22,11 +24,12 @@ from pathlib import Path
 import torch
 
 os.environ.setdefault("MOONMATH_EMU_HAZARDS", "0")
-sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository root: benchmarks.peers
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository root: benchmarks.peers, .timing
 
 import moonmath_emu  # noqa: E402
 import moonmath_emu.timing as timing  # noqa: E402
 from benchmarks.peers import harness, moe  # noqa: E402
+from benchmarks.timing import clock  # noqa: E402
 
 DIM, INTER, ROUTED, TOP_K = 7168, 256, 256, 8
 AITER_REF_US = {16: 152.7, 128: 239.0, 512: 336.5}  # task.yml, E 257, d_expert 256
@@ -131,14 +134,15 @@ def main() -> None:
     ap.add_argument("--ours-only", action="store_true", help="skip AITER's row")
     a = ap.parse_args()
     os.environ["MOONMATH_EMU_ARCH"] = "gfx950"
-    cfg = timing.config("gfx950")
+    cfg, _, src = clock.effective_config("gfx950")
     E = ROUTED + 1
     g = torch.Generator().manual_seed(1)
     w13 = torch.randint(0, 256, (E, 2 * INTER, DIM // 2), generator=g, dtype=torch.uint8)
     s13 = torch.randint(118, 124, (E, 2 * INTER, DIM // 32), generator=g, dtype=torch.uint8)
     w2 = torch.randint(0, 256, (E, DIM, INTER // 2), generator=g, dtype=torch.uint8)
     s2 = torch.randint(118, 124, (E, DIM, INTER // 32), generator=g, dtype=torch.uint8)
-    print(f"clock {cfg['clock_mhz']} MHz, {cfg['cus_per_chip']} CUs, HBM {cfg['hbm_bytes_per_s'] / 1e12:.1f} TB/s "
+    print(f"clock {cfg['clock_mhz']:.1f} MHz ({src}), {cfg['cus_per_chip']} CUs, "
+          f"HBM {cfg['hbm_bytes_per_s'] / 1e12:.1f} TB/s "
           "(moonmath_emu.timing gfx950 constants)")
     print("| bs | kernel | workgroups | slots/CU | round cycles | rounds | bound | modeled us | task.yml AITER us |")
     print("|---|---|---|---|---|---|---|---|---|")

@@ -6,8 +6,9 @@ Per projection and token count it prints, for the variant the planners pick:
 - one-CU modeled cycles with 1 workgroup on the CU and with `--wgs` co-resident workgroups;
 - whole-kernel modeled time: the launch's workgroups spread over the chip's CUs in dispatch order, so
   the busiest CU runs ceil(workgroups / CUs) of them (each of another m-block), the kernel's occupancy
-  resident at a time: that CU is simulated, its cycles at the peak clock, and the time is at least the
-  hit experts' weight bytes / HBM bandwidth;
+  resident at a time: that CU is simulated at the repository's effective clock (benchmarks/timing/clock.py:
+  HBM bytes per cycle and cycles to seconds at run.py's calibrated clock; before session 9 the peak clock),
+  and the time is at least the hit experts' weight bytes / HBM bandwidth;
 - per wave of the 1-workgroup run: waitcnt_vm stall windows (issue windows spent in s_waitcnt vmcnt),
   and from the emulator's counters per workgroup: waitcnt per MFMA, VALU per MFMA, VMEM instructions;
 - VGPRs (code-object metadata) and the workgroups resident per CU they and the LDS allow.
@@ -24,16 +25,20 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
+from pathlib import Path
 
 import torch
 
 os.environ.setdefault("MOONMATH_EMU_HAZARDS", "0")
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository root: benchmarks.timing
 from count_moe import route  # noqa: E402
 
 import moonmath_emu  # noqa: E402
 import moonmath_emu.timing as timing  # noqa: E402
 import moonmath_mxfp4_moe as mm  # noqa: E402
+from benchmarks.timing.clock import effective_config  # noqa: E402
 from moonmath_mxfp4_moe import kernel  # noqa: E402
 
 E, TOP_K, DIM, INTER = 896, 16, 3584, 384  # Kimi-K3 TP8 (seed README)
@@ -89,8 +94,11 @@ def _case(proj: str, T: int, arch: str, max_wgs: int, gateup_nt: int | None = No
                 active=active, chunks=steps)
 
 
-def run(proj: str, T: int, arch: str, wgs: int, hsaco: str | None, gateup_nt: int | None = None) -> dict:
-    cfg = timing.config(arch)
+def run(proj: str, T: int, arch: str, wgs: int, hsaco: str | None, gateup_nt: int | None = None,
+        cfg: dict | None = None) -> dict:
+    """cfg: the constants to simulate and compose at (default: the repository's effective clock, clock.py)."""
+    if cfg is None:
+        cfg = effective_config(arch)[0]
     c = _case(proj, T, arch, max(wgs, 16), gateup_nt)
     path = hsaco or kernel.KERNELS.path("bench", arch, c["stem"])
     mod = moonmath_emu.Module(open(path, "rb").read())
@@ -98,7 +106,7 @@ def run(proj: str, T: int, arch: str, wgs: int, hsaco: str | None, gateup_nt: in
     n_sub = c["args"][6].numel()
     grid = (c["gx"], n_sub, 1)
     slots = timing.occupancy(info, kernel.THREADS, cfg)
-    one = timing.simulate(mod, c["name"], grid, kernel.THREADS, c["args"], cus=[[(0, 0, 0)]])
+    one = timing.simulate(mod, c["name"], grid, kernel.THREADS, c["args"], cus=[[(0, 0, 0)]], config=cfg)
     counts = mod.launch(c["name"], (1, 1, 1), kernel.THREADS, c["args"])  # one workgroup's counters
     # Whole kernel: the busiest CU runs ceil(W / CUs) workgroups (dispatch order gives it workgroups of
     # different m-blocks, so different experts), `slots` of them resident at a time; simulated as such.
@@ -108,10 +116,10 @@ def run(proj: str, T: int, arch: str, wgs: int, hsaco: str | None, gateup_nt: in
         raise ValueError(f"T={T}: the busiest CU runs {per_cu} workgroups, more than the {n_sub} sampled m-blocks "
                          f"(this script models decode shapes)")
     busy_wgs = [(i % c["gx"], i, 0) for i in range(per_cu)]
-    busy = timing.simulate(mod, c["name"], grid, kernel.THREADS, c["args"], cus=[busy_wgs], slots=slots)
+    busy = timing.simulate(mod, c["name"], grid, kernel.THREADS, c["args"], cus=[busy_wgs], slots=slots, config=cfg)
     nw = min(wgs, n_sub)
     full = timing.simulate(mod, c["name"], grid, kernel.THREADS, c["args"], cus=[[(i % c["gx"], i, 0)
-                                                                                   for i in range(nw)]])
+                                                                                   for i in range(nw)]], config=cfg)
     hbm = c["active"] * c["N"] * c["K"] * (0.5 + 1 / 32)  # every hit expert's weights and scales, once
     t_cu = busy["cu_cycles"][0] / (cfg["clock_mhz"] * 1e6)
     t_hbm = hbm / cfg["hbm_bytes_per_s"]

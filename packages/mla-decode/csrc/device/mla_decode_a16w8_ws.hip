@@ -387,15 +387,22 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
     mm::block_sync();
   }
 
-  // ---- epilogue: contract waves publish each row's ln; the PV waves store their columns ----------------
+  // ---- epilogue: contract waves publish each row's 1 / ln; the PV waves store their columns -------------
+  // The division is the contract wave's, once per row tile, instead of each of the four PV waves dividing for
+  // every row tile (the same IEEE quotient, so the same bits): -256 wave-instructions per part at 4 row tiles.
   float* stats = (float*)(lds + kPOff);  // [row tile][16 rows]: the P area is free after the last step
   const bool partial = (w.flags & kFlagPartial) != 0;
+  const bool half = (w.flags & kFlagMergeHalf) != 0;  // fp16 O / ln (uniform); else fp32 O
   if constexpr (contract) {
     float l_row = l_run + mm::xor_lane(l_run, 16);
     l_row += mm::xor_lane(l_row, 32);
     float ln_row = ln_run + mm::xor_lane(ln_run, 16);
     ln_row += mm::xor_lane(ln_row, 32);
-    if (g == 0) stats[wave * 16u + i] = ln_row;
+    // the factor of the row's O: kv_scale / ln (output) or 1 / ln (fp16 partials); fp32 partials need none
+    if (!partial || half) {
+      const float inv = inv_norm(partial ? 1.f : w.o_scale, ln_row);  // ln == 0 (no token): zeros
+      if (g == 0) stats[wave * 16u + i] = inv;
+    }
     if (live && g == 0) {
       if (partial) {
         const uint32_t slot = w.unit * rows + r;
@@ -418,7 +425,6 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
     }
     // Lane (j = i, g) of PV wave f holds row j's columns 128f + 32g + 8rr + b (acc[t][b][rr]).
     const uint32_t col = kPvCols * fill_id + 32u * g;
-    const bool half = (w.flags & kFlagMergeHalf) != 0;  // fp16 O / ln (uniform); else fp32 O
     const mm::buffer_rsrc wo = mm::make_buffer(w.ws_o, w.B * rows * w.nparts * kLat * (half ? 2u : 4u));
     const mm::buffer_rsrc ob = mm::make_buffer(w.o_lat, w.B * rows * kLat * 2u);
 #pragma unroll
@@ -432,7 +438,7 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
           mm::buffer_store_b128(mm::bit_cast<mm::u32x4>(acc[t][b]), wo, (slot * kLat + col + 4u * b) * 4u);
       } else if (partial) {  // O / ln in fp16, the same order: acc[t][b] at halves 4b .. 4b + 3
         const uint32_t slot = w.unit * rows + rt_row;
-        const float inv = inv_norm(1.f, stats[t * 16u + i]);  // ln == 0 (no token): zeros
+        const float inv = stats[t * 16u + i];  // 1 / ln, published by the row tile's contract wave
 #pragma unroll
         for (int b = 0; b < 8; b += 2) {
           const mm::f32x4 x = acc[t][b] * inv, y = acc[t][b + 1] * inv;  // two v_pk_mul_f32 each, in place
@@ -441,7 +447,7 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
                                 wo, (slot * kLat + col + 4u * b) * 2u);
         }
       } else {
-        const float inv = inv_norm(w.o_scale, stats[t * 16u + i]);
+        const float inv = stats[t * 16u + i];  // kv_scale / ln
         const uint32_t R = w.b * rows + rt_row;
 #pragma unroll
         for (int rr = 0; rr < 4; ++rr) {

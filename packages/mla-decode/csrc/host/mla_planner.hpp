@@ -37,11 +37,9 @@
 //   cost      = max(t_compute, t_memory) + (nparts > 1 ? t_merge : 0)
 //   balanced split (balance_split: 1 < B <= 64 and nparts > 1): part_cycles and the merge wave's
 //               cycles grow by balance_request_cycles * B (0 now: located lane-parallel)
-//   t_merge   = kMergeLaunchNs + max(t_issue, merge_bytes / merge_bw), with (cs, wpr) = spread_merge_shape
-//               (every kernel's, a16w8's too), iters = ceil(nparts / (4 * cs * wpr)),
-//               t_issue = ceil(B * q_len * H * cs * wpr / (cus * 4)) * (iters * (kHbmLatencyNs +
-//               merge_iter_cycles / clock) + merge_wave_cycles / clock), merge_bytes = every part's
-//               O and (m, l, ln) read and o written, merge_bw as bw over the merge's workgroups
+//   t_merge   = merge_cost: (cs, wpr) = spread_merge_shape (every kernel's, a16w8's too), its workgroups in
+//               rounds over the CUs as the timing model runs them, each round a fixed start plus the busiest
+//               CU's issue or bytes, whichever is longer (fitted to the timing model's merge: see there)
 // kPartLatencyNs, kHbmLatencyNs and the bandwidths are assumptions about the hardware (the emulator
 // has no timing); the cycle constants are measurements.
 // nparts: the fewest parts whose cost is within the machine's split_slack (gfx942: 3%; gfx950: kSplitSlack,
@@ -85,7 +83,6 @@ constexpr double kHbmBytesPerNs = 4000.0;  // ~4 TB/s achievable of the 5.3 TB/s
 // (13.2 = 4000 / 304 before: 1.5x what the model serves, so the planner saw a merge on few CUs, one row
 // per wave, as 1.5x faster than the timing model did and split B = 2, q_len 4, S = 1024 into 64 one-tile parts.)
 constexpr double kCuBytesPerNs = 8.6;
-constexpr double kHbmLatencyNs = 1000.0;   // one dependent HBM round trip
 constexpr double kPartLatencyNs = 2000.0;  // a part's first MFMA waits for its slots, then its KV
 constexpr double kMergeLaunchNs = 4000.0;  // a second kernel on the stream
 // A split must beat the fewer-part plans by more than 5%. (10% before: on the timing model at the seed's MLA
@@ -135,10 +132,11 @@ struct KernelCostRow {
 // Bytes per KV token of the format kernels: the pool record, MXFP4's 18 E8M0 scales, the kv_indices entry.
 constexpr double kA16w16TokenBytes = 2 * kRowBytes + 4, kMxfp4TokenBytes = kRowBytes / 2 + kRowBytes / 32 + 4;
 inline constexpr KernelCostRow kKernelCosts[] = {
-    // ws: part_cycles at one row tile, part_rowtile_cycles per further row tile (measured at 4: q_len 4, H 16)
-    {"gfx942", "ws", {739.0, 432.0, 831.0, kRowBytes + 4, 0, 0, kWavesPerBlock, 424.0, 2.0}},
+    // ws: part_cycles at one row tile, part_rowtile_cycles per further row tile (measured at 4: q_len 4, H 16);
+    // ninth session 831 / 424 -> 786 / 381: the contract waves publish 1 / ln (one division per row tile, not four)
+    {"gfx942", "ws", {739.0, 432.0, 786.0, kRowBytes + 4, 0, 0, kWavesPerBlock, 381.0, 2.0}},
     // gfx950: the QK contraction is 18 v_mfma_f32_16x16x32_bf16 per tile instead of 36 16x16x16
-    {"gfx950", "ws", {667.0, 360.0, 831.0, kRowBytes + 4, 0, 0, kWavesPerBlock, 424.0, 2.0}},
+    {"gfx950", "ws", {667.0, 360.0, 786.0, kRowBytes + 4, 0, 0, kWavesPerBlock, 381.0, 2.0}},
     // The KV-format kernels (formats.py), benchmarks/calibrate_mla_formats_emu.py: "<format>" the 4-wave
     // LDS-tile kernel (a wave per row tile, up to 4 sharing a KV tile: the "shared" launch shape, cycles per
     // wave at 4 row tiles), "<format>_w1" gfx950's one-wave kernel for one row tile (the "wave" shape).
@@ -317,20 +315,87 @@ inline MergeShape spread_merge_shape(int64_t total_rows, int64_t nparts, int64_t
   return grid <= a.grid || grid > cus ? a : MergeShape{4, wpr, grid, merge_block_waves(wpr)};
 }
 
-inline double merge_cost(int64_t total_rows, int64_t nparts, int64_t cus, double extra_wave_cycles = 0.0,
-                         const Machine& mc = kGfx942, double partial_o_bytes = 4.0, bool spread = false) {
+// The merge launch's time model (ninth session), fitted to the timing model's merge (benchmarks/timing/
+// mla_merge_cost.py, both archs; docs/kernels/mla_decode_gfx942.md "Session 9"). The timing model runs a launch in
+// rounds of per_cu co-resident workgroups per CU and charges each round the busiest CU's time; so does this:
+//   per_cu   = min(kMergeWavesPerCu / waves per workgroup, ceil(grid / cus)), rounds = ceil(grid / (cus * per_cu))
+//   t_round  = t_start + max(t_issue, bytes_cu / cu_bytes_per_ns)
+//              bytes_cu = per_cu * a workgroup's bytes (its (row, column block)s: every part's O slice and
+//              (m, l, ln) read, its o slice written); t_issue = waves per SIMD * a merge wave's issue cycles
+//              (merge_wave_cycles + iterations * merge_iter_cycles, measured: calibrate_mla_planner_emu.py)
+//   t_start  = start + start_wave / (waves per SIMD) (+ fold when wpr > 1: the cross-wave LDS fold), in cycles:
+//              the dependent (m, l, ln) -> weights -> O chain and the last stores, hidden by the other waves of a
+//              SIMD; the emulator's latencies are cycles, so one set serves both archs
+//   t_merge  = kMergeLaunchNs + max(rounds * t_round, total bytes / the chip's HBM bandwidth)
+// The form it replaces (rounds over SIMD slots of one-iteration HBM round trips + bytes over the busy CUs' share)
+// was 41% high at (512, 2) and 20% high at (64, 4), H 16, q_len 4, and the split's costs moved with it.
+struct MergeTiming {
+  double start_cycles;       // per round
+  double start_wave_cycles;  // per round, shared by the waves of a SIMD
+  double fold_cycles;        // per round with several waves per (row, column block)
+};
+// Least squares over 24 launches' rounds in simulated cycles (16 gfx942, 8 gfx950; a16w8 and a8w8 partials):
+// 1039 / 2485 / 1488, every round within 15%; gfx942's merges in ns within 14% (mla_merge_cost.py prints them).
+constexpr MergeTiming kMergeTiming{1040.0, 2490.0, 1490.0};
+// gfx942 prices its merge in this form. gfx950 keeps the eighth session's (rounds over SIMD slots of one HBM
+// round trip, kHbmLatencyNs, per iteration; bytes over the busy CUs' share) until its cu_bytes_per_ns is re-fit:
+// at 23.4 B/ns, 1.5x the 15.5 the timing model serves at gfx950's 1190 MHz, its decode estimates are low, and this
+// form alone moved 5 of 32 gfx950 plans, a8w8 (32, 1024) 8 -> 4 parts, 21.6 -> 26.0 us modeled (geomean
+// 46.7 -> 47.8; benchmarks/timing/mla_gfx950.py, ninth session).
+inline bool merge_rounds_form(const Machine& mc) { return std::string(mc.arch) == "gfx942"; }
+constexpr double kHbmLatencyNs = 1000.0;  // the eighth session's form: one dependent HBM round trip (assumption)
+// Merge waves resident per CU on the timing model (timing.occupancy: 4 workgroups of 4 waves, 16 of one wave).
+constexpr int64_t kMergeWavesPerCu = 16;
+
+// The terms of merge_cost: one round's shape (the busiest CU's workgroups, its waves per SIMD, whether a
+// row's waves fold) and work (a SIMD's issue cycles, the CU's bytes), and the launch's rounds and bytes.
+struct MergeRound {
+  int64_t per_cu, rounds, simd_waves;
+  bool fold;
+  double issue_cycles;  // per SIMD
+  double cu_bytes;      // per CU
+  double total_bytes;
+};
+inline MergeRound merge_round(int64_t total_rows, int64_t nparts, int64_t cus, double extra_wave_cycles,
+                              const Machine& mc, double partial_o_bytes, bool spread) {
   const MergeShape ms = spread ? spread_merge_shape(total_rows, nparts, cus) : merge_shape(total_rows, nparts);
   const int64_t cs = ms.cs, wpr = ms.wpr;
-  const double rounds = (double)ceil_div(total_rows * cs * wpr, cus * kSimdsPerCu);
+  MergeRound r;
+  r.per_cu = std::min<int64_t>(std::max<int64_t>(1, kMergeWavesPerCu / ms.waves), ceil_div(ms.grid, cus));
+  r.rounds = ceil_div(ms.grid, cus * r.per_cu);
+  r.simd_waves = ceil_div(r.per_cu * ms.waves, kSimdsPerCu);
+  r.fold = wpr > 1;
   const double iters = (double)ceil_div(nparts, 4 * cs * wpr);
-  const double t_issue = rounds * (iters * (kHbmLatencyNs + mc.merge_iter_cycles / mc.clock_ghz) +
-                                   (mc.merge_wave_cycles + extra_wave_cycles) / mc.clock_ghz);
-  // its bytes (every part's O and (m, l, ln) read, o written) through the CUs its workgroups occupy
-  const int64_t wgs = ms.grid;
-  const double bytes = (double)total_rows * ((double)nparts * (kLat * partial_o_bytes + 16.0) + kLat * 2.0);
-  const double bw = std::min(mc.hbm_bytes_per_ns * (double)cus / (double)mc.cus,
-                             (double)std::min<int64_t>(cus, wgs) * mc.cu_bytes_per_ns);
-  return kMergeLaunchNs + std::max(t_issue, bytes / bw);
+  r.issue_cycles = (double)r.simd_waves * (mc.merge_wave_cycles + extra_wave_cycles + iters * mc.merge_iter_cycles);
+  // one (row, column block): its parts' O slice and (m, l, ln) read, its o slice (bf16) written
+  const double cols = (double)kLat / (double)cs;
+  const double unit_bytes = (double)nparts * (cols * partial_o_bytes + 16.0) + cols * 2.0;
+  r.cu_bytes = (double)r.per_cu * ((double)ms.waves / (double)wpr) * unit_bytes;
+  r.total_bytes = (double)(total_rows * cs) * unit_bytes;
+  return r;
+}
+
+inline double merge_cost(int64_t total_rows, int64_t nparts, int64_t cus, double extra_wave_cycles = 0.0,
+                         const Machine& mc = kGfx942, double partial_o_bytes = 4.0, bool spread = false) {
+  if (!merge_rounds_form(mc)) {  // gfx950: the eighth session's form (see merge_rounds_form)
+    const MergeShape ms = spread ? spread_merge_shape(total_rows, nparts, cus) : merge_shape(total_rows, nparts);
+    const int64_t cs = ms.cs, wpr = ms.wpr;
+    const double rounds = (double)ceil_div(total_rows * cs * wpr, cus * kSimdsPerCu);
+    const double iters = (double)ceil_div(nparts, 4 * cs * wpr);
+    const double t_issue = rounds * (iters * (kHbmLatencyNs + mc.merge_iter_cycles / mc.clock_ghz) +
+                                     (mc.merge_wave_cycles + extra_wave_cycles) / mc.clock_ghz);
+    const double bytes = (double)total_rows * ((double)nparts * (kLat * partial_o_bytes + 16.0) + kLat * 2.0);
+    const double bw = std::min(mc.hbm_bytes_per_ns * (double)cus / (double)mc.cus,
+                               (double)std::min<int64_t>(cus, ms.grid) * mc.cu_bytes_per_ns);
+    return kMergeLaunchNs + std::max(t_issue, bytes / bw);
+  }
+  const MergeRound r = merge_round(total_rows, nparts, cus, extra_wave_cycles, mc, partial_o_bytes, spread);
+  const MergeTiming& mt = kMergeTiming;
+  const double t_start =
+      (mt.start_cycles + mt.start_wave_cycles / (double)r.simd_waves + (r.fold ? mt.fold_cycles : 0.0)) / mc.clock_ghz;
+  const double t_round = t_start + std::max(r.issue_cycles / mc.clock_ghz, r.cu_bytes / mc.cu_bytes_per_ns);
+  const double t_hbm = r.total_bytes / (mc.hbm_bytes_per_ns * (double)cus / (double)mc.cus);
+  return kMergeLaunchNs + std::max((double)r.rounds * t_round, t_hbm);
 }
 
 // Modelled time (ns) of a launch of the kernel costed by `kc`, in launch shape `v`, with `nparts` parts;

@@ -10,6 +10,15 @@
 
 namespace py = pybind11;
 
+// The machine model of `arch`, or Python's ValueError naming it.
+static const moonmath::mla::Machine* machine_or_value_error(const std::string& arch) {
+  try {
+    return &moonmath::mla::machine_for(arch);
+  } catch (const std::invalid_argument& e) {
+    throw py::value_error(e.what());
+  }
+}
+
 void register_mla_planner(py::module_& m) {
   using moonmath::mla::Plan;
   py::class_<Plan>(m, "MlaPlan", "Launch configuration of mla_decode_a16w8 (gfx942); a function of shapes only.")
@@ -163,4 +172,29 @@ void register_mla_planner(py::module_& m) {
       py::arg("batch"), py::arg("heads"), py::arg("q_len"), py::arg("len"), py::arg("nparts"),
       py::arg("cus") = 0, py::arg("variant") = "ws", py::arg("arch") = "gfx942",
       "The planner's modelled time (ns) of the ws kernel for a given number of KV parts.");
+  m.def(
+      "mla_merge_cost",
+      [](int64_t total_rows, int64_t nparts, double partial_o_bytes, int64_t cus, const std::string& arch) {
+        const moonmath::mla::Machine* m = machine_or_value_error(arch);
+        return moonmath::mla::merge_cost(total_rows, nparts, cus > 0 ? cus : m->cus, 0.0, *m, partial_o_bytes, true);
+      },
+      py::arg("total_rows"), py::arg("nparts"), py::arg("partial_o_bytes"), py::arg("cus") = 0,
+      py::arg("arch") = "gfx942",
+      "The planner's modelled time (ns) of the merge (spread shape, as plan_cost prices it) of total_rows query rows "
+      "split into nparts parts, partial O of partial_o_bytes per element (2: the ws kernel's fp16, 4: fp32).");
+  m.def(
+      "mla_merge_round",
+      [](int64_t total_rows, int64_t nparts, double partial_o_bytes, int64_t cus, const std::string& arch) {
+        const moonmath::mla::Machine* m = machine_or_value_error(arch);
+        const auto r = moonmath::mla::merge_round(total_rows, nparts, cus > 0 ? cus : m->cus, 0.0, *m, partial_o_bytes, true);
+        std::map<std::string, double> out{{"per_cu", (double)r.per_cu}, {"rounds", (double)r.rounds},
+                                          {"simd_waves", (double)r.simd_waves}, {"fold", r.fold ? 1.0 : 0.0},
+                                          {"issue_cycles", r.issue_cycles}, {"cu_bytes", r.cu_bytes},
+                                          {"start_cycles", moonmath::mla::kMergeTiming.start_cycles},
+                                          {"start_wave_cycles", moonmath::mla::kMergeTiming.start_wave_cycles},
+                                          {"fold_cycles", moonmath::mla::kMergeTiming.fold_cycles}};
+        return out;
+      },
+      py::arg("total_rows"), py::arg("nparts"), py::arg("partial_o_bytes"), py::arg("cus") = 0,
+      py::arg("arch") = "gfx942", "merge_cost's terms (one round's shape and work, and kMergeTiming) for that merge.");
 }
