@@ -72,4 +72,16 @@ MM_DEVICE float wave_max_uniform(float v) {
   return uniform(__builtin_fmaxf(__builtin_fmaxf(r0, r1), __builtin_fmaxf(r2, r3)));
 }
 
+// wave_max_uniform over uint32_t (v_max_u32, no NaN quieting: a DPP step is one instruction). For the bit
+// patterns of non-negative, non-NaN floats it is their float max.
+MM_DEVICE uint32_t wave_max_u32_uniform(uint32_t v) {
+  v = __builtin_elementwise_max(v, dpp_mov<dpp_quad_perm(1, 0, 3, 2)>(v));
+  v = __builtin_elementwise_max(v, dpp_mov<dpp_quad_perm(2, 3, 0, 1)>(v));
+  v = __builtin_elementwise_max(v, dpp_mov<kDppRowHalfMirror>(v));
+  v = __builtin_elementwise_max(v, dpp_mov<kDppRowMirror>(v));
+  const uint32_t r0 = __builtin_amdgcn_readlane(v, 0), r1 = __builtin_amdgcn_readlane(v, 16);
+  const uint32_t r2 = __builtin_amdgcn_readlane(v, 32), r3 = __builtin_amdgcn_readlane(v, 48);
+  return __builtin_elementwise_max(__builtin_elementwise_max(r0, r1), __builtin_elementwise_max(r2, r3));
+}
+
 }  // namespace mm

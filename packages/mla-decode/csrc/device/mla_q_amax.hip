@@ -2,14 +2,20 @@
 // quantisation (every decode workgroup reduces the partials and quantises its own Q tile: no atomics, no
 // zeroed buffer, no host sync, and the result is independent of the order).
 //
-// One wave per workgroup, n_blocks <= 256 of them (the partials the decode reduces; formats.py sizes the grid
-// at one load per wave until then). The 16-byte chunks of q_lat then q_pe are one index space (lat_chunks is
-// a multiple of 64: 64 per query row); workgroup w's load u reads chunks 64 (w + u n_blocks) + lane, so every
-// load lies in one tensor and picks its buffer uniformly (no per-lane resource choice). A wave issues all its
-// loads (up to kMaxLoads, exactly as many as it has chunks: no duplicate or out-of-range load) before reducing
-// any, so the launch is one kernel-argument load, one HBM round trip and the bytes of its CU's share. (The
-// 4-wave form before, 8 chunks per thread with a per-lane buffer choice and an LDS reduction, put 32 KiB on
-// each of at most 144 CUs: 4500 cycles at every shape.)
+// Waves: n_blocks <= 256 workgroups (the partials the decode reduces) of waves_per_block one-wave ranges
+// (formats.py: one wave per workgroup while every wave has one load, else 4, one per SIMD, so a large Q's
+// VALU work runs on all four). Each tensor is cut into wave-chunks of 64 16-byte chunks (q_lat's count is
+// 64 per query row); wave w < lat_waves reads q_lat's wave-chunks per_wave w .. +per_wave, the others q_pe's,
+// so the tensor, its buffer and the count of loads are uniform per wave and chosen once (no per-load branch,
+// no division: the host sizes per_wave and lat_waves). A wave issues all its loads (up to kMaxLoads, exactly as
+// many as it has chunks) before reducing any: one kernel-argument load, one HBM round trip and the bytes of
+// its CU's share. q_pe's last wave-chunk may be partial: its lanes past the end re-read the last chunk (a
+// duplicate changes no max, and the timing model charges no line past the tensor). Four waves meet in LDS
+// (one ds_write each, a barrier, wave 0 reads the four).
+//
+// Before (session 7): one wave per workgroup over one index space of q_lat then q_pe, chunk 64 (w + u
+// n_blocks) + lane, the count per wave by a division and the tensor chosen per load: 1688 cycles at B 4
+// (72 workgroups of one load), 3000 at B 256 (606 instructions a wave, issue-bound).
 #include "moonmath/all.hpp"
 
 namespace {
@@ -26,26 +32,33 @@ MM_DEVICE i16x2 abs_max(i16x2 m, uint32_t d) {
   const uint32_t mag = d & 0x7FFF7FFFu;
   return __builtin_elementwise_max(m, __builtin_bit_cast(i16x2, mag) + i16x2{kNanShift, kNanShift});
 }
-MM_DEVICE float amax_of(i16x2 m) {
+// The max's f32 bit pattern: a magnitude in 0 .. +Inf (never NaN), so its bits order as the floats do.
+MM_DEVICE uint32_t amax_of(i16x2 m) {
   const i16x2 mag = m - i16x2{kNanShift, kNanShift};
-  const float lo = __builtin_bit_cast(float, (uint32_t)(uint16_t)mag.x << 16);
-  const float hi = __builtin_bit_cast(float, (uint32_t)(uint16_t)mag.y << 16);
-  return __builtin_fmaxf(lo, hi);
+  return __builtin_elementwise_max((uint32_t)(uint16_t)mag.x << 16, (uint32_t)(uint16_t)mag.y << 16);
 }
 
-// abs_max over the wave's loads u < N from chunk c0 (uniform) on, step apart, all issued before any is used.
-// Lanes past q_pe's end re-read its last chunk (a duplicate changes no max).
+// The wave-chunks of q_lat then q_pe as one index space: wave-chunk k (uniform) is q_lat's 1024 bytes k, or for
+// k >= lat_wc q_pe's k - lat_wc; its lanes past q_pe's end re-read its last chunk (a duplicate changes no max).
+struct QChunks {
+  const uint8_t* lat;
+  const uint8_t* pe;
+  uint32_t lat_wc, pe_last;  // q_lat's wave-chunks; q_pe's last chunk's byte offset
+  MM_DEVICE mm::u32x4 load(uint32_t k) const {
+    const bool in_lat = k < lat_wc;  // uniform: a scalar select of the base, no branch
+    const uint32_t kb = 1024u * (in_lat ? k : k - lat_wc);
+    const uint8_t* base = (in_lat ? lat : pe) + kb;
+    const uint32_t lim = in_lat ? 1008u : pe_last - kb;
+    return *(const mm::u32x4*)(base + __builtin_elementwise_min(16u * mm::lane_id(), lim));
+  }
+};
+
+// abs_max over the wave's wave-chunks k0 .. k0 + N - 1, all loads issued before any is used.
 template <uint32_t N>
-MM_DEVICE i16x2 loads_max(mm::buffer_rsrc lat, mm::buffer_rsrc pe, uint32_t lat_chunks, uint32_t pe_chunks,
-                          uint32_t c0, uint32_t step, i16x2 m) {
+MM_DEVICE i16x2 loads_max(const QChunks& q, uint32_t k0, i16x2 m) {
   mm::u32x4 v[N];
 #pragma unroll
-  for (uint32_t u = 0; u < N; ++u) {
-    const uint32_t c = c0 + u * step;
-    v[u] = c < lat_chunks
-               ? mm::buffer_load_b128(lat, 16u * (c + mm::lane_id()))
-               : mm::buffer_load_b128(pe, 16u * __builtin_elementwise_min(c - lat_chunks + mm::lane_id(), pe_chunks - 1u));
-  }
+  for (uint32_t u = 0; u < N; ++u) v[u] = q.load(k0 + u);
 #pragma unroll
   for (uint32_t u = 0; u < N; ++u)
 #pragma unroll
@@ -55,29 +68,28 @@ MM_DEVICE i16x2 loads_max(mm::buffer_rsrc lat, mm::buffer_rsrc pe, uint32_t lat_
 
 // loads_max<n> for a uniform n in 1..N.
 template <uint32_t N>
-MM_DEVICE i16x2 loads_max_n(uint32_t n, mm::buffer_rsrc lat, mm::buffer_rsrc pe, uint32_t lat_chunks,
-                            uint32_t pe_chunks, uint32_t c0, uint32_t step, i16x2 m) {
+MM_DEVICE i16x2 loads_max_n(uint32_t n, const QChunks& q, uint32_t k0, i16x2 m) {
   if constexpr (N == 1) {
-    return loads_max<1>(lat, pe, lat_chunks, pe_chunks, c0, step, m);
+    return loads_max<1>(q, k0, m);
   } else {
-    return n == N ? loads_max<N>(lat, pe, lat_chunks, pe_chunks, c0, step, m)
-                  : loads_max_n<N - 1>(n, lat, pe, lat_chunks, pe_chunks, c0, step, m);
+    return n == N ? loads_max<N>(q, k0, m) : loads_max_n<N - 1>(n, q, k0, m);
   }
 }
 }  // namespace
 
 MM_KERNEL MM_LAUNCH_BOUNDS(64) void mla_q_amax(const uint16_t* __restrict__ q_lat, const uint16_t* __restrict__ q_pe,
                                                 float* __restrict__ parts, uint32_t lat_chunks, uint32_t pe_chunks,
-                                                uint32_t n_blocks) {
-  const mm::buffer_rsrc lat = mm::make_buffer(q_lat, lat_chunks * 16u);
-  const mm::buffer_rsrc pe = mm::make_buffer(q_pe, pe_chunks * 16u);
-  const uint32_t total = lat_chunks + pe_chunks, step = 64u * n_blocks;
+                                                uint32_t per_wave) {
+  const QChunks q{(const uint8_t*)q_lat, (const uint8_t*)q_pe, lat_chunks / 64u, 16u * (pe_chunks - 1u)};
+  const uint32_t total = lat_chunks / 64u + (pe_chunks + 63u) / 64u, k0 = mm::block_id_x() * per_wave;
+  const uint32_t count = k0 < total ? __builtin_elementwise_min(per_wave, total - k0) : 0u;
   i16x2 m = {kNanShift, kNanShift};  // |q| = 0
-  // one round up to 18 loads per wave; a larger Q loops
-  for (uint32_t c0 = 64u * mm::block_id_x(); c0 < total; c0 += kMaxLoads * step) {
-    const uint32_t n = __builtin_elementwise_min((total - c0 + step - 1u) / step, kMaxLoads);
-    m = loads_max_n<kMaxLoads>(n, lat, pe, lat_chunks, pe_chunks, c0, step, m);
+  if (count == 1) {  // every wave up to B 56 at H 16: no dispatch on the count
+    m = loads_max<1>(q, k0, m);
+  } else {  // one round of up to 18 loads per wave; a larger Q loops
+    for (uint32_t u0 = 0; u0 < count; u0 += kMaxLoads)
+      m = loads_max_n<kMaxLoads>(__builtin_elementwise_min(count - u0, kMaxLoads), q, k0 + u0, m);
   }
-  const float amax = mm::wave_max_uniform(amax_of(m));
-  if (mm::lane_id() == 0) mm::buffer_store_f32(amax, mm::make_buffer(parts, n_blocks * 4u), 4u * mm::block_id_x());
+  const float amax = mm::bit_cast<float>(mm::wave_max_u32_uniform(amax_of(m)));
+  if (mm::lane_id() == 0) mm::buffer_store_f32(amax, mm::make_buffer(parts, 4u * mm::block_id_x() + 4u), 4u * mm::block_id_x());
 }

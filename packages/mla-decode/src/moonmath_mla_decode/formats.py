@@ -266,6 +266,15 @@ def _format_args(fmt: str, pool_aux) -> tuple[list, list]:
     return [], []
 
 
+def amax_launch_shape(lat_chunks: int, pe_chunks: int) -> tuple[int, int]:
+    """mla_q_amax's launch for a Q of lat_chunks + pe_chunks 16-byte chunks (lat_chunks a multiple of 64): (its
+    one-wave workgroups, wave-chunks of 64 chunks per wave): the fewest per wave that keep the workgroups within
+    AMAX_MAX_BLOCKS (the partials the decode reduces), one per CU's share of HBM."""
+    t = lat_chunks // 64 + -(-pe_chunks // 64)
+    per_wave = -(-t // AMAX_MAX_BLOCKS)
+    return -(-t // per_wave), per_wave
+
+
 def _q_amax(op: str, arch: str, q_lat, q_pe) -> tuple[torch.Tensor, int, list]:
     """a8w8's first launch (mla_q_amax.hip), on the device: per-workgroup maxima of |q| over q_lat and q_pe, which
     every decode workgroup reduces before quantising its own Q tile. Returns (the maxima, their count, the
@@ -273,12 +282,10 @@ def _q_amax(op: str, arch: str, q_lat, q_pe) -> tuple[torch.Tensor, int, list]:
     from . import kernel as mk
 
     lat_chunks, pe_chunks = q_lat.numel() // 8, q_pe.numel() // 8
-    # one-wave workgroups, one load (a 16-byte chunk per lane) each until AMAX_MAX_BLOCKS: the launch's bytes
-    # spread over as many CUs as the decode reduces partials (a CU's share of HBM bounds a workgroup's loads)
-    blocks = max(1, min(AMAX_MAX_BLOCKS, -(-(lat_chunks + pe_chunks) // 64)))
+    blocks, per_wave = amax_launch_shape(lat_chunks, pe_chunks)
     parts = torch.empty(blocks, dtype=torch.float32, device=q_lat.device)
     counters = [mk.KERNELS.launch(op, arch, AMAX_CODE_OBJECT, AMAX_KERNEL, grid=blocks, block=64,
-                                  args=[q_lat, q_pe, parts, lat_chunks, pe_chunks, blocks])]
+                                  args=[q_lat, q_pe, parts, lat_chunks, pe_chunks, per_wave])]
     return parts, blocks, counters
 
 

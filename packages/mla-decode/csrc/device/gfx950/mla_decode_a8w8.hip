@@ -39,8 +39,8 @@ MM_DEVICE uint32_t to_fp8x4(float a, float b, float c, float d) {
 //   latent (all threads): tokens 4 vtg + e (e = 0..3), bytes 16 vcg .. +15 (vtg = tid / 32, vcg = tid % 32);
 //   rope   (threads 0..127): token rtok = tid / 4, bytes 512 + 16 rcg .. +15.
 // K stays fp8 in LDS (rows of kKStride8 bytes): the QK and, read transposed, the PV operand.
-// LateAmax: amax_lane is a lane's partial max, reduced over the wave by q_scale; else it is amax itself.
-template <bool LateAmax> struct Fp8Kv {
+// amax_bits: a lane's max over its mla_q_amax partials (f32 bits), reduced over the wave by q_scale.
+struct Fp8Kv {
   static constexpr bool kFp8Qk = true;
   struct Raw {
     mm::u32x4 lat[4];  // token 4 vtg + e, bytes 16 vcg .. +15
@@ -48,18 +48,19 @@ template <bool LateAmax> struct Fp8Kv {
   };
   uint32_t vtg, vcg, rtok, rcg;
   bool rope_role;
-  float amax_lane;  // this lane's max over its mla_q_amax partials (LateAmax), or amax
-  MM_DEVICE Fp8Kv(uint32_t tid, float amax_lane)
+  uint32_t amax_bits;  // this lane's max over its mla_q_amax partials, as f32 bits
+  MM_DEVICE Fp8Kv(uint32_t tid, uint32_t amax_bits)
       : vtg(tid >> 5), vcg(tid & 31u), rtok((tid >> 2) & 31u), rcg(tid & 3u), rope_role(tid < 128u),
-        amax_lane(amax_lane) {}
+        amax_bits(amax_bits) {}
 
-  // Q's per-tensor scale, taken where the body quantises Q (after the first tile's loads are issued). With
-  // LateAmax the wave's max is reduced here, not at the kernel's start, where it waited for the partials' HBM
-  // round trip before the split's and the request's loads were issued (the one-wave kernel: 10916 -> 10258
-  // cycles a part at (4, 1024); the _kv4 kernel was 2 % slower so, and reduces at the start).
-  // inv = 448 / amax, qs = amax / 448 (1, 1 for amax 0).
+  // Q's per-tensor scale, taken where the body quantises Q (after the first tile's loads are issued): the
+  // wave's max is reduced here, not at the kernel's start, where it waited for the partials' HBM round trip
+  // before the split's and the request's loads were issued (the one-wave kernel: 10916 -> 10258 cycles a part
+  // at (4, 1024); the _kv4 kernel since session 9, with the integer max: 15494 -> 15428 cycles a part at
+  // (32, 1024), 23000 -> 22940 at (64, 1024), 60996 -> 60890 at (256, 1024); session 7's fmax form was 2 %
+  // slower so). inv = 448 / amax, qs = amax / 448 (1, 1 for amax 0).
   MM_DEVICE QScale q_scale() const {
-    const float amax = LateAmax ? mm::wave_max_uniform(amax_lane) : amax_lane;
+    const float amax = mm::bit_cast<float>(mm::wave_max_u32_uniform(amax_bits));
     return amax > 0.f ? QScale{kFp8Max / amax, amax / kFp8Max} : QScale{1.f, 1.f};
   }
 
@@ -139,19 +140,19 @@ template <uint32_t Waves, bool KvSplit = false>
 MM_DEVICE void mla_decode_a8w8_fwd_body(MLA_DECODE_A8W8_FWD_PARAMS) {
   MM_LDS __attribute__((aligned(16))) uint8_t lds[KvSplit ? kSplitLdsBytes : kKStride8 * kTokens8];
   // amax over mla_q_amax's partial maxima (n_amax_parts <= kMaxAmaxParts, formats.py's AMAX_MAX_BLOCKS): 4
-  // loads per lane, no loop, issued here (zeros past n_amax_parts); the wave's max here (_kv4) or in
-  // Fp8Kv::q_scale. c_qk here lacks Q's factor qs (the body multiplies it in).
+  // loads per lane, no loop, issued here (zeros past n_amax_parts); the wave's max in Fp8Kv::q_scale. c_qk
+  // here lacks Q's factor qs (the body multiplies it in).
   const mm::buffer_rsrc pb = mm::make_buffer(amax_parts, n_amax_parts * 4u);
-  float amax_lane = 0.f;
+  // The partials are non-negative and never NaN (mla_q_amax's maxima of magnitudes, zeros past the end), so
+  // their bit patterns order as the floats: an integer max, without fmax's NaN quieting.
+  uint32_t amax_bits = 0;
 #pragma unroll
   for (uint32_t u = 0; u < kMaxAmaxParts / 64u; ++u)
-    amax_lane = __builtin_fmaxf(amax_lane, mm::buffer_load_f32(pb, 4u * (64u * u + mm::lane_id())));
-  constexpr bool kLateAmax = !KvSplit;
-  if constexpr (!kLateAmax) amax_lane = mm::wave_max_uniform(amax_lane);
+    amax_bits = __builtin_elementwise_max(amax_bits, mm::buffer_load_b32(pb, 4u * (64u * u + mm::lane_id())));
   const TileArgs a{q_lat, q_pe, pool, nullptr, o_lat, seq_lens, kv_indices, kv_indptr, glen, lse, ws_o, ws_ml,
                    B, H, q_len, nparts, pool_slots, n_idx, cp_rank, cp_world, flags,
                    mm::bit_cast<float>(c_qk_bits), mm::bit_cast<float>(o_scale_bits)};
-  decode_lds_tile<Waves, KvSplit>(a, lds, [amax_lane](uint32_t t) { return Fp8Kv<kLateAmax>(t, amax_lane); });
+  decode_lds_tile<Waves, KvSplit>(a, lds, [amax_bits](uint32_t t) { return Fp8Kv(t, amax_bits); });
 }
 
 MM_KERNEL MM_LAUNCH_BOUNDS(256) __attribute__((amdgpu_waves_per_eu(1, 1)))
