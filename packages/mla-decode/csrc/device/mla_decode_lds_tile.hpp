@@ -400,17 +400,29 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
   // (mod 4) and every wave reads the 18 from LDS (kSplitQ8Offset, beside the decode tiles) after a barrier.
   constexpr bool kSharedQ8 = KvSplit && kFp8;
   QTile<false> q_raw;  // bf16
+  // kSharedQ8: wave w's two q_pe loads (its pieces m = m_pe0, m_pe0 + 4 of 10..17), outside the per-piece
+  // branches and OR-ed in where Q is quantised: OR-ed beside the loads, in the branch, each piece's loads landed
+  // before the next piece's were issued (s_waitcnt vmcnt(0) per piece: serial round trips)
+  mm::u32x4 q_pe2[2];
+  const uint32_t m_pe0 = 10u + ((kv_wave + 2u) & 3u);
   {
     const uint32_t lat_bytes = B * rows * kLat * 2u, pe_bytes = B * rows * 64u * 2u;
     const mm::buffer_rsrc qlat_buf = mm::make_buffer(a.q_lat, lat_bytes);
     const mm::buffer_rsrc qpe_buf = mm::make_buffer(a.q_pe, pe_bytes);
+    if constexpr (kSharedQ8) {
+#pragma unroll
+      for (uint32_t j = 0; j < 2; ++j) {
+        const uint32_t col = 144u * g + 8u * (m_pe0 + 4u * j);
+        q_pe2[j] = mm::buffer_load_b128(qpe_buf, live && col >= kLat ? R * 64u * 2u + (col - kLat) * 2u : pe_bytes);
+      }
+    }
 #pragma unroll
     for (int m = 0; m < 18; ++m) {
       if (kSharedQ8 && (uint32_t)m % kSplitWaves != kv_wave) continue;  // another wave's piece (wave-uniform)
       const uint32_t col = 144u * g + 8u * m;
       const uint32_t lat_off = live && col < kLat ? R * kLat * 2u + col * 2u : lat_bytes;
       mm::u32x4 v = mm::buffer_load_b128(qlat_buf, lat_off);
-      if (m >= 10) {
+      if (!kSharedQ8 && m >= 10) {
         const uint32_t pe_off = live && col >= kLat ? R * 64u * 2u + (col - kLat) * 2u : pe_bytes;
         v |= mm::buffer_load_b128(qpe_buf, pe_off);
       }
@@ -444,7 +456,8 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
   for (int m = 0; m < 18; ++m) {
     if constexpr (kSharedQ8) {
       if ((uint32_t)m % kSplitWaves == kv_wave)
-        mm::lds_write_b64(lds, kSplitQ8Offset + (64u * m + lane) * 8u, kv.quantize_q(q_raw.w[m], q_inv));
+        mm::lds_write_b64(lds, kSplitQ8Offset + (64u * m + lane) * 8u,
+                          kv.quantize_q(m >= 10 ? q_raw.w[m] | q_pe2[(m - 10) / 4] : q_raw.w[m], q_inv));
     } else if constexpr (Kv::kFp8Qk) {
       q.w[m] = kv.quantize_q(q_raw.w[m], q_inv);
     } else {
