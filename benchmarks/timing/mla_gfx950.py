@@ -168,9 +168,10 @@ def _plan(fmt: str, B: int, S: int, nparts: int | None = None, variant: str | No
     return formats.make_plan(fmt, B, pm.HEADS, Q_LEN, S, nparts=nparts, arch=ARCH, kv_waves=kv_waves)
 
 
-def _capture(fmt: str, B: int, S: int, plan, run: bool = False) -> list[dict]:
+def _capture(fmt: str, B: int, S: int, plan, run: bool = False, run_first: tuple[str, ...] = ()) -> list[dict]:
     """The op's launches at (B, S) under `plan`, recorded; `run`: also run (every launch), so a merge's recorded
-    workspace holds the decode's partials, not torch.empty's leftovers (mla._ours_capture)."""
+    workspace holds the decode's partials, not torch.empty's leftovers (mla._ours_capture); `run_first`: run just
+    these kernels (a8w8's Q amax, so the decode reads real amax partials: leftovers moved its modeled cycles)."""
     from moonmath_common import use_arch, use_backend
     from moonmath_mla_decode import formats
     from moonmath_mla_decode import kernel as K
@@ -181,7 +182,7 @@ def _capture(fmt: str, B: int, S: int, plan, run: bool = False) -> list[dict]:
     o = torch.empty_like(x["q_lat"])
     tail = (x["seq_lens"], x["kv_indices"], x["kv_indptr"])
     c_qk = (pm.LAT + pm.ROPE) ** -0.5 * x["kv_scale"] / math.log(2.0)
-    names = tuple(L["kernel"] for L in _capture(fmt, B, S, plan)) if run else ()
+    names = tuple(L["kernel"] for L in _capture(fmt, B, S, plan)) if run else run_first
     with use_backend("emu"), use_arch(ARCH), captured(K.KERNELS, run_first=names) as seen:
         if fmt == "a16w8":
             K.run(x["q_lat"], x["q_pe"], x["pool"], o, *tail, (pm.LAT + pm.ROPE) ** -0.5, x["kv_scale"], plan=plan)
@@ -210,7 +211,8 @@ def ours_shape(fmt: str, B: int, S: int, cfg: dict, f_hz: float, nparts: int | N
     # the same pool rule as AITER's sample)
     dec_real = seen_real[decode_i]
     n_sample = m942.sample_parts(m942.per_cu(dec_real, dec_real["grid"][0], cfg)[1], cfg)
-    seen = _capture(fmt, 1, part * n_sample, _plan(fmt, 1, part * n_sample, n_sample, real.variant, kvw))
+    seen = _capture(fmt, 1, part * n_sample, _plan(fmt, 1, part * n_sample, n_sample, real.variant, kvw),
+                    run_first=tuple(L["kernel"] for L in seen_real[:decode_i]))
     dec = m942._ours_round(seen[decode_i], dec_real["grid"][0], cfg)
     parts["decode"] = timing.kernel_time(dec_real["grid"][0], dec["wg_cycles"], dec["per_cu"], ccfg)
     if real.nparts > 1:
