@@ -285,11 +285,11 @@ _MERGE_FORM_GAPS = {(2 * 64, 16), (8 * 64, 4), (8 * 64, 16), (8 * 64, 37), (512 
 
 
 def test_merge_cost_matches_the_timing_model():
-    """gfx942: the planner's merge_cost (spread shape, less kMergeLaunchNs) within 15% of the timing model's
-    measured merge at every batch but _MERGE_FORM_GAPS' (30%) (the form before the ninth session was 27-56%
-    low at B <= 8 and 33% high at (512, 2)); the merge grows with the batch the way the model's rounds do (B 128 -> 512 at 4 parts: 2 -> 7
-    rounds, 3.5x on the model). gfx950 keeps the eighth session's form (mla_planner.hpp, merge_rounds_form): its
-    rows are the fit's data (benchmarks/timing/mla_merge_cost.py --fit), not checked here."""
+    """gfx942: the planner's merge_cost (spread shape, less kMergeLaunchNs) within 15% of the timing model's measured
+    merge at every batch but _MERGE_FORM_GAPS' (30%) (the form before the ninth session was 27-56% low at B <= 8 and
+    33% high at (512, 2)); the merge grows with the batch the way the model's rounds do (B 128 -> 512 at 4 parts: 2
+    -> 7 rounds, 3.5x on the model). gfx950 keeps the eighth session's form (mla_planner.hpp, merge_rounds_form):
+    its rows are the fit's data (benchmarks/timing/mla_merge_cost.py --fit), not checked here."""
     from moonmath_mla_decode import _C
 
     for arch, rows, n, ob, us in _MERGE_MEASURED:
