@@ -4,9 +4,9 @@ For each (arch, format, B, nparts) the merge launch is sampled as `benchmarks.ti
 (the real batch and plan, parts of 4 tiles, the op run first so the workspace holds real partials), and its
 modeled time (rounds x the simulated CU round, at the effective clock) is set beside the planner's
 `merge_cost` (`_C.mla_merge_cost` less its kMergeLaunchNs: the timing model has no launch cost). `--fit` also
-fits merge_cost's three start constants (kMergeTiming: per round, per round shared by a SIMD's waves, per round
-with a fold) by least squares over the sampled rounds, in simulated cycles: each round's cycles less the busier of
-the planner's issue cycles and the CU's bytes at its HBM share per simulated cycle.
+fits merge_cost's constants (kMergeTiming: per round, per round shared by a SIMD's waves, per round with a fold,
+per iteration of a wave after its first) over the sampled gfx942 rounds in the planner's cycles (see `fit`): each
+round less the busier of the planner's issue cycles and the CU's bytes at its HBM share.
 
     python -m benchmarks.timing.mla_merge_cost [--fit] [--points gfx942:a16w8:512:4,...]
 """
@@ -73,15 +73,29 @@ def measure(points, out: Path) -> list[dict]:
 
 
 def fit(rows: list[dict]) -> list[float]:
-    """kMergeTiming's (start, start_wave, fold) cycles by least squares over the rounds (see the module doc)."""
-    X, y = [], []
-    for r in rows:
-        t = r["terms"]
-        busy = max(t["issue_cycles"], t["cu_bytes"] / r["sim_bytes_per_cycle"])
-        X.append([1.0, 1.0 / t["simd_waves"], t["fold"]])
-        y.append(r["round_cycles"] - busy)
-    sol = torch.linalg.lstsq(torch.tensor(X, dtype=torch.float64), torch.tensor(y, dtype=torch.float64)[:, None])
-    return [float(v) for v in sol.solution[:, 0]]
+    """kMergeTiming's (start, start_wave, fold, iter_latency) cycles over the gfx942 rounds (the arch that prices
+    its merge in this form), in the planner's cycles (its clock_ghz; each simulated round's time at the effective
+    clock, model_us / rounds, times that clock): for each iteration latency on a 10-cycle grid, least squares of the
+    rounds' relative error over the three start constants (fold held at 0 where it would fit negative), each round
+    less the busier of the planner's issue cycles and the CU's bytes at its cu_bytes_per_ns, and (iterations - 1)
+    x the latency; the latency whose fit has the smallest worst relative error."""
+    rs = [r for r in rows if r["arch"] == "gfx942"]
+    y = torch.tensor([r["model_us"] * 1e3 / r["rounds"] * r["terms"]["clock_ghz"] for r in rs], dtype=torch.float64)
+    X3 = torch.tensor([[1.0, 1.0 / r["terms"]["simd_waves"], r["terms"]["fold"]] for r in rs], dtype=torch.float64)
+    best = None
+    for lat in range(0, 2001, 10):
+        busy = torch.tensor([max(t["issue_cycles"], t["cu_bytes"] / t["cu_bytes_per_ns"] * t["clock_ghz"]) +
+                             lat * (t["iters"] - 1) for t in (r["terms"] for r in rs)], dtype=torch.float64)
+        for cols in ([0, 1, 2], [0, 1]):
+            c = torch.linalg.lstsq(X3[:, cols] / y[:, None], (1 - busy / y)[:, None]).solution[:, 0]
+            if len(cols) == 3 and c[2] < 0:
+                continue
+            c = torch.cat([c, torch.zeros(3 - len(cols), dtype=torch.float64)])
+            worst = float(((X3 @ c + busy) / y - 1).abs().max())
+            if best is None or worst < best[0]:
+                best = (worst, [float(v) for v in c] + [float(lat)])
+            break
+    return best[1]
 
 
 def main() -> None:
@@ -97,10 +111,11 @@ def main() -> None:
     errs = [abs(r["planner_us"] / r["model_us"] - 1) for r in rows]
     print(f"planner vs timing model: median |error| {sorted(errs)[len(errs) // 2]:.1%}, worst {max(errs):.1%}")
     if args.fit:
-        a, b, c = fit(rows)
+        a, b, c, d = fit(rows)
         t = rows[0]["terms"]
-        print(f"fitted kMergeTiming: start {a:.0f}, start_wave {b:.0f}, fold {c:.0f} cycles "
-              f"(planner: {t['start_cycles']:.0f}, {t['start_wave_cycles']:.0f}, {t['fold_cycles']:.0f})")
+        print(f"fitted kMergeTiming: start {a:.0f}, start_wave {b:.0f}, fold {c:.0f}, iter_latency {d:.0f} cycles "
+              f"(planner: {t['start_cycles']:.0f}, {t['start_wave_cycles']:.0f}, {t['fold_cycles']:.0f}, "
+              f"{t['iter_latency_cycles']:.0f})")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
 

@@ -192,7 +192,10 @@ void register_mla_planner(py::module_& m) {
                                           {"issue_cycles", r.issue_cycles}, {"cu_bytes", r.cu_bytes},
                                           {"start_cycles", moonmath::mla::kMergeTiming.start_cycles},
                                           {"start_wave_cycles", moonmath::mla::kMergeTiming.start_wave_cycles},
-                                          {"fold_cycles", moonmath::mla::kMergeTiming.fold_cycles}};
+                                          {"fold_cycles", moonmath::mla::kMergeTiming.fold_cycles},
+                                          {"iters", (double)r.iters},
+                                          {"iter_latency_cycles", moonmath::mla::kMergeTiming.iter_latency_cycles},
+                                          {"clock_ghz", m->clock_ghz}, {"cu_bytes_per_ns", m->cu_bytes_per_ns}};
         return out;
       },
       py::arg("total_rows"), py::arg("nparts"), py::arg("partial_o_bytes"), py::arg("cus") = 0,
