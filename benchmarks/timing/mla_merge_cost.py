@@ -4,8 +4,8 @@ For each (arch, format, B, nparts) the merge launch is sampled as `benchmarks.ti
 (the real batch and plan, parts of 4 tiles, the op run first so the workspace holds real partials), and its
 modeled time (rounds x the simulated CU round, at the effective clock) is set beside the planner's
 `merge_cost` (`_C.mla_merge_cost` less its kMergeLaunchNs: the timing model has no launch cost). `--fit` also
-fits merge_cost's constants (kMergeTiming: per round, per round shared by a SIMD's waves, per round with a fold,
-per iteration of a wave after its first) over the sampled gfx942 rounds in the planner's cycles (see `fit`): each
+fits merge_cost's constants (kMergeTiming: per round, per round shared by a SIMD's waves, per wave folded into a
+row's first, per iteration of a wave after its first) over the sampled gfx942 rounds in the planner's cycles (see `fit`): each
 round less the busier of the planner's issue cycles and the CU's bytes at its HBM share.
 
     python -m benchmarks.timing.mla_merge_cost [--fit] [--points gfx942:a16w8:512:4,...]
@@ -27,7 +27,10 @@ from . import mla_gfx950 as m950
 # (arch, format, B, nparts): gfx942 at q_len 4 (benchmarks.timing.mla), gfx950 at q_len 1 (mla_gfx950); H 16.
 POINTS = [("gfx942", "a16w8", B, n) for B, n in
           ((2, 16), (2, 64), (2, 128), (8, 4), (8, 16), (8, 37), (16, 64), (32, 9), (32, 32), (64, 4), (64, 16),
-           (128, 4), (256, 4), (512, 2), (512, 4), (512, 8))] + \
+           (128, 4), (256, 4), (512, 2), (512, 4), (512, 8),
+           # the small batches' one-round merges, eight waves per row among them (ninth session: the fold grows
+           # with the waves it folds; (1, 64) and (1, 128) were 32-34% low)
+           (1, 64), (1, 128), (1, 171), (1, 293), (2, 22), (2, 32), (2, 147))] + \
          [("gfx950", f, B, n) for f, B, n in
           (("a16w8", 4, 22), ("a16w8", 4, 8), ("a16w8", 64, 4), ("a16w8", 256, 4), ("a16w8", 32, 16),
            ("a8w8", 4, 22), ("a8w8", 32, 6), ("a8w8", 64, 4))]
@@ -73,7 +76,7 @@ def measure(points, out: Path) -> list[dict]:
 
 
 def fit(rows: list[dict]) -> list[float]:
-    """kMergeTiming's (start, start_wave, fold, iter_latency) cycles over the gfx942 rounds (the arch that prices
+    """kMergeTiming's (start, start_wave, fold per folded wave, iter_latency) cycles over the gfx942 rounds (the arch that prices
     its merge in this form), in the planner's cycles (its clock_ghz; each simulated round's time at the effective
     clock, model_us / rounds, times that clock): for each iteration latency on a 10-cycle grid, least squares of the
     rounds' relative error over the three start constants (fold held at 0 where it would fit negative), each round
@@ -81,7 +84,8 @@ def fit(rows: list[dict]) -> list[float]:
     x the latency; the latency whose fit has the smallest worst relative error."""
     rs = [r for r in rows if r["arch"] == "gfx942"]
     y = torch.tensor([r["model_us"] * 1e3 / r["rounds"] * r["terms"]["clock_ghz"] for r in rs], dtype=torch.float64)
-    X3 = torch.tensor([[1.0, 1.0 / r["terms"]["simd_waves"], r["terms"]["fold"]] for r in rs], dtype=torch.float64)
+    X3 = torch.tensor([[1.0, 1.0 / r["terms"]["simd_waves"], r["terms"]["fold_waves"]] for r in rs],
+                      dtype=torch.float64)
     best = None
     for lat in range(0, 2001, 10):
         busy = torch.tensor([max(t["issue_cycles"], t["cu_bytes"] / t["cu_bytes_per_ns"] * t["clock_ghz"]) +

@@ -274,7 +274,9 @@ _MERGE_MEASURED = [
     ("gfx942", 16 * 64, 64, 2, 17.89), ("gfx942", 32 * 64, 9, 2, 7.64), ("gfx942", 32 * 64, 32, 2, 19.05),
     ("gfx942", 64 * 64, 4, 2, 7.14), ("gfx942", 64 * 64, 16, 2, 18.11), ("gfx942", 128 * 64, 4, 2, 13.14),
     ("gfx942", 256 * 64, 4, 2, 26.28), ("gfx942", 512 * 64, 2, 2, 39.88), ("gfx942", 512 * 64, 4, 2, 45.99),
-    ("gfx942", 512 * 64, 8, 2, 69.92), ("gfx950", 4 * 16, 22, 2, 5.13), ("gfx950", 4 * 16, 8, 2, 4.10),
+    ("gfx942", 512 * 64, 8, 2, 69.92), ("gfx942", 1 * 64, 64, 2, 8.15), ("gfx942", 1 * 64, 128, 4, 10.52),
+    ("gfx942", 1 * 64, 171, 4, 9.92), ("gfx942", 1 * 64, 293, 4, 15.79), ("gfx942", 2 * 64, 22, 2, 7.10),
+    ("gfx942", 2 * 64, 32, 2, 8.36), ("gfx942", 2 * 64, 147, 4, 14.93), ("gfx950", 4 * 16, 22, 2, 5.13), ("gfx950", 4 * 16, 8, 2, 4.10),
     ("gfx950", 64 * 16, 4, 2, 3.45), ("gfx950", 256 * 16, 4, 2, 5.41), ("gfx950", 32 * 16, 16, 2, 6.38),
     ("gfx950", 4 * 16, 22, 4, 5.03), ("gfx950", 32 * 16, 6, 4, 4.28), ("gfx950", 64 * 16, 4, 4, 3.71),
 ]
@@ -282,9 +284,10 @@ _MERGE_MEASURED = [
 
 def test_merge_cost_matches_the_timing_model():
     """gfx942: the planner's merge_cost (spread shape, less kMergeLaunchNs) within 15% of the timing model's measured
-    merge at every batch, the one-round merges of few waves too, which wait an HBM round trip per iteration (without
-    merge_cost's iteration latency (2, 16), (8, 16) and (8, 37) were 23-27% low, (8, 4) 28% high; the form before the
-    ninth session was 27-56% low at B <= 8 and 33% high at (512, 2)); the merge grows with the batch the way the
+    merge at every batch, the one-round merges of few waves too, which wait an HBM round trip per iteration and fold
+    up to 8 waves per row (without merge_cost's iteration latency and per-wave fold (2, 16), (8, 16) and (8, 37) were
+    23-27% low, (8, 4) 28% high, (1, 64) and (1, 128) 32-34% low; the form before the ninth session was 27-56% low
+    at B <= 8 and 33% high at (512, 2)); the merge grows with the batch the way the
     model's rounds do (B 128 -> 512 at 4 parts: 2 -> 7 rounds, 3.5x on the model). gfx950 keeps the eighth session's
     form (mla_planner.hpp, merge_rounds_form): its rows are measured beside it (benchmarks/timing/mla_merge_cost.py),
     not checked here."""

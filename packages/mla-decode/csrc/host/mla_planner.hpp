@@ -340,31 +340,33 @@ inline MergeShape spread_merge_shape(int64_t total_rows, int64_t nparts, int64_t
 //              bytes_cu = per_cu * a workgroup's bytes (its (row, column block)s: every part's O slice and
 //              (m, l, ln) read, its o slice written); t_issue = waves per SIMD * a merge wave's issue cycles
 //              (merge_wave_cycles + iterations * merge_iter_cycles, measured: calibrate_mla_planner_emu.py)
-//   t_start  = start + start_wave / (waves per SIMD) (+ fold when wpr > 1: the cross-wave LDS fold), in cycles:
+//   t_start  = start + start_wave / (waves per SIMD) + fold * (wpr - 1) (the cross-wave LDS fold, one wave's
+//              partial O after another into the row's first), in cycles:
 //              the dependent (m, l, ln) -> weights -> O chain and the last stores, hidden by the other waves of a
 //              SIMD; the emulator's latencies are cycles, so one set serves both archs
 //   iter_latency (cycles): a wave's loads of its next 4 parts wait the last iteration's HBM round trip; the
 //              CU's waves step through their iterations together, so the other waves of a SIMD do not hide it
 //              (the model's rounds, simulated cycles: at B 8, one wave per CU, cs 1, 16 parts (4 iterations) run
 //              3726 longer than 4 parts (1), their issue and bytes 858 and 1486 longer; so added, not inside the
-//              max; divided by the waves per SIMD (hidden by the others) it fit 19% at worst, added 13%)
+//              max; divided by the waves per SIMD (hidden by the others) it fit 19% at worst (16 launches), added 13%)
 //   t_merge  = kMergeLaunchNs + max(rounds * t_round, total bytes / the chip's HBM bandwidth)
 // The form it replaces (rounds over SIMD slots of one-iteration HBM round trips + bytes over the busy CUs' share)
 // was 41% high at (512, 2) and 20% high at (64, 4), H 16, q_len 4, and the split's costs moved with it.
 struct MergeTiming {
   double start_cycles;       // per round
   double start_wave_cycles;  // per round, shared by the waves of a SIMD
-  double fold_cycles;        // per round with several waves per (row, column block)
+  double fold_cycles;        // per round, per further wave of a (row, column block) (wpr - 1)
   double iter_latency_cycles;  // per round, per iteration of a wave after its first
 };
-// Fitted to the 16 gfx942 launches' rounds (a16w8 partials; the merge kernel's scalar prologue, HBM at the effective
-// clock, ninth session), in this planner's cycles (each round's time on the model x clock_ghz): the iteration latency
-// on a 10-cycle grid, the starts by least squares of the relative error, the fold at 0 (it fits negative once the
-// latency is charged): 945 / 1917 / 0 / 1070, every launch within 13% ((64, 16) +12.8%, (8, 37) -12.7%). Without the
-// latency (1185 / 2905 / 725, fitted in simulated cycles over these and 8 gfx950 launches) the one-round merges of
-// few waves were 23-27% low ((2, 16), (8, 16), (8, 37)) and (8, 4) / (512, 2) 28 / 18% high.
-// mla_merge_cost.py --fit prints the merges in ns beside the model's and the fit.
-constexpr MergeTiming kMergeTiming{945.0, 1917.0, 0.0, 1070.0};
+// Fitted to 23 gfx942 launches' rounds (a16w8 partials, B 1..512; the merge kernel's scalar prologue, HBM at the
+// effective clock, ninth session), in this planner's cycles (each round's time on the model x clock_ghz): the
+// iteration latency on a 10-cycle grid, the rest by least squares of the relative error: 1077 / 1650 / 595 / 1060,
+// every launch within 13.1% ((1, 171) +13.1%, (8, 37) -13.0%). Before (1185 / 2905 / 725 once per folding round, no
+// latency; simulated cycles, 16 gfx942 and 8 gfx950 launches) the one-round merges of few waves were 23-27% low
+// ((2, 16), (8, 16), (8, 37)), (8, 4) / (512, 2) 28 / 18% high, and the folds of 4-8 waves at B 1-2 20-34% low
+// ((1, 64) -32%, (1, 128) -34%, (1, 293) -24%, (2, 147) -20%; the 8-wave ones 47-48% low with the latency alone,
+// one fold per round). mla_merge_cost.py --fit prints the merges in ns beside the model's and the fit.
+constexpr MergeTiming kMergeTiming{1077.0, 1650.0, 595.0, 1060.0};
 // gfx942 prices its merge in this form. gfx950 keeps the eighth session's (rounds over SIMD slots of one HBM
 // round trip, kHbmLatencyNs, per iteration; bytes over the busy CUs' share) until its cu_bytes_per_ns is re-fit:
 // at 23.4 B/ns, 1.5x the 15.5 the timing model serves at gfx950's 1190 MHz, its decode estimates are low, and this
@@ -379,7 +381,7 @@ constexpr int64_t kMergeWavesPerCu = 16;
 // row's waves fold) and work (a SIMD's issue cycles, the CU's bytes), and the launch's rounds and bytes.
 struct MergeRound {
   int64_t per_cu, rounds, simd_waves;
-  bool fold;
+  int64_t fold_waves;   // wpr - 1: the waves folded into a (row, column block)'s first
   int64_t iters;        // a wave's iterations, 4 parts each
   double issue_cycles;  // per SIMD
   double cu_bytes;      // per CU
@@ -393,7 +395,7 @@ inline MergeRound merge_round(int64_t total_rows, int64_t nparts, int64_t cus, d
   r.per_cu = std::min<int64_t>(std::max<int64_t>(1, kMergeWavesPerCu / ms.waves), ceil_div(ms.grid, cus));
   r.rounds = ceil_div(ms.grid, cus * r.per_cu);
   r.simd_waves = ceil_div(r.per_cu * ms.waves, kSimdsPerCu);
-  r.fold = wpr > 1;
+  r.fold_waves = wpr - 1;
   r.iters = ceil_div(nparts, 4 * cs * wpr);
   r.issue_cycles =
       (double)r.simd_waves * (mc.merge_wave_cycles + extra_wave_cycles + (double)r.iters * mc.merge_iter_cycles);
@@ -422,7 +424,7 @@ inline double merge_cost(int64_t total_rows, int64_t nparts, int64_t cus, double
   const MergeRound r = merge_round(total_rows, nparts, cus, extra_wave_cycles, mc, partial_o_bytes, spread);
   const MergeTiming& mt = kMergeTiming;
   const double t_start = (mt.start_cycles + mt.start_wave_cycles / (double)r.simd_waves +
-                          (r.fold ? mt.fold_cycles : 0.0) + (double)(r.iters - 1) * mt.iter_latency_cycles) /
+                          (double)r.fold_waves * mt.fold_cycles + (double)(r.iters - 1) * mt.iter_latency_cycles) /
                          mc.clock_ghz;
   const double t_round = t_start + std::max(r.issue_cycles / mc.clock_ghz, r.cu_bytes / mc.cu_bytes_per_ns);
   const double t_hbm = r.total_bytes / (mc.hbm_bytes_per_ns * (double)cus / (double)mc.cus);

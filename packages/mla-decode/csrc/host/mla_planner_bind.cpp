@@ -188,7 +188,7 @@ void register_mla_planner(py::module_& m) {
         const moonmath::mla::Machine* m = machine_or_value_error(arch);
         const auto r = moonmath::mla::merge_round(total_rows, nparts, cus > 0 ? cus : m->cus, 0.0, *m, partial_o_bytes, true);
         std::map<std::string, double> out{{"per_cu", (double)r.per_cu}, {"rounds", (double)r.rounds},
-                                          {"simd_waves", (double)r.simd_waves}, {"fold", r.fold ? 1.0 : 0.0},
+                                          {"simd_waves", (double)r.simd_waves}, {"fold_waves", (double)r.fold_waves},
                                           {"issue_cycles", r.issue_cycles}, {"cu_bytes", r.cu_bytes},
                                           {"start_cycles", moonmath::mla::kMergeTiming.start_cycles},
                                           {"start_wave_cycles", moonmath::mla::kMergeTiming.start_wave_cycles},
