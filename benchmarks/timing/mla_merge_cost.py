@@ -5,8 +5,8 @@ For each (arch, format, B, nparts) the merge launch is sampled as `benchmarks.ti
 modeled time (rounds x the simulated CU round, at the effective clock) is set beside the planner's
 `merge_cost` (`_C.mla_merge_cost` less its kMergeLaunchNs: the timing model has no launch cost). `--fit` also
 fits merge_cost's constants (kMergeTiming: per round, per round shared by a SIMD's waves, per wave folded into a
-row's first, per iteration of a wave after its first) over the sampled gfx942 rounds in the planner's cycles (see `fit`): each
-round less the busier of the planner's issue cycles and the CU's bytes at its HBM share.
+row's first, per iteration of a wave after its first) over the sampled gfx942 rounds in the planner's cycles (see
+`fit`): each round less the busier of the planner's issue cycles and the CU's bytes at its HBM share.
 
     python -m benchmarks.timing.mla_merge_cost [--fit] [--points gfx942:a16w8:512:4,...]
 """
@@ -76,12 +76,12 @@ def measure(points, out: Path) -> list[dict]:
 
 
 def fit(rows: list[dict]) -> list[float]:
-    """kMergeTiming's (start, start_wave, fold per folded wave, iter_latency) cycles over the gfx942 rounds (the arch that prices
+    """kMergeTiming's (start, start_wave, fold, iter_latency) cycles over the gfx942 rounds (the arch that prices
     its merge in this form), in the planner's cycles (its clock_ghz; each simulated round's time at the effective
     clock, model_us / rounds, times that clock): for each iteration latency on a 10-cycle grid, least squares of the
-    rounds' relative error over the three start constants (fold held at 0 where it would fit negative), each round
-    less the busier of the planner's issue cycles and the CU's bytes at its cu_bytes_per_ns, and (iterations - 1)
-    x the latency; the latency whose fit has the smallest worst relative error."""
+    rounds' relative error over start, start_wave and fold (per folded wave, wpr - 1; held at 0 where it would fit
+    negative), each round less the busier of the planner's issue cycles and the CU's bytes at its cu_bytes_per_ns,
+    and (iterations - 1) x the latency; the latency whose fit has the smallest worst relative error."""
     rs = [r for r in rows if r["arch"] == "gfx942"]
     y = torch.tensor([r["model_us"] * 1e3 / r["rounds"] * r["terms"]["clock_ghz"] for r in rs], dtype=torch.float64)
     X3 = torch.tensor([[1.0, 1.0 / r["terms"]["simd_waves"], r["terms"]["fold_waves"]] for r in rs],
