@@ -369,9 +369,10 @@ struct MergeTiming {
 constexpr MergeTiming kMergeTiming{1077.0, 1650.0, 595.0, 1060.0};
 // gfx942 prices its merge in this form. gfx950 keeps the eighth session's (rounds over SIMD slots of one HBM
 // round trip, kHbmLatencyNs, per iteration; bytes over the busy CUs' share) until its cu_bytes_per_ns is re-fit:
-// at 23.4 B/ns, 1.5x the 15.5 the timing model serves at gfx950's 1190 MHz, its decode estimates are low, and this
-// form alone moved 5 of 32 gfx950 plans, a8w8 (32, 1024) 8 -> 4 parts, 21.6 -> 26.0 us modeled (geomean
-// 46.7 -> 47.8; benchmarks/timing/mla_gfx950.py, ninth session).
+// at 23.4 B/ns, 1.5x the 15.5 the session-8 timing model served at gfx950's 1190 MHz, its decode estimates were
+// low, and this form alone moved 5 of 32 gfx950 plans, a8w8 (32, 1024) 8 -> 4 parts, 21.6 -> 26.0 us modeled
+// (geomean 46.7 -> 47.8; benchmarks/timing/mla_gfx950.py, ninth session, before HBM at the effective clock). The
+// session-9 model serves 31.25 B/ns per CU (8 TB/s / 256); gfx950's constants were not re-fit to it.
 inline bool merge_rounds_form(const Machine& mc) { return std::string(mc.arch) == "gfx942"; }
 constexpr double kHbmLatencyNs = 1000.0;  // the eighth session's form: one dependent HBM round trip (assumption)
 // Merge waves resident per CU on the timing model (timing.occupancy: 4 workgroups of 4 waves, 16 of one wave).
