@@ -55,25 +55,10 @@ MM_DEVICE float wave_sum(float v) {
   return v;
 }
 
-// Max across all 64 lanes (every lane active), as a wave-uniform value: DPP within each row of 16 lanes (quad
-// swaps, half mirror, mirror), then the 4 rows' maxima by v_readlane. VALU latencies only, where wave_max's 6
-// ds_bpermute steps each wait an LDS round trip. maxnum, as wave_max: a NaN loses to any number.
-MM_DEVICE float wave_max_uniform(float v) {
-  auto step = [](float x, uint32_t y) { return __builtin_fmaxf(x, __builtin_bit_cast(float, y)); };
-  v = step(v, dpp_mov<dpp_quad_perm(1, 0, 3, 2)>(__builtin_bit_cast(uint32_t, v)));
-  v = step(v, dpp_mov<dpp_quad_perm(2, 3, 0, 1)>(__builtin_bit_cast(uint32_t, v)));
-  v = step(v, dpp_mov<kDppRowHalfMirror>(__builtin_bit_cast(uint32_t, v)));
-  v = step(v, dpp_mov<kDppRowMirror>(__builtin_bit_cast(uint32_t, v)));
-  const int b = __builtin_bit_cast(int, v);
-  const float r0 = __builtin_bit_cast(float, __builtin_amdgcn_readlane(b, 0));
-  const float r1 = __builtin_bit_cast(float, __builtin_amdgcn_readlane(b, 16));
-  const float r2 = __builtin_bit_cast(float, __builtin_amdgcn_readlane(b, 32));
-  const float r3 = __builtin_bit_cast(float, __builtin_amdgcn_readlane(b, 48));
-  return uniform(__builtin_fmaxf(__builtin_fmaxf(r0, r1), __builtin_fmaxf(r2, r3)));
-}
-
-// wave_max_uniform over uint32_t (v_max_u32, no NaN quieting: a DPP step is one instruction). For the bit
-// patterns of non-negative, non-NaN floats it is their float max.
+// Max across all 64 lanes (every lane active) of uint32_t values, as a wave-uniform value: DPP within each row
+// of 16 lanes (quad swaps, half mirror, mirror; one v_max_u32 with a DPP operand each), then the 4 rows' maxima by
+// v_readlane: VALU latencies only, where a ds_bpermute butterfly's 6 steps each wait an LDS round trip. On the bit
+// patterns of non-negative, non-NaN floats it is their float max (the |q| maxima of the a8w8 Q scale).
 MM_DEVICE uint32_t wave_max_u32_uniform(uint32_t v) {
   v = __builtin_elementwise_max(v, dpp_mov<dpp_quad_perm(1, 0, 3, 2)>(v));
   v = __builtin_elementwise_max(v, dpp_mov<dpp_quad_perm(2, 3, 0, 1)>(v));
