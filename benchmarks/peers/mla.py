@@ -93,11 +93,11 @@ def _work_list(B: int, q_len: int, kv_indptr: torch.Tensor) -> torch.Tensor:
     return meta
 
 
-def run_aiter_mla_a16w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, seq_lens: torch.Tensor,
-                        kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float, kv_scale: float, *,
-                        check_hazards: bool | str = False, arch: str = "gfx942") -> tuple[torch.Tensor, dict]:
-    """a16w8 persistent MLA decode of `arch` (gfx942: e4m3fnuz KV, gfx950: OCP e4m3fn KV) on the emulator:
-    (out bf16 [T, H, 512], counters)."""
+def a16w8_values(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, seq_lens: torch.Tensor,
+                 kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float, kv_scale: float, *,
+                 arch: str = "gfx942", work: torch.Tensor | None = None, n_partial: int = 0) -> dict:
+    """The a16w8 persistent kernel's argument values. `work`: a metadata tensor in `_work_list`'s layout
+    (default: one work item per request); `n_partial`: the query rows its split items write as partials."""
     pool_dtypes = {"gfx942": torch.float8_e4m3fnuz, "gfx950": torch.float8_e4m3fn}
     if arch not in pool_dtypes:
         raise ValueError(f"arch must be one of {sorted(pool_dtypes)}; got {arch!r}")
@@ -105,20 +105,31 @@ def run_aiter_mla_a16w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.
     if q_len > 4:
         raise ValueError(f"AITER's qh16 a16w8 kernel serves q_len <= 4; got {q_len}")
     q = torch.cat([q_lat, q_pe], dim=-1).contiguous()
-    out = torch.zeros(T, HEADS, LAT, dtype=torch.bfloat16)
-    values = {
-        "split_out": torch.zeros(T, 1, HEADS, LAT, dtype=torch.float32),
-        "split_lse": torch.zeros(T, 1, HEADS, 1, dtype=torch.float32),
+    rows = max(T, n_partial)
+    return {
+        "split_out": torch.zeros(rows, 1, HEADS, LAT, dtype=torch.float32),
+        "split_lse": torch.zeros(rows, 1, HEADS, 1, dtype=torch.float32),
         "q": q, "kv": kv_pool, "kv_indptr": kv_indptr, "kv_page_indices": kv_indices,
         "kv_last_page_lens": torch.ones(B, dtype=torch.int32), "scale": float(scale),
         "heads_x_qlen": HEADS * q_len, "kv_splits": 1, "q_request_stride": q.stride(0) * 2 * q_len,
         "page_stride": kv_pool.stride(0), "log2_page_size": 0,
-        "qo_indptr": torch.arange(B + 1, dtype=torch.int32) * q_len, "work": _work_list(B, q_len, kv_indptr),
-        "out": out, "q_scale": None, "kv_scale": torch.tensor([kv_scale], dtype=torch.float32),
+        "qo_indptr": torch.arange(B + 1, dtype=torch.int32) * q_len,
+        "work": _work_list(B, q_len, kv_indptr) if work is None else work,
+        "out": torch.zeros(T, HEADS, LAT, dtype=torch.bfloat16), "q_scale": None,
+        "kv_scale": torch.tensor([kv_scale], dtype=torch.float32),
     }
+
+
+def run_aiter_mla_a16w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, seq_lens: torch.Tensor,
+                        kv_indices: torch.Tensor, kv_indptr: torch.Tensor, scale: float, kv_scale: float, *,
+                        check_hazards: bool | str = False, arch: str = "gfx942") -> tuple[torch.Tensor, dict]:
+    """a16w8 persistent MLA decode of `arch` (gfx942: e4m3fnuz KV, gfx950: OCP e4m3fn KV) on the emulator,
+    one work item per request: (out bf16 [T, H, 512], counters)."""
+    values = a16w8_values(q_lat, q_pe, kv_pool, seq_lens, kv_indices, kv_indptr, scale, kv_scale, arch=arch)
+    B = kv_indptr.numel() - 1
     counters = launch(arch, A16W8_PS, MLA_ARGS, values, grid=(B, 1, 1), block=256, check_hazards=check_hazards)
     counters["kernel"] = A16W8_PS
-    return out, counters
+    return values["out"], counters
 
 
 def reference_mla(q_lat, q_pe, kv_pool, seq_lens, kv_indices, kv_indptr, scale, kv_scale,

@@ -2,13 +2,16 @@
 
 For B = 2, H = 16, q_len in {1, 2, 4} and S in {1024, 8192, 32768}, beside AITER's
 `mla_a16w8_qh16_m16x4_n16x1_coex0_mask1_ps.co` of the same arch (--arch gfx942 / gfx950) run through
-the peer harness (benchmarks/peers, one work item per request, as the harness builds it) on the same
-inputs: our planner's split (variant, parts)
-and our unsplit kernel; per 16-token KV tile of one query position: wave-instructions of the decode
-launch plus its merge; bytes the VMEM loads request per KV token (emulator byte counters, Q and
-indices included); rel. Frobenius error of o against a float64 reference; perfmodel's issue-rate
-time. Writes a markdown table to stdout and, with --chart PATH, a PNG chart. No timing claims.
-Nothing of AITER is stored: the harness fetches the pinned wheel into its cache.
+the peer harness (benchmarks/peers) on the same inputs: our planner's split (variant, parts), its decode
+launch alone, and our unsplit kernel; AITER's object on one work item per request and (gfx942) on its own
+split: the work list of its fast-mode metadata rule at 304 CUs (benchmarks/timing/mla.py,
+`aiter_metadata_v1_2`), every workgroup run, the partials merged on the host in float64 and rounded to bf16
+(as `mla_reduce_v1` writes) for the error; its stage 1 only is counted, since `mla_reduce_v1` is built
+from source at run time and has no code object to run. Per 16-token KV tile of one query position:
+wave-instructions of the decode launch plus its merge; bytes the VMEM loads request per KV token
+(emulator byte counters, Q and indices included); rel. Frobenius error of o against a float64 reference;
+perfmodel's issue-rate time. Writes a markdown table to stdout and, with --chart PATH, a PNG chart. No
+timing claims. Nothing of AITER is stored: the harness fetches the pinned wheel into its cache.
 
     python benchmarks/table_mla_kernel_emu.py --chart docs/kernels/mla_decode_gfx942_emu.png
     python benchmarks/table_mla_kernel_emu.py --arch gfx950 --chart docs/kernels/mla_decode_gfx950_emu.png
@@ -33,6 +36,9 @@ SCALE, KV_SCALE = 576 ** -0.5, 1 / 32
 REPO = Path(__file__).resolve().parents[3]
 
 
+AITER_CUS = 304  # MI300X: the CU count AITER's metadata splits over
+
+
 def aiter_runner():
     """The peer harness's AITER a16w8 runner, or (None, reason)."""
     sys.path.insert(0, str(REPO))
@@ -41,6 +47,28 @@ def aiter_runner():
         return run_aiter_mla_a16w8, ""
     except Exception as e:  # no harness in this checkout, or no wheel
         return None, f"{type(e).__name__}: {e}"
+
+
+def run_aiter_split(B, S, H, q_len):
+    """AITER's object on its own fast-mode split over 304 CUs: (wave-instructions per tile of stage 1, rel.
+    error of the host-merged output, load bytes per token, pieces per request)."""
+    from benchmarks.peers import harness
+    from benchmarks.peers import mla as peer
+    from benchmarks.timing.mla import _metadata, aiter_metadata_v1_2, host_merge, pieces_per_request
+
+    args = make(B, S, H, q_len)
+    lens = [int(x) for x in args[3]]
+    wgs = aiter_metadata_v1_2(lens, AITER_CUS)
+    meta, n_partial = _metadata(wgs, lens, q_len)
+    values = peer.a16w8_values(*args, SCALE, KV_SCALE, arch=target_arch(), work=meta, n_partial=n_partial)
+    c = harness.launch(target_arch(), peer.A16W8_PS, peer.MLA_ARGS, values, grid=(len(wgs), 1, 1), block=256)
+    out, _ = host_merge(values, wgs, q_len)
+    out = out.bfloat16().double()  # mla_reduce_v1 writes bf16, as the unsplit kernel does
+    ref = reference64(*args, q_len)
+    err = ((out - ref).norm() / ref.norm()).item()
+    tiles = B * -(-S // 16) * q_len
+    return (c["wave_instructions"] / tiles, err, c.get("vmem_load_bytes", float("nan")) / (B * S),
+            max(pieces_per_request(wgs).values()))
 
 
 def make(B, S, H, q_len, seed=0):
@@ -88,7 +116,8 @@ def run(B, S, H, q_len, nparts=None, variant=None):
     arch = target_arch()
     t = sum(perfmodel.model(c, arch, hbm_bytes=hbm if k == 0 else 0)["modeled_s"] for k, c in enumerate(counters))
     bpt = counters[0].get("vmem_load_bytes", float("nan")) / (B * S)
-    return instr, err, t, bpt
+    decode_instr = counters[0]["wave_instructions"] / tiles  # the decode launch without its merge
+    return instr, err, t, bpt, decode_instr
 
 
 def run_aiter(runner, B, S, H, q_len):
@@ -110,19 +139,25 @@ def main():
     runner, why = aiter_runner()
     if runner is None:
         print(f"(AITER columns empty: {why})")
+    own_split = runner is not None and a.arch == "gfx942"  # the metadata rule is modeled for MI300X's 304 CUs
     rows = []
-    print("| q_len | S | ours: planner (variant, parts) | ours, planner's split | ours, unsplit | AITER a16w8_ps | "
-          "bytes / token ours, split | ours, unsplit | AITER | rel. error vs fp64 ours | AITER | perfmodel time ours |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| q_len | S | ours: planner (variant, parts) | ours, planner's split (decode + merge) | "
+          "ours, decode alone | ours, unsplit | AITER a16w8_ps, one item | AITER, own split stage 1 (pieces) | "
+          "bytes / token ours, split | ours, unsplit | AITER, one item | AITER, own split | "
+          "rel. error vs fp64 ours | AITER, one item | AITER, own split | perfmodel time ours |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    nan3 = (float("nan"),) * 3
     for S in (int(x) for x in a.lengths.split(",")):
         for q_len in (1, 2, 4):
             p = mk.plan(B, H, q_len, S)
-            instr, err, t, bpt = run(B, S, H, q_len)
-            instr1, _, _, bpt1 = run(B, S, H, q_len, nparts=1, variant=p.variant)
-            ai, aerr, abpt = run_aiter(runner, B, S, H, q_len) if runner else (float("nan"),) * 3
-            rows.append((q_len, S, p.variant, p.nparts, instr, instr1, ai))
-            print(f"| {q_len} | {S} | {p.variant}, {p.nparts} | {instr:.0f} | {instr1:.0f} | {ai:.0f} | {bpt:.0f} | "
-                  f"{bpt1:.0f} | {abpt:.0f} | {err:.2e} | {aerr:.2e} | {t * 1e6:.1f} us |", flush=True)
+            instr, err, t, bpt, dec = run(B, S, H, q_len)
+            instr1, _, _, bpt1, _ = run(B, S, H, q_len, nparts=1, variant=p.variant)
+            ai, aerr, abpt = run_aiter(runner, B, S, H, q_len) if runner else nan3
+            si, serr, sbpt, pieces = run_aiter_split(B, S, H, q_len) if own_split else nan3 + (0,)
+            rows.append((q_len, S, p.variant, p.nparts, instr, instr1, ai, dec, si))
+            print(f"| {q_len} | {S} | {p.variant}, {p.nparts} | {instr:.0f} | {dec:.0f} | {instr1:.0f} | {ai:.0f} | "
+                  f"{si:.0f} ({pieces}) | {bpt:.0f} | {bpt1:.0f} | {abpt:.0f} | {sbpt:.0f} | {err:.2e} | {aerr:.2e} | "
+                  f"{serr:.2e} | {t * 1e6:.1f} us |", flush=True)
     if a.chart:
         import matplotlib
 
@@ -132,13 +167,18 @@ def main():
         fig, ax = plt.subplots(figsize=(8, 4))
         labels = [f"q{r[0]}\nS{r[1]}" for r in rows]
         xs = range(len(rows))
-        ax.bar([x - 0.27 for x in xs], [r[4] for r in rows], 0.27, label="ours, planner's split")
-        ax.bar(list(xs), [r[5] for r in rows], 0.27, label="ours, unsplit")
-        ax.bar([x + 0.27 for x in xs], [r[6] for r in rows], 0.27, label="AITER a16w8_ps (one item per request)")
+        bars = [(4, "ours, planner's split (decode + merge)"), (7, "ours, decode alone"), (5, "ours, unsplit"),
+                (6, "AITER a16w8_ps, one item per request")]
+        if own_split:
+            bars.append((8, "AITER, its own split (stage 1 only)"))
+        w = 0.8 / len(bars)
+        for k, (col, label) in enumerate(bars):
+            ax.bar([x + (k - (len(bars) - 1) / 2) * w for x in xs], [r[col] for r in rows], w, label=label)
         ax.set_xticks(list(xs), labels, fontsize=7)
         ax.set_ylabel("wave-instructions per 16-token tile-position")
-        ax.set_title(f"{a.arch} MLA decode on moonmath-emu, B=2 H=16 (decode + merge)")
-        ax.legend()
+        ax.set_title(f"{a.arch} MLA decode on moonmath-emu, B=2 H=16")
+        ax.set_yscale("log")
+        ax.legend(fontsize=7)
         fig.tight_layout()
         fig.savefig(a.chart, dpi=110)
 
