@@ -259,11 +259,18 @@ MM_DEVICE void merge_split_waves(uint8_t* lds, const mm::f32x4 acc[32], float& m
   m = M;
 #pragma unroll
   for (uint32_t c = 0; c < kSplitBlocks; ++c) {
+    // The four reads are unconditional and the empty runs' terms selected away (an empty run's O may hold NaN:
+    // 0 x a NaN row it did not attend): left as `if`, the compiler's if-conversion varied with the code around it
+    // and once put each read behind its own branch and wait (the a8w8 _kv4 kernel: +1.4 us modeled per shape).
+    mm::f32x4 x[kSplitWaves];
+#pragma unroll
+    for (uint32_t v = 0; v < kSplitWaves; ++v)
+      x[v] = mm::bit_cast<mm::f32x4>(mm::lds_read_b128(lds, ((v * 32u + w * kSplitBlocks + c) * 64u + lane) * 16u));
     mm::f32x4 o = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
     for (uint32_t v = 0; v < kSplitWaves; ++v) {
-      const mm::f32x4 x = mm::bit_cast<mm::f32x4>(mm::lds_read_b128(lds, ((v * 32u + w * kSplitBlocks + c) * 64u + lane) * 16u));
-      if (lw[v] != 0.f) o += s[v] * x;
+      const mm::f32x4 t = o + s[v] * x[v];
+      o = lw[v] != 0.f ? t : o;
     }
     mo[c] = o;
   }
