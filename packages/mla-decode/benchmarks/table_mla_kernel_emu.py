@@ -36,9 +36,6 @@ SCALE, KV_SCALE = 576 ** -0.5, 1 / 32
 REPO = Path(__file__).resolve().parents[3]
 
 
-AITER_CUS = 304  # MI300X: the CU count AITER's metadata splits over
-
-
 def aiter_runner():
     """The peer harness's AITER a16w8 runner, or (None, reason)."""
     sys.path.insert(0, str(REPO))
@@ -50,15 +47,17 @@ def aiter_runner():
 
 
 def run_aiter_split(B, S, H, q_len):
-    """AITER's object on its own fast-mode split over 304 CUs: (wave-instructions per tile of stage 1, rel.
-    error of the host-merged output, load bytes per token, pieces per request)."""
+    """AITER's object on its own fast-mode split over the chip's CUs (the timing model's config: 304 on gfx942):
+    (wave-instructions per tile of stage 1, rel. error of the host-merged output, load bytes per token, pieces
+    per request)."""
     from benchmarks.peers import harness
     from benchmarks.peers import mla as peer
     from benchmarks.timing.mla import _metadata, aiter_metadata_v1_2, host_merge, pieces_per_request
+    from moonmath_emu import timing
 
     args = make(B, S, H, q_len)
     lens = [int(x) for x in args[3]]
-    wgs = aiter_metadata_v1_2(lens, AITER_CUS)
+    wgs = aiter_metadata_v1_2(lens, timing.config(target_arch())["cus_per_chip"])
     meta, n_partial = _metadata(wgs, lens, q_len)
     values = peer.a16w8_values(*args, SCALE, KV_SCALE, arch=target_arch(), work=meta, n_partial=n_partial)
     c = harness.launch(target_arch(), peer.A16W8_PS, peer.MLA_ARGS, values, grid=(len(wgs), 1, 1), block=256)
@@ -139,7 +138,7 @@ def main():
     runner, why = aiter_runner()
     if runner is None:
         print(f"(AITER columns empty: {why})")
-    own_split = runner is not None and a.arch == "gfx942"  # the metadata rule is modeled for MI300X's 304 CUs
+    own_split = runner is not None and a.arch == "gfx942"  # the metadata rule is checked on gfx942 only
     rows = []
     print("| q_len | S | ours: planner (variant, parts) | ours, planner's split (decode + merge) | "
           "ours, decode alone | ours, unsplit | AITER a16w8_ps, one item | AITER, own split stage 1 (pieces) | "
