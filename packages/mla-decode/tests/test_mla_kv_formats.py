@@ -225,17 +225,21 @@ def test_deterministic(fmt, nparts):
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
 
 
+def plant_nan(fmt, case, slot, col):
+    """A NaN in pool row `slot`: bf16 NaN, OCP e4m3fn NaN (0x7F), or for MXFP4 its block's E8M0 scale 0xFF."""
+    if fmt == "a16w16":
+        case["kv_pool"][slot, 0, col] = float("nan")
+    elif fmt == "a8w8":
+        case["kv_pool"].view(torch.uint8)[slot, 0, col] = 0x7F
+    else:
+        case["kv_scales"][slot, col // 32] = 0xFF
+
+
 def test_nan_rows_give_nan_lse(fmt):
     """A NaN in an attended row (bf16 NaN; MXFP4: its block's E8M0 scale 0xFF) makes that request's lse
     NaN, never -inf; the other request is untouched."""
     case = make_case(fmt, 2, 16, 1, [20, 20], seed=4)
-    slot = int(case["kv_indices"][3])
-    if fmt == "a16w16":
-        case["kv_pool"][slot, 0, 7] = float("nan")
-    elif fmt == "a8w8":
-        case["kv_pool"].view(torch.uint8)[slot, 0, 7] = 0x7F  # OCP e4m3fn NaN
-    else:
-        case["kv_scales"][slot, 0] = 0xFF
+    plant_nan(fmt, case, int(case["kv_indices"][3]), 7)
     o, lse = call(fmt, "emu", case)
     ro, rlse = call(fmt, "reference", case)
     assert bool(torch.isnan(lse[0]).all()) and bool(torch.isnan(rlse[0]).all())
@@ -404,13 +408,7 @@ def _nan_outside_the_window(fmt):
     """q_len 2 over 97 tokens: token 96 lies in position 1's window only, and alone in wave 3's run of a one-part
     _kv4 launch (32- and 16-token tiles: 3 x 32 = 6 x 16 = 96), so for position 0 that run is empty."""
     case = make_case(fmt, 1, 8, 2, [97], seed=51)
-    slot = int(case["kv_indices"][96])
-    if fmt == "a16w16":
-        case["kv_pool"][slot, 0, 3] = float("nan")
-    elif fmt == "a8w8":
-        case["kv_pool"].view(torch.uint8)[slot, 0, 3] = 0x7F  # OCP e4m3fn NaN
-    else:
-        case["kv_scales"][slot, 0] = 0xFF
+    plant_nan(fmt, case, int(case["kv_indices"][96]), 3)
     return case
 
 
