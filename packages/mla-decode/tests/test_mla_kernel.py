@@ -484,6 +484,37 @@ def test_nan_kv_outside_a_window_reaches_it_through_pv(variant):
     assert (lse[0] - rlse[0]).abs().max().item() < LSE_TOL
 
 
+@pytest.mark.parametrize("nparts", [None, 2, 40])
+def test_nan_kv_outside_a_window_reaches_it_through_the_merge(nparts):
+    """The same through the split: 17 tokens in 16-token tiles, token 16 (NaN) attended by position 1 only, so
+    for position 0 the part holding it is empty. The merge adds an empty part's O times 0 (with 40 parts, in a
+    merge wave whose parts are all empty, when it folds that wave's state), so position 0's o has the
+    reference's NaN and its lse stays finite."""
+    case = make_case(1, 16, 2, [17], seed=48)
+    pool = case["kv_pool"].clone()
+    pool.view(torch.uint8)[int(case["kv_indices"][16])] = nan_byte()
+    bad = dict(case, kv_pool=pool)
+    o, lse = call("emu", bad, nparts=nparts, variant="ws")
+    ro, _ = call("reference", bad)
+    assert torch.equal(torch.isnan(o.float()), torch.isnan(ro.float()))
+    assert bool(torch.isnan(o[0].float()).all()) and bool(torch.isfinite(lse[0]).all())
+
+
+@pytest.mark.parametrize("nparts", [None, 1, 2, 40])
+def test_empty_window_beside_a_nan_row_gives_zeros(nparts):
+    """A position with an empty window (q_len 3 over 2 tokens: position 0 sees nothing) gives o = 0 exactly and
+    lse = -inf although its tile holds a NaN row that positions 1 and 2 attend (0 x NaN in its O), direct and
+    through the merge; positions 1 and 2 are NaN as in the reference."""
+    case = make_case(1, 16, 3, [2], seed=49)
+    pool = case["kv_pool"].clone()
+    pool.view(torch.uint8)[int(case["kv_indices"][1])] = nan_byte()
+    bad = dict(case, kv_pool=pool)
+    o, lse = call("emu", bad, nparts=nparts, variant="ws")
+    ro, _ = call("reference", bad)
+    assert torch.equal(o[0], torch.zeros_like(o[0])) and bool((lse[0] == -math.inf).all())
+    assert torch.equal(torch.isnan(o.float()), torch.isnan(ro.float()))
+
+
 # ---- decode context parallelism --------------------------------------------------------------------
 
 def dcp_case(B, H, q_len, glens, cp_world, seed):

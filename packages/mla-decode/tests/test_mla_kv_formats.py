@@ -406,37 +406,52 @@ def test_kv_split_waves_are_the_four_part_split(fmt, B, H, q_len, lens):
 
 def _nan_outside_the_window(fmt):
     """q_len 2 over 97 tokens: token 96 lies in position 1's window only, and alone in wave 3's run of a one-part
-    _kv4 launch (32- and 16-token tiles: 3 x 32 = 6 x 16 = 96), so for position 0 that run is empty."""
+    _kv4 launch (32- and 16-token tiles: 3 x 32 = 6 x 16 = 96) and in the last part of a one-wave split, so for
+    position 0 that run or part is empty."""
     case = make_case(fmt, 1, 8, 2, [97], seed=51)
     plant_nan(fmt, case, int(case["kv_indices"][96]), 3)
     return case
 
 
-def test_kv4_empty_run_drops_a_nan_outside_the_window(fmt):
-    """The _kv4 kernel's LDS merge gives an empty run (l = 0) no weight, so a NaN in a row outside position 0's
-    window that only that run touched (p = 0 times NaN in its O) does not reach position 0, while position 1,
-    which attends the row, is NaN in o and lse."""
+def nan_paths(fmt, H, q_len):
+    """(nparts, kv_waves) of every kernel path at this shape: the planner's; one-wave decoders unsplit, split into
+    parts some of which are empty for a position (through the merge), and into 40 (the merge's waves then fold
+    states that hold only empty parts); the _kv4 kernel where the format has it."""
     import os
 
-    if 4 not in formats.cost_kernels(fmt, 8, 2, os.environ["MOONMATH_EMU_ARCH"]):
-        pytest.skip("no _kv4 kernel on this arch (formats.KV_SPLIT_FORMATS, gfx950)")
-    o, lse = call(fmt, "emu", _nan_outside_the_window(fmt), nparts=1, kv_waves=4)
-    assert bool(torch.isfinite(o[0].float()).all()) and bool(torch.isfinite(lse[0]).all())
-    assert bool(torch.isnan(o[1].float()).all()) and bool(torch.isnan(lse[1]).all())
+    paths = [(None, None), (1, 1), (4, 1), (40, 1)]
+    if 4 in formats.cost_kernels(fmt, H, q_len, os.environ["MOONMATH_EMU_ARCH"]):
+        paths.append((1, 4))
+    return paths
 
 
-@pytest.mark.xfail(strict=True, reason="known gap: the reference's dense P V carries position 0's 0 x NaN (as the "
-                   "one-wave kernels do), where the _kv4 merge drops the empty run; the reference does not yet "
-                   "model the runs' merge for NaN")
-def test_kv4_reference_matches_the_kernel_on_a_nan_outside_the_window(fmt):
-    import os
-
-    if 4 not in formats.cost_kernels(fmt, 8, 2, os.environ["MOONMATH_EMU_ARCH"]):
-        pytest.skip("no _kv4 kernel on this arch (formats.KV_SPLIT_FORMATS, gfx950)")
+def test_nan_outside_the_window_reaches_it_on_every_path(fmt):
+    """Documented behaviour (docs/numerics.md): a NaN in a KV row that position 0 does not attend still reaches
+    position 0's o, in that NaN's columns, through the P V product (p = 0 times NaN), as in the reference's dense
+    product, whichever kernel path decodes the row: a _kv4 run or a one-wave part that is empty for position 0 adds
+    its O times 0 rather than dropping it. Position 0's lse stays finite; position 1 attends the row: all NaN."""
     case = _nan_outside_the_window(fmt)
-    o, _ = call(fmt, "emu", case, nparts=1, kv_waves=4)
-    ro, _ = call(fmt, "reference", case, nparts=1, kv_waves=4)
-    assert torch.equal(torch.isnan(o.float()), torch.isnan(ro.float()))
+    ro, rlse = call(fmt, "reference", case)
+    for nparts, kv_waves in nan_paths(fmt, 8, 2):
+        o, lse = call(fmt, "emu", case, nparts=nparts, kv_waves=kv_waves)
+        assert torch.equal(torch.isnan(o.float()), torch.isnan(ro.float())), (nparts, kv_waves)
+        assert bool(torch.isnan(o[0].float()).any()) and bool(torch.isfinite(lse[0]).all()), (nparts, kv_waves)
+        assert bool(torch.isnan(lse[1]).all()), (nparts, kv_waves)
+        assert (lse[0] - rlse[0]).abs().max().item() < LSE_TOL
+
+
+def test_empty_window_beside_a_nan_row_gives_zeros(fmt):
+    """A position with an empty window (q_len 3 over 2 tokens: position 0 sees nothing) gives o = 0 exactly and
+    lse = -inf even when the tile it shares holds a NaN row that the later positions attend (its O is 0 x NaN
+    there), on every kernel path; the other positions have the reference's NaN pattern."""
+    case = make_case(fmt, 1, 4, 3, [2], seed=52)
+    plant_nan(fmt, case, int(case["kv_indices"][1]), 5)
+    ro, _ = call(fmt, "reference", case)
+    for nparts, kv_waves in nan_paths(fmt, 4, 3):
+        o, lse = call(fmt, "emu", case, nparts=nparts, kv_waves=kv_waves)
+        assert torch.equal(o[0], torch.zeros_like(o[0])) and bool((lse[0] == -math.inf).all()), (nparts, kv_waves)
+        assert torch.equal(torch.isnan(o.float()), torch.isnan(ro.float())), (nparts, kv_waves)
+
 
 def test_kv_waves_override_is_checked(fmt):
     """kv_waves names a kernel the format has at that shape (4: the _kv4 kernel, one row tile on gfx950), else a

@@ -5,9 +5,10 @@
 // O_p = sum_j bf16(exp2(x_j - m_p)) v_j, l_p = sum_j exp2(x_j - m_p), ln_p = sum_j bf16(exp2(x_j - m_p)):
 //   M = max_{l_p > 0} m_p,  w_p = exp2(m_p - M),  L = sum_p w_p l_p,  Ln = sum_p w_p ln_p,
 //   o = o_scale * (sum_p w_p O_p) / Ln  (bf16 RTNE),  lse = M + log2(L)  (base 2).
-// Parts with l_p = 0 (no token of the row in that part) carry no weight and are skipped after their
-// (unconditional) loads. A row with L = 0 gives o = 0 and lse = -inf. A part whose l_p is NaN (its
-// inputs held NaN/Inf) is not empty: it is folded in, so the row's lse and o are NaN.
+// Parts with l_p = 0 (no token of the row in that part) carry weight 0 (their loads are unconditional): their O
+// still enters times 0, so a NaN V row that the part read but the row did not attend reaches the row's o, as in
+// the decode's own P V and the reference's dense product. A row with L = 0 gives o = 0 (cleared) and lse = -inf.
+// A part whose l_p is NaN (its inputs held NaN/Inf) is not empty: it is folded in, so the row's lse and o are NaN.
 //
 // Work split: cs column blocks per row (1, or 4 for long part lists: kFlagMergeQuarters), each with wpr
 // waves (the host's merge_waves_per_row(nparts), in {1, 2, 4, 8}: one wave while its parts fit 4
@@ -87,19 +88,33 @@ struct MergeState {
   float m = -__builtin_inff();
   float l = 0.f, ln = 0.f;
   float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-  // Fold one part (or another wave's state). l == 0: empty, no weight; NaN l is folded (NaN stays NaN).
+  // Fold one part (or another wave's state). l == 0: empty, no weight, but its O is still added times 0, as in
+  // one wave's sum (a NaN V row it read reaches the row); NaN l is folded (NaN stays NaN).
   MM_DEVICE void fold(float m2, float l2, float ln2, const float* a2) {
-    if (l2 == 0.f) return;
-    const float m_new = __builtin_fmaxf(m, m2);
+    const bool live = l2 != 0.f;
+    const float m_new = live ? __builtin_fmaxf(m, m2) : m;
     const float s_old = m == -__builtin_inff() ? 0.f : mm::exp2(m - m_new);
-    const float s_new = mm::exp2(m2 - m_new);
+    const float s_new = live ? mm::exp2(m2 - m_new) : 0.f;
     m = m_new;
-    l = l * s_old + s_new * l2;
-    ln = ln * s_old + s_new * ln2;
+    // the contractions written out (the rounding of the branchy form this replaced: bitwise the same)
+    l = __builtin_fmaf(s_new, l2, l * s_old);
+    ln = __builtin_fmaf(s_new, ln2, ln * s_old);
 #pragma unroll
-    for (int e = 0; e < 8; ++e) acc[e] = acc[e] * s_old + s_new * a2[e];
+    for (int e = 0; e < 8; ++e) acc[e] = __builtin_fmaf(acc[e], s_old, s_new * a2[e]);
   }
 };
+// acc + w * (the low / high fp16 of h) in one v_fma_mix_f32, written out: from fpext + fma the SLP vectorizer can
+// pair the accumulators into v_pk_fma_f32 behind a v_cvt_f32_f16 per value (11 instructions per 8 values, not 8).
+MM_DEVICE float fma_mix_lo(float w, uint32_t h, float acc) {
+  float d;
+  asm("v_fma_mix_f32 %0, %1, %2, %3 op_sel_hi:[0,1,0]" : "=v"(d) : "v"(w), "v"(h), "v"(acc));
+  return d;
+}
+MM_DEVICE float fma_mix_hi(float w, uint32_t h, float acc) {
+  float d;
+  asm("v_fma_mix_f32 %0, %1, %2, %3 op_sel:[0,1,0] op_sel_hi:[0,1,0]" : "=v"(d) : "v"(w), "v"(h), "v"(acc));
+  return d;
+}
 // Part k's 16-byte loads of this lane's 8 columns (b: the second half of 8 fp32; unused if Half).
 struct PartLoads {
   mm::u32x4 a[kUnroll], b[kUnroll];
@@ -140,10 +155,9 @@ MM_DEVICE void sum_parts(MergeState& st, mm::buffer_rsrc wo, float wgt, uint32_t
                               : mm::bit_cast<float>(mm::bpermute(mm::bit_cast<uint32_t>(wgt), k));
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        if (Half) {  // fpext feeding an fma: one v_fma_mix_f32 per value (op_sel picks the half)
-          const mm::f16x2 h = mm::bit_cast<mm::f16x2>(ld.a[u][e]);
-          st.acc[2 * e] = __builtin_fmaf(w, (float)h[0], st.acc[2 * e]);
-          st.acc[2 * e + 1] = __builtin_fmaf(w, (float)h[1], st.acc[2 * e + 1]);
+        if (Half) {
+          st.acc[2 * e] = fma_mix_lo(w, ld.a[u][e], st.acc[2 * e]);
+          st.acc[2 * e + 1] = fma_mix_hi(w, ld.a[u][e], st.acc[2 * e + 1]);
         } else {
           st.acc[e] = __builtin_fmaf(w, mm::bit_cast<float>(ld.a[u][e]), st.acc[e]);
           st.acc[4 + e] = __builtin_fmaf(w, mm::bit_cast<float>(ld.b[u][e]), st.acc[4 + e]);
@@ -282,7 +296,15 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
   const float o_scale = kv_scale_dev != nullptr ? *kv_scale_dev : mm::bit_cast<float>(o_scale_bits);
   const float inv = mla::inv_norm(o_scale, st.ln);
   const mm::buffer_rsrc ob = mm::make_buffer(o_lat, rows * kLat * 2u);
-  if (flags & mla::kFlagMergeMfmaColumns) {  // the ws kernel's order (mfma_column): stored floats col + rr and
+  // Every part empty (Ln = 0, uniform: a wave merges one row): o = 0, though a part's O may hold 0 x NaN (as
+  // mla::clear_empty_rows; a store of its own, since a select on the sums changed the half path's v_fma_mix code).
+  const bool empty = mm::uniform(st.ln) == 0.f;
+  if (empty && (flags & mla::kFlagMergeMfmaColumns)) {
+#pragma unroll
+    for (int rr = 0; rr < 4; ++rr) mm::buffer_store_b32(0u, ob, (row * kLat + mla::mfma_column(col + rr)) * 2u);
+  } else if (empty) {
+    mm::buffer_store_b128(mm::u32x4{0u, 0u, 0u, 0u}, ob, (row * kLat + col) * 2u);
+  } else if (flags & mla::kFlagMergeMfmaColumns) {  // the ws kernel's order (mfma_column): stored floats col + rr and
     // col + 4 + rr are the adjacent columns mfma_column(col + rr), +1 (four pairs, one 4-byte store each)
 #pragma unroll
     for (int rr = 0; rr < 4; ++rr)

@@ -390,7 +390,7 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
   // ---- epilogue: contract waves publish each row's 1 / ln; the PV waves store their columns -------------
   // The division is the contract wave's, once per row tile, instead of each of the four PV waves dividing for
   // every row tile (the same IEEE quotient, so the same bits): -256 wave-instructions per part at 4 row tiles.
-  float* stats = (float*)(lds + kPOff);  // [row tile][16 rows]: the P area is free after the last step
+  float* stats = (float*)(lds + kPOff);  // [row tile][16 rows][inv, ln]: the P area is free after the last step
   const bool partial = (w.flags & kFlagPartial) != 0;
   const bool half = (w.flags & kFlagMergeHalf) != 0;  // fp16 O / ln (uniform); else fp32 O
   if constexpr (contract) {
@@ -401,7 +401,10 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
     // the factor of the row's O: kv_scale / ln (output) or 1 / ln (fp16 partials); fp32 partials need none
     if (!partial || half) {
       const float inv = inv_norm(partial ? 1.f : w.o_scale, ln_row);  // ln == 0 (no token): zeros
-      if (g == 0) stats[wave * 16u + i] = inv;
+      if (g == 0) {
+        stats[2u * (wave * 16u + i)] = inv;
+        stats[2u * (wave * 16u + i) + 1u] = ln_row;
+      }
     }
     if (live && g == 0) {
       if (partial) {
@@ -438,7 +441,7 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
           mm::buffer_store_b128(mm::bit_cast<mm::u32x4>(acc[t][b]), wo, (slot * kLat + col + 4u * b) * 4u);
       } else if (partial) {  // O / ln in fp16, the same order: acc[t][b] at halves 4b .. 4b + 3
         const uint32_t slot = w.unit * rows + rt_row;
-        const float inv = stats[t * 16u + i];  // 1 / ln, published by the row tile's contract wave
+        const float inv = stats[2u * (t * 16u + i)];  // 1 / ln, published by the row tile's contract wave
 #pragma unroll
         for (int b = 0; b < 8; b += 2) {
           const mm::f32x4 x = acc[t][b] * inv, y = acc[t][b + 1] * inv;  // two v_pk_mul_f32 each, in place
@@ -447,7 +450,8 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
                                 wo, (slot * kLat + col + 4u * b) * 2u);
         }
       } else {
-        const float inv = stats[t * 16u + i];  // kv_scale / ln
+        const float inv = stats[2u * (t * 16u + i)];  // kv_scale / ln
+        clear_empty_rows(acc[t], stats[2u * (t * 16u + i) + 1u] == 0.f);
         const uint32_t R = w.b * rows + rt_row;
 #pragma unroll
         for (int rr = 0; rr < 4; ++rr) {

@@ -257,4 +257,13 @@ MM_DEVICE Scales read_scales(const float* kv_dev, uint32_t c_qk_bits, uint32_t o
 // 1 / normaliser for o (0 for an empty row; NaN propagates).
 MM_DEVICE float inv_norm(float scale, float ln) { return ln == 0.f ? 0.f : scale / ln; }
 
+// An empty row (no token of its window: ln == 0) writes o = 0. Its accumulators can still hold NaN (p = 0 times a
+// NaN V row that another row of the tile attends), which inv_norm's factor 0 would keep, so they are cleared. One
+// uniform branch: the selects run only in a wave that has an empty row.
+template <class T, int N> MM_DEVICE void clear_empty_rows(T (&acc)[N], bool empty) {
+  if (mm::ballot(empty) == 0) return;
+#pragma unroll
+  for (int c = 0; c < N; ++c) acc[c] = empty ? T{} : acc[c];
+}
+
 }  // namespace mla

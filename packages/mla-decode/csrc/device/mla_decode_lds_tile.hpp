@@ -225,7 +225,9 @@ template <bool KvSplit> MM_DEVICE void tile_sync() {
 
 // The four waves' states -> this wave's blocks of O = sum_w s_w O_w, s_w = 2^(m_w - M) (0 for an empty run, l_w
 // = 0), M = max over non-empty runs; m, l, ln become the row's merged (M, L, Ln). Lane (i, g) is row i as in
-// the decode; a NaN l_w is not empty (it is folded, so the row stays NaN). Fixed order: deterministic.
+// the decode; a NaN l_w is not empty (it is folded, so the row stays NaN). An empty run's O is still added, times
+// 0: a NaN V row it read but the row did not attend reaches the row's o, as in the one-wave kernels, the part
+// merge and the references' dense P V (an all-empty row is cleared at the output). Fixed order: deterministic.
 MM_DEVICE void merge_split_waves(uint8_t* lds, const mm::f32x4 acc[32], float& m, float& l, float& ln,
                                  mm::f32x4 mo[kSplitBlocks]) {
   const uint32_t w = mm::wave_id(), lane = mm::lane_id(), i = lane & 15u;
@@ -259,19 +261,15 @@ MM_DEVICE void merge_split_waves(uint8_t* lds, const mm::f32x4 acc[32], float& m
   m = M;
 #pragma unroll
   for (uint32_t c = 0; c < kSplitBlocks; ++c) {
-    // The four reads are unconditional and the empty runs' terms selected away (an empty run's O may hold NaN:
-    // 0 x a NaN row it did not attend): left as `if`, the compiler's if-conversion varied with the code around it
-    // and once put each read behind its own branch and wait (the a8w8 _kv4 kernel: +1.4 us modeled per shape).
+    // The four reads are unconditional and issued together (reads under an `if` were once if-converted into a
+    // branch and a wait each: +1.4 us modeled per a8w8 _kv4 shape).
     mm::f32x4 x[kSplitWaves];
 #pragma unroll
     for (uint32_t v = 0; v < kSplitWaves; ++v)
       x[v] = mm::bit_cast<mm::f32x4>(mm::lds_read_b128(lds, ((v * 32u + w * kSplitBlocks + c) * 64u + lane) * 16u));
     mm::f32x4 o = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-    for (uint32_t v = 0; v < kSplitWaves; ++v) {
-      const mm::f32x4 t = o + s[v] * x[v];
-      o = lw[v] != 0.f ? t : o;
-    }
+    for (uint32_t v = 0; v < kSplitWaves; ++v) o += s[v] * x[v];
     mo[c] = o;
   }
 }
@@ -297,9 +295,13 @@ MM_DEVICE void write_split_outputs(const TileArgs& a, const mm::f32x4 mo[kSplitB
   }
   const float inv = inv_norm(a.o_scale, ln_row);
   const mm::buffer_rsrc ob = mm::make_buffer(a.o_lat, total_rows * kLat * 2u);
+  mm::f32x4 o[kSplitBlocks];
+#pragma unroll
+  for (uint32_t c = 0; c < kSplitBlocks; ++c) o[c] = mo[c];
+  clear_empty_rows(o, ln_row == 0.f);
 #pragma unroll
   for (uint32_t c = 0; c < kSplitBlocks; ++c) {
-    const mm::f32x4 v = mo[c];
+    const mm::f32x4 v = o[c];
     mm::buffer_store_b64(mm::u32x2{pack_o_bf16x2(v[0] * inv, v[1] * inv),
                                    pack_o_bf16x2(v[2] * inv, v[3] * inv)},
                          ob, (R * kLat + col0 + 16u * c) * 2u);
@@ -695,6 +697,7 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
   } else {
     const float inv = inv_norm(a.o_scale, ln_row);
     const mm::buffer_rsrc ob = mm::make_buffer(a.o_lat, B * rows * kLat * 2u);
+    clear_empty_rows(acc, ln_row == 0.f);
     if constexpr (kTrV) {
 #pragma unroll
       for (int c = 0; c < 32; c += 2) {  // blocks c, c+1: columns 16c + 4g .. +3 and 16(c+1) + 4g .. +3

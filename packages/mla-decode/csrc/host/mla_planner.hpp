@@ -147,12 +147,12 @@ inline constexpr KernelCostRow kKernelCosts[] = {
     {"gfx942", "a16w16", {1934.0, 0.0, 2535.0, kA16w16TokenBytes}},
     {"gfx950", "a16w16_w1", {1814.0, 0.0, 2214.0, kA16w16TokenBytes, 0, 0, 1, 0, 4, 4}},
     {"gfx950", "a16w16", {1565.0, 0.0, 2036.0, kA16w16TokenBytes}},
-    {"gfx950", "a16w16_kv4", {456.0, 0.0, 3606.0, kA16w16TokenBytes, 0, 0, 4, 0, 4, 1, 16}},
+    {"gfx950", "a16w16_kv4", {456.0, 0.0, 3084.0, kA16w16TokenBytes, 0, 0, 4, 0, 4, 1, 16}},
     {"gfx950", "a8w8_w1", {1173.0, 0.0, 3542.0, kRowBytes + 4, 1, 209.0, 1, 0, 4, 2}},
     {"gfx950", "a8w8", {1023.0, 0.0, 3293.0, kRowBytes + 4, 1, 209.0}},
-    {"gfx950", "a8w8_kv4", {287.0, 0.0, 3757.0, kRowBytes + 4, 1, 209.0, 4, 0, 4, 1, 32}},
+    {"gfx950", "a8w8_kv4", {287.0, 0.0, 3222.0, kRowBytes + 4, 1, 209.0, 4, 0, 4, 1, 32}},
     {"gfx950", "mxfp4_w1", {2750.0, 0.0, 2812.0, kMxfp4TokenBytes, 0, 0, 1, 0, 4, 4}},
-    {"gfx950", "mxfp4_kv4", {717.0, 0.0, 4249.0, kMxfp4TokenBytes, 0, 0, 4, 0, 4, 1, 16}},
+    {"gfx950", "mxfp4_kv4", {708.0, 0.0, 3773.0, kMxfp4TokenBytes, 0, 0, 4, 0, 4, 1, 16}},
     {"gfx950", "mxfp4", {1750.0, 0.0, 2116.0, kMxfp4TokenBytes}},
 };
 

@@ -162,11 +162,16 @@ def mla_decode_a8w8(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tens
         top = torch.where(torch.isneginf(top), torch.zeros_like(top), top)
         w = (pq * torch.exp2(mi - top)).reshape(-1, nt * A8W8_TILE)[:, :n]
         den = w.sum(-1, keepdim=True)
-        ob = torch.where(den > 0, (w @ c[:, :KV_LORA_RANK]) / torch.where(den > 0, den, torch.ones_like(den)),
-                         torch.zeros(1, dtype=torch.float64))
+        ob = _normalised(w @ c[:, :KV_LORA_RANK], den)
         o[rows] = round_bf16((ob * kv_scale).float(), "rtne").view(o[rows].shape)
         lse[rows] = torch.logsumexp(x * math.log(2.0), -1).mul(LOG2E).float().view(lse[rows].shape)
     return o, lse
+
+
+def _normalised(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
+    """num / den per row; a row whose window held no score (den = 0) gives 0, a NaN den (a NaN score) NaN."""
+    live = den != 0
+    return torch.where(live, num / torch.where(live, den, torch.ones_like(den)), torch.zeros(1, dtype=num.dtype))
 
 
 def _outputs(q_lat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -268,8 +273,7 @@ def mla_decode_q8_mxfp4(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.
         w = q8_mxfp4_p(x)
         den = w.sum(-1, keepdim=True)
         v = mxfp4_v_as_fp8(kv_pool, kv_scales, slots)
-        ob = torch.where(den > 0, (w @ v) / torch.where(den > 0, den, torch.ones_like(den)),
-                         torch.zeros(1, dtype=torch.float64))
+        ob = _normalised(w @ v, den)
         o[rows] = round_bf16(ob.float(), "rtne").view(o[rows].shape)
         lse[rows] = torch.logsumexp(x * math.log(2.0), -1).mul(LOG2E).float().view(lse[rows].shape)
     return o, lse
