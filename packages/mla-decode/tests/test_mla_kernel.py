@@ -467,15 +467,19 @@ def test_nan_inputs_give_nan_lse(variant, nparts):
     assert (lse[fin] - rlse[fin]).abs().max().item() < LSE_TOL
 
 
+def with_nan_token(case, token):
+    """The case with local KV row `token` of request 0 made the arch's fp8 NaN (a copy of the pool)."""
+    pool = case["kv_pool"].clone()
+    pool.view(torch.uint8)[int(case["kv_indices"][token])] = nan_byte()
+    return dict(case, kv_pool=pool)
+
+
 @pytest.mark.parametrize("variant", ["ws"])
 def test_nan_kv_outside_a_window_reaches_it_through_pv(variant):
     """Documented behaviour: a NaN in a KV row that position 0 does not attend (it lies in position 1's
     window only) still reaches position 0's o through the shared P V product (p = 0 times NaN), as in
     the reference's dense product; position 0's lse stays finite (its score is masked)."""
-    case = make_case(1, 16, 2, [20], seed=47)
-    pool = case["kv_pool"].clone()
-    pool.view(torch.uint8)[int(case["kv_indices"][19])] = nan_byte()  # token 19: only position 1 attends it
-    bad = dict(case, kv_pool=pool)
+    bad = with_nan_token(make_case(1, 16, 2, [20], seed=47), 19)  # token 19: only position 1 attends it
     o, lse = call("emu", bad, nparts=1, variant=variant)
     ro, rlse = call("reference", bad)
     assert torch.equal(torch.isnan(o.float()), torch.isnan(ro.float()))
@@ -490,10 +494,7 @@ def test_nan_kv_outside_a_window_reaches_it_through_the_merge(nparts):
     for position 0 the part holding it is empty. The merge adds an empty part's O times 0 (with 40 parts, in a
     merge wave whose parts are all empty, when it folds that wave's state), so position 0's o has the
     reference's NaN and its lse stays finite."""
-    case = make_case(1, 16, 2, [17], seed=48)
-    pool = case["kv_pool"].clone()
-    pool.view(torch.uint8)[int(case["kv_indices"][16])] = nan_byte()
-    bad = dict(case, kv_pool=pool)
+    bad = with_nan_token(make_case(1, 16, 2, [17], seed=48), 16)
     o, lse = call("emu", bad, nparts=nparts, variant="ws")
     ro, _ = call("reference", bad)
     assert torch.equal(torch.isnan(o.float()), torch.isnan(ro.float()))
@@ -505,10 +506,7 @@ def test_empty_window_beside_a_nan_row_gives_zeros(nparts):
     """A position with an empty window (q_len 3 over 2 tokens: position 0 sees nothing) gives o = 0 exactly and
     lse = -inf although its tile holds a NaN row that positions 1 and 2 attend (0 x NaN in its O), direct and
     through the merge; positions 1 and 2 are NaN as in the reference."""
-    case = make_case(1, 16, 3, [2], seed=49)
-    pool = case["kv_pool"].clone()
-    pool.view(torch.uint8)[int(case["kv_indices"][1])] = nan_byte()
-    bad = dict(case, kv_pool=pool)
+    bad = with_nan_token(make_case(1, 16, 3, [2], seed=49), 1)
     o, lse = call("emu", bad, nparts=nparts, variant="ws")
     ro, _ = call("reference", bad)
     assert torch.equal(o[0], torch.zeros_like(o[0])) and bool((lse[0] == -math.inf).all())
