@@ -610,9 +610,9 @@ def test_plan_once_run_per_layer_with_one_workspace():
     shapes): bitwise the per-call results; a plan of other shapes and a short workspace are refused."""
     B, H, q_len, lens = 2, 16, 2, [90, 61]
     p = mk.make_plan(B, H, q_len, 90, nparts=3)
-    # the ws kernel's partials: fp16 O (256 floats per row and part) and fp32 (m, l, ln, 0)
+    # the ws kernel's partials: fp16 O (256 floats per row and part) and fp32 (m, l, ln, 0); the request ends
     assert p.variant == "ws" and p.nparts == 3 and p.merge_wpr == 1
-    assert p.workspace_floats == B * q_len * H * 3 * (256 + 4)
+    assert p.workspace_floats == B * q_len * H * 3 * (256 + 4) + B
     ws = p.workspace()
     for layer in range(2):
         case = make_case(B, H, q_len, lens, seed=60 + layer)
@@ -667,7 +667,7 @@ def test_length_balanced_split(variant):
             o, lse, ws = _run_with_workspace(data, p, T, H)
             if data is case:
                 check_close(o, lse, ro, rlse)
-        ml = ws[p.ws_o_floats:].view(B * nparts, rows, 4)
+        ml = ws[p.ws_o_floats:p.ws_o_floats + B * nparts * rows * 4].view(B * nparts, rows, 4)
         tokens = ml[:, rows - 1, 1]  # the last position's row attends every token of its part
         written = ~torch.isnan(tokens)
         assert int(tokens[written].sum()) == sum(lens)
@@ -710,7 +710,10 @@ def test_balanced_split_across_lane_rows():
         o, lse, ws = _run_with_workspace(data, p, B, H)
         if data is case:
             check_close(o, lse, ro, rlse)
-    tokens = ws[p.ws_o_floats:].view(B * nparts, H, 4)[:, 0, 1]  # with Q = 0, a part's l is its token count
+    ml_end = p.ws_o_floats + B * nparts * H * 4
+    tokens = ws[p.ws_o_floats:ml_end].view(B * nparts, H, 4)[:, 0, 1]  # with Q = 0, a part's l is its token count
+    # the request ends the decode publishes for the merge (mla::publish_request_end) are the split's
+    assert ws[ml_end:ml_end + B].view(torch.int32).tolist() == [end for _, end in _balanced_units(lens, nparts)]
     for b, (first, end) in enumerate(_balanced_units(lens, nparts)):
         assert end > first
         assert int(tokens[first:end].nan_to_num(0).sum()) == lens[b], b

@@ -60,26 +60,16 @@ struct MagicDiv {
   }
 };
 
-// The units (parts) of request `req` under the split's rule: mla::locate(..., req, true), the same values (the
-// same fp32 share, counts, clamped ends), straight-line for B <= 64 (the planner's limit for balancing: one chunk
-// of lanes, no loop, no second tile pass, no ballot) and mla::locate itself for longer batches.
-MM_DEVICE mla::Units request_units(const mla::SplitArgs& a, uint32_t req) {
-  if (!(a.flags & mla::kFlagBalanced) || a.B > 64u) return mla::locate(a, req, true);
-  const uint32_t U = a.B * a.nparts, lane = mm::lane_id();
-  const bool live = lane < a.B;
-  const uint32_t t = live ? mla::request_tiles(a.seq_lens, a.glen, a.kv_indptr, a.n_idx, a.q_len, a.cp_rank,
-                                               a.cp_world, lane)
-                          : 0u;
-  const uint32_t total = mla::lane_value(mla::wave_inclusive_scan(t), 63);
-  const float share = total > 0 ? (float)(U - a.B) / (float)total : 0.f;
-  const uint32_t count = live ? 1u + (uint32_t)(share * (float)t) : 0u;
-  const uint32_t cap = live ? U - (a.B - 1u - lane) : U;
-  uint32_t end = mla::wave_inclusive_scan(count);
-  end = end < cap ? end : cap;
+// The units (parts) of request `req` under the split's rule (mla::locate(..., req, true)'s values): balanced, from
+// the request ends its decode published (mla::publish_request_end: two scalar loads; session 12, before a
+// straight-line scan in every merge wave), else req * nparts onwards.
+MM_DEVICE mla::Units request_units(const mla::SplitArgs& a, uint32_t req, const float* ws_ml, uint32_t rows) {
+  if (!(a.flags & mla::kFlagBalanced)) return mla::locate(a, req, true);
+  const uint32_t* ends = reinterpret_cast<const uint32_t*>(ws_ml + rows * a.nparts * 4u);
   mla::Units r;
   r.b = req;
-  r.first = req == 0 ? 0u : mla::lane_value(end, req - 1u);
-  r.count = mla::lane_value(end, req) - r.first;
+  r.first = req == 0 ? 0u : ends[req - 1u];
+  r.count = ends[req] - r.first;
   r.valid = req < a.B;
   return r;
 }
@@ -205,8 +195,8 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
   const mm::buffer_rsrc wo = mm::make_buffer(ws_o, rows * nparts * kLat * o_bytes);
   const uint32_t req_v = MagicDiv{rq_mul, rq_shift}.div(row);
   const uint32_t req = valid ? req_v : 0u, r_in = row - req_v * rows_req;
-  const mla::Units units =
-      request_units(mla::SplitArgs{seq_lens, glen, kv_indptr, n_idx, B, nparts, q_len, cp_rank, cp_world, flags}, req);
+  const mla::Units units = request_units(
+      mla::SplitArgs{seq_lens, glen, kv_indptr, n_idx, B, nparts, q_len, cp_rank, cp_world, flags}, req, ws_ml, rows);
   const uint32_t n_own = units.valid ? units.count : 0u;  // this row's parts: units first .. first + n_own - 1
 
   // Per wave, over its parts k = 0, 1, ... (the row's parts sub, sub + wpr, ...): first their (m, l, ln),

@@ -493,6 +493,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(512) void mla_decode_a16w8_fwd_ws(
   if (wave == 0) {
     const Units units = locate(SplitArgs{seq_lens, glen, kv_indptr, n_idx, B, nparts, q_len, cp_rank, cp_world, flags},
                                unit, false);
+    publish_request_end(ws_ml, B * q_len * H, nparts, flags, units, unit);
     const RequestView req = request_view(seq_lens, glen, kv_indices, kv_indptr, n_idx, cp_world, units.b);
     const Scales sc = read_scales(kv_scale_dev, c_qk_bits, o_scale_bits, scale_log2e_bits);
     const int32_t e_req = window_end(req.glen, req.slen, (int32_t)q_len, (int32_t)q_len - 1, (int32_t)cp_rank,

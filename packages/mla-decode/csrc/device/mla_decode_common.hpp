@@ -234,6 +234,16 @@ MM_DEVICE Units locate(const SplitArgs& a, uint32_t u, bool by_request) {
   return r;
 }
 
+// The balanced split's end unit of each request (first + count), [B] u32 in the workspace right after the partials'
+// (m, l, ln) ([total_rows * nparts] x 16 bytes of ws_ml): written by the decode of each request's first unit, read
+// by the merge, which so needs no locate of its own (its ~80-instruction scan, run by every merge wave before).
+MM_DEVICE void publish_request_end(float* ws_ml, uint32_t total_rows, uint32_t nparts, uint32_t flags,
+                                   const Units& u, uint32_t unit) {
+  if ((flags & kFlagBalanced) && (flags & kFlagPartial) && u.valid && unit == u.first && mm::lane_id() == 0)
+    mm::buffer_store_b32(u.first + u.count, mm::make_buffer(ws_ml + total_rows * nparts * 4u, (u.b + 1u) * 4u),
+                         u.b * 4u);
+}
+
 // kv_indices entry of request-local token `tok` (past the run: 0, harmless: such tokens are masked).
 MM_DEVICE uint32_t load_slot(mm::buffer_rsrc idx, uint32_t tok) { return mm::buffer_load_b32(idx, tok * 4u); }
 

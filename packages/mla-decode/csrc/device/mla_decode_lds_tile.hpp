@@ -340,6 +340,7 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
                                        a.cp_world, a.flags},
                              unit, false);
   if (!units.valid) return;  // an idle unit of the balanced split (uniform over the workgroup)
+  if (grp == 0 && mm::wave_id() == 0) publish_request_end(a.ws_ml, B * rows, nparts, a.flags, units, unit);
   const uint32_t b = units.b;
   const uint32_t p = unit - units.first;
   const uint32_t rt = grp * Waves + (Waves > 1 ? mm::wave_id() : 0u);

@@ -227,7 +227,7 @@ struct Plan {
   int64_t merge_waves = 0;    // waves per merge workgroup (spread_merge_shape; 0: no merge)
   bool balanced = false;      // parts shared out by request length on the device (balance_split)
   int64_t ws_o_floats = 0;    // workspace: partial O, [B*rows, nparts, 512] fp32 (ws: fp16, half the floats)
-  int64_t ws_ml_floats = 0;   // workspace: partial (m, l, ln, 0), [B*rows, nparts, 4] fp32
+  int64_t ws_ml_floats = 0;   // workspace: partial (m, l, ln, 0), [B*rows, nparts, 4] fp32, then [B] request ends
   int64_t len_used = 0;       // the length the cost model assumed
   double cost_ns = 0;         // the model's estimate for the chosen plan
 };
@@ -572,7 +572,7 @@ inline Plan plan(int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint =
     p.merge_waves = ms.waves;
     // the ws kernel's partial O is fp16: two per float of the workspace
     p.ws_o_floats = total_rows * p.nparts * kLat / (best_v == Variant::kWs && ws_half_partials(p.nparts) ? 2 : 1);
-    p.ws_ml_floats = total_rows * p.nparts * 4;
+    p.ws_ml_floats = total_rows * p.nparts * 4 + batch;  // + the balanced split's request ends (the merge's)
   }
   if (total_rows * kLat * 2 >= limit || p.grid >= (int64_t(1) << 31))
     throw std::invalid_argument("mla planner: problem too large for 32-bit buffer offsets (B*q_len*H = " +

@@ -82,7 +82,7 @@ class DecodePlan:
     merge_grid: int       # workgroups of the merge kernel (0: no merge)
     merge_wpr: int        # merge waves per (row, column block) (0: no merge)
     ws_o_floats: int      # partial O: [B * q_len * H, nparts, 512] fp32 (ws: fp16 O / ln, half the floats)
-    ws_ml_floats: int     # partial (m, l, ln, 0): [B * q_len * H, nparts, 4] fp32
+    ws_ml_floats: int     # partial (m, l, ln, 0): [B * q_len * H, nparts, 4] fp32, then [B] u32 request ends
     balanced: bool = False  # the B * nparts parts are shared out by request length on the device
     merge_cs: int = 1       # merge column blocks per row (4: a quarter of the columns per block of waves)
     kv_waves: int = 1       # KV-format kernels (formats.py): 4 = the _kv4 kernel, whose 4 waves split each part
@@ -152,7 +152,7 @@ def make_plan(batch: int, heads: int, q_len: int, len_hint: int = 0, *, nparts: 
     o_words = 256 if variant == "ws" and _C.ws_half_partials(np_) else 512   # fp16 partials: half the words
     return DecodePlan(batch, heads, q_len, np_, variant, n_rt, grid, merge_grid, wpr,
                       batch * rows * np_ * o_words if split else 0,
-                      batch * rows * np_ * 4 if split else 0, balanced, cs, merge_waves=merge_waves)
+                      batch * rows * np_ * 4 + batch if split else 0, balanced, cs, merge_waves=merge_waves)
 
 
 def _magic_div(d: int) -> tuple[int, int]:

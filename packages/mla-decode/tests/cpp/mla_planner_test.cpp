@@ -54,7 +54,7 @@ int main() {
             const int64_t units = B * q * H * p.merge_cs * p.merge_wpr;  // merge waves
             MM_CHECK(p.merge_grid * mw >= units && (p.merge_grid - 1) * mw < units);
             MM_CHECK(p.ws_o_floats == B * q * H * p.nparts * (ws_half_partials(p.nparts) ? 256 : 512));  // ws: fp16 O, two per float
-            MM_CHECK(p.ws_ml_floats == B * q * H * p.nparts * 4);
+            MM_CHECK(p.ws_ml_floats == B * q * H * p.nparts * 4 + B);  // + the request ends (the merge's)
             MM_CHECK(p.ws_o_floats * 4 < (int64_t(1) << 32));
           }
           // The chosen split is the fewest parts within the machine's split_slack of the model's minimum.
