@@ -69,4 +69,35 @@ MM_DEVICE uint32_t wave_max_u32_uniform(uint32_t v) {
   return __builtin_elementwise_max(__builtin_elementwise_max(r0, r1), __builtin_elementwise_max(r2, r3));
 }
 
+// Sum / max of floats across all 64 lanes (every lane active), as a wave-uniform value, bit for bit wave_sum's and
+// wave_max's: the same pairings (xor 1 and 2 by quad swaps; xor 4 and 8 by half mirror and mirror, whose partner
+// holds the same value as the xor partner once the steps before have run; xor 16 and 32 as (r0 + r1) + (r2 + r3) of
+// the four rows), so the same operands in each add, with VALU latencies where the butterfly's six ds_bpermute steps
+// each wait an LDS round trip.
+template <int Ctrl> MM_DEVICE float dpp_mov_f32(float v) {
+  return __builtin_bit_cast(float, dpp_mov<Ctrl>(__builtin_bit_cast(uint32_t, v)));
+}
+template <class Op> MM_DEVICE float wave_reduce_uniform(float v, Op op) {
+  v = op(v, dpp_mov_f32<dpp_quad_perm(1, 0, 3, 2)>(v));
+  v = op(v, dpp_mov_f32<dpp_quad_perm(2, 3, 0, 1)>(v));
+  v = op(v, dpp_mov_f32<kDppRowHalfMirror>(v));
+  v = op(v, dpp_mov_f32<kDppRowMirror>(v));
+  const uint32_t u = __builtin_bit_cast(uint32_t, v);
+  const float r0 = __builtin_bit_cast(float, __builtin_amdgcn_readlane(u, 0));
+  const float r1 = __builtin_bit_cast(float, __builtin_amdgcn_readlane(u, 16));
+  const float r2 = __builtin_bit_cast(float, __builtin_amdgcn_readlane(u, 32));
+  const float r3 = __builtin_bit_cast(float, __builtin_amdgcn_readlane(u, 48));
+  return op(op(r0, r1), op(r2, r3));
+}
+MM_DEVICE float wave_sum_uniform(float v) {
+  // no contraction: a product feeding the first add stays rounded, as it is before wave_sum's ds_bpermute
+  return wave_reduce_uniform(v, [](float a, float b) __attribute__((always_inline)) {
+#pragma clang fp contract(off)
+    return a + b;
+  });
+}
+MM_DEVICE float wave_max_uniform(float v) {
+  return wave_reduce_uniform(v, [](float a, float b) __attribute__((always_inline)) { return __builtin_fmaxf(a, b); });
+}
+
 }  // namespace mm

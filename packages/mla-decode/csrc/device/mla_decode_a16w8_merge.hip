@@ -234,7 +234,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
     const float l = mm::bit_cast<float>(mt[1]);
     m_max = __builtin_fmaxf(m_max, l != 0.f ? mm::bit_cast<float>(mt[0]) : -__builtin_inff());
   }
-  m_max = mm::uniform(mm::wave_max(m_max));
+  m_max = mm::wave_max_uniform(m_max);  // DPP and readlanes: no LDS round trips (bitwise wave_max)
   st.m = m_max;
   for (uint32_t k0 = 0; k0 < n_mine; k0 += 64u) {
     const uint32_t n_here = n_mine - k0 < 64u ? n_mine - k0 : 64u;
@@ -244,8 +244,8 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
     const float l = mm::bit_cast<float>(mt[1]);
     // l == 0: empty (no weight); l NaN (NaN/Inf inputs) keeps its weight, so the row's L, lse and o are NaN
     const float wgt = l != 0.f ? mm::exp2(mm::bit_cast<float>(mt[0]) - m_max) : 0.f;
-    st.l += mm::wave_sum(wgt * l);
-    st.ln += mm::wave_sum(wgt * mm::bit_cast<float>(mt[2]));
+    st.l += mm::wave_sum_uniform(wgt * l);
+    st.ln += mm::wave_sum_uniform(wgt * mm::bit_cast<float>(mt[2]));
     // half partials hold O_p / ln_p: weight w_p * ln_p (l == 0 parts keep weight 0; NaN stays NaN)
     const float wo_w = half ? wgt * mm::bit_cast<float>(mt[2]) : wgt;
     if (cs == 1) {
