@@ -91,6 +91,20 @@ MM_KERNEL void t_xlane(const float* in, uint32_t* sw, uint32_t* bp, uint32_t* dp
   wsum[lane] = wave_sum(f);
 }
 
+// xlane.hpp: the DPP + readlane reductions against the ds_bpermute butterflies (bit for bit: out[0..3] = uniform
+// sum, butterfly sum at lane 0, uniform max, butterfly max at lane 0).
+MM_KERNEL void t_wave_reduce_uniform(const float* in, float* out) {
+  uint32_t lane = thread_id_x();
+  float f = in[lane];
+  const float su = wave_sum_uniform(f), sb = wave_sum(f), mu = wave_max_uniform(f), mb = wave_max(f);
+  if (lane == 0) {
+    out[0] = su;
+    out[1] = sb;
+    out[2] = mu;
+    out[3] = mb;
+  }
+}
+
 // mfma.hpp: one 16x16 output tile D = A * B + C with the documented lane layouts.
 MM_KERNEL void t_mfma16(const uint16_t* a, const uint16_t* b, const float* c, float* d) {
   // a: [16][K] row-major bf16, b: [K][16] row-major bf16, c/d: [16][16] fp32; K = 16 (gfx942 form).
