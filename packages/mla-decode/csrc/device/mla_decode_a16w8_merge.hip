@@ -29,7 +29,8 @@
 // result equals the formula above up to fp32
 // rounding. Fixed order for a given nparts everywhere: deterministic, no atomics.
 // Prologue (ninth session): scalar, from host-computed shifts and a division multiplier, and for B <= 64 a
-// straight-line locate (request_units): 382 -> 232 instructions before the (m, l, ln) load.
+// straight-line locate (request_units): 382 -> 232 instructions before the (m, l, ln) load; since session 12 the
+// balanced split's request ends come from the decode (mla::publish_request_end): 136 on gfx950 at (4, 1024).
 // Half partials (kFlagMergeHalf: the ws kernel's): O_p is stored as fp16 O_p / ln_p, so a lane's 8 columns
 // are one 16-byte load and part p's weight in the sum is w_p * ln_p (the same formula).
 #include "mla_decode_common.hpp"
