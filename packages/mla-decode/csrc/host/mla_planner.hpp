@@ -366,7 +366,10 @@ struct MergeTiming {
 // ((2, 16), (8, 16), (8, 37)), (8, 4) / (512, 2) 28 / 18% high, and the folds of 4-8 waves at B 1-2 20-34% low
 // ((1, 64) -32%, (1, 128) -34%, (1, 293) -24%, (2, 147) -20%; the 8-wave ones 47-48% low with the latency alone,
 // one fold per round). mla_merge_cost.py --fit prints the merges in ns beside the model's and the fit.
-constexpr MergeTiming kMergeTiming{1077.0, 1650.0, 595.0, 1060.0};
+// Re-fit in the twelfth session to its cheaper merge (request ends from the decode, DPP reductions; the ninth
+// session's constants put (2, 128) 18% high): 1108 / 1295 / 519 / 810, the 23 launches within 12.8% ((512, 2) +12.8%,
+// (2, 64) +12.6%, (8, 37) -12.0%; tests/test_mla_kernel_planner.py _MERGE_MEASURED).
+constexpr MergeTiming kMergeTiming{1108.0, 1295.0, 519.0, 810.0};
 // gfx942 prices its merge in this form. gfx950 keeps the eighth session's (rounds over SIMD slots of one HBM
 // round trip, kHbmLatencyNs, per iteration; bytes over the busy CUs' share) until its cu_bytes_per_ns is re-fit:
 // at 23.4 B/ns, 1.5x the 15.5 the session-8 timing model served at gfx950's 1190 MHz, its decode estimates were
