@@ -42,6 +42,18 @@ MM_DEVICE uint32_t pack_f16x2(float lo, float hi) {
       : "=&v"(r) : "v"(lo), "v"(hi));
   return r;
 }
+// acc + w * (the low / high fp16 of h), one v_fma_mix_f32 (a single rounding), written out: from fpext + fma the
+// SLP vectorizer can pair neighbouring accumulators into v_pk_fma_f32 behind a v_cvt_f32_f16 per value.
+MM_DEVICE float fma_f16_lo(float w, uint32_t h, float acc) {
+  float d;
+  asm("v_fma_mix_f32 %0, %1, %2, %3 op_sel_hi:[0,1,0]" : "=v"(d) : "v"(w), "v"(h), "v"(acc));
+  return d;
+}
+MM_DEVICE float fma_f16_hi(float w, uint32_t h, float acc) {
+  float d;
+  asm("v_fma_mix_f32 %0, %1, %2, %3 op_sel:[0,1,0] op_sel_hi:[0,1,0]" : "=v"(d) : "v"(w), "v"(h), "v"(acc));
+  return d;
+}
 MM_DEVICE float f16_lo(uint32_t w) { return (float)__builtin_bit_cast(_Float16, (uint16_t)(w & 0xffffu)); }
 MM_DEVICE float f16_hi(uint32_t w) { return (float)__builtin_bit_cast(_Float16, (uint16_t)(w >> 16)); }
 

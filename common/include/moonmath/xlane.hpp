@@ -55,39 +55,33 @@ MM_DEVICE float wave_sum(float v) {
   return v;
 }
 
-// Max across all 64 lanes (every lane active) of uint32_t values, as a wave-uniform value: DPP within each row
-// of 16 lanes (quad swaps, half mirror, mirror; one v_max_u32 with a DPP operand each), then the 4 rows' maxima by
-// v_readlane: VALU latencies only, where a ds_bpermute butterfly's 6 steps each wait an LDS round trip. On the bit
-// patterns of non-negative, non-NaN floats it is their float max (the |q| maxima of the a8w8 Q scale).
-MM_DEVICE uint32_t wave_max_u32_uniform(uint32_t v) {
-  v = __builtin_elementwise_max(v, dpp_mov<dpp_quad_perm(1, 0, 3, 2)>(v));
-  v = __builtin_elementwise_max(v, dpp_mov<dpp_quad_perm(2, 3, 0, 1)>(v));
-  v = __builtin_elementwise_max(v, dpp_mov<kDppRowHalfMirror>(v));
-  v = __builtin_elementwise_max(v, dpp_mov<kDppRowMirror>(v));
-  const uint32_t r0 = __builtin_amdgcn_readlane(v, 0), r1 = __builtin_amdgcn_readlane(v, 16);
-  const uint32_t r2 = __builtin_amdgcn_readlane(v, 32), r3 = __builtin_amdgcn_readlane(v, 48);
-  return __builtin_elementwise_max(__builtin_elementwise_max(r0, r1), __builtin_elementwise_max(r2, r3));
-}
-
-// Sum / max of floats across all 64 lanes (every lane active), as a wave-uniform value, bit for bit wave_sum's and
-// wave_max's: the same pairings (xor 1 and 2 by quad swaps; xor 4 and 8 by half mirror and mirror, whose partner
-// holds the same value as the xor partner once the steps before have run; xor 16 and 32 as (r0 + r1) + (r2 + r3) of
-// the four rows), so the same operands in each add, with VALU latencies where the butterfly's six ds_bpermute steps
-// each wait an LDS round trip.
-template <int Ctrl> MM_DEVICE float dpp_mov_f32(float v) {
-  return __builtin_bit_cast(float, dpp_mov<Ctrl>(__builtin_bit_cast(uint32_t, v)));
-}
-template <class Op> MM_DEVICE float wave_reduce_uniform(float v, Op op) {
-  v = op(v, dpp_mov_f32<dpp_quad_perm(1, 0, 3, 2)>(v));
-  v = op(v, dpp_mov_f32<dpp_quad_perm(2, 3, 0, 1)>(v));
-  v = op(v, dpp_mov_f32<kDppRowHalfMirror>(v));
-  v = op(v, dpp_mov_f32<kDppRowMirror>(v));
+// Reductions across all 64 lanes (every lane active), as a wave-uniform value: DPP within each row of 16 lanes
+// (quad swaps, half mirror, mirror: one op with a DPP operand each), then the 4 rows' results by v_readlane, as
+// op(op(r0, r1), op(r2, r3)). VALU latencies only, where a ds_bpermute butterfly's 6 steps each wait an LDS round
+// trip. The pairings are the butterfly's (xor 1 and 2 by the quad swaps; xor 4 and 8 by the mirrors, whose partner
+// holds the same value as the xor partner once the steps before have run; xor 16 and 32 by the rows), so for a
+// commutative op the result is wave_sum's / wave_max's bit for bit.
+template <class T, class Op> MM_DEVICE T wave_reduce_uniform(T v, Op op) {
+  auto dpp = [](T x, auto shuffle) __attribute__((always_inline)) {
+    return __builtin_bit_cast(T, shuffle(__builtin_bit_cast(uint32_t, x)));
+  };
+  v = op(v, dpp(v, [](uint32_t x) __attribute__((always_inline)) { return dpp_mov<dpp_quad_perm(1, 0, 3, 2)>(x); }));
+  v = op(v, dpp(v, [](uint32_t x) __attribute__((always_inline)) { return dpp_mov<dpp_quad_perm(2, 3, 0, 1)>(x); }));
+  v = op(v, dpp(v, [](uint32_t x) __attribute__((always_inline)) { return dpp_mov<kDppRowHalfMirror>(x); }));
+  v = op(v, dpp(v, [](uint32_t x) __attribute__((always_inline)) { return dpp_mov<kDppRowMirror>(x); }));
   const uint32_t u = __builtin_bit_cast(uint32_t, v);
-  const float r0 = __builtin_bit_cast(float, __builtin_amdgcn_readlane(u, 0));
-  const float r1 = __builtin_bit_cast(float, __builtin_amdgcn_readlane(u, 16));
-  const float r2 = __builtin_bit_cast(float, __builtin_amdgcn_readlane(u, 32));
-  const float r3 = __builtin_bit_cast(float, __builtin_amdgcn_readlane(u, 48));
+  const T r0 = __builtin_bit_cast(T, __builtin_amdgcn_readlane(u, 0));
+  const T r1 = __builtin_bit_cast(T, __builtin_amdgcn_readlane(u, 16));
+  const T r2 = __builtin_bit_cast(T, __builtin_amdgcn_readlane(u, 32));
+  const T r3 = __builtin_bit_cast(T, __builtin_amdgcn_readlane(u, 48));
   return op(op(r0, r1), op(r2, r3));
+}
+// Max of uint32_t values. On the bit patterns of non-negative, non-NaN floats it is their float max (the |q| maxima
+// of the a8w8 Q scale).
+MM_DEVICE uint32_t wave_max_u32_uniform(uint32_t v) {
+  return wave_reduce_uniform(v, [](uint32_t a, uint32_t b) __attribute__((always_inline)) {
+    return __builtin_elementwise_max(a, b);
+  });
 }
 MM_DEVICE float wave_sum_uniform(float v) {
   // no contraction: a product feeding the first add stays rounded, as it is before wave_sum's ds_bpermute

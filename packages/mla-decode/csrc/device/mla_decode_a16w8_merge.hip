@@ -94,18 +94,6 @@ struct MergeState {
     for (int e = 0; e < 8; ++e) acc[e] = __builtin_fmaf(acc[e], s_old, s_new * a2[e]);
   }
 };
-// acc + w * (the low / high fp16 of h) in one v_fma_mix_f32, written out: from fpext + fma the SLP vectorizer can
-// pair the accumulators into v_pk_fma_f32 behind a v_cvt_f32_f16 per value (11 instructions per 8 values, not 8).
-MM_DEVICE float fma_mix_lo(float w, uint32_t h, float acc) {
-  float d;
-  asm("v_fma_mix_f32 %0, %1, %2, %3 op_sel_hi:[0,1,0]" : "=v"(d) : "v"(w), "v"(h), "v"(acc));
-  return d;
-}
-MM_DEVICE float fma_mix_hi(float w, uint32_t h, float acc) {
-  float d;
-  asm("v_fma_mix_f32 %0, %1, %2, %3 op_sel:[0,1,0] op_sel_hi:[0,1,0]" : "=v"(d) : "v"(w), "v"(h), "v"(acc));
-  return d;
-}
 // Part k's 16-byte loads of this lane's 8 columns (b: the second half of 8 fp32; unused if Half).
 struct PartLoads {
   mm::u32x4 a[kUnroll], b[kUnroll];
@@ -146,9 +134,9 @@ MM_DEVICE void sum_parts(MergeState& st, mm::buffer_rsrc wo, float wgt, uint32_t
                               : mm::bit_cast<float>(mm::bpermute(mm::bit_cast<uint32_t>(wgt), k));
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        if (Half) {
-          st.acc[2 * e] = fma_mix_lo(w, ld.a[u][e], st.acc[2 * e]);
-          st.acc[2 * e + 1] = fma_mix_hi(w, ld.a[u][e], st.acc[2 * e + 1]);
+        if (Half) {  // one v_fma_mix_f32 per value (mm::fma_f16_lo / _hi)
+          st.acc[2 * e] = mm::fma_f16_lo(w, ld.a[u][e], st.acc[2 * e]);
+          st.acc[2 * e + 1] = mm::fma_f16_hi(w, ld.a[u][e], st.acc[2 * e + 1]);
         } else {
           st.acc[e] = __builtin_fmaf(w, mm::bit_cast<float>(ld.a[u][e]), st.acc[e]);
           st.acc[4 + e] = __builtin_fmaf(w, mm::bit_cast<float>(ld.b[u][e]), st.acc[4 + e]);
@@ -202,7 +190,7 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
 
   // Per wave, over its parts k = 0, 1, ... (the row's parts sub, sub + wpr, ...): first their (m, l, ln),
   // one part per lane (chunks of 64), giving the wave's max M, weights w_k = exp2(m_k - M) (0 for an
-  // empty part) and the weighted sums L, Ln by butterfly; then O = sum_k w_k O_k, lane group g taking
+  // empty part) and the weighted sums L, Ln (DPP reductions, mm::wave_*_uniform); then O = sum_k w_k O_k, lane group g taking
   // parts k = g (mod cs): one ds_bpermute for the weight and eight FMAs per part, four parts' loads in
   // flight per lane; the groups' sums are added at the end. Every sum's order is fixed for a given
   // nparts: deterministic.
@@ -287,15 +275,8 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
   const float o_scale = kv_scale_dev != nullptr ? *kv_scale_dev : mm::bit_cast<float>(o_scale_bits);
   const float inv = mla::inv_norm(o_scale, st.ln);
   const mm::buffer_rsrc ob = mm::make_buffer(o_lat, rows * kLat * 2u);
-  // Every part empty (Ln = 0, uniform: a wave merges one row): o = 0, though a part's O may hold 0 x NaN (as
-  // mla::clear_empty_rows; a store of its own, since a select on the sums changed the half path's v_fma_mix code).
-  const bool empty = mm::uniform(st.ln) == 0.f;
-  if (empty && (flags & mla::kFlagMergeMfmaColumns)) {
-#pragma unroll
-    for (int rr = 0; rr < 4; ++rr) mm::buffer_store_b32(0u, ob, (row * kLat + mla::mfma_column(col + rr)) * 2u);
-  } else if (empty) {
-    mm::buffer_store_b128(mm::u32x4{0u, 0u, 0u, 0u}, ob, (row * kLat + col) * 2u);
-  } else if (flags & mla::kFlagMergeMfmaColumns) {  // the ws kernel's order (mfma_column): stored floats col + rr and
+  mla::clear_empty_rows(st.acc, st.ln == 0.f);  // every part empty: o = 0, though a part's O may hold 0 x NaN
+  if (flags & mla::kFlagMergeMfmaColumns) {  // the ws kernel's order (mfma_column): stored floats col + rr and
     // col + 4 + rr are the adjacent columns mfma_column(col + rr), +1 (four pairs, one 4-byte store each)
 #pragma unroll
     for (int rr = 0; rr < 4; ++rr)

@@ -276,7 +276,7 @@ MM_DEVICE void merge_split_waves(uint8_t* lds, const mm::f32x4 acc[32], float& m
 
 // This wave's output columns 16 (8w + c) + 4g .. +3 (c < 8) of row r (the kTrV accumulator layout): the part's
 // fp32 partials at workspace slot `slot` (kFlagPartial; wave 0 writes (m, l, ln)), else o in bf16 and lse.
-MM_DEVICE void write_split_outputs(const TileArgs& a, const mm::f32x4 mo[kSplitBlocks], float m_out, float l_row,
+MM_DEVICE void write_split_outputs(const TileArgs& a, mm::f32x4 (&mo)[kSplitBlocks], float m_out, float l_row,
                                    float ln_row, uint32_t slot, uint32_t R, uint32_t total_rows) {
   const uint32_t w = mm::wave_id(), g = mm::lane_id() >> 4;
   const uint32_t col0 = 16u * kSplitBlocks * w + 4u * g;
@@ -295,13 +295,10 @@ MM_DEVICE void write_split_outputs(const TileArgs& a, const mm::f32x4 mo[kSplitB
   }
   const float inv = inv_norm(a.o_scale, ln_row);
   const mm::buffer_rsrc ob = mm::make_buffer(a.o_lat, total_rows * kLat * 2u);
-  mm::f32x4 o[kSplitBlocks];
-#pragma unroll
-  for (uint32_t c = 0; c < kSplitBlocks; ++c) o[c] = mo[c];
-  clear_empty_rows(o, ln_row == 0.f);
+  clear_empty_rows(mo, ln_row == 0.f);
 #pragma unroll
   for (uint32_t c = 0; c < kSplitBlocks; ++c) {
-    const mm::f32x4 v = o[c];
+    const mm::f32x4 v = mo[c];
     mm::buffer_store_b64(mm::u32x2{pack_o_bf16x2(v[0] * inv, v[1] * inv),
                                    pack_o_bf16x2(v[2] * inv, v[3] * inv)},
                          ob, (R * kLat + col0 + 16u * c) * 2u);
