@@ -123,6 +123,7 @@ PYBIND11_MODULE(_core, m) {
         d["smem_bytes"] = c.smem_bytes; d["lds_read_bytes"] = c.lds_read_bytes; d["lds_write_bytes"] = c.lds_write_bytes;
         d["global_lines"] = c.global_lines;
         d["lanes"] = c.lanes; d["mfma_partial_exec"] = c.mfma_partial_exec;
+        d["pc_counts"] = c.pc_counts;
         return d;
       });
   register_timing(m);  // the timing model (timing.hpp)

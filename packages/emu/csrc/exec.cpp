@@ -3167,6 +3167,7 @@ Counters Module::launch(const std::string& name, const LaunchParams& P) {
     const Inst& in = impl_->insts[i];
     const XInst& x = impl_->x[i];
     cnt.wave_instructions += c;
+    cnt.pc_counts[in.pc] = c;
     switch (in.enc) {
       case ENC_SOPP:
         if (in.op == 12) cnt.waitcnt += c;

@@ -41,6 +41,8 @@ struct Counters {
   // loads, LDS reads / writes by DS instructions; distinct 64-byte global lines touched by VMEM
   uint64_t vmem_load_bytes = 0, vmem_store_bytes = 0, smem_bytes = 0, lds_read_bytes = 0, lds_write_bytes = 0,
            global_lines = 0;
+  // executions per instruction (summed over waves), by pc as disassemble() gives it: the launch's hot spots
+  std::map<uint64_t, uint64_t> pc_counts;
 };
 
 struct LaunchParams {

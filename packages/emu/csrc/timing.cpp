@@ -351,10 +351,13 @@ TimingReport simulate(const Tracer& tr, const TimingConfig& cfg, const std::vect
   cu.reserve(ncu);
   for (int c = 0; c < ncu; c++) { cu.emplace_back(cfg); cu.back().queue = cus[c]; }
   Cache l2(cfg.l2_bytes, cfg.l2_ways, cfg.line_bytes);
-  // the simulated CUs' share of the XCD's L2 bandwidth and of the chip's HBM bandwidth
-  int cus_per_xcd = std::max(1, cfg.cus_per_chip / std::max(1, cfg.xcds));
+  // the simulated CUs' share of the XCD's L2 bandwidth and of the chip's HBM bandwidth, among the launch's
+  // busy CUs (every CU unless cfg.busy_cus says fewer; never fewer than the simulated ones)
+  const int busy = std::max(ncu, cfg.busy_cus > 0 ? std::min(cfg.busy_cus, cfg.cus_per_chip) : cfg.cus_per_chip);
+  const int xcds = std::max(1, cfg.xcds);
+  int cus_per_xcd = std::max(1, busy == cfg.cus_per_chip ? cfg.cus_per_chip / xcds : (busy + xcds - 1) / xcds);
   double l2_rate = cfg.l2_bytes_per_clk_per_xcd * std::min(ncu, cus_per_xcd) / cus_per_xcd;  // bytes/clk
-  double hbm_rate = cfg.hbm_bytes_per_s / (cfg.clock_mhz * 1e6) * ncu / cfg.cus_per_chip;
+  double hbm_rate = cfg.hbm_bytes_per_s / (cfg.clock_mhz * 1e6) * ncu / busy;
   double l2_free = 0, hbm_free = 0;
   uint64_t hbm_lines = 0, mall_lines = 0;
   double cause_cycles[C_COUNT] = {0};

@@ -63,6 +63,10 @@ struct TimingConfig {
   double mall_hit_rate = 0.0;          // fraction of L2 misses served by the MALL
   double kernel_launch_us = 0.0;       // fixed per-kernel overhead added by the composer
   int mfma_coexec = 1;                 // 1: VALU held off after an MFMA issue (LLVM's thread-trace rules)
+  // CUs the modeled launch keeps busy (0: every CU of the chip). The simulated CUs' shares of HBM and of their
+  // XCD's L2 bandwidth are of these: a launch with fewer workgroups than CUs leaves the others' shares unused
+  // (each CU still capped by its own vmem_bytes_per_clk).
+  int busy_cus = 0;
 };
 
 // One recorded dynamic instruction.

@@ -17,7 +17,7 @@ using namespace mmemu;
   X(barrier_latency) X(nop_cycles_per_wait_state) X(wg_launch_cycles) X(lds_latency) X(smem_latency)          \
   X(vmem_bytes_per_clk) X(l1_bytes) X(l1_ways) X(line_bytes) X(l1_latency) X(l2_bytes) X(l2_ways)             \
   X(l2_latency) X(mall_latency) X(hbm_latency) X(hbm_bytes_per_s) X(l2_bytes_per_clk_per_xcd)                 \
-  X(mall_hit_rate) X(kernel_launch_us) X(mfma_coexec) X(lds_b128_read_phases)
+  X(mall_hit_rate) X(kernel_launch_us) X(mfma_coexec) X(lds_b128_read_phases) X(busy_cus)
 
 static py::dict config_to_dict(const TimingConfig& c) {
   py::dict d;

@@ -51,3 +51,15 @@ def test_direct_to_lds_counts_as_a_vmem_load(hz):
     assert c["vmem_load_bytes"] == 64 * 4                # the buffer_load ... lds of wave 0
     assert c["lds_read_bytes"] == 64 * 4 and c["lds_write_bytes"] == 0  # DS instructions only
     assert c["global_lines"] == len(_lines(src, range(64)) | _lines(out, range(128)))
+
+
+def test_pc_counts_sum_to_the_wave_instructions(mem):
+    src = torch.arange(256, dtype=torch.int32)
+    idx = torch.arange(64, dtype=torch.int32)
+    out = torch.zeros(64, dtype=torch.int32)
+    c = mem.launch("gather", grid=3, block=64, args=[src, idx, out])
+    pcs = c["pc_counts"]
+    assert sum(pcs.values()) == c["wave_instructions"]
+    assert set(pcs.values()) == {3}  # straight-line code: every instruction once per wave, 3 waves
+    text = {pc: t for k, pc, t in mem.disassemble() if k == "gather"}
+    assert set(pcs) <= set(text) and any(text[pc].startswith("s_endpgm") for pc in pcs)

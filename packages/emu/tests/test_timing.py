@@ -212,3 +212,24 @@ def test_pinned_tiny_mfma_launch(tk):
     out = _aligned(torch.zeros(256 * 16, dtype=torch.float32))
     rep = timing.simulate(tk, "mfma_chain", 1, 256, [out, 8], cus=[[(0, 0, 0)]])
     assert (rep["cu_cycles"][0], rep["instructions"]) == PINNED_MFMA[tk.arch]
+
+
+def test_hbm_share_is_of_the_busy_cus(tk):
+    """busy_cus: a launch that keeps fewer CUs busy leaves the others' HBM and L2 shares to them. A streaming
+    read on one simulated CU: its share of the whole chip (the default) bounds it by bandwidth; as one of 8
+    busy CUs it runs at its own vector-memory rate; busy_cus = every CU is the default to the cycle."""
+    n = 8
+    src = torch.zeros(n * 8 * 4 * 256 * 4, dtype=torch.int32)
+    out = torch.zeros(4 * 256, dtype=torch.int32)
+    cfg = timing.config(tk.arch)
+    cus = [[(0, 0, 0)]]
+    full = timing.simulate(tk, "stream", 4, 256, [src, out, n], cus=cus)
+    same = timing.simulate(tk, "stream", 4, 256, [src, out, n], cus=cus,
+                           config=dict(cfg, busy_cus=cfg["cus_per_chip"]))
+    few = timing.simulate(tk, "stream", 4, 256, [src, out, n], cus=cus, config=dict(cfg, busy_cus=8))
+    assert same["cu_cycles"] == full["cu_cycles"]
+    assert few["mem"]["hbm_bytes"] == full["mem"]["hbm_bytes"] >= n * 8 * 4096
+    share = cfg["hbm_bytes_per_s"] / (cfg["clock_mhz"] * 1e6) / cfg["cus_per_chip"]  # bytes per cycle at full
+    assert full["cu_cycles"][0] >= full["mem"]["hbm_bytes"] / share
+    assert few["cu_cycles"][0] < 0.5 * full["cu_cycles"][0]
+    assert few["cu_cycles"][0] >= n * 8 * 4096 / cfg["vmem_bytes_per_clk"]

@@ -66,3 +66,17 @@ KERNEL void mfma_f8f6f4_chain(float* out, int n, int fmt) {
   for (int j = 0; j < 4; j++) out[(bid() * 256 + tid()) * 4 + j] = acc[j];
 }
 #endif
+
+// a streaming read: n iterations of 8 independent 16-byte loads per lane (8 KiB a wave in flight, distinct
+// lines), summed
+KERNEL void stream(const u32x4* src, u32* out, int n) {
+  u32 acc = 0;
+  for (int k = 0; k < n; k++) {
+    u32x4 v[8];
+#pragma unroll
+    for (int j = 0; j < 8; j++) v[j] = src[((k * 8 + j) * 4 + bid()) * 256 + tid()];
+#pragma unroll
+    for (int j = 0; j < 8; j++) acc += v[j].x ^ v[j].w;
+  }
+  out[bid() * 256 + tid()] = acc;
+}
