@@ -78,7 +78,9 @@ MM_DEVICE mla::Units request_units(const mla::SplitArgs& a, uint32_t req, const 
 struct MergeState {
   float m = -__builtin_inff();
   float l = 0.f, ln = 0.f;
-  float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+  // the lane's 8 columns as 4 pairs (columns 2i, 2i + 1), so a part's FMAs are 4 v_pk_fma_f32 on its loaded
+  // registers as they arrive (scalar floats, the SLP vectorizer paired them across loads: 8 v_mov per part)
+  mm::f32x2 acc[4] = {};
   // Fold one part (or another wave's state). l == 0: empty, no weight, but its O is still added times 0, as in
   // one wave's sum (a NaN V row it read reaches the row); NaN l is folded (NaN stays NaN).
   MM_DEVICE void fold(float m2, float l2, float ln2, const float* a2) {
@@ -91,7 +93,9 @@ struct MergeState {
     l = __builtin_fmaf(s_new, l2, l * s_old);
     ln = __builtin_fmaf(s_new, ln2, ln * s_old);
 #pragma unroll
-    for (int e = 0; e < 8; ++e) acc[e] = __builtin_fmaf(acc[e], s_old, s_new * a2[e]);
+    for (int e = 0; e < 4; ++e)
+      acc[e] = mm::f32x2{__builtin_fmaf(acc[e].x, s_old, s_new * a2[2 * e]),
+                         __builtin_fmaf(acc[e].y, s_old, s_new * a2[2 * e + 1])};
   }
 };
 // Part k's 16-byte loads of this lane's 8 columns (b: the second half of 8 fp32; unused if Half).
@@ -135,11 +139,12 @@ MM_DEVICE void sum_parts(MergeState& st, mm::buffer_rsrc wo, float wgt, uint32_t
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         if (Half) {  // one v_fma_mix_f32 per value (mm::fma_f16_lo / _hi)
-          st.acc[2 * e] = mm::fma_f16_lo(w, ld.a[u][e], st.acc[2 * e]);
-          st.acc[2 * e + 1] = mm::fma_f16_hi(w, ld.a[u][e], st.acc[2 * e + 1]);
-        } else {
-          st.acc[e] = __builtin_fmaf(w, mm::bit_cast<float>(ld.a[u][e]), st.acc[e]);
-          st.acc[4 + e] = __builtin_fmaf(w, mm::bit_cast<float>(ld.b[u][e]), st.acc[4 + e]);
+          st.acc[e].x = mm::fma_f16_lo(w, ld.a[u][e], st.acc[e].x);
+          st.acc[e].y = mm::fma_f16_hi(w, ld.a[u][e], st.acc[e].y);
+        } else {  // pair e: columns 2e, 2e + 1 (a: columns 0..3, b: 4..7)
+          const mm::u32x4& src = e < 2 ? ld.a[u] : ld.b[u];
+          const mm::f32x2 v = {mm::bit_cast<float>(src[2 * (e & 1)]), mm::bit_cast<float>(src[2 * (e & 1) + 1])};
+          st.acc[e] = __builtin_elementwise_fma(mm::f32x2{w, w}, v, st.acc[e]);
         }
       }
     }
@@ -247,16 +252,16 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
   }
   if (cs > 1) {  // uniform over the launch: lane groups 0..3 hold the same columns of different parts
 #pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      st.acc[e] += mm::xor_lane(st.acc[e], 16u);
-      st.acc[e] += mm::xor_lane(st.acc[e], 32u);
+    for (int e = 0; e < 4; ++e) {
+      st.acc[e] += mm::f32x2{mm::xor_lane(st.acc[e].x, 16u), mm::xor_lane(st.acc[e].y, 16u)};
+      st.acc[e] += mm::f32x2{mm::xor_lane(st.acc[e].x, 32u), mm::xor_lane(st.acc[e].y, 32u)};
     }
   }
 
   if (wpr > 1) {  // uniform over the launch
     if (sub > 0) {
 #pragma unroll
-      for (int e = 0; e < 8; ++e) merge_state[(wave - 1) * kStateFloats + 8u * lane + e] = st.acc[e];
+      for (int e = 0; e < 8; ++e) merge_state[(wave - 1) * kStateFloats + 8u * lane + e] = st.acc[e / 2][e % 2];
       if (lane == 0) {
         merge_state[(wave - 1) * kStateFloats + kLat] = st.m;
         merge_state[(wave - 1) * kStateFloats + kLat + 1] = st.l;
@@ -280,12 +285,13 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
     // col + 4 + rr are the adjacent columns mfma_column(col + rr), +1 (four pairs, one 4-byte store each)
 #pragma unroll
     for (int rr = 0; rr < 4; ++rr)
-      mm::buffer_store_b32(mm::pack_bf16x2<mm::Round::RTNE>(st.acc[rr] * inv, st.acc[4 + rr] * inv), ob,
-                           (row * kLat + mla::mfma_column(col + rr)) * 2u);
+      mm::buffer_store_b32(mm::pack_bf16x2<mm::Round::RTNE>(st.acc[rr / 2][rr % 2] * inv,
+                                                            st.acc[2 + rr / 2][rr % 2] * inv),
+                           ob, (row * kLat + mla::mfma_column(col + rr)) * 2u);
   } else {
     mm::u32x4 o;
 #pragma unroll
-    for (int e = 0; e < 4; ++e) o[e] = mm::pack_bf16x2<mm::Round::RTNE>(st.acc[2 * e] * inv, st.acc[2 * e + 1] * inv);
+    for (int e = 0; e < 4; ++e) o[e] = mm::pack_bf16x2<mm::Round::RTNE>(st.acc[e].x * inv, st.acc[e].y * inv);
     mm::buffer_store_b128(o, ob, (row * kLat + col) * 2u);
   }
   if ((flags & 1u) && lane == 0 && cblk == 0) {

@@ -178,21 +178,6 @@ MM_DEVICE void grouped_reads(Read read, Use use) {
   }
 }
 
-// o's two bf16 in one dword, RTNE with any NaN the canonical 0x7FFF (numerics.hpp's pack_bf16x2<RTNE>): on
-// gfx950 by v_cvt_pk_bf16_f32 after a NaN select (it keeps a NaN's payload), the same bits in fewer VALU.
-MM_DEVICE uint32_t pack_o_bf16x2(float lo, float hi) {
-#if defined(__gfx950__)
-  typedef float f32x2_t __attribute__((ext_vector_type(2)));
-  typedef __bf16 bf16x2_t __attribute__((ext_vector_type(2)));
-  const float qnan = __builtin_bit_cast(float, 0x7FFF0000u);
-  lo = __builtin_isnan(lo) ? qnan : lo;
-  hi = __builtin_isnan(hi) ? qnan : hi;
-  return __builtin_bit_cast(uint32_t, __builtin_convertvector((f32x2_t{lo, hi}), bf16x2_t));
-#else
-  return mm::pack_bf16x2<mm::Round::RTNE>(lo, hi);
-#endif
-}
-
 // ---- KvSplit: four one-wave decoders in one workgroup, merged in LDS --------------------------------------
 // A workgroup of kSplitWaves waves per (request, KV part) with one row tile (H * q_len <= 16): wave w decodes the
 // w-th run of ceil(tiles / 4) of the part's tiles as the one-wave kernel does (its four fetch roles per lane,
@@ -299,8 +284,8 @@ MM_DEVICE void write_split_outputs(const TileArgs& a, mm::f32x4 (&mo)[kSplitBloc
 #pragma unroll
   for (uint32_t c = 0; c < kSplitBlocks; ++c) {
     const mm::f32x4 v = mo[c];
-    mm::buffer_store_b64(mm::u32x2{pack_o_bf16x2(v[0] * inv, v[1] * inv),
-                                   pack_o_bf16x2(v[2] * inv, v[3] * inv)},
+    mm::buffer_store_b64(mm::u32x2{mm::pack_bf16x2<mm::Round::RTNE>(v[0] * inv, v[1] * inv),
+                                   mm::pack_bf16x2<mm::Round::RTNE>(v[2] * inv, v[3] * inv)},
                          ob, (R * kLat + col0 + 16u * c) * 2u);
   }
   if ((a.flags & kFlagLse) && w == 0 && g == 0)
@@ -702,8 +687,8 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const mm::f32x4 v = acc[c + h];
-          mm::buffer_store_b64(mm::u32x2{pack_o_bf16x2(v[0] * inv, v[1] * inv),
-                                         pack_o_bf16x2(v[2] * inv, v[3] * inv)},
+          mm::buffer_store_b64(mm::u32x2{mm::pack_bf16x2<mm::Round::RTNE>(v[0] * inv, v[1] * inv),
+                                         mm::pack_bf16x2<mm::Round::RTNE>(v[2] * inv, v[3] * inv)},
                                ob, (R * kLat + 16u * (c + h) + 4u * g) * 2u);
         }
       }
@@ -717,7 +702,7 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             const int c = 8 * q8 + 2 * e;
-            v[e] = pack_o_bf16x2(acc[c][rr] * inv, acc[c + 1][rr] * inv);
+            v[e] = mm::pack_bf16x2<mm::Round::RTNE>(acc[c][rr] * inv, acc[c + 1][rr] * inv);
           }
           mm::buffer_store_b128(v, ob, (R * kLat + col + 8u * q8) * 2u);
         }

@@ -338,15 +338,10 @@ MM_DEVICE uint32_t pack_bf16x2_finite(float lo, float hi) {
   typedef float f32x2_t __attribute__((ext_vector_type(2)));
   return __builtin_bit_cast(uint32_t, __builtin_convertvector((f32x2_t{lo, hi}), bf16x2_t));
 }
-// The same with NaN made the canonical 0x7FFF first (the f32 NaN 0x7FFF0000 keeps its payload through the
-// conversion): the bits of pack_bf16x2<Round::RTNE> for every value, 2 VALU per value more.
-MM_DEVICE uint32_t pack_bf16x2_hw(float lo, float hi) {
-  const float qnan = __builtin_bit_cast(float, 0x7FFF0000u);
-  return pack_bf16x2_finite(__builtin_isnan(lo) ? qnan : lo, __builtin_isnan(hi) ? qnan : hi);
-}
-// pack_bf16x2_hw where a NaN may occur (wave_has_nan), else pack_bf16x2_finite.
+// pack_bf16x2<Round::RTNE> (on gfx950 the same conversion after a NaN select, 2 VALU per value more) where a NaN
+// may occur (wave_has_nan), else pack_bf16x2_finite.
 template <bool MAY_NAN> MM_DEVICE uint32_t pack_bf16x2_rtne(float lo, float hi) {
-  return MAY_NAN ? pack_bf16x2_hw(lo, hi) : pack_bf16x2_finite(lo, hi);
+  return MAY_NAN ? pack_bf16x2<Round::RTNE>(lo, hi) : pack_bf16x2_finite(lo, hi);
 }
 // Whether any lane of the wave holds a NaN among v (uniform; call under full EXEC): one sum per lane (v_pk_add_f32;
 // a NaN propagates through it, an Inf - Inf only sends a NaN-free chunk down the canonical path) and a ballot.
@@ -379,8 +374,8 @@ MM_DEVICE Fp4Quad quantise_group(const FragC<MX> (&acc)[SUBS][TILES], int r, int
     float v[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) v[i] = epilogue<EPI>(g[i], up[i], beta, inv_beta, lin, inv_lin) * w;
-    h[t][0] = pack_bf16x2_hw(v[0], v[1]);
-    h[t][1] = pack_bf16x2_hw(v[2], v[3]);
+    h[t][0] = pack_bf16x2<Round::RTNE>(v[0], v[1]);
+    h[t][1] = pack_bf16x2<Round::RTNE>(v[2], v[3]);
     amax = amax_bf16x2(amax_bf16x2(amax, h[t][0]), h[t][1]);
   }
   amax = __builtin_fmaxf(amax, __builtin_bit_cast(float, swizzle_xor<16>(__builtin_bit_cast(uint32_t, amax))));
@@ -423,7 +418,8 @@ MM_DEVICE Fp4Oct quantise_half_group(const FragC<MX> (&acc)[SUBS][8], int r, flo
   uint32_t h[8];  // bf16 pair m: columns 2 m, 2 m + 1
   if (nan) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) h[2 * e] = pack_bf16x2_hw(v[e].x, v[e].y), h[2 * e + 1] = pack_bf16x2_hw(v[e].z, v[e].w);
+    for (int e = 0; e < 4; ++e)
+      h[2 * e] = pack_bf16x2<Round::RTNE>(v[e].x, v[e].y), h[2 * e + 1] = pack_bf16x2<Round::RTNE>(v[e].z, v[e].w);
   } else {
 #pragma unroll
     for (int e = 0; e < 4; ++e)
@@ -522,7 +518,7 @@ MM_DEVICE void down_weights(WSet<NT, ILV>& dst, const ExpertWeights& ew, uint32_
 // without barriers, weights SETS (chunk, slab) steps ahead. Each output's chain is slabs ascending, one MFMA each (the
 // streaming kernel's with EPI_NONE). rows / rw: the lane's rows 16r + j and their routed weights.
 // ALIGNED (the host checked N % 4 == 0 and C 8-byte aligned): one 8-byte store per 4 columns, bf16 by
-// pack_bf16x2_hw; else store_out4. SETS: weight register sets (steps in flight); first: the first SETS steps'
+// pack_bf16x2<Round::RTNE>; else store_out4. SETS: weight register sets (steps in flight); first: the first SETS steps'
 // weights (down_weights of steps 0 .. SETS - 1) already issued by the caller, or null. SLABS: slabs known at
 // compile time (then == slabs, and SETS % SLABS == 0: a step's slab and its epilogue are fixed by its place in the
 // rotation), or 0. ILV: interleaved columns (WSet; ALIGNED only).
