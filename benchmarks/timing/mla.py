@@ -218,6 +218,17 @@ def host_merge(values: dict, wgs: list[list[tuple[int, int, int]]], q_len: int) 
 SAMPLE_CUS = 2  # CUs of XCD 0 simulated per launch
 
 
+def busy_part_rows(kernel: str, arch: str, S: int, nparts: int) -> int:
+    """KV rows of a busy part of a launch of our `kernel` (its planner cost row) cut into `nparts` parts at
+    length S: whole tiles of the kernel (a part holds ceil(ceil(S / tile) / nparts) of them), so a decode sample's
+    parts are the real launch's busy ones. (As ceil(S / nparts), gfx950 a8w8 (4, 1024) at 64 parts -- a 32-token
+    tile for half the parts, none for the others -- sampled a busy and an empty workgroup, and their mean, 6958
+    cycles, stood for a round whose busy parts take 9132.)"""
+    from moonmath_mla_decode import _C
+    tile = int(_C.mla_kernel_tile_tokens(kernel, arch))
+    return min(S, math.ceil(math.ceil(S / tile) / nparts) * tile)
+
+
 def sample_parts(per_cu: int, cfg: dict, ncu: int = SAMPLE_CUS) -> int:
     """The decode sample's parts, one rule for AITER's object and ours: the parts up to the last simulated
     workgroup, (ncu * per_cu - 1) * xcds + 1 (CU c of XCD 0 runs parts (c * per_cu + j) * xcds, j < per_cu), over
@@ -274,6 +285,27 @@ def aiter_fit(cfg: dict, check: bool = True, **sample) -> dict:
             "where": r2["where"], "pipe_util": r2["pipe_util"], "mem": r2["mem"]}
 
 
+class AiterFits:
+    """aiter_fit by the busy CUs of AITER's launch. The timing model shares HBM and L2 among a launch's busy CUs
+    (moonmath_emu.timing's busy_cus), so a work list that leaves CUs without work runs its workgroups on larger
+    shares: gfx950 a8w8 a = 7313 cycles on every CU's share, 6340 on 88 busy CUs' (b unchanged). Fitted lazily at
+    the busy count rounded down to a power of two -- in AITER's favour: a larger share than its launch has; at
+    most log2(CUs) + 1 fits -- and the full chip's at its own count (`full`)."""
+
+    def __init__(self, cfg: dict, check: bool = True, **sample):
+        self.cfg, self.sample = cfg, sample
+        self.full = aiter_fit(cfg, check, **sample)
+        self._by_busy: dict[int, dict] = {}
+
+    def at(self, busy: int) -> dict:
+        if busy >= self.cfg["cus_per_chip"]:
+            return self.full
+        k = 1 << (max(1, busy).bit_length() - 1)
+        if k not in self._by_busy:
+            self._by_busy[k] = aiter_fit(dict(self.cfg, busy_cus=k), False, **self.sample)
+        return self._by_busy[k]
+
+
 def aiter_reduce(wgs: list[list[tuple[int, int, int]]], B: int, cfg: dict, f_hz: float, q_len: int = Q_LEN) -> dict:
     """mla_reduce_v1's modeled time (AITER builds it from source: no code object to simulate). Its launch,
     from the wheel's csrc/kernels/mla/reduce.cu: one 128-thread workgroup per (head, request) -- grid
@@ -302,10 +334,12 @@ def aiter_reduce(wgs: list[list[tuple[int, int, int]]], B: int, cfg: dict, f_hz:
             "bound": "cu" if t_cu >= t_hbm else "hbm"}
 
 
-def aiter_config(B: int, S: int, fit: dict, cfg: dict, f_hz: float, max_split_per_batch: int,
+def aiter_config(B: int, S: int, fits: AiterFits, cfg: dict, f_hz: float, max_split_per_batch: int,
                  q_len: int = Q_LEN) -> dict:
-    """Modeled time of stage 1 (the slowest CU part) + the reduce on AITER's fast-mode work list."""
+    """Modeled time of stage 1 (the slowest CU part) + the reduce on AITER's fast-mode work list (its workgroup
+    cycles fitted at the list's busy CUs)."""
     wgs = aiter_metadata_v1_2([S] * B, cfg["cus_per_chip"], max_split_per_batch=max_split_per_batch)
+    fit = fits.at(sum(1 for items in wgs if items))
     costs = [fit["a"] + fit["b"] * sum(e - s for _, s, e in items) + fit["c"] * (len(items) - 1)
              for items in wgs if items]
     t1 = max(costs) / f_hz
@@ -316,9 +350,9 @@ def aiter_config(B: int, S: int, fit: dict, cfg: dict, f_hz: float, max_split_pe
             "balance": sum(costs) / (len(costs) * max(costs)), "kv_bytes": B * S * (mla.LAT + mla.ROPE)}
 
 
-def aiter_shape(B: int, S: int, fit: dict, cfg: dict, f_hz: float) -> dict:
+def aiter_shape(B: int, S: int, fits: AiterFits, cfg: dict, f_hz: float) -> dict:
     """The fastest modeled configuration over SPLIT_SWEEP (the bench's num_kv_splits sweep)."""
-    runs = [aiter_config(B, S, fit, cfg, f_hz, m) for m in SPLIT_SWEEP]
+    runs = [aiter_config(B, S, fits, cfg, f_hz, m) for m in SPLIT_SWEEP]
     best = dict(min(runs, key=lambda r: r["seconds"]))
     best["default"] = {k: runs[0][k] for k in ("seconds", "stage1_s", "reduce_s")}
     return best
@@ -358,6 +392,7 @@ def _ours_round(L: dict, real_grid: int, cfg: dict, ncu: int = SAMPLE_CUS) -> di
     from .ours import simulate
 
     slots, per = per_cu(L, real_grid, cfg)
+    cfg = dict(cfg, busy_cus=min(cfg["cus_per_chip"], real_grid))  # the real launch's CUs share HBM and L2
     xcds, gx = cfg["xcds"], L["grid"][0]
     per = min(per, max(1, (gx - 1) // (xcds * ncu) + 1))
     cus = [[((c * per + j) * xcds, 0, 0) for j in range(per)] for c in range(ncu)]
@@ -375,7 +410,7 @@ def ours_shape(B: int, S: int, cfg: dict, f_hz: float) -> dict:
 
     with use_arch("gfx942"):
         real = K.make_plan(B, mla.HEADS, Q_LEN, S, arch="gfx942")
-    part = math.ceil(S / real.nparts)
+    part = busy_part_rows("ws", "gfx942", S, real.nparts)
     # sample: one request cut into sample_parts parts of the real part length (workgroups 0, 8, 16, ...)
     n_sample = sample_parts(1, cfg)
     seen, _ = _ours_capture(1, part * n_sample, nparts=n_sample, variant=real.variant)
@@ -415,14 +450,15 @@ def main() -> None:
     print(f"effective clock {f_hz / 1e6:.1f} MHz from {f_src}")
     sem = check_split_semantics()
     print(f"split work list check: {sem}")
-    fit = aiter_fit(cfg)
+    fits = AiterFits(cfg)
+    fit = fits.full
     chk = fit["check"]
     print(f"AITER a16w8 fit: a {fit['a']:.0f} + b {fit['b']:.2f}/row + c {fit['c']:.0f}/extra item; check at "
           f"{chk['rows']} rows: simulated {chk['simulated']:.0f}, extrapolated {chk['extrapolated']:.0f}")
     rows = SEED_MLA if args.shapes == "all" else [SEED_MLA[int(i)] for i in args.shapes.split(",")]
     table = []
     for (B, S), pub_us, orig_us in rows:
-        a = aiter_shape(B, S, fit, cfg, f_hz)
+        a = aiter_shape(B, S, fits, cfg, f_hz)
         r = {"shape": (B, S), "pub_aiter_us": pub_us, "orig_moonmath_us": orig_us, "aiter_model_us": a["seconds"] * 1e6,
              "aiter": a, "err": (a["seconds"] * 1e6 - pub_us) / pub_us}
         if not args.no_ours:
@@ -474,8 +510,9 @@ def main() -> None:
     at = {}
     for f_mhz in MI300X_SUSTAINED_MHZ:
         c_s = clock.at_clock(timing.config("gfx942"), f_mhz * 1e6)
-        fit_s = aiter_fit(c_s, check=False)
-        es = [aiter_shape(*r["shape"], fit_s, c_s, f_mhz * 1e6)["seconds"] * 1e6 / r["pub_aiter_us"] - 1 for r in table]
+        fits_s = AiterFits(c_s, check=False)
+        es = [aiter_shape(*r["shape"], fits_s, c_s, f_mhz * 1e6)["seconds"] * 1e6 / r["pub_aiter_us"] - 1
+              for r in table]
         at[f_mhz] = {"errors": es, "median_abs_err": statistics.median(abs(e) for e in es)}
     summary["at_sustained_clock"] = at
     md += ["At AMD's measured sustained MFMA clock instead (no fitted constant): " + "; ".join(

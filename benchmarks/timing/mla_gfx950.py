@@ -112,8 +112,8 @@ def check_split_semantics(lens=(200, 333, 40), groups: int = 5) -> dict:
     return out
 
 
-def aiter_fit(cfg: dict) -> dict:
-    return m942.aiter_fit(cfg, arch=ARCH, obj=A8W8_PS, make_values=aiter_values)
+def aiter_fits(cfg: dict) -> m942.AiterFits:
+    return m942.AiterFits(cfg, arch=ARCH, obj=A8W8_PS, make_values=aiter_values)
 
 
 def aiter_q_quant(B: int, cfg: dict) -> dict:
@@ -128,10 +128,10 @@ def aiter_q_quant(B: int, cfg: dict) -> dict:
     return {"seconds": total / cfg["hbm_bytes_per_s"], "bytes": total, "launches": len(ops), "bytes_by_op": ops}
 
 
-def aiter_shape(B: int, S: int, fit: dict, cfg: dict, f_hz: float) -> dict:
+def aiter_shape(B: int, S: int, fits: m942.AiterFits, cfg: dict, f_hz: float) -> dict:
     """Stage 1 + reduce at the reference's split cap; beside it the fastest cap of mla.SPLIT_SWEEP."""
-    ref = m942.aiter_config(B, S, fit, cfg, f_hz, NUM_KV_SPLITS, q_len=Q_LEN)
-    best = min((m942.aiter_config(B, S, fit, cfg, f_hz, m, q_len=Q_LEN) for m in m942.SPLIT_SWEEP),
+    ref = m942.aiter_config(B, S, fits, cfg, f_hz, NUM_KV_SPLITS, q_len=Q_LEN)
+    best = min((m942.aiter_config(B, S, fits, cfg, f_hz, m, q_len=Q_LEN) for m in m942.SPLIT_SWEEP),
                key=lambda r: r["seconds"])
     ref["best_cap"] = {k: best[k] for k in ("seconds", "max_split_per_batch", "max_pieces")}
     ref["q_quant"] = aiter_q_quant(B, cfg)
@@ -198,7 +198,9 @@ def ours_shape(fmt: str, B: int, S: int, cfg: dict, f_hz: float, nparts: int | N
     real = (_plan(fmt, B, S, kv_waves=kv_waves) if nparts is None
             else _plan(fmt, B, S, nparts, "shared", kv_waves=kv_waves))
     kvw = None if fmt == "a16w8" else real.kv_waves
-    part = math.ceil(S / real.nparts)
+    from moonmath_mla_decode import formats
+    kernel = "ws" if fmt == "a16w8" else formats.cost_kernels(fmt, pm.HEADS, Q_LEN, ARCH)[real.kv_waves]
+    part = m942.busy_part_rows(kernel, ARCH, S, real.nparts)
     ccfg = clock.at_clock(cfg, f_hz)
     seen_real = _capture(fmt, B, GRAN, real)  # the launch list at the real batch (Q launches, grids)
     decode_i = len(seen_real) - (2 if real.nparts > 1 else 1)
@@ -278,7 +280,8 @@ def main() -> None:
     print(f"gfx950 effective clock {f_hz / 1e6:.1f} MHz ({f_src})", flush=True)
     sem = check_split_semantics()
     print(f"split work list check: {sem}", flush=True)
-    fit = aiter_fit(cfg)
+    fits = aiter_fits(cfg)
+    fit = fits.full
     chk = fit["check"]
     print(f"AITER a8w8 _ps fit: a {fit['a']:.0f} + b {fit['b']:.2f}/row + c {fit['c']:.0f}/extra item; at "
           f"{chk['rows']} rows simulated {chk['simulated']:.0f}, extrapolated {chk['extrapolated']:.0f}", flush=True)
@@ -286,7 +289,7 @@ def main() -> None:
     fmts = [f for f in args.formats.split(",") if f]
     table = []
     for B, S in shapes:
-        a = aiter_shape(B, S, fit, cfg, f_hz)
+        a = aiter_shape(B, S, fits, cfg, f_hz)
         r = {"shape": (B, S), "aiter": a, "aiter_us": a["seconds"] * 1e6, "pub_us": PUBLISHED_US.get((B, S)),
              "aiter_q_us": (a["seconds"] + a["q_quant"]["seconds"]) * 1e6}
         for fmt in fmts:

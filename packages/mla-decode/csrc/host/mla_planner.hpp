@@ -122,7 +122,16 @@ struct KernelCost {
   // part (at (4, 1024) a8w8 the planner's quarter priced 32 parts of one 32-token tile below the one-wave
   // kernel's 64 parts: 19.7 against 17.1 us modeled).
   double split_tile_tokens = 0;
+  // The kernel's KV tile (tokens) for the others: a part is whole tiles of it, tpp = ceil(ceil(len / tile) /
+  // nparts) (the kernels' split, mla_decode_lds_tile.hpp), so a split into more parts than tiles leaves parts
+  // empty. a8w8's 32-token tiles: at (4, 1024) 64 parts (16 tokens each as 16-token tiles) gave half the parts a
+  // 32-token tile and the other half none, priced as if each decoded 16 tokens.
+  double tile_tokens = kTileTokens;
 };
+// The KV tile a part is cut in whole tiles of.
+inline double kernel_tile_tokens(const KernelCost& kc) {
+  return kc.split_tile_tokens > 0 ? kc.split_tile_tokens : kc.tile_tokens;
+}
 // The one table of decode-kernel costs: a row per (arch, kernel): the a16w8 ws kernel (plan()) and the KV-format
 // kernels (formats.py, plan_format_parts()); a kernel without a row has no cost model (kernel_cost throws).
 struct KernelCostRow {
@@ -148,8 +157,8 @@ inline constexpr KernelCostRow kKernelCosts[] = {
     {"gfx950", "a16w16_w1", {1814.0, 0.0, 2214.0, kA16w16TokenBytes, 0, 0, 1, 0, 4, 4}},
     {"gfx950", "a16w16", {1565.0, 0.0, 2036.0, kA16w16TokenBytes}},
     {"gfx950", "a16w16_kv4", {456.0, 0.0, 3084.0, kA16w16TokenBytes, 0, 0, 4, 0, 4, 1, 16}},
-    {"gfx950", "a8w8_w1", {1173.0, 0.0, 3542.0, kRowBytes + 4, 1, 209.0, 1, 0, 4, 2}},
-    {"gfx950", "a8w8", {1023.0, 0.0, 3293.0, kRowBytes + 4, 1, 209.0}},
+    {"gfx950", "a8w8_w1", {1173.0, 0.0, 3542.0, kRowBytes + 4, 1, 209.0, 1, 0, 4, 2, 0, 32}},
+    {"gfx950", "a8w8", {1023.0, 0.0, 3293.0, kRowBytes + 4, 1, 209.0, kWavesPerBlock, 0, 4, 1, 0, 32}},
     {"gfx950", "a8w8_kv4", {287.0, 0.0, 3222.0, kRowBytes + 4, 1, 209.0, 4, 0, 4, 1, 32}},
     {"gfx950", "mxfp4_w1", {2750.0, 0.0, 2812.0, kMxfp4TokenBytes, 0, 0, 1, 0, 4, 4}},
     {"gfx950", "mxfp4_kv4", {708.0, 0.0, 3773.0, kMxfp4TokenBytes, 0, 0, 4, 0, 4, 1, 16}},
@@ -197,13 +206,14 @@ struct Machine {
 // (8, 32768) 36 / 38: 145.7 / 140.7; (2, 150000) 143 / 147: 171.5 / 166.6; (1, 150000) 276 / 293. The minimum
 // itself (1.0 to 1.02) over-splits where the model is flat: (512, 4096) 4 parts 1180 us against 1 part 1016;
 // B 2, q_len 1, S 8192: 171 parts 39.2 us against 57-64 parts 33-36.
-// merge 1084 / 286 (ninth session: the scalar prologue, calibrate_mla_planner_emu.py on both archs; 1376 / 262 before, the
+// merge 1060 / 271 (thirteenth session: packed FMAs on the partials' registers, gfx950's bf16 packing; gfx950 955 /
+// 271), calibrate_mla_planner_emu.py; 1084 / 286 in the ninth session (the scalar prologue; 1376 / 262 before, the
 // sixth session's: a chunk's first O loads issued with its (m, l, ln) load; 2086 / 244 before that)
 constexpr Machine kGfx942{"gfx942", kDefaultCus, kClockGhz, kHbmBytesPerNs, kCuBytesPerNs, 1084.0, 286.0, 0.0, 1.03,
                           kPartLatencyNs, kSplitSlack, 1.0};
 // MI355X (assumptions): 256 CUs, a sustained clock in the same proportion to its 2.4 GHz peak as
 // gfx942's, 8 TB/s peak HBM of which ~6 TB/s achievable (the 4 / 5.3 fraction assumed on gfx942).
-constexpr Machine kGfx950{"gfx950", 256, 1.26, 6000.0, 23.4, 1084.0, 286.0, 0.0, kSplitSlack, 0.0, 1.02};
+constexpr Machine kGfx950{"gfx950", 256, 1.26, 6000.0, 23.4, 955.0, 271.0, 0.0, kSplitSlack, 0.0, 1.02};
 
 // The machine model of `arch`; std::invalid_argument for an arch without MLA decode kernels.
 inline const Machine& machine_for(const std::string& arch) {
@@ -336,7 +346,8 @@ inline MergeShape spread_merge_shape(int64_t total_rows, int64_t nparts, int64_t
 // mla_merge_cost.py, both archs; docs/kernels/mla_decode_gfx942.md "Session 9"). The timing model runs a launch in
 // rounds of per_cu co-resident workgroups per CU and charges each round the busiest CU's time; so does this:
 //   per_cu   = min(kMergeWavesPerCu / waves per workgroup, ceil(grid / cus)), rounds = ceil(grid / (cus * per_cu))
-//   t_round  = t_start + max(t_issue, bytes_cu / cu_bytes_per_ns) + (iterations - 1) * iter_latency
+//   t_round  = t_start + max(t_issue, bytes_cu / share) + (iterations - 1) * iter_latency (share: a CU's
+//              cu_bytes_per_ns among min(CUs, grid) busy CUs, as the timing model's busy_cus shares HBM)
 //              bytes_cu = per_cu * a workgroup's bytes (its (row, column block)s: every part's O slice and
 //              (m, l, ln) read, its o slice written); t_issue = waves per SIMD * a merge wave's issue cycles
 //              (merge_wave_cycles + iterations * merge_iter_cycles, measured: calibrate_mla_planner_emu.py)
@@ -369,7 +380,10 @@ struct MergeTiming {
 // Re-fit in the twelfth session to its cheaper merge (request ends from the decode, DPP reductions; the ninth
 // session's constants put (2, 128) 18% high): 1108 / 1295 / 519 / 810, the 23 launches within 12.8% ((512, 2) +12.8%,
 // (2, 64) +12.6%, (8, 37) -12.0%; tests/test_mla_kernel_planner.py _MERGE_MEASURED).
-constexpr MergeTiming kMergeTiming{1108.0, 1295.0, 519.0, 810.0};
+// Re-fit in the thirteenth session (the merge's packed FMAs; the timing model's HBM and L2 shares of the launch's
+// busy CUs, which made the one-round merges on fewer workgroups than CUs faster, (2, 128) 20% high; the round's
+// bytes at that share): 877 / 1253 / 505 / 920.
+constexpr MergeTiming kMergeTiming{877.0, 1253.0, 505.0, 920.0};
 // gfx942 prices its merge in this form. gfx950 keeps the eighth session's (rounds over SIMD slots of one HBM
 // round trip, kHbmLatencyNs, per iteration; bytes over the busy CUs' share) until its cu_bytes_per_ns is re-fit:
 // at 23.4 B/ns, 1.5x the 15.5 the session-8 timing model served at gfx950's 1190 MHz, its decode estimates were
@@ -390,6 +404,7 @@ struct MergeRound {
   double issue_cycles;  // per SIMD
   double cu_bytes;      // per CU
   double total_bytes;
+  double cu_bytes_per_ns;  // a busy CU's HBM share
 };
 inline MergeRound merge_round(int64_t total_rows, int64_t nparts, int64_t cus, double extra_wave_cycles,
                               const Machine& mc, double partial_o_bytes, bool spread) {
@@ -408,6 +423,9 @@ inline MergeRound merge_round(int64_t total_rows, int64_t nparts, int64_t cus, d
   const double unit_bytes = (double)nparts * (cols * partial_o_bytes + 16.0) + cols * 2.0;
   r.cu_bytes = (double)r.per_cu * ((double)ms.waves / (double)wpr) * unit_bytes;
   r.total_bytes = (double)(total_rows * cs) * unit_bytes;
+  // a CU's HBM share among the launch's busy CUs, as the timing model serves it (busy_cus): a merge on fewer
+  // workgroups than CUs leaves the idle CUs' shares to the busy ones
+  r.cu_bytes_per_ns = mc.cu_bytes_per_ns * (double)mc.cus / (double)std::min<int64_t>(mc.cus, std::min(cus, ms.grid));
   return r;
 }
 
@@ -430,7 +448,7 @@ inline double merge_cost(int64_t total_rows, int64_t nparts, int64_t cus, double
   const double t_start = (mt.start_cycles + mt.start_wave_cycles / (double)r.simd_waves +
                           (double)r.fold_waves * mt.fold_cycles + (double)(r.iters - 1) * mt.iter_latency_cycles) /
                          mc.clock_ghz;
-  const double t_round = t_start + std::max(r.issue_cycles / mc.clock_ghz, r.cu_bytes / mc.cu_bytes_per_ns);
+  const double t_round = t_start + std::max(r.issue_cycles / mc.clock_ghz, r.cu_bytes / r.cu_bytes_per_ns);
   const double t_hbm = r.total_bytes / (mc.hbm_bytes_per_ns * (double)cus / (double)mc.cus);
   return kMergeLaunchNs + std::max((double)r.rounds * t_round, t_hbm);
 }
@@ -440,7 +458,6 @@ inline double merge_cost(int64_t total_rows, int64_t nparts, int64_t cus, double
 inline double kernel_plan_cost(const KernelCost& kc, int64_t batch, int64_t heads, int64_t q_len, int64_t len,
                                int64_t nparts, int64_t cus, Variant v, const Machine& mc, bool spread_merge = false) {
   const int64_t rows = q_len * heads, n_rt = ceil_div(rows, kRowsPerTile);
-  const int64_t tiles = std::max<int64_t>(1, ceil_div(len, kTileTokens));
   const int64_t slots = cus * kSimdsPerCu;
   const int64_t waves = launch_waves(batch, n_rt, nparts, v);
   const bool ws = v == Variant::kWs;
@@ -453,12 +470,10 @@ inline double kernel_plan_cost(const KernelCost& kc, int64_t batch, int64_t head
   // balanced split: every wave locates its part (a ws workgroup: wave 0 only, the others read it from LDS)
   const double balance = balance_split(batch, nparts) ? mc.balance_request_cycles * (double)batch : 0.0;
   const double part_cycles = kc.part_cycles + kc.part_rowtile_cycles * extra_rowtiles + balance;
-  // 16-token tiles a wave is charged: the part's, or (_kv4) 4x a wave's run of whole kernel tiles
-  double part_tiles = (double)ceil_div(tiles, nparts);
-  if (kc.split_tile_tokens > 0) {
-    const int64_t t = (int64_t)kc.split_tile_tokens, nt = ceil_div(ceil_div(len, nparts), t);
-    part_tiles = (double)(kKvSplitWaves * ceil_div(nt, kKvSplitWaves) * t) / (double)kTileTokens;
-  }
+  // 16-token tiles a wave is charged: the part's whole kernel tiles, or (_kv4) 4x a wave's run of them
+  const int64_t kt = (int64_t)kernel_tile_tokens(kc), tpp = ceil_div(ceil_div(len, kt), nparts);
+  const int64_t wave_tiles = kc.split_tile_tokens > 0 ? kKvSplitWaves * ceil_div(tpp, kKvSplitWaves) : tpp;
+  const double part_tiles = (double)(wave_tiles * kt) / (double)kTileTokens;
   double t_compute = (double)rounds * (part_tiles * tile_cycles + part_cycles) / mc.clock_ghz + kPartLatencyNs +
                           (double)(rounds - 1) * mc.round_latency_ns;
   // bytes of a partial O element: the row's (ws: fp16 up to kHalfPartialsMaxParts parts, then fp32)
@@ -508,7 +523,7 @@ inline std::pair<int64_t, double> plan_format_parts(int64_t batch, int64_t heads
   const KernelCost& kc = kernel_cost(mc.arch, kernel);
   const Variant v = format_launch_shape(kernel);
   const int64_t len = len_hint > 0 ? len_hint : kDefaultLen;
-  const int64_t tiles = std::max<int64_t>(1, ceil_div(len, kTileTokens));
+  const int64_t tiles = std::max<int64_t>(1, ceil_div(len, (int64_t)kernel_tile_tokens(kc)));  // the kernel's
   const int64_t max_parts = std::min<int64_t>(kMaxParts, tiles), total_rows = batch * q_len * heads;
   auto usable = [&](int64_t np) {
     return parts_all_busy(tiles, np) && (np == 1 || total_rows * np * kLat * 4 < (int64_t(1) << 32));

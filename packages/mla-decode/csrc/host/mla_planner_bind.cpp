@@ -156,6 +156,18 @@ void register_mla_planner(py::module_& m) {
       py::arg("cus") = 0, py::arg("arch") = "gfx942",
       "The planner's modelled time (ns) of a KV-format kernel's launch with a given number of parts.");
   m.def(
+      "mla_kernel_tile_tokens",
+      [](const std::string& kernel, const std::string& arch) {
+        try {
+          return moonmath::mla::kernel_tile_tokens(moonmath::mla::kernel_cost(arch, kernel));
+        } catch (const std::invalid_argument& e) {
+          throw py::value_error(e.what());
+        }
+      },
+      py::arg("kernel"), py::arg("arch") = "gfx942",
+      "The KV tile (tokens) a part of the kernel is cut in whole tiles of: a part holds ceil(ceil(len / tile) / "
+      "nparts) tiles.");
+  m.def(
       "mla_plan_cost",
       [](int64_t batch, int64_t heads, int64_t q_len, int64_t len, int64_t nparts, int64_t cus,
          const std::string& variant, const std::string& arch) {
@@ -195,7 +207,7 @@ void register_mla_planner(py::module_& m) {
                                           {"fold_cycles", moonmath::mla::kMergeTiming.fold_cycles},
                                           {"iters", (double)r.iters},
                                           {"iter_latency_cycles", moonmath::mla::kMergeTiming.iter_latency_cycles},
-                                          {"clock_ghz", m->clock_ghz}, {"cu_bytes_per_ns", m->cu_bytes_per_ns}};
+                                          {"clock_ghz", m->clock_ghz}, {"cu_bytes_per_ns", r.cu_bytes_per_ns}};
         return out;
       },
       py::arg("total_rows"), py::arg("nparts"), py::arg("partial_o_bytes"), py::arg("cus") = 0,
