@@ -206,9 +206,10 @@ struct Machine {
 // (8, 32768) 36 / 38: 145.7 / 140.7; (2, 150000) 143 / 147: 171.5 / 166.6; (1, 150000) 276 / 293. The minimum
 // itself (1.0 to 1.02) over-splits where the model is flat: (512, 4096) 4 parts 1180 us against 1 part 1016;
 // B 2, q_len 1, S 8192: 171 parts 39.2 us against 57-64 parts 33-36.
-// merge 1060 / 271 (thirteenth session: packed FMAs on the partials' registers, gfx950's bf16 packing; gfx950 955 /
-// 271), calibrate_mla_planner_emu.py; 1084 / 286 in the ninth session (the scalar prologue; 1376 / 262 before, the
-// sixth session's: a chunk's first O loads issued with its (m, l, ln) load; 2086 / 244 before that)
+// merge 1084 / 286 (ninth session: the scalar prologue, calibrate_mla_planner_emu.py on both archs; 1376 / 262 before,
+// the sixth session's: a chunk's first O loads issued with its (m, l, ln) load; 2086 / 244 before that). Thirteenth
+// session (packed FMAs on the partials' registers, gfx950's bf16 packing): measured 1060 / 271 on gfx942, kept (within
+// 10 %; kMergeTiming is fitted with them), 955 / 271 on gfx950 (kGfx950).
 constexpr Machine kGfx942{"gfx942", kDefaultCus, kClockGhz, kHbmBytesPerNs, kCuBytesPerNs, 1084.0, 286.0, 0.0, 1.03,
                           kPartLatencyNs, kSplitSlack, 1.0};
 // MI355X (assumptions): 256 CUs, a sustained clock in the same proportion to its 2.4 GHz peak as
