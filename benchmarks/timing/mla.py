@@ -14,14 +14,16 @@ from the wheel's source, so the work list is AITER's own, not an approximation; 
 sweep is modeled as the fastest of SPLIT_SWEEP. `check_split_semantics` runs the real kernel on such a
 work list and merges its partials on the host against the float64 reference. A workgroup's cycles =
 a + b * rows + c * (items - 1), a and b from 2 CUs of XCD 0 at two chunk lengths (one item each), c from
-the same chunk cut into two items of different requests; stage 1 ends with its slowest workgroup. The
+the same chunk cut into two items of different requests, fitted at the work list's busy CUs (`AiterFits`: the
+timing model shares HBM and L2 among them); stage 1 ends with its slowest workgroup. The
 reduce (mla_reduce_v1) is built from source by AITER, so there is no code object to simulate: it is
 charged from its launch shape (`aiter_reduce`: one workgroup per head and request, the busiest CU's bytes
 at the CU's vector-memory rate, at least the HBM time), a lower bound.
 
 Ours (`moonmath_mla_decode.mla_decode_a16w8`): its planner's plan at each shape; the decode launch's
-workgroups are equal (each part has ceil(S / nparts) rows), so one CU round of `slots` workgroups is
-simulated at the real part length on 2 CUs of XCD 0 and the grid composed in rounds over 304 CUs; the
+workgroups are equal (each busy part has whole tiles of the kernel: `busy_part_rows`), so one CU round of `slots`
+workgroups is simulated at the real part length on 2 CUs of XCD 0, sharing HBM with the real grid's busy CUs, and
+the grid composed in rounds over 304 CUs; the
 merge launch (when the plan splits) likewise, simulated at the plan's nparts and the real batch (so its grid and
 workgroups per CU are the real launch's).
 

@@ -9,26 +9,25 @@ and AITER's, simulated at it (clock.py); no constant fitted to the published col
 "fixed overhead" below). Shapes: B 4, 32, 64, 256
 x KV 1024, 8192, H 16, q_len 1 (the problem's benchmark list, restated in packages/mla-decode/tests).
 
-AITER (gfx950 `mla/mla_a8w8_qh16_qseqlen1_gqaratio16_ps.co`, fp8 Q x fp8 KV): persistent, walking the work
-list of `mla.aiter_metadata_v1_2` (AITER's fast-mode get_mla_metadata_v1, restated for the gfx942 script)
-at the reference's max_split_per_batch = 32 (its NUM_KV_SPLITS). The reference calls the metadata with
-fast_mode=False, whose rule is not restated here: the work list is the fast-mode one at the same split cap
-(an approximation, stated). Stage 1: a + b * rows + c * (items - 1) cycles per workgroup, fitted on 2 CUs of
-XCD 0 as the gfx942 script does; mla_reduce_v1 from its launch shape (`mla.aiter_reduce`, q_len 1, a lower
-bound). `check_split_semantics` runs the real object on such a work list and merges its partials on the
-host against the float64 reference. The reference's torch Q quantisation (`quantize_fp8` of gpu-mode/
-reference-kernels problems/amd_202602/mixed-mla/reference.py, called in `ref_kernel`: abs, amax, divide, clamp,
-cast to fp8) is charged as a separate lower bound (`aiter_q_quant`: each op's bytes at the HBM bandwidth, no
-launch overhead, no latency), shown beside the kernels' figure, not added to it. Not modeled: its
-get_mla_metadata_v1 launch and every host-side cost (the published figure is the reference function's whole
-call).
+AITER (gfx950 `mla/mla_a8w8_qh16_qseqlen1_gqaratio16_ps.co`, fp8 Q x fp8 KV): persistent, walking the work list of
+`mla.aiter_metadata_v1_2` (AITER's fast-mode get_mla_metadata_v1, restated for the gfx942 script) at the reference's
+max_split_per_batch = 32 (its NUM_KV_SPLITS). The reference calls the metadata with fast_mode=False, whose rule is
+not restated here: the work list is the fast-mode one at the same split cap (an approximation, stated). Stage 1: a +
+b * rows + c * (items - 1) cycles per workgroup, fitted on 2 CUs of XCD 0 at the work list's busy CUs as the gfx942
+script does; mla_reduce_v1 from its launch shape (`mla.aiter_reduce`, q_len 1, a lower bound).
+`check_split_semantics` runs the real object on such a work list and merges its partials on the host against the
+float64 reference. The reference's torch Q quantisation (`quantize_fp8` of gpu-mode/ reference-kernels
+problems/amd_202602/mixed-mla/reference.py, called in `ref_kernel`: abs, amax, divide, clamp, cast to fp8) is
+charged as a separate lower bound (`aiter_q_quant`: each op's bytes at the HBM bandwidth, no launch overhead, no
+latency), shown beside the kernels' figure, not added to it. Not modeled: its get_mla_metadata_v1 launch and every
+host-side cost (the published figure is the reference function's whole call).
 
-Ours (`moonmath_mla_decode`, gfx950): mla_decode_a8w8 (its Q amax launch, the decode, the merge),
-mla_decode_a16w16, mla_decode_a16w8 and mla_decode_mxfp4, each at its planner's split
-(formats.make_plan / kernel.make_plan). The decode launch's workgroups are equal (each part ceil(S / nparts)
-rows), so one CU round is simulated at the real part length on 2 CUs of XCD 0 (as mla.py's `ours_shape`);
-the merge at the real batch and plan, with parts of 4 tiles (its grid and workgroups per CU are the real
-launch's); a8w8's Q launch at the real batch.
+Ours (`moonmath_mla_decode`, gfx950): mla_decode_a8w8 (its Q amax launch, the decode, the merge), mla_decode_a16w16,
+mla_decode_a16w8 and mla_decode_mxfp4, each at its planner's split (formats.make_plan / kernel.make_plan). The
+decode launch's busy workgroups are equal (each part whole tiles of its kernel: mla.busy_part_rows), so one CU round
+is simulated at the real part length on 2 CUs of XCD 0 (as mla.py's `ours_shape`); the merge at the real batch and
+plan, with parts of 4 tiles (its grid and workgroups per CU are the real launch's); a8w8's Q launch at the real
+batch.
 
 The published column: the problem README's AITER a8w8 latencies on MI355X (hardware, whole reference call).
 """
