@@ -19,19 +19,24 @@ MM_DEVICE uint16_t f32_to_bf16(float f) {
   return (uint16_t)(u >> 16);
 }
 
-// Two f32 -> one dword of two bf16 (lo in bits 0..15). gfx950 RTNE: v_cvt_pk_bf16_f32 (RTNE, denormals kept)
-// after a NaN select (the conversion keeps a NaN's payload; the f32 NaN 0x7FFF0000 becomes 0x7FFF): the same
-// bits for every value in 3 VALU per pair instead of ~10.
+#if defined(__gfx950__)
+// Two f32 -> two bf16 (RTNE, denormals kept) by v_cvt_pk_bf16_f32 alone: pack_bf16x2<Round::RTNE>'s bits for
+// every value but NaN, whose payload the conversion keeps. For values known to hold no NaN (one VALU a pair).
+MM_DEVICE uint32_t pack_bf16x2_finite(float lo, float hi) {
+  typedef float f32x2_t __attribute__((ext_vector_type(2)));
+  typedef __bf16 bf16x2_t __attribute__((ext_vector_type(2)));
+  return __builtin_bit_cast(uint32_t, __builtin_convertvector((f32x2_t{lo, hi}), bf16x2_t));
+}
+#endif
+
+// Two f32 -> one dword of two bf16 (lo in bits 0..15). gfx950 RTNE: pack_bf16x2_finite after a NaN select (the
+// f32 NaN 0x7FFF0000 becomes 0x7FFF): the same bits for every value in 3 VALU per pair instead of ~10.
 template <Round R>
 MM_DEVICE uint32_t pack_bf16x2(float lo, float hi) {
 #if defined(__gfx950__)
   if constexpr (R == Round::RTNE) {
-    typedef float f32x2_t __attribute__((ext_vector_type(2)));
-    typedef __bf16 bf16x2_t __attribute__((ext_vector_type(2)));
     const float qnan = __builtin_bit_cast(float, 0x7FFF0000u);
-    lo = __builtin_isnan(lo) ? qnan : lo;
-    hi = __builtin_isnan(hi) ? qnan : hi;
-    return __builtin_bit_cast(uint32_t, __builtin_convertvector((f32x2_t{lo, hi}), bf16x2_t));
+    return pack_bf16x2_finite(__builtin_isnan(lo) ? qnan : lo, __builtin_isnan(hi) ? qnan : hi);
   }
 #endif
   return (uint32_t)f32_to_bf16<R>(lo) | ((uint32_t)f32_to_bf16<R>(hi) << 16);

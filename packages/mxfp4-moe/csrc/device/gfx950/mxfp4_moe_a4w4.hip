@@ -332,14 +332,8 @@ MM_DEVICE void a4w4_mainloop(FragC<MxOf<AF>> (&acc)[BM / 16][gated(EPI) ? 2 * NT
     if (s + d < slabs) slab_step(s + d, w[d], w[(d + DEPTH) % SETS]);
 }
 
-// Two f32 -> two bf16 (RTNE) by v_cvt_pk_bf16_f32 alone: the bits of pack_bf16x2<Round::RTNE> for every value
-// but NaN (whose payload the conversion keeps).
-MM_DEVICE uint32_t pack_bf16x2_finite(float lo, float hi) {
-  typedef float f32x2_t __attribute__((ext_vector_type(2)));
-  return __builtin_bit_cast(uint32_t, __builtin_convertvector((f32x2_t{lo, hi}), bf16x2_t));
-}
 // pack_bf16x2<Round::RTNE> (on gfx950 the same conversion after a NaN select, 2 VALU per value more) where a NaN
-// may occur (wave_has_nan), else pack_bf16x2_finite.
+// may occur (wave_has_nan), else pack_bf16x2_finite (numerics.hpp).
 template <bool MAY_NAN> MM_DEVICE uint32_t pack_bf16x2_rtne(float lo, float hi) {
   return MAY_NAN ? pack_bf16x2<Round::RTNE>(lo, hi) : pack_bf16x2_finite(lo, hi);
 }
