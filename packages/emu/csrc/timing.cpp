@@ -355,7 +355,7 @@ TimingReport simulate(const Tracer& tr, const TimingConfig& cfg, const std::vect
   // busy CUs (every CU unless cfg.busy_cus says fewer; never fewer than the simulated ones)
   const int busy = std::max(ncu, cfg.busy_cus > 0 ? std::min(cfg.busy_cus, cfg.cus_per_chip) : cfg.cus_per_chip);
   const int xcds = std::max(1, cfg.xcds);
-  int cus_per_xcd = std::max(1, busy == cfg.cus_per_chip ? cfg.cus_per_chip / xcds : (busy + xcds - 1) / xcds);
+  const int cus_per_xcd = std::max(1, (busy + xcds - 1) / xcds);  // (304 / 8 = 38, 256 / 8 = 32: whole XCDs)
   double l2_rate = cfg.l2_bytes_per_clk_per_xcd * std::min(ncu, cus_per_xcd) / cus_per_xcd;  // bytes/clk
   double hbm_rate = cfg.hbm_bytes_per_s / (cfg.clock_mhz * 1e6) * ncu / busy;
   double l2_free = 0, hbm_free = 0;
