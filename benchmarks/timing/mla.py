@@ -29,7 +29,11 @@ workgroups per CU are the real launch's).
 
 Both sides' decode samples follow one rule (`sample_parts`): a launch of just the parts up to the last simulated
 workgroup, over a shuffled KV pool of exactly those parts' rows, so the pool (which sets how often a traced row
-shares a 128-byte line with another traced part's row) has the same size for AITER's object and ours.
+shares a 128-byte line with another traced part's row) has the same size for AITER's object and ours. One
+exception: a plan of ours that balances its split by request length (1 < B <= 64) is sampled from its real launch
+(B requests of nparts busy parts each), since only a launch of several requests runs the balanced locate (every
+workgroup's scan of the requests' lengths, after their own HBM round trip); its pool is then the real launch's,
+larger than AITER's sample pool, which if anything favours AITER.
 """
 from __future__ import annotations
 
@@ -413,13 +417,19 @@ def ours_shape(B: int, S: int, cfg: dict, f_hz: float) -> dict:
     with use_arch("gfx942"):
         real = K.make_plan(B, mla.HEADS, Q_LEN, S, arch="gfx942")
     part = busy_part_rows("ws", "gfx942", S, real.nparts)
-    # sample: one request cut into sample_parts parts of the real part length (workgroups 0, 8, 16, ...)
-    n_sample = sample_parts(1, cfg)
-    seen, _ = _ours_capture(1, part * n_sample, nparts=n_sample, variant=real.variant)
-    per = per_cu(seen[0], real.grid, cfg)[1]
-    if per > 1:
-        n_sample = sample_parts(per, cfg)
+    if real.balanced:
+        # the balanced split's locate is only in a launch of the real batch, which a one-request sample never is:
+        # B requests of nparts busy parts each, the real plan, its workgroups 0, 8, ... (the pool is the real
+        # launch's size too: (8, 8192) 39786 cycles a workgroup sampled from one request, 41726 so)
+        seen, _ = _ours_capture(B, part * real.nparts, nparts=real.nparts, variant=real.variant)
+    else:
+        # one request cut into sample_parts parts of the real part length (workgroups 0, 8, 16, ...)
+        n_sample = sample_parts(1, cfg)
         seen, _ = _ours_capture(1, part * n_sample, nparts=n_sample, variant=real.variant)
+        per = per_cu(seen[0], real.grid, cfg)[1]
+        if per > 1:
+            n_sample = sample_parts(per, cfg)
+            seen, _ = _ours_capture(1, part * n_sample, nparts=n_sample, variant=real.variant)
     dec = _ours_round(seen[0], real.grid, cfg)
     ccfg = clock.at_clock(cfg, f_hz)
     parts = {"decode": timing.kernel_time(real.grid, dec["wg_cycles"], dec["per_cu"], ccfg)}

@@ -25,9 +25,10 @@ host-side cost (the published figure is the reference function's whole call).
 Ours (`moonmath_mla_decode`, gfx950): mla_decode_a8w8 (its Q amax launch, the decode, the merge), mla_decode_a16w16,
 mla_decode_a16w8 and mla_decode_mxfp4, each at its planner's split (formats.make_plan / kernel.make_plan). The
 decode launch's busy workgroups are equal (each part whole tiles of its kernel: mla.busy_part_rows), so one CU round
-is simulated at the real part length on 2 CUs of XCD 0 (as mla.py's `ours_shape`); the merge at the real batch and
-plan, with parts of 4 tiles (its grid and workgroups per CU are the real launch's); a8w8's Q launch at the real
-batch.
+is simulated at the real part length on 2 CUs of XCD 0 (as mla.py's `ours_shape`; a plan balanced by request length,
+B 4-64, from its real launch, whose workgroups run the balanced locate a one-request sample skips); the merge at
+the real batch and plan, with parts of 4 tiles (its grid and workgroups per CU are the real launch's); a8w8's Q
+launch at the real batch.
 
 The published column: the problem README's AITER a8w8 latencies on MI355X (hardware, whole reference call).
 """
@@ -209,11 +210,18 @@ def ours_shape(fmt: str, B: int, S: int, cfg: dict, f_hz: float, nparts: int | N
         rep = m942._ours_round(L, L["grid"][0], cfg)
         parts[L["kernel"]] = timing.kernel_time(L["grid"][0], rep["wg_cycles"], rep["per_cu"], ccfg)
     # decode: one request cut into mla.sample_parts parts of the real part length (workgroups 0, 8, 16, ...;
-    # the same pool rule as AITER's sample)
+    # the same pool rule as AITER's sample), or (balanced plans) the real launch
     dec_real = seen_real[decode_i]
     n_sample = m942.sample_parts(m942.per_cu(dec_real, dec_real["grid"][0], cfg)[1], cfg)
-    seen = _capture(fmt, 1, part * n_sample, _plan(fmt, 1, part * n_sample, n_sample, real.variant, kvw),
-                    run_first=tuple(L["kernel"] for L in seen_real[:decode_i]))
+    first = tuple(L["kernel"] for L in seen_real[:decode_i])
+    if real.balanced:
+        # the balanced split's locate (every wave scans the requests' lengths) is only in a launch of the real
+        # batch, which a one-request sample never is: B requests of nparts busy parts each, the real plan (a8w8
+        # (4, 1024) at 32 parts: 9230 cycles a workgroup sampled from one request, 10352 so)
+        seen = _capture(fmt, B, part * real.nparts, real, run_first=first)
+    else:
+        seen = _capture(fmt, 1, part * n_sample, _plan(fmt, 1, part * n_sample, n_sample, real.variant, kvw),
+                        run_first=first)
     dec = m942._ours_round(seen[decode_i], dec_real["grid"][0], cfg)
     parts["decode"] = timing.kernel_time(dec_real["grid"][0], dec["wg_cycles"], dec["per_cu"], ccfg)
     if real.nparts > 1:
