@@ -523,6 +523,7 @@ std::string disasm_inst(const Inst& in) {
     if (bitop3) return s;
     if (in.abs >> i & 1) s = "|" + s + "|";
     if (in.neg >> i & 1) s = "-" + s;
+    if (in.ext == 2 && i < 2 && in.src_sext[i]) s = "sext(" + s + ")";  // SDWA integer sign extension
     return s;
   };
   switch (enc) {

@@ -290,6 +290,13 @@ def _source():
             ' r5 = 0x11223344; asm volatile("v_add_u32_sdwa %0, %1, %2 dst_sel:BYTE_1 dst_unused:UNUSED_PRESERVE src0_sel:BYTE_2 src1_sel:WORD_1"'
             ' : "+v"(r5) : "v"(v), "v"(v));'
             ' out[t * 6 + 0] = r0; out[t * 6 + 1] = r1; out[t * 6 + 2] = r2; out[t * 6 + 3] = r3; out[t * 6 + 4] = r4; out[t * 6 + 5] = r5; }\n')
+    # SDWA sign extension of an integer operand (sext(...)): as the compiler emits v_lshlrev_b32_sdwa with a
+    # sign-extended WORD_0 shift source, and of a byte source
+    src += ('KERNEL void sdwa_sext(const u32* a, const u32* b, u32* out) { u32 t = T; u32 v = a[t], w = b[t]; u32 r0, r1;'
+            ' asm volatile("v_lshlrev_b32_sdwa %0, %2, sext(%3) dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:DWORD'
+            ' src1_sel:WORD_0\\n\\tv_add_u32_sdwa %1, sext(%2), %3 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:BYTE_1'
+            ' src1_sel:DWORD" : "=&v"(r0), "=&v"(r1) : "v"(w), "v"(v));'
+            ' out[2 * t] = r0; out[2 * t + 1] = r1; }\n')
     src += ('KERNEL void dpp_bcast(const u32* a, u32* out) { u32 t = T; u32 v = a[t]; u32 r = 0xEEEEEEEE, q = 0xDDDDDDDD;'
             ' asm volatile("s_nop 1\\n\\tv_mov_b32_dpp %0, %2 row_bcast:15 row_mask:0xa bank_mask:0xf\\n\\t'
             'v_mov_b32_dpp %1, %2 row_shr:1 row_mask:0xf bank_mask:0xf bound_ctrl:0" : "+v"(r), "+v"(q) : "v"(v));'
@@ -381,6 +388,22 @@ def test_lane_ops(valu):
     s1 = (a >> 16) & 0xFFFF
     byte = ((s0 + s1) & 0xFF).astype(np.uint32)
     assert np.array_equal(o[:, 5], ((0x11223344 & ~0xFF00) | (byte << 8)).astype(np.uint32))  # SDWA preserve
+
+
+def test_sdwa_sext(valu):
+    a = (np.arange(64, dtype=np.uint64) * 0x9E3779B1 % (1 << 32)).astype(np.uint32)  # bit 15 / bit 15 of byte 1 mixed
+    b = (np.arange(64, dtype=np.uint32) * 0x01010101 + 0x00008000 * (np.arange(64) & 1)).astype(np.uint32)
+    out = np.zeros(128, dtype=np.uint32)
+    valu.launch("sdwa_sext", grid=1, block=64, args=[a, b, out])
+    o = out.reshape(64, 2)
+    w16 = (a & 0xFFFF).astype(np.int64)
+    w16 = np.where(w16 >= 0x8000, w16 - 0x10000, w16)
+    want0 = ((w16 << (b & 31).astype(np.int64)) & 0xFFFFFFFF).astype(np.uint32)  # lshlrev: sext(word 0) << b
+    byte1 = ((b >> 8) & 0xFF).astype(np.int64)
+    byte1 = np.where(byte1 >= 0x80, byte1 - 0x100, byte1)
+    want1 = ((byte1 + a.astype(np.int64)) & 0xFFFFFFFF).astype(np.uint32)  # sext(byte 1 of b) + a
+    assert np.array_equal(o[:, 0], want0)
+    assert np.array_equal(o[:, 1], want1)
 
 
 def test_dpp_row_bcast_and_bound_ctrl(valu):
