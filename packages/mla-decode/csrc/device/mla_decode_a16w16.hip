@@ -15,6 +15,7 @@ constexpr uint32_t kRowBytes = 2u * kRow;  // 1152
 
 struct Bf16Kv : TileRoles {
   static constexpr bool kFp8Qk = false;  // bf16 QK, bf16 P
+  static constexpr bool kPeelInKvSplit = true;  // (decode_lds_tile's kPeelFirst)
   struct Raw {
     mm::u32x4 lat[4];  // token 4 vtg + e, columns 8 vcg .. +7
     mm::u32x4 rope;    // token rtok, columns 512 + 8 rcg .. +7 (rope role)

@@ -36,10 +36,12 @@
 #pragma once
 #include "mla_decode_common.hpp"
 #include "moonmath/convert.hpp"
+#include <type_traits>
 
 namespace mla {
 
 constexpr uint32_t kTileWaves = 4;
+constexpr mm::f32x4 kZero4 = {0.f, 0.f, 0.f, 0.f};
 constexpr uint32_t kKStride = 1168;  // bytes per K row in LDS (576 bf16 + 16 bytes pad)
 constexpr uint32_t kVBlock = 272;    // bytes per (i, g) V block (32 chunks of 8 + 16 pad)
 constexpr uint32_t kKBytes = 16 * kKStride;
@@ -377,9 +379,13 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
     for (int p = 0; p < kPasses; ++p) kvs.k[p].fetch(raw[p], a.pool, a.pool_aux, a.pool_slots, fs[p]);
   };
 
-  mm::f32x4 acc[32];
-#pragma unroll
-  for (int c = 0; c < 32; ++c) acc[c] = mm::f32x4{0.f, 0.f, 0.f, 0.f};
+  // The one-wave decoders (Waves 1: _w1, _kv4) peel the part's first tile, whose PV MFMAs start from a zero C
+  // operand: no 64 v_mov_b64 zeroing the accumulators, no rescale test (gfx950 issue cycles a part,
+  // calibrate_mla_formats_emu.py: a8w8_w1 3585 -> 3325, a16w16_w1 2210 -> 1927, mxfp4_w1 2796 -> 2476, _kv4
+  // a8w8 3213 -> 3011, a16w16 3095 -> 2895). The 4-wave kernels zero them first: peeled, they measured 55-76
+  // cycles a part slower; so does a format whose _kv4 kernel measured slower peeled (Kv::kPeelInKvSplit: mxfp4).
+  constexpr bool kPeelFirst = Waves == 1 && (!KvSplit || Kv::kPeelInKvSplit);
+  mm::f32x4 acc[32];  // zeroed once nt is known (below)
   float m_run = -__builtin_inff();
   float l_run = 0.f, ln_run = 0.f;
 
@@ -424,6 +430,10 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
 
   const int32_t nt_signed = (int32_t)tile1 - (int32_t)tile0;
   const uint32_t nt = nt_signed > 0 ? (uint32_t)nt_signed : 0u;
+  if (!kPeelFirst || nt == 0) {
+#pragma unroll
+    for (int c = 0; c < 32; ++c) acc[c] = kZero4;
+  }
 
   Raws raw_a, raw_b;
   uint32_t slot_next = 0;
@@ -462,7 +472,9 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
     for (int m = 0; m < 18; ++m) q.w[m] = mm::lds_read_b64(lds, kSplitQ8Offset + (64u * m + lane) * 8u);
   }
 
-  auto step = [&](Raws& cur, Raws& nxt, uint32_t it) __attribute__((always_inline)) {
+  // first (std::bool_constant): the part's first tile (kPeelFirst below), whose PV starts from zeros
+  auto step = [&](Raws& cur, Raws& nxt, uint32_t it, auto first) __attribute__((always_inline)) {
+    constexpr bool kFirst = decltype(first)::value;
     const uint32_t k = k0 + kT * it;
     // Prefetch the next tile's raw bytes and the slots of the one after, unconditionally: past the last tile
     // every token is past k1, so the fetch reads zeros (kNoSlot). Under `if (it + 1 < nt)` the compiler's
@@ -542,7 +554,7 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
       const mm::u32x2 pb = kv.round_p8(pr, pq_sum);
       l_run = l_run * alpha + (((pr[0] + pr[1]) + (pr[2] + pr[3])) + ((pr[4] + pr[5]) + (pr[6] + pr[7])));
       ln_run = ln_run * alpha + pq_sum;
-      if (__builtin_amdgcn_ballot_w64(rescale) != 0) {
+      if (!kFirst && __builtin_amdgcn_ballot_w64(rescale) != 0) {
 #pragma unroll
         for (int c = 0; c < 32; ++c) acc[c] *= alpha;
       }
@@ -554,7 +566,7 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
       const uint32_t sl = lane & 15u, hh = (sl >> 3) & 1u;
       const uint32_t vbase = (16u * hh + 4u * g + ((sl >> 1) & 3u)) * kKStride8 + 8u * (sl & 1u);
       grouped_reads<32, 8, mm::u32x2>([&](int u) { return mm::lds_read_tr8_b64(ks, vbase + 16u * u); },
-                                      [&](int c, const mm::u32x2& va) { acc[c] = mm::Mfma16x16x32Fp8::run(va, pb, acc[c]); });
+                                      [&](int c, const mm::u32x2& va) { acc[c] = mm::Mfma16x16x32Fp8::run(va, pb, kFirst ? kZero4 : acc[c]); });
 #endif
     } else {
       mm::f32x4 s = {0.f, 0.f, 0.f, 0.f};
@@ -594,7 +606,7 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
       pb = mm::u32x2{mm::pack_bf16x2_rna(pr[0], pr[1]), mm::pack_bf16x2_rna(pr[2], pr[3])};
       l_run = l_run * alpha + ((pr[0] + pr[1]) + (pr[2] + pr[3]));
       ln_run = ln_run * alpha + ((mm::bf16_lo(pb[0]) + mm::bf16_hi(pb[0])) + (mm::bf16_lo(pb[1]) + mm::bf16_hi(pb[1])));
-      if (__builtin_amdgcn_ballot_w64(rescale) != 0) {
+      if (!kFirst && __builtin_amdgcn_ballot_w64(rescale) != 0) {
 #pragma unroll
         for (int c = 0; c < 32; ++c) acc[c] *= alpha;
       }
@@ -612,7 +624,7 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
               mm::lds_load_a_kmajor<Rows>(va, vrows, 16u * u, 0u);
               return va;
             },
-            [&](int c, const mm::FragA<S>& va) { acc[c] = S::run(va.w, pb, acc[c]); });
+            [&](int c, const mm::FragA<S>& va) { acc[c] = S::run(va.w, pb, kFirst ? kZero4 : acc[c]); });
       } else {
         // O += P V: 16 LDS reads (two chunks each) in 4 double-buffered groups of 4.
         const uint32_t vb = (i * 4u + g) * kVBlock;
@@ -622,17 +634,27 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
                                           for (int h = 0; h < 2; ++h) {
                                             const mm::u32x2 va = {vw[2 * h], vw[2 * h + 1]};
                                             acc[2 * u + h] = mm::mfma_16x16x16_bf16(mm::bit_cast<mm::i16x4>(va),
-                                                                                    mm::bit_cast<mm::i16x4>(pb), acc[2 * u + h]);
+                                                                                    mm::bit_cast<mm::i16x4>(pb),
+                                                                                    kFirst ? kZero4 : acc[2 * u + h]);
                                           }
                                         });
       }
     }
   };
 
-  for (uint32_t it = 0; it < nt; it += 2) {
-    step(raw_a, raw_b, it);
-    if (it + 1 >= nt) break;
-    step(raw_b, raw_a, it + 1);
+  if (kPeelFirst && nt > 0) {
+    step(raw_a, raw_b, 0u, std::true_type{});
+    for (uint32_t it = 1; it < nt; it += 2) {
+      step(raw_b, raw_a, it, std::false_type{});
+      if (it + 1 >= nt) break;
+      step(raw_a, raw_b, it + 1, std::false_type{});
+    }
+  } else {
+    for (uint32_t it = 0; it < nt; it += 2) {
+      step(raw_a, raw_b, it, std::false_type{});
+      if (it + 1 >= nt) break;
+      step(raw_b, raw_a, it + 1, std::false_type{});
+    }
   }
 
   float l_row = l_run + mm::xor_lane(l_run, 16);

@@ -117,21 +117,16 @@ struct KernelCost {
   // there (127.2 us modeled against 107.4 for its 8).
   // (Session 4 set 2 for another reason, since fixed: the timing model put every one-wave workgroup on SIMD 0.)
   double cu_workgroups = 1;
-  // "_kv4" kernels: the kernel's KV tile (tokens; 0 for the others). Each of its 4 waves decodes ceil(nt / 4) of
-  // the part's nt whole tiles, so a part shorter than 4 tiles costs a whole tile per wave, not a quarter of the
-  // part (at (4, 1024) a8w8 the planner's quarter priced 32 parts of one 32-token tile below the one-wave
-  // kernel's 64 parts: 19.7 against 17.1 us modeled).
-  double split_tile_tokens = 0;
-  // The kernel's KV tile (tokens) for the others: a part is whole tiles of it, tpp = ceil(ceil(len / tile) /
-  // nparts) (the kernels' split, mla_decode_lds_tile.hpp), so a split into more parts than tiles leaves parts
-  // empty. a8w8's 32-token tiles: at (4, 1024) 64 parts (16 tokens each as 16-token tiles) gave half the parts a
-  // 32-token tile and the other half none, priced as if each decoded 16 tokens.
+  // The kernel's KV tile (tokens): a part is whole tiles of it, tpp = ceil(ceil(len / tile) / nparts) (the
+  // kernels' split, mla_decode_lds_tile.hpp), so a split into more parts than tiles leaves parts empty. a8w8's
+  // 32-token tiles: at (4, 1024) 64 parts (16 tokens each as 16-token tiles) gave half the parts a 32-token tile
+  // and the other half none, priced as if each decoded 16 tokens.
   double tile_tokens = kTileTokens;
+  // "_kv4" kernels: each of the part's 4 waves decodes ceil(tpp / 4) of its tpp whole tiles, so a part shorter
+  // than 4 tiles costs a whole tile per wave, not a quarter of the part (at (4, 1024) a8w8 the planner's quarter
+  // priced 32 parts of one 32-token tile below the one-wave kernel's 64 parts: 19.7 against 17.1 us modeled).
+  bool kv_split = false;
 };
-// The KV tile a part is cut in whole tiles of.
-inline double kernel_tile_tokens(const KernelCost& kc) {
-  return kc.split_tile_tokens > 0 ? kc.split_tile_tokens : kc.tile_tokens;
-}
 // The one table of decode-kernel costs: a row per (arch, kernel): the a16w8 ws kernel (plan()) and the KV-format
 // kernels (formats.py, plan_format_parts()); a kernel without a row has no cost model (kernel_cost throws).
 struct KernelCostRow {
@@ -153,15 +148,17 @@ inline constexpr KernelCostRow kKernelCosts[] = {
     // Tiles of 16 tokens (a8w8 fetches 32-token tiles: half of one). "<format>_kv4" (gfx950, one row tile): a
     // 4-wave workgroup per (request, part) whose one-wave decoders split the part and merge in LDS (132 KiB: one
     // per CU); cycles per wave, the tile term per 16 tokens of the part (a wave decodes a quarter of them).
+    // Fourteenth session: the one-wave decoders (_w1; a16w16's and a8w8's _kv4) peel their first tile
+    // (mla_decode_lds_tile.hpp), their rows re-measured; the other rows are unchanged.
     {"gfx942", "a16w16", {1934.0, 0.0, 2535.0, kA16w16TokenBytes}},
-    {"gfx950", "a16w16_w1", {1814.0, 0.0, 2214.0, kA16w16TokenBytes, 0, 0, 1, 0, 4, 4}},
+    {"gfx950", "a16w16_w1", {1824.0, 0.0, 1927.0, kA16w16TokenBytes, 0, 0, 1, 0, 4, 4}},
     {"gfx950", "a16w16", {1565.0, 0.0, 2036.0, kA16w16TokenBytes}},
-    {"gfx950", "a16w16_kv4", {456.0, 0.0, 3084.0, kA16w16TokenBytes, 0, 0, 4, 0, 4, 1, 16}},
-    {"gfx950", "a8w8_w1", {1173.0, 0.0, 3542.0, kRowBytes + 4, 1, 209.0, 1, 0, 4, 2, 0, 32}},
-    {"gfx950", "a8w8", {1023.0, 0.0, 3293.0, kRowBytes + 4, 1, 209.0, kWavesPerBlock, 0, 4, 1, 0, 32}},
-    {"gfx950", "a8w8_kv4", {287.0, 0.0, 3222.0, kRowBytes + 4, 1, 209.0, 4, 0, 4, 1, 32}},
-    {"gfx950", "mxfp4_w1", {2750.0, 0.0, 2812.0, kMxfp4TokenBytes, 0, 0, 1, 0, 4, 4}},
-    {"gfx950", "mxfp4_kv4", {708.0, 0.0, 3773.0, kMxfp4TokenBytes, 0, 0, 4, 0, 4, 1, 16}},
+    {"gfx950", "a16w16_kv4", {458.0, 0.0, 2895.0, kA16w16TokenBytes, 0, 0, 4, 0, 4, 1, 16, true}},
+    {"gfx950", "a8w8_w1", {1175.0, 0.0, 3325.0, kRowBytes + 4, 1, 209.0, 1, 0, 4, 2, 32}},
+    {"gfx950", "a8w8", {1023.0, 0.0, 3293.0, kRowBytes + 4, 1, 209.0, kWavesPerBlock, 0, 4, 1, 32}},
+    {"gfx950", "a8w8_kv4", {288.0, 0.0, 3011.0, kRowBytes + 4, 1, 209.0, 4, 0, 4, 1, 32, true}},
+    {"gfx950", "mxfp4_w1", {2744.0, 0.0, 2476.0, kMxfp4TokenBytes, 0, 0, 1, 0, 4, 4}},
+    {"gfx950", "mxfp4_kv4", {708.0, 0.0, 3773.0, kMxfp4TokenBytes, 0, 0, 4, 0, 4, 1, 16, true}},
     {"gfx950", "mxfp4", {1750.0, 0.0, 2116.0, kMxfp4TokenBytes}},
 };
 
@@ -192,7 +189,7 @@ struct Machine {
   double round_latency_ns = 0.0;
   // plan_format_parts (the KV-format kernels): the same rule's factor. gfx950 1.02: at 1.05 a8w8 (32, 1024) took
   // 4 parts (27.6 us modeled) where 8 model 25.6 (the planner priced 8 3% cheaper); with the _kv4 tile term
-  // (split_tile_tokens) the other gfx950 shapes keep or gain (docs/kernels/mla_decode_gfx950.md, session 6b).
+  // (kv_split) the other gfx950 shapes keep or gain (docs/kernels/mla_decode_gfx950.md, session 6b).
   double format_split_slack = kSplitSlack;
   // ws parts: a workgroup's Q load and partial stores at the CU's HBM share are serial with its compute, once per
   // round (1; 0: not priced). gfx942 (ninth session, HBM at the effective clock): the timing model's ws part at
@@ -472,8 +469,8 @@ inline double kernel_plan_cost(const KernelCost& kc, int64_t batch, int64_t head
   const double balance = balance_split(batch, nparts) ? mc.balance_request_cycles * (double)batch : 0.0;
   const double part_cycles = kc.part_cycles + kc.part_rowtile_cycles * extra_rowtiles + balance;
   // 16-token tiles a wave is charged: the part's whole kernel tiles, or (_kv4) 4x a wave's run of them
-  const int64_t kt = (int64_t)kernel_tile_tokens(kc), tpp = ceil_div(ceil_div(len, kt), nparts);
-  const int64_t wave_tiles = kc.split_tile_tokens > 0 ? kKvSplitWaves * ceil_div(tpp, kKvSplitWaves) : tpp;
+  const int64_t kt = (int64_t)kc.tile_tokens, tpp = ceil_div(ceil_div(len, kt), nparts);
+  const int64_t wave_tiles = kc.kv_split ? kKvSplitWaves * ceil_div(tpp, kKvSplitWaves) : tpp;
   const double part_tiles = (double)(wave_tiles * kt) / (double)kTileTokens;
   double t_compute = (double)rounds * (part_tiles * tile_cycles + part_cycles) / mc.clock_ghz + kPartLatencyNs +
                           (double)(rounds - 1) * mc.round_latency_ns;
@@ -524,7 +521,7 @@ inline std::pair<int64_t, double> plan_format_parts(int64_t batch, int64_t heads
   const KernelCost& kc = kernel_cost(mc.arch, kernel);
   const Variant v = format_launch_shape(kernel);
   const int64_t len = len_hint > 0 ? len_hint : kDefaultLen;
-  const int64_t tiles = std::max<int64_t>(1, ceil_div(len, (int64_t)kernel_tile_tokens(kc)));  // the kernel's
+  const int64_t tiles = std::max<int64_t>(1, ceil_div(len, (int64_t)kc.tile_tokens));  // the kernel's
   const int64_t max_parts = std::min<int64_t>(kMaxParts, tiles), total_rows = batch * q_len * heads;
   auto usable = [&](int64_t np) {
     return parts_all_busy(tiles, np) && (np == 1 || total_rows * np * kLat * 4 < (int64_t(1) << 32));

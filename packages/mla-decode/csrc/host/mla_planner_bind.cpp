@@ -159,7 +159,7 @@ void register_mla_planner(py::module_& m) {
       "mla_kernel_tile_tokens",
       [](const std::string& kernel, const std::string& arch) {
         try {
-          return moonmath::mla::kernel_tile_tokens(moonmath::mla::kernel_cost(arch, kernel));
+          return moonmath::mla::kernel_cost(arch, kernel).tile_tokens;
         } catch (const std::invalid_argument& e) {
           throw py::value_error(e.what());
         }

@@ -42,6 +42,7 @@ MM_DEVICE uint32_t to_fp8x4(float a, float b, float c, float d) {
 // amax_bits: a lane's max over its mla_q_amax partials (f32 bits), reduced over the wave by q_scale.
 struct Fp8Kv {
   static constexpr bool kFp8Qk = true;
+  static constexpr bool kPeelInKvSplit = true;  // (decode_lds_tile's kPeelFirst)
   struct Raw {
     mm::u32x4 lat[4];  // token 4 vtg + e, bytes 16 vcg .. +15
     mm::u32x4 rope;    // token rtok, bytes 512 + 16 rcg .. +15 (rope role)

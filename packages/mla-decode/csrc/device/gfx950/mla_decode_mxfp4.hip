@@ -37,6 +37,9 @@ MM_DEVICE mm::u32x4 dequant8(uint32_t w, uint32_t e) {
 
 struct Mxfp4Kv : TileRoles {
   static constexpr bool kFp8Qk = false;  // bf16 QK, bf16 P
+  // decode_lds_tile's kPeelFirst: not in the _kv4 kernel, whose tiles then waited on their loads (interleaved
+  // s_waitcnt vmcnt in the prefetch; cause not found): 84.8k -> 98.7k cycles a workgroup at 1024-token parts
+  static constexpr bool kPeelInKvSplit = false;
   struct Raw {
     uint32_t lat[4], lat_s[4];  // token 4 vtg + e: codes of columns 8 vcg .. +7, their block's scale
     uint32_t rope, rope_s;      // token rtok: codes of columns 512 + 8 rcg .. +7, scale (rope role)
