@@ -134,11 +134,6 @@ MM_DEVICE float fma_f32(float a, float b, float c) {
   return r;
 }
 
-template <bool B>
-struct Bool {  // a compile-time flag for a generic lambda's argument
-  static constexpr bool value = B;
-};
-
 // Widen 16 fp8 bytes to 16 bf16 (exact), in order.
 MM_DEVICE void widen16(const mm::u32x4& w, mm::u32x4& lo, mm::u32x4& hi) {
   uint32_t o[8];
@@ -377,8 +372,8 @@ MM_DEVICE void decode_group(const Work& w, uint8_t* lds) {
       }
       mm::set_priority<0>();
     };
-    if (fill && s == 2u) pv_step(Bool<true>{});
-    else if (fill && s > 2u) pv_step(Bool<false>{});
+    if (fill && s == 2u) pv_step(std::true_type{});
+    else if (fill && s > 2u) pv_step(std::false_type{});
     if (fill && s >= 1u && s <= nt) read_vt(slot_q);  // tile s - 1: the next step's PV (its slot_p)
     const uint32_t rot = slot_p;
     slot_p = slot_q;
