@@ -496,13 +496,13 @@ def test_mxfp4_torch_dtypes_and_padded_scales(fmt):
         assert torch.equal(o, o8) and torch.equal(lse, l8)
 
 
-@pytest.mark.parametrize("rows", [1, 3, 64, 4096, 4608])
+@pytest.mark.parametrize("rows", [1, 3, 12, 64, 4096, 4097, 4608])
 def test_q_amax_launch_is_max_abs_q(fmt, rows):
     """a8w8's first launch (mla_q_amax: one-wave workgroups, each issuing all its loads of a contiguous range of
-    one index space over q_lat then q_pe) leaves partials whose max is max |q| exactly, NaN ignored: 1 and 3
-    rows (q_pe's last load past its end re-reads its last chunk), 64 (72 workgroups of one load), 4096 (B 256 x
-    H 16: 256 workgroups of 18 loads, q_lat's and q_pe's in one wave) and 4608 (more than 18 loads per wave:
-    more rounds). The largest |q| sits in q_lat's last chunk, q_pe's first and q_pe's last in turn."""
+    query rows, q_lat's and q_pe's) leaves partials whose max is max |q| exactly, NaN ignored: 1 and 3 rows (a
+    q_pe load's lanes past the rows out of range), 12 (the last wave's rows past the end of both tensors), 64 (64
+    workgroups of one row), 4096 (B 256 x H 16: 256 workgroups of 16 rows, 18 loads), 4097 and 4608 (more than 16
+    rows per wave: two rounds of 16). The largest |q| sits in q_lat's last chunk, q_pe's first and q_pe's last in turn."""
     if fmt != "a8w8":
         pytest.skip("the Q amax launch is a8w8's")
     g = torch.Generator().manual_seed(rows)
@@ -515,9 +515,9 @@ def test_q_amax_launch_is_max_abs_q(fmt, rows):
         t[0 if where == "pe_first" else t.numel() - 1] = -1000.0
         with use_backend("emu"):
             parts, n, _ = formats._q_amax("a8w8", "gfx950", ql, qp)
-        t = rows + -(-rows // 8)  # wave-chunks of 64 chunks: one per row of q_lat, one per 8 rows of q_pe
-        per_wave = -(-t // formats.AMAX_MAX_BLOCKS)
-        assert (n, per_wave) == (-(-t // per_wave), formats.amax_launch_shape(rows * 64, rows * 8)[1])
+        blocks, R, rounds = formats.amax_launch_shape(rows)
+        assert n == blocks == -(-rows // (R * rounds)) and R in formats.AMAX_ROWS_PER_WAVE
+        assert rounds == 1 or R == formats.AMAX_ROWS_PER_WAVE[-1]
         assert n <= formats.AMAX_MAX_BLOCKS
         assert parts.numel() == n and float(parts.max()) == 1000.0, where
     # without the planted value: the NaN is ignored, the max is the data's

@@ -10,7 +10,7 @@ scratch, no spills. The gfx950 one-wave kernels (`*_fwd_w1`, 64
 threads, four fetch roles per lane: their raw tile registers are four times larger): a16w16 <= 464 (AGPR <=
 208), mxfp4 <= 384 (AGPR <= 128), a8w8 <= 480 (AGPR <= 224); the gfx950 `_kv4` kernels (256 threads, four one-wave
 decoders merged in LDS): the one-wave budgets (mxfp4 <= 400, AGPR <= 144), LDS 132096 bytes (every wave's
-accumulators for the merge). mla_q_amax (one wave per workgroup): VGPR <= 80 (up to 18 chunk loads in
+accumulators for the merge). mla_q_amax_r<R> (one wave per workgroup): VGPR <= 80 (up to 18 chunk loads in
 flight per lane), no LDS. Static MFMA mix (the loop unrolled by two tiles, plus the peeled first tile of the
 one-wave decoders: every `_w1`, a16w16's and a8w8's `_kv4`): per 16-token tile 18 QK (gfx950 16x16x32 bf16;
 gfx942 36 x 16x16x16) and 32 PV 16x16x16 bf16; a8w8 per 32-token tile 2 x 18 QK and 32 PV, all
@@ -22,6 +22,7 @@ import collections
 
 import pytest
 
+from moonmath_mla_decode import formats
 from moonmath_mla_decode.formats import FORMATS
 from moonmath_mla_decode.kernel import KERNELS
 
@@ -69,9 +70,10 @@ def test_isa_budget(fmt, arch, suffix):
 
 
 @pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
-def test_q_amax_budget(arch):
+@pytest.mark.parametrize("R", formats.AMAX_ROWS_PER_WAVE)
+def test_q_amax_budget(arch, R):
     _need(arch, "mla_q_amax")
-    m = KERNELS.kernel_meta("isa budget", arch, "mla_q_amax", "mla_q_amax")
+    m = KERNELS.kernel_meta("isa budget", arch, "mla_q_amax", f"mla_q_amax_r{R}")
     assert m.vgpr <= 80 and m.agpr == 0 and m.lds == 0 and m.scratch == 0
     assert m.max_workgroup_size == 64
 

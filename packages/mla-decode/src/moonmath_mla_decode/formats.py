@@ -21,7 +21,7 @@ import torch
 from moonmath_common import NoKernelError, checks, get_backend, target_arch
 
 from . import reference
-from .decode import ROW, _check_common
+from .decode import KV_LORA_RANK, ROW, _check_common
 
 MXFP4_ROW_BYTES = ROW // 2          # two E2M1 codes per byte
 MXFP4_BLOCK = 32                    # elements per E8M0 scale
@@ -37,7 +37,9 @@ FORMATS = {
     "a8w8": (("gfx950",), "mla_decode_a8w8", "mla_decode_a8w8_fwd", ROW),
 }
 # AMAX_MAX_BLOCKS: the a8w8 decode reduces at most this many maxima (its kMaxAmaxParts)
-AMAX_CODE_OBJECT, AMAX_KERNEL, AMAX_MAX_BLOCKS = "mla_q_amax", "mla_q_amax", 256
+AMAX_CODE_OBJECT, AMAX_MAX_BLOCKS = "mla_q_amax", 256
+# mla_q_amax_r<R>: the rows per wave and round its kernels are built for (mla_q_amax.hip)
+AMAX_ROWS_PER_WAVE = (1, 2, 3, 4, 6, 8, 12, 16)
 # formats with a gfx950 `_kv4` kernel: one row tile, a workgroup of 4 one-wave decoders per (request, part), each
 # over a quarter of the part, merged in LDS (mla_decode_lds_tile.hpp, KvSplit)
 KV_SPLIT_FORMATS = ("a8w8", "a16w16", "mxfp4")
@@ -266,13 +268,18 @@ def _format_args(fmt: str, pool_aux) -> tuple[list, list]:
     return [], []
 
 
-def amax_launch_shape(lat_chunks: int, pe_chunks: int) -> tuple[int, int]:
-    """mla_q_amax's launch for a Q of lat_chunks + pe_chunks 16-byte chunks (lat_chunks a multiple of 64): (its
-    one-wave workgroups, wave-chunks of 64 chunks per wave): the fewest per wave that keep the workgroups within
-    AMAX_MAX_BLOCKS (the partials the decode reduces), one per CU's share of HBM."""
-    t = lat_chunks // 64 + -(-pe_chunks // 64)
-    per_wave = -(-t // AMAX_MAX_BLOCKS)
-    return -(-t // per_wave), per_wave
+def amax_launch_shape(rows: int) -> tuple[int, int, int]:
+    """mla_q_amax's launch for a Q of `rows` query rows (q_lat 1024 and q_pe 128 bytes each): (its one-wave
+    workgroups, rows per round (the kernel mla_q_amax_r<R>), rounds per wave): the fewest rows per wave that keep
+    the workgroups within AMAX_MAX_BLOCKS (the partials the decode reduces), one per CU's share of HBM, rounded
+    up to a built R, or R 16 in as many rounds as needed."""
+    need = -(-rows // AMAX_MAX_BLOCKS)
+    R = next((r for r in AMAX_ROWS_PER_WAVE if r >= need), None)
+    if R is not None:
+        return -(-rows // R), R, 1
+    R = AMAX_ROWS_PER_WAVE[-1]
+    rounds = -(-need // R)
+    return -(-rows // (R * rounds)), R, rounds
 
 
 def _q_amax(op: str, arch: str, q_lat, q_pe) -> tuple[torch.Tensor, int, list]:
@@ -281,11 +288,11 @@ def _q_amax(op: str, arch: str, q_lat, q_pe) -> tuple[torch.Tensor, int, list]:
     launch's counters)."""
     from . import kernel as mk
 
-    lat_chunks, pe_chunks = q_lat.numel() // 8, q_pe.numel() // 8
-    blocks, per_wave = amax_launch_shape(lat_chunks, pe_chunks)
+    rows = q_lat.numel() // KV_LORA_RANK
+    blocks, R, rounds = amax_launch_shape(rows)
     parts = torch.empty(blocks, dtype=torch.float32, device=q_lat.device)
-    counters = [mk.KERNELS.launch(op, arch, AMAX_CODE_OBJECT, AMAX_KERNEL, grid=blocks, block=64,
-                                  args=[q_lat, q_pe, parts, lat_chunks, pe_chunks, per_wave])]
+    counters = [mk.KERNELS.launch(op, arch, AMAX_CODE_OBJECT, f"mla_q_amax_r{R}", grid=blocks, block=64,
+                                  args=[q_lat, q_pe, parts, rows, rounds])]
     return parts, blocks, counters
 
 
