@@ -29,6 +29,36 @@ bool Tracer::begin_workgroup(const uint32_t wg[3], int nwaves) {
 
 void Tracer::end_workgroup() { cur_ = nullptr; }
 
+void Tracer::set_buffers(std::vector<std::pair<uint64_t, uint64_t>> buffers) {
+  // one canonical base per distinct storage (two arguments viewing one storage share it), in argument order
+  std::vector<std::pair<uint64_t, uint64_t>> uniq;
+  for (auto& b : buffers) {
+    bool seen = false;
+    for (auto& u : uniq) seen = seen || u.first == b.first;
+    if (!seen && b.second > 0) uniq.push_back(b);
+  }
+  std::vector<size_t> order(uniq.size());
+  for (size_t i = 0; i < order.size(); i++) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return uniq[x].first < uniq[y].first; });
+  buffers_.clear(); canon_.clear();
+  for (size_t i : order) { buffers_.push_back(uniq[i]); canon_.push_back(canonical_address(i)); }
+  last_buffer_ = 0;
+}
+
+uint64_t Tracer::traced_address(uint64_t a) {
+  if (buffers_.empty()) return a;
+  auto inside = [&](size_t i) { return a >= buffers_[i].first && a - buffers_[i].first < buffers_[i].second; };
+  if (!inside(last_buffer_)) {
+    auto it = std::upper_bound(buffers_.begin(), buffers_.end(), a,
+                               [](uint64_t x, const std::pair<uint64_t, uint64_t>& b) { return x < b.first; });
+    if (it == buffers_.begin()) return a;
+    size_t i = (size_t)(it - buffers_.begin()) - 1;
+    if (!inside(i)) return a;
+    last_buffer_ = i;
+  }
+  return canon_[last_buffer_] + (a - buffers_[last_buffer_].first);
+}
+
 static bool has(const std::string& s, const char* p) { return s.find(p) != std::string::npos; }
 
 // bytes per lane of a VMEM / DS access, from the mnemonic
@@ -224,14 +254,18 @@ void Tracer::on_inst(int wave, int idx, const Inst& in, const uint32_t* sg, cons
     int bytes = access_bytes(s.name);
     size_t first = lines.size();
     const uint64_t lb = (uint64_t)cfg_.line_bytes;
-    auto add = [&](uint64_t a) {
-      for (uint64_t x = a / lb; x <= (a + bytes - 1) / lb; x++) lines.push_back(x);
+    auto add_range = [&](uint64_t a, uint64_t n) {
+      const uint64_t t = traced_address(a);
+      for (uint64_t x = t / lb; x <= (t + n - 1) / lb; x++) lines.push_back(x);
     };
+    auto add = [&](uint64_t a) { add_range(a, (uint64_t)bytes); };
     uint64_t m = exec;
     if (in.enc == ENC_MUBUF || in.enc == ENC_MTBUF) {
       const uint32_t* rs = sg + in.srsrc;
       uint64_t base = rs[0] | ((uint64_t)(rs[1] & 0xffff) << 32);
       uint32_t stride = (rs[1] >> 16) & 0x3fff;
+      const uint64_t num = rs[2];
+      const bool add_tid = (rs[3] >> 23) & 1;
       uint32_t soff = in.soffset < 128 ? sg[in.soffset] : (in.is_const[3] ? (uint32_t)in.cval[3] : 0);
       const uint32_t* va = in.src[0] != OPC_NONE ? row(in.src[0]) : nullptr;
       const uint32_t* va1 = in.src[0] != OPC_NONE ? row((uint16_t)(in.src[0] + 1)) : nullptr;
@@ -241,7 +275,19 @@ void Tracer::on_inst(int wave, int idx, const Inst& in, const uint32_t* sg, cons
         if (va && in.idxen && in.offen) { idx2 = va[l]; voff = va1[l]; }
         else if (va && in.idxen) idx2 = va[l];
         else if (va && in.offen) voff = va[l];
-        add(base + (uint64_t)(uint32_t)(voff + in.offset) + soff + (uint64_t)stride * idx2);
+        // the executor's range check (exec.cpp): an out-of-range access reads zeros / is dropped and touches no
+        // memory, so it is not traced; a raw access partly in range touches its in-range bytes
+        const uint64_t off = (uint64_t)(uint32_t)(voff + in.offset) + soff;
+        uint64_t n = (uint64_t)bytes;
+        if (!add_tid) {
+          if (stride != 0 && in.idxen) {
+            if (idx2 >= num) continue;
+          } else {
+            if (off >= num) continue;
+            n = std::min<uint64_t>(n, num - off);
+          }
+        }
+        add_range(base + off + (uint64_t)stride * idx2, n);
       }
     } else if (in.src[0] != OPC_NONE) {
       const uint32_t* a0 = row(in.src[0]);

@@ -108,6 +108,12 @@ class Tracer : public TraceSink {
   bool run_untraced() const override { return run_untraced_; }
   void on_inst(int wave, int idx, const Inst& in, const uint32_t* sgpr, const uint32_t* vrows, uint64_t exec) override;
   void end_workgroup() override;
+  // The launch's buffers (storage base, bytes), in argument order: an address inside buffer i is traced at
+  // canonical_address(i) + its offset, so the caches' set indices and the line boundaries do not depend on where
+  // the host allocator put the buffer (before, the same launch's modeled cycles moved by up to 4 % with the
+  // allocation history of the process). Addresses in no buffer are traced as they are.
+  void set_buffers(std::vector<std::pair<uint64_t, uint64_t>> buffers);
+  static uint64_t canonical_address(size_t i) { return (uint64_t)(i + 1) << 40; }  // 1 TiB apart, 1 TiB-aligned
 
   std::vector<TracedWorkgroup> wgs;
   std::vector<TraceStatic> statics;
@@ -116,6 +122,10 @@ class Tracer : public TraceSink {
 
  private:
   const TraceStatic& stat(int idx, const Inst& in);
+  uint64_t traced_address(uint64_t a);
+  std::vector<std::pair<uint64_t, uint64_t>> buffers_;  // (base, bytes), sorted by base
+  std::vector<uint64_t> canon_;                          // their canonical bases
+  size_t last_buffer_ = 0;
   TimingConfig cfg_;
   bool gfx950_, run_untraced_;
   std::vector<std::array<uint32_t, 3>> wanted_;

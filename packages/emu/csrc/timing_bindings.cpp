@@ -69,6 +69,12 @@ void register_timing(py::module_& m) {
     std::vector<std::array<uint32_t, 3>> wanted;
     for (auto& c : cus) for (auto& w : c) wanted.push_back(w);
     Tracer tr(cfg, mo.co().gfx950, wanted, run_untraced);
+    std::vector<std::pair<uint64_t, uint64_t>> buffers;
+    for (auto& a : P.args) {
+      if (a.kind == LaunchArg::PTR && a.has_region) buffers.emplace_back(a.rbase, a.rsize);
+      for (auto& r : a.regions) buffers.push_back(r);
+    }
+    tr.set_buffers(buffers);
     P.trace = &tr;
     TimingReport rep;
     Counters cnt;

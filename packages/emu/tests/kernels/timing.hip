@@ -80,3 +80,13 @@ KERNEL void stream(const u32x4* src, u32* out, int n) {
   }
   out[bid() * 256 + tid()] = acc;
 }
+
+// one wave: 4 16-byte raw-buffer loads per lane at lane * 16 + k * 1024 of a buffer of `bytes` bytes (the range
+// check: loads past it read zeros)
+KERNEL void buffer_range(const u32x4* src, u32* out, u32 bytes) {
+  __amdgpu_buffer_rsrc_t r = __builtin_amdgcn_make_buffer_rsrc((void*)src, (short)0, (int)bytes, 0x00020000);
+  u32 acc = 0;
+#pragma unroll
+  for (int k = 0; k < 4; k++) acc += __builtin_amdgcn_raw_buffer_load_b128(r, tid() * 16 + k * 1024, 0, 0)[0];
+  out[tid()] = acc;
+}
