@@ -191,6 +191,17 @@ def _capture(fmt: str, B: int, S: int, plan, run: bool = False, run_first: tuple
     return seen
 
 
+def _q_amax_kernels() -> tuple[str, ...]:
+    """a8w8's Q launch's kernels (one per rows-per-wave R, mla_q_amax.hip)."""
+    from moonmath_mla_decode import formats
+    return tuple(f"mla_q_amax_r{R}" for R in formats.AMAX_ROWS_PER_WAVE)
+
+
+def _launch_name(kernel: str) -> str:
+    """A launch's name in the report: a8w8's Q launch is `mla_q_amax` whichever R's kernel the batch takes."""
+    return "mla_q_amax" if kernel in _q_amax_kernels() else kernel
+
+
 def ours_shape(fmt: str, B: int, S: int, cfg: dict, f_hz: float, nparts: int | None = None,
                kv_waves: int | None = None) -> dict:
     """Modeled seconds of our `fmt` op at (B, S): every launch of its planner's plan (or of `nparts` parts and
@@ -208,12 +219,15 @@ def ours_shape(fmt: str, B: int, S: int, cfg: dict, f_hz: float, nparts: int | N
     for i in range(decode_i):  # a8w8's mla_q_amax: real batch, KV length irrelevant
         L = seen_real[i]
         rep = m942._ours_round(L, L["grid"][0], cfg)
-        parts[L["kernel"]] = timing.kernel_time(L["grid"][0], rep["wg_cycles"], rep["per_cu"], ccfg)
+        parts[_launch_name(L["kernel"])] = timing.kernel_time(L["grid"][0], rep["wg_cycles"], rep["per_cu"], ccfg)
     # decode: one request cut into mla.sample_parts parts of the real part length (workgroups 0, 8, 16, ...;
     # the same pool rule as AITER's sample), or (balanced plans) the real launch
     dec_real = seen_real[decode_i]
     n_sample = m942.sample_parts(m942.per_cu(dec_real, dec_real["grid"][0], cfg)[1], cfg)
-    first = tuple(L["kernel"] for L in seen_real[:decode_i])
+    # the sample's own Q launches run (a one-request sample's mla_q_amax is another R's kernel than the real
+    # batch's: named by the real one's, it was recorded, not run, and the decode read torch.empty's leftovers as
+    # its amax: (256, 8192) decode 175.0 / 182.0 us in two processes)
+    first = _q_amax_kernels() if decode_i else ()
     if real.balanced:
         # the balanced split's locate (every wave scans the requests' lengths) is only in a launch of the real
         # batch, which a one-request sample never is: B requests of nparts busy parts each, the real plan (a8w8
