@@ -51,9 +51,9 @@ uint64_t Tracer::traced_address(uint64_t a) {
   if (!inside(last_buffer_)) {
     auto it = std::upper_bound(buffers_.begin(), buffers_.end(), a,
                                [](uint64_t x, const std::pair<uint64_t, uint64_t>& b) { return x < b.first; });
-    if (it == buffers_.begin()) return a;
+    if (it == buffers_.begin()) { unmapped_accesses++; return a; }
     size_t i = (size_t)(it - buffers_.begin()) - 1;
-    if (!inside(i)) return a;
+    if (!inside(i)) { unmapped_accesses++; return a; }
     last_buffer_ = i;
   }
   return canon_[last_buffer_] + (a - buffers_[last_buffer_].first);
@@ -656,6 +656,7 @@ TimingReport simulate(const Tracer& tr, const TimingConfig& cfg, const std::vect
   rep.mem["l1_hits"] = (double)l1h; rep.mem["l1_misses"] = (double)l1m;
   rep.mem["l2_hits"] = (double)l2.hits; rep.mem["l2_misses"] = (double)l2.misses;
   rep.mem["hbm_bytes"] = (double)hbm_lines * cfg.line_bytes; rep.mem["mall_bytes"] = (double)mall_lines * cfg.line_bytes;
+  rep.mem["unmapped_accesses"] = (double)tr.unmapped_accesses;
   rep.mem["lds_cycles"] = (double)tr.lds_conflict_cycles; rep.mem["lds_ideal_cycles"] = (double)tr.lds_ideal_cycles;
   rep.instructions = ninst;
   return rep;

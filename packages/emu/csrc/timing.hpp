@@ -119,6 +119,7 @@ class Tracer : public TraceSink {
   std::vector<TraceStatic> statics;
   std::vector<uint64_t> lines;
   uint64_t lds_conflict_cycles = 0, lds_ideal_cycles = 0;
+  uint64_t unmapped_accesses = 0;  // traced lane accesses in no launch buffer (traced at their host address)
 
  private:
   const TraceStatic& stat(int idx, const Inst& in);

@@ -397,34 +397,34 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
   // KvSplit with the fp8 QK: the waves' Q tiles are the same, so wave w loads and quantises the pieces m = w
   // (mod 4) and every wave reads the 18 from LDS (kSplitQ8Offset, beside the decode tiles) after a barrier.
   constexpr bool kSharedQ8 = KvSplit && kFp8;
-  QTile<false> q_raw;  // bf16
-  // kSharedQ8: wave w's two q_pe loads (its pieces m = m_pe0, m_pe0 + 4 of 10..17), outside the per-piece
-  // branches and OR-ed in where Q is quantised: OR-ed beside the loads, in the branch, each piece's loads landed
-  // before the next piece's were issued (s_waitcnt vmcnt(0) per piece: serial round trips)
-  mm::u32x4 q_pe2[2];
-  const uint32_t m_pe0 = 10u + ((kv_wave + 2u) & 3u);
+  // kSharedQ8: wave w's pieces m = w + 4t, t < kSharedPieces (m >= 18: none, its loads read zeros), each the OR
+  // of a q_lat and a q_pe load, straight-line with no per-piece branch. (Before, session 15: the pieces under
+  // `if (m % 4 == w)` branches, two q_pe loads beside them; the waits where the branches joined were conservative.
+  // Straight-line, a8w8 _kv4 decode on the timing model: (4, 8k) 10.23 -> 10.00 us, (32, 1k) 10.24 -> 9.97,
+  // (64, 1k) 13.82 -> 13.26, (256, 1k) 31.29 -> 28.87; (32, 8k) 31.16 -> 31.58, (64, 8k) 53.04 -> 53.81.)
+  constexpr uint32_t kSharedPieces = (18u + kSplitWaves - 1u) / kSplitWaves;
+  QTile<false> q_raw;  // bf16 (kSharedQ8: pieces t < kSharedPieces)
+  uint32_t slot0 = 0, slot_next = 0;
   {
     const uint32_t lat_bytes = B * rows * kLat * 2u, pe_bytes = B * rows * 64u * 2u;
     const mm::buffer_rsrc qlat_buf = mm::make_buffer(a.q_lat, lat_bytes);
     const mm::buffer_rsrc qpe_buf = mm::make_buffer(a.q_pe, pe_bytes);
+    // piece m's lat and pe loads (zeros where a lane does not own them)
+    auto load_piece = [&](uint32_t m, bool own, bool with_pe) __attribute__((always_inline)) {
+      const uint32_t col = 144u * g + 8u * m;
+      mm::u32x4 v = mm::buffer_load_b128(qlat_buf, own && col < kLat ? R * kLat * 2u + col * 2u : lat_bytes);
+      if (with_pe) v |= mm::buffer_load_b128(qpe_buf, own && col >= kLat ? R * 64u * 2u + (col - kLat) * 2u : pe_bytes);
+      return v;
+    };
     if constexpr (kSharedQ8) {
 #pragma unroll
-      for (uint32_t j = 0; j < 2; ++j) {
-        const uint32_t col = 144u * g + 8u * (m_pe0 + 4u * j);
-        q_pe2[j] = mm::buffer_load_b128(qpe_buf, live && col >= kLat ? R * 64u * 2u + (col - kLat) * 2u : pe_bytes);
+      for (uint32_t t = 0; t < kSharedPieces; ++t) {
+        const uint32_t m = kv_wave + kSplitWaves * t;
+        q_raw.w[t] = load_piece(m, live && m < 18u, 4u * t + 3u >= 10u);  // (m >= 10 possible)
       }
-    }
+    } else {
 #pragma unroll
-    for (int m = 0; m < 18; ++m) {
-      if (kSharedQ8 && (uint32_t)m % kSplitWaves != kv_wave) continue;  // another wave's piece (wave-uniform)
-      const uint32_t col = 144u * g + 8u * m;
-      const uint32_t lat_off = live && col < kLat ? R * kLat * 2u + col * 2u : lat_bytes;
-      mm::u32x4 v = mm::buffer_load_b128(qlat_buf, lat_off);
-      if (!kSharedQ8 && m >= 10) {
-        const uint32_t pe_off = live && col >= kLat ? R * 64u * 2u + (col - kLat) * 2u : pe_bytes;
-        v |= mm::buffer_load_b128(qpe_buf, pe_off);
-      }
-      q_raw.w[m] = v;
+      for (int m = 0; m < 18; ++m) q_raw.w[m] = load_piece((uint32_t)m, live, m >= 10);
     }
   }
 
@@ -436,14 +436,13 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
   }
 
   Raws raw_a, raw_b;
-  uint32_t slot_next = 0;
   {  // unconditionally (a wave without tiles fetches zeros, every token past k1): under `if (nt > 0)` the
      // compiler's waits for Q where the paths joined counted the first tile's loads too, and the quantisation
      // waited for most of the tile (the _kv4 kernel: vmcnt(7) of its 20 tile loads)
-    const uint32_t s0 = load_tile_slot(k0);
+    slot0 = load_tile_slot(k0);
     slot_next = load_tile_slot(k0 + kT);
     mm::wait_vmcnt<0>();
-    fetch(raw_a, s0, k0);
+    fetch(raw_a, slot0, k0);
   }
   // the fp8 QK quantises Q here, after the first tile's loads are issued (its Q and amax loads have landed)
   QTile<Kv::kFp8Qk> q;
@@ -454,16 +453,18 @@ MM_DEVICE void decode_lds_tile(const TileArgs& a, uint8_t* lds, MakeKv make_kv) 
     q_inv = qsc.inv;
     c_qk *= qsc.qs;
   }
+  if constexpr (kSharedQ8) {
 #pragma unroll
-  for (int m = 0; m < 18; ++m) {
-    if constexpr (kSharedQ8) {
-      if ((uint32_t)m % kSplitWaves == kv_wave)
-        mm::lds_write_b64(lds, kSplitQ8Offset + (64u * m + lane) * 8u,
-                          kv.quantize_q(m >= 10 ? q_raw.w[m] | q_pe2[(m - 10) / 4] : q_raw.w[m], q_inv));
-    } else if constexpr (Kv::kFp8Qk) {
-      q.w[m] = kv.quantize_q(q_raw.w[m], q_inv);
-    } else {
-      q.w[m] = q_raw.w[m];
+    for (uint32_t t = 0; t < kSharedPieces; ++t) {
+      const uint32_t m = kv_wave + kSplitWaves * t;
+      const mm::u32x2 q8 = kv.quantize_q(q_raw.w[t], q_inv);
+      if (m < 18u) mm::lds_write_b64(lds, kSplitQ8Offset + (64u * m + lane) * 8u, q8);
+    }
+  } else {
+#pragma unroll
+    for (int m = 0; m < 18; ++m) {
+      if constexpr (Kv::kFp8Qk) q.w[m] = kv.quantize_q(q_raw.w[m], q_inv);
+      else q.w[m] = q_raw.w[m];
     }
   }
   if constexpr (kSharedQ8) {
