@@ -502,7 +502,7 @@ def test_q_amax_launch_is_max_abs_q(fmt, rows):
     query rows, q_lat's and q_pe's) leaves partials whose max is max |q| exactly, NaN ignored: 1 and 3 rows (a
     q_pe load's lanes past the rows out of range), 12 (the last wave's rows past the end of both tensors), 64 (64
     workgroups of one row), 4096 (B 256 x H 16: 256 workgroups of 16 rows, 18 loads), 4097 and 4608 (more than 16
-    rows per wave: two rounds of 16). The largest |q| sits in q_lat's last chunk, q_pe's first and q_pe's last in turn."""
+    rows per wave: two rounds of 16). The largest |q| sits in q_lat's last chunk, q_pe's first and last in turn."""
     if fmt != "a8w8":
         pytest.skip("the Q amax launch is a8w8's")
     g = torch.Generator().manual_seed(rows)
