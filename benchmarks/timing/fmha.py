@@ -34,14 +34,17 @@ def _captured_launch():
         fmha_v3.launch = real
 
 
-def _aligned(t: torch.Tensor, align: int = 1 << 21) -> torch.Tensor:
-    """A contiguous copy of `t` whose first element sits at an `align`-byte boundary."""
+def _own_copy(t: torch.Tensor) -> torch.Tensor:
+    """A contiguous copy of `t` in a storage of its own that starts at its first element.
+
+    The timing model's caches see each argument's storage at a canonical address (emu timing.hpp,
+    Tracer::set_buffers), so where the host allocator put it no longer matters; what matters is the tensor's
+    offset in its storage. A copy placed at a 2 MiB boundary inside a larger buffer (this helper before) had an
+    offset that moved with the allocation: 64-byte-aligned CPU storages gave the same launch two cycle counts
+    (a merge launch 3806 / 3830 cycles a workgroup, run to run in one process)."""
     if not t.is_contiguous():
         raise ValueError("expected a contiguous tensor")
-    e = t.element_size()
-    buf = torch.zeros(t.numel() + align // e, dtype=t.dtype)
-    off = (-buf.data_ptr() % align) // e
-    out = buf[off:off + t.numel()].view(t.shape)
+    out = torch.empty(t.shape, dtype=t.dtype)
     out.copy_(t)
     return out
 
@@ -67,9 +70,8 @@ def model_wg(arch: str, skv: int, *, causal: bool = False, round_mode: str | Non
     v = torch.randn(1, 1, skv, dv, generator=g).bfloat16()
     with _captured_launch() as L:
         fmha_v3.run_aiter_fmha(q, k, v, causal=causal, round_mode=round_mode, arch=arch)
-    # the cache model sees real addresses: put every tensor at a 2 MiB boundary so the cache sets (and
-    # so the modeled cycles) do not move from run to run with the allocator
-    values = {n: (_aligned(t) if isinstance(t, torch.Tensor) else t) for n, t in L["values"].items()}
+    # every tensor in a storage of its own (the caches see storages at canonical addresses)
+    values = {n: (_own_copy(t) if isinstance(t, torch.Tensor) else t) for n, t in L["values"].items()}
     mod, kernel = harness.load(L["arch"], L["rel"])
     args = harness.pack_args(mod, kernel, L["fields"], values)
     gx = L["grid"][0]

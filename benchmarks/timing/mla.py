@@ -50,7 +50,7 @@ import moonmath_emu.timing as timing
 from benchmarks.peers import harness, mla
 
 from . import clock, plots
-from .fmha import _aligned
+from .fmha import _own_copy
 
 # Seed README, "Results — MLA decode, MI300X, bf16 Q / fp8 KV, H = 16, q_len = 4": (B, S), AITER a16w8 µs,
 # and the original moonmath kernel's µs (its published measurement; not the kernel modeled here).
@@ -260,9 +260,9 @@ def _aiter_sample(rows: int, two_items: bool, cfg: dict, ncu: int = SAMPLE_CUS, 
         lens = [rows * G]
         wgs = [[(0, g * rows, (g + 1) * rows)] for g in range(G)]
     values, _ = make_values(lens, wgs)
-    # the cache model sees real addresses: every tensor at a 2 MiB boundary keeps reruns identical (not the
-    # metadata, which holds its own address)
-    values = {n: (_aligned(t.contiguous()) if isinstance(t, torch.Tensor) and n != "work" else t)
+    # every tensor in a storage of its own (the caches see storages at canonical addresses; not the metadata,
+    # which holds its own address)
+    values = {n: (_own_copy(t.contiguous()) if isinstance(t, torch.Tensor) and n != "work" else t)
               for n, t in values.items()}
     mod, kernel = harness.load(arch, obj)
     args = harness.pack_args(mod, kernel, mla.MLA_ARGS, values)

@@ -43,7 +43,7 @@ from moonmath_common.codeobject import StructArg
 
 from . import clock, plots
 from . import run as calib
-from .fmha import _aligned, grid_workgroups, model_wg
+from .fmha import _own_copy, grid_workgroups, model_wg
 
 MODES = ("rtne", "rtna", "rtz")
 SKV_FIT = calib.SKV_FIT
@@ -86,10 +86,10 @@ def _module(path: Path) -> moonmath_emu.Module:
     return _MODULES[path]
 
 
-def _align_struct(arg: StructArg) -> StructArg:
-    """A by-value struct argument with its buffers moved to 2 MiB boundaries: every 8-byte word of the struct
+def _copy_struct(arg: StructArg) -> StructArg:
+    """A by-value struct argument with its buffers copied to storages of their own: every 8-byte word of the struct
     that points into one of its buffers is rewritten to the same offset in the aligned copy."""
-    moved = [(b.data_ptr(), b.numel() * b.element_size(), _aligned(b.contiguous())) for b in arg.buffers
+    moved = [(b.data_ptr(), b.numel() * b.element_size(), _own_copy(b.contiguous())) for b in arg.buffers
              if isinstance(b, torch.Tensor)]
     data = bytearray(arg.data)
     for off in range(0, len(data) - 7, 8):
@@ -101,16 +101,16 @@ def _align_struct(arg: StructArg) -> StructArg:
     return StructArg(bytes(data), [new for _, _, new in moved])
 
 
-def _align_args(args: list) -> list:
-    # the cache model sees real addresses: every tensor at a 2 MiB boundary keeps reruns identical
-    return [_aligned(a.contiguous()) if isinstance(a, torch.Tensor) else
-            _align_struct(a) if isinstance(a, StructArg) else a for a in args]
+def _copy_args(args: list) -> list:
+    # every tensor in a storage of its own, at offset 0 (the caches see storages at canonical addresses)
+    return [_own_copy(a.contiguous()) if isinstance(a, torch.Tensor) else
+            _copy_struct(a) if isinstance(a, StructArg) else a for a in args]
 
 
 def simulate(launch: dict, cus: list, cfg: dict, args: list | None = None) -> dict:
     mod = _module(launch["path"])
     rep = timing.simulate(mod, launch["kernel"], launch["grid"], launch["block"],
-                          _align_args(args if args is not None else launch["args"]), cus=cus, config=cfg,
+                          _copy_args(args if args is not None else launch["args"]), cus=cus, config=cfg,
                           dynamic_lds=launch["dynamic_lds"])
     rep["wg_cycles"] = sum(rep["cu_cycles"]) / len(rep["cu_cycles"])
     total = sum(rep["stall"].values())

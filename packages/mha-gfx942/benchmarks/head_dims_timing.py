@@ -23,7 +23,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 import moonmath_emu.timing as timing  # noqa: E402
-from benchmarks.timing.fmha import _aligned  # noqa: E402
+from benchmarks.timing.fmha import _own_copy  # noqa: E402
 from benchmarks.timing.ours import _module, _xcd0_cus, captured  # noqa: E402
 from moonmath_common import use_arch, use_backend  # noqa: E402
 from moonmath_mha_gfx942 import _C  # noqa: E402
@@ -46,8 +46,8 @@ def launches(sq, skv, d, fp8, cap, sinks, mode, seed=0):
     if fp8:
         k, v = k.to(torch.float8_e4m3fnuz), v.to(torch.float8_e4m3fnuz)
         extra.update(k_descale=torch.ones(1), v_descale=torch.ones(1))
-    q, k, v = (_aligned(t) for t in (q, k, v))
-    out = _aligned(torch.empty_like(q))
+    q, k, v = (_own_copy(t) for t in (q, k, v))
+    out = _own_copy(torch.empty_like(q))
     pre = K.transpose_kernel(d, fp8)
     with use_backend("emu"), use_arch("gfx942"), captured(K.KERNELS, run_first=(pre,)) as seen:
         K.run(q, k, v, out, "bhsd", mode, tail=False, **extra)
@@ -55,7 +55,7 @@ def launches(sq, skv, d, fp8, cap, sinks, mode, seed=0):
 
 
 def simulate(L, cus, cfg):
-    args = [_aligned(a.contiguous()) if isinstance(a, torch.Tensor) else a for a in L["args"]]
+    args = [_own_copy(a.contiguous()) if isinstance(a, torch.Tensor) else a for a in L["args"]]
     return timing.simulate(_module(L["path"]), L["kernel"], L["grid"], L["block"], args, cus=cus, config=cfg,
                            dynamic_lds=L["dynamic_lds"])
 
