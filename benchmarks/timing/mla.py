@@ -380,7 +380,7 @@ def _ours_capture(B: int, S: int, nparts: int | None = None, variant: str | None
     o = torch.empty_like(q_lat)
     with use_backend("emu"), use_arch("gfx942"):
         plan = K.make_plan(B, mla.HEADS, Q_LEN, S, nparts=nparts, variant=variant, arch="gfx942")
-        with captured(K.KERNELS, run_first=(K.WS_KERNEL, K.MERGE_KERNEL) if run else ()) as seen:
+        with captured(K.KERNELS, run_first=(K.WS_KERNEL, *K.MERGE_KERNELS) if run else ()) as seen:
             K.run(q_lat, q_pe, pool, o, seq_lens, kv_indices, kv_indptr, scale, kv_scale, plan=plan)
     return seen, plan
 

@@ -22,6 +22,9 @@ MM_DEVICE uint32_t buffer_load_b32(buffer_rsrc r, uint32_t voff, uint32_t soff =
 MM_DEVICE u32x2 buffer_load_b64(buffer_rsrc r, uint32_t voff, uint32_t soff = 0) {
   return __builtin_amdgcn_raw_buffer_load_b64(r, voff, soff, 0);
 }
+MM_DEVICE u32x3 buffer_load_b96(buffer_rsrc r, uint32_t voff, uint32_t soff = 0) {
+  return __builtin_amdgcn_raw_buffer_load_b96(r, voff, soff, 0);
+}
 MM_DEVICE u32x4 buffer_load_b128(buffer_rsrc r, uint32_t voff, uint32_t soff = 0) {
   return __builtin_amdgcn_raw_buffer_load_b128(r, voff, soff, 0);
 }

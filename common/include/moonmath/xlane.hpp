@@ -61,7 +61,10 @@ MM_DEVICE float wave_sum(float v) {
 // trip. The pairings are the butterfly's (xor 1 and 2 by the quad swaps; xor 4 and 8 by the mirrors, whose partner
 // holds the same value as the xor partner once the steps before have run; xor 16 and 32 by the rows), so for a
 // commutative op the result is wave_sum's / wave_max's bit for bit.
-template <class T, class Op> MM_DEVICE T wave_reduce_uniform(T v, Op op) {
+// Rows = 1: lanes 0..15 only (the other lanes must hold op's identity, so the result is the 64-lane one bit for
+// bit), their row's result read from lane 0: four instructions fewer.
+template <int Rows = 4, class T, class Op> MM_DEVICE T wave_reduce_uniform(T v, Op op) {
+  static_assert(Rows == 1 || Rows == 4, "a reduction over row 0 or over all four rows");
   auto dpp = [](T x, auto shuffle) __attribute__((always_inline)) {
     return __builtin_bit_cast(T, shuffle(__builtin_bit_cast(uint32_t, x)));
   };
@@ -71,6 +74,7 @@ template <class T, class Op> MM_DEVICE T wave_reduce_uniform(T v, Op op) {
   v = op(v, dpp(v, [](uint32_t x) __attribute__((always_inline)) { return dpp_mov<kDppRowMirror>(x); }));
   const uint32_t u = __builtin_bit_cast(uint32_t, v);
   const T r0 = __builtin_bit_cast(T, __builtin_amdgcn_readlane(u, 0));
+  if constexpr (Rows == 1) return r0;
   const T r1 = __builtin_bit_cast(T, __builtin_amdgcn_readlane(u, 16));
   const T r2 = __builtin_bit_cast(T, __builtin_amdgcn_readlane(u, 32));
   const T r3 = __builtin_bit_cast(T, __builtin_amdgcn_readlane(u, 48));
@@ -83,15 +87,17 @@ MM_DEVICE uint32_t wave_max_u32_uniform(uint32_t v) {
     return __builtin_elementwise_max(a, b);
   });
 }
-MM_DEVICE float wave_sum_uniform(float v) {
+template <int Rows = 4> MM_DEVICE float wave_sum_uniform(float v) {
   // no contraction: a product feeding the first add stays rounded, as it is before wave_sum's ds_bpermute
-  return wave_reduce_uniform(v, [](float a, float b) __attribute__((always_inline)) {
+  return wave_reduce_uniform<Rows>(v, [](float a, float b) __attribute__((always_inline)) {
 #pragma clang fp contract(off)
     return a + b;
   });
 }
-MM_DEVICE float wave_max_uniform(float v) {
-  return wave_reduce_uniform(v, [](float a, float b) __attribute__((always_inline)) { return __builtin_fmaxf(a, b); });
+template <int Rows = 4> MM_DEVICE float wave_max_uniform(float v) {
+  return wave_reduce_uniform<Rows>(v, [](float a, float b) __attribute__((always_inline)) {
+    return __builtin_fmaxf(a, b);
+  });
 }
 
 }  // namespace mm

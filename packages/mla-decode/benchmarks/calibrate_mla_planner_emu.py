@@ -38,12 +38,14 @@ def issue_cycles(c: dict) -> float:
     return mf + other + (ISSUE_CYCLES["trans"] - ISSUE_CYCLES["valu"]) * c.get("trans", 0)
 
 
-def run(B, S, H, q_len, nparts, variant, balanced=None):
+def run(B, S, H, q_len, nparts, variant, balanced=None, quarters=False):
     q_lat, q_pe, pool, lens, idx, ip = table.make(B, S, H, q_len)
     o = torch.empty_like(q_lat)
     lse = torch.empty(B * q_len, H)
     plan = mk.make_plan(B, H, q_len, S, nparts=nparts, variant=variant, balanced=balanced)
-    if nparts > 1:  # the merge in its by-nparts shape (whole rows, merge_waves_per_row waves each), whatever the
+    if nparts > 1 and quarters:  # one wave per (row, quarter), one-wave workgroups (spread_merge_shape's first rule)
+        plan = dataclasses.replace(plan, merge_cs=4, merge_wpr=1, merge_waves=1, merge_grid=4 * B * q_len * H)
+    elif nparts > 1:  # the merge in its by-nparts shape (whole rows, merge_waves_per_row waves each), whatever the
         # spread the plan would launch: merge_wave/iter_cycles are one such wave's, which merge_cost scales
         wpr = _C.merge_waves_per_row(nparts)
         plan = dataclasses.replace(plan, merge_cs=1, merge_wpr=wpr, merge_waves=0,
@@ -89,14 +91,27 @@ def fit_merge(H=16, q_len=1, p_lo=4, p_hi=16):
     return lo - it, it
 
 
+def fit_merge_quarters(H=16, q_len=1, p_lo=8, p_hi=32):
+    """One merge wave per (row, quarter) (4 column blocks, one wave each): 1 and 2 iterations of sixteen parts
+    (four lane groups of four steps), of the ws kernel's partials."""
+    per = []
+    for n in (p_lo, p_hi):
+        c = run(1, 16 * n, H, q_len, n, "ws", quarters=True)
+        per.append(issue_cycles(c[1]) / (q_len * H * 4))
+    it = (per[1] - per[0]) / (-(-p_hi // 16) - -(-p_lo // 16))
+    return per[0] - it * -(-p_lo // 16), it
+
+
 def measured():
     """{name: value} of every constant the planner's model uses, as the emulator gives them now."""
     xf, xt = fit("ws", 16, 1)       # one row tile per workgroup
     xf4, xt4 = fit("ws", 16, 4)     # four row tiles: the per-row-tile increments (per tile and per part)
     mr, ms = fit_merge()
+    qr, qs = fit_merge_quarters()
     return {"ws_part_cycles": xf, "ws_tile_cycles": xt, "ws_rowtile_cycles": (xt4 - xt) / 3,
             "ws_part_rowtile_cycles": (xf4 - xf) / 3,
-            "merge_wave_cycles": mr, "merge_iter_cycles": ms, "balance_request_cycles": fit_balance()}
+            "merge_wave_cycles": mr, "merge_iter_cycles": ms, "merge_quarter_wave_cycles": qr,
+            "merge_quarter_iter_cycles": qs, "balance_request_cycles": fit_balance()}
 
 
 def main():

@@ -6,12 +6,11 @@ docs/kernels/mla_decode_gfx950.md), the same on both archs:
   mla_decode_a16w8_fwd_ws VGPR+AGPR <= 256: two waves per SIMD (the 8-wave workgroup, one per CU); SGPR
                           <= 96; LDS <= 65024 (three widened KV tiles + two P/alpha buffers); scratch 0;
                           no spills; 512 threads per workgroup.
-  mla_decode_a16w8_merge  VGPR <= 192, AGPR 0, SGPR <= 80 (192 / 76 since it reads fp32 or fp16 partials
-                          (four sum paths; 152 with fp32 only; held to 168 it spilled 120 bytes): two
-                          waves per SIMD; a row may be split into 4 column
-                          blocks of up to 8 waves each: up to 512 threads per workgroup, so 256 VGPRs are
-                          allowed and no spill; at 1024 threads it spilled 25 VGPRs); LDS 0 static (the
-                          waves' running state is dynamic LDS, sized per launch); scratch 0; no spills.
+  mla_decode_merge_*      (one kernel per partial layout, kernel.MERGE_KERNELS) VGPR <= 64 with fp16 partials and
+                          <= 96 with fp32 (eighteenth session: the occupancy the planner's merge_waves_per_cu
+                          assumes; one kernel of every layout held 192 before), AGPR 0, SGPR <= 80; a row may be split
+                          into 4 column blocks of up to 8 waves each: up to 512 threads per workgroup; LDS 0 static
+                          (the waves' running state is dynamic LDS, sized per launch); scratch 0; no spills.
 MFMA mix (static, the ws kernel's stage instances): 144 QK + 160 PV v_mfma_f32_16x16x16_bf16 on gfx942; on
 gfx950 the QK contraction is 72 v_mfma_f32_16x16x32_bf16 and PV stays 160 16x16x16.
 """
@@ -25,7 +24,7 @@ from moonmath_mla_decode.kernel import (
     ARCHS,
     KERNELS,
     MERGE_CODE_OBJECT,
-    MERGE_KERNEL,
+    MERGE_KERNELS,
     OP,
     WS_CODE_OBJECT,
     WS_KERNEL,
@@ -33,7 +32,9 @@ from moonmath_mla_decode.kernel import (
 
 BUDGETS = {
     (WS_CODE_OBJECT, WS_KERNEL): dict(vgpr=256, agpr=256, sgpr=96, lds=65024, scratch=0, block=512),
-    (MERGE_CODE_OBJECT, MERGE_KERNEL): dict(vgpr=192, agpr=0, sgpr=80, lds=0, scratch=0, block=512),
+    # the planner's merge_waves_per_cu counts on these: fp16 partials <= 64 VGPRs, fp32 <= 96 (mla_planner.hpp)
+    **{(MERGE_CODE_OBJECT, k): dict(vgpr=64 if "_half" in k else 96, agpr=0, sgpr=80, lds=0, scratch=0, block=512)
+       for k in MERGE_KERNELS},
 }
 # Static MFMA counts of the ws kernel (all its QK and PV stage instances): {opcode: count}. gfx950 contracts
 # QK with half as many 16x16x32 MFMAs (72 for gfx942's 144 16x16x16); PV (160) is the same on both.

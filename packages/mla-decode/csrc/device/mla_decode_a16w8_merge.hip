@@ -71,7 +71,7 @@ MM_DEVICE mla::Units request_units(const mla::SplitArgs& a, uint32_t req, const 
   r.b = req;
   r.first = req == 0 ? 0u : ends[req - 1u];
   r.count = ends[req] - r.first;
-  r.valid = req < a.B;
+  r.valid = true;  // the caller passes req < B: its rows are below B * rows_req (or req 0)
   return r;
 }
 
@@ -83,7 +83,7 @@ struct MergeState {
   mm::f32x2 acc[4] = {};
   // Fold one part (or another wave's state). l == 0: empty, no weight, but its O is still added times 0, as in
   // one wave's sum (a NaN V row it read reaches the row); NaN l is folded (NaN stays NaN).
-  MM_DEVICE void fold(float m2, float l2, float ln2, const float* a2) {
+  template <int Pairs = 4> MM_DEVICE void fold(float m2, float l2, float ln2, const float* a2) {
     const bool live = l2 != 0.f;
     const float m_new = live ? __builtin_fmaxf(m, m2) : m;
     const float s_old = m == -__builtin_inff() ? 0.f : mm::exp2(m - m_new);
@@ -93,7 +93,7 @@ struct MergeState {
     l = __builtin_fmaf(s_new, l2, l * s_old);
     ln = __builtin_fmaf(s_new, ln2, ln * s_old);
 #pragma unroll
-    for (int e = 0; e < 4; ++e)
+    for (int e = 0; e < Pairs; ++e)
       acc[e] = mm::f32x2{__builtin_fmaf(acc[e].x, s_old, s_new * a2[2 * e]),
                          __builtin_fmaf(acc[e].y, s_old, s_new * a2[2 * e + 1])};
   }
@@ -103,33 +103,32 @@ struct PartLoads {
   mm::u32x4 a[kUnroll], b[kUnroll];
 };
 // Issue the loads of parts k = (j0 + u) * CS + grp, u < kUnroll, k < n (at_k: the byte offset of this lane's
-// 8 columns of part k: 8 fp32, or 8 fp16 if Half); lanes past n read zeros (weight 0).
+// 8 columns of part k: 8 fp32, or 8 fp16 if Half); lanes past n read zeros (weight 0): their offset is `oob`,
+// the resource's size, which the range check turns into zeros without an exec-mask branch (wo's size is a
+// multiple of 1024 below 2^32, so oob + 16 does not wrap).
 template <uint32_t CS, bool Half, class At>
-MM_DEVICE void load_parts(PartLoads& ld, mm::buffer_rsrc wo, uint32_t j0, uint32_t n, At at_k) {
+MM_DEVICE void load_parts(PartLoads& ld, mm::buffer_rsrc wo, uint32_t oob, uint32_t j0, uint32_t n, At at_k) {
   const uint32_t grp = CS == 1 ? 0u : mm::lane_id() / (64u / CS);
 #pragma unroll
   for (uint32_t u = 0; u < kUnroll; ++u) {
     if ((j0 + u) * CS >= n) break;  // wave-uniform: no loads past the wave's parts
     const uint32_t k = (j0 + u) * CS + grp;
-    if (CS == 1 || k < n) {  // CS > 1: the last step's missing parts read zeros (weight 0)
-      const uint32_t off = at_k(k);
-      ld.a[u] = mm::buffer_load_b128(wo, off);
-      if (!Half) ld.b[u] = mm::buffer_load_b128(wo, off + 16u);
-    } else {
-      ld.a[u] = ld.b[u] = mm::u32x4{0u, 0u, 0u, 0u};
-    }
+    const uint32_t off = CS == 1 || k < n ? at_k(k) : oob;  // CS > 1: the last step's missing parts
+    ld.a[u] = mm::buffer_load_b128(wo, off);
+    if (!Half) ld.b[u] = mm::buffer_load_b128(wo, off + 16u);
   }
 }
 // st.acc += sum over parts k < n of w_k * O_k (w_k in lane k of wgt), lane group g = lane / (64 / CS) taking
 // k = g (mod CS), kUnroll steps' loads in flight; `first`: the first steps' loads, already issued (so they
 // overlap the weights' computation).
 template <uint32_t CS, bool Half, class At>
-MM_DEVICE void sum_parts(MergeState& st, mm::buffer_rsrc wo, float wgt, uint32_t n, At at_k, const PartLoads& first) {
+MM_DEVICE void sum_parts(MergeState& st, mm::buffer_rsrc wo, uint32_t oob, float wgt, uint32_t n, At at_k,
+                         const PartLoads& first) {
   const uint32_t grp = CS == 1 ? 0u : mm::lane_id() / (64u / CS);
   for (uint32_t j0 = 0; j0 * CS < n; j0 += kUnroll) {
     PartLoads ld;
     if (j0 == 0) ld = first;
-    else load_parts<CS, Half>(ld, wo, j0, n, at_k);
+    else load_parts<CS, Half>(ld, wo, oob, j0, n, at_k);
 #pragma unroll
     for (uint32_t u = 0; u < kUnroll; ++u) {
       if ((j0 + u) * CS >= n) break;  // wave-uniform
@@ -150,9 +149,47 @@ MM_DEVICE void sum_parts(MergeState& st, mm::buffer_rsrc wo, float wgt, uint32_t
     }
   }
 }
+// CS 4: the four lane groups hold the same 8 columns of different parts; sum them so that lane group g ends with
+// the total of pair g (columns 2g, 2g + 1 of the lane's 8), in the order (g0 + g1) + (g2 + g3) of a butterfly
+// (xor 16, then xor 32): each exchange sends the pair the partner keeps, so 4 + 2 exchanges of one register do
+// what 8 + 8 of every pair did, and every lane then stores its own two columns. gfx950: v_permlane{16,32}_swap
+// (rows 1, 3 of the first operand trade with rows 0, 2 of the second; lanes 32..63 with 0..31), else ds_bpermute.
+MM_DEVICE float pair_sum_x(float keep_lo, float keep_hi, uint32_t mask, bool upper) {
+  // lanes with `upper` keep keep_hi and send keep_lo to lane ^ mask, which keeps keep_lo
+  const float keep = upper ? keep_hi : keep_lo, send = upper ? keep_lo : keep_hi;
+  return keep + mm::xor_lane(send, mask);
+}
+MM_DEVICE mm::f32x2 quarter_group_sum(const mm::f32x2 (&acc)[4]) {
+  mm::f32x2 b[2], c;
+#if defined(__gfx950__)
+  auto swap_add = [](float x, float y, bool rows16) __attribute__((always_inline)) {
+    const uint32_t ux = mm::bit_cast<uint32_t>(x), uy = mm::bit_cast<uint32_t>(y);
+    auto p = rows16 ? __builtin_amdgcn_permlane16_swap(ux, uy, false, false)
+                    : __builtin_amdgcn_permlane32_swap(ux, uy, false, false);
+    return mm::bit_cast<float>(p[0]) + mm::bit_cast<float>(p[1]);
+  };
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+    b[h] = mm::f32x2{swap_add(acc[2 * h].x, acc[2 * h + 1].x, true), swap_add(acc[2 * h].y, acc[2 * h + 1].y, true)};
+  c = mm::f32x2{swap_add(b[0].x, b[1].x, false), swap_add(b[0].y, b[1].y, false)};
+#else
+  const uint32_t lane = mm::lane_id();
+  const bool odd = (lane & 16u) != 0, upper = (lane & 32u) != 0;
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+    b[h] = mm::f32x2{pair_sum_x(acc[2 * h].x, acc[2 * h + 1].x, 16u, odd),
+                     pair_sum_x(acc[2 * h].y, acc[2 * h + 1].y, 16u, odd)};
+  c = mm::f32x2{pair_sum_x(b[0].x, b[1].x, 32u, upper), pair_sum_x(b[0].y, b[1].y, 32u, upper)};
+#endif
+  return c;
+}
 }  // namespace
 
-MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
+// dynamic LDS, (waves - 1) * kStateFloats floats when wpr > 1: the state of wave w > 0 at w - 1
+extern MM_LDS float merge_state[];
+
+template <uint32_t CS, bool Half, bool MfmaColumns>
+MM_DEVICE void merge_rows(
     const float* __restrict__ ws_o,   // [B*nparts units, rows / B, 512] fp32
     const float* __restrict__ ws_ml,  // [B*nparts units, rows / B, 4] fp32 (m, l, ln, 0)
     uint16_t* __restrict__ o_lat,     // [rows, 512] bf16
@@ -165,14 +202,12 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
     const int32_t* __restrict__ seq_lens, const int32_t* __restrict__ glen, const int32_t* __restrict__ kv_indptr,
     uint32_t n_idx, uint32_t B, uint32_t q_len, uint32_t cp_rank, uint32_t cp_world,
     const float* __restrict__ kv_scale_dev) {  // [1] fp32 on the device (o_scale read here), or null
-  // dynamic LDS, (waves - 1) * kStateFloats floats when wpr > 1: the state of wave w > 0 at w - 1
-  extern MM_LDS float merge_state[];
   // column split: cs = 4 (kFlagMergeQuarters) gives each (row, quarter of its 512 columns) its own wpr
   // waves, so a long part list's bytes spread over 4x the CUs; a wave's four 16-lane groups then take
   // four parts at a time (lane: 8 columns of the quarter). cs = 1: 64 lanes x 8 columns, one part at a time.
   // The prologue is scalar: every value up to the part slots is uniform (block, wave, host shapes), with shifts
   // and a multiplier where it divided (row, request, wave of the unit).
-  const uint32_t cs_log2 = (flags & mla::kFlagMergeQuarters) ? 2u : 0u, cs = 1u << cs_log2;
+  constexpr uint32_t cs = CS, cs_log2 = CS == 4 ? 2u : 0u;
   const uint32_t wpr = 1u << wpr_log2;
   const uint32_t wave = mm::wave_id();
   const uint32_t unit_id = (xcd_block_order(mm::block_id_x(), xcd_per) << (waves_log2 - wpr_log2)) +
@@ -183,10 +218,12 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
   const uint32_t lane = mm::lane_id();
   const uint32_t grp = lane >> (6u - cs_log2);
   const uint32_t col = (cblk << (9u - cs_log2)) + 8u * (lane & ((64u >> cs_log2) - 1u));  // this lane's 8 columns
-  const mm::buffer_rsrc ml = mm::make_buffer(ws_ml, rows * nparts * 16u);
-  const bool half = (flags & mla::kFlagMergeHalf) != 0;
+  const uint32_t ml_bytes = rows * nparts * 16u;
+  const mm::buffer_rsrc ml = mm::make_buffer(ws_ml, ml_bytes);
+  constexpr bool half = Half;
   const uint32_t o_bytes = half ? 2u : 4u;  // per partial O element
-  const mm::buffer_rsrc wo = mm::make_buffer(ws_o, rows * nparts * kLat * o_bytes);
+  const uint32_t wo_bytes = rows * nparts * kLat * o_bytes;
+  const mm::buffer_rsrc wo = mm::make_buffer(ws_o, wo_bytes);
   const uint32_t req_v = MagicDiv{rq_mul, rq_shift}.div(row);
   const uint32_t req = valid ? req_v : 0u, r_in = row - req_v * rows_req;
   const mla::Units units = request_units(
@@ -204,64 +241,67 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
   auto part_slot = [&](uint32_t k) __attribute__((always_inline)) { return (units.first + sub + wpr * k) * rows_req + r_in; };
   auto meta_of = [&](uint32_t k0) __attribute__((always_inline)) {
     const uint32_t k = k0 + lane;
-    return k < n_mine ? mm::buffer_load_b128(ml, part_slot(k) * 16u) : mm::u32x4{0u, 0u, 0u, 0u};
+    // three words: a 4th, never read, would share a register the O loads' addresses take, and so hold them
+    // behind this load (an s_waitcnt vmcnt(0) between)
+    return mm::buffer_load_b96(ml, k < n_mine ? part_slot(k) * 16u : ml_bytes);  // past the parts: zeros
   };
-  const mm::u32x4 meta0 = meta_of(0);
+  const mm::u32x3 meta0 = meta_of(0);
   // A chunk's first kUnroll steps of O loads go out before its weights are known (they need only the part
   // slots), so their latency overlaps the (m, l, ln) load and the max: one memory round trip fewer per wave.
   PartLoads first;
   auto load_first = [&](PartLoads& ld, uint32_t k0) __attribute__((always_inline)) {
     const uint32_t n_here = n_mine - k0 < 64u ? n_mine - k0 : 64u;
     auto at = [&](uint32_t k) __attribute__((always_inline)) { return (part_slot(k0 + k) * kLat + col) * o_bytes; };
-    if (cs == 1) {
-      if (half) load_parts<1, true>(ld, wo, 0u, n_here, at);
-      else load_parts<1, false>(ld, wo, 0u, n_here, at);
-    } else {
-      if (half) load_parts<4, true>(ld, wo, 0u, n_here, at);
-      else load_parts<4, false>(ld, wo, 0u, n_here, at);
-    }
+    load_parts<CS, Half>(ld, wo, wo_bytes, 0u, n_here, at);
   };
   if (n_mine > 0) load_first(first, 0u);
   float m_max = -__builtin_inff();
   for (uint32_t k0 = 0; k0 < n_mine; k0 += 64u) {
-    const mm::u32x4 mt = k0 == 0 ? meta0 : meta_of(k0);
+    const mm::u32x3 mt = k0 == 0 ? meta0 : meta_of(k0);
     const float l = mm::bit_cast<float>(mt[1]);
     m_max = __builtin_fmaxf(m_max, l != 0.f ? mm::bit_cast<float>(mt[0]) : -__builtin_inff());
   }
-  m_max = mm::wave_max_uniform(m_max);  // DPP and readlanes: no LDS round trips (bitwise wave_max)
+  // DPP and readlanes: no LDS round trips (bitwise wave_max); up to 16 parts (lanes 0..15, the others' values
+  // the identities -inf and 0) one DPP row (the same bits)
+  const bool row0 = n_mine <= 16u;
+  m_max = row0 ? mm::wave_max_uniform<1>(m_max) : mm::wave_max_uniform(m_max);
   st.m = m_max;
   for (uint32_t k0 = 0; k0 < n_mine; k0 += 64u) {
     const uint32_t n_here = n_mine - k0 < 64u ? n_mine - k0 : 64u;
     auto at = [&](uint32_t k) __attribute__((always_inline)) { return (part_slot(k0 + k) * kLat + col) * o_bytes; };
     if (k0 > 0) load_first(first, k0);
-    const mm::u32x4 mt = k0 == 0 ? meta0 : meta_of(k0);
+    const mm::u32x3 mt = k0 == 0 ? meta0 : meta_of(k0);
     const float l = mm::bit_cast<float>(mt[1]);
     // l == 0: empty (no weight); l NaN (NaN/Inf inputs) keeps its weight, so the row's L, lse and o are NaN
     const float wgt = l != 0.f ? mm::exp2(mm::bit_cast<float>(mt[0]) - m_max) : 0.f;
-    st.l += mm::wave_sum_uniform(wgt * l);
-    st.ln += mm::wave_sum_uniform(wgt * mm::bit_cast<float>(mt[2]));
+    st.l += row0 ? mm::wave_sum_uniform<1>(wgt * l) : mm::wave_sum_uniform(wgt * l);
+    const float wln = wgt * mm::bit_cast<float>(mt[2]);
+    st.ln += row0 ? mm::wave_sum_uniform<1>(wln) : mm::wave_sum_uniform(wln);
     // half partials hold O_p / ln_p: weight w_p * ln_p (l == 0 parts keep weight 0; NaN stays NaN)
     const float wo_w = half ? wgt * mm::bit_cast<float>(mt[2]) : wgt;
-    if (cs == 1) {
-      if (half) sum_parts<1, true>(st, wo, wo_w, n_here, at, first);
-      else sum_parts<1, false>(st, wo, wo_w, n_here, at, first);
-    } else {
-      if (half) sum_parts<4, true>(st, wo, wo_w, n_here, at, first);
-      else sum_parts<4, false>(st, wo, wo_w, n_here, at, first);
-    }
+    sum_parts<CS, Half>(st, wo, wo_bytes, wo_w, n_here, at, first);
   }
-  if (cs > 1) {  // uniform over the launch: lane groups 0..3 hold the same columns of different parts
+  // CS 4 in natural order: lane group g keeps the total of its pair g only (acc[0]; columns col_own, + 1), so
+  // a wave's state is 2 floats a lane; the ws kernel's MFMA order pairs stored floats rr and rr + 4 instead, so
+  // there every lane keeps all 8 (the groups' sums by xor exchanges)
+  constexpr bool kPairPerLane = CS == 4 && !MfmaColumns;
+  constexpr int kPairs = kPairPerLane ? 1 : 4;
+  const uint32_t col_own = kPairPerLane ? col + 2u * grp : col;
+  if constexpr (kPairPerLane) {
+    st.acc[0] = quarter_group_sum(st.acc);
+  } else if constexpr (CS > 1) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       st.acc[e] += mm::f32x2{mm::xor_lane(st.acc[e].x, 16u), mm::xor_lane(st.acc[e].y, 16u)};
       st.acc[e] += mm::f32x2{mm::xor_lane(st.acc[e].x, 32u), mm::xor_lane(st.acc[e].y, 32u)};
     }
   }
+  const uint32_t slot_own = kPairPerLane ? 2u * lane : 8u * lane;  // this lane's floats in a published state
 
   if (wpr > 1) {  // uniform over the launch
     if (sub > 0) {
 #pragma unroll
-      for (int e = 0; e < 8; ++e) merge_state[(wave - 1) * kStateFloats + 8u * lane + e] = st.acc[e / 2][e % 2];
+      for (int e = 0; e < 2 * kPairs; ++e) merge_state[(wave - 1) * kStateFloats + slot_own + e] = st.acc[e / 2][e % 2];
       if (lane == 0) {
         merge_state[(wave - 1) * kStateFloats + kLat] = st.m;
         merge_state[(wave - 1) * kStateFloats + kLat + 1] = st.l;
@@ -272,16 +312,19 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
     if (sub != 0) return;
     for (uint32_t w = wave + 1; w < wave + wpr; ++w) {
       const float* o = merge_state + (w - 1) * kStateFloats;
-      st.fold(o[kLat], o[kLat + 1], o[kLat + 2], o + 8u * lane);
+      st.fold<kPairs>(o[kLat], o[kLat + 1], o[kLat + 2], o + slot_own);
     }
   }
-  if (!valid || grp != 0) return;
+  if (!valid || (!kPairPerLane && grp != 0)) return;
 
   const float o_scale = kv_scale_dev != nullptr ? *kv_scale_dev : mm::bit_cast<float>(o_scale_bits);
   const float inv = mla::inv_norm(o_scale, st.ln);
   const mm::buffer_rsrc ob = mm::make_buffer(o_lat, rows * kLat * 2u);
   mla::clear_empty_rows(st.acc, st.ln == 0.f);  // every part empty: o = 0, though a part's O may hold 0 x NaN
-  if (flags & mla::kFlagMergeMfmaColumns) {  // the ws kernel's order (mfma_column): stored floats col + rr and
+  if constexpr (kPairPerLane) {
+    mm::buffer_store_b32(mm::pack_bf16x2<mm::Round::RTNE>(st.acc[0].x * inv, st.acc[0].y * inv), ob,
+                         (row * kLat + col_own) * 2u);
+  } else if (MfmaColumns) {  // the ws kernel's order (mfma_column): stored floats col + rr and
     // col + 4 + rr are the adjacent columns mfma_column(col + rr), +1 (four pairs, one 4-byte store each)
 #pragma unroll
     for (int rr = 0; rr < 4; ++rr)
@@ -298,3 +341,25 @@ MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void mla_decode_a16w8_merge(
     mm::buffer_store_f32(mla::finish_lse(st.m, st.l), mm::make_buffer(lse, rows * 4u), row * 4u);
   }
 }
+
+// One kernel per partial layout (column blocks CS, fp16 O / ln or fp32 O, the ws kernel's MFMA column order), so
+// no layout test or dead branch is left in the wave's instruction stream; the host picks by the plan
+// (kernel.merge_kernel_name).
+#define MM_MERGE_KERNEL(name, CS, HALF, MFMA)                                                                    \
+  MM_KERNEL MM_LAUNCH_BOUNDS(64 * kMaxWaves) void name(                                                         \
+      const float* __restrict__ ws_o, const float* __restrict__ ws_ml, uint16_t* __restrict__ o_lat,             \
+      float* __restrict__ lse, uint32_t rows, uint32_t nparts, uint32_t flags, uint32_t o_scale_bits,           \
+      uint32_t wpr_log2, uint32_t waves_log2, uint32_t xcd_per, uint32_t rows_req, uint32_t rq_mul,              \
+      uint32_t rq_shift, const int32_t* __restrict__ seq_lens, const int32_t* __restrict__ glen,                 \
+      const int32_t* __restrict__ kv_indptr, uint32_t n_idx, uint32_t B, uint32_t q_len, uint32_t cp_rank,       \
+      uint32_t cp_world, const float* __restrict__ kv_scale_dev) {                                              \
+    merge_rows<CS, HALF, MFMA>(ws_o, ws_ml, o_lat, lse, rows, nparts, flags, o_scale_bits, wpr_log2, waves_log2, \
+                               xcd_per, rows_req, rq_mul, rq_shift, seq_lens, glen, kv_indptr, n_idx, B, q_len,  \
+                               cp_rank, cp_world, kv_scale_dev);                                                \
+  }
+MM_MERGE_KERNEL(mla_decode_merge_c1, 1, false, false)
+MM_MERGE_KERNEL(mla_decode_merge_c4, 4, false, false)
+MM_MERGE_KERNEL(mla_decode_merge_ws_c1, 1, false, true)
+MM_MERGE_KERNEL(mla_decode_merge_ws_c4, 4, false, true)
+MM_MERGE_KERNEL(mla_decode_merge_ws_half_c1, 1, true, true)
+MM_MERGE_KERNEL(mla_decode_merge_ws_half_c4, 4, true, true)

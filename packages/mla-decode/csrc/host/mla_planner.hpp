@@ -199,6 +199,12 @@ struct Machine {
   // cycles are 1.9k; its 74 KB of Q and 67 KB of fp16 partials at 17.4 B/ns are 8.1 us of the 12.1 us. Unpriced,
   // (512, 16, 4, 4096) took 4 parts (906 us priced, 960 modeled) over 1 (955 both). gfx950: not re-fit.
   double ws_part_bytes_serial = 0.0;
+  // A merge wave of one (row, quarter) (4 column blocks): its fixed cost and one iteration of 16 parts (four lane
+  // groups of four steps); it sums its lane groups and stores a quarter row (eighteenth session).
+  double merge_quarter_wave_cycles = 0.0;
+  double merge_quarter_iter_cycles = 0.0;
+  // spread_merge_shape's one wave per (row, quarter) in one-wave workgroups (up to 16 parts, two waves a SIMD)
+  bool merge_one_wave_quarters = false;
 };
 // split_slack 1.03, chosen on the timing model (benchmarks/timing/mla.py's ours_shape with the parts overridden,
 // H 16): 5% refused real gains at the seed's table (q_len 4): (8, 8192) 31 parts 63.5 us, 32: 61.8;
@@ -208,12 +214,16 @@ struct Machine {
 // merge 1084 / 286 (ninth session: the scalar prologue, calibrate_mla_planner_emu.py on both archs; 1376 / 262 before,
 // the sixth session's: a chunk's first O loads issued with its (m, l, ln) load; 2086 / 244 before that). Thirteenth
 // session (packed FMAs on the partials' registers, gfx950's bf16 packing): measured 1060 / 271 on gfx942, kept (within
-// 10 %; kMergeTiming is fitted with them), 955 / 271 on gfx950 (kGfx950).
-constexpr Machine kGfx942{"gfx942", kDefaultCus, kClockGhz, kHbmBytesPerNs, kCuBytesPerNs, 1084.0, 286.0, 0.0, 1.03,
-                          kPartLatencyNs, kSplitSlack, 1.0};
+// 10 %; kMergeTiming is fitted with them), 955 / 271 on gfx950 (kGfx950). Eighteenth session (one merge kernel per
+// partial layout, out-of-range loads for the missing parts, the (m, l, ln) load no longer ahead of the O loads, one
+// DPP row's reductions up to 16 parts, a lane pair per lane group at 4 column blocks): 768 / 255 on gfx942, 663 /
+// 255 on gfx950.
+constexpr Machine kGfx942{"gfx942", kDefaultCus, kClockGhz, kHbmBytesPerNs, kCuBytesPerNs, 768.0, 255.0, 0.0, 1.03,
+                          kPartLatencyNs, kSplitSlack, 1.0, 497.0, 630.0};
 // MI355X (assumptions): 256 CUs, a sustained clock in the same proportion to its 2.4 GHz peak as
 // gfx942's, 8 TB/s peak HBM of which ~6 TB/s achievable (the 4 / 5.3 fraction assumed on gfx942).
-constexpr Machine kGfx950{"gfx950", 256, 1.26, 6000.0, 23.4, 955.0, 271.0, 0.0, kSplitSlack, 0.0, 1.02};
+constexpr Machine kGfx950{"gfx950", 256, 1.26, 6000.0, 23.4, 663.0, 255.0, 0.0, kSplitSlack, 0.0, 1.02, 0.0, 392.0,
+                          630.0, true};
 
 // The machine model of `arch`; std::invalid_argument for an arch without MLA decode kernels.
 inline const Machine& machine_for(const std::string& arch) {
@@ -312,16 +322,27 @@ inline MergeShape merge_shape(int64_t total_rows, int64_t nparts) {
   const int64_t cs = merge_column_blocks(nparts), wpr = merge_waves_per_row(nparts);
   return {cs, wpr, merge_grid(total_rows, cs, wpr), merge_block_waves(wpr)};
 }
-inline MergeShape spread_merge_shape(int64_t total_rows, int64_t nparts, int64_t cus) {
+// one_wave_quarters: the machine's merge_one_wave_quarters (the first rule below).
+inline MergeShape spread_merge_shape(int64_t total_rows, int64_t nparts, int64_t cus, bool one_wave_quarters) {
   const MergeShape a = merge_shape(total_rows, nparts);
   if (nparts <= 1) return a;
+  // One wave per (row, quarter) in one-wave workgroups, where a wave's parts fit its four lane groups' four
+  // steps of loads (16 parts) and the waves fit two a SIMD: no cross-wave fold, no barrier, and the merge's bytes
+  // spread over the most CUs (eighteenth session, timing model, gfx950 a8w8: (4, 1024), 8 parts, 2.49 -> 2.26 us
+  // against wpr 2 in 4-wave workgroups; (32, 1024), 8 parts, 3.75 -> 3.32 against whole rows; at 16 waves a CU,
+  // (64, 1024), 4 parts, 3.02 -> 3.60, not taken). Excluding 4 parts (gfx942 a16w8 (8, 4): 3.6 us, 3.2 before
+  // this kernel in whole rows) made the gfx950 planner, whose merge form prices the quarters' two rounds of SIMD
+  // slots above whole rows, take 4 parts at a8w8 (32, 1024) where the timing model prefers 8.
+  // gfx950 only (Machine::merge_one_wave_quarters): the gfx942 planner's merge form put these merges 20-22% off the
+  // timing model (a16w8 (2, 16) high, (8, 16) and (8, 37) low), past its 15% (tests/test_mla_kernel_planner.py).
+  const int64_t quarters = 4 * total_rows;
+  if (one_wave_quarters && nparts <= 16 && quarters <= 8 * cus) return {4, 1, quarters, 1};
   if (a.grid >= cus) {
     // Whole rows already fill the CUs, but unevenly (the busiest CU carries ceil(grid / cus) workgroups): one
     // (row, quarter) per one-wave workgroup evens the bytes out (7 quarter rows instead of 2 rows) and drops
     // the cross-wave fold, where that puts no more waves on a CU than the whole rows did (seventh session,
     // timing model: gfx942 (8, 8192), 37 parts, 14.5 -> 12.2 us; at 14 waves per CU against 8, (16, 150000),
     // or 16 against 4, gfx950 a8w8 (64, 1024) 5.3 -> 7.6, it is not taken).
-    const int64_t quarters = 4 * total_rows;
     if (a.cs == 1 && ceil_div(quarters, cus) <= ceil_div(a.grid, cus) * a.waves) return {4, 1, quarters, 1};
     return a;
   }
@@ -345,7 +366,7 @@ inline MergeShape spread_merge_shape(int64_t total_rows, int64_t nparts, int64_t
 // The merge launch's time model (ninth session), fitted to the timing model's merge (benchmarks/timing/
 // mla_merge_cost.py, both archs; docs/kernels/mla_decode_gfx942.md "Session 9"). The timing model runs a launch in
 // rounds of per_cu co-resident workgroups per CU and charges each round the busiest CU's time; so does this:
-//   per_cu   = min(kMergeWavesPerCu / waves per workgroup, ceil(grid / cus)), rounds = ceil(grid / (cus * per_cu))
+//   per_cu   = min(merge_waves_per_cu / waves per workgroup, ceil(grid / cus)), rounds = ceil(grid / (cus * per_cu))
 //   t_round  = t_start + max(t_issue, bytes_cu / share) + (iterations - 1) * iter_latency (share: a CU's
 //              cu_bytes_per_ns among min(CUs, grid) busy CUs, as the timing model's busy_cus shares HBM)
 //              bytes_cu = per_cu * a workgroup's bytes (its (row, column block)s: every part's O slice and
@@ -382,8 +403,11 @@ struct MergeTiming {
 // (2, 64) +12.6%, (8, 37) -12.0%; tests/test_mla_kernel_planner.py _MERGE_MEASURED).
 // Re-fit in the thirteenth session (the merge's packed FMAs; the timing model's HBM and L2 shares of the launch's
 // busy CUs, which made the one-round merges on fewer workgroups than CUs faster, (2, 128) 20% high; the round's
-// bytes at that share): 877 / 1253 / 505 / 920.
-constexpr MergeTiming kMergeTiming{877.0, 1253.0, 505.0, 920.0};
+// bytes at that share): 877 / 1253 / 505 / 920. Re-fit in the eighteenth session to its merge kernels (one per
+// partial layout, their occupancy in merge_waves_per_cu, a quarter wave's own issue cycles): 452 / 2053 / 570 / 690,
+// the 23 launches within 14.3% ((8, 37) -14.3%, (128, 4) +14.2%).
+
+constexpr MergeTiming kMergeTiming{452.0, 2053.0, 570.0, 690.0};
 // gfx942 prices its merge in this form. gfx950 keeps the eighth session's (rounds over SIMD slots of one HBM
 // round trip, kHbmLatencyNs, per iteration; bytes over the busy CUs' share) until its cu_bytes_per_ns is re-fit:
 // at 23.4 B/ns, 1.5x the 15.5 the session-8 timing model served at gfx950's 1190 MHz, its decode estimates were
@@ -392,8 +416,22 @@ constexpr MergeTiming kMergeTiming{877.0, 1253.0, 505.0, 920.0};
 // session-9 model serves 31.25 B/ns per CU (8 TB/s / 256); gfx950's constants were not re-fit to it.
 inline bool merge_rounds_form(const Machine& mc) { return std::string(mc.arch) == "gfx942"; }
 constexpr double kHbmLatencyNs = 1000.0;  // the eighth session's form: one dependent HBM round trip (assumption)
-// Merge waves resident per CU on the timing model (timing.occupancy: 4 workgroups of 4 waves, 16 of one wave).
-constexpr int64_t kMergeWavesPerCu = 16;
+// Merge waves resident per CU on the timing model (timing.occupancy of the kernel's VGPRs; 16 for the one merge
+// kernel before the eighteenth session). Since then one kernel per partial layout: the fp16-partial kernels take
+// <= 64 VGPRs (8 waves a SIMD), the fp32 ones <= 96 (5 a SIMD; 2 workgroups of 8 waves); tests/
+// test_mla_kernel_isa.py holds them to it.
+inline int64_t merge_waves_per_cu(double partial_o_bytes, int64_t waves_per_workgroup) {
+  if (partial_o_bytes <= 2.0) return 32;
+  return waves_per_workgroup >= 8 ? 16 : 20;
+}
+
+// A merge wave's issue cycles: fixed, and per iteration (4 parts of a whole row, cs 1; 16 of a quarter, cs 4).
+inline double merge_wave_issue(const Machine& mc, int64_t cs) {
+  return cs == 4 ? mc.merge_quarter_wave_cycles : mc.merge_wave_cycles;
+}
+inline double merge_iter_issue(const Machine& mc, int64_t cs) {
+  return cs == 4 ? mc.merge_quarter_iter_cycles : mc.merge_iter_cycles;
+}
 
 // The terms of merge_cost: one round's shape (the busiest CU's workgroups, its waves per SIMD, whether a
 // row's waves fold) and work (a SIMD's issue cycles, the CU's bytes), and the launch's rounds and bytes.
@@ -408,16 +446,18 @@ struct MergeRound {
 };
 inline MergeRound merge_round(int64_t total_rows, int64_t nparts, int64_t cus, double extra_wave_cycles,
                               const Machine& mc, double partial_o_bytes, bool spread) {
-  const MergeShape ms = spread ? spread_merge_shape(total_rows, nparts, cus) : merge_shape(total_rows, nparts);
+  const MergeShape ms = spread ? spread_merge_shape(total_rows, nparts, cus, mc.merge_one_wave_quarters)
+                               : merge_shape(total_rows, nparts);
   const int64_t cs = ms.cs, wpr = ms.wpr;
   MergeRound r;
-  r.per_cu = std::min<int64_t>(std::max<int64_t>(1, kMergeWavesPerCu / ms.waves), ceil_div(ms.grid, cus));
+  r.per_cu = std::min<int64_t>(std::max<int64_t>(1, merge_waves_per_cu(partial_o_bytes, ms.waves) / ms.waves),
+                               ceil_div(ms.grid, cus));
   r.rounds = ceil_div(ms.grid, cus * r.per_cu);
   r.simd_waves = ceil_div(r.per_cu * ms.waves, kSimdsPerCu);
   r.fold_waves = wpr - 1;
   r.iters = ceil_div(nparts, 4 * cs * wpr);
-  r.issue_cycles =
-      (double)r.simd_waves * (mc.merge_wave_cycles + extra_wave_cycles + (double)r.iters * mc.merge_iter_cycles);
+  r.issue_cycles = (double)r.simd_waves * (merge_wave_issue(mc, cs) + extra_wave_cycles +
+                                           (double)r.iters * merge_iter_issue(mc, cs));
   // one (row, column block): its parts' O slice and (m, l, ln) read, its o slice (bf16) written
   const double cols = (double)kLat / (double)cs;
   const double unit_bytes = (double)nparts * (cols * partial_o_bytes + 16.0) + cols * 2.0;
@@ -432,12 +472,13 @@ inline MergeRound merge_round(int64_t total_rows, int64_t nparts, int64_t cus, d
 inline double merge_cost(int64_t total_rows, int64_t nparts, int64_t cus, double extra_wave_cycles = 0.0,
                          const Machine& mc = kGfx942, double partial_o_bytes = 4.0, bool spread = false) {
   if (!merge_rounds_form(mc)) {  // gfx950: the eighth session's form (see merge_rounds_form)
-    const MergeShape ms = spread ? spread_merge_shape(total_rows, nparts, cus) : merge_shape(total_rows, nparts);
+    const MergeShape ms = spread ? spread_merge_shape(total_rows, nparts, cus, mc.merge_one_wave_quarters)
+                               : merge_shape(total_rows, nparts);
     const int64_t cs = ms.cs, wpr = ms.wpr;
     const double rounds = (double)ceil_div(total_rows * cs * wpr, cus * kSimdsPerCu);
     const double iters = (double)ceil_div(nparts, 4 * cs * wpr);
-    const double t_issue = rounds * (iters * (kHbmLatencyNs + mc.merge_iter_cycles / mc.clock_ghz) +
-                                     (mc.merge_wave_cycles + extra_wave_cycles) / mc.clock_ghz);
+    const double t_issue = rounds * (iters * (kHbmLatencyNs + merge_iter_issue(mc, cs) / mc.clock_ghz) +
+                                     (merge_wave_issue(mc, cs) + extra_wave_cycles) / mc.clock_ghz);
     const double bytes = (double)total_rows * ((double)nparts * (kLat * partial_o_bytes + 16.0) + kLat * 2.0);
     const double bw = std::min(mc.hbm_bytes_per_ns * (double)cus / (double)mc.cus,
                                (double)std::min<int64_t>(cus, ms.grid) * mc.cu_bytes_per_ns);
@@ -582,7 +623,7 @@ inline Plan plan(int64_t batch, int64_t heads, int64_t q_len, int64_t len_hint =
   p.grid = launch_grid(batch, p.n_rt, p.nparts, best_v);
   p.block = best_v == Variant::kWs ? 64 * kWsWaves : kBlockThreads;
   if (p.nparts > 1) {
-    const MergeShape ms = spread_merge_shape(total_rows, p.nparts, cus);  // the shape plan_cost priced
+    const MergeShape ms = spread_merge_shape(total_rows, p.nparts, cus, mc.merge_one_wave_quarters);  // as priced
     p.merge_wpr = ms.wpr;
     p.balanced = balance_split(batch, p.nparts);
     p.merge_cs = ms.cs;

@@ -79,6 +79,8 @@ void register_mla_planner(py::module_& m) {
         using moonmath::mla::kernel_cost;
         std::map<std::string, double> out{{"merge_wave_cycles", m->merge_wave_cycles},
                                           {"merge_iter_cycles", m->merge_iter_cycles},
+                                          {"merge_quarter_wave_cycles", m->merge_quarter_wave_cycles},
+                                          {"merge_quarter_iter_cycles", m->merge_quarter_iter_cycles},
                                           {"balance_request_cycles", m->balance_request_cycles}};
         for (const auto& row : moonmath::mla::kKernelCosts) {
           const std::string k = row.kernel;
@@ -127,18 +129,21 @@ void register_mla_planner(py::module_& m) {
       "(nparts, modelled ns) of a KV-format kernel's launch ('a16w16', 'a8w8_w1', ...) by its own cost row.");
   m.def(
       "mla_spread_merge_shape",
-      [](int64_t total_rows, int64_t nparts, int64_t cus) {
-        const auto ms = moonmath::mla::spread_merge_shape(total_rows, nparts, cus);
+      [](int64_t total_rows, int64_t nparts, int64_t cus, const std::string& arch) {
+        const bool q = machine_or_value_error(arch)->merge_one_wave_quarters;
+        const auto ms = moonmath::mla::spread_merge_shape(total_rows, nparts, cus, q);
         return py::make_tuple(ms.cs, ms.wpr, ms.grid);
       },
-      py::arg("total_rows"), py::arg("nparts"), py::arg("cus"),
+      py::arg("total_rows"), py::arg("nparts"), py::arg("cus"), py::arg("arch"),
       "(column blocks, waves per (row, block), workgroups) of a KV-format kernel's spread merge.");
   m.def(
       "mla_spread_merge_block_waves",
-      [](int64_t total_rows, int64_t nparts, int64_t cus) {
-        return moonmath::mla::spread_merge_shape(total_rows, nparts, cus).waves;
+      [](int64_t total_rows, int64_t nparts, int64_t cus, const std::string& arch) {
+        const bool q = machine_or_value_error(arch)->merge_one_wave_quarters;
+        return moonmath::mla::spread_merge_shape(total_rows, nparts, cus, q).waves;
       },
-      py::arg("total_rows"), py::arg("nparts"), py::arg("cus"), "Waves per workgroup of that spread merge.");
+      py::arg("total_rows"), py::arg("nparts"), py::arg("cus"), py::arg("arch"),
+      "Waves per workgroup of that spread merge.");
   m.def(
       "mla_format_plan_cost",
       [](const std::string& kernel, int64_t batch, int64_t heads, int64_t q_len, int64_t len, int64_t nparts,

@@ -342,10 +342,10 @@ def make_plan(fmt: str, batch: int, heads: int, q_len: int, len_hint: int = 0, *
     if w != 1:
         import dataclasses
         plan = dataclasses.replace(plan, kv_waves=w)
-    return spread_merge(plan, cus)
+    return spread_merge(plan, cus, arch)
 
 
-def spread_merge(plan, cus: int):
+def spread_merge(plan, cus: int, arch: str):
     """``plan`` with its merge spread until its workgroups fill ``cus`` CUs, where the a16w8 rule (by nparts
     alone) leaves CUs idle: a quarter of the columns per block of waves (cs 4), then twice the waves per (row,
     quarter) up to 8 and to one wave per 4 parts (the planner's spread_merge_shape, which also prices it when it
@@ -357,8 +357,8 @@ def spread_merge(plan, cus: int):
     if plan.nparts <= 1:
         return plan
     rows = plan.batch * plan.q_len * plan.heads
-    cs, wpr, grid = _C.mla_spread_merge_shape(rows, plan.nparts, cus)
-    waves = _C.mla_spread_merge_block_waves(rows, plan.nparts, cus)
+    cs, wpr, grid = _C.mla_spread_merge_shape(rows, plan.nparts, cus, arch)
+    waves = _C.mla_spread_merge_block_waves(rows, plan.nparts, cus, arch)
     if (cs, wpr, grid, waves) == (plan.merge_cs, plan.merge_wpr, plan.merge_grid, plan.merge_waves):
         return plan
     return dataclasses.replace(plan, merge_cs=cs, merge_wpr=wpr, merge_grid=grid, merge_waves=waves)
@@ -438,7 +438,7 @@ def run(fmt: str, q_lat, q_pe, kv_pool, pool_aux, o_lat, seq_lens, kv_indices, k
                                             n_idx, cp_rank, cp_world, flags, _f32_bits(c_qk), _f32_bits(o_scale),
                                             *tail]))
     if partial:
-        counters.append(mk.KERNELS.launch(op, arch, mk.MERGE_CODE_OBJECT, mk.MERGE_KERNEL, grid=plan.merge_grid,
+        counters.append(mk.KERNELS.launch(op, arch, mk.MERGE_CODE_OBJECT, plan.merge_kernel, grid=plan.merge_grid,
                                           block=plan.merge_block, dynamic_lds=plan.merge_lds,
                                           args=mk.merge_args(plan, B, rows, ws_o, ws_ml, o_lat, lse,
                                                              (FLAG_LSE if lse is not None else 0) | bal

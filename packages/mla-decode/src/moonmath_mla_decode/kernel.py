@@ -3,8 +3,8 @@ csrc/device/<arch>/mla_decode_stages.hpp) through moonmath_common's runtime.
 
 Code objects: ``mla_decode_a16w8_ws.hsaco`` (kernel ``mla_decode_a16w8_fwd_ws``, the one decode kernel: an
 8-wave warp-specialised workgroup per (request, KV part, group of up to 4 row tiles) that fetches each KV
-row once at fp8 width) and ``mla_decode_a16w8_merge.hsaco`` (``mla_decode_a16w8_merge``: the fixed-order
-merge of the parts). The decode kernel takes one by-value ``MlaDecodeArgs``
+row once at fp8 width) and ``mla_decode_a16w8_merge.hsaco`` (``mla_decode_merge_*``, one kernel per partial layout: the
+fixed-order merge of the parts). The decode kernel takes one by-value ``MlaDecodeArgs``
 (csrc/device/mla_decode_args.hpp), whose bytes the host module packs (``_C.pack_mla_decode_args``) and the
 launcher passes as a ``StructArg``. The launch
 configuration comes from the C++ planner (``_C.plan_mla_decode``) and depends on shapes only (plus
@@ -38,7 +38,10 @@ WS_BLOCK = 512  # threads per ws workgroup (8 waves)
 # Plan layouts: "ws" (the a16w8 decode kernel) and "shared" (the KV-format kernels' 4-wave launch shape,
 # formats.py: a workgroup per (request, part, group of up to 4 row tiles), fp32 partials in natural order).
 VARIANTS = ("ws", "shared")
-MERGE_CODE_OBJECT, MERGE_KERNEL = "mla_decode_a16w8_merge", "mla_decode_a16w8_merge"
+# The merge: one kernel per partial layout (merge_kernel_name), so none tests its layout at run time.
+MERGE_CODE_OBJECT = "mla_decode_a16w8_merge"
+MERGE_KERNELS = ("mla_decode_merge_c1", "mla_decode_merge_c4", "mla_decode_merge_ws_c1", "mla_decode_merge_ws_c4",
+                 "mla_decode_merge_ws_half_c1", "mla_decode_merge_ws_half_c4")
 LOG2E = 1.0 / math.log(2.0)
 FLAG_LSE = 1
 FLAG_PARTIAL = 2
@@ -103,6 +106,11 @@ class DecodePlan:
         return quarters | half | (FLAG_MERGE_MFMA_COLUMNS if self.variant == "ws" else 0)
 
     @property
+    def merge_kernel(self) -> str:
+        """The merge kernel of the plan's partial layout (merge_kernel_name of merge_flags)."""
+        return merge_kernel_name(self.merge_flags)
+
+    @property
     def half_partials(self) -> bool:
         """The ws kernel's partial O is fp16 O / ln (up to _C.ws_half_partials' part count), else fp32."""
         from . import _C
@@ -146,8 +154,9 @@ def make_plan(batch: int, heads: int, q_len: int, len_hint: int = 0, *, nparts: 
     grid = batch * np_ * -(-n_rt // 4)  # a workgroup per (request, part, group of up to 4 row tiles)
     split = np_ > 1
     # the merge spread over the CUs (the planner's spread_merge_shape: the shape it priced)
-    cs, wpr, merge_grid = _C.mla_spread_merge_shape(batch * rows, np_, cu_count(p_arch)) if split else (1, 0, 0)
-    merge_waves = _C.mla_spread_merge_block_waves(batch * rows, np_, cu_count(p_arch)) if split else 0
+    cus = cu_count(p_arch)
+    cs, wpr, merge_grid = _C.mla_spread_merge_shape(batch * rows, np_, cus, p_arch) if split else (1, 0, 0)
+    merge_waves = _C.mla_spread_merge_block_waves(batch * rows, np_, cus, p_arch) if split else 0
     balanced = _C.balance_split(batch, np_) if balanced is None else bool(balanced) and split
     o_words = 256 if variant == "ws" and _C.ws_half_partials(np_) else 512   # fp16 partials: half the words
     return DecodePlan(batch, heads, q_len, np_, variant, n_rt, grid, merge_grid, wpr,
@@ -164,6 +173,15 @@ def _magic_div(d: int) -> tuple[int, int]:
     ell = (d - 1).bit_length()
     mul = ((1 << 32) * ((1 << ell) - d)) // d + 1
     return mul, min(ell, 1) | max(ell - 1, 0) << 8
+
+
+def merge_kernel_name(flags: int) -> str:
+    """The merge kernel for partials laid out as `flags` say (FLAG_MERGE_*): the ws kernel's MFMA column order
+    (and its fp16 O / ln), else natural order in fp32; one or four column blocks a row."""
+    if flags & FLAG_MERGE_HALF and not flags & FLAG_MERGE_MFMA_COLUMNS:
+        raise ValueError(f"{OP}: fp16 partials are the ws kernel's only (FLAG_MERGE_MFMA_COLUMNS)")
+    return ("mla_decode_merge" + ("_ws" if flags & FLAG_MERGE_MFMA_COLUMNS else "")
+            + ("_half" if flags & FLAG_MERGE_HALF else "") + ("_c4" if flags & FLAG_MERGE_QUARTERS else "_c1"))
 
 
 def merge_args(plan: DecodePlan, B: int, rows_req: int, ws_o, ws_ml, o_lat, lse, flags: int, o_scale_bits: int,
@@ -294,7 +312,7 @@ def run(q_lat: torch.Tensor, q_pe: torch.Tensor, kv_pool: torch.Tensor, o_lat: t
     counters = [KERNELS.launch(OP, arch, WS_CODE_OBJECT, WS_KERNEL, grid=plan.grid, block=WS_BLOCK,
                                args=[args])]
     if partial:
-        counters.append(KERNELS.launch(OP, arch, MERGE_CODE_OBJECT, MERGE_KERNEL, grid=plan.merge_grid,
+        counters.append(KERNELS.launch(OP, arch, MERGE_CODE_OBJECT, plan.merge_kernel, grid=plan.merge_grid,
                                        block=plan.merge_block, dynamic_lds=plan.merge_lds,
                                        args=merge_args(plan, B, rows, ws_o, ws_ml, o_lat, lse,
                                                        (FLAG_LSE if lse is not None else 0) | bal | plan.merge_flags,

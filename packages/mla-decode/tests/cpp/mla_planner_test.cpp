@@ -42,7 +42,8 @@ int main() {
           if (p.nparts == 1) {
             MM_CHECK(p.merge_grid == 0 && p.ws_o_floats == 0 && p.ws_ml_floats == 0);
           } else {
-            const MergeShape ms = spread_merge_shape(B * q * H, p.nparts, mc->cus);  // the shape plan_cost prices
+            // the shape plan_cost prices
+            const MergeShape ms = spread_merge_shape(B * q * H, p.nparts, mc->cus, mc->merge_one_wave_quarters);
             MM_CHECK(p.merge_wpr == ms.wpr && p.merge_cs == ms.cs && p.merge_grid == ms.grid && p.merge_waves == ms.waves);
             MM_CHECK(p.balanced == balance_split(B, p.nparts));
             const int64_t mw = p.merge_waves;
@@ -128,17 +129,25 @@ int main() {
     // 4-wave workgroup (256, one iteration), which the planner prices below the a16w8 shape; a merge that fills
     // the CUs already (B 256) keeps its shape and its price
     {
-      const MergeShape a = merge_shape(64, 22), sp = spread_merge_shape(64, 22, 256);
+      const MergeShape a = merge_shape(64, 22), sp = spread_merge_shape(64, 22, 256, true);
       MM_CHECK(a.cs == 1 && a.wpr == 2 && a.grid == 32 && sp.cs == 4 && sp.wpr == 4 && sp.grid == 256);
       MM_CHECK(merge_cost(64, 22, 256, 0.0, kGfx950, 4.0, true) < merge_cost(64, 22, 256, 0.0, kGfx950, 4.0, false));
-      const MergeShape b = merge_shape(4096, 2), bs = spread_merge_shape(4096, 2, 256);
+      const MergeShape b = merge_shape(4096, 2), bs = spread_merge_shape(4096, 2, 256, true);
       MM_CHECK(b.grid >= 256 && bs.cs == b.cs && bs.wpr == b.wpr && bs.grid == b.grid);
       MM_CHECK(merge_cost(4096, 2, 256, 0.0, kGfx950, 4.0, true) == merge_cost(4096, 2, 256, 0.0, kGfx950, 4.0, false));
-      // nor one whose spread would take more than a round of the CUs (B 32, 6 parts: 512 (row, quarter) units):
-      // its whole rows go to 2-wave workgroups instead, 256 of them (one round), not 128 of 4 waves
-      const MergeShape c = merge_shape(512, 6), cspread = spread_merge_shape(512, 6, 256);
-      MM_CHECK(c.grid < 256 && merge_grid(512, 4, 1) > 256 && cspread.cs == c.cs && cspread.wpr == c.wpr &&
-               c.waves == 4 && cspread.waves == 2 && cspread.grid == 2 * c.grid && cspread.grid == 256);
+      // gfx950 (merge_one_wave_quarters): up to 16 parts and two waves a SIMD, one wave a (row, quarter) in
+      // one-wave workgroups (B 32, 6 parts: 2048 of them); at 16 waves a CU (B 64, 4 parts) the whole rows stay;
+      // gfx942 keeps its whole rows
+      MM_CHECK(kGfx950.merge_one_wave_quarters && !kGfx942.merge_one_wave_quarters);
+      MM_CHECK(spread_merge_shape(512, 6, 256, false).cs == 1);
+      const MergeShape q = spread_merge_shape(512, 6, 256, true), r = spread_merge_shape(1024, 4, 256, true);
+      MM_CHECK(q.cs == 4 && q.wpr == 1 && q.waves == 1 && q.grid == 2048);
+      MM_CHECK(r.cs == 1 && r.wpr == 1 && r.grid == merge_shape(1024, 4).grid);
+      // nor one whose spread would take more than a round of the CUs (200 rows, 20 parts: 400 (row, quarter)
+      // workgroups of 2 waves): its whole rows go to 2-wave workgroups instead, 200 of them (one round), not 100 of 4
+      const MergeShape c = merge_shape(200, 20), cspread = spread_merge_shape(200, 20, 256, true);
+      MM_CHECK(c.grid < 256 && merge_grid(200, 4, 2) > 256 && cspread.cs == c.cs && cspread.wpr == c.wpr &&
+               c.waves == 4 && cspread.waves == 2 && cspread.grid == 2 * c.grid && cspread.grid == 200);
       const KernelCost& kc = kernel_cost("gfx950", "a8w8_w1");
       MM_CHECK(kernel_plan_cost(kc, 4, 16, 1, 1024, 22, 256, Variant::kWave, kGfx950, true) <
                kernel_plan_cost(kc, 4, 16, 1, 1024, 22, 256, Variant::kWave, kGfx950, false));
