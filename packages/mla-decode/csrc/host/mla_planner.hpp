@@ -477,8 +477,10 @@ inline double merge_cost(int64_t total_rows, int64_t nparts, int64_t cus, double
     const int64_t cs = ms.cs, wpr = ms.wpr;
     const double rounds = (double)ceil_div(total_rows * cs * wpr, cus * kSimdsPerCu);
     const double iters = (double)ceil_div(nparts, 4 * cs * wpr);
-    const double t_issue = rounds * (iters * (kHbmLatencyNs + merge_iter_issue(mc, cs) / mc.clock_ghz) +
-                                     (merge_wave_issue(mc, cs) + extra_wave_cycles) / mc.clock_ghz);
+    // whole-row waves' issue cycles whatever cs (this form was never fit to the quarter waves' own: priced with
+    // them, mxfp4 (32, 8192) took 32 one-wave parts for 8 _kv4 ones, 75.1 -> 79.9 us on the timing model)
+    const double t_issue = rounds * (iters * (kHbmLatencyNs + mc.merge_iter_cycles / mc.clock_ghz) +
+                                     (mc.merge_wave_cycles + extra_wave_cycles) / mc.clock_ghz);
     const double bytes = (double)total_rows * ((double)nparts * (kLat * partial_o_bytes + 16.0) + kLat * 2.0);
     const double bw = std::min(mc.hbm_bytes_per_ns * (double)cus / (double)mc.cus,
                                (double)std::min<int64_t>(cus, ms.grid) * mc.cu_bytes_per_ns);
