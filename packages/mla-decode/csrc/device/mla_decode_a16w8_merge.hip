@@ -33,6 +33,13 @@
 // balanced split's request ends come from the decode (mla::publish_request_end): 136 on gfx950 at (4, 1024).
 // Half partials (kFlagMergeHalf: the ws kernel's): O_p is stored as fp16 O_p / ln_p, so a lane's 8 columns
 // are one 16-byte load and part p's weight in the sum is w_p * ln_p (the same formula).
+// Eighteenth session: one kernel per partial layout (MM_MERGE_KERNEL below: column blocks, fp16 or fp32 O, MFMA or
+// natural column order; kernel.merge_kernel_name picks), so no layout test is left in a wave's stream; lanes past a
+// wave's parts load through an out-of-range offset (zeros, no exec-mask branch); the (m, l, ln) load takes 3 words
+// (a 4th held the O loads behind it); up to 16 parts the max and sums reduce one DPP row; at 4 column blocks in
+// natural order each lane group keeps one column pair of the group sum (quarter_group_sum), so a wave publishes 2
+// floats a lane and every lane stores 4 bytes. Bitwise equal to the one kernel before on 159 forced-shape runs;
+// timing model, gfx950 a8w8 (4, 1024): 3.2 -> 2.3 us with the planner's new shape (spread_merge_shape).
 #include "mla_decode_common.hpp"
 
 namespace {
