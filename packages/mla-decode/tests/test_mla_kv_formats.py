@@ -12,6 +12,7 @@ reference itself against a float64 loop.
 from __future__ import annotations
 
 import math
+import os
 
 import pytest
 import torch
@@ -525,3 +526,29 @@ def test_q_amax_launch_is_max_abs_q(fmt, rows):
         parts, _, _ = formats._q_amax("a8w8", "gfx950", q_lat, q_pe)
     a = torch.cat([q_lat.view(-1), q_pe.view(-1)]).float().abs()
     assert float(parts.max()) == float(a[~torch.isnan(a)].max())
+
+
+@pytest.mark.parametrize("cs,wpr,waves", [(4, 1, 1), (4, 2, 4), (4, 4, 4), (1, 1, 4), (1, 2, 4)])
+def test_every_merge_shape_matches_the_reference(fmt, cs, wpr, waves):
+    """The split merge in each shape its kernels serve (mla_decode_merge_c1 / _c4): one wave per (row, quarter) in
+    one-wave workgroups (the planner's gfx950 shape up to 16 parts), quarters of 2 and 4 waves folded through LDS
+    (2 floats a lane: each lane group keeps one column pair), whole rows of 1 and 2 waves; ragged lengths with an
+    empty request, 12 parts (some empty for the short requests)."""
+    import dataclasses
+
+    arch = os.environ["MOONMATH_EMU_ARCH"]  # the fixture's
+    B, H, q_len, lens = 3, 16, 1, [700, 0, 233]
+    case = make_case(fmt, B, H, q_len, lens, seed=cs * 10 + wpr)
+    plan = formats.make_plan(fmt, B, H, q_len, max(lens), nparts=12, arch=arch, kv_waves=1)
+    rows = B * q_len * H
+    plan = dataclasses.replace(plan, merge_cs=cs, merge_wpr=wpr, merge_waves=waves,
+                               merge_grid=-(-rows * cs * wpr // waves))
+    T = B * q_len
+    o = torch.full((T, H, 512), float("nan"), dtype=torch.bfloat16)
+    lse = torch.full((T, H), float("nan"))
+    with use_backend("emu"):
+        formats.run(fmt, case["q_lat"], case["q_pe"], case["kv_pool"], case["kv_scales"], o, case["seq_lens"],
+                    case["kv_indices"], case["kv_indptr"], *factors(fmt), lse, plan=plan)
+    ro, rlse = call(fmt, "reference", case, nparts=12, kv_waves=1)
+    check_close(o, lse, ro, rlse)
+    assert torch.all(o[1] == 0) and torch.all(torch.isneginf(lse[1]))  # the empty request
