@@ -160,11 +160,13 @@ MM_DEVICE void sum_parts(MergeState& st, mm::buffer_rsrc wo, uint32_t oob, float
 // the total of pair g (columns 2g, 2g + 1 of the lane's 8), in the order (g0 + g1) + (g2 + g3) of a butterfly
 // (xor 16, then xor 32): each exchange sends the pair the partner keeps, so 4 + 2 exchanges of one register do
 // what 8 + 8 of every pair did, and every lane then stores its own two columns. gfx950: v_permlane{16,32}_swap
-// (rows 1, 3 of the first operand trade with rows 0, 2 of the second; lanes 32..63 with 0..31), else ds_bpermute.
-MM_DEVICE float pair_sum_x(float keep_lo, float keep_hi, uint32_t mask, bool upper) {
-  // lanes with `upper` keep keep_hi and send keep_lo to lane ^ mask, which keeps keep_lo
+// (rows 1, 3 of the first operand trade with rows 0, 2 of the second; lanes 32..63 with 0..31), else the
+// exchanges tile.hpp's combine_xor16 / combine_xor32 use (ds_swizzle within 32 lanes, ds_bpermute across).
+template <uint32_t Mask> MM_DEVICE float pair_sum_x(float keep_lo, float keep_hi, bool upper) {
+  // lanes with `upper` keep keep_hi and send keep_lo to lane ^ Mask, which keeps keep_lo
   const float keep = upper ? keep_hi : keep_lo, send = upper ? keep_lo : keep_hi;
-  return keep + mm::xor_lane(send, mask);
+  const uint32_t u = mm::bit_cast<uint32_t>(send);
+  return keep + mm::bit_cast<float>(Mask == 16u ? mm::swizzle_xor<16>(u) : mm::bpermute(u, mm::lane_id() ^ Mask));
 }
 MM_DEVICE mm::f32x2 quarter_group_sum(const mm::f32x2 (&acc)[4]) {
   mm::f32x2 b[2], c;
@@ -184,9 +186,9 @@ MM_DEVICE mm::f32x2 quarter_group_sum(const mm::f32x2 (&acc)[4]) {
   const bool odd = (lane & 16u) != 0, upper = (lane & 32u) != 0;
 #pragma unroll
   for (int h = 0; h < 2; ++h)
-    b[h] = mm::f32x2{pair_sum_x(acc[2 * h].x, acc[2 * h + 1].x, 16u, odd),
-                     pair_sum_x(acc[2 * h].y, acc[2 * h + 1].y, 16u, odd)};
-  c = mm::f32x2{pair_sum_x(b[0].x, b[1].x, 32u, upper), pair_sum_x(b[0].y, b[1].y, 32u, upper)};
+    b[h] = mm::f32x2{pair_sum_x<16>(acc[2 * h].x, acc[2 * h + 1].x, odd),
+                     pair_sum_x<16>(acc[2 * h].y, acc[2 * h + 1].y, odd)};
+  c = mm::f32x2{pair_sum_x<32>(b[0].x, b[1].x, upper), pair_sum_x<32>(b[0].y, b[1].y, upper)};
 #endif
   return c;
 }
@@ -308,7 +310,8 @@ MM_DEVICE void merge_rows(
   if (wpr > 1) {  // uniform over the launch
     if (sub > 0) {
 #pragma unroll
-      for (int e = 0; e < 2 * kPairs; ++e) merge_state[(wave - 1) * kStateFloats + slot_own + e] = st.acc[e / 2][e % 2];
+      for (int e = 0; e < 2 * kPairs; ++e)
+        merge_state[(wave - 1) * kStateFloats + slot_own + e] = st.acc[e / 2][e % 2];
       if (lane == 0) {
         merge_state[(wave - 1) * kStateFloats + kLat] = st.m;
         merge_state[(wave - 1) * kStateFloats + kLat + 1] = st.l;

@@ -330,11 +330,11 @@ inline MergeShape spread_merge_shape(int64_t total_rows, int64_t nparts, int64_t
   // steps of loads (16 parts) and the waves fit two a SIMD: no cross-wave fold, no barrier, and the merge's bytes
   // spread over the most CUs (eighteenth session, timing model, gfx950 a8w8: (4, 1024), 8 parts, 2.49 -> 2.26 us
   // against wpr 2 in 4-wave workgroups; (32, 1024), 8 parts, 3.75 -> 3.32 against whole rows; at 16 waves a CU,
-  // (64, 1024), 4 parts, 3.02 -> 3.60, not taken). Excluding 4 parts (gfx942 a16w8 (8, 4): 3.6 us, 3.2 before
-  // this kernel in whole rows) made the gfx950 planner, whose merge form prices the quarters' two rounds of SIMD
-  // slots above whole rows, take 4 parts at a8w8 (32, 1024) where the timing model prefers 8.
-  // gfx950 only (Machine::merge_one_wave_quarters): the gfx942 planner's merge form put these merges 20-22% off the
-  // timing model (a16w8 (2, 16) high, (8, 16) and (8, 37) low), past its 15% (tests/test_mla_kernel_planner.py).
+  // (64, 1024), 4 parts, 3.02 -> 3.60, not taken). 4 parts stay in: without them the gfx950 planner, whose merge
+  // form prices the quarters' two rounds of SIMD slots above whole rows, took 4 parts at a8w8 (32, 1024) where the
+  // timing model prefers 8. gfx950 only (Machine::merge_one_wave_quarters): the gfx942 planner's merge form put
+  // these merges 20-22% off the timing model (a16w8 (2, 16) high, (8, 16) and (8, 37) low), past its 15%
+  // (tests/test_mla_kernel_planner.py).
   const int64_t quarters = 4 * total_rows;
   if (one_wave_quarters && nparts <= 16 && quarters <= 8 * cus) return {4, 1, quarters, 1};
   if (a.grid >= cus) {
@@ -406,7 +406,6 @@ struct MergeTiming {
 // bytes at that share): 877 / 1253 / 505 / 920. Re-fit in the eighteenth session to its merge kernels (one per
 // partial layout, their occupancy in merge_waves_per_cu, a quarter wave's own issue cycles): 452 / 2053 / 570 / 690,
 // the 23 launches within 14.3% ((8, 37) -14.3%, (128, 4) +14.2%).
-
 constexpr MergeTiming kMergeTiming{452.0, 2053.0, 570.0, 690.0};
 // gfx942 prices its merge in this form. gfx950 keeps the eighth session's (rounds over SIMD slots of one HBM
 // round trip, kHbmLatencyNs, per iteration; bytes over the busy CUs' share) until its cu_bytes_per_ns is re-fit:
